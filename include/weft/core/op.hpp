@@ -1,0 +1,122 @@
+// An op: a kind and phase plus the values that place it in the model (micro-batch, chunk, layer,
+// split) and the stream lane it is issued on.
+#pragma once
+
+#include <cstdint>
+#include <type_traits>
+
+#include <weft/core/kinds.hpp>
+
+namespace weft {
+
+/// A plain value: the checker and the interpreters work on arrays of these. Trivial on purpose
+/// (no member initialisers), so arrays of ops cost nothing to allocate in constant evaluation;
+/// `op{}` is all zeros: block, F, chunk 0, mb 0, layer 0, split 0, lane 0.
+struct op {
+  kind k;
+  phase ph;
+  std::uint8_t chunk;  ///< model chunk (virtual pipeline stage), global over ranks
+  std::uint8_t split;  ///< sequence split (AMPipe chunk)
+  std::uint8_t lane;   ///< which stream of its class the op is issued on (0 = default)
+  std::uint16_t mb;    ///< micro-batch
+  std::uint16_t layer; ///< layer within the chunk
+
+  /// Identity ignores the lane: the same work on another stream is the same op.
+  constexpr bool same_work(const op& o) const noexcept {
+    return k == o.k && ph == o.ph && chunk == o.chunk && split == o.split && mb == o.mb &&
+           layer == o.layer;
+  }
+  friend constexpr bool operator==(const op&, const op&) = default;
+};
+
+/// Positional construction with every field given, for library code (designated initialisers
+/// that omit fields of a type without member initialisers trip -Wmissing-field-initializers).
+constexpr op make_op(kind k, phase ph, int mb_, int chunk_ = 0, int layer_ = 0, int split_ = 0,
+                     int lane_ = 0) noexcept {
+  return {k,
+          ph,
+          static_cast<std::uint8_t>(chunk_),
+          static_cast<std::uint8_t>(split_),
+          static_cast<std::uint8_t>(lane_),
+          static_cast<std::uint16_t>(mb_),
+          static_cast<std::uint16_t>(layer_)};
+}
+
+/// Streams of one rank: a class and a lane. Two ops in one slot must not share one.
+struct stream_id {
+  stream_class cls = stream_class::compute;
+  std::uint8_t lane = 0;
+  friend constexpr bool operator==(const stream_id&, const stream_id&) = default;
+};
+inline constexpr int lanes_per_class = 4;
+inline constexpr int streams_per_rank = 2 * lanes_per_class;
+
+constexpr stream_id stream_of(const op& o) noexcept { return {stream_of(o.k), o.lane}; }
+constexpr int stream_index(stream_id s) noexcept {
+  return static_cast<int>(s.cls) * lanes_per_class + s.lane;
+}
+
+// Strong field wrappers so an op reads as `attn(F, mb{1}, layer{3})`, fields in any order.
+struct mb {
+  int value;
+};
+struct chunk {
+  int value;
+};
+struct layer {
+  int value;
+};
+struct split {
+  int value;
+};
+struct lane {
+  int value;
+};
+
+namespace detail {
+constexpr void set_field(op& o, mb v) { o.mb = static_cast<std::uint16_t>(v.value); }
+constexpr void set_field(op& o, chunk v) { o.chunk = static_cast<std::uint8_t>(v.value); }
+constexpr void set_field(op& o, layer v) { o.layer = static_cast<std::uint16_t>(v.value); }
+constexpr void set_field(op& o, split v) { o.split = static_cast<std::uint8_t>(v.value); }
+constexpr void set_field(op& o, lane v) { o.lane = static_cast<std::uint8_t>(v.value); }
+
+template <class T>
+inline constexpr bool is_field =
+    std::is_same_v<T, mb> || std::is_same_v<T, chunk> || std::is_same_v<T, layer> ||
+    std::is_same_v<T, split> || std::is_same_v<T, lane>;
+}  // namespace detail
+
+/// An op that still knows its kind and phase as types (what the DSL's stage calls return).
+template <kind_tag Kind, phase_tag Phase>
+struct typed_op {
+  using kind_type = Kind;
+  using phase_type = Phase;
+  op value;
+  constexpr operator op() const noexcept { return value; }  // NOLINT: the DSL relies on it
+};
+
+/// `attn`, `dispatch`, ...: call with a phase and fields to make an op.
+template <kind_tag Kind>
+struct stage_fn {
+  template <phase_tag Phase, class... Fields>
+    requires(detail::is_field<Fields> && ...)
+  constexpr typed_op<Kind, Phase> operator()(Phase, Fields... fields) const noexcept {
+    op o = make_op(Kind::value, Phase::value, 0);
+    (detail::set_field(o, fields), ...);
+    return {o};
+  }
+};
+
+inline constexpr stage_fn<kinds::block> block{};
+inline constexpr stage_fn<kinds::attn> attn{};
+inline constexpr stage_fn<kinds::dispatch> dispatch{};
+inline constexpr stage_fn<kinds::mlp> mlp{};
+inline constexpr stage_fn<kinds::combine> combine{};
+inline constexpr stage_fn<kinds::shared> shared_expert{};
+inline constexpr stage_fn<kinds::send> send{};
+inline constexpr stage_fn<kinds::recv> recv{};
+inline constexpr stage_fn<kinds::all_reduce> all_reduce{};
+inline constexpr stage_fn<kinds::all_gather> all_gather{};
+inline constexpr stage_fn<kinds::reduce_scatter> reduce_scatter{};
+
+}  // namespace weft

@@ -1,0 +1,334 @@
+// Derived dependencies: from an op's id and the model description, which ops it needs.
+// This is the one place the dependency rules live; the checker, the simulator and the executor
+// all ask it.
+#pragma once
+
+#include <cstdint>
+
+#include <weft/core/op.hpp>
+#include <weft/schedule/model.hpp>
+
+namespace weft {
+
+/// Why an op does not belong to a model (rule 1).
+enum class outside : std::uint8_t {
+  none,
+  micro_batch,     ///< mb >= micro
+  chunk,           ///< chunk >= ranks * chunks_per_rank
+  layer,           ///< layer >= layers
+  split,           ///< split >= splits
+  kind,            ///< a layer kind the model's layers do not have
+  phase,           ///< backward in a forward-only model, or dX/dW of a kind without weights
+  off_path,        ///< a bidirectional model's micro-batch never visits this chunk
+  no_transfer,     ///< a send/recv where consecutive chunks share a rank, or past the ends
+  p2p_fields,      ///< a send/recv names a layer or split (transfers carry whole chunks)
+  lane,            ///< lane >= lanes_per_class
+};
+
+/// Dense numbering of every op a model can have, so per-op state lives in flat arrays.
+struct op_index {
+  static constexpr std::uint32_t npos = 0xffffffffu;
+
+  model_desc m;
+  int S = 1, K = 1;
+  std::int8_t kpos[kind_count] = {};
+  std::uint32_t units = 0, p2p_base = 0, coll_base = 0, size = 0;
+
+  constexpr op_index(const model_desc& model, bool with_collectives) : m(model), S(model.chunks()) {
+    K = 0;
+    for (int i = 0; i < kind_count; ++i)
+      kpos[i] = static_cast<std::int8_t>(m.stages.has(static_cast<kind>(i)) ? K++ : -1);
+    const std::uint32_t per_mb = static_cast<std::uint32_t>(S * m.layers * m.splits);
+    units = static_cast<std::uint32_t>(m.micro) * per_mb * static_cast<std::uint32_t>(K);
+    p2p_base = units * phase_count;
+    coll_base = p2p_base + static_cast<std::uint32_t>(m.micro * S * 4);
+    size = coll_base + (with_collectives ? static_cast<std::uint32_t>(m.micro) * per_mb * 12u : 0u);
+  }
+
+  constexpr bool has_kind(kind k) const noexcept { return kpos[static_cast<int>(k)] >= 0; }
+
+  /// The position of a layer-stage op's (mb, chunk, layer, split, kind), phase excluded.
+  constexpr std::uint32_t unit(int mb, int c, int l, int sp, kind k) const noexcept {
+    return static_cast<std::uint32_t>(((mb * S + c) * m.layers + l) * m.splits + sp) *
+               static_cast<std::uint32_t>(K) +
+           static_cast<std::uint32_t>(kpos[static_cast<int>(k)]);
+  }
+
+  /// Next / previous chunk on a micro-batch's path, or -1.
+  constexpr int next_chunk(int mb, int c) const noexcept {
+    return c + 1 < m.end_chunk(mb) ? c + 1 : -1;
+  }
+  constexpr int prev_chunk(int mb, int c) const noexcept {
+    return c - 1 >= m.first_chunk(mb) ? c - 1 : -1;
+  }
+  constexpr bool crosses_ranks(int c, int other) const noexcept {
+    return other >= 0 && m.rank_of(c) != m.rank_of(other);
+  }
+  /// The chunk a transfer op exchanges data with, or -1 if no transfer exists there.
+  constexpr int transfer_peer(const op& o) const noexcept {
+    const bool downstream = (o.k == kind::send) == (o.ph == phase::F);
+    const int peer = downstream ? next_chunk(o.mb, o.chunk) : prev_chunk(o.mb, o.chunk);
+    return crosses_ranks(o.chunk, peer) ? peer : -1;
+  }
+
+  constexpr outside why_outside(const op& o) const noexcept {
+    if (o.mb >= m.micro) return outside::micro_batch;
+    if (o.chunk >= S) return outside::chunk;
+    if (o.layer >= m.layers) return outside::layer;
+    if (o.split >= m.splits) return outside::split;
+    if (is_collective(o.k)) return outside::none;
+    if (!m.carries(o.mb, o.chunk)) return outside::off_path;
+    if (o.ph != phase::F && !m.backward) return outside::phase;
+    if (is_p2p(o.k)) {
+      if (o.ph != phase::F && o.ph != phase::B) return outside::phase;
+      if (o.layer != 0 || o.split != 0) return outside::p2p_fields;
+      return transfer_peer(o) < 0 ? outside::no_transfer : outside::none;
+    }
+    if (!has_kind(o.k)) return outside::kind;
+    if ((o.ph == phase::dX || o.ph == phase::dW) && !has_weights(o.k)) return outside::phase;
+    return outside::none;
+  }
+
+  /// The op's dense id, or npos if it is outside the model.
+  constexpr std::uint32_t id(const op& o) const noexcept {
+    if (why_outside(o) != outside::none) return npos;
+    return raw_id(o);
+  }
+  /// The op a dense id stands for (lane 0); the inverse of `raw_id`.
+  constexpr op op_of(std::uint32_t id) const noexcept {
+    if (id >= coll_base) {
+      std::uint32_t v = id - coll_base;
+      const auto ph = static_cast<phase>(v % phase_count);
+      v /= phase_count;
+      const auto k = static_cast<kind>(static_cast<int>(kind::all_reduce) + static_cast<int>(v % 3));
+      v /= 3;
+      const int sp = static_cast<int>(v % static_cast<std::uint32_t>(m.splits));
+      v /= static_cast<std::uint32_t>(m.splits);
+      const int l = static_cast<int>(v % static_cast<std::uint32_t>(m.layers));
+      v /= static_cast<std::uint32_t>(m.layers);
+      return make_op(k, ph, static_cast<int>(v / static_cast<std::uint32_t>(S)),
+                     static_cast<int>(v % static_cast<std::uint32_t>(S)), l, sp);
+    }
+    if (id >= p2p_base) {
+      std::uint32_t v = id - p2p_base;
+      const kind k = v % 2 ? kind::recv : kind::send;
+      const phase ph = (v / 2) % 2 ? phase::B : phase::F;
+      v /= 4;
+      return make_op(k, ph, static_cast<int>(v / static_cast<std::uint32_t>(S)),
+                     static_cast<int>(v % static_cast<std::uint32_t>(S)));
+    }
+    std::uint32_t v = id;
+    const auto ph = static_cast<phase>(v % phase_count);
+    v /= phase_count;
+    const int kp = static_cast<int>(v % static_cast<std::uint32_t>(K));
+    v /= static_cast<std::uint32_t>(K);
+    const int sp = static_cast<int>(v % static_cast<std::uint32_t>(m.splits));
+    v /= static_cast<std::uint32_t>(m.splits);
+    const int l = static_cast<int>(v % static_cast<std::uint32_t>(m.layers));
+    v /= static_cast<std::uint32_t>(m.layers);
+    kind k = kind::block;
+    for (int i = 0; i < kind_count; ++i)
+      if (kpos[i] == kp) k = static_cast<kind>(i);
+    return make_op(k, ph, static_cast<int>(v / static_cast<std::uint32_t>(S)),
+                   static_cast<int>(v % static_cast<std::uint32_t>(S)), l, sp);
+  }
+
+  /// As `id`, for ops already known to be inside the model.
+  constexpr std::uint32_t raw_id(const op& o) const noexcept {
+    const auto ph = static_cast<std::uint32_t>(o.ph);
+    if (is_p2p(o.k))
+      return p2p_base +
+             static_cast<std::uint32_t>(((o.mb * S + o.chunk) * 2 + (o.ph == phase::B)) * 2 +
+                                        (o.k == kind::recv));
+    if (is_collective(o.k)) {
+      const auto u = static_cast<std::uint32_t>(((o.mb * S + o.chunk) * m.layers + o.layer) *
+                                                    m.splits + o.split);
+      const auto c = static_cast<std::uint32_t>(static_cast<int>(o.k) -
+                                                static_cast<int>(kind::all_reduce));
+      return coll_base + (u * 3 + c) * phase_count + ph;
+    }
+    return unit(o.mb, o.chunk, o.layer, o.split, o.k) * phase_count + ph;
+  }
+};
+
+/// The producers of every op, derived from the model. This is the one place the dependency rules
+/// live; the checker, the simulator and the executor all ask it. It works on dense ids (one
+/// multiply-add per producer) because `static_assert` runs it for every op of large schedules.
+///
+/// Forward: attn -> dispatch -> mlp -> combine within a layer, the shared expert beside the
+/// routed path (after attn); a layer's entry needs every output of the previous layer (all
+/// splits: attention mixes tokens), the first layer of a chunk the last layer of the previous
+/// chunk on the micro-batch's path, or the local `recv` when the schedule carries transfers.
+/// Backward mirrors it from the loss (the last chunk's forward output), each backward op also
+/// needs its own forward, and dW needs its dX.
+class dependency_rules {
+ public:
+  constexpr dependency_rules(const op_index& ix, bool explicit_p2p) noexcept
+      : ix_(ix), explicit_(explicit_p2p) {
+    const stage_set& st = ix.m.stages;
+    const auto pos = [&](kind k) { return ix.kpos[static_cast<int>(k)]; };
+    entry_ = st.has(kind::block) ? pos(kind::block) : pos(kind::attn);
+    exit_ = st.has(kind::block)     ? pos(kind::block)
+            : st.has(kind::combine) ? pos(kind::combine)
+            : st.has(kind::mlp)     ? pos(kind::mlp)
+                                    : pos(kind::attn);
+    shared_ = pos(kind::shared);
+    dispatch_ = pos(kind::dispatch);
+    mlp_ = pos(kind::mlp);
+    combine_ = pos(kind::combine);
+    const int P = phase_count;
+    kstride_ = P;
+    sstride_ = P * ix.K;
+    lstride_ = sstride_ * ix.m.splits;
+    cstride_ = lstride_ * ix.m.layers;
+    mstride_ = cstride_ * ix.S;
+    // Forward inputs within a layer, as id distances: dispatch and shared after attn, mlp after
+    // dispatch (or attn), combine after mlp.
+    for (int k = 0; k < kind_count; ++k) {
+      const int kp = ix.kpos[k];
+      if (kp < 0 || kp == entry_) continue;
+      const kind kk = static_cast<kind>(k);
+      const int from = kk == kind::mlp && dispatch_ >= 0 ? dispatch_
+                       : kk == kind::combine             ? mlp_
+                                                         : entry_;
+      fwd_from_[k] = (kp - from) * kstride_;
+    }
+    // Backward ops fed by exactly one in-layer successor: dispatch <- mlp, mlp <- combine, and
+    // attn <- dispatch (or mlp) when there is no shared expert.
+    const auto single = [&](kind k, int succ) {
+      if (ix.kpos[static_cast<int>(k)] >= 0 && succ >= 0)
+        bwd_from_[static_cast<int>(k)] = (succ - ix.kpos[static_cast<int>(k)]) * kstride_;
+    };
+    single(kind::dispatch, mlp_);
+    single(kind::mlp, combine_);
+    if (shared_ < 0) single(kind::attn, dispatch_ >= 0 ? dispatch_ : mlp_);
+  }
+
+  /// Id distance from a forward op back to its in-layer input; -1 for a layer's entry.
+  constexpr int forward_input_distance(kind k) const noexcept { return fwd_from_[static_cast<int>(k)]; }
+  /// Id distance from a backward op's unit forward to the one in-layer successor that feeds its
+  /// gradient; -1 where the gradient has several sources or comes from outside the layer.
+  constexpr int backward_source_distance(kind k) const noexcept { return bwd_from_[static_cast<int>(k)]; }
+
+  constexpr const op_index& index() const noexcept { return ix_; }
+
+  /// Calls `fn(producer_id, producer_chunk)` for every producer of `o` (whose id is `id`).
+  /// `has(id)` tells whether the schedule contains an op: it picks the split (dX) or fused (B)
+  /// form of a backward producer.
+  template <class Has, class Fn>
+  constexpr void producers(const op& o, std::uint32_t id, Has&& has, Fn&& fn) const {
+    const int c = o.chunk, mbv = o.mb;
+    // The common case first: a forward op fed by the previous sub-stage of its layer.
+    if (o.ph == phase::F && fwd_from_[static_cast<int>(o.k)] >= 0)
+      return fn(id - static_cast<std::uint32_t>(fwd_from_[static_cast<int>(o.k)]), c);
+    if (is_p2p(o.k)) {
+      if (o.k == kind::recv) return;  // its data comes from the matched send
+      if (o.ph == phase::F) return outputs(mbv, c, ix_.m.layers - 1, phase::F, fn);
+      return input_grads(mbv, c, 0, has, fn);
+    }
+    if (is_collective(o.k)) return collective(o, has, fn);
+    const int l = o.layer;
+    const int kp = ix_.kpos[static_cast<int>(o.k)];
+    switch (o.ph) {
+      case phase::F: {
+        if (l > 0) return outputs(mbv, c, l - 1, phase::F, fn);
+        const int pc = ix_.prev_chunk(mbv, c);
+        if (pc < 0) return;
+        if (explicit_ && ix_.crosses_ranks(c, pc)) return fn(transfer_id(kind::recv, phase::F, mbv, c), c);
+        return outputs(mbv, pc, ix_.m.layers - 1, phase::F, fn);
+      }
+      case phase::dW: return fn(id - 1, c);  // dX sits just before dW
+      case phase::B:
+      case phase::dX: {
+        fn(id - static_cast<std::uint32_t>(o.ph), c);  // its own forward's activations
+        if (const int d = bwd_from_[static_cast<int>(o.k)]; d >= 0)
+          return fn(bx(id - static_cast<std::uint32_t>(o.ph) + static_cast<std::uint32_t>(d), has), c);
+        const std::uint32_t unit0 = id - static_cast<std::uint32_t>(static_cast<int>(o.ph) + kp * kstride_);
+        if (o.k == kind::attn) {  // gradients from the routed path and the shared expert
+          if (dispatch_ >= 0) fn(bx(unit0 + dispatch_ * kstride_, has), c);
+          else if (mlp_ >= 0) fn(bx(unit0 + mlp_ * kstride_, has), c);
+          if (shared_ >= 0) fn(bx(unit0 + shared_ * kstride_, has), c);
+          if (mlp_ < 0) output_grad(mbv, c, l, has, fn);  // attention's output leaves the layer
+          return;
+        }
+        if (kp == dispatch_) return fn(bx(unit0 + mlp_ * kstride_, has), c);
+        if (kp == mlp_ && combine_ >= 0) return fn(bx(unit0 + combine_ * kstride_, has), c);
+        return output_grad(mbv, c, l, has, fn);  // block, combine, shared, or a layer's tail
+      }
+    }
+  }
+
+  /// As above, for an op only known by value.
+  template <class Has, class Fn>
+  constexpr void producers(const op& o, Has&& has, Fn&& fn) const {
+    producers(o, ix_.raw_id(o), has, fn);
+  }
+
+ private:
+  const op_index& ix_;
+  bool explicit_;
+  int entry_ = 0, exit_ = 0, shared_ = -1, dispatch_ = -1, mlp_ = -1, combine_ = -1;
+  int kstride_ = 0, sstride_ = 0, lstride_ = 0, cstride_ = 0, mstride_ = 0;
+  int fwd_from_[kind_count] = {-1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1};
+  int bwd_from_[kind_count] = {-1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1};
+
+  constexpr std::uint32_t unit_id(int mbv, int c, int l) const noexcept {
+    return static_cast<std::uint32_t>(mbv * mstride_ + c * cstride_ + l * lstride_);
+  }
+  constexpr std::uint32_t transfer_id(kind k, phase ph, int mbv, int c) const noexcept {
+    return ix_.raw_id(make_op(k, ph, mbv, c));
+  }
+  // The op that produces a unit's input gradient: dX if the schedule splits that backward,
+  // otherwise B (also the name used when neither is there).
+  template <class Has>
+  static constexpr std::uint32_t bx(std::uint32_t unit_f, Has& has) {
+    return has(unit_f + 2) ? unit_f + 2 : unit_f + 1;
+  }
+  // Every output of a layer (all splits), in phase `ph`.
+  template <class Fn>
+  constexpr void outputs(int mbv, int c, int l, phase ph, Fn& fn) const {
+    const std::uint32_t base = unit_id(mbv, c, l) + static_cast<std::uint32_t>(ph);
+    for (int sp = 0; sp < ix_.m.splits; ++sp) {
+      const std::uint32_t u = base + static_cast<std::uint32_t>(sp * sstride_);
+      fn(u + static_cast<std::uint32_t>(exit_ * kstride_), c);
+      if (shared_ >= 0) fn(u + static_cast<std::uint32_t>(shared_ * kstride_), c);
+    }
+  }
+  // The input gradients of a layer (its entry's backward, all splits).
+  template <class Has, class Fn>
+  constexpr void input_grads(int mbv, int c, int l, Has& has, Fn& fn) const {
+    const std::uint32_t base = unit_id(mbv, c, l) + static_cast<std::uint32_t>(entry_ * kstride_);
+    for (int sp = 0; sp < ix_.m.splits; ++sp)
+      fn(bx(base + static_cast<std::uint32_t>(sp * sstride_), has), c);
+  }
+  // Gradient of a layer's output: from the next layer, the next chunk, or the loss.
+  template <class Has, class Fn>
+  constexpr void output_grad(int mbv, int c, int l, Has& has, Fn& fn) const {
+    if (l + 1 < ix_.m.layers) return input_grads(mbv, c, l + 1, has, fn);
+    const int nc = ix_.next_chunk(mbv, c);
+    if (nc < 0) return outputs(mbv, c, l, phase::F, fn);  // the loss needs the whole output
+    if (explicit_ && ix_.crosses_ranks(c, nc)) return fn(transfer_id(kind::recv, phase::B, mbv, c), c);
+    input_grads(mbv, nc, 0, has, fn);
+  }
+  // A gradient all-reduce (phase dW) follows every weight gradient of its chunk; other
+  // collectives carry no derived dependencies.
+  template <class Has, class Fn>
+  constexpr void collective(const op& o, Has& has, Fn& fn) const {
+    if (o.k != kind::all_reduce || o.ph != phase::dW) return;
+    const model_desc& m = ix_.m;
+    for (int mbi = 0; mbi < m.micro; ++mbi) {
+      if (!m.carries(mbi, o.chunk)) continue;
+      for (int l = 0; l < m.layers; ++l)
+        for (int sp = 0; sp < m.splits; ++sp)
+          for (int k = 0; k < kind_count; ++k) {
+            const int kp = ix_.kpos[k];
+            if (kp < 0 || !has_weights(static_cast<kind>(k))) continue;
+            const std::uint32_t f = unit_id(mbi, o.chunk, l) +
+                                    static_cast<std::uint32_t>(sp * sstride_ + kp * kstride_);
+            fn(has(f + 1) ? f + 1 : f + 3, static_cast<int>(o.chunk));
+          }
+    }
+  }
+};
+
+}  // namespace weft

@@ -1,0 +1,140 @@
+// The model description from which dependencies are derived: how many chunks, where they live,
+// which sub-stages make a layer, how many micro-batches and splits.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+#include <weft/core/kinds.hpp>
+
+namespace weft {
+
+/// Which kinds make up one layer. A layer is either one `block` op or an attention followed by
+/// the routed-expert path (dispatch -> mlp -> combine) and, beside it, a shared expert.
+struct stage_set {
+  std::uint16_t bits = 0;
+
+  constexpr bool has(kind k) const noexcept { return (bits >> static_cast<int>(k)) & 1u; }
+  constexpr stage_set with(kind k) const noexcept {
+    return {static_cast<std::uint16_t>(bits | (1u << static_cast<int>(k)))};
+  }
+  constexpr int size() const noexcept {
+    int n = 0;
+    for (int i = 0; i < kind_count; ++i) n += (bits >> i) & 1u;
+    return n;
+  }
+  friend constexpr bool operator==(stage_set, stage_set) = default;
+
+  static constexpr stage_set whole_block() noexcept { return stage_set{}.with(kind::block); }
+  /// attention, dispatch, routed experts, combine: the seed's four sub-stages.
+  static constexpr stage_set moe() noexcept {
+    return stage_set{}.with(kind::attn).with(kind::dispatch).with(kind::mlp).with(kind::combine);
+  }
+  static constexpr stage_set moe_with_shared() noexcept { return moe().with(kind::shared); }
+  static constexpr stage_set dense() noexcept { return stage_set{}.with(kind::attn).with(kind::mlp); }
+};
+
+/// How model chunks (global virtual stages) are placed on ranks.
+enum class placement : std::uint8_t {
+  loop,  ///< chunk c on rank c % ranks (1F1B, interleaved 1F1B)
+  vee,   ///< two chunks per rank: rank r holds r and 2*ranks-1-r (ZB-V, DualPipeV, DualPipe)
+};
+
+struct model_desc {
+  int ranks = 1;
+  int chunks_per_rank = 1;
+  placement place = placement::loop;
+  /// DualPipe: micro-batches [0, micro/2) flow through chunks [0, S/2), the rest through
+  /// [S/2, S), so the two halves travel the ranks in opposite directions.
+  bool bidirectional = false;
+  int micro = 1;
+  int layers = 1;  ///< layers per chunk
+  stage_set stages = stage_set::whole_block();
+  int splits = 1;       ///< sequence splits per micro-batch (AMPipe)
+  bool backward = true; ///< training: every forward op has a backward
+  int max_live = 0;     ///< rule 5: bound on live activations per rank, 0 = no bound
+
+  constexpr int chunks() const noexcept { return ranks * chunks_per_rank; }
+
+  constexpr int rank_of(int c) const noexcept {
+    if (place == placement::vee) return c < ranks ? c : 2 * ranks - 1 - c;
+    return c % ranks;
+  }
+  /// First and one-past-last chunk a micro-batch passes through.
+  constexpr int first_chunk(int m) const noexcept {
+    return bidirectional && m >= micro / 2 ? chunks() / 2 : 0;
+  }
+  constexpr int end_chunk(int m) const noexcept {
+    return bidirectional && m < micro / 2 ? chunks() / 2 : chunks();
+  }
+  constexpr bool carries(int m, int c) const noexcept {
+    return c >= first_chunk(m) && c < end_chunk(m);
+  }
+  friend constexpr bool operator==(const model_desc&, const model_desc&) = default;
+};
+
+/// Why a model description is impossible; `none` when it is fine.
+enum class model_error : std::uint8_t {
+  none,
+  bad_ranks,
+  bad_chunks,
+  bad_micro,
+  bad_layers,
+  bad_splits,
+  vee_needs_two_chunks,
+  bidirectional_needs_even,
+  stages_empty,
+  stages_block_and_substages,
+  stages_need_attn,
+  stages_comm_without_mlp,
+  stages_not_layer_kinds,
+  bad_memory_bound,
+};
+
+constexpr std::string_view describe(model_error e) noexcept {
+  switch (e) {
+    case model_error::none: return "ok";
+    case model_error::bad_ranks: return "ranks must be in [1, 255]";
+    case model_error::bad_chunks: return "chunks_per_rank must be >= 1 and ranks * chunks <= 255";
+    case model_error::bad_micro: return "micro must be in [1, 65535]";
+    case model_error::bad_layers: return "layers must be in [1, 65535]";
+    case model_error::bad_splits: return "splits must be in [1, 255]";
+    case model_error::vee_needs_two_chunks: return "V placement needs exactly 2 chunks per rank";
+    case model_error::bidirectional_needs_even:
+      return "bidirectional pipelines need an even number of chunks and of micro-batches";
+    case model_error::stages_empty: return "a layer needs at least one stage kind";
+    case model_error::stages_block_and_substages:
+      return "a layer is either one block or sub-stages (attn, dispatch, mlp, combine, shared)";
+    case model_error::stages_need_attn: return "sub-stage layers start with attn";
+    case model_error::stages_comm_without_mlp:
+      return "dispatch and combine need the routed experts (mlp) between them";
+    case model_error::stages_not_layer_kinds:
+      return "only block, attn, dispatch, mlp, combine and shared make up a layer";
+    case model_error::bad_memory_bound: return "max_live must be >= 0";
+  }
+  return "unknown";
+}
+
+constexpr model_error validate(const model_desc& m) noexcept {
+  if (m.ranks < 1 || m.ranks > 255) return model_error::bad_ranks;
+  if (m.chunks_per_rank < 1 || m.chunks() > 255) return model_error::bad_chunks;
+  if (m.micro < 1 || m.micro > 65535) return model_error::bad_micro;
+  if (m.layers < 1 || m.layers > 65535) return model_error::bad_layers;
+  if (m.splits < 1 || m.splits > 255) return model_error::bad_splits;
+  if (m.place == placement::vee && m.chunks_per_rank != 2) return model_error::vee_needs_two_chunks;
+  if (m.bidirectional && (m.chunks() % 2 != 0 || m.micro % 2 != 0))
+    return model_error::bidirectional_needs_even;
+  const stage_set s = m.stages;
+  if (s.bits == 0) return model_error::stages_empty;
+  for (int i = 0; i < kind_count; ++i)
+    if (s.has(static_cast<kind>(i)) && !is_layer_stage(static_cast<kind>(i)))
+      return model_error::stages_not_layer_kinds;
+  if (s.has(kind::block) && s.size() > 1) return model_error::stages_block_and_substages;
+  if (!s.has(kind::block) && !s.has(kind::attn)) return model_error::stages_need_attn;
+  if ((s.has(kind::dispatch) || s.has(kind::combine)) && !s.has(kind::mlp))
+    return model_error::stages_comm_without_mlp;
+  if (m.max_live < 0) return model_error::bad_memory_bound;
+  return model_error::none;
+}
+
+}  // namespace weft
