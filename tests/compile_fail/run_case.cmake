@@ -3,7 +3,7 @@
 string(REPLACE "|" ";" include_list "${INCLUDES}")
 set(flags -std=c++20 -fsyntax-only)
 foreach(dir IN LISTS include_list)
-  if(dir)
+  if(dir AND NOT dir STREQUAL "/usr/include")  # a system dir as -I breaks #include_next
     list(APPEND flags "-I${dir}")
   endif()
 endforeach()

@@ -82,6 +82,15 @@ class buffer {
     if (size_ == cap_) reserve(cap_ < 8 ? 8 : 2 * cap_);
     data_[size_++] = v;
   }
+  /// Appends `n` elements for the caller to fill and returns a pointer to the first: the cheap
+  /// way to append many elements in constant evaluation. New elements of trivial types are
+  /// uninitialised; write each before reading it.
+  constexpr T* extend(size_type n) {
+    if (size_ + n > cap_) reserve(size_ + n > 2 * cap_ ? size_ + n : 2 * cap_);
+    T* first = data_ + size_;
+    size_ += n;
+    return first;
+  }
   constexpr void clear() noexcept { size_ = 0; }
 
   constexpr T* data() noexcept { return data_; }

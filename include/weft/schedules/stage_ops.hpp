@@ -20,20 +20,29 @@ constexpr layer_kinds layer_kinds_of(const stage_set& st) noexcept {
   return lk;
 }
 
-/// Appends the forward of (mb, chunk), one op per slot: layers in order, kinds in chain order.
-constexpr void append_forward(schedule& s, const layer_kinds& lk, int mb_, int chunk_) {
+/// Appends the forward (F) or fused backward (B) of (mb, chunk), one op per slot, in chain order
+/// (backward: reversed). Writes into storage it extends once, the cheap way in constant evaluation.
+constexpr void append_chunk(schedule& s, const layer_kinds& lk, phase ph, int mb_, int chunk_) {
   const model_desc& m = s.model;
+  const auto n = static_cast<std::size_t>(m.layers * m.splits * lk.n);
+  const auto base = static_cast<std::uint32_t>(s.ops.size());
+  op* out = s.ops.extend(n);
+  std::uint32_t* end = s.slot_end.extend(n);
+  std::uint32_t i = 0;
+  const bool fwd = ph == phase::F;
   for (int l = 0; l < m.layers; ++l)
     for (int sp = 0; sp < m.splits; ++sp)
-      for (int j = 0; j < lk.n; ++j) s.add_slot(make_op(lk.k[j], phase::F, mb_, chunk_, l, sp));
+      for (int j = 0; j < lk.n; ++j, ++i) {
+        out[i] = fwd ? make_op(lk.k[j], ph, mb_, chunk_, l, sp)
+                     : make_op(lk.k[lk.n - 1 - j], ph, mb_, chunk_, m.layers - 1 - l, m.splits - 1 - sp);
+        end[i] = base + i + 1;
+      }
 }
-
-/// Appends the fused backward of (mb, chunk), one op per slot, in reverse chain order.
+constexpr void append_forward(schedule& s, const layer_kinds& lk, int mb_, int chunk_) {
+  append_chunk(s, lk, phase::F, mb_, chunk_);
+}
 constexpr void append_backward(schedule& s, const layer_kinds& lk, int mb_, int chunk_) {
-  const model_desc& m = s.model;
-  for (int l = m.layers - 1; l >= 0; --l)
-    for (int sp = m.splits - 1; sp >= 0; --sp)
-      for (int j = lk.n - 1; j >= 0; --j) s.add_slot(make_op(lk.k[j], phase::B, mb_, chunk_, l, sp));
+  append_chunk(s, lk, phase::B, mb_, chunk_);
 }
 
 /// Lanes a generator puts transfers on: sends and receives on separate comm streams, so a

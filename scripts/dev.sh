@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# weft's one entry point for people and CI:
+#   scripts/dev.sh demo    install what is missing, build and run the quick-start example
+#   scripts/dev.sh test    install what is missing, build with g++ and clang, run every test
+#   scripts/dev.sh bench   install what is missing, build and run the benchmarks
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+packages=(cmake ninja-build g++ clang libboost-dev doctest-dev libbenchmark-dev time)
+
+install_missing() {
+  local missing=()
+  for p in "${packages[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+  [ ${#missing[@]} -eq 0 ] && return 0
+  local sudo=""
+  [ "$(id -u)" -ne 0 ] && sudo="sudo"
+  echo "weft: installing ${missing[*]}"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
+}
+
+build() {  # build PRESET [targets...]
+  local preset=$1
+  shift
+  cmake --preset "$preset" >/dev/null
+  cmake --build --preset "$preset" "$@"
+}
+
+case "${1:-}" in
+  demo)
+    install_missing
+    build gcc --target quickstart
+    ./build/gcc/examples/quickstart
+    ;;
+  test)
+    install_missing
+    for preset in gcc clang; do
+      echo "== $preset"
+      build "$preset"
+      ctest --preset "$preset"
+    done
+    ;;
+  bench)
+    install_missing
+    build bench
+    ./build/bench/bench/verify_runtime --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
+    bench/compile_time.sh
+    ;;
+  *)
+    echo "usage: scripts/dev.sh demo|test|bench" >&2
+    exit 2
+    ;;
+esac
