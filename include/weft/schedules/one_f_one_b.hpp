@@ -27,18 +27,21 @@ constexpr schedule one_f_one_b(const one_f_one_b_params& p) {
   s.reserve(static_cast<std::size_t>(p.ranks * p.micro * per_chunk),
             static_cast<std::size_t>(p.ranks * p.micro * per_chunk));
   const gen::layer_kinds lk = gen::layer_kinds_of(p.stages);
+  gen::chain fwd, bwd;
   const auto forward = [&](int m, int r) {
     if (p.transfers) gen::append_transfer(s, kind::recv, phase::F, m, r);
-    gen::append_forward(s, lk, m, r);
+    gen::append_chain(s, fwd, m);
     if (p.transfers) gen::append_transfer(s, kind::send, phase::F, m, r);
   };
   const auto backward = [&](int m, int r) {
     if (p.transfers) gen::append_transfer(s, kind::recv, phase::B, m, r);
-    gen::append_backward(s, lk, m, r);
+    gen::append_chain(s, bwd, m);
     if (p.transfers) gen::append_transfer(s, kind::send, phase::B, m, r);
   };
   for (int r = 0; r < p.ranks; ++r) {
     s.add_rank();
+    fwd = gen::chain_of(s.model, lk, phase::F, r);
+    bwd = gen::chain_of(s.model, lk, phase::B, r);
     const int warmup = p.ranks - r - 1 < p.micro ? p.ranks - r - 1 : p.micro;
     for (int m = 0; m < warmup; ++m) forward(m, r);
     for (int i = 0; i + warmup < p.micro; ++i) {

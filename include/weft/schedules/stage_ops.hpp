@@ -20,29 +20,37 @@ constexpr layer_kinds layer_kinds_of(const stage_set& st) noexcept {
   return lk;
 }
 
-/// Appends the forward (F) or fused backward (B) of (mb, chunk), one op per slot, in chain order
-/// (backward: reversed). Writes into storage it extends once, the cheap way in constant evaluation.
-constexpr void append_chunk(schedule& s, const layer_kinds& lk, phase ph, int mb_, int chunk_) {
-  const model_desc& m = s.model;
-  const auto n = static_cast<std::size_t>(m.layers * m.splits * lk.n);
-  const auto base = static_cast<std::uint32_t>(s.ops.size());
-  op* out = s.ops.extend(n);
-  std::uint32_t* end = s.slot_end.extend(n);
-  std::uint32_t i = 0;
+/// The ops of one chunk's forward (F) or fused backward (B), one op per slot, in chain order
+/// (backward: reversed), for micro-batch 0. Generators build it once per chunk and stamp it per
+/// micro-batch: copying a value and patching one field is the cheap way in constant evaluation.
+struct chain {
+  buffer<op> ops;
+};
+constexpr chain chain_of(const model_desc& m, const layer_kinds& lk, phase ph, int chunk_) {
+  chain c;
+  c.ops.reserve(static_cast<std::size_t>(m.layers * m.splits * lk.n));
   const bool fwd = ph == phase::F;
   for (int l = 0; l < m.layers; ++l)
     for (int sp = 0; sp < m.splits; ++sp)
-      for (int j = 0; j < lk.n; ++j, ++i) {
-        out[i] = fwd ? make_op(lk.k[j], ph, mb_, chunk_, l, sp)
-                     : make_op(lk.k[lk.n - 1 - j], ph, mb_, chunk_, m.layers - 1 - l, m.splits - 1 - sp);
-        end[i] = base + i + 1;
-      }
+      for (int j = 0; j < lk.n; ++j)
+        c.ops.push_back(fwd ? make_op(lk.k[j], ph, 0, chunk_, l, sp)
+                            : make_op(lk.k[lk.n - 1 - j], ph, 0, chunk_, m.layers - 1 - l,
+                                      m.splits - 1 - sp));
+  return c;
 }
-constexpr void append_forward(schedule& s, const layer_kinds& lk, int mb_, int chunk_) {
-  append_chunk(s, lk, phase::F, mb_, chunk_);
-}
-constexpr void append_backward(schedule& s, const layer_kinds& lk, int mb_, int chunk_) {
-  append_chunk(s, lk, phase::B, mb_, chunk_);
+
+/// Appends `c` for micro-batch `mb_`, one op per slot.
+constexpr void append_chain(schedule& s, const chain& c, int mb_) {
+  const std::size_t n = c.ops.size();
+  const auto base = static_cast<std::uint32_t>(s.ops.size());
+  const auto mb16 = static_cast<std::uint16_t>(mb_);
+  op* out = s.ops.extend(n);
+  std::uint32_t* end = s.slot_end.extend(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    out[i] = c.ops[i];
+    out[i].mb = mb16;
+    end[i] = base + static_cast<std::uint32_t>(i) + 1;
+  }
 }
 
 /// Lanes a generator puts transfers on: sends and receives on separate comm streams, so a
