@@ -1,58 +1,71 @@
 #!/usr/bin/env bash
 # Compile time and peak compiler memory of static_assert-verifying 1F1B schedules with MoE
-# sub-stages (P ranks x M micro-batches x L layers x 8 sub-stage ops), with g++.
-# Medians of REPS runs (default 5). Usage: bench/compile_time.sh [REPS]
+# sub-stages (P ranks x M micro-batches x L layers x 8 sub-stage ops), with $CXX (default g++;
+# clang++ works too), and of the containers behind them. Medians of REPS runs (default 5).
+# Usage: [CXX=clang++] bench/compile_time.sh [REPS]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 reps=${1:-5}
 cxx=${CXX:-g++}
-src=bench/compile_time_verify.cpp
-big_flags="-fconstexpr-ops-limit=1073741824 -fconstexpr-loop-limit=4194304"
+# What it takes beyond the compiler's default constexpr limits (docs/legality.md).
+if "$cxx" --version | grep -q clang; then
+  big_flags="-fconstexpr-steps=2000000000"
+  default_limit=16384
+else
+  big_flags="-fconstexpr-ops-limit=1073741824 -fconstexpr-loop-limit=4194304"
+  default_limit=32768
+fi
+timing=$(mktemp)
+trap 'rm -f "$timing"' EXIT
 
-measure() {  # mode P M L flags... -> "seconds MB" (medians) or "limit" if it does not compile
-  local mode=$1 p=$2 m=$3 l=$4
-  shift 4
-  local times=() mems=()
+median() { sort -n | sed -n "$(((reps + 1) / 2))p"; }
+
+# measure SRC FLAGS... -> "<seconds> s <MB> MB" (medians), or "over limits" if it does not compile
+measure() {
+  local src=$1 times=() mems=() out
+  shift
   for _ in $(seq "$reps"); do
-    if ! /usr/bin/time -o /tmp/weft_ct_time -f "%e %M" "$cxx" -std=c++20 -Iinclude -fsyntax-only "$@" \
-        -DWEFT_BENCH_P="$p" -DWEFT_BENCH_M="$m" -DWEFT_BENCH_L="$l" -DWEFT_BENCH_MODE="$mode" \
-        "$src" >/dev/null 2>&1; then
-      echo "limit"
+    if ! /usr/bin/time -o "$timing" -f "%e %M" "$cxx" -std=c++20 -Iinclude -fsyntax-only "$@" "$src" \
+        >/dev/null 2>&1; then
+      echo "over limits"
       return
     fi
-    local out
-    out=$(tail -1 /tmp/weft_ct_time)
+    out=$(tail -1 "$timing")
     times+=("${out% *}")
     mems+=("${out#* }")
   done
-  local t mem
-  t=$(printf '%s\n' "${times[@]}" | sort -n | sed -n "$(((reps + 1) / 2))p")
-  mem=$(printf '%s\n' "${mems[@]}" | sort -n | sed -n "$(((reps + 1) / 2))p")
-  echo "$t $((mem / 1024))"
+  echo "$(printf '%s\n' "${times[@]}" | median) s $(($(printf '%s\n' "${mems[@]}" | median) / 1024)) MB"
 }
 
 echo "$("$cxx" --version | head -1), $(nproc) cores, medians of $reps runs"
-printf '%-12s %8s %-22s %-22s %-22s %-22s\n' "P,M,L" "ops" "headers only" "generate" "verify (fast path)" "precise checker"
+printf '%-12s %8s %-22s %-22s %-22s %-22s\n' "P,M,L" "ops" "headers only" "generate" "verify (fast path)" \
+  "precise checker"
 for cfg in "8 32 4" "16 64 4" "16 128 8"; do
   set -- $cfg
   ops=$((8 * $1 * $2 * $3))
   flags=()
-  [ "$ops" -gt 32768 ] && flags=($big_flags)
+  [ "$ops" -gt "$default_limit" ] && flags=($big_flags)
   row=()
   for mode in 0 1 2 3; do
+    defs=(-DWEFT_BENCH_P="$1" -DWEFT_BENCH_M="$2" -DWEFT_BENCH_L="$3" -DWEFT_BENCH_MODE="$mode")
     if [ "$mode" = 3 ] && [ "$ops" -gt 32768 ]; then
-      r="skipped"
+      row+=("(not run)")
     elif [ "$mode" = 3 ]; then
-      r=$(measure "$mode" "$@" $big_flags)
+      row+=("$(measure bench/compile_time_verify.cpp "${defs[@]}" $big_flags)")
     else
-      r=$(measure "$mode" "$@" "${flags[@]}")
+      row+=("$(measure bench/compile_time_verify.cpp "${defs[@]}" "${flags[@]}")")
     fi
-    case "$r" in
-      limit) row+=("over limits") ;;
-      skipped) row+=("(not run)") ;;
-      *) row+=("${r% *} s ${r#* } MB") ;;
-    esac
   done
   printf '%-12s %8s %-22s %-22s %-22s %-22s\n' "$1,$2,$3" "$ops" "${row[@]}"
 done
-echo "flags beyond g++'s defaults, for more than 32768 ops and for the precise checker: $big_flags"
+echo "flags beyond the defaults, for more than $default_limit ops and for the precise checker: $big_flags"
+
+# Why weft's containers use weft::buffer: appending N values in constant evaluation.
+n=100000
+echo
+printf '%-34s %-22s\n' "append $n values, then read them" "time, peak memory"
+names=("std::vector push_back" "weft::buffer push_back" "weft::buffer extend + index")
+for mode in 0 1 2; do
+  printf '%-34s %-22s\n' "${names[$mode]}" \
+    "$(measure bench/constexpr_containers.cpp -DWEFT_BENCH_MODE="$mode" -DWEFT_BENCH_N="$n" $big_flags)"
+done

@@ -47,6 +47,7 @@ case "${1:-}" in
     build bench
     ./build/bench/bench/verify_runtime --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
     bench/compile_time.sh
+    CXX=clang++ bench/compile_time.sh
     ;;
   *)
     echo "usage: scripts/dev.sh demo|test|bench" >&2
