@@ -4,8 +4,10 @@
 #include <weft/schedule/verify.hpp>
 #include <weft/schedules/one_f_one_b.hpp>
 
-constexpr weft::one_f_one_b_params params{.ranks = WEFT_BENCH_P, .micro = WEFT_BENCH_M,
-                                          .layers = WEFT_BENCH_L, .stages = weft::stage_set::moe()};
+constexpr weft::one_f_one_b_params params{.ranks = WEFT_BENCH_P,
+                                          .micro = WEFT_BENCH_M,
+                                          .layers = WEFT_BENCH_L,
+                                          .stages = weft::stage_set::moe()};
 constexpr std::size_t expected_ops = std::size_t{8} * WEFT_BENCH_P * WEFT_BENCH_M * WEFT_BENCH_L;
 
 #if WEFT_BENCH_MODE == 1

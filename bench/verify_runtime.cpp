@@ -13,7 +13,9 @@ namespace {
 weft::schedule make(std::int64_t ops) {
   const int ranks = 16, layers = 8;
   const int micro = static_cast<int>(ops / (ranks * layers * 8));
-  return weft::one_f_one_b({.ranks = ranks, .micro = micro < 1 ? 1 : micro, .layers = layers,
+  return weft::one_f_one_b({.ranks = ranks,
+                            .micro = micro < 1 ? 1 : micro,
+                            .layers = layers,
                             .stages = weft::stage_set::moe()});
 }
 

@@ -7,15 +7,15 @@ using namespace weft;
 
 // DeepSeek's forward/backward pairing for one MoE layer: forward of micro-batch 1 overlapped with
 // backward of micro-batch 0, one compute op and one comm op per slot (the seed's figure).
-constexpr auto layer_fb = slots(attn(F, mb{1}) | combine(B, mb{0}),
-                                mlp(B, mb{0}) | dispatch(F, mb{1}),
-                                mlp(F, mb{1}) | dispatch(B, mb{0}),
-                                attn(B, mb{0}) | combine(F, mb{1}));
+constexpr auto layer_fb =
+    slots(attn(F, mb{1}) | combine(B, mb{0}), mlp(B, mb{0}) | dispatch(F, mb{1}),
+          mlp(F, mb{1}) | dispatch(B, mb{0}), attn(B, mb{0}) | combine(F, mb{1}));
 // A fragment of the steady phase, verified against what it assumes ran before it.
 static_assert(proven<diagnose(layer_fb, assuming(done(F, mb{0})))>);
 
 // A 1F1B pipeline on 4 ranks, 8 micro-batches, each chunk 2 MoE layers of four sub-stages.
-constexpr one_f_one_b_params pipeline{.ranks = 4, .micro = 8, .layers = 2, .stages = stage_set::moe()};
+constexpr one_f_one_b_params pipeline{
+    .ranks = 4, .micro = 8, .layers = 2, .stages = stage_set::moe()};
 static_assert(proven<diagnose(one_f_one_b(pipeline))>);
 
 int main() {
@@ -23,7 +23,8 @@ int main() {
   print_slots(std::cout, layer_fb);
 
   const schedule pp = one_f_one_b({.ranks = 4, .micro = 8});
-  std::cout << "\n1F1B, 4 ranks x 8 micro-batches (proven at compile time with 2 MoE layers per chunk):\n";
+  std::cout << "\n1F1B, 4 ranks x 8 micro-batches (proven at compile time with 2 MoE layers per "
+               "chunk):\n";
   print_slots(std::cout, pp);
   const auto peak = peak_live_activations(pp);
   std::cout << "\npeak live activations per rank:";

@@ -44,7 +44,8 @@ int main(int argc, char** argv) {
     return args.empty() ? 2 : 0;
   }
   const std::string_view command = args[0];
-  if (command != "show" && command != "check") bad_usage("unknown command '" + std::string(command) + "'");
+  if (command != "show" && command != "check")
+    bad_usage("unknown command '" + std::string(command) + "'");
   if (args.size() < 2 || args[1] != "1f1b") bad_usage("the only built-in schedule is '1f1b'");
 
   weft::one_f_one_b_params p;
@@ -55,13 +56,20 @@ int main(int argc, char** argv) {
       if (i + 1 >= args.size()) bad_usage(std::string(a) + " needs a value");
       return parse_int(a, args[++i]);
     };
-    if (a == "--ranks") p.ranks = value();
-    else if (a == "--micro") p.micro = value();
-    else if (a == "--layers") p.layers = value();
-    else if (a == "--max-live") max_live = value();
-    else if (a == "--moe") p.stages = weft::stage_set::moe();
-    else if (a == "--transfers") p.transfers = true;
-    else bad_usage("unknown option '" + std::string(a) + "'");
+    if (a == "--ranks")
+      p.ranks = value();
+    else if (a == "--micro")
+      p.micro = value();
+    else if (a == "--layers")
+      p.layers = value();
+    else if (a == "--max-live")
+      max_live = value();
+    else if (a == "--moe")
+      p.stages = weft::stage_set::moe();
+    else if (a == "--transfers")
+      p.transfers = true;
+    else
+      bad_usage("unknown option '" + std::string(a) + "'");
   }
 
   weft::schedule s;

@@ -16,7 +16,8 @@ struct tiny_moe {
   void operator()(kinds::combine, phases::backward, kernel_call&) {}
 };
 
-constexpr auto layer_fb = slots(attn(F, mb{1}) | combine(B, mb{0}), mlp(B, mb{0}) | dispatch(F, mb{1}),
-                                mlp(F, mb{1}) | dispatch(B, mb{0}), attn(B, mb{0}) | combine(F, mb{1}));
+constexpr auto layer_fb =
+    slots(attn(F, mb{1}) | combine(B, mb{0}), mlp(B, mb{0}) | dispatch(F, mb{1}),
+          mlp(F, mb{1}) | dispatch(B, mb{0}), attn(B, mb{0}) | combine(F, mb{1}));
 static_assert(binds_all<tiny_moe, uses(layer_fb)>);
 int main() {}

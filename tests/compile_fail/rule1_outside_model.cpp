@@ -5,8 +5,9 @@ using namespace weft;
 
 constexpr auto legal = slots(block(F, mb{0}), block(F, mb{1}), block(B, mb{0}), block(B, mb{1}));
 #ifdef WEFT_KO
-constexpr auto s = with_model(slots(block(F, mb{0}), block(F, mb{1}), block(F, mb{2}), block(B, mb{0}), block(B, mb{1})),
-                              model_desc{.micro = 2});
+constexpr auto s = with_model(
+    slots(block(F, mb{0}), block(F, mb{1}), block(F, mb{2}), block(B, mb{0}), block(B, mb{1})),
+    model_desc{.micro = 2});
 #else
 constexpr auto s = with_model(legal, model_desc{.micro = 2});
 #endif

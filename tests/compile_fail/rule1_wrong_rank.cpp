@@ -4,8 +4,9 @@
 using namespace weft;
 
 #ifdef WEFT_KO
-constexpr auto s = ranks(slots(block(F, mb{0}), block(F, mb{0}, chunk{1}), block(B, mb{0}, chunk{1}), block(B, mb{0})),
-                         slots(block(F, mb{1}, chunk{1})));
+constexpr auto s = ranks(
+    slots(block(F, mb{0}), block(F, mb{0}, chunk{1}), block(B, mb{0}, chunk{1}), block(B, mb{0})),
+    slots(block(F, mb{1}, chunk{1})));
 #else
 constexpr auto s = ranks(slots(block(F, mb{0}), block(B, mb{0})),
                          slots(block(F, mb{0}, chunk{1}), block(B, mb{0}, chunk{1})));

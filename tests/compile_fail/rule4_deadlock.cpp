@@ -11,11 +11,11 @@ constexpr lane rx{0};
 #else
 constexpr lane rx{1};
 #endif
-constexpr auto s = ranks(
-    slots(block(F, mb{0}), send(F, mb{0}), block(F, mb{1}), send(F, mb{1}), recv(B, mb{0}, rx),
-          block(B, mb{0}), recv(B, mb{1}, rx), block(B, mb{1})),
-    slots(recv(F, mb{0}, chunk{1}, rx), block(F, mb{0}, chunk{1}), block(B, mb{0}, chunk{1}),
-          send(B, mb{0}, chunk{1}), recv(F, mb{1}, chunk{1}, rx), block(F, mb{1}, chunk{1}),
-          block(B, mb{1}, chunk{1}), send(B, mb{1}, chunk{1})));
+constexpr auto s =
+    ranks(slots(block(F, mb{0}), send(F, mb{0}), block(F, mb{1}), send(F, mb{1}),
+                recv(B, mb{0}, rx), block(B, mb{0}), recv(B, mb{1}, rx), block(B, mb{1})),
+          slots(recv(F, mb{0}, chunk{1}, rx), block(F, mb{0}, chunk{1}), block(B, mb{0}, chunk{1}),
+                send(B, mb{0}, chunk{1}), recv(F, mb{1}, chunk{1}, rx), block(F, mb{1}, chunk{1}),
+                block(B, mb{1}, chunk{1}), send(B, mb{1}, chunk{1})));
 static_assert(proven<diagnose(with_model(s, model_desc{.ranks = 2, .micro = 2}))>);
 int main() {}

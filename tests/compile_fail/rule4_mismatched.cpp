@@ -12,5 +12,6 @@ constexpr auto r0 = slots(block(F, mb{0}), block(F, mb{1}), send(F, mb{0}), send
 #endif
 constexpr auto r1 = slots(recv(F, mb{0}, chunk{1}), recv(F, mb{1}, chunk{1}, lane{1}),
                           block(F, mb{0}, chunk{1}), block(F, mb{1}, chunk{1}));
-static_assert(proven<diagnose(with_model(ranks(r0, r1), model_desc{.ranks = 2, .micro = 2, .backward = false}))>);
+static_assert(proven<diagnose(with_model(ranks(r0, r1),
+                                         model_desc{.ranks = 2, .micro = 2, .backward = false}))>);
 int main() {}

@@ -11,37 +11,44 @@
 using namespace weft;
 
 namespace {
-constexpr auto layer_fb = slots(attn(F, mb{1}) | combine(B, mb{0}), mlp(B, mb{0}) | dispatch(F, mb{1}),
-                                mlp(F, mb{1}) | dispatch(B, mb{0}), attn(B, mb{0}) | combine(F, mb{1}));
+constexpr auto layer_fb =
+    slots(attn(F, mb{1}) | combine(B, mb{0}), mlp(B, mb{0}) | dispatch(F, mb{1}),
+          mlp(F, mb{1}) | dispatch(B, mb{0}), attn(B, mb{0}) | combine(F, mb{1}));
 static_assert(proven<diagnose(layer_fb, assuming(done(F, mb{0})))>);
 static_assert(verify(layer_fb, assuming(done(F, mb{0}))));
 
 // Every rule, violated, diagnosed at compile time.
-constexpr auto swapped = slots(attn(F, mb{1}) | combine(B, mb{0}), mlp(F, mb{1}) | dispatch(B, mb{0}),
-                               mlp(B, mb{0}) | dispatch(F, mb{1}), attn(B, mb{0}) | combine(F, mb{1}));
+constexpr auto swapped =
+    slots(attn(F, mb{1}) | combine(B, mb{0}), mlp(F, mb{1}) | dispatch(B, mb{0}),
+          mlp(B, mb{0}) | dispatch(F, mb{1}), attn(B, mb{0}) | combine(F, mb{1}));
 constexpr violation order = diagnose(swapped, assuming(done(F, mb{0})));
 static_assert(order.code == rule::order && order.subject == op(mlp(F, mb{1})) && order.slot == 1);
 static_assert(order.other == op(dispatch(F, mb{1})) && order.other_slot == 2);
 
-static_assert(diagnose(slots(block(F, mb{0}), block(F, mb{0}), block(B, mb{0}))).what == fault::duplicate);
-static_assert(diagnose(with_model(slots(block(F, mb{0})), model_desc{.micro = 1})).what == fault::missing);
-static_assert(diagnose(slots(block(F, mb{0}) | block(F, mb{1}), block(B, mb{0}), block(B, mb{1}))).what ==
-              fault::same_stream);
-static_assert(diagnose(with_model(slots(block(F, mb{0}), block(F, mb{1}), block(F, mb{2}), block(B, mb{0}),
-                                        block(B, mb{1}), block(B, mb{2})),
+static_assert(diagnose(slots(block(F, mb{0}), block(F, mb{0}), block(B, mb{0}))).what ==
+              fault::duplicate);
+static_assert(diagnose(with_model(slots(block(F, mb{0})), model_desc{.micro = 1})).what ==
+              fault::missing);
+static_assert(diagnose(slots(block(F, mb{0}) | block(F, mb{1}), block(B, mb{0}), block(B, mb{1})))
+                  .what == fault::same_stream);
+static_assert(diagnose(with_model(slots(block(F, mb{0}), block(F, mb{1}), block(F, mb{2}),
+                                        block(B, mb{0}), block(B, mb{1}), block(B, mb{2})),
                                   model_desc{.micro = 3, .max_live = 2}))
                   .code == rule::memory);
-static_assert(diagnose(with_model(slots(block(F, mb{0})), model_desc{.ranks = 300})).code == rule::config);
+static_assert(diagnose(with_model(slots(block(F, mb{0})), model_desc{.ranks = 300})).code ==
+              rule::config);
 
 // A 1F1B deadlock from a single comm stream, and its two-stream fix.
 template <int Rx>
-constexpr auto two_rank_1f1b = with_model(
-    ranks(slots(block(F, mb{0}), send(F, mb{0}), block(F, mb{1}), send(F, mb{1}), recv(B, mb{0}, lane{Rx}),
-                block(B, mb{0}), recv(B, mb{1}, lane{Rx}), block(B, mb{1})),
-          slots(recv(F, mb{0}, chunk{1}, lane{Rx}), block(F, mb{0}, chunk{1}), block(B, mb{0}, chunk{1}),
-                send(B, mb{0}, chunk{1}), recv(F, mb{1}, chunk{1}, lane{Rx}), block(F, mb{1}, chunk{1}),
-                block(B, mb{1}, chunk{1}), send(B, mb{1}, chunk{1}))),
-    model_desc{.ranks = 2, .micro = 2});
+constexpr auto two_rank_1f1b =
+    with_model(ranks(slots(block(F, mb{0}), send(F, mb{0}), block(F, mb{1}), send(F, mb{1}),
+                           recv(B, mb{0}, lane{Rx}), block(B, mb{0}), recv(B, mb{1}, lane{Rx}),
+                           block(B, mb{1})),
+                     slots(recv(F, mb{0}, chunk{1}, lane{Rx}), block(F, mb{0}, chunk{1}),
+                           block(B, mb{0}, chunk{1}), send(B, mb{0}, chunk{1}),
+                           recv(F, mb{1}, chunk{1}, lane{Rx}), block(F, mb{1}, chunk{1}),
+                           block(B, mb{1}, chunk{1}), send(B, mb{1}, chunk{1}))),
+               model_desc{.ranks = 2, .micro = 2});
 static_assert(diagnose(two_rank_1f1b<0>).code == rule::deadlock);
 static_assert(proven<diagnose(two_rank_1f1b<1>)>);
 
@@ -51,14 +58,16 @@ static_assert(proven<diagnose(two_rank_1f1b<1>)>);
 template <int P, int M>
 struct grid_point {
   static_assert(verify(one_f_one_b({.ranks = P, .micro = M})));
-  static_assert(verify(one_f_one_b({.ranks = P, .micro = M, .stages = stage_set::moe_with_shared()})));
+  static_assert(
+      verify(one_f_one_b({.ranks = P, .micro = M, .stages = stage_set::moe_with_shared()})));
   static_assert(verify(one_f_one_b({.ranks = P, .micro = M, .transfers = true})));
   static constexpr bool ok = true;
 };
 template <int... P>
 constexpr bool grid(std::integer_sequence<int, P...>) {
   return ((grid_point<P, 1>::ok && grid_point<P, P>::ok && grid_point<P, 2 * P>::ok &&
-           grid_point<P, 4 * P>::ok) && ...);
+           grid_point<P, 4 * P>::ok) &&
+          ...);
 }
 static_assert(grid(std::integer_sequence<int, 2, 3, 4, 8>{}));
 }  // namespace

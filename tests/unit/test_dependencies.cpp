@@ -18,7 +18,8 @@ std::vector<op> producers(const model_desc& m, const op& o, bool fused = true,
   rules.producers(
       o,
       [&](std::uint32_t id) {  // a schedule that fuses, or splits, every backward it can
-        return fused ? id % phase_count == 1u : id % phase_count == 2u && has_weights(ix.op_of(id).k);
+        return fused ? id % phase_count == 1u
+                     : id % phase_count == 2u && has_weights(ix.op_of(id).k);
       },
       [&](std::uint32_t id, int chunk) {
         const op p = ix.op_of(id);
@@ -53,14 +54,17 @@ TEST_CASE("forward across chunks: the previous chunk's output, or the local rece
 
 TEST_CASE("backward mirrors forward and needs its own forward") {
   // The last layer of the last chunk starts from the loss: its own forward output.
-  CHECK(same(producers(moe2, combine(B, mb{0}, chunk{1}, layer{1})), {combine(F, mb{0}, chunk{1}, layer{1})}));
+  CHECK(same(producers(moe2, combine(B, mb{0}, chunk{1}, layer{1})),
+             {combine(F, mb{0}, chunk{1}, layer{1})}));
   CHECK(same(producers(moe2, mlp(B, mb{0})), {mlp(F, mb{0}), combine(B, mb{0})}));
   CHECK(same(producers(moe2, dispatch(B, mb{0})), {dispatch(F, mb{0}), mlp(B, mb{0})}));
   CHECK(same(producers(moe2, attn(B, mb{0})), {attn(F, mb{0}), dispatch(B, mb{0})}));
   CHECK(same(producers(moe2, combine(B, mb{0})), {combine(F, mb{0}), attn(B, mb{0}, layer{1})}));
   // Across chunks: the next chunk's input gradient, or the local receive.
-  CHECK(same(producers(moe2, combine(B, mb{0}, layer{1})), {combine(F, mb{0}, layer{1}), attn(B, mb{0}, chunk{1})}));
-  CHECK(same(producers(moe2, combine(B, mb{0}, layer{1}), true, true), {combine(F, mb{0}, layer{1}), recv(B, mb{0})}));
+  CHECK(same(producers(moe2, combine(B, mb{0}, layer{1})),
+             {combine(F, mb{0}, layer{1}), attn(B, mb{0}, chunk{1})}));
+  CHECK(same(producers(moe2, combine(B, mb{0}, layer{1}), true, true),
+             {combine(F, mb{0}, layer{1}), recv(B, mb{0})}));
   CHECK(same(producers(moe2, send(B, mb{0}, chunk{1})), {attn(B, mb{0}, chunk{1})}));
 }
 
@@ -75,16 +79,20 @@ TEST_CASE("the shared expert runs beside the routed path") {
   const model_desc m{.micro = 1, .layers = 2, .stages = stage_set::moe_with_shared()};
   CHECK(same(producers(m, shared_expert(F, mb{0})), {attn(F, mb{0})}));
   CHECK(same(producers(m, attn(F, mb{0}, layer{1})), {combine(F, mb{0}), shared_expert(F, mb{0})}));
-  CHECK(same(producers(m, attn(B, mb{0})), {attn(F, mb{0}), dispatch(B, mb{0}), shared_expert(B, mb{0})}));
-  CHECK(same(producers(m, shared_expert(B, mb{0})), {shared_expert(F, mb{0}), attn(B, mb{0}, layer{1})}));
+  CHECK(same(producers(m, attn(B, mb{0})),
+             {attn(F, mb{0}), dispatch(B, mb{0}), shared_expert(B, mb{0})}));
+  CHECK(same(producers(m, shared_expert(B, mb{0})),
+             {shared_expert(F, mb{0}), attn(B, mb{0}, layer{1})}));
 }
 
 TEST_CASE("sequence splits join at layer boundaries") {
   const model_desc m{.micro = 1, .layers = 2, .stages = stage_set::dense(), .splits = 2};
   CHECK(same(producers(m, mlp(F, mb{0}, split{1})), {attn(F, mb{0}, split{1})}));
-  CHECK(same(producers(m, attn(F, mb{0}, layer{1}, split{0})), {mlp(F, mb{0}, split{0}), mlp(F, mb{0}, split{1})}));
+  CHECK(same(producers(m, attn(F, mb{0}, layer{1}, split{0})),
+             {mlp(F, mb{0}, split{0}), mlp(F, mb{0}, split{1})}));
   CHECK(same(producers(m, mlp(B, mb{0}, split{1})),
-             {mlp(F, mb{0}, split{1}), attn(B, mb{0}, layer{1}, split{0}), attn(B, mb{0}, layer{1}, split{1})}));
+             {mlp(F, mb{0}, split{1}), attn(B, mb{0}, layer{1}, split{0}),
+              attn(B, mb{0}, layer{1}, split{1})}));
 }
 
 TEST_CASE("V placement: chunks r and 2P-1-r on rank r, no transfer at the turn") {
@@ -101,7 +109,8 @@ TEST_CASE("V placement: chunks r and 2P-1-r on rank r, no transfer at the turn")
 }
 
 TEST_CASE("bidirectional: each half of the micro-batches has its own path") {
-  const model_desc m{.ranks = 2, .chunks_per_rank = 2, .place = placement::vee, .bidirectional = true, .micro = 4};
+  const model_desc m{
+      .ranks = 2, .chunks_per_rank = 2, .place = placement::vee, .bidirectional = true, .micro = 4};
   CHECK(m.first_chunk(0) == 0);
   CHECK(m.end_chunk(1) == 2);
   CHECK(m.first_chunk(2) == 2);
@@ -117,13 +126,18 @@ TEST_CASE("a gradient all-reduce follows every weight gradient of its chunk") {
   const model_desc m{.micro = 2, .stages = stage_set::dense()};
   CHECK(same(producers(m, all_reduce(dW, mb{0}), false),
              {attn(dW, mb{0}), mlp(dW, mb{0}), attn(dW, mb{1}), mlp(dW, mb{1})}));
-  CHECK(same(producers(m, all_reduce(dW, mb{0}), true), {attn(B, mb{0}), mlp(B, mb{0}), attn(B, mb{1}), mlp(B, mb{1})}));
+  CHECK(same(producers(m, all_reduce(dW, mb{0}), true),
+             {attn(B, mb{0}), mlp(B, mb{0}), attn(B, mb{1}), mlp(B, mb{1})}));
   CHECK(producers(m, all_gather(F, mb{0})).empty());
 }
 
 TEST_CASE("dense ids round-trip and reject ops outside the model") {
-  const model_desc m{.ranks = 2, .chunks_per_rank = 2, .micro = 3, .layers = 2,
-                     .stages = stage_set::moe_with_shared(), .splits = 2};
+  const model_desc m{.ranks = 2,
+                     .chunks_per_rank = 2,
+                     .micro = 3,
+                     .layers = 2,
+                     .stages = stage_set::moe_with_shared(),
+                     .splits = 2};
   const op_index ix(m, true);
   int n = 0;
   for (int mbv = 0; mbv < m.micro; ++mbv)

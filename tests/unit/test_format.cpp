@@ -36,5 +36,6 @@ TEST_CASE("print_slots shows each rank's slots") {
 TEST_CASE("a report prints every violation and the blocked ops") {
   std::ostringstream os;
   os << check(slots(block(F, mb{0}), block(F, mb{0})), {});
-  CHECK(os.str().find("appears again; first at block/F mb=0 (rank 0, slot 0)") != std::string::npos);
+  CHECK(os.str().find("appears again; first at block/F mb=0 (rank 0, slot 0)") !=
+        std::string::npos);
 }

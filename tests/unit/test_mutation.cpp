@@ -113,7 +113,8 @@ std::set<rule> reference(const schedule& s, bool fragment, const assumptions& a)
   // Rule 3, streams.
   for (const placed_op& p : all)
     for (const placed_op& q : all)
-      if (p.index < q.index && p.rank == q.rank && p.slot == q.slot && stream_of(p.o) == stream_of(q.o))
+      if (p.index < q.index && p.rank == q.rank && p.slot == q.slot &&
+          stream_of(p.o) == stream_of(q.o))
         broken.insert(rule::slot);
   // Rules 2 and 3, dependencies.
   if (broken.count(rule::complete) == 0)
@@ -139,8 +140,10 @@ std::set<rule> reference(const schedule& s, bool fragment, const assumptions& a)
   for (const placed_op& p : all) {
     if (!is_p2p(p.o.k)) continue;
     const int peer = m.rank_of(ix.transfer_peer(p.o));
-    if (p.o.k == kind::send) sends[{p.rank, peer}].push_back(p.index);
-    else recvs[{peer, p.rank}].push_back(p.index);
+    if (p.o.k == kind::send)
+      sends[{p.rank, peer}].push_back(p.index);
+    else
+      recvs[{peer, p.rank}].push_back(p.index);
   }
   std::set<std::pair<int, int>> channels;
   for (auto& [c, v] : sends) channels.insert(c);
@@ -152,7 +155,8 @@ std::set<rule> reference(const schedule& s, bool fragment, const assumptions& a)
     for (std::size_t k = 0; k < sv.size(); ++k) {
       const op& so = all[sv[k]].o;
       const op& ro = all[rv[k]].o;
-      if (ro.ph != so.ph || ro.mb != so.mb || ro.chunk != ix.transfer_peer(so)) return {rule::deadlock};
+      if (ro.ph != so.ph || ro.mb != so.mb || ro.chunk != ix.transfer_peer(so))
+        return {rule::deadlock};
       node[rv[k]] = sv[k];
     }
   }
@@ -160,7 +164,8 @@ std::set<rule> reference(const schedule& s, bool fragment, const assumptions& a)
   std::map<std::pair<int, int>, std::size_t> last_on_stream;
   for (const placed_op& p : all) {
     const std::pair<int, int> key{p.rank, stream_index(stream_of(p.o))};
-    if (auto it = last_on_stream.find(key); it != last_on_stream.end()) next[node[it->second]].push_back(node[p.index]);
+    if (auto it = last_on_stream.find(key); it != last_on_stream.end())
+      next[node[it->second]].push_back(node[p.index]);
     last_on_stream[key] = p.index;
     rules.producers(p.o, present_id, [&](std::uint32_t pid, int) {
       const auto it = by_id.find(pid);
@@ -177,7 +182,8 @@ std::set<rule> reference(const schedule& s, bool fragment, const assumptions& a)
       auto& [v, i] = stack.back();
       if (i < next[v].size()) {
         const std::size_t w = next[v][i++];
-        if (state[w] == 1) cycle = true;
+        if (state[w] == 1)
+          cycle = true;
         else if (state[w] == 0) {
           state[w] = 1;
           stack.emplace_back(w, 0);
@@ -205,8 +211,12 @@ struct base_case {
 std::vector<base_case> bases() {
   std::vector<base_case> b;
   b.push_back({"1f1b 3x5", one_f_one_b({.ranks = 3, .micro = 5}), false, {}});
-  b.push_back({"1f1b moe+shared 2x3", one_f_one_b({.ranks = 2, .micro = 3, .stages = stage_set::moe_with_shared()}), false, {}});
-  b.push_back({"1f1b transfers 3x3", one_f_one_b({.ranks = 3, .micro = 3, .transfers = true}), false, {}});
+  b.push_back({"1f1b moe+shared 2x3",
+               one_f_one_b({.ranks = 2, .micro = 3, .stages = stage_set::moe_with_shared()}),
+               false,
+               {}});
+  b.push_back(
+      {"1f1b transfers 3x3", one_f_one_b({.ranks = 3, .micro = 3, .transfers = true}), false, {}});
   b.push_back({"deepseek pairing",
                slots(attn(F, mb{1}) | combine(B, mb{0}), mlp(B, mb{0}) | dispatch(F, mb{1}),
                      mlp(F, mb{1}) | dispatch(B, mb{0}), attn(B, mb{0}) | combine(F, mb{1})),
@@ -257,7 +267,9 @@ TEST_CASE("the base schedules are legal") {
 
 TEST_CASE("random mutations: the checker agrees with the reference") {
   std::mt19937 rng(20261123);
-  const auto pick = [&](std::size_t n) { return std::uniform_int_distribution<std::size_t>(0, n - 1)(rng); };
+  const auto pick = [&](std::size_t n) {
+    return std::uniform_int_distribution<std::size_t>(0, n - 1)(rng);
+  };
   std::map<std::string, int> seen_rules;
   int legal = 0, illegal = 0;
   for (const base_case& b : bases()) {
@@ -312,7 +324,8 @@ TEST_CASE("random mutations: the checker agrees with the reference") {
       const schedule s = pack(l, b.s.model);
       agree(s, b.fragment, b.a, what);
       const report r = b.fragment ? check(s, {.fragment = true, .assumed = b.a}) : check(s);
-      if (r.ok()) ++legal;
+      if (r.ok())
+        ++legal;
       else {
         ++illegal;
         ++seen_rules[std::string(name_of(r.violations.front().code))];

@@ -41,7 +41,8 @@ TEST_CASE("1F1B: warm-up forwards, then one forward one backward, then cool-down
 }
 
 TEST_CASE("1F1B with MoE sub-stages and explicit transfers") {
-  const schedule s = one_f_one_b({.ranks = 4, .micro = 8, .layers = 2, .stages = stage_set::moe(), .transfers = true});
+  const schedule s = one_f_one_b(
+      {.ranks = 4, .micro = 8, .layers = 2, .stages = stage_set::moe(), .transfers = true});
   CHECK(check(s).ok());
   std::size_t sends = 0, recvs = 0;
   for (const op& o : s.ops) {
@@ -59,6 +60,7 @@ TEST_CASE("1F1B rejects impossible parameters") {
   CHECK_THROWS_AS(one_f_one_b({.ranks = 0, .micro = 4}), config_error);
   CHECK_THROWS_AS(one_f_one_b({.ranks = 2, .micro = 0}), config_error);
   CHECK_THROWS_AS(one_f_one_b({.ranks = 2, .micro = 2, .layers = 0}), config_error);
-  CHECK_THROWS_WITH(one_f_one_b({.ranks = 2, .micro = 2, .stages = stage_set{}.with(kind::dispatch)}),
-                    doctest::Contains("stages"));
+  CHECK_THROWS_WITH(
+      one_f_one_b({.ranks = 2, .micro = 2, .stages = stage_set{}.with(kind::dispatch)}),
+      doctest::Contains("stages"));
 }

@@ -9,8 +9,9 @@
 using namespace weft;
 
 namespace {
-constexpr auto layer_fb = slots(attn(F, mb{1}) | combine(B, mb{0}), mlp(B, mb{0}) | dispatch(F, mb{1}),
-                                mlp(F, mb{1}) | dispatch(B, mb{0}), attn(B, mb{0}) | combine(F, mb{1}));
+constexpr auto layer_fb =
+    slots(attn(F, mb{1}) | combine(B, mb{0}), mlp(B, mb{0}) | dispatch(F, mb{1}),
+          mlp(F, mb{1}) | dispatch(B, mb{0}), attn(B, mb{0}) | combine(F, mb{1}));
 const assumptions fwd0 = assuming(done(F, mb{0}));
 
 violation first(const schedule& s) {
@@ -36,7 +37,8 @@ TEST_CASE("legal: the DeepSeek pairing, assuming the forward of micro-batch 0 ra
 
 TEST_CASE("rule 1: outside the model, wrong rank, duplicate, missing, mixed backward") {
   {
-    const violation v = first(with_model(slots(block(F, mb{0}), block(B, mb{0}), block(F, mb{1})), model_desc{.micro = 1}));
+    const violation v = first(with_model(slots(block(F, mb{0}), block(B, mb{0}), block(F, mb{1})),
+                                         model_desc{.micro = 1}));
     CHECK(v.code == rule::complete);
     CHECK(v.what == fault::outside_model);
     CHECK(v.subject == op(block(F, mb{1})));
@@ -60,7 +62,8 @@ TEST_CASE("rule 1: outside the model, wrong rank, duplicate, missing, mixed back
     CHECK(v.other_slot == 0);
   }
   {
-    const violation v = first(with_model(slots(block(F, mb{0}), block(B, mb{0}), block(F, mb{1})), model_desc{.micro = 2}));
+    const violation v = first(with_model(slots(block(F, mb{0}), block(B, mb{0}), block(F, mb{1})),
+                                         model_desc{.micro = 2}));
     CHECK(v.what == fault::missing);
     CHECK(v.subject == op(block(B, mb{1})));
     CHECK(v.rank == 0);
@@ -80,15 +83,17 @@ TEST_CASE("rule 1: outside the model, wrong rank, duplicate, missing, mixed back
 
 TEST_CASE("rule 1: transfers are required once the schedule carries any") {
   const model_desc m{.ranks = 2};
-  const schedule ok = with_model(ranks(slots(block(F, mb{0}), send(F, mb{0}), recv(B, mb{0}, lane{1}), block(B, mb{0})),
-                                       slots(recv(F, mb{0}, chunk{1}, lane{1}), block(F, mb{0}, chunk{1}),
-                                             block(B, mb{0}, chunk{1}), send(B, mb{0}, chunk{1}))),
-                                 m);
+  const schedule ok = with_model(
+      ranks(slots(block(F, mb{0}), send(F, mb{0}), recv(B, mb{0}, lane{1}), block(B, mb{0})),
+            slots(recv(F, mb{0}, chunk{1}, lane{1}), block(F, mb{0}, chunk{1}),
+                  block(B, mb{0}, chunk{1}), send(B, mb{0}, chunk{1}))),
+      m);
   CHECK(check(ok).ok());
-  const schedule no_grad_send = with_model(ranks(slots(block(F, mb{0}), send(F, mb{0}), recv(B, mb{0}, lane{1}), block(B, mb{0})),
-                                                 slots(recv(F, mb{0}, chunk{1}, lane{1}), block(F, mb{0}, chunk{1}),
-                                                       block(B, mb{0}, chunk{1}))),
-                                           m);
+  const schedule no_grad_send = with_model(
+      ranks(slots(block(F, mb{0}), send(F, mb{0}), recv(B, mb{0}, lane{1}), block(B, mb{0})),
+            slots(recv(F, mb{0}, chunk{1}, lane{1}), block(F, mb{0}, chunk{1}),
+                  block(B, mb{0}, chunk{1}))),
+      m);
   const violation v = first(no_grad_send);
   CHECK(v.what == fault::missing);
   CHECK(v.subject == op(send(B, mb{0}, chunk{1})));
@@ -96,8 +101,9 @@ TEST_CASE("rule 1: transfers are required once the schedule carries any") {
 }
 
 TEST_CASE("rule 2: a producer in a later slot; a fragment's unassumed input") {
-  const schedule swapped = slots(attn(F, mb{1}) | combine(B, mb{0}), mlp(F, mb{1}) | dispatch(B, mb{0}),
-                                 mlp(B, mb{0}) | dispatch(F, mb{1}), attn(B, mb{0}) | combine(F, mb{1}));
+  const schedule swapped =
+      slots(attn(F, mb{1}) | combine(B, mb{0}), mlp(F, mb{1}) | dispatch(B, mb{0}),
+            mlp(B, mb{0}) | dispatch(F, mb{1}), attn(B, mb{0}) | combine(F, mb{1}));
   const violation v = first(swapped, fwd0);
   CHECK(v.code == rule::order);
   CHECK(v.what == fault::runs_before_producer);
@@ -106,7 +112,8 @@ TEST_CASE("rule 2: a producer in a later slot; a fragment's unassumed input") {
   CHECK(v.other == op(dispatch(F, mb{1})));
   CHECK(v.other_slot == 2);
   CHECK(to_string(v) ==
-        "weft: rule 2 (order): mlp/F mb=1 on rank 0, slot 1 runs before dispatch/F mb=1 (rank 0, slot 2) it needs");
+        "weft: rule 2 (order): mlp/F mb=1 on rank 0, slot 1 runs before dispatch/F mb=1 (rank 0, "
+        "slot 2) it needs");
 
   const violation u = first(layer_fb, assuming(done(attn, F, mb{0})));
   CHECK(u.what == fault::producer_missing);
@@ -114,16 +121,21 @@ TEST_CASE("rule 2: a producer in a later slot; a fragment's unassumed input") {
 }
 
 TEST_CASE("rule 3: one stream per slot, no dependency inside a slot") {
-  const violation v = first(slots(block(F, mb{0}) | block(F, mb{1}), block(B, mb{0}), block(B, mb{1})));
+  const violation v =
+      first(slots(block(F, mb{0}) | block(F, mb{1}), block(B, mb{0}), block(B, mb{1})));
   CHECK(v.code == rule::slot);
   CHECK(v.what == fault::same_stream);
   CHECK(v.subject == op(block(F, mb{1})));
   CHECK(v.other == op(block(F, mb{0})));
   // Two comm lanes are two streams.
-  CHECK(verify(with_model(slots(block(F, mb{0}), block(F, mb{1}), block(B, mb{0}) | all_reduce(F, mb{0}) | all_gather(F, mb{0}, lane{1}), block(B, mb{1})),
-                          model_desc{.micro = 2})));
-  const violation d = first(slots(attn(F, mb{0}) | dispatch(F, mb{0}), mlp(F, mb{0}), combine(F, mb{0}),
-                                  combine(B, mb{0}), mlp(B, mb{0}), dispatch(B, mb{0}), attn(B, mb{0})));
+  CHECK(verify(
+      with_model(slots(block(F, mb{0}), block(F, mb{1}),
+                       block(B, mb{0}) | all_reduce(F, mb{0}) | all_gather(F, mb{0}, lane{1}),
+                       block(B, mb{1})),
+                 model_desc{.micro = 2})));
+  const violation d =
+      first(slots(attn(F, mb{0}) | dispatch(F, mb{0}), mlp(F, mb{0}), combine(F, mb{0}),
+                  combine(B, mb{0}), mlp(B, mb{0}), dispatch(B, mb{0}), attn(B, mb{0})));
   CHECK(d.what == fault::dependent_in_slot);
   CHECK(d.subject == op(dispatch(F, mb{0})));
   CHECK(d.other == op(attn(F, mb{0})));
@@ -132,13 +144,14 @@ TEST_CASE("rule 3: one stream per slot, no dependency inside a slot") {
 namespace {
 // 1F1B on two ranks with explicit transfers; `rx` is the lane receives use.
 schedule two_rank_1f1b(int rx) {
-  return with_model(
-      ranks(slots(block(F, mb{0}), send(F, mb{0}), block(F, mb{1}), send(F, mb{1}), recv(B, mb{0}, lane{rx}),
-                  block(B, mb{0}), recv(B, mb{1}, lane{rx}), block(B, mb{1})),
-            slots(recv(F, mb{0}, chunk{1}, lane{rx}), block(F, mb{0}, chunk{1}), block(B, mb{0}, chunk{1}),
-                  send(B, mb{0}, chunk{1}), recv(F, mb{1}, chunk{1}, lane{rx}), block(F, mb{1}, chunk{1}),
-                  block(B, mb{1}, chunk{1}), send(B, mb{1}, chunk{1}))),
-      model_desc{.ranks = 2, .micro = 2});
+  return with_model(ranks(slots(block(F, mb{0}), send(F, mb{0}), block(F, mb{1}), send(F, mb{1}),
+                                recv(B, mb{0}, lane{rx}), block(B, mb{0}), recv(B, mb{1}, lane{rx}),
+                                block(B, mb{1})),
+                          slots(recv(F, mb{0}, chunk{1}, lane{rx}), block(F, mb{0}, chunk{1}),
+                                block(B, mb{0}, chunk{1}), send(B, mb{0}, chunk{1}),
+                                recv(F, mb{1}, chunk{1}, lane{rx}), block(F, mb{1}, chunk{1}),
+                                block(B, mb{1}, chunk{1}), send(B, mb{1}, chunk{1}))),
+                    model_desc{.ranks = 2, .micro = 2});
 }
 }  // namespace
 
@@ -166,9 +179,10 @@ TEST_CASE("rule 4: implicit transfers deadlock when ranks wait on each other's l
                          m))
             .ok());
   // Rank 1 wants forward 1 first, which rank 0 sends only after gradient 0 came back from rank 1.
-  const report r = check(with_model(ranks(rank0, slots(block(F, mb{1}, chunk{1}), block(F, mb{0}, chunk{1}),
-                                                       block(B, mb{0}, chunk{1}), block(B, mb{1}, chunk{1}))),
-                                    m));
+  const report r =
+      check(with_model(ranks(rank0, slots(block(F, mb{1}, chunk{1}), block(F, mb{0}, chunk{1}),
+                                          block(B, mb{0}, chunk{1}), block(B, mb{1}, chunk{1}))),
+                       m));
   REQUIRE_FALSE(r.ok());
   CHECK(r.violations.front().what == fault::cycle);
   CHECK(r.violations.front().subject == op(block(B, mb{0})));
@@ -179,25 +193,27 @@ TEST_CASE("rule 4: implicit transfers deadlock when ranks wait on each other's l
 
 TEST_CASE("rule 4: FIFO matching per channel") {
   const model_desc m{.ranks = 2, .micro = 2, .backward = false};
-  const auto r1 = slots(recv(F, mb{0}, chunk{1}), recv(F, mb{1}, chunk{1}, lane{1}), block(F, mb{0}, chunk{1}),
-                        block(F, mb{1}, chunk{1}));
-  CHECK(verify(with_model(ranks(slots(block(F, mb{0}), block(F, mb{1}), send(F, mb{0}), send(F, mb{1})), r1), m)));
-  const violation v =
-      first(with_model(ranks(slots(block(F, mb{0}), block(F, mb{1}), send(F, mb{1}), send(F, mb{0})), r1), m));
+  const auto r1 = slots(recv(F, mb{0}, chunk{1}), recv(F, mb{1}, chunk{1}, lane{1}),
+                        block(F, mb{0}, chunk{1}), block(F, mb{1}, chunk{1}));
+  CHECK(verify(with_model(
+      ranks(slots(block(F, mb{0}), block(F, mb{1}), send(F, mb{0}), send(F, mb{1})), r1), m)));
+  const violation v = first(with_model(
+      ranks(slots(block(F, mb{0}), block(F, mb{1}), send(F, mb{1}), send(F, mb{0})), r1), m));
   CHECK(v.what == fault::mismatched_transfer);
   CHECK(v.subject == op(send(F, mb{1})));
   CHECK(v.other == op(recv(F, mb{0}, chunk{1})));
   // In a fragment, a send without its receive is unmatched.
-  const report frag = check(with_model(ranks(slots(block(F, mb{0}), send(F, mb{0})), slots(block(F, mb{1}, chunk{1}))),
-                                       model_desc{.ranks = 2, .micro = 2, .backward = false}),
-                            {.fragment = true, .assumed = assuming(done(F, mb{1}))});
+  const report frag = check(
+      with_model(ranks(slots(block(F, mb{0}), send(F, mb{0})), slots(block(F, mb{1}, chunk{1}))),
+                 model_desc{.ranks = 2, .micro = 2, .backward = false}),
+      {.fragment = true, .assumed = assuming(done(F, mb{1}))});
   REQUIRE_FALSE(frag.ok());
   CHECK(frag.violations.front().what == fault::unmatched_send);
 }
 
 TEST_CASE("rule 5: live activations under a bound") {
-  const schedule gpipe = slots(block(F, mb{0}), block(F, mb{1}), block(F, mb{2}), block(B, mb{0}), block(B, mb{1}),
-                               block(B, mb{2}));
+  const schedule gpipe = slots(block(F, mb{0}), block(F, mb{1}), block(F, mb{2}), block(B, mb{0}),
+                               block(B, mb{1}), block(B, mb{2}));
   CHECK(peak_live_activations(gpipe) == buffer<int>{3});
   CHECK(verify(with_model(gpipe, model_desc{.micro = 3, .max_live = 3})));
   const violation v = first(with_model(gpipe, model_desc{.micro = 3, .max_live = 2}));
@@ -206,8 +222,8 @@ TEST_CASE("rule 5: live activations under a bound") {
   CHECK(v.value == 3);
   CHECK(v.bound == 2);
   // Split backward frees the activation with the last of dX and dW.
-  const schedule zb = slots(block(F, mb{0}), block(dX, mb{0}), block(F, mb{1}), block(dW, mb{0}), block(dX, mb{1}),
-                            block(dW, mb{1}));
+  const schedule zb = slots(block(F, mb{0}), block(dX, mb{0}), block(F, mb{1}), block(dW, mb{0}),
+                            block(dX, mb{1}), block(dW, mb{1}));
   CHECK(peak_live_activations(zb) == buffer<int>{2});
 }
 
@@ -215,7 +231,8 @@ TEST_CASE("rule 6: impossible model descriptions") {
   const violation v = first(with_model(slots(block(F, mb{0})), model_desc{.ranks = 0}));
   CHECK(v.code == rule::config);
   CHECK(static_cast<model_error>(v.value) == model_error::bad_ranks);
-  CHECK(validate(model_desc{.stages = stage_set{}.with(kind::send)}) == model_error::stages_not_layer_kinds);
+  CHECK(validate(model_desc{.stages = stage_set{}.with(kind::send)}) ==
+        model_error::stages_not_layer_kinds);
   CHECK(validate(model_desc{.stages = stage_set{}.with(kind::attn).with(kind::dispatch)}) ==
         model_error::stages_comm_without_mlp);
   CHECK(validate(model_desc{.stages = stage_set{}.with(kind::block).with(kind::attn)}) ==
@@ -225,8 +242,9 @@ TEST_CASE("rule 6: impossible model descriptions") {
 }
 
 TEST_CASE("the report collects every violation up to a limit") {
-  const schedule s = with_model(slots(block(F, mb{0}) | block(F, mb{1}), block(F, mb{0}), block(F, mb{2})),
-                                model_desc{.micro = 2, .backward = false});
+  const schedule s =
+      with_model(slots(block(F, mb{0}) | block(F, mb{1}), block(F, mb{0}), block(F, mb{2})),
+                 model_desc{.micro = 2, .backward = false});
   const report all = check(s);
   CHECK(all.violations.size() == 3);  // mb 2 outside, mb 0 duplicate, mb 0 and 1 on one stream
   CHECK(check(s, {.max_violations = 1}).violations.size() == 1);

@@ -30,7 +30,9 @@ struct kernel_call {
 /// A model has a kernel for (Kind, Phase) when it can be called with those tags and a call record.
 template <class Model, class Kind, class Phase, class Call = kernel_call>
 concept has_kernel = kind_tag<Kind> && phase_tag<Phase> &&
-                     requires(Model& m, Kind k, Phase p, Call& c) { m(k, p, c); };
+    requires(Model& m, Kind k, Phase p, Call& c) {
+  m(k, p, c);
+};
 
 /// The (kind, phase) pairs a schedule uses, as a structural value.
 struct kind_phase_set {
@@ -53,10 +55,8 @@ constexpr kind_phase_set uses_ops(const Ops& ops) noexcept {
 }
 /// The (kind, phase) pairs anything with an `ops` member uses (a schedule, a fixed schedule).
 template <class Sched>
-  requires requires(const Sched& s) { s.ops; }
-constexpr kind_phase_set uses(const Sched& s) noexcept {
-  return uses_ops(s.ops);
-}
+requires requires(const Sched& s) { s.ops; }
+constexpr kind_phase_set uses(const Sched& s) noexcept { return uses_ops(s.ops); }
 
 namespace detail {
 inline constexpr auto all_kinds =

@@ -35,8 +35,10 @@ constexpr stream_class stream_of(kind k) noexcept {
     case kind::block:
     case kind::attn:
     case kind::mlp:
-    case kind::shared: return stream_class::compute;
-    default: return stream_class::comm;
+    case kind::shared:
+      return stream_class::compute;
+    default:
+      return stream_class::comm;
   }
 }
 
@@ -52,8 +54,8 @@ constexpr bool is_layer_stage(kind k) noexcept { return !is_p2p(k) && !is_collec
 
 constexpr std::string_view name_of(kind k) noexcept {
   constexpr std::string_view names[kind_count] = {
-      "block",  "attn", "dispatch",   "mlp",        "combine",       "shared",
-      "send",   "recv", "all_reduce", "all_gather", "reduce_scatter"};
+      "block", "attn", "dispatch",   "mlp",        "combine",       "shared",
+      "send",  "recv", "all_reduce", "all_gather", "reduce_scatter"};
   return names[static_cast<int>(k)];
 }
 
@@ -106,11 +108,13 @@ inline constexpr phases::backward_dw dW{};
 template <class T>
 concept kind_tag = requires {
   { T::value } -> std::convertible_to<kind>;
-} && std::same_as<T, kinds::tag<T::value>>;
+}
+&&std::same_as<T, kinds::tag<T::value>>;
 
 template <class T>
 concept phase_tag = requires {
   { T::value } -> std::convertible_to<phase>;
-} && std::same_as<T, phases::tag<T::value>>;
+}
+&&std::same_as<T, phases::tag<T::value>>;
 
 }  // namespace weft

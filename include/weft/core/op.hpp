@@ -15,11 +15,11 @@ namespace weft {
 struct op {
   kind k;
   phase ph;
-  std::uint8_t chunk;  ///< model chunk (virtual pipeline stage), global over ranks
-  std::uint8_t split;  ///< sequence split (AMPipe chunk)
-  std::uint8_t lane;   ///< which stream of its class the op is issued on (0 = default)
-  std::uint16_t mb;    ///< micro-batch
-  std::uint16_t layer; ///< layer within the chunk
+  std::uint8_t chunk;   ///< model chunk (virtual pipeline stage), global over ranks
+  std::uint8_t split;   ///< sequence split (AMPipe chunk)
+  std::uint8_t lane;    ///< which stream of its class the op is issued on (0 = default)
+  std::uint16_t mb;     ///< micro-batch
+  std::uint16_t layer;  ///< layer within the chunk
 
   /// Identity ignores the lane: the same work on another stream is the same op.
   constexpr bool same_work(const op& o) const noexcept {
@@ -99,8 +99,8 @@ struct typed_op {
 template <kind_tag Kind>
 struct stage_fn {
   template <phase_tag Phase, class... Fields>
-    requires(detail::is_field<Fields> && ...)
-  constexpr typed_op<Kind, Phase> operator()(Phase, Fields... fields) const noexcept {
+  requires(detail::is_field<Fields>&&...) constexpr typed_op<Kind, Phase> operator()(
+      Phase, Fields... fields) const noexcept {
     op o = make_op(Kind::value, Phase::value, 0);
     (detail::set_field(o, fields), ...);
     return {o};

@@ -13,16 +13,16 @@ namespace weft {
 /// Why an op does not belong to a model (rule 1).
 enum class outside : std::uint8_t {
   none,
-  micro_batch,     ///< mb >= micro
-  chunk,           ///< chunk >= ranks * chunks_per_rank
-  layer,           ///< layer >= layers
-  split,           ///< split >= splits
-  kind,            ///< a layer kind the model's layers do not have
-  phase,           ///< backward in a forward-only model, or dX/dW of a kind without weights
-  off_path,        ///< a bidirectional model's micro-batch never visits this chunk
-  no_transfer,     ///< a send/recv where consecutive chunks share a rank, or past the ends
-  p2p_fields,      ///< a send/recv names a layer or split (transfers carry whole chunks)
-  lane,            ///< lane >= lanes_per_class
+  micro_batch,  ///< mb >= micro
+  chunk,        ///< chunk >= ranks * chunks_per_rank
+  layer,        ///< layer >= layers
+  split,        ///< split >= splits
+  kind,         ///< a layer kind the model's layers do not have
+  phase,        ///< backward in a forward-only model, or dX/dW of a kind without weights
+  off_path,     ///< a bidirectional model's micro-batch never visits this chunk
+  no_transfer,  ///< a send/recv where consecutive chunks share a rank, or past the ends
+  p2p_fields,   ///< a send/recv names a layer or split (transfers carry whole chunks)
+  lane,         ///< lane >= lanes_per_class
 };
 
 /// Dense numbering of every op a model can have, so per-op state lives in flat arrays.
@@ -100,7 +100,8 @@ struct op_index {
       std::uint32_t v = id - coll_base;
       const auto ph = static_cast<phase>(v % phase_count);
       v /= phase_count;
-      const auto k = static_cast<kind>(static_cast<int>(kind::all_reduce) + static_cast<int>(v % 3));
+      const auto k =
+          static_cast<kind>(static_cast<int>(kind::all_reduce) + static_cast<int>(v % 3));
       v /= 3;
       const int sp = static_cast<int>(v % static_cast<std::uint32_t>(m.splits));
       v /= static_cast<std::uint32_t>(m.splits);
@@ -141,10 +142,10 @@ struct op_index {
              static_cast<std::uint32_t>(((o.mb * S + o.chunk) * 2 + (o.ph == phase::B)) * 2 +
                                         (o.k == kind::recv));
     if (is_collective(o.k)) {
-      const auto u = static_cast<std::uint32_t>(((o.mb * S + o.chunk) * m.layers + o.layer) *
-                                                    m.splits + o.split);
-      const auto c = static_cast<std::uint32_t>(static_cast<int>(o.k) -
-                                                static_cast<int>(kind::all_reduce));
+      const auto u = static_cast<std::uint32_t>(
+          ((o.mb * S + o.chunk) * m.layers + o.layer) * m.splits + o.split);
+      const auto c =
+          static_cast<std::uint32_t>(static_cast<int>(o.k) - static_cast<int>(kind::all_reduce));
       return coll_base + (u * 3 + c) * phase_count + ph;
     }
     return unit(o.mb, o.chunk, o.layer, o.split, o.k) * phase_count + ph;
@@ -205,10 +206,14 @@ class dependency_rules {
   }
 
   /// Id distance from a forward op back to its in-layer input; -1 for a layer's entry.
-  constexpr int forward_input_distance(kind k) const noexcept { return fwd_from_[static_cast<int>(k)]; }
+  constexpr int forward_input_distance(kind k) const noexcept {
+    return fwd_from_[static_cast<int>(k)];
+  }
   /// Id distance from a backward op's unit forward to the one in-layer successor that feeds its
   /// gradient; -1 where the gradient has several sources or comes from outside the layer.
-  constexpr int backward_source_distance(kind k) const noexcept { return bwd_from_[static_cast<int>(k)]; }
+  constexpr int backward_source_distance(kind k) const noexcept {
+    return bwd_from_[static_cast<int>(k)];
+  }
 
   constexpr const op_index& index() const noexcept { return ix_; }
 
@@ -234,19 +239,25 @@ class dependency_rules {
         if (l > 0) return outputs(mbv, c, l - 1, phase::F, fn);
         const int pc = ix_.prev_chunk(mbv, c);
         if (pc < 0) return;
-        if (explicit_ && ix_.crosses_ranks(c, pc)) return fn(transfer_id(kind::recv, phase::F, mbv, c), c);
+        if (explicit_ && ix_.crosses_ranks(c, pc))
+          return fn(transfer_id(kind::recv, phase::F, mbv, c), c);
         return outputs(mbv, pc, ix_.m.layers - 1, phase::F, fn);
       }
-      case phase::dW: return fn(id - 1, c);  // dX sits just before dW
+      case phase::dW:
+        return fn(id - 1, c);  // dX sits just before dW
       case phase::B:
       case phase::dX: {
         fn(id - static_cast<std::uint32_t>(o.ph), c);  // its own forward's activations
         if (const int d = bwd_from_[static_cast<int>(o.k)]; d >= 0)
-          return fn(bx(id - static_cast<std::uint32_t>(o.ph) + static_cast<std::uint32_t>(d), has), c);
-        const std::uint32_t unit0 = id - static_cast<std::uint32_t>(static_cast<int>(o.ph) + kp * kstride_);
+          return fn(bx(id - static_cast<std::uint32_t>(o.ph) + static_cast<std::uint32_t>(d), has),
+                    c);
+        const std::uint32_t unit0 =
+            id - static_cast<std::uint32_t>(static_cast<int>(o.ph) + kp * kstride_);
         if (o.k == kind::attn) {  // gradients from the routed path and the shared expert
-          if (dispatch_ >= 0) fn(bx(unit0 + dispatch_ * kstride_, has), c);
-          else if (mlp_ >= 0) fn(bx(unit0 + mlp_ * kstride_, has), c);
+          if (dispatch_ >= 0)
+            fn(bx(unit0 + dispatch_ * kstride_, has), c);
+          else if (mlp_ >= 0)
+            fn(bx(unit0 + mlp_ * kstride_, has), c);
           if (shared_ >= 0) fn(bx(unit0 + shared_ * kstride_, has), c);
           if (mlp_ < 0) output_grad(mbv, c, l, has, fn);  // attention's output leaves the layer
           return;
@@ -307,7 +318,8 @@ class dependency_rules {
     if (l + 1 < ix_.m.layers) return input_grads(mbv, c, l + 1, has, fn);
     const int nc = ix_.next_chunk(mbv, c);
     if (nc < 0) return outputs(mbv, c, l, phase::F, fn);  // the loss needs the whole output
-    if (explicit_ && ix_.crosses_ranks(c, nc)) return fn(transfer_id(kind::recv, phase::B, mbv, c), c);
+    if (explicit_ && ix_.crosses_ranks(c, nc))
+      return fn(transfer_id(kind::recv, phase::B, mbv, c), c);
     input_grads(mbv, nc, 0, has, fn);
   }
   // A gradient all-reduce (phase dW) follows every weight gradient of its chunk; other

@@ -151,9 +151,10 @@ struct rule_5_memory_over_bound {
 };
 template <model_error E>
 struct rule_6_config_bad_model {
-  static_assert(E == model_error::none,
-                "weft: rule 6 (configuration): the model description is impossible "
-                "(see the model_error in 'rule_6_config_bad_model<...>'; weft::describe explains it)");
+  static_assert(
+      E == model_error::none,
+      "weft: rule 6 (configuration): the model description is impossible "
+      "(see the model_error in 'rule_6_config_bad_model<...>'; weft::describe explains it)");
 };
 
 template <violation V>
@@ -163,7 +164,8 @@ constexpr bool raise() {
   using P = op_t<V.other>;
   using PA = at_t<V.other_rank, V.other_slot>;
   if constexpr (V.what == fault::outside_model)
-    return sizeof(rule_1_complete_op_outside_model<O, A, because<static_cast<outside>(V.value)>>) == 0;
+    return sizeof(rule_1_complete_op_outside_model<O, A, because<static_cast<outside>(V.value)>>) ==
+           0;
   else if constexpr (V.what == fault::wrong_rank)
     return sizeof(rule_1_complete_op_on_wrong_rank<O, A, belongs_on<rank<V.other_rank>>>) == 0;
   else if constexpr (V.what == fault::duplicate)

@@ -63,16 +63,18 @@ template <class T>
 inline constexpr bool is_slot_arg = is_op_like<T> || !std::is_same_v<slot_size<T>, slot_size<int>>;
 
 template <std::size_t N>
-constexpr const std::array<op, N>& slot_array(const slot_ops<N>& s) noexcept { return s.ops; }
+constexpr const std::array<op, N>& slot_array(const slot_ops<N>& s) noexcept {
+  return s.ops;
+}
 template <class T>
-  requires is_op_like<T>
+requires is_op_like<T>
 constexpr std::array<op, 1> slot_array(const T& o) noexcept { return {op(o)}; }
 }  // namespace detail
 
 /// One rank's slots, in order.
 template <class... Slots>
-  requires(sizeof...(Slots) > 0 && (detail::is_slot_arg<Slots> && ...))
-constexpr auto slots(const Slots&... ss) noexcept {
+requires(sizeof...(Slots) > 0 &&
+         (detail::is_slot_arg<Slots> && ...)) constexpr auto slots(const Slots&... ss) noexcept {
   fixed_schedule<1, sizeof...(Slots), (detail::slot_size<Slots>::value + ...)> r{};
   std::size_t n = 0, k = 0;
   const auto append = [&](const auto& arr) {
@@ -101,7 +103,8 @@ constexpr auto ranks(const fixed_schedule<1, S, O>&... rs) noexcept {
 
 /// Attaches a model description instead of the inferred one.
 template <std::size_t R, std::size_t S, std::size_t O>
-constexpr fixed_schedule<R, S, O> with_model(fixed_schedule<R, S, O> f, const model_desc& m) noexcept {
+constexpr fixed_schedule<R, S, O> with_model(fixed_schedule<R, S, O> f,
+                                             const model_desc& m) noexcept {
   f.model = m;
   f.has_model = true;
   return f;

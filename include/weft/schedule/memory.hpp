@@ -18,10 +18,13 @@ constexpr bool releases(const model_desc& m, const op& o) noexcept {
 template <class OnClaim>
 constexpr void walk_live(const schedule& s, OnClaim&& on_claim) {
   const model_desc& m = s.model;
-  const std::size_t units = static_cast<std::size_t>(m.micro) * static_cast<std::size_t>(m.chunks());
+  const std::size_t units =
+      static_cast<std::size_t>(m.micro) * static_cast<std::size_t>(m.chunks());
   buffer<std::uint32_t> to_release(units, 0);
   buffer<std::uint8_t> claimed(units, 0);
-  const auto key = [&](const op& o) { return static_cast<std::size_t>(o.mb) * m.chunks() + o.chunk; };
+  const auto key = [&](const op& o) {
+    return static_cast<std::size_t>(o.mb) * m.chunks() + o.chunk;
+  };
   const auto counts = [&](const op& o) {
     return is_layer_stage(o.k) && o.mb < m.micro && o.chunk < m.chunks();
   };

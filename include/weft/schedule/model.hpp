@@ -31,7 +31,9 @@ struct stage_set {
     return stage_set{}.with(kind::attn).with(kind::dispatch).with(kind::mlp).with(kind::combine);
   }
   static constexpr stage_set moe_with_shared() noexcept { return moe().with(kind::shared); }
-  static constexpr stage_set dense() noexcept { return stage_set{}.with(kind::attn).with(kind::mlp); }
+  static constexpr stage_set dense() noexcept {
+    return stage_set{}.with(kind::attn).with(kind::mlp);
+  }
 };
 
 /// How model chunks (global virtual stages) are placed on ranks.
@@ -50,9 +52,9 @@ struct model_desc {
   int micro = 1;
   int layers = 1;  ///< layers per chunk
   stage_set stages = stage_set::whole_block();
-  int splits = 1;       ///< sequence splits per micro-batch (AMPipe)
-  bool backward = true; ///< training: every forward op has a backward
-  int max_live = 0;     ///< rule 5: bound on live activations per rank, 0 = no bound
+  int splits = 1;        ///< sequence splits per micro-batch (AMPipe)
+  bool backward = true;  ///< training: every forward op has a backward
+  int max_live = 0;      ///< rule 5: bound on live activations per rank, 0 = no bound
 
   constexpr int chunks() const noexcept { return ranks * chunks_per_rank; }
 
@@ -93,24 +95,34 @@ enum class model_error : std::uint8_t {
 
 constexpr std::string_view describe(model_error e) noexcept {
   switch (e) {
-    case model_error::none: return "ok";
-    case model_error::bad_ranks: return "ranks must be in [1, 255]";
-    case model_error::bad_chunks: return "chunks_per_rank must be >= 1 and ranks * chunks <= 255";
-    case model_error::bad_micro: return "micro must be in [1, 65535]";
-    case model_error::bad_layers: return "layers must be in [1, 65535]";
-    case model_error::bad_splits: return "splits must be in [1, 255]";
-    case model_error::vee_needs_two_chunks: return "V placement needs exactly 2 chunks per rank";
+    case model_error::none:
+      return "ok";
+    case model_error::bad_ranks:
+      return "ranks must be in [1, 255]";
+    case model_error::bad_chunks:
+      return "chunks_per_rank must be >= 1 and ranks * chunks <= 255";
+    case model_error::bad_micro:
+      return "micro must be in [1, 65535]";
+    case model_error::bad_layers:
+      return "layers must be in [1, 65535]";
+    case model_error::bad_splits:
+      return "splits must be in [1, 255]";
+    case model_error::vee_needs_two_chunks:
+      return "V placement needs exactly 2 chunks per rank";
     case model_error::bidirectional_needs_even:
       return "bidirectional pipelines need an even number of chunks and of micro-batches";
-    case model_error::stages_empty: return "a layer needs at least one stage kind";
+    case model_error::stages_empty:
+      return "a layer needs at least one stage kind";
     case model_error::stages_block_and_substages:
       return "a layer is either one block or sub-stages (attn, dispatch, mlp, combine, shared)";
-    case model_error::stages_need_attn: return "sub-stage layers start with attn";
+    case model_error::stages_need_attn:
+      return "sub-stage layers start with attn";
     case model_error::stages_comm_without_mlp:
       return "dispatch and combine need the routed experts (mlp) between them";
     case model_error::stages_not_layer_kinds:
       return "only block, attn, dispatch, mlp, combine and shared make up a layer";
-    case model_error::bad_memory_bound: return "max_live must be >= 0";
+    case model_error::bad_memory_bound:
+      return "max_live must be >= 0";
   }
   return "unknown";
 }

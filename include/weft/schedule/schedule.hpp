@@ -14,21 +14,25 @@ namespace weft {
 
 struct schedule {
   model_desc model;
-  buffer<op> ops;                 ///< rank-major, then slot order, then issue order
-  buffer<std::uint32_t> slot_end; ///< one past the last op of each slot (all ranks)
-  buffer<std::uint32_t> rank_begin; ///< the first slot of each rank
+  buffer<op> ops;                    ///< rank-major, then slot order, then issue order
+  buffer<std::uint32_t> slot_end;    ///< one past the last op of each slot (all ranks)
+  buffer<std::uint32_t> rank_begin;  ///< the first slot of each rank
 
   constexpr schedule() = default;
   constexpr explicit schedule(const model_desc& m) : model(m) {}
 
   constexpr int ranks() const noexcept { return static_cast<int>(rank_begin.size()); }
-  constexpr std::uint32_t first_slot(int r) const noexcept { return rank_begin[static_cast<std::size_t>(r)]; }
+  constexpr std::uint32_t first_slot(int r) const noexcept {
+    return rank_begin[static_cast<std::size_t>(r)];
+  }
   /// One past the last slot of rank `r` (global slot numbering).
   constexpr std::uint32_t end_slot(int r) const noexcept {
     return r + 1 < ranks() ? rank_begin[static_cast<std::size_t>(r) + 1]
                            : static_cast<std::uint32_t>(slot_end.size());
   }
-  constexpr int slots(int r) const noexcept { return static_cast<int>(end_slot(r) - first_slot(r)); }
+  constexpr int slots(int r) const noexcept {
+    return static_cast<int>(end_slot(r) - first_slot(r));
+  }
   constexpr std::uint32_t first_op(std::uint32_t global_slot) const noexcept {
     return global_slot == 0 ? 0 : slot_end[global_slot - 1];
   }
@@ -93,7 +97,8 @@ constexpr model_desc infer_model(const schedule& s) noexcept {
   m.layers = max_layer + 1;
   m.splits = max_split + 1;
   m.stages = used.bits == 0 ? stage_set::whole_block() : used;
-  if (m.stages.has(kind::dispatch) || m.stages.has(kind::combine)) m.stages = m.stages.with(kind::mlp);
+  if (m.stages.has(kind::dispatch) || m.stages.has(kind::combine))
+    m.stages = m.stages.with(kind::mlp);
   if (!m.stages.has(kind::block)) m.stages = m.stages.with(kind::attn);
   return m;
 }

@@ -35,17 +35,18 @@ constexpr void set_pattern(done_pattern& p, layer v) { p.layer = v.value; }
 constexpr void set_pattern(done_pattern& p, split v) { p.split = v.value; }
 }  // namespace detail
 
-/// `done(F, mb{0})`: every forward op of micro-batch 0 ran. `done(attn, B, mb{2})` narrows the kind.
+/// `done(F, mb{0})`: every forward op of micro-batch 0 ran. `done(attn, B, mb{2})` narrows the
+/// kind.
 template <phase_tag Phase, class... Fields>
-  requires(detail::is_field<Fields> && ...)
-constexpr done_pattern done(Phase, Fields... fields) noexcept {
+requires(detail::is_field<Fields>&&...) constexpr done_pattern
+    done(Phase, Fields... fields) noexcept {
   done_pattern p{.ph = Phase::value};
   (detail::set_pattern(p, fields), ...);
   return p;
 }
 template <kind_tag Kind, phase_tag Phase, class... Fields>
-  requires(detail::is_field<Fields> && ...)
-constexpr done_pattern done(stage_fn<Kind>, Phase ph, Fields... fields) noexcept {
+requires(detail::is_field<Fields>&&...) constexpr done_pattern
+    done(stage_fn<Kind>, Phase ph, Fields... fields) noexcept {
   done_pattern p = done(ph, fields...);
   p.k = static_cast<int>(Kind::value);
   return p;
@@ -67,8 +68,8 @@ struct assumptions {
 };
 
 template <class... Patterns>
-  requires(std::is_same_v<Patterns, done_pattern> && ...)
-constexpr assumptions assuming(Patterns... ps) noexcept {
+requires(std::is_same_v<Patterns, done_pattern>&&...) constexpr assumptions
+    assuming(Patterns... ps) noexcept {
   static_assert(sizeof...(ps) <= max_assumptions, "weft: at most 16 assumptions per fragment");
   return {{ps...}, static_cast<int>(sizeof...(ps))};
 }
@@ -99,9 +100,13 @@ struct placed {
   buffer<std::uint32_t> id;                // op position -> dense id (npos if outside)
 
   constexpr placed(const schedule& sched, bool collectives, bool p2p)
-      : s(sched), ix(sched.model, collectives), explicit_p2p(p2p), rules(ix, p2p),
+      : s(sched),
+        ix(sched.model, collectives),
+        explicit_p2p(p2p),
+        rules(ix, p2p),
         rank_of(sched.ops.size()),
-        slot_of(sched.ops.size()), pos(ix.size, op_index::npos),
+        slot_of(sched.ops.size()),
+        pos(ix.size, op_index::npos),
         id(sched.ops.size(), op_index::npos) {
     std::uint32_t g = 0, i = 0;
     for (int r = 0; r < s.ranks(); ++r)
@@ -116,8 +121,9 @@ struct placed {
   /// Calls `fn(producer)` with each producer of op `i`, as an op value.
   template <class Fn>
   constexpr void producers(std::uint32_t i, Fn&& fn) const {
-    rules.producers(s.ops[i], id[i], [this](std::uint32_t pid) { return pos[pid] != op_index::npos; },
-                    [&](std::uint32_t pid, int) { fn(ix.op_of(pid)); });
+    rules.producers(
+        s.ops[i], id[i], [this](std::uint32_t pid) { return pos[pid] != op_index::npos; },
+        [&](std::uint32_t pid, int) { fn(ix.op_of(pid)); });
   }
 };
 
@@ -136,8 +142,7 @@ class checker {
       collectives = collectives || is_collective(o.k);
     }
     placed p(s_, collectives, p2p);
-    if (!place_ops(p) || !(opt_.fragment || require_all(p)) || !same_stream(p) ||
-        !dependencies(p))
+    if (!place_ops(p) || !(opt_.fragment || require_all(p)) || !same_stream(p) || !dependencies(p))
       return static_cast<report&&>(out_);
     if (out_.ok() && !deadlock_free(p)) return static_cast<report&&>(out_);
     if (out_.ok() && s_.model.max_live > 0) memory_bound(p);
@@ -155,8 +160,11 @@ class checker {
     return out_.violations.size() < opt_.max_violations;
   }
   constexpr violation at(const placed& p, std::uint32_t i, rule r, fault f) const {
-    return {.code = r, .what = f, .rank = static_cast<int>(p.rank_of[i]),
-            .slot = static_cast<int>(p.slot_of[i]), .subject = s_.ops[i]};
+    return {.code = r,
+            .what = f,
+            .rank = static_cast<int>(p.rank_of[i]),
+            .slot = static_cast<int>(p.slot_of[i]),
+            .subject = s_.ops[i]};
   }
   constexpr violation with_other(const placed& p, violation v, std::uint32_t j) const {
     v.other = s_.ops[j];
@@ -208,7 +216,9 @@ class checker {
 
   constexpr bool missing(const placed& p, const op& o) {
     if (p.has(o)) return true;
-    return add({.code = rule::complete, .what = fault::missing, .rank = s_.model.rank_of(o.chunk),
+    return add({.code = rule::complete,
+                .what = fault::missing,
+                .rank = s_.model.rank_of(o.chunk),
                 .subject = o});
   }
 
@@ -280,8 +290,9 @@ class checker {
         }
         if (p.rank_of[j] != p.rank_of[i] || p.slot_of[j] < p.slot_of[i]) return;
         const bool same = p.slot_of[j] == p.slot_of[i];
-        more = add(with_other(p, at(p, i, same ? rule::slot : rule::order,
-                                      same ? fault::dependent_in_slot : fault::runs_before_producer),
+        more = add(with_other(p,
+                              at(p, i, same ? rule::slot : rule::order,
+                                 same ? fault::dependent_in_slot : fault::runs_before_producer),
                               j));
       });
     }
@@ -301,7 +312,8 @@ class checker {
     const std::uint32_t Q = R * streams_per_rank;
     buffer<std::uint32_t> qbegin(Q + 1, 0), queue(n), qpos(n), head(Q);
     const auto qof = [&](std::uint32_t i) {
-      return p.rank_of[i] * streams_per_rank + static_cast<std::uint32_t>(stream_index(stream_of(s_.ops[i])));
+      return p.rank_of[i] * streams_per_rank +
+             static_cast<std::uint32_t>(stream_index(stream_of(s_.ops[i])));
     };
     for (std::uint32_t i = 0; i < n; ++i) ++qbegin[qof(i) + 1];
     for (std::uint32_t q = 0; q < Q; ++q) qbegin[q + 1] += qbegin[q];
@@ -386,8 +398,10 @@ class checker {
       buffer<std::uint32_t> fill_s = begin_s, fill_r = begin_r;
       for (std::uint32_t i = 0; i < n; ++i) {
         if (!is_p2p(s_.ops[i].k)) continue;
-        if (s_.ops[i].k == kind::send) list_s[fill_s[channel(i)]++] = i;
-        else list_r[fill_r[channel(i)]++] = i;
+        if (s_.ops[i].k == kind::send)
+          list_s[fill_s[channel(i)]++] = i;
+        else
+          list_r[fill_r[channel(i)]++] = i;
       }
     }
     for (std::uint32_t c = 0; c < C; ++c) {
@@ -429,7 +443,6 @@ class checker {
     });
   }
 };
-
 
 /// A sufficient condition for legality, cheap enough for `static_assert` on 100k-op schedules:
 /// one pass over the ops (rules 1-3 plus counting for completeness), then a sweep over the few
@@ -499,9 +512,10 @@ constexpr bool quick_proof(const schedule& s) {
           if (ph != 0 && (!m.backward || (ph >= 2 && !weighted_kind[k]))) return false;
           if (m.bidirectional && !m.carries(o.mb, o.chunk)) return false;
           streams_used |= bit;
-          const std::uint32_t id =
-              ((((o.mb * S + o.chunk) * L + o.layer) * Sp + o.split) * K + static_cast<std::uint32_t>(kp)) *
-                  phase_count + ph;
+          const std::uint32_t id = ((((o.mb * S + o.chunk) * L + o.layer) * Sp + o.split) * K +
+                                    static_cast<std::uint32_t>(kp)) *
+                                       phase_count +
+                                   ph;
           if (gslot[id] != unset) return false;
           // A unit's backward is fused (B = 1) or split (dX = 2, dW = 3), never both.
           if (ph == 1 && (gslot[id + 1] != unset || gslot[id + 2] != unset)) return false;
@@ -551,7 +565,8 @@ constexpr bool quick_proof(const schedule& s) {
         if (!ok) return false;
         // A transfer waits for its peer, found by payload.
         const int peer_chunk = ix.transfer_peer(o);
-        const op peer = make_op(o.k == kind::send ? kind::recv : kind::send, o.ph, o.mb, peer_chunk);
+        const op peer =
+            make_op(o.k == kind::send ? kind::recv : kind::send, o.ph, o.mb, peer_chunk);
         waits.push_back({g, id, ix.raw_id(peer), r, home[peer_chunk]});
       }
     }

@@ -21,21 +21,21 @@ enum class rule : std::uint8_t {
 
 enum class fault : std::uint8_t {
   none,
-  outside_model,        ///< 1: the op is not part of the model (value: `outside` reason)
-  wrong_rank,           ///< 1: the op's chunk lives on another rank (other_rank: that rank)
-  duplicate,            ///< 1: the op appears twice (other: first appearance)
-  missing,              ///< 1: a needed op never appears (rank: where it belongs)
-  mixed_backward,       ///< 1: a unit's backward is both fused (B) and split (dX/dW)
-  runs_before_producer, ///< 2: a producer on the same rank sits in a later slot
-  producer_missing,     ///< 2: a fragment needs an op it neither has nor assumes done
-  same_stream,          ///< 3: two ops of one slot on one stream
-  dependent_in_slot,    ///< 3: an op and its producer share a slot
-  cycle,                ///< 4: ranks wait on each other forever (subject: a blocked op)
-  unmatched_send,       ///< 4: a send with no receive in FIFO order on its channel
-  unmatched_recv,       ///< 4: a receive with no send in FIFO order on its channel
-  mismatched_transfer,  ///< 4: FIFO matching pairs a send with a receive of other data
-  over_bound,           ///< 5: live activations exceed the bound (value: live, bound)
-  bad_model,            ///< 6: the model description is impossible (value: model_error)
+  outside_model,         ///< 1: the op is not part of the model (value: `outside` reason)
+  wrong_rank,            ///< 1: the op's chunk lives on another rank (other_rank: that rank)
+  duplicate,             ///< 1: the op appears twice (other: first appearance)
+  missing,               ///< 1: a needed op never appears (rank: where it belongs)
+  mixed_backward,        ///< 1: a unit's backward is both fused (B) and split (dX/dW)
+  runs_before_producer,  ///< 2: a producer on the same rank sits in a later slot
+  producer_missing,      ///< 2: a fragment needs an op it neither has nor assumes done
+  same_stream,           ///< 3: two ops of one slot on one stream
+  dependent_in_slot,     ///< 3: an op and its producer share a slot
+  cycle,                 ///< 4: ranks wait on each other forever (subject: a blocked op)
+  unmatched_send,        ///< 4: a send with no receive in FIFO order on its channel
+  unmatched_recv,        ///< 4: a receive with no send in FIFO order on its channel
+  mismatched_transfer,   ///< 4: FIFO matching pairs a send with a receive of other data
+  over_bound,            ///< 5: live activations exceed the bound (value: live, bound)
+  bad_model,             ///< 6: the model description is impossible (value: model_error)
 };
 
 /// A structural value, so a violation can be a template argument (see diagnose.hpp).
@@ -57,13 +57,20 @@ struct violation {
 
 constexpr std::string_view name_of(rule r) noexcept {
   switch (r) {
-    case rule::none: return "none";
-    case rule::complete: return "complete and unique";
-    case rule::order: return "order";
-    case rule::slot: return "slots";
-    case rule::deadlock: return "deadlock freedom";
-    case rule::memory: return "memory";
-    case rule::config: return "configuration";
+    case rule::none:
+      return "none";
+    case rule::complete:
+      return "complete and unique";
+    case rule::order:
+      return "order";
+    case rule::slot:
+      return "slots";
+    case rule::deadlock:
+      return "deadlock freedom";
+    case rule::memory:
+      return "memory";
+    case rule::config:
+      return "configuration";
   }
   return "unknown";
 }

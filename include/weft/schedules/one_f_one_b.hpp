@@ -11,16 +11,17 @@ namespace weft {
 struct one_f_one_b_params {
   int ranks = 1;
   int micro = 1;
-  int layers = 1;                          ///< layers per rank
+  int layers = 1;  ///< layers per rank
   stage_set stages = stage_set::whole_block();
-  bool transfers = false;                  ///< emit explicit send/recv ops
+  bool transfers = false;  ///< emit explicit send/recv ops
 };
 
 constexpr schedule one_f_one_b(const one_f_one_b_params& p) {
   if (p.ranks < 1 || p.ranks > 255) throw config_error("weft: 1f1b: ranks must be in [1, 255]");
   if (p.micro < 1 || p.micro > 65535) throw config_error("weft: 1f1b: micro must be in [1, 65535]");
   if (p.layers < 1) throw config_error("weft: 1f1b: layers must be >= 1");
-  schedule s(model_desc{.ranks = p.ranks, .micro = p.micro, .layers = p.layers, .stages = p.stages});
+  schedule s(
+      model_desc{.ranks = p.ranks, .micro = p.micro, .layers = p.layers, .stages = p.stages});
   if (validate(s.model) != model_error::none)
     throw config_error("weft: 1f1b: stages do not form a layer (see weft::validate)");
   const int per_chunk = p.layers * p.stages.size() * 2 + (p.transfers ? 4 : 0);

@@ -33,9 +33,9 @@ constexpr chain chain_of(const model_desc& m, const layer_kinds& lk, phase ph, i
   for (int l = 0; l < m.layers; ++l)
     for (int sp = 0; sp < m.splits; ++sp)
       for (int j = 0; j < lk.n; ++j)
-        c.ops.push_back(fwd ? make_op(lk.k[j], ph, 0, chunk_, l, sp)
-                            : make_op(lk.k[lk.n - 1 - j], ph, 0, chunk_, m.layers - 1 - l,
-                                      m.splits - 1 - sp));
+        c.ops.push_back(
+            fwd ? make_op(lk.k[j], ph, 0, chunk_, l, sp)
+                : make_op(lk.k[lk.n - 1 - j], ph, 0, chunk_, m.layers - 1 - l, m.splits - 1 - sp));
   return c;
 }
 
