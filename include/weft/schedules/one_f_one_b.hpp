@@ -1,57 +1,80 @@
-// 1F1B (PipeDream-flush): after a warm-up of (ranks - rank - 1) forwards, each rank alternates
-// one forward and one backward, so at most `ranks - rank` micro-batches are live on a rank.
+// GPipe and 1F1B (PipeDream-flush): one model chunk per rank, loop placement.
 #pragma once
 
-#include <weft/core/error.hpp>
-#include <weft/schedule/schedule.hpp>
-#include <weft/schedules/stage_ops.hpp>
+#include <weft/schedules/builder.hpp>
+#include <weft/schedules/params.hpp>
 
 namespace weft {
 
-struct one_f_one_b_params {
-  int ranks = 1;
-  int micro = 1;
-  int layers = 1;  ///< layers per rank
-  stage_set stages = stage_set::whole_block();
-  bool transfers = false;  ///< emit explicit send/recv ops
-};
+using one_f_one_b_params = pipeline_params;
 
-constexpr schedule one_f_one_b(const one_f_one_b_params& p) {
-  if (p.ranks < 1 || p.ranks > 255) throw config_error("weft: 1f1b: ranks must be in [1, 255]");
-  if (p.micro < 1 || p.micro > 65535) throw config_error("weft: 1f1b: micro must be in [1, 65535]");
-  if (p.layers < 1) throw config_error("weft: 1f1b: layers must be >= 1");
-  schedule s(
-      model_desc{.ranks = p.ranks, .micro = p.micro, .layers = p.layers, .stages = p.stages});
-  if (validate(s.model) != model_error::none)
-    throw config_error("weft: 1f1b: stages do not form a layer (see weft::validate)");
-  const int per_chunk = p.layers * p.stages.size() * 2 + (p.transfers ? 4 : 0);
-  s.reserve(static_cast<std::size_t>(p.ranks * p.micro * per_chunk),
-            static_cast<std::size_t>(p.ranks * p.micro * per_chunk));
-  const gen::layer_kinds lk = gen::layer_kinds_of(p.stages);
-  gen::chain fwd, bwd;
-  const auto forward = [&](int m, int r) {
-    if (p.transfers) gen::append_transfer(s, kind::recv, phase::F, m, r);
-    gen::append_chain(s, fwd, m);
-    if (p.transfers) gen::append_transfer(s, kind::send, phase::F, m, r);
-  };
-  const auto backward = [&](int m, int r) {
-    if (p.transfers) gen::append_transfer(s, kind::recv, phase::B, m, r);
-    gen::append_chain(s, bwd, m);
-    if (p.transfers) gen::append_transfer(s, kind::send, phase::B, m, r);
-  };
+namespace gen {
+constexpr model_desc single_chunk_model(const pipeline_params& p) noexcept {
+  return {.ranks = p.ranks, .micro = p.micro, .layers = p.layers, .stages = p.stages};
+}
+}  // namespace gen
+
+/// GPipe: every forward, then every backward. Peak memory: all `micro` micro-batches on every
+/// rank; bubble (ranks - 1) / (micro + ranks - 1).
+constexpr schedule gpipe(const pipeline_params& p) {
+  const model_desc m = gen::single_chunk_model(p);
+  gen::check_common("gpipe", p, m);
+  gen::pipeline_builder b(m);
   for (int r = 0; r < p.ranks; ++r) {
-    s.add_rank();
-    fwd = gen::chain_of(s.model, lk, phase::F, r);
-    bwd = gen::chain_of(s.model, lk, phase::B, r);
-    const int warmup = p.ranks - r - 1 < p.micro ? p.ranks - r - 1 : p.micro;
-    for (int m = 0; m < warmup; ++m) forward(m, r);
-    for (int i = 0; i + warmup < p.micro; ++i) {
-      forward(i + warmup, r);
-      backward(i, r);
-    }
-    for (int m = p.micro - warmup; m < p.micro; ++m) backward(m, r);
+    b.add_rank();
+    for (int i = 0; i < p.micro; ++i) b.forward(i, r);
+    for (int i = 0; i < p.micro; ++i) b.backward(i, r);
   }
-  return s;
+  return gen::finish(b, p.transfers);
+}
+
+/// 1F1B: after a warm-up of (ranks - rank - 1) forwards, each rank alternates one forward and
+/// one backward, so at most `ranks - rank` micro-batches are live on a rank. Same bubble as
+/// GPipe, (ranks - 1) / (micro + ranks - 1), with memory bounded by the pipeline depth.
+constexpr schedule one_f_one_b(const pipeline_params& p) {
+  const model_desc m = gen::single_chunk_model(p);
+  gen::check_common("1f1b", p, m);
+  gen::pipeline_builder b(m);
+  for (int r = 0; r < p.ranks; ++r) {
+    b.add_rank();
+    const int warmup = p.ranks - r - 1 < p.micro ? p.ranks - r - 1 : p.micro;
+    for (int i = 0; i < warmup; ++i) b.forward(i, r);
+    for (int i = 0; i + warmup < p.micro; ++i) {
+      b.forward(i + warmup, r);
+      b.backward(i, r);
+    }
+    for (int i = p.micro - warmup; i < p.micro; ++i) b.backward(i, r);
+  }
+  return gen::finish(b, p.transfers);
+}
+
+/// ZB-H1 (zero bubble, Qi et al. 2023): 1F1B with each backward split into dX and dW, and the
+/// dW of rank r deferred by r steps into the cool-down, where 1F1B leaves the rank idle. Every
+/// rank then keeps at most `ranks` micro-batches live — the first rank's 1F1B peak.
+constexpr schedule zb_h1(const pipeline_params& p) {
+  const model_desc m = gen::single_chunk_model(p);
+  gen::check_common("zb-h1", p, m);
+  gen::pipeline_builder b(m);
+  for (int r = 0; r < p.ranks; ++r) {
+    b.add_rank();
+    const int warmup = p.ranks - r - 1 < p.micro ? p.ranks - r - 1 : p.micro;
+    int weights = 0;  // dW passes issued so far, in micro-batch order
+    const auto weight_after = [&](int inputs_done) {
+      if (inputs_done - weights > r) b.backward_weight(weights++, r);
+    };
+    for (int i = 0; i < warmup; ++i) b.forward(i, r);
+    for (int i = 0; i + warmup < p.micro; ++i) {
+      b.forward(i + warmup, r);
+      b.backward_input(i, r);
+      weight_after(i + 1);
+    }
+    for (int i = p.micro - warmup; i < p.micro; ++i) {
+      b.backward_input(i, r);
+      weight_after(i + 1);
+    }
+    while (weights < p.micro) b.backward_weight(weights++, r);
+  }
+  return gen::finish(b, p.transfers);
 }
 
 }  // namespace weft

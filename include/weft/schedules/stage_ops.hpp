@@ -20,22 +20,33 @@ constexpr layer_kinds layer_kinds_of(const stage_set& st) noexcept {
   return lk;
 }
 
-/// The ops of one chunk's forward (F) or fused backward (B), one op per slot, in chain order
-/// (backward: reversed), for micro-batch 0. Generators build it once per chunk and stamp it per
-/// micro-batch: copying a value and patching one field is the cheap way in constant evaluation.
+/// The ops of one chunk's forward (F), fused backward (B) or split backward (dX: input
+/// gradients; dW: weight gradients), one op per slot, in chain order (backward: reversed), for
+/// micro-batch 0. In a split backward, ops without weights (dispatch, combine) run whole in the
+/// dX chain and have nothing in the dW chain. Generators build a chain once per chunk and stamp
+/// it per micro-batch: copying a value and patching one field is the cheap way in constant
+/// evaluation.
 struct chain {
   buffer<op> ops;
 };
 constexpr chain chain_of(const model_desc& m, const layer_kinds& lk, phase ph, int chunk_) {
   chain c;
   c.ops.reserve(static_cast<std::size_t>(m.layers * m.splits * lk.n));
-  const bool fwd = ph == phase::F;
-  for (int l = 0; l < m.layers; ++l)
-    for (int sp = 0; sp < m.splits; ++sp)
-      for (int j = 0; j < lk.n; ++j)
-        c.ops.push_back(
-            fwd ? make_op(lk.k[j], ph, 0, chunk_, l, sp)
-                : make_op(lk.k[lk.n - 1 - j], ph, 0, chunk_, m.layers - 1 - l, m.splits - 1 - sp));
+  if (ph == phase::F) {
+    for (int l = 0; l < m.layers; ++l)
+      for (int sp = 0; sp < m.splits; ++sp)
+        for (int j = 0; j < lk.n; ++j) c.ops.push_back(make_op(lk.k[j], ph, 0, chunk_, l, sp));
+    return c;
+  }
+  for (int l = m.layers - 1; l >= 0; --l)
+    for (int sp = m.splits - 1; sp >= 0; --sp)
+      for (int j = lk.n - 1; j >= 0; --j) {
+        const kind k = lk.k[j];
+        if (ph == phase::B || has_weights(k))
+          c.ops.push_back(make_op(k, ph, 0, chunk_, l, sp));
+        else if (ph == phase::dX)
+          c.ops.push_back(make_op(k, phase::B, 0, chunk_, l, sp));
+      }
   return c;
 }
 

@@ -1,0 +1,41 @@
+// What every pipeline generator takes, and the checks they share. Generators throw
+// `config_error` with a message naming the schedule and the broken rule; in a constant
+// expression the throw stops compilation there.
+#pragma once
+
+#include <string>
+
+#include <weft/core/error.hpp>
+#include <weft/schedule/model.hpp>
+
+namespace weft {
+
+/// The parameters shared by every generator. `ranks` counts devices, as in PyTorch: V-shaped
+/// schedules put two chunks on each.
+struct pipeline_params {
+  int ranks = 1;
+  int micro = 1;
+  int layers = 1;  ///< layers per model chunk
+  stage_set stages = stage_set::whole_block();
+  bool transfers = false;  ///< lower to explicit send/recv ops (`with_transfers`)
+};
+
+namespace gen {
+
+/// Throws "weft: <schedule>: <why>".
+[[noreturn]] inline void reject(const char* schedule_name, const char* why) {
+  throw config_error(std::string("weft: ") + schedule_name + ": " + why);
+}
+
+/// Throws unless `p` describes a pipeline at all; `m` is the model the generator derived from it.
+constexpr void check_common(const char* name, const pipeline_params& p, const model_desc& m) {
+  if (p.ranks < 1 || p.ranks > 255) reject(name, "ranks must be in [1, 255]");
+  if (p.micro < 1 || p.micro > 65535) reject(name, "micro must be in [1, 65535]");
+  if (p.layers < 1 || p.layers > 65535) reject(name, "layers must be in [1, 65535]");
+  if (m.chunks() > 255) reject(name, "at most 255 model chunks (ranks x chunks per rank)");
+  if (validate(m) != model_error::none)
+    reject(name, "the stages do not form a layer (see weft::validate and weft::describe)");
+}
+
+}  // namespace gen
+}  // namespace weft

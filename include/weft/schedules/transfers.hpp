@@ -1,0 +1,163 @@
+// Lowering a compute schedule to compute + transfers: the send/recv ops a pipeline needs where a
+// micro-batch crosses ranks, placed the way PyTorch's pipelining runtime places them, so that
+// every channel's sends and receives come in the same order and nothing waits forever.
+#pragma once
+
+#include <cstdint>
+
+#include <weft/core/buffer.hpp>
+#include <weft/core/error.hpp>
+#include <weft/schedule/dependencies.hpp>
+#include <weft/schedule/schedule.hpp>
+#include <weft/schedules/stage_ops.hpp>
+
+namespace weft {
+
+namespace detail {
+
+/// The end points of a chunk's work along a micro-batch's path: the op that takes the chunk's
+/// input (forward: first layer's entry; backward: last layer's exit) and the op that produces
+/// its output.
+struct chunk_ends {
+  kind entry, exit;
+  int last_layer, last_split;
+
+  constexpr explicit chunk_ends(const model_desc& m) noexcept
+      : entry(m.stages.has(kind::block) ? kind::block : kind::attn),
+        exit(m.stages.has(kind::block)     ? kind::block
+             : m.stages.has(kind::combine) ? kind::combine
+             : m.stages.has(kind::mlp)     ? kind::mlp
+                                           : kind::attn),
+        last_layer(m.layers - 1),
+        last_split(m.splits - 1) {}
+
+  /// Does `o` take the chunk's input from the previous (F) or next (B) chunk?
+  constexpr bool takes_input(const op& o) const noexcept {
+    if (o.ph == phase::F) return o.k == entry && o.layer == 0 && o.split == 0;
+    if (o.ph == phase::B || o.ph == phase::dX)
+      return o.k == exit && o.layer == last_layer && o.split == last_split;
+    return false;
+  }
+  /// Does `o` produce the chunk's output for the next (F) or previous (B) chunk?
+  constexpr bool gives_output(const op& o) const noexcept {
+    if (o.ph == phase::F) return o.k == exit && o.layer == last_layer && o.split == last_split;
+    if (o.ph == phase::B || o.ph == phase::dX) return o.k == entry && o.layer == 0 && o.split == 0;
+    return false;
+  }
+};
+
+}  // namespace detail
+
+/// Adds explicit transfers to a schedule without them, as PyTorch's `_add_send_recv` does: in
+/// rounds, each rank in turn issues its next slot once the receives that slot needs have been
+/// posted on it; after a slot that finishes a chunk's forward (backward) for a consumer on
+/// another rank, the rank sends and the consumer's rank posts the matching receive. Sends use
+/// comm lane `gen::send_lane`, receives `gen::recv_lane`. Empty slots (idle steps) take a round
+/// and vanish. Throws `config_error` when some rank can never issue its next slot.
+constexpr schedule with_transfers(const schedule& s) {
+  const model_desc& m = s.model;
+  const op_index ix(m, false);
+  const detail::chunk_ends ends(m);
+  const auto R = static_cast<std::size_t>(s.ranks());
+  for (const op& o : s.ops)
+    if (is_p2p(o.k)) throw config_error("weft: with_transfers: the schedule already has transfers");
+
+  // Per rank: the lowered ops, slot ends, and which receives it has posted (by p2p id).
+  buffer<buffer<op>> out(R);
+  buffer<buffer<std::uint32_t>> ends_of(R);
+  buffer<std::uint8_t> posted(ix.size - ix.p2p_base, 0);
+  buffer<std::uint32_t> next(R, 0);  // each rank's next slot (global numbering)
+  for (std::size_t r = 0; r < R; ++r) next[r] = s.first_slot(static_cast<int>(r));
+
+  const auto transfer = [&](kind k, phase ph, const op& o) {
+    return make_op(k, ph, o.mb, o.chunk, 0, 0, k == kind::send ? gen::send_lane : gen::recv_lane);
+  };
+  const auto issue = [&](std::size_t r, const op& o) {
+    out[r].push_back(o);
+    ends_of[r].push_back(static_cast<std::uint32_t>(out[r].size()));
+  };
+  const auto ph_of = [](const op& o) { return o.ph == phase::F ? phase::F : phase::B; };
+
+  for (bool left = true; left;) {
+    left = false;
+    bool progress = false;
+    for (std::size_t r = 0; r < R; ++r) {
+      if (next[r] == s.end_slot(static_cast<int>(r))) continue;
+      left = true;
+      const std::uint32_t g = next[r];
+      bool ready = true;
+      for (std::uint32_t i = s.first_op(g); i < s.slot_end[g]; ++i) {
+        const op& o = s.ops[i];
+        if (!ends.takes_input(o)) continue;
+        const op want = transfer(kind::recv, ph_of(o), o);
+        if (ix.transfer_peer(want) >= 0 && !posted[ix.raw_id(want) - ix.p2p_base]) ready = false;
+      }
+      if (!ready) continue;
+      progress = true;
+      ++next[r];
+      if (s.first_op(g) == s.slot_end[g]) continue;  // an idle step
+      for (std::uint32_t i = s.first_op(g); i < s.slot_end[g]; ++i) out[r].push_back(s.ops[i]);
+      ends_of[r].push_back(static_cast<std::uint32_t>(out[r].size()));
+      for (std::uint32_t i = s.first_op(g); i < s.slot_end[g]; ++i) {
+        const op& o = s.ops[i];
+        if (!ends.gives_output(o)) continue;
+        const op snd = transfer(kind::send, ph_of(o), o);
+        const int peer = ix.transfer_peer(snd);
+        if (peer < 0) continue;
+        issue(r, snd);
+        const op rcv = make_op(kind::recv, ph_of(o), o.mb, peer, 0, 0, gen::recv_lane);
+        posted[ix.raw_id(rcv) - ix.p2p_base] = 1;
+        issue(static_cast<std::size_t>(m.rank_of(peer)), rcv);
+      }
+    }
+    if (left && !progress)
+      throw config_error(
+          "weft: with_transfers: no rank can issue its next slot: each waits for an input that "
+          "is never sent (check the compute schedule first)");
+  }
+
+  schedule t(m);
+  std::size_t n = 0;
+  for (std::size_t r = 0; r < R; ++r) n += out[r].size();
+  t.reserve(n, n);
+  for (std::size_t r = 0; r < R; ++r) {
+    t.add_rank();
+    std::uint32_t b = 0;
+    for (const std::uint32_t e : ends_of[r]) {
+      for (; b < e; ++b) t.push(out[r][b]);
+      t.close_slot();
+    }
+  }
+  return t;
+}
+
+/// PyTorch's `_merge_bw`: a dX immediately followed (next slot, same rank) by the dW of the same
+/// chunk and micro-batch becomes one fused backward; idle steps (empty slots) are dropped, as
+/// PyTorch does before lowering. Other slots pass through unchanged.
+constexpr schedule merge_backward(const schedule& s) {
+  schedule t(s.model);
+  t.reserve(s.ops.size(), s.slot_end.size());
+  for (int r = 0; r < s.ranks(); ++r) {
+    t.add_rank();
+    for (int i = 0; i < s.slots(r); ++i) {
+      const auto a = s.slot(r, i);
+      if (a.empty()) continue;
+      if (a.size() == 1 && a[0].ph == phase::dX && i + 1 < s.slots(r)) {
+        const auto b = s.slot(r, i + 1);
+        if (b.size() == 1 && b[0].ph == phase::dW &&
+            b[0].same_work(op{a[0].k, phase::dW, a[0].chunk, a[0].split, 0, a[0].mb, a[0].layer})) {
+          op fused = a[0];
+          fused.ph = phase::B;
+          t.add_slot(fused);
+          ++i;
+          continue;
+        }
+      }
+      for (const op& o : a) t.push(o);
+      t.close_slot();
+    }
+  }
+  return t;
+}
+
+}  // namespace weft

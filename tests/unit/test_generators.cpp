@@ -1,0 +1,177 @@
+// The pipeline generators at run time: legal up to 64 ranks x 256 micro-batches, each op once,
+// the published peak memory, and clear errors for impossible parameters.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <string>
+
+#include <weft/core/error.hpp>
+#include <weft/schedule/memory.hpp>
+#include <weft/schedule/verify.hpp>
+#include <weft/schedules/dualpipe.hpp>
+#include <weft/schedules/interleaved.hpp>
+#include <weft/schedules/one_f_one_b.hpp>
+
+using namespace weft;
+
+namespace {
+
+// Block-level ops a complete schedule holds: one forward and one backward per (mb, chunk), the
+// backward fused (1 op) or split (2 ops).
+std::size_t compute_ops(const schedule& s, phase ph) {
+  return static_cast<std::size_t>(
+      std::count_if(s.ops.begin(), s.ops.end(), [&](const op& o) { return o.ph == ph; }));
+}
+
+void check_complete(const schedule& s, int units) {
+  CHECK(compute_ops(s, phase::F) == static_cast<std::size_t>(units));
+  CHECK(compute_ops(s, phase::B) + compute_ops(s, phase::dX) == static_cast<std::size_t>(units));
+  CHECK(compute_ops(s, phase::dW) == compute_ops(s, phase::dX));
+}
+
+int max_peak(const schedule& s) {
+  const auto peak = peak_live_activations(s);
+  return *std::max_element(peak.begin(), peak.end());
+}
+
+std::string message_of(auto&& make) {
+  try {
+    make();
+  } catch (const config_error& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+}  // namespace
+
+TEST_CASE("every generator is legal and complete, up to 64 ranks x 256 micro-batches") {
+  for (int P : {2, 3, 4, 8, 16, 64})
+    for (int M : {P, 2 * P, 4 * P, 256}) {
+      CAPTURE(P);
+      CAPTURE(M);
+      const pipeline_params p{.ranks = P, .micro = M};
+      for (const schedule& s : {gpipe(p), one_f_one_b(p), zb_h1(p)}) {
+        CHECK(verify(s));
+        check_complete(s, P * M);
+      }
+      if (M % P == 0)
+        for (int V : {1, 2, 4}) {
+          if (P * V > 255) continue;
+          CAPTURE(V);
+          const schedule s = interleaved({.ranks = P, .micro = M, .chunks = V});
+          CHECK(verify(s));
+          check_complete(s, P * M * V);
+          CHECK(verify(interleaved({.ranks = P, .micro = M, .chunks = V, .extra_warmup = true})));
+        }
+      if (M >= 2 * P) {
+        const schedule v = dualpipev(p);
+        CHECK(verify(v));
+        check_complete(v, 2 * P * M);
+        if (P % 2 == 0 && M % 2 == 0) {
+          const schedule d = dualpipe(p);
+          CHECK(verify(d));
+          check_complete(d, P * M);  // each micro-batch passes one direction's P chunks
+        }
+      }
+    }
+}
+
+TEST_CASE("peak live activations match the published figures") {
+  for (int P : {2, 4, 6, 8})
+    for (int M : {2 * P, 3 * P, 4 * P}) {
+      CAPTURE(P);
+      CAPTURE(M);
+      const pipeline_params p{.ranks = P, .micro = M};
+      const auto one_f = peak_live_activations(one_f_one_b(p));
+      for (int r = 0; r < P; ++r) CHECK(one_f[static_cast<std::size_t>(r)] == P - r);
+      CHECK(max_peak(gpipe(p)) == M);
+      for (const int live : peak_live_activations(zb_h1(p))) CHECK(live == P);  // 1F1B's peak
+      // DualPipe: PP + 1 micro-batches of a stage on every rank.
+      for (const int live : peak_live_activations(dualpipe(p))) CHECK(live == P + 1);
+      // DualPipeV: its chunks are half a rank's layers: 2 PP + 1 of them, within PP + 1 stages.
+      for (const int live : peak_live_activations(dualpipev(p))) CHECK(live == 2 * P + 1);
+      // Megatron VPP: rank r keeps its warm-up plus one, 2 (P - r - 1) + (V - 1) P + 1.
+      const auto vpp = peak_live_activations(interleaved({.ranks = P, .micro = M, .chunks = 2}));
+      for (int r = 0; r < P; ++r)
+        CHECK(vpp[static_cast<std::size_t>(r)] == 2 * (P - r - 1) + P + 1);
+    }
+}
+
+TEST_CASE("the MoE variant of VPP warms up with one more micro-batch") {
+  const schedule base = interleaved({.ranks = 4, .micro = 8, .chunks = 2});
+  const schedule moe = interleaved({.ranks = 4, .micro = 8, .chunks = 2, .extra_warmup = true});
+  for (int r = 0; r < 4; ++r) {
+    const auto warmup = [r](const schedule& s) {
+      int n = 0;
+      for (const op& o : s.rank_ops(r)) {
+        if (o.ph != phase::F) break;
+        ++n;
+      }
+      return n;
+    };
+    CHECK(warmup(moe) == warmup(base) + 1);
+  }
+}
+
+TEST_CASE("generators expand to MoE sub-stages and explicit transfers") {
+  const pipeline_params p{
+      .ranks = 4, .micro = 8, .layers = 2, .stages = stage_set::moe(), .transfers = true};
+  CHECK(check(gpipe(p)).ok());
+  CHECK(check(one_f_one_b(p)).ok());
+  CHECK(check(zb_h1(p)).ok());
+  CHECK(check(dualpipev(p)).ok());
+  CHECK(check(dualpipe(p)).ok());
+  CHECK(check(interleaved({.ranks = 4,
+                           .micro = 8,
+                           .chunks = 2,
+                           .layers = 2,
+                           .stages = stage_set::moe(),
+                           .transfers = true}))
+            .ok());
+  // A split backward runs dispatch and combine whole in its dX chain; dW only has weights.
+  const schedule z = zb_h1({.ranks = 2, .micro = 4, .stages = stage_set::moe()});
+  for (const op& o : z.ops)
+    if (o.ph == phase::dX || o.ph == phase::dW) CHECK(has_weights(o.k));
+}
+
+TEST_CASE("DualPipe overlaps forward and backward pairs in one slot, DeepSeek's pairing") {
+  const schedule s = dualpipev({.ranks = 2, .micro = 4, .stages = stage_set::moe()});
+  int pairs = 0;
+  for (int r = 0; r < s.ranks(); ++r)
+    for (int i = 0; i < s.slots(r); ++i) {
+      const auto slot = s.slot(r, i);
+      if (slot.size() != 2) continue;
+      ++pairs;
+      CHECK(slot[0].ph == phase::F);
+      CHECK(slot[1].ph == phase::B);
+      CHECK(stream_of(slot[0].k) != stream_of(slot[1].k));  // compute hides comm and back
+    }
+  CHECK(pairs > 0);
+}
+
+TEST_CASE("generators reject impossible parameters, naming the rule") {
+  CHECK(message_of([] { gpipe({.ranks = 0}); }) == "weft: gpipe: ranks must be in [1, 255]");
+  CHECK(message_of([] { one_f_one_b({.ranks = 2, .micro = 0}); }) ==
+        "weft: 1f1b: micro must be in [1, 65535]");
+  CHECK(message_of([] { zb_h1({.ranks = 2, .layers = 0}); }) ==
+        "weft: zb-h1: layers must be in [1, 65535]");
+  CHECK(message_of([] {
+          interleaved({.ranks = 4, .micro = 6, .chunks = 2});
+        }).find("weft: interleaved: micro must be a multiple of ranks") == 0);
+  CHECK(message_of([] { interleaved({.ranks = 4, .micro = 8, .chunks = 0}); }) ==
+        "weft: interleaved: chunks (per rank) must be >= 1");
+  CHECK(message_of([] { interleaved({.ranks = 128, .micro = 128, .chunks = 2}); }) ==
+        "weft: interleaved: at most 255 model chunks (ranks x chunks per rank)");
+  CHECK(message_of([] { dualpipev({.ranks = 4, .micro = 7}); }) ==
+        "weft: dualpipev: micro must be >= 2 * ranks");
+  CHECK(message_of([] { dualpipe({.ranks = 3, .micro = 12}); }) ==
+        "weft: dualpipe: ranks must be even");
+  CHECK(message_of([] { dualpipe({.ranks = 4, .micro = 9}); }) ==
+        "weft: dualpipe: micro must be even (half for each direction)");
+  CHECK(message_of([] { dualpipe({.ranks = 4, .micro = 6}); }) ==
+        "weft: dualpipe: micro must be >= 2 * ranks");
+  CHECK(message_of([] {
+          gpipe({.ranks = 2, .stages = stage_set{}});
+        }).find("weft: gpipe: the stages do not form a layer") == 0);
+}

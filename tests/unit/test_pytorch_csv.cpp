@@ -1,0 +1,176 @@
+// PyTorch CSV interop: the oracle files import and pass legality, weft's DualPipeV reproduces
+// PyTorch's action for action, schedules round-trip, malformed input names row and column.
+#include <doctest/doctest.h>
+
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include <weft/io/pytorch_csv.hpp>
+#include <weft/schedule/verify.hpp>
+#include <weft/schedules/dualpipe.hpp>
+#include <weft/schedules/interleaved.hpp>
+#include <weft/schedules/one_f_one_b.hpp>
+#include <weft/schedules/transfers.hpp>
+
+using namespace weft;
+
+namespace {
+
+std::string slurp(const std::string& name) {
+  std::ifstream in(std::string(WEFT_TEST_DATA) + "/pytorch/" + name);
+  REQUIRE(in);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+schedule parse(const std::string& text) {
+  std::istringstream in(text);
+  return read_pytorch_csv(in);
+}
+
+std::string csv_of(const schedule& s) {
+  std::ostringstream out;
+  write_pytorch_csv(out, s);
+  return out.str();
+}
+
+std::string error_of(const std::string& text) {
+  try {
+    parse(text);
+  } catch (const csv_error& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+}  // namespace
+
+TEST_CASE("weft's DualPipeV reproduces PyTorch's, action for action") {
+  CHECK(csv_of(dualpipev({.ranks = 4, .micro = 10})) == slurp("pytorch_dualpipev_4rank_10mb.csv"));
+}
+
+TEST_CASE("every oracle file imports and is legal") {
+  for (const char* name :
+       {"pytorch_dualpipev_4rank_10mb.csv", "pytorch_zb1p_2rank_2stagep_compute.csv",
+        "pytorch_zb1p_2rank_2stagep_comms.csv", "torchtitan_custom_2rank_4stage_8mb_compute.csv",
+        "torchtitan_custom_4rank_8stage_6mb_compute.csv"}) {
+    CAPTURE(name);
+    const schedule s = parse(slurp(name));
+    const report r = check(s);
+    CHECK(r.ok());
+  }
+}
+
+TEST_CASE("imported files find their model: ranks, stages, placement, micro-batches") {
+  const schedule v = parse(slurp("pytorch_dualpipev_4rank_10mb.csv"));
+  CHECK(v.model.ranks == 4);
+  CHECK(v.model.chunks_per_rank == 2);
+  CHECK(v.model.place == placement::vee);
+  CHECK(v.model.micro == 10);
+  const schedule z = parse(slurp("pytorch_zb1p_2rank_2stagep_comms.csv"));
+  CHECK(z.model.place == placement::loop);
+  CHECK(z.model.chunks() == 4);
+  CHECK(z.model.micro == 8);
+  // Transfers are explicit there, sends and receives on their own comm streams.
+  std::size_t sends = 0;
+  for (const op& o : z.ops) {
+    if (o.k == kind::send) CHECK(o.lane == gen::send_lane);
+    if (o.k == kind::recv) CHECK(o.lane == gen::recv_lane);
+    sends += o.k == kind::send;
+  }
+  CHECK(sends == 2u * 3u * 8u);
+}
+
+TEST_CASE("schedules round-trip through the CSV form") {
+  for (const schedule& s :
+       {one_f_one_b({.ranks = 4, .micro = 8}), zb_h1({.ranks = 3, .micro = 6}),
+        interleaved({.ranks = 2, .micro = 4, .chunks = 2}), dualpipev({.ranks = 2, .micro = 6}),
+        one_f_one_b({.ranks = 3, .micro = 4, .transfers = true})}) {
+    const std::string text = csv_of(s);
+    const schedule back = parse(text);
+    CHECK(back.ops == s.ops);
+    CHECK(back.slot_end == s.slot_end);
+    CHECK(csv_of(back) == text);
+  }
+}
+
+TEST_CASE("idle cells and spaces are accepted; idle steps stay as empty slots") {
+  const std::string text = "0F0,0F1,   ,0B0,,0B1\n,1F0,1B0,1F1,1B1\n";
+  const schedule s = parse(text);
+  CHECK(s.slots(0) == 6);
+  CHECK(s.slot(0, 2).empty());
+  CHECK(s.slots(1) == 5);
+  CHECK(check(s).ok());
+  CHECK(csv_of(s) == "0F0,0F1,,0B0,,0B1\n,1F0,1B0,1F1,1B1\n");
+}
+
+TEST_CASE("lowering ZB1P's compute file to compute + comms gives PyTorch's comms file") {
+  const schedule lowered =
+      with_transfers(merge_backward(parse(slurp("pytorch_zb1p_2rank_2stagep_compute.csv"))));
+  CHECK(csv_of(lowered) == slurp("pytorch_zb1p_2rank_2stagep_comms.csv"));
+  CHECK(check(lowered).ok());
+}
+
+TEST_CASE("lowering PyTorch's small send/recv fixtures") {
+  // test_schedule.py's simple_2_rank_2_stage and v_2_rank_4_stage cases, lowered as they are:
+  // an idle step takes a round there.
+  CHECK(csv_of(with_transfers(parse("0F0,0F1,   ,0B0,   ,0B1\n   ,1F0,1B0,1F1,1B1,   \n"))) ==
+        "0F0,0SEND_F0,0F1,0SEND_F1,0RECV_B0,0B0,0RECV_B1,0B1\n"
+        "1RECV_F0,1RECV_F1,1F0,1B0,1SEND_B0,1F1,1B1,1SEND_B1\n");
+  CHECK(csv_of(with_transfers(parse("0F0,0F1,   ,3F0,3B0,3F1,3B1,0B0,3W0,0B1,3W1,0W0,0W1\n"
+                                    "   ,1F0,2F0,1F1,2F1,2B0,1B0,2B1,1B1,2W0,2W1,1W0,1W1\n"))) ==
+        "0F0,0SEND_F0,0F1,0SEND_F1,3RECV_F0,3F0,3B0,3SEND_B0,3RECV_F1,3F1,3B1,3SEND_B1,0RECV_B0,"
+        "0B0,3W0,0RECV_B1,0B1,3W1,0W0,0W1\n"
+        "1RECV_F0,1RECV_F1,1F0,2F0,2SEND_F0,1F1,2RECV_B0,2F1,2SEND_F1,2B0,2RECV_B1,1B0,1SEND_B0,"
+        "2B1,1B1,1SEND_B1,2W0,2W1,1W0,1W1\n");
+}
+
+TEST_CASE("merging a dX with the dW right after it, as PyTorch's _merge_bw") {
+  const schedule merged = merge_backward(parse("0F0,0F1,0F2,0I0,0I1,0W0,0I2,0W2,0W1\n"));
+  CHECK(csv_of(merged) == "0F0,0F1,0F2,0I0,0I1,0W0,0B2,0W1\n");
+}
+
+TEST_CASE("an illegal file is read, then rejected by the checker with the rule") {
+  const schedule s = parse("0F0,0B0,0F1,0B1\n1B0,1F0,1F1,1B1\n");
+  const report r = check(s);
+  REQUIRE(!r.ok());
+  CHECK(r.violations[0].code == rule::order);
+}
+
+TEST_CASE("malformed input names row and column") {
+  CHECK(error_of("0F0,0X1\n") ==
+        "weft: csv row 1, column 2: '0X1': unknown action (expected F, I, W, B, SEND_F, RECV_F, "
+        "SEND_B, RECV_B or (a;b)OVERLAP_F_B)");
+  CHECK(error_of("0F0\nF1\n") ==
+        "weft: csv row 2, column 1: 'F1' does not start with a stage number");
+  CHECK(error_of("0F0,0Fx\n") ==
+        "weft: csv row 1, column 2: '0Fx' does not end with a micro-batch number");
+  CHECK(error_of("0F0,0F1 2\n") ==
+        "weft: csv row 1, column 2: '0F1 2' does not end with a micro-batch number");
+  CHECK(error_of("(0F0;0B0\n").find("weft: csv row 1, column 1: '(0F0;0B0': expected") == 0);
+  CHECK(error_of("(0F0;1F0)OVERLAP_F_B\n") ==
+        "weft: csv row 1, column 1: '(0F0;1F0)OVERLAP_F_B': OVERLAP_F_B pairs a forward with a "
+        "backward");
+  CHECK(error_of("0UNSHARD,0F0\n") ==
+        "weft: csv row 1, column 1: '0UNSHARD': FSDP actions (UNSHARD, RESHARD, REDUCE_GRAD) are "
+        "not modelled");
+  CHECK(error_of("0F0,0B0\n\n1F0,1B0\n") ==
+        "weft: csv row 2, column 1: empty row: every rank needs a row");
+  CHECK(error_of("") == "weft: csv no rows: expected one row per rank");
+  CHECK(error_of(",,\n") == "weft: csv no actions");
+  CHECK(error_of("0F0,0B0,2F0\n1F0,1B0\n") ==
+        "weft: csv 3 stages do not spread evenly over 2 ranks (rows)");
+  CHECK(error_of("0F0,1F0\n2F0,3F0\n").find("weft: csv row 1, column 2: the stage is on a rank") ==
+        0);
+  CHECK(error_of("0F9999999\n").find("does not end with a micro-batch number") !=
+        std::string::npos);
+}
+
+TEST_CASE("only whole-chunk schedules have a CSV form") {
+  std::ostringstream out;
+  CHECK_THROWS_AS(
+      write_pytorch_csv(out, one_f_one_b({.ranks = 2, .micro = 2, .stages = stage_set::moe()})),
+      config_error);
+}
