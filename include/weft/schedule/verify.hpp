@@ -276,6 +276,9 @@ class checker {
     bool more = true;
     for (std::uint32_t i = 0; i < s_.ops.size() && more; ++i) {
       if (p.id[i] == op_index::npos) continue;
+      // An op may need one producer for two reasons (a last chunk's backward needs its own
+      // forward, which is also the loss); report the pair once.
+      std::uint32_t last_reported = op_index::npos;
       p.producers(i, [&](const op& need) {
         if (!more) return;
         const std::uint32_t j = p.find(need);
@@ -288,7 +291,9 @@ class checker {
           }
           return;
         }
-        if (p.rank_of[j] != p.rank_of[i] || p.slot_of[j] < p.slot_of[i]) return;
+        if (p.rank_of[j] != p.rank_of[i] || p.slot_of[j] < p.slot_of[i] || j == last_reported)
+          return;
+        last_reported = j;
         const bool same = p.slot_of[j] == p.slot_of[i];
         more = add(with_other(p,
                               at(p, i, same ? rule::slot : rule::order,
