@@ -18,6 +18,7 @@
 #include <weft/schedules/dualpipe.hpp>
 #include <weft/schedules/interleaved.hpp>
 #include <weft/schedules/one_f_one_b.hpp>
+#include <weft/schedules/zero_bubble_v.hpp>
 
 namespace {
 
@@ -26,8 +27,8 @@ constexpr std::string_view usage =
     "                     [--fb-overlap] [--transfers] [--format csv|text]\n"
     "       weft check    --schedule NAME --pp P --micro M [...] [--max-live N]\n"
     "       weft verify   FILE.csv\n"
-    "  NAME: gpipe, 1f1b, interleaved, zb-h1, dualpipe, dualpipev\n"
-    "  --pp P        pipeline ranks (devices); dualpipev puts 2 chunks on each\n"
+    "  NAME: gpipe, 1f1b, interleaved, zb-h1, zb-v, dualpipe, dualpipev\n"
+    "  --pp P        pipeline ranks (devices); zb-v, dualpipe(v) put 2 chunks on each\n"
     "  --chunks V    model chunks per rank, for interleaved (default 2)\n"
     "  --layers L    layers per model chunk (default 1)\n"
     "  --moe         layers of MoE sub-stages: attn, dispatch, mlp, combine\n"
@@ -112,6 +113,7 @@ weft::schedule generate(const request& q) {
   if (q.name == "gpipe") return weft::gpipe(p);
   if (q.name == "1f1b") return weft::one_f_one_b(p);
   if (q.name == "zb-h1") return weft::zb_h1(p);
+  if (q.name == "zb-v") return weft::zb_v(p);
   if (q.name == "dualpipe") return weft::dualpipe(p);
   if (q.name == "dualpipev") return weft::dualpipev(p);
   if (q.name == "interleaved")

@@ -11,6 +11,7 @@
 #include <weft/schedules/dualpipe.hpp>
 #include <weft/schedules/interleaved.hpp>
 #include <weft/schedules/one_f_one_b.hpp>
+#include <weft/schedules/zero_bubble_v.hpp>
 
 using namespace weft;
 
@@ -65,6 +66,9 @@ TEST_CASE("every generator is legal and complete, up to 64 ranks x 256 micro-bat
           CHECK(verify(interleaved({.ranks = P, .micro = M, .chunks = V, .extra_warmup = true})));
         }
       if (M >= 2 * P) {
+        const schedule z = zb_v(p);
+        CHECK(verify(z));
+        check_complete(z, 2 * P * M);
         const schedule v = dualpipev(p);
         CHECK(verify(v));
         check_complete(v, 2 * P * M);
@@ -91,6 +95,8 @@ TEST_CASE("peak live activations match the published figures") {
       for (const int live : peak_live_activations(dualpipe(p))) CHECK(live == P + 1);
       // DualPipeV: its chunks are half a rank's layers: 2 PP + 1 of them, within PP + 1 stages.
       for (const int live : peak_live_activations(dualpipev(p))) CHECK(live == 2 * P + 1);
+      // ZB-V: 2 PP chunks of half a rank's layers, the PP stages of 1F1B's first rank.
+      for (const int live : peak_live_activations(zb_v(p))) CHECK(live == 2 * P);
       // Megatron VPP: rank r keeps its warm-up plus one, 2 (P - r - 1) + (V - 1) P + 1.
       const auto vpp = peak_live_activations(interleaved({.ranks = P, .micro = M, .chunks = 2}));
       for (int r = 0; r < P; ++r)
@@ -121,6 +127,7 @@ TEST_CASE("generators expand to MoE sub-stages and explicit transfers") {
   CHECK(check(one_f_one_b(p)).ok());
   CHECK(check(zb_h1(p)).ok());
   CHECK(check(dualpipev(p)).ok());
+  CHECK(check(zb_v(p)).ok());
   CHECK(check(dualpipe(p)).ok());
   CHECK(check(interleaved({.ranks = 4,
                            .micro = 8,
@@ -165,6 +172,8 @@ TEST_CASE("generators reject impossible parameters, naming the rule") {
         "weft: interleaved: at most 255 model chunks (ranks x chunks per rank)");
   CHECK(message_of([] { dualpipev({.ranks = 4, .micro = 7}); }) ==
         "weft: dualpipev: micro must be >= 2 * ranks");
+  CHECK(message_of([] { zb_v({.ranks = 4, .micro = 7}); }) ==
+        "weft: zb-v: micro must be >= 2 * ranks");
   CHECK(message_of([] { dualpipe({.ranks = 3, .micro = 12}); }) ==
         "weft: dualpipe: ranks must be even");
   CHECK(message_of([] { dualpipe({.ranks = 4, .micro = 9}); }) ==

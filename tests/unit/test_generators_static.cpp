@@ -7,6 +7,7 @@
 #include <weft/schedules/dualpipe.hpp>
 #include <weft/schedules/interleaved.hpp>
 #include <weft/schedules/one_f_one_b.hpp>
+#include <weft/schedules/zero_bubble_v.hpp>
 
 using namespace weft;
 
@@ -30,7 +31,8 @@ constexpr bool interleaved_legal(int P, int V) {
 
 constexpr bool dual_legal(int P) {
   for (int M = 2 * P; M <= 4 * P; M += P) {
-    if (!verify(dualpipev({.ranks = P, .micro = M}))) return false;
+    if (!verify(dualpipev({.ranks = P, .micro = M})) || !verify(zb_v({.ranks = P, .micro = M})))
+      return false;
     if (P % 2 == 0 && M % 2 == 0 && !verify(dualpipe({.ranks = P, .micro = M}))) return false;
   }
   return true;
@@ -44,7 +46,7 @@ struct proven_grid {
                 "interleaved is illegal for these ranks and 1 or 2 chunks");
   static_assert(interleaved_legal(P, 3), "interleaved is illegal for these ranks and 3 chunks");
   static_assert(interleaved_legal(P, 4), "interleaved is illegal for these ranks and 4 chunks");
-  static_assert(dual_legal(P), "dualpipe or dualpipev is illegal for these ranks");
+  static_assert(dual_legal(P), "dualpipe, dualpipev or zb-v is illegal for these ranks");
 };
 template struct proven_grid<2>;
 template struct proven_grid<3>;

@@ -12,6 +12,7 @@
 #include <weft/schedules/interleaved.hpp>
 #include <weft/schedules/one_f_one_b.hpp>
 #include <weft/schedules/transfers.hpp>
+#include <weft/schedules/zero_bubble_v.hpp>
 
 using namespace weft;
 
@@ -87,6 +88,7 @@ TEST_CASE("schedules round-trip through the CSV form") {
   for (const schedule& s :
        {one_f_one_b({.ranks = 4, .micro = 8}), zb_h1({.ranks = 3, .micro = 6}),
         interleaved({.ranks = 2, .micro = 4, .chunks = 2}), dualpipev({.ranks = 2, .micro = 6}),
+        zb_v({.ranks = 3, .micro = 6}), dualpipe({.ranks = 2, .micro = 4}),
         one_f_one_b({.ranks = 3, .micro = 4, .transfers = true})}) {
     const std::string text = csv_of(s);
     const schedule back = parse(text);
