@@ -105,11 +105,14 @@ request parse_request(const std::vector<std::string_view>& args) {
 weft::schedule generate(const request& q) {
   const weft::stage_set stages =
       q.moe || q.fb_overlap ? weft::stage_set::moe() : weft::stage_set::whole_block();
+  const weft::overlap_options overlap =
+      q.fb_overlap ? weft::overlap_options{} : weft::overlap_options::none();
   const weft::pipeline_params p{.ranks = q.pp,
                                 .micro = q.micro,
                                 .layers = q.layers,
                                 .stages = stages,
-                                .transfers = q.transfers};
+                                .transfers = q.transfers,
+                                .overlap = overlap};
   if (q.name == "gpipe") return weft::gpipe(p);
   if (q.name == "1f1b") return weft::one_f_one_b(p);
   if (q.name == "zb-h1") return weft::zb_h1(p);
@@ -123,6 +126,7 @@ weft::schedule generate(const request& q) {
                               .layers = q.layers,
                               .stages = stages,
                               .transfers = q.transfers,
+                              .overlap = overlap,
                               .extra_warmup = q.fb_overlap});
   bad_usage("unknown schedule '" + q.name + "'");
 }

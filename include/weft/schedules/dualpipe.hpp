@@ -95,7 +95,7 @@ constexpr schedule dualpipev(const pipeline_params& p) {
                      .stages = p.stages};
   gen::check_common("dualpipev", p, m);
   if (p.micro < 2 * p.ranks) gen::reject("dualpipev", "micro must be >= 2 * ranks");
-  gen::pipeline_builder b(m);
+  gen::pipeline_builder b(m, p.overlap);
   for (int r = 0; r < p.ranks; ++r) {
     b.add_rank();
     gen::dual_steps(b, {.chunk = {r, 2 * p.ranks - 1 - r},
@@ -122,7 +122,7 @@ constexpr schedule dualpipe(const pipeline_params& p) {
   gen::check_common("dualpipe", p, m);
   if (p.micro < 2 * p.ranks) gen::reject("dualpipe", "micro must be >= 2 * ranks");
   const int P = p.ranks, half = p.micro / 2;
-  gen::pipeline_builder b(m);
+  gen::pipeline_builder b(m, p.overlap);
   for (int r = 0; r < P; ++r) {
     b.add_rank();
     const bool second_half = r >= P / 2;

@@ -14,8 +14,11 @@ struct interleaved_params {
   int layers = 1;  ///< layers per model chunk
   stage_set stages = stage_set::whole_block();
   bool transfers = false;  ///< lower to explicit send/recv ops (`with_transfers`)
-  /// MoE fb-overlap on VPP: one more warm-up micro-batch than Megatron, so that the steady
-  /// phase pairs a forward with a backward of another micro-batch from its first step.
+  /// MoE fb-overlap for sub-stage layers; the default is the baseline (none).
+  overlap_options overlap = overlap_options::none();
+  /// MoE fb-overlap on VPP (seed's figure): one more warm-up micro-batch than Megatron, so that
+  /// each steady-phase forward can be overlapped with a backward of another micro-batch; the
+  /// steady phase then issues them as overlapped pairs.
   bool extra_warmup = false;
 };
 
@@ -26,7 +29,7 @@ struct interleaved_params {
 /// Rules: micro must be a multiple of ranks (micro-batches go through the chunks in groups of
 /// `ranks`). Bubble (ranks - 1) / (chunks * micro + ranks - 1).
 constexpr schedule interleaved(const interleaved_params& p) {
-  const pipeline_params common{p.ranks, p.micro, p.layers, p.stages, p.transfers};
+  const pipeline_params common{p.ranks, p.micro, p.layers, p.stages, p.transfers, p.overlap};
   if (p.chunks < 1) gen::reject("interleaved", "chunks (per rank) must be >= 1");
   const model_desc m{.ranks = p.ranks,
                      .chunks_per_rank = p.chunks,
@@ -44,7 +47,7 @@ constexpr schedule interleaved(const interleaved_params& p) {
     const int v = (k % (P * V)) / P;
     return forward ? v : V - 1 - v;
   };
-  gen::pipeline_builder b(m);
+  gen::pipeline_builder b(m, p.overlap);
   for (int r = 0; r < P; ++r) {
     b.add_rank();
     int warmup = 2 * (P - r - 1) + (V - 1) * P + (p.extra_warmup ? 1 : 0);
@@ -53,6 +56,12 @@ constexpr schedule interleaved(const interleaved_params& p) {
     const auto backward = [&](int k) { b.backward(mb_of(k), local_chunk(k, false) * P + r); };
     for (int k = 0; k < warmup; ++k) forward(k);
     for (int i = 0; i + warmup < total; ++i) {
+      if (p.extra_warmup) {  // the forward and backward are of different micro-batches: overlap
+        const int k = i + warmup;
+        b.overlapped(mb_of(k), local_chunk(k, true) * P + r, mb_of(i),
+                     local_chunk(i, false) * P + r);
+        continue;
+      }
       forward(i + warmup);
       backward(i);
     }

@@ -19,7 +19,7 @@ constexpr model_desc single_chunk_model(const pipeline_params& p) noexcept {
 constexpr schedule gpipe(const pipeline_params& p) {
   const model_desc m = gen::single_chunk_model(p);
   gen::check_common("gpipe", p, m);
-  gen::pipeline_builder b(m);
+  gen::pipeline_builder b(m, p.overlap);
   for (int r = 0; r < p.ranks; ++r) {
     b.add_rank();
     for (int i = 0; i < p.micro; ++i) b.forward(i, r);
@@ -34,7 +34,7 @@ constexpr schedule gpipe(const pipeline_params& p) {
 constexpr schedule one_f_one_b(const pipeline_params& p) {
   const model_desc m = gen::single_chunk_model(p);
   gen::check_common("1f1b", p, m);
-  gen::pipeline_builder b(m);
+  gen::pipeline_builder b(m, p.overlap);
   for (int r = 0; r < p.ranks; ++r) {
     b.add_rank();
     const int warmup = p.ranks - r - 1 < p.micro ? p.ranks - r - 1 : p.micro;
@@ -54,7 +54,7 @@ constexpr schedule one_f_one_b(const pipeline_params& p) {
 constexpr schedule zb_h1(const pipeline_params& p) {
   const model_desc m = gen::single_chunk_model(p);
   gen::check_common("zb-h1", p, m);
-  gen::pipeline_builder b(m);
+  gen::pipeline_builder b(m, p.overlap);
   for (int r = 0; r < p.ranks; ++r) {
     b.add_rank();
     const int warmup = p.ranks - r - 1 < p.micro ? p.ranks - r - 1 : p.micro;

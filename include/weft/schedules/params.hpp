@@ -7,6 +7,7 @@
 
 #include <weft/core/error.hpp>
 #include <weft/schedule/model.hpp>
+#include <weft/schedules/stage_ops.hpp>
 
 namespace weft {
 
@@ -18,6 +19,8 @@ struct pipeline_params {
   int layers = 1;  ///< layers per model chunk
   stage_set stages = stage_set::whole_block();
   bool transfers = false;  ///< lower to explicit send/recv ops (`with_transfers`)
+  /// MoE fb-overlap for sub-stage layers; the default is the baseline (none).
+  overlap_options overlap = overlap_options::none();
 };
 
 namespace gen {

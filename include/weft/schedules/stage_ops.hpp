@@ -1,78 +1,213 @@
-// Building blocks for generators: the ops of one chunk's forward or backward, in chain order.
+// Building blocks for generators: the slots of one chunk's forward or backward, and of a forward
+// overlapped with a backward, layer by layer — MoE fb-overlap (DeepSeek's pairing, MindSpeed's
+// warm-up/cool-down self-overlap) lives here.
 #pragma once
 
 #include <cstdint>
 
-#include <weft/schedule/dependencies.hpp>
+#include <weft/core/buffer.hpp>
 #include <weft/schedule/schedule.hpp>
 
-namespace weft::gen {
+namespace weft {
 
-/// The kinds of a layer in forward order (block, or attn, dispatch, mlp, combine, shared).
-struct layer_kinds {
-  kind k[kind_count] = {};
-  int n = 0;
+/// Which parts of MoE fb-overlap a generator uses (seed: moe-fb-overlap). Everything off is the
+/// baseline: each chunk's forward and backward run op after op.
+struct overlap_options {
+  /// Where a schedule overlaps a forward with a backward of another micro-batch, issue them
+  /// layer by layer in pairs: attn-F ‖ combine-B, mlp-B ‖ dispatch-F, mlp-F ‖ dispatch-B,
+  /// attn-B ‖ combine-F. Off: the forward, then the backward.
+  bool pair_forward_backward = true;
+  /// In those pairs, split expert and attention backward into dX and dW; the expert dW hides
+  /// dispatch-B and the attention dW runs last (where it hides pipeline transfers).
+  bool split_dw = true;
+  /// Alone (warm-up, cool-down): the shared expert's forward hides dispatch-F, its backward
+  /// hides combine-B, and the routed experts' dW hides dispatch-B.
+  bool self_overlap = true;
+
+  static constexpr overlap_options none() noexcept { return {false, false, false}; }
+  friend constexpr bool operator==(const overlap_options&, const overlap_options&) = default;
 };
-constexpr layer_kinds layer_kinds_of(const stage_set& st) noexcept {
-  layer_kinds lk;
-  for (int i = 0; i < kind_count; ++i)
-    if (st.has(static_cast<kind>(i))) lk.k[lk.n++] = static_cast<kind>(i);
-  return lk;
-}
 
-/// The ops of one chunk's forward (F), fused backward (B) or split backward (dX: input
-/// gradients; dW: weight gradients), one op per slot, in chain order (backward: reversed), for
-/// micro-batch 0. In a split backward, ops without weights (dispatch, combine) run whole in the
-/// dX chain and have nothing in the dW chain. Generators build a chain once per chunk and stamp
-/// it per micro-batch: copying a value and patching one field is the cheap way in constant
-/// evaluation.
-struct chain {
-  buffer<op> ops;
-};
-constexpr chain chain_of(const model_desc& m, const layer_kinds& lk, phase ph, int chunk_) {
-  chain c;
-  c.ops.reserve(static_cast<std::size_t>(m.layers * m.splits * lk.n));
-  if (ph == phase::F) {
-    for (int l = 0; l < m.layers; ++l)
-      for (int sp = 0; sp < m.splits; ++sp)
-        for (int j = 0; j < lk.n; ++j) c.ops.push_back(make_op(lk.k[j], ph, 0, chunk_, l, sp));
-    return c;
-  }
-  for (int l = m.layers - 1; l >= 0; --l)
-    for (int sp = m.splits - 1; sp >= 0; --sp)
-      for (int j = lk.n - 1; j >= 0; --j) {
-        const kind k = lk.k[j];
-        if (ph == phase::B || has_weights(k))
-          c.ops.push_back(make_op(k, ph, 0, chunk_, l, sp));
-        else if (ph == phase::dX)
-          c.ops.push_back(make_op(k, phase::B, 0, chunk_, l, sp));
-      }
-  return c;
-}
-
-/// Appends `c` for micro-batch `mb_`, one op per slot.
-constexpr void append_chain(schedule& s, const chain& c, int mb_) {
-  const std::size_t n = c.ops.size();
-  const auto base = static_cast<std::uint32_t>(s.ops.size());
-  const auto mb16 = static_cast<std::uint16_t>(mb_);
-  op* out = s.ops.extend(n);
-  std::uint32_t* end = s.slot_end.extend(n);
-  for (std::size_t i = 0; i < n; ++i) {
-    out[i] = c.ops[i];
-    out[i].mb = mb16;
-    end[i] = base + static_cast<std::uint32_t>(i) + 1;
-  }
-}
+namespace gen {
 
 /// Lanes a generator puts transfers on: sends and receives on separate comm streams, so a
 /// blocked send never holds back the receive its peer is waiting for.
 inline constexpr int send_lane = 0;
 inline constexpr int recv_lane = 1;
 
-/// Appends a transfer in its own slot when the model needs one there.
-constexpr void append_transfer(schedule& s, kind k, phase ph, int mb_, int chunk_) {
-  const op t = make_op(k, ph, mb_, chunk_, 0, 0, k == kind::send ? send_lane : recv_lane);
-  if (op_index(s.model, false).transfer_peer(t) >= 0) s.add_slot(t);
+/// A run of slots for one or two (micro-batch, chunk) pairs, built once per model and stamped
+/// per use: an op's `mb` field says whose it is (0: the forward's, 1: the backward's); `chunk`
+/// is filled in when stamped. Copying a value and patching two fields is the cheap way to append
+/// in constant evaluation.
+struct pattern {
+  buffer<op> ops;
+  buffer<std::uint32_t> slot_end;  ///< relative to the pattern
+
+  constexpr void add(kind k, phase ph, int layer, int split, int whose, int lane = 0) {
+    ops.push_back(make_op(k, ph, whose, 0, layer, split, lane));
+  }
+  constexpr void close() { slot_end.push_back(static_cast<std::uint32_t>(ops.size())); }
+  constexpr void slot(kind k, phase ph, int layer, int split, int whose) {
+    add(k, ph, layer, split, whose);
+    close();
+  }
+};
+
+/// Appends `p` with side 0 as (mb0, chunk0) and side 1 as (mb1, chunk1).
+constexpr void stamp(schedule& s, const pattern& p, int mb0, int chunk0, int mb1 = 0,
+                     int chunk1 = 0) {
+  const std::size_t n = p.ops.size(), slots = p.slot_end.size();
+  const auto base = static_cast<std::uint32_t>(s.ops.size());
+  const std::uint16_t mbs[2] = {static_cast<std::uint16_t>(mb0), static_cast<std::uint16_t>(mb1)};
+  const std::uint8_t chunks[2] = {static_cast<std::uint8_t>(chunk0),
+                                  static_cast<std::uint8_t>(chunk1)};
+  op* out = s.ops.extend(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    out[i] = p.ops[i];
+    const int whose = p.ops[i].mb;
+    out[i].mb = mbs[whose];
+    out[i].chunk = chunks[whose];
+  }
+  std::uint32_t* end = s.slot_end.extend(slots);
+  for (std::size_t j = 0; j < slots; ++j) end[j] = base + p.slot_end[j];
 }
 
-}  // namespace weft::gen
+/// The layer's kinds, and the MoE sub-stages a layer has.
+struct layer_shape {
+  kind k[kind_count] = {};
+  int n = 0;
+  bool moe = false, shared = false;
+
+  constexpr explicit layer_shape(const stage_set& st) noexcept {
+    for (int i = 0; i < kind_count; ++i)
+      if (st.has(static_cast<kind>(i))) k[n++] = static_cast<kind>(i);
+    moe =
+        st.has(kind::attn) && st.has(kind::dispatch) && st.has(kind::mlp) && st.has(kind::combine);
+    shared = st.has(kind::shared);
+  }
+};
+
+/// One chunk's forward: per layer, per split, the kinds in order; with self-overlap, the shared
+/// expert beside dispatch.
+constexpr pattern forward_pattern(const model_desc& m, overlap_options o, int whose = 0) {
+  const layer_shape ls(m.stages);
+  pattern p;
+  for (int l = 0; l < m.layers; ++l)
+    for (int sp = 0; sp < m.splits; ++sp) {
+      if (o.self_overlap && ls.moe && ls.shared) {
+        p.slot(kind::attn, phase::F, l, sp, whose);
+        p.add(kind::dispatch, phase::F, l, sp, whose);
+        p.add(kind::shared, phase::F, l, sp, whose);
+        p.close();
+        p.slot(kind::mlp, phase::F, l, sp, whose);
+        p.slot(kind::combine, phase::F, l, sp, whose);
+        continue;
+      }
+      for (int j = 0; j < ls.n; ++j) p.slot(ls.k[j], phase::F, l, sp, whose);
+    }
+  return p;
+}
+
+/// One chunk's backward, layers and kinds reversed. `ph`: B (fused), dX (input gradients: kinds
+/// without weights run whole, B) or dW (weight gradients: only kinds with weights). A fused
+/// backward with self-overlap splits the experts: combine-B ‖ shared-B, mlp-dX,
+/// dispatch-B ‖ mlp-dW, attn-B.
+constexpr pattern backward_pattern(const model_desc& m, overlap_options o, phase ph,
+                                   int whose = 0) {
+  const layer_shape ls(m.stages);
+  pattern p;
+  for (int l = m.layers - 1; l >= 0; --l)
+    for (int sp = m.splits - 1; sp >= 0; --sp) {
+      if (ph == phase::B && o.self_overlap && ls.moe) {
+        p.add(kind::combine, phase::B, l, sp, whose);
+        if (ls.shared) p.add(kind::shared, phase::B, l, sp, whose);
+        p.close();
+        p.slot(kind::mlp, phase::dX, l, sp, whose);
+        p.add(kind::dispatch, phase::B, l, sp, whose);
+        p.add(kind::mlp, phase::dW, l, sp, whose);
+        p.close();
+        p.slot(kind::attn, phase::B, l, sp, whose);
+        continue;
+      }
+      for (int j = ls.n - 1; j >= 0; --j) {
+        const kind k = ls.k[j];
+        if (ph == phase::B || has_weights(k))
+          p.slot(k, ph, l, sp, whose);
+        else if (ph == phase::dX)
+          p.slot(k, phase::B, l, sp, whose);
+      }
+    }
+  return p;
+}
+
+/// A forward (side 0) overlapped with a backward (side 1) of other micro-batches.
+///  - Whole blocks: one slot per layer, the backward on compute lane 1 (PyTorch's OVERLAP_F_B:
+///    the schedule's own statement, whatever the options).
+///  - MoE layers, paired: per layer DeepSeek's four pairs; with `split_dw`,
+///    attn-F ‖ combine-B, mlp-dX ‖ dispatch-F, mlp-dW ‖ dispatch-B, mlp-F, attn-dX ‖ combine-F,
+///    attn-dW (shared-expert ops in slots of their own).
+///  - Other sub-stage layers, paired: the two chains op by op, the backward op on lane 1 when it
+///  shares a
+///    stream class with its partner.
+///  - Not paired: the forward, then the backward.
+constexpr pattern overlap_pattern(const model_desc& m, overlap_options o) {
+  const layer_shape ls(m.stages);
+  if (!o.pair_forward_backward && !m.stages.has(kind::block)) {
+    pattern f = forward_pattern(m, o, 0);
+    const pattern b = backward_pattern(m, o, phase::B, 1);
+    const auto base = static_cast<std::uint32_t>(f.ops.size());
+    for (const op& x : b.ops) f.ops.push_back(x);
+    for (const std::uint32_t e : b.slot_end) f.slot_end.push_back(base + e);
+    return f;
+  }
+  pattern p;
+  if (ls.moe) {
+    for (int i = 0; i < m.layers; ++i)
+      for (int j = 0; j < m.splits; ++j) {
+        const int fl = i, fs = j, bl = m.layers - 1 - i, bs = m.splits - 1 - j;
+        p.add(kind::attn, phase::F, fl, fs, 0);
+        p.add(kind::combine, phase::B, bl, bs, 1);
+        p.close();
+        if (ls.shared) p.slot(kind::shared, phase::B, bl, bs, 1);
+        if (o.split_dw) {
+          p.add(kind::mlp, phase::dX, bl, bs, 1);
+          p.add(kind::dispatch, phase::F, fl, fs, 0);
+          p.close();
+          p.add(kind::mlp, phase::dW, bl, bs, 1);
+          p.add(kind::dispatch, phase::B, bl, bs, 1);
+          p.close();
+          p.slot(kind::mlp, phase::F, fl, fs, 0);
+        } else {
+          p.add(kind::mlp, phase::B, bl, bs, 1);
+          p.add(kind::dispatch, phase::F, fl, fs, 0);
+          p.close();
+          p.add(kind::mlp, phase::F, fl, fs, 0);
+          p.add(kind::dispatch, phase::B, bl, bs, 1);
+          p.close();
+        }
+        if (ls.shared) p.slot(kind::shared, phase::F, fl, fs, 0);
+        p.add(kind::attn, o.split_dw ? phase::dX : phase::B, bl, bs, 1);
+        p.add(kind::combine, phase::F, fl, fs, 0);
+        p.close();
+        if (o.split_dw) p.slot(kind::attn, phase::dW, bl, bs, 1);
+      }
+    return p;
+  }
+  const overlap_options plain = overlap_options::none();
+  const pattern f = forward_pattern(m, plain, 0);
+  const pattern b = backward_pattern(m, plain, phase::B, 1);
+  const std::size_t n = f.ops.size() > b.ops.size() ? f.ops.size() : b.ops.size();
+  for (std::size_t j = 0; j < n; ++j) {
+    if (j < f.ops.size()) p.ops.push_back(f.ops[j]);
+    if (j < b.ops.size()) {
+      op x = b.ops[j];
+      if (j < f.ops.size() && stream_of(x.k) == stream_of(f.ops[j].k)) x.lane = 1;
+      p.ops.push_back(x);
+    }
+    p.close();
+  }
+  return p;
+}
+
+}  // namespace gen
+}  // namespace weft

@@ -15,34 +15,41 @@ namespace weft {
 
 namespace detail {
 
-/// The end points of a chunk's work along a micro-batch's path: the op that takes the chunk's
-/// input (forward: first layer's entry; backward: last layer's exit) and the op that produces
-/// its output.
+/// The end points of a chunk's work along a micro-batch's path. Forward: the entry kind of the
+/// first layer takes the chunk's input; the exit kinds of the last layer (the routed path's tail
+/// and the shared expert) produce its output, every split of them. Backward mirrors it.
 struct chunk_ends {
-  kind entry, exit;
-  int last_layer, last_split;
+  kind entry, tail;
+  bool shared;
+  int last_layer, splits;
 
   constexpr explicit chunk_ends(const model_desc& m) noexcept
       : entry(m.stages.has(kind::block) ? kind::block : kind::attn),
-        exit(m.stages.has(kind::block)     ? kind::block
+        tail(m.stages.has(kind::block)     ? kind::block
              : m.stages.has(kind::combine) ? kind::combine
              : m.stages.has(kind::mlp)     ? kind::mlp
                                            : kind::attn),
+        shared(m.stages.has(kind::shared)),
         last_layer(m.layers - 1),
-        last_split(m.splits - 1) {}
+        splits(m.splits) {}
 
+  constexpr bool is_exit(const op& o) const noexcept {
+    return o.layer == last_layer && (o.k == tail || (shared && o.k == kind::shared));
+  }
+  constexpr bool is_entry(const op& o) const noexcept { return o.layer == 0 && o.k == entry; }
+  static constexpr bool backward(const op& o) noexcept {
+    return o.ph == phase::B || o.ph == phase::dX;
+  }
   /// Does `o` take the chunk's input from the previous (F) or next (B) chunk?
   constexpr bool takes_input(const op& o) const noexcept {
-    if (o.ph == phase::F) return o.k == entry && o.layer == 0 && o.split == 0;
-    if (o.ph == phase::B || o.ph == phase::dX)
-      return o.k == exit && o.layer == last_layer && o.split == last_split;
-    return false;
+    return o.ph == phase::F ? is_entry(o) : backward(o) && is_exit(o);
   }
-  /// Does `o` produce the chunk's output for the next (F) or previous (B) chunk?
+  /// Is `o` one of the ops whose results make the chunk's output (`outputs` of them)?
   constexpr bool gives_output(const op& o) const noexcept {
-    if (o.ph == phase::F) return o.k == exit && o.layer == last_layer && o.split == last_split;
-    if (o.ph == phase::B || o.ph == phase::dX) return o.k == entry && o.layer == 0 && o.split == 0;
-    return false;
+    return o.ph == phase::F ? is_exit(o) : backward(o) && is_entry(o);
+  }
+  constexpr int outputs(phase ph) const noexcept {
+    return ph == phase::F ? splits * (shared ? 2 : 1) : splits;
   }
 };
 
@@ -66,6 +73,7 @@ constexpr schedule with_transfers(const schedule& s) {
   buffer<buffer<op>> out(R);
   buffer<buffer<std::uint32_t>> ends_of(R);
   buffer<std::uint8_t> posted(ix.size - ix.p2p_base, 0);
+  buffer<std::uint32_t> outputs_left(ix.size - ix.p2p_base, 0);  // per send, ops still to run
   buffer<std::uint32_t> next(R, 0);  // each rank's next slot (global numbering)
   for (std::size_t r = 0; r < R; ++r) next[r] = s.first_slot(static_cast<int>(r));
 
@@ -104,6 +112,10 @@ constexpr schedule with_transfers(const schedule& s) {
         const op snd = transfer(kind::send, ph_of(o), o);
         const int peer = ix.transfer_peer(snd);
         if (peer < 0) continue;
+        // Send once the last op that makes the output has run.
+        std::uint32_t& left_ops = outputs_left[ix.raw_id(snd) - ix.p2p_base];
+        if (left_ops == 0) left_ops = static_cast<std::uint32_t>(ends.outputs(ph_of(o)));
+        if (--left_ops != 0) continue;
         issue(r, snd);
         const op rcv = make_op(kind::recv, ph_of(o), o.mb, peer, 0, 0, gen::recv_lane);
         posted[ix.raw_id(rcv) - ix.p2p_base] = 1;

@@ -23,7 +23,7 @@ constexpr schedule zb_v(const pipeline_params& p) {
   gen::check_common("zb-v", p, m);
   if (p.micro < 2 * p.ranks) gen::reject("zb-v", "micro must be >= 2 * ranks");
   const int P = p.ranks, M = p.micro;
-  gen::pipeline_builder b(m);
+  gen::pipeline_builder b(m, p.overlap);
   for (int r = 0; r < P; ++r) {
     b.add_rank();
     const int c0 = r, c1 = 2 * P - 1 - r;
