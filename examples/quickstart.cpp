@@ -18,6 +18,15 @@ constexpr one_f_one_b_params pipeline{
     .ranks = 4, .micro = 8, .layers = 2, .stages = stage_set::moe()};
 static_assert(proven<diagnose(one_f_one_b(pipeline))>);
 
+// DualPipeV on 4 ranks with DeepSeek's fb-overlap inside every forward/backward pair, shared
+// experts hiding the all-to-alls of warm-up and cool-down, explicit pipeline transfers.
+constexpr pipeline_params dual{.ranks = 4,
+                               .micro = 8,
+                               .stages = stage_set::moe_with_shared(),
+                               .transfers = true,
+                               .overlap = overlap_options{}};
+static_assert(verify(dualpipev(dual)));
+
 int main() {
   std::cout << "DeepSeek fb-overlap layer (proven at compile time):\n";
   print_slots(std::cout, layer_fb);
@@ -30,4 +39,10 @@ int main() {
   std::cout << "\npeak live activations per rank:";
   for (int p : peak) std::cout << ' ' << p;
   std::cout << '\n' << check(pp);
+
+  std::cout << "\nDualPipeV, 4 ranks x 10 micro-batches, as PyTorch writes it:\n";
+  write_pytorch_csv(std::cout, dualpipev({.ranks = 4, .micro = 10}));
+  const schedule moe = dualpipev(dual);
+  std::cout << "\nthe same with MoE fb-overlap (4 ranks x 8): " << moe.ops.size() << " ops in "
+            << moe.slot_end.size() << " slots; " << check(moe);
 }
