@@ -32,7 +32,8 @@ constexpr std::string_view usage =
     "  --chunks V    model chunks per rank, for interleaved (default 2)\n"
     "  --layers L    layers per model chunk (default 1)\n"
     "  --moe         layers of MoE sub-stages: attn, dispatch, mlp, combine\n"
-    "  --fb-overlap  MoE sub-stages, forward/backward pairs overlapped per layer (DeepSeek)\n"
+    "  --fb-overlap  MoE sub-stages, forward/backward pairs overlapped per layer (DeepSeek);\n"
+    "                with --format csv, the pipeline-level view (OVERLAP_F_B cells)\n"
     "  --transfers   explicit send/recv ops, placed as PyTorch places them\n"
     "  --format      csv: PyTorch's schedule CSV (whole chunks only); text: slots (default)\n"
     "  generate  print the schedule\n"
@@ -103,8 +104,11 @@ request parse_request(const std::vector<std::string_view>& args) {
 }
 
 weft::schedule generate(const request& q) {
+  // PyTorch's CSV is the pipeline-level view: there fb-overlap shows as OVERLAP_F_B cells, each
+  // expanded per layer when the schedule runs with MoE sub-stages.
+  const bool sub_stages = q.moe || (q.fb_overlap && q.format != "csv");
   const weft::stage_set stages =
-      q.moe || q.fb_overlap ? weft::stage_set::moe() : weft::stage_set::whole_block();
+      sub_stages ? weft::stage_set::moe() : weft::stage_set::whole_block();
   const weft::overlap_options overlap =
       q.fb_overlap ? weft::overlap_options{} : weft::overlap_options::none();
   const weft::pipeline_params p{.ranks = q.pp,
