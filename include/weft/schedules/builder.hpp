@@ -19,7 +19,21 @@ class pipeline_builder {
         backward_(backward_pattern(m, o, phase::B)),
         input_(backward_pattern(m, o, phase::dX)),
         weight_(backward_pattern(m, o, phase::dW)),
-        overlapped_(overlap_pattern(m, o)) {}
+        overlapped_(overlap_pattern(m, o)) {
+    // Every (micro-batch, chunk) runs one forward and one backward, fused or split; reserving
+    // once spares constant evaluation the copies of a growing array.
+    const std::size_t split = input_.ops.size() + weight_.ops.size();
+    const std::size_t per_unit =
+        forward_.ops.size() + (split > backward_.ops.size() ? split : backward_.ops.size());
+    const std::size_t slots_split = input_.slot_end.size() + weight_.slot_end.size();
+    const std::size_t slots_per_unit =
+        forward_.slot_end.size() +
+        (slots_split > backward_.slot_end.size() ? slots_split : backward_.slot_end.size());
+    const auto units = static_cast<std::size_t>(m.micro) * static_cast<std::size_t>(m.chunks()) /
+                       (m.bidirectional ? 2u : 1u);
+    s_.ops.reserve(units * per_unit);
+    s_.slot_end.reserve(units * slots_per_unit);
+  }
 
   constexpr void add_rank() { s_.add_rank(); }
 

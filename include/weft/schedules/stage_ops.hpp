@@ -42,9 +42,11 @@ inline constexpr int recv_lane = 1;
 struct pattern {
   buffer<op> ops;
   buffer<std::uint32_t> slot_end;  ///< relative to the pattern
+  bool two_sided = false;          ///< holds ops of both sides
 
   constexpr void add(kind k, phase ph, int layer, int split, int whose, int lane = 0) {
     ops.push_back(make_op(k, ph, whose, 0, layer, split, lane));
+    two_sided = two_sided || whose != 0;
   }
   constexpr void close() { slot_end.push_back(static_cast<std::uint32_t>(ops.size())); }
   constexpr void slot(kind k, phase ph, int layer, int split, int whose) {
@@ -62,13 +64,22 @@ constexpr void stamp(schedule& s, const pattern& p, int mb0, int chunk0, int mb1
   const std::uint8_t chunks[2] = {static_cast<std::uint8_t>(chunk0),
                                   static_cast<std::uint8_t>(chunk1)};
   op* out = s.ops.extend(n);
+  std::uint32_t* end = s.slot_end.extend(slots);
+  if (!p.two_sided && slots == n) {  // the common case, kept lean for constant evaluation
+    for (std::size_t i = 0; i < n; ++i) {
+      out[i] = p.ops[i];
+      out[i].mb = mbs[0];
+      out[i].chunk = chunks[0];
+      end[i] = base + static_cast<std::uint32_t>(i) + 1;
+    }
+    return;
+  }
   for (std::size_t i = 0; i < n; ++i) {
     out[i] = p.ops[i];
     const int whose = p.ops[i].mb;
     out[i].mb = mbs[whose];
     out[i].chunk = chunks[whose];
   }
-  std::uint32_t* end = s.slot_end.extend(slots);
   for (std::size_t j = 0; j < slots; ++j) end[j] = base + p.slot_end[j];
 }
 
@@ -158,6 +169,7 @@ constexpr pattern overlap_pattern(const model_desc& m, overlap_options o) {
     const auto base = static_cast<std::uint32_t>(f.ops.size());
     for (const op& x : b.ops) f.ops.push_back(x);
     for (const std::uint32_t e : b.slot_end) f.slot_end.push_back(base + e);
+    f.two_sided = true;
     return f;
   }
   pattern p;
@@ -206,6 +218,7 @@ constexpr pattern overlap_pattern(const model_desc& m, overlap_options o) {
     }
     p.close();
   }
+  p.two_sided = true;
   return p;
 }
 
