@@ -85,16 +85,10 @@ constexpr void dual_steps(pipeline_builder& b, const dual_rank& d) {
 }  // namespace gen
 
 /// DualPipeV (DeepSeek's "cut-in-half" DualPipe, PyTorch's ScheduleDualPipeV): 2·ranks chunks
-/// in V placement. Rules: micro >= 2·ranks. Peak memory: ranks + 1 micro-batches' chunks...
+/// in V placement. Rules: micro >= 2·ranks. Peak memory: 2·ranks + 1 chunks of half a rank's
+/// layers on every rank (ranks + 1/2 stages, within DeepSeek's published ranks + 1).
 constexpr schedule dualpipev(const pipeline_params& p) {
-  const model_desc m{.ranks = p.ranks,
-                     .chunks_per_rank = 2,
-                     .place = placement::vee,
-                     .micro = p.micro,
-                     .layers = p.layers,
-                     .stages = p.stages};
-  gen::check_common("dualpipev", p, m);
-  if (p.micro < 2 * p.ranks) gen::reject("dualpipev", "micro must be >= 2 * ranks");
+  const model_desc m = gen::vee_model("dualpipev", p);
   gen::pipeline_builder b(m, p.overlap);
   for (int r = 0; r < p.ranks; ++r) {
     b.add_rank();
@@ -110,17 +104,9 @@ constexpr schedule dualpipev(const pipeline_params& p) {
 /// DualPipe (DeepSeek-V3): bidirectional, 2·ranks chunks; micro-batches [0, micro/2) enter at
 /// rank 0, the rest at rank ranks-1. Rules: even ranks, even micro, micro >= 2·ranks.
 constexpr schedule dualpipe(const pipeline_params& p) {
-  const model_desc m{.ranks = p.ranks,
-                     .chunks_per_rank = 2,
-                     .place = placement::vee,
-                     .bidirectional = true,
-                     .micro = p.micro,
-                     .layers = p.layers,
-                     .stages = p.stages};
   if (p.ranks % 2 != 0) gen::reject("dualpipe", "ranks must be even");
   if (p.micro % 2 != 0) gen::reject("dualpipe", "micro must be even (half for each direction)");
-  gen::check_common("dualpipe", p, m);
-  if (p.micro < 2 * p.ranks) gen::reject("dualpipe", "micro must be >= 2 * ranks");
+  const model_desc m = gen::vee_model("dualpipe", p, true);
   const int P = p.ranks, half = p.micro / 2;
   gen::pipeline_builder b(m, p.overlap);
   for (int r = 0; r < P; ++r) {

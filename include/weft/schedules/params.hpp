@@ -40,5 +40,21 @@ constexpr void check_common(const char* name, const pipeline_params& p, const mo
     reject(name, "the stages do not form a layer (see weft::validate and weft::describe)");
 }
 
+/// The model of a V-shaped schedule (two chunks per rank: r and 2·ranks-1-r), checked, with the
+/// rule these schedules share: micro >= 2·ranks, so the warm-up can fill both arms of the V.
+constexpr model_desc vee_model(const char* name, const pipeline_params& p,
+                               bool bidirectional = false) {
+  const model_desc m{.ranks = p.ranks,
+                     .chunks_per_rank = 2,
+                     .place = placement::vee,
+                     .bidirectional = bidirectional,
+                     .micro = p.micro,
+                     .layers = p.layers,
+                     .stages = p.stages};
+  check_common(name, p, m);
+  if (p.micro < 2 * p.ranks) reject(name, "micro must be >= 2 * ranks");
+  return m;
+}
+
 }  // namespace gen
 }  // namespace weft

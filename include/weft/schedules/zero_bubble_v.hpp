@@ -14,14 +14,7 @@ namespace weft {
 /// passes deferred behind them. Rules: micro >= 2·ranks (the warm-up runs 2·ranks - 1 forwards
 /// on rank 0). Peak memory: 2·ranks chunks, each half a rank's layers — 1F1B's ranks stages.
 constexpr schedule zb_v(const pipeline_params& p) {
-  const model_desc m{.ranks = p.ranks,
-                     .chunks_per_rank = 2,
-                     .place = placement::vee,
-                     .micro = p.micro,
-                     .layers = p.layers,
-                     .stages = p.stages};
-  gen::check_common("zb-v", p, m);
-  if (p.micro < 2 * p.ranks) gen::reject("zb-v", "micro must be >= 2 * ranks");
+  const model_desc m = gen::vee_model("zb-v", p);
   const int P = p.ranks, M = p.micro;
   gen::pipeline_builder b(m, p.overlap);
   for (int r = 0; r < P; ++r) {
