@@ -74,7 +74,7 @@ class buffer {
     size_ = n;
   }
   template <class It>
-  constexpr void assign(It first, It last) {
+  requires(!std::is_integral_v<It>) constexpr void assign(It first, It last) {
     size_ = 0;
     for (; first != last; ++first) push_back(*first);
   }
@@ -92,6 +92,7 @@ class buffer {
     return first;
   }
   constexpr void clear() noexcept { size_ = 0; }
+  constexpr void pop_back() noexcept { --size_; }
 
   constexpr T* data() noexcept { return data_; }
   constexpr const T* data() const noexcept { return data_; }

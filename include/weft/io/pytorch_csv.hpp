@@ -15,7 +15,7 @@
 
 #include <weft/core/error.hpp>
 #include <weft/schedule/schedule.hpp>
-#include <weft/schedules/stage_ops.hpp>
+#include <weft/schedules/transfers.hpp>
 
 namespace weft {
 
@@ -84,8 +84,7 @@ inline op parse_action(std::string_view cell, int row, int col) {
     if (!mb || !s.empty())
       throw csv_error(row, col, "'" + text + "' does not end with a micro-batch number");
     if (*stage > 254) throw csv_error(row, col, "'" + text + "': stage numbers go up to 254");
-    const int lane = a.k == kind::send ? gen::send_lane : a.k == kind::recv ? gen::recv_lane : 0;
-    return make_op(a.k, a.ph, *mb, *stage, 0, 0, lane);
+    return make_op(a.k, a.ph, *mb, *stage);  // transfers get their lanes with the model
   }
   throw csv_error(row, col,
                   "'" + text +
@@ -185,10 +184,15 @@ inline schedule to_schedule(const pytorch_table& t) {
     m = v;
   }
   schedule s(m);
+  const op_index ix(m, false);
   for (const auto& steps : t.ranks) {
     s.add_rank();
     for (const auto& step : steps) {
-      for (const op& o : step) s.push(o);  // an idle step stays, as an empty slot
+      for (op o : step) {  // an idle step stays, as an empty slot
+        if (is_p2p(o.k) && ix.why_outside(o) == outside::none)
+          o.lane = static_cast<std::uint8_t>(transfer_lane(ix, o));
+        s.push(o);
+      }
       s.close_slot();
     }
   }

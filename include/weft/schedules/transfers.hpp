@@ -13,6 +13,14 @@
 
 namespace weft {
 
+/// The comm lane of a transfer (stage_ops.hpp): sends on `gen::send_lane`, receives on a lane
+/// per neighbour.
+constexpr int transfer_lane(const op_index& ix, const op& o) noexcept {
+  if (o.k == kind::send) return gen::send_lane;
+  const int from = ix.m.rank_of(ix.transfer_peer(o)), here = ix.m.rank_of(o.chunk);
+  return from < here ? gen::recv_from_lower_lane : gen::recv_from_higher_lane;
+}
+
 namespace detail {
 
 /// The end points of a chunk's work along a micro-batch's path. Forward: the entry kind of the
@@ -59,7 +67,7 @@ struct chunk_ends {
 /// rounds, each rank in turn issues its next slot once the receives that slot needs have been
 /// posted on it; after a slot that finishes a chunk's forward (backward) for a consumer on
 /// another rank, the rank sends and the consumer's rank posts the matching receive. Sends use
-/// comm lane `gen::send_lane`, receives `gen::recv_lane`. Empty slots (idle steps) take a round
+/// comm lanes of `transfer_lane`. Empty slots (idle steps) take a round
 /// and vanish. Throws `config_error` when some rank can never issue its next slot.
 constexpr schedule with_transfers(const schedule& s) {
   const model_desc& m = s.model;
@@ -78,7 +86,9 @@ constexpr schedule with_transfers(const schedule& s) {
   for (std::size_t r = 0; r < R; ++r) next[r] = s.first_slot(static_cast<int>(r));
 
   const auto transfer = [&](kind k, phase ph, const op& o) {
-    return make_op(k, ph, o.mb, o.chunk, 0, 0, k == kind::send ? gen::send_lane : gen::recv_lane);
+    op t = make_op(k, ph, o.mb, o.chunk);
+    if (ix.transfer_peer(t) >= 0) t.lane = static_cast<std::uint8_t>(transfer_lane(ix, t));
+    return t;
   };
   const auto issue = [&](std::size_t r, const op& o) {
     out[r].push_back(o);
@@ -117,7 +127,8 @@ constexpr schedule with_transfers(const schedule& s) {
         if (left_ops == 0) left_ops = static_cast<std::uint32_t>(ends.outputs(ph_of(o)));
         if (--left_ops != 0) continue;
         issue(r, snd);
-        const op rcv = make_op(kind::recv, ph_of(o), o.mb, peer, 0, 0, gen::recv_lane);
+        op rcv = make_op(kind::recv, ph_of(o), o.mb, peer);
+        rcv.lane = static_cast<std::uint8_t>(transfer_lane(ix, rcv));
         posted[ix.raw_id(rcv) - ix.p2p_base] = 1;
         issue(static_cast<std::size_t>(m.rank_of(peer)), rcv);
       }

@@ -1,0 +1,93 @@
+// What ops cost in simulated time: a table per (kind, phase), filled by hand, from FLOPs and a
+// device's throughput, or from measured kernel times; and the alpha-beta model of links and
+// collectives (docs/metrics.md) that turns message sizes into communication times.
+#pragma once
+
+#include <cstddef>
+
+#include <weft/core/kinds.hpp>
+#include <weft/schedule/model.hpp>
+
+namespace weft {
+
+/// A link class: a message of n bytes takes alpha + n * beta seconds.
+struct link {
+  double alpha = 0;  ///< latency, s
+  double beta = 0;   ///< s per byte (1 / bandwidth)
+
+  static constexpr link with_bandwidth(double alpha_s, double bytes_per_s) noexcept {
+    return {alpha_s, 1.0 / bytes_per_s};
+  }
+  /// NVLink/HCCS-class link inside a node: 2 us, 150 GB/s.
+  static constexpr link intra_node() noexcept { return with_bandwidth(2e-6, 150e9); }
+  /// RDMA between nodes of a data centre: 10 us, 25 GB/s.
+  static constexpr link inter_node() noexcept { return with_bandwidth(10e-6, 25e9); }
+  /// Between data centres `km` apart: light in fibre adds 5 ms per 1000 km of latency.
+  static constexpr link cross_dc(double km, double bytes_per_s = 12.5e9) noexcept {
+    return with_bandwidth(10e-6 + 5e-3 * km / 1000.0, bytes_per_s);
+  }
+};
+
+/// Collective times on `p` ranks for `n` bytes per rank (docs/metrics.md).
+namespace collective {
+constexpr double p2p(link l, double n) noexcept { return l.alpha + n * l.beta; }
+constexpr double ring_all_gather(link l, int p, double n) noexcept {
+  return (p - 1) * l.alpha + (p - 1) / static_cast<double>(p) * n * l.beta;
+}
+constexpr double ring_reduce_scatter(link l, int p, double n) noexcept {
+  return ring_all_gather(l, p, n);
+}
+constexpr double ring_all_reduce(link l, int p, double n) noexcept {
+  return 2 * (p - 1) * l.alpha + 2 * (p - 1) / static_cast<double>(p) * n * l.beta;
+}
+constexpr double pairwise_all_to_all(link l, int p, double n) noexcept {
+  return (p - 1) * l.alpha + (p - 1) / static_cast<double>(p) * n * l.beta;
+}
+}  // namespace collective
+
+/// Time of every (kind, phase), in any unit (the simulator reports in the same unit).
+struct cost_model {
+  double time[kind_count][phase_count] = {};
+  /// An overlapped whole-block forward/backward pair (DualPipe's F&B); < 0: F + B.
+  double fb_pair = -1;
+
+  constexpr double of(kind k, phase ph) const noexcept {
+    return time[static_cast<int>(k)][static_cast<int>(ph)];
+  }
+  constexpr cost_model& set(kind k, phase ph, double t) noexcept {
+    time[static_cast<int>(k)][static_cast<int>(ph)] = t;
+    return *this;
+  }
+  constexpr double pair() const noexcept {
+    return fb_pair >= 0 ? fb_pair : of(kind::block, phase::F) + of(kind::block, phase::B);
+  }
+
+  /// Whole-chunk costs in the DualPipe paper's terms: F forward, B full backward (dX + dW), W its
+  /// dW part, FB an overlapped forward and backward (< 0: F + B), P2P one pipeline transfer,
+  /// A2A one all-to-all (dispatch or combine, either direction). A chunk of MoE sub-stages splits
+  /// F, B and W over its layers, and each layer's share between attention and the routed experts
+  /// (half each), the shared expert costing an eighth of the layer on top.
+  static constexpr cost_model pipeline(double F, double B, double W, double FB = -1, double P2P = 0,
+                                       double A2A = 0, int layers = 1) noexcept {
+    cost_model c;
+    c.fb_pair = FB;
+    c.set(kind::block, phase::F, F / layers)
+        .set(kind::block, phase::B, B / layers)
+        .set(kind::block, phase::dX, (B - W) / layers)
+        .set(kind::block, phase::dW, W / layers);
+    for (kind k : {kind::attn, kind::mlp})
+      c.set(k, phase::F, F / layers / 2)
+          .set(k, phase::B, B / layers / 2)
+          .set(k, phase::dX, (B - W) / layers / 2)
+          .set(k, phase::dW, W / layers / 2);
+    c.set(kind::shared, phase::F, F / layers / 8)
+        .set(kind::shared, phase::B, B / layers / 8)
+        .set(kind::shared, phase::dX, (B - W) / layers / 8)
+        .set(kind::shared, phase::dW, W / layers / 8);
+    for (kind k : {kind::dispatch, kind::combine}) c.set(k, phase::F, A2A).set(k, phase::B, A2A);
+    for (kind k : {kind::send, kind::recv}) c.set(k, phase::F, P2P).set(k, phase::B, P2P);
+    return c;
+  }
+};
+
+}  // namespace weft
