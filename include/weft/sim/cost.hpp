@@ -88,6 +88,18 @@ struct cost_model {
     for (kind k : {kind::send, kind::recv}) c.set(k, phase::F, P2P).set(k, phase::B, P2P);
     return c;
   }
+
+  /// A DeepSeek-V3-like MoE layer, in units of one attention forward: attention and routed
+  /// experts 1 forward, 2 backward (dX 1, dW 1); the shared expert half of that; each
+  /// all-to-all 0.5, no longer than the compute it is paired with; a pipeline transfer 0.2.
+  static constexpr cost_model deepseek_v3_like() noexcept {
+    cost_model c = pipeline(2, 4, 2, -1, 0.2, 0.5);
+    c.set(kind::shared, phase::F, 0.5)
+        .set(kind::shared, phase::B, 1)
+        .set(kind::shared, phase::dX, 0.5)
+        .set(kind::shared, phase::dW, 0.5);
+    return c;
+  }
 };
 
 }  // namespace weft

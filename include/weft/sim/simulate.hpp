@@ -15,6 +15,13 @@
 
 namespace weft {
 
+struct sim_options {
+  /// Each rank starts a slot only when its previous slot has finished: the host waits for every
+  /// step, as a framework without overlap does (an all-to-all then blocks compute). Off: streams
+  /// run independently, ordered only by their queues and events.
+  bool slot_barrier = false;
+};
+
 struct timeline {
   buffer<double> start, finish;  ///< per op of the program; < 0 if it never ran
   double makespan = 0;
@@ -28,26 +35,42 @@ constexpr double cost_of(const program& p, const cost_model& c, std::uint32_t i)
   return c.of(p.at(i).k, p.at(i).ph);
 }
 
-constexpr timeline simulate(const program& p, const cost_model& c) {
+constexpr timeline simulate(const program& p, const cost_model& c, sim_options opt = {}) {
   const auto n = static_cast<std::uint32_t>(p.size());
   const auto Q = static_cast<std::uint32_t>(p.queue_begin.size() - 1);
   timeline t;
   t.start.assign(n, -1.0);
   t.finish.assign(n, -1.0);
 
-  // Dependents of each op (reverse of `waits`), and how many events each op still waits for.
-  buffer<std::uint32_t> dep_begin(n + 1, 0), deps(p.waits.size()), pending(n, 0);
-  for (std::uint32_t i = 0; i < n; ++i) {
-    pending[i] = p.wait_begin[i + 1] - p.wait_begin[i];
-    for (std::uint32_t w = p.wait_begin[i]; w < p.wait_begin[i + 1]; ++w)
-      ++dep_begin[p.waits[w] + 1];
-  }
+  // Every op's events: its waits, and with a slot barrier every op of the rank's previous
+  // non-empty slot. Walked twice: to count, then to fill the dependents of each op.
+  const schedule& s = p.source;
+  const auto for_each_event = [&](auto&& fn) {
+    for (std::uint32_t i = 0; i < n; ++i)
+      for (std::uint32_t w = p.wait_begin[i]; w < p.wait_begin[i + 1]; ++w) fn(p.waits[w], i);
+    if (!opt.slot_barrier) return;
+    for (int r = 0; r < s.ranks(); ++r) {
+      std::uint32_t prev_b = 0, prev_e = 0;
+      for (std::uint32_t g = s.first_slot(r); g < s.end_slot(r); ++g) {
+        const std::uint32_t b = s.first_op(g), e = s.slot_end[g];
+        if (b == e) continue;
+        for (std::uint32_t i = b; i < e; ++i)
+          for (std::uint32_t j = prev_b; j < prev_e; ++j) fn(j, i);
+        prev_b = b;
+        prev_e = e;
+      }
+    }
+  };
+  buffer<std::uint32_t> dep_begin(n + 1, 0), pending(n, 0), deps;
+  for_each_event([&](std::uint32_t from, std::uint32_t to) {
+    ++pending[to];
+    ++dep_begin[from + 1];
+  });
   for (std::uint32_t i = 0; i < n; ++i) dep_begin[i + 1] += dep_begin[i];
+  deps.resize(dep_begin[n]);
   {
     buffer<std::uint32_t> fill = dep_begin;
-    for (std::uint32_t i = 0; i < n; ++i)
-      for (std::uint32_t w = p.wait_begin[i]; w < p.wait_begin[i + 1]; ++w)
-        deps[fill[p.waits[w]]++] = i;
+    for_each_event([&](std::uint32_t from, std::uint32_t to) { deps[fill[from]++] = to; });
   }
   buffer<std::uint32_t> head(Q), qpos(n);
   buffer<double> stream_free(Q, 0.0), ready_at(n, 0.0);

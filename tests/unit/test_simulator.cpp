@@ -1,0 +1,167 @@
+// The simulator: published bubble formulas with zero communication cost, the seed's hiding
+// claims, deadlock reports, and the metrics' definitions on small cases.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <tuple>
+
+#include <weft/schedules/dualpipe.hpp>
+#include <weft/schedules/interleaved.hpp>
+#include <weft/schedules/one_f_one_b.hpp>
+#include <weft/sim/metrics.hpp>
+
+using namespace weft;
+
+namespace {
+
+step_metrics run(const schedule& s, const cost_model& c, sim_options o = {}) {
+  const program p = lower(s);
+  const timeline t = simulate(p, c, o);
+  REQUIRE(!t.deadlocked());
+  return measure(p, t);
+}
+
+double max_idle(const step_metrics& m) {
+  double x = 0;
+  for (const rank_metrics& r : m.ranks) x = std::max(x, r.idle);
+  return x;
+}
+
+}  // namespace
+
+TEST_CASE("1F1B and ZB-H1 bubbles: (PP-1)(F+B) for any costs, (PP-1)(F+B-2W) for W <= B/2") {
+  for (const double F : {1.0, 2.0})
+    for (const double B : {1.0, 2.0, 3.0})
+      for (const double W : {0.0, 0.5, 1.0})
+        for (const int P : {2, 4, 8}) {
+          CAPTURE(F);
+          CAPTURE(B);
+          CAPTURE(W);
+          CAPTURE(P);
+          const cost_model c = cost_model::pipeline(F, B, W);
+          const pipeline_params p{.ranks = P, .micro = 3 * P};
+          for (const rank_metrics& r : run(one_f_one_b(p), c).ranks)
+            CHECK(r.idle == doctest::Approx((P - 1) * (F + B)));
+          if (W > B - W) continue;  // ZB-H1's dW fills bubbles of the size of a dX pass
+          for (const rank_metrics& r : run(zb_h1(p), c).ranks)
+            CHECK(r.idle == doctest::Approx((P - 1) * (F + B - 2 * W)));
+        }
+}
+
+TEST_CASE("DualPipe and DualPipeV bubbles: (PP/2-1)(F&B+B-3W), where the formula is exact") {
+  // Exact when a forward costs what an input-gradient pass costs (F = B - W) and an overlapped
+  // pair costs between max(F, B) and F + B (docs/metrics.md shows the other cases).
+  for (const auto& [F, B, W] : {std::tuple{1.0, 2.0, 1.0},
+                                {2.0, 3.0, 1.0},
+                                {1.0, 1.0, 0.0},
+                                {2.0, 2.0, 0.0},
+                                {1.5, 2.5, 1.0}})
+    for (const double FB : {B, (B + F + B) / 2, F + B})
+      for (const int P : {4, 8}) {
+        CAPTURE(F);
+        CAPTURE(B);
+        CAPTURE(W);
+        CAPTURE(FB);
+        CAPTURE(P);
+        const cost_model c = cost_model::pipeline(F, B, W, FB);
+        const pipeline_params p{.ranks = P, .micro = 4 * P};
+        CHECK(max_idle(run(dualpipe(p), c)) == doctest::Approx((P / 2 - 1) * (FB + B - 3 * W)));
+        // DualPipeV runs PP = 2P stages on P ranks.
+        CHECK(max_idle(run(dualpipev(p), c)) == doctest::Approx((P - 1) * (FB + B - 3 * W)));
+      }
+}
+
+TEST_CASE("DualPipe's formula is not exact when a forward costs more or less than dX") {
+  const cost_model c = cost_model::pipeline(2, 2, 1, 3);  // F = 2, dX = 1
+  const double formula = (8 / 2 - 1) * (3 + 2 - 3 * 1);
+  CHECK(max_idle(run(dualpipe({.ranks = 8, .micro = 32}), c)) > formula);
+}
+
+TEST_CASE("interleaved 1F1B: bubble fraction (p-1)/(v m) for equal costs") {
+  for (const int P : {2, 4, 8})
+    for (const int V : {1, 2, 4})
+      for (const int M : {P, 2 * P, 4 * P}) {
+        CAPTURE(P);
+        CAPTURE(V);
+        CAPTURE(M);
+        // A chunk is 1/V of a rank's layers: it costs 1/V of a stage.
+        const cost_model c = cost_model::pipeline(1.0 / V, 1.0 / V, 0.5 / V);
+        const step_metrics m = run(interleaved({.ranks = P, .micro = M, .chunks = V}), c);
+        const double ideal = M * 2.0;
+        for (const rank_metrics& r : m.ranks)
+          CHECK(r.idle / ideal == doctest::Approx((P - 1.0) / (V * M)));
+      }
+}
+
+TEST_CASE("fb-overlap hides the all-to-all as the seed claims (slot-barrier execution)") {
+  const cost_model c = cost_model::deepseek_v3_like();
+  const sim_options host_waits{.slot_barrier = true};
+  for (const stage_set st : {stage_set::moe(), stage_set::moe_with_shared()}) {
+    const interleaved_params base{
+        .ranks = 4, .micro = 16, .chunks = 2, .layers = 2, .stages = st, .extra_warmup = true};
+    interleaved_params with = base;
+    with.overlap = overlap_options{};
+    const step_metrics off = run(interleaved(base), c, host_waits);
+    const step_metrics on = run(interleaved(with), c, host_waits);
+    constexpr int warmup = 0, steady = 1, cooldown = 2;
+    for (const int ph : {warmup, steady, cooldown}) {
+      CAPTURE(ph);
+      // Off: every all-to-all is exposed.
+      CHECK(off.all_to_all_exposed_by_phase[ph] == doctest::Approx(off.all_to_all_by_phase[ph]));
+    }
+    // On: the steady phase hides all of it; warm-up and cool-down hide at least half with a
+    // shared expert (the forward's combine has no compute of its micro-batch to hide behind).
+    CHECK(on.all_to_all_by_phase[steady] > 0);
+    CHECK(on.all_to_all_exposed_by_phase[steady] == doctest::Approx(0));
+    if (st == stage_set::moe_with_shared())
+      for (const int ph : {warmup, cooldown})
+        CHECK(on.all_to_all_exposed_by_phase[ph] <= 0.5 * on.all_to_all_by_phase[ph] + 1e-9);
+    CHECK(on.makespan < off.makespan);
+  }
+}
+
+TEST_CASE("a deadlocked program names the blocked op of every rank") {
+  program p = lower(one_f_one_b({.ranks = 2, .micro = 2}));
+  // Make rank 0's first op wait for rank 1's last op, which needs it: a cycle.
+  const std::uint32_t first = p.queue[p.queue_begin[program::queue_of(0, 0)]];
+  const std::uint32_t last = p.queue[p.queue_begin[program::queue_of(1, 0) + 1] - 1];
+  buffer<std::uint32_t> waits;
+  buffer<std::uint32_t> begin(p.size() + 1, 0);
+  for (std::uint32_t i = 0; i < p.size(); ++i) {
+    begin[i] = static_cast<std::uint32_t>(waits.size());
+    for (std::uint32_t w = p.wait_begin[i]; w < p.wait_begin[i + 1]; ++w)
+      waits.push_back(p.waits[w]);
+    if (i == first) waits.push_back(last);
+  }
+  begin[p.size()] = static_cast<std::uint32_t>(waits.size());
+  p.waits = waits;
+  p.wait_begin = begin;
+  const timeline t = simulate(p, cost_model::pipeline(1, 2, 1));
+  REQUIRE(t.deadlocked());
+  CHECK(t.blocked[0] == first);
+  CHECK(t.blocked[1] != program::none);
+}
+
+TEST_CASE("metrics on a two-rank pipeline with communication") {
+  // 1F1B on 2 ranks, 1 micro-batch: F0 | send | F1 B1 | send | B0, with a transfer of 0.5.
+  const cost_model c = cost_model::pipeline(1, 2, 1, -1, 0.5);
+  const program p = lower(one_f_one_b({.ranks = 2, .micro = 1}));
+  const timeline t = simulate(p, c);
+  const step_metrics m = measure(p, t);
+  CHECK(m.makespan == doctest::Approx(1 + 0.5 + 1 + 2 + 0.5 + 2));
+  CHECK(m.ranks[0].busy == doctest::Approx(3));
+  CHECK(m.ranks[0].idle == doctest::Approx(4));
+  CHECK(m.bubble_ratio == doctest::Approx(8.0 / (2 * 7)));
+  // Each rank's two transfers are exposed: nothing computes while they run.
+  CHECK(m.ranks[0].exposed_comm == doctest::Approx(1));
+  CHECK(m.exposed_comm == doctest::Approx(2));
+  CHECK(m.ranks[1].peak_activations == 1);
+}
+
+TEST_CASE("lowering refuses an illegal schedule with the rule") {
+  schedule s = one_f_one_b({.ranks = 2, .micro = 2});
+  std::swap(s.ops[0], s.ops[2]);  // rank 0 runs a backward before its forward
+  CHECK_THROWS_WITH_AS(lower(s),
+                       doctest::Contains("weft: lower: the schedule is not legal: weft: rule"),
+                       config_error);
+}
