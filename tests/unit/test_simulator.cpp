@@ -3,7 +3,6 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
-#include <tuple>
 
 #include <weft/schedules/dualpipe.hpp>
 #include <weft/schedules/interleaved.hpp>
@@ -51,11 +50,11 @@ TEST_CASE("1F1B and ZB-H1 bubbles: (PP-1)(F+B) for any costs, (PP-1)(F+B-2W) for
 TEST_CASE("DualPipe and DualPipeV bubbles: (PP/2-1)(F&B+B-3W), where the formula is exact") {
   // Exact when a forward costs what an input-gradient pass costs (F = B - W) and an overlapped
   // pair costs between max(F, B) and F + B (docs/metrics.md shows the other cases).
-  for (const auto& [F, B, W] : {std::tuple{1.0, 2.0, 1.0},
-                                {2.0, 3.0, 1.0},
-                                {1.0, 1.0, 0.0},
-                                {2.0, 2.0, 0.0},
-                                {1.5, 2.5, 1.0}})
+  struct costs {
+    double F, B, W;
+  };
+  for (const costs& k : {costs{1, 2, 1}, {2, 3, 1}, {1, 1, 0}, {2, 2, 0}, {1.5, 2.5, 1}}) {
+    const double F = k.F, B = k.B, W = k.W;  // clang 14 cannot capture structured bindings
     for (const double FB : {B, (B + F + B) / 2, F + B})
       for (const int P : {4, 8}) {
         CAPTURE(F);
@@ -69,6 +68,7 @@ TEST_CASE("DualPipe and DualPipeV bubbles: (PP/2-1)(F&B+B-3W), where the formula
         // DualPipeV runs PP = 2P stages on P ranks.
         CHECK(max_idle(run(dualpipev(p), c)) == doctest::Approx((P - 1) * (FB + B - 3 * W)));
       }
+  }
 }
 
 TEST_CASE("DualPipe's formula is not exact when a forward costs more or less than dX") {
