@@ -6,7 +6,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-packages=(cmake ninja-build g++ clang libboost-dev doctest-dev libbenchmark-dev time)
+packages=(cmake ninja-build g++ clang libboost-dev doctest-dev libbenchmark-dev nlohmann-json3-dev
+          libpugixml-dev time)
 
 install_missing() {
   local missing=()

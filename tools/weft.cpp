@@ -3,11 +3,16 @@
 //   weft generate --schedule NAME --pp P --micro M [--chunks V] [options] [--format csv|text]
 //   weft check    --schedule NAME --pp P --micro M [--chunks V] [options] [--max-live N]
 //   weft verify   FILE.csv
+//   weft simulate --schedule NAME --pp P --micro M [...] [--cost K=V,...] [--preset NAME]
+//                 [--barrier] [--json] [--trace FILE] [--svg FILE]
+//   weft compare  --schedules A,B,... --pp P --micro M [...]
 //
-// Exit codes: 0 legal (or generated), 1 illegal, 2 bad arguments or unreadable input.
+// Exit codes: 0 legal (or generated, simulated), 1 illegal, 2 bad arguments or unreadable input.
 #include <charconv>
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <iomanip>
 #include <iostream>
 #include <string>
 #include <string_view>
@@ -15,10 +20,12 @@
 
 #include <weft/io/format.hpp>
 #include <weft/io/pytorch_csv.hpp>
+#include <weft/io/timeline.hpp>
 #include <weft/schedules/dualpipe.hpp>
 #include <weft/schedules/interleaved.hpp>
 #include <weft/schedules/one_f_one_b.hpp>
 #include <weft/schedules/zero_bubble_v.hpp>
+#include <weft/sim/metrics.hpp>
 
 namespace {
 
@@ -27,6 +34,9 @@ constexpr std::string_view usage =
     "                     [--fb-overlap] [--transfers] [--format csv|text]\n"
     "       weft check    --schedule NAME --pp P --micro M [...] [--max-live N]\n"
     "       weft verify   FILE.csv\n"
+    "       weft simulate --schedule NAME --pp P --micro M [...] [--cost K=V,...]\n"
+    "                     [--preset deepseek-v3] [--barrier] [--json] [--trace F] [--svg F]\n"
+    "       weft compare  --schedules A,B,... --pp P --micro M [...] [--cost K=V,...]\n"
     "  NAME: gpipe, 1f1b, interleaved, zb-h1, zb-v, dualpipe, dualpipev\n"
     "  --pp P        pipeline ranks (devices); zb-v, dualpipe(v) put 2 chunks on each\n"
     "  --chunks V    model chunks per rank, for interleaved (default 2)\n"
@@ -38,7 +48,16 @@ constexpr std::string_view usage =
     "  --format      csv: PyTorch's schedule CSV (whole chunks only); text: slots (default)\n"
     "  generate  print the schedule\n"
     "  check     print the legality report; exit 0 if legal, 1 if not\n"
-    "  verify    read a PyTorch schedule CSV and check it; exit 0 legal, 1 illegal, 2 unreadable\n";
+    "  verify    read a PyTorch schedule CSV and check it; exit 0 legal, 1 illegal, 2 unreadable\n"
+    "  simulate  run the schedule over simulated time and report makespan, bubble, exposed comm\n"
+    "  compare   simulate several schedules and print them side by side\n"
+    "  --cost    a rank's share of the model: F forward, B full backward, W its dW part, FB an\n"
+    "            overlapped F and B; A2A one all-to-all, P2P one pipeline transfer (default\n"
+    "            F=1,B=2,W=1). With V chunks per rank each costs 1/V (DualPipe's: a whole stage)\n"
+    "  --preset  deepseek-v3: MoE costs where each all-to-all is no longer than its partner\n"
+    "  --barrier each rank waits for a slot before the next (the host syncs every step)\n"
+    "  --json    print the metrics as JSON\n"
+    "  --trace   write a Chrome trace (Perfetto) of the step; --svg an SVG timeline\n";
 
 [[noreturn]] void bad_usage(const std::string& why) {
   std::cerr << "weft: " << why << "\n" << usage;
@@ -58,7 +77,58 @@ struct request {
   int pp = 0, micro = 0, chunks = 2, layers = 1, max_live = 0;
   bool moe = false, fb_overlap = false, transfers = false;
   std::string format = "text";
+  // simulate, compare
+  std::vector<std::string> schedules;
+  weft::cost_model cost = weft::cost_model::pipeline(1, 2, 1);
+  bool barrier = false, json = false;
+  std::string trace, svg;
 };
+
+std::vector<std::string> split(std::string_view text, char sep) {
+  std::vector<std::string> out;
+  for (std::size_t b = 0;;) {
+    const std::size_t e = text.find(sep, b);
+    out.emplace_back(text.substr(b, e == std::string_view::npos ? e : e - b));
+    if (e == std::string_view::npos) return out;
+    b = e + 1;
+  }
+}
+
+double parse_double(std::string_view what, std::string_view text) {
+  const std::string t(text);
+  char* end = nullptr;
+  const double v = std::strtod(t.c_str(), &end);
+  if (t.empty() || end != t.c_str() + t.size() || v < 0)
+    bad_usage(std::string(what) + " needs a non-negative number, got '" + t + "'");
+  return v;
+}
+
+/// --cost F=1,B=2,W=1,FB=2.5,A2A=0.5,P2P=0.1
+weft::cost_model parse_cost(std::string_view text) {
+  double F = 1, B = 2, W = 1, FB = -1, A2A = 0, P2P = 0;
+  for (const std::string& item : split(text, ',')) {
+    const std::size_t eq = item.find('=');
+    if (eq == std::string::npos) bad_usage("--cost takes KEY=VALUE pairs, got '" + item + "'");
+    const std::string key = item.substr(0, eq);
+    const double v = parse_double("--cost " + key, std::string_view(item).substr(eq + 1));
+    if (key == "F")
+      F = v;
+    else if (key == "B")
+      B = v;
+    else if (key == "W")
+      W = v;
+    else if (key == "FB")
+      FB = v;
+    else if (key == "A2A")
+      A2A = v;
+    else if (key == "P2P")
+      P2P = v;
+    else
+      bad_usage("--cost: unknown key '" + key + "' (F, B, W, FB, A2A, P2P)");
+  }
+  if (W > B) bad_usage("--cost: W (the dW part of B) cannot exceed B");
+  return weft::cost_model::pipeline(F, B, W, FB, P2P, A2A);
+}
 
 request parse_request(const std::vector<std::string_view>& args) {
   request q;
@@ -92,10 +162,30 @@ request parse_request(const std::vector<std::string_view>& args) {
       q.fb_overlap = true;
     else if (a == "--transfers")
       q.transfers = true;
+    else if (a == "--schedules")
+      q.schedules = split(text(), ',');
+    else if (a == "--cost")
+      q.cost = parse_cost(text());
+    else if (a == "--preset") {
+      const std::string_view name = text();
+      if (name != "deepseek-v3") bad_usage("unknown preset '" + std::string(name) + "'");
+      q.cost = weft::cost_model::deepseek_v3_like();
+    } else if (a == "--barrier")
+      q.barrier = true;
+    else if (a == "--json")
+      q.json = true;
+    else if (a == "--trace")
+      q.trace = text();
+    else if (a == "--svg")
+      q.svg = text();
     else
       bad_usage("unknown option '" + std::string(a) + "'");
   }
-  if (q.name.empty()) bad_usage("--schedule NAME is required");
+  if (args[0] == "compare") {
+    if (q.schedules.empty()) bad_usage("--schedules A,B,... is required");
+  } else if (q.name.empty()) {
+    bad_usage("--schedule NAME is required");
+  }
   if (q.pp == 0) bad_usage("--pp P is required");
   if (q.micro == 0) bad_usage("--micro M is required");
   if (q.format != "csv" && q.format != "text")
@@ -103,7 +193,7 @@ request parse_request(const std::vector<std::string_view>& args) {
   return q;
 }
 
-weft::schedule generate(const request& q) {
+weft::schedule generate(const request& q, const std::string& name) {
   // PyTorch's CSV is the pipeline-level view: there fb-overlap shows as OVERLAP_F_B cells, each
   // expanded per layer when the schedule runs with MoE sub-stages.
   const bool sub_stages = q.moe || (q.fb_overlap && q.format != "csv");
@@ -117,13 +207,13 @@ weft::schedule generate(const request& q) {
                                 .stages = stages,
                                 .transfers = q.transfers,
                                 .overlap = overlap};
-  if (q.name == "gpipe") return weft::gpipe(p);
-  if (q.name == "1f1b") return weft::one_f_one_b(p);
-  if (q.name == "zb-h1") return weft::zb_h1(p);
-  if (q.name == "zb-v") return weft::zb_v(p);
-  if (q.name == "dualpipe") return weft::dualpipe(p);
-  if (q.name == "dualpipev") return weft::dualpipev(p);
-  if (q.name == "interleaved")
+  if (name == "gpipe") return weft::gpipe(p);
+  if (name == "1f1b") return weft::one_f_one_b(p);
+  if (name == "zb-h1") return weft::zb_h1(p);
+  if (name == "zb-v") return weft::zb_v(p);
+  if (name == "dualpipe") return weft::dualpipe(p);
+  if (name == "dualpipev") return weft::dualpipev(p);
+  if (name == "interleaved")
     return weft::interleaved({.ranks = q.pp,
                               .micro = q.micro,
                               .chunks = q.chunks,
@@ -132,7 +222,125 @@ weft::schedule generate(const request& q) {
                               .transfers = q.transfers,
                               .overlap = overlap,
                               .extra_warmup = q.fb_overlap});
-  bad_usage("unknown schedule '" + q.name + "'");
+  bad_usage("unknown schedule '" + name + "'");
+}
+
+weft::schedule generate_or_exit(const request& q, const std::string& name) {
+  try {
+    return generate(q, name);
+  } catch (const weft::config_error& e) {
+    bad_usage(e.what());
+  }
+}
+
+struct simulated {
+  weft::program prog;
+  weft::timeline time;
+  weft::step_metrics metrics;
+};
+
+/// Lowers, simulates and measures; says what it does on big schedules, which take a while.
+simulated simulate_or_exit(const request& q, const weft::schedule& s) {
+  const bool big = s.ops.size() > 1'000'000;
+  const auto progress = [&](const char* what) {
+    if (big) std::cerr << "weft: " << what << " (" << s.ops.size() << " ops)\n";
+  };
+  simulated out;
+  progress("lowering");
+  try {
+    out.prog = weft::lower(s);
+  } catch (const weft::config_error& e) {
+    std::cerr << e.what() << "\n";
+    std::exit(1);
+  }
+  progress("simulating");
+  // --cost describes a rank's share of the model; a chunk of a rank with V of them is 1/V of it,
+  // except DualPipe's, which are whole stages (it holds the model twice).
+  const weft::model_desc& m = s.model;
+  const double share = m.bidirectional ? 1.0 : 1.0 / m.chunks_per_rank;
+  out.time = weft::simulate(out.prog, q.cost.scaled_compute(share), {.slot_barrier = q.barrier});
+  if (out.time.deadlocked()) {
+    std::cerr << "weft: simulate: deadlock; each rank is stuck at:\n";
+    for (int r = 0; r < out.prog.ranks(); ++r) {
+      const std::uint32_t i = out.time.blocked[static_cast<std::size_t>(r)];
+      if (i != weft::program::none)
+        std::cerr << "  rank " << r << ": " << weft::to_string(out.prog.at(i)) << " (slot "
+                  << out.prog.slot[i] << ")\n";
+    }
+    std::exit(1);
+  }
+  progress("measuring");
+  out.metrics = weft::measure(out.prog, out.time);
+  return out;
+}
+
+void print_json(std::ostream& os, const std::string& name, const weft::step_metrics& m) {
+  os << std::setprecision(10) << "{\"schedule\":\"" << name << "\",\"makespan\":" << m.makespan
+     << ",\"bubble_ratio\":" << m.bubble_ratio << ",\"exposed_comm\":" << m.exposed_comm
+     << ",\"exposed_comm_by_phase\":{\"warmup\":" << m.exposed_by_phase[0]
+     << ",\"steady\":" << m.exposed_by_phase[1] << ",\"cooldown\":" << m.exposed_by_phase[2]
+     << "},\"ranks\":[";
+  for (std::size_t r = 0; r < m.ranks.size(); ++r) {
+    const weft::rank_metrics& x = m.ranks[r];
+    os << (r ? "," : "") << "{\"rank\":" << r << ",\"busy\":" << x.busy << ",\"idle\":" << x.idle
+       << ",\"exposed_comm\":" << x.exposed_comm << ",\"peak_activations\":" << x.peak_activations
+       << "}";
+  }
+  os << "]}\n";
+}
+
+void print_text(std::ostream& os, const std::string& name, const weft::step_metrics& m) {
+  os << name << ": makespan " << m.makespan << ", bubble " << 100 * m.bubble_ratio
+     << "%, exposed comm " << m.exposed_comm << " (warm-up " << m.exposed_by_phase[0] << ", steady "
+     << m.exposed_by_phase[1] << ", cool-down " << m.exposed_by_phase[2] << ")\n";
+  for (std::size_t r = 0; r < m.ranks.size(); ++r) {
+    const weft::rank_metrics& x = m.ranks[r];
+    os << "  rank " << r << ": busy " << x.busy << ", idle " << x.idle << ", exposed comm "
+       << x.exposed_comm << ", peak activations " << x.peak_activations << "\n";
+  }
+}
+
+int simulate_command(const request& q) {
+  const weft::schedule s = generate_or_exit(q, q.name);
+  const simulated sim = simulate_or_exit(q, s);
+  const auto write = [&](const std::string& path, auto&& fn) {
+    std::ofstream out(path);
+    if (!out) {
+      std::cerr << "weft: cannot write '" << path << "'\n";
+      std::exit(2);
+    }
+    fn(out);
+  };
+  if (!q.trace.empty())
+    write(q.trace, [&](std::ostream& o) { weft::write_chrome_trace(o, sim.prog, sim.time); });
+  if (!q.svg.empty())
+    write(q.svg, [&](std::ostream& o) {
+      weft::write_svg(o, sim.prog, sim.time,
+                      {.title = q.name + ", " + std::to_string(q.pp) + " ranks, " +
+                                std::to_string(q.micro) + " micro-batches"});
+    });
+  if (q.json)
+    print_json(std::cout, q.name, sim.metrics);
+  else
+    print_text(std::cout, q.name, sim.metrics);
+  return 0;
+}
+
+int compare_command(const request& q) {
+  std::cout << std::left << std::setw(14) << "schedule" << std::right << std::setw(12) << "makespan"
+            << std::setw(10) << "bubble" << std::setw(14) << "exposed comm" << std::setw(12)
+            << "peak act."
+            << "\n";
+  for (const std::string& name : q.schedules) {
+    const simulated sim = simulate_or_exit(q, generate_or_exit(q, name));
+    int peak = 0;
+    for (const weft::rank_metrics& r : sim.metrics.ranks) peak = std::max(peak, r.peak_activations);
+    std::cout << std::left << std::setw(14) << name << std::right << std::setw(12)
+              << sim.metrics.makespan << std::setw(9) << std::fixed << std::setprecision(1)
+              << 100 * sim.metrics.bubble_ratio << "%" << std::setw(14) << std::setprecision(3)
+              << sim.metrics.exposed_comm << std::setw(12) << peak << std::defaultfloat << "\n";
+  }
+  return 0;
 }
 
 int verify_file(const std::string& path) {
@@ -166,16 +374,17 @@ int main(int argc, char** argv) {
     if (args.size() != 2) bad_usage("verify takes one file");
     return verify_file(std::string(args[1]));
   }
-  if (command != "generate" && command != "check")
+  if (command != "generate" && command != "check" && command != "simulate" && command != "compare")
     bad_usage("unknown command '" + std::string(command) + "'");
+  if (args.size() > 1 && (args[1] == "--help" || args[1] == "-h")) {
+    std::cout << usage;
+    return 0;
+  }
 
   const request q = parse_request(args);
-  weft::schedule s;
-  try {
-    s = generate(q);
-  } catch (const weft::config_error& e) {
-    bad_usage(e.what());
-  }
+  if (command == "simulate") return simulate_command(q);
+  if (command == "compare") return compare_command(q);
+  weft::schedule s = generate_or_exit(q, q.name);
   if (command == "generate") {
     if (q.format == "csv") {
       try {

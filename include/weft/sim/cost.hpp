@@ -58,6 +58,16 @@ struct cost_model {
     time[static_cast<int>(k)][static_cast<int>(ph)] = t;
     return *this;
   }
+  /// The same with every compute time (and the pair's) multiplied by `f`: the cost of a chunk
+  /// that holds `f` of what the table was written for.
+  constexpr cost_model scaled_compute(double f) const noexcept {
+    cost_model c = *this;
+    for (int k = 0; k < kind_count; ++k)
+      if (stream_of(static_cast<kind>(k)) == stream_class::compute)
+        for (int ph = 0; ph < phase_count; ++ph) c.time[k][ph] *= f;
+    if (c.fb_pair >= 0) c.fb_pair *= f;
+    return c;
+  }
   constexpr double pair() const noexcept {
     return fb_pair >= 0 ? fb_pair : of(kind::block, phase::F) + of(kind::block, phase::B);
   }

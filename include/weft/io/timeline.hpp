@@ -1,0 +1,185 @@
+// Pictures of a simulated step: Chrome trace event JSON (one process per rank, one thread per
+// stream; opens in Perfetto and chrome://tracing) and an SVG timeline in the style of the seeds'
+// figures (rank rows, a lane per stream, colour per stage kind, phase and micro-batch on each op,
+// a time axis).
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include <weft/io/format.hpp>
+#include <weft/sim/simulate.hpp>
+
+namespace weft {
+
+namespace detail {
+inline std::string stream_name(int stream) {
+  const bool compute = stream < lanes_per_class;
+  return std::string(compute ? "compute" : "comm") + " " +
+         std::to_string(compute ? stream : stream - lanes_per_class);
+}
+/// Colour per stage kind, close to the seeds' figures.
+inline const char* colour_of(kind k) {
+  switch (k) {
+    case kind::block:
+      return "#8fb8de";
+    case kind::attn:
+      return "#f2b36f";
+    case kind::dispatch:
+      return "#a1d99b";
+    case kind::mlp:
+      return "#9ecae1";
+    case kind::combine:
+      return "#74c476";
+    case kind::shared:
+      return "#c6a5d6";
+    case kind::send:
+    case kind::recv:
+      return "#bdbdbd";
+    default:
+      return "#fdd0a2";
+  }
+}
+/// "F3", "B3", "W3", "I3" (PyTorch's letters for dX/dW), and the chunk when there are several.
+inline std::string short_label(const op& o, bool chunks) {
+  const char letter = o.ph == phase::F    ? 'F'
+                      : o.ph == phase::B  ? 'B'
+                      : o.ph == phase::dX ? 'I'
+                                          : 'W';
+  std::string s(1, letter);
+  s += std::to_string(o.mb);
+  if (chunks) s = std::to_string(o.chunk) + s;
+  return s;
+}
+inline std::string json_escape(const std::string& s) {
+  std::string out;
+  for (const char c : s) {
+    if (c == '"' || c == '\\') out += '\\';
+    out += c;
+  }
+  return out;
+}
+inline std::string xml_escape(const std::string& s) {
+  std::string out;
+  for (const char c : s) {
+    if (c == '<')
+      out += "&lt;";
+    else if (c == '>')
+      out += "&gt;";
+    else if (c == '&')
+      out += "&amp;";
+    else
+      out += c;
+  }
+  return out;
+}
+}  // namespace detail
+
+/// Writes the Chrome trace event format; `us_per_unit` converts simulated time to microseconds.
+inline void write_chrome_trace(std::ostream& out, const program& p, const timeline& t,
+                               double us_per_unit = 1000.0) {
+  out << "{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n";
+  bool first = true;
+  const auto sep = [&] {
+    if (!first) out << ",\n";
+    first = false;
+  };
+  for (int r = 0; r < p.ranks(); ++r) {
+    sep();
+    out << "{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":" << r << ",\"args\":{\"name\":\"rank "
+        << r << "\"}}";
+    for (int st = 0; st < streams_per_rank; ++st) {
+      const std::uint32_t q = program::queue_of(r, st);
+      if (p.queue_begin[q] == p.queue_begin[q + 1]) continue;
+      sep();
+      out << "{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":" << r << ",\"tid\":" << st
+          << ",\"args\":{\"name\":\"" << detail::stream_name(st) << "\"}}";
+    }
+  }
+  for (std::uint32_t i = 0; i < p.size(); ++i) {
+    if (t.start[i] < 0) continue;
+    const op& o = p.at(i);
+    sep();
+    out << "{\"name\":\"" << detail::json_escape(to_string(o)) << "\",\"cat\":\"" << name_of(o.k)
+        << "\",\"ph\":\"X\",\"ts\":" << t.start[i] * us_per_unit
+        << ",\"dur\":" << (t.finish[i] - t.start[i]) * us_per_unit << ",\"pid\":" << p.rank[i]
+        << ",\"tid\":" << static_cast<int>(p.stream[i]) << ",\"args\":{\"mb\":" << o.mb
+        << ",\"chunk\":" << static_cast<int>(o.chunk) << ",\"layer\":" << o.layer << ",\"phase\":\""
+        << name_of(o.ph) << "\"}}";
+  }
+  out << "\n]}\n";
+}
+
+struct svg_style {
+  double width = 1200;      ///< pixels for the whole step
+  double lane_height = 18;  ///< pixels per stream lane
+  std::string title;
+};
+
+/// Writes an SVG timeline: per rank a row of lanes, one per stream that has ops.
+inline void write_svg(std::ostream& out, const program& p, const timeline& t, svg_style st = {}) {
+  const double left = 90, top = st.title.empty() ? 10 : 34, gap = 8;
+  const double scale = t.makespan > 0 ? st.width / t.makespan : 1;
+  const bool chunks = p.source.model.chunks() > p.ranks();
+  // Lanes: the streams each rank uses, compute first.
+  std::vector<std::vector<int>> lanes(static_cast<std::size_t>(p.ranks()));
+  double y = top;
+  std::vector<double> row_y(static_cast<std::size_t>(p.ranks()));
+  for (int r = 0; r < p.ranks(); ++r) {
+    for (int s = 0; s < streams_per_rank; ++s) {
+      const std::uint32_t q = program::queue_of(r, s);
+      if (p.queue_begin[q] != p.queue_begin[q + 1]) lanes[static_cast<std::size_t>(r)].push_back(s);
+    }
+    row_y[static_cast<std::size_t>(r)] = y;
+    y += static_cast<double>(lanes[static_cast<std::size_t>(r)].size()) * st.lane_height + gap;
+  }
+  const double height = y + 30;
+  out << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << left + st.width + 20
+      << "\" height=\"" << height << "\" font-family=\"sans-serif\" font-size=\"10\">\n";
+  out << "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
+  if (!st.title.empty())
+    out << "<text x=\"" << left << "\" y=\"20\" font-size=\"14\">" << detail::xml_escape(st.title)
+        << "</text>\n";
+  for (int r = 0; r < p.ranks(); ++r) {
+    const auto& ls = lanes[static_cast<std::size_t>(r)];
+    for (std::size_t k = 0; k < ls.size(); ++k) {
+      const double ly =
+          row_y[static_cast<std::size_t>(r)] + static_cast<double>(k) * st.lane_height;
+      out << "<text x=\"4\" y=\"" << ly + st.lane_height * 0.7 << "\">rank " << r << " "
+          << detail::stream_name(ls[k]) << "</text>\n";
+    }
+  }
+  for (std::uint32_t i = 0; i < p.size(); ++i) {
+    if (t.start[i] < 0) continue;
+    const op& o = p.at(i);
+    const auto& ls = lanes[p.rank[i]];
+    const auto k = static_cast<double>(std::find(ls.begin(), ls.end(), p.stream[i]) - ls.begin());
+    const double x = left + t.start[i] * scale, w = (t.finish[i] - t.start[i]) * scale;
+    const double ly = row_y[p.rank[i]] + k * st.lane_height;
+    out << "<g class=\"op\" data-op=\"" << i << "\"><title>" << detail::xml_escape(to_string(o))
+        << " [" << t.start[i] << ", " << t.finish[i] << "]</title><rect x=\"" << x << "\" y=\""
+        << ly + 1 << "\" width=\"" << w << "\" height=\"" << st.lane_height - 2 << "\" fill=\""
+        << detail::colour_of(o.k) << "\" stroke=\"#555\" stroke-width=\"0.5\"/>";
+    const std::string label = detail::short_label(o, chunks);
+    if (w >= 6.0 * static_cast<double>(label.size()))
+      out << "<text x=\"" << x + w / 2 << "\" y=\"" << ly + st.lane_height * 0.7
+          << "\" text-anchor=\"middle\">" << label << "</text>";
+    out << "</g>\n";
+  }
+  // Time axis: ten ticks.
+  const double axis = y + 4;
+  out << "<line x1=\"" << left << "\" y1=\"" << axis << "\" x2=\"" << left + st.width << "\" y2=\""
+      << axis << "\" stroke=\"black\"/>\n";
+  for (int k = 0; k <= 10; ++k) {
+    const double x = left + st.width * k / 10.0;
+    out << "<line x1=\"" << x << "\" y1=\"" << axis << "\" x2=\"" << x << "\" y2=\"" << axis + 4
+        << "\" stroke=\"black\"/><text x=\"" << x << "\" y=\"" << axis + 16
+        << "\" text-anchor=\"middle\">" << t.makespan * k / 10.0 << "</text>\n";
+  }
+  out << "</svg>\n";
+}
+
+}  // namespace weft
