@@ -54,7 +54,8 @@ constexpr std::string_view usage =
     "  --cost    a rank's share of the model: F forward, B full backward, W its dW part, FB an\n"
     "            overlapped F and B; A2A one all-to-all, P2P one pipeline transfer (default\n"
     "            F=1,B=2,W=1). With V chunks per rank each costs 1/V (DualPipe's: a whole stage)\n"
-    "  --preset  deepseek-v3: MoE costs where each all-to-all is no longer than its partner\n"
+    "  --preset  deepseek-v3: MoE costs per chunk layer, each all-to-all no longer than its\n"
+    "            compute partner\n"
     "  --barrier each rank waits for a slot before the next (the host syncs every step)\n"
     "  --json    print the metrics as JSON\n"
     "  --trace   write a Chrome trace (Perfetto) of the step; --svg an SVG timeline\n";
@@ -81,6 +82,7 @@ struct request {
   std::vector<std::string> schedules;
   weft::cost_model cost = weft::cost_model::pipeline(1, 2, 1);
   bool barrier = false, json = false;
+  bool cost_is_rank_share = true;  ///< --cost: a rank's share; a preset: per chunk
   std::string trace, svg;
 };
 
@@ -164,12 +166,15 @@ request parse_request(const std::vector<std::string_view>& args) {
       q.transfers = true;
     else if (a == "--schedules")
       q.schedules = split(text(), ',');
-    else if (a == "--cost")
+    else if (a == "--cost") {
       q.cost = parse_cost(text());
+      q.cost_is_rank_share = true;
+    }
     else if (a == "--preset") {
       const std::string_view name = text();
       if (name != "deepseek-v3") bad_usage("unknown preset '" + std::string(name) + "'");
       q.cost = weft::cost_model::deepseek_v3_like();
+      q.cost_is_rank_share = false;
     } else if (a == "--barrier")
       q.barrier = true;
     else if (a == "--json")
@@ -257,7 +262,8 @@ simulated simulate_or_exit(const request& q, const weft::schedule& s) {
   // --cost describes a rank's share of the model; a chunk of a rank with V of them is 1/V of it,
   // except DualPipe's, which are whole stages (it holds the model twice).
   const weft::model_desc& m = s.model;
-  const double share = m.bidirectional ? 1.0 : 1.0 / m.chunks_per_rank;
+  const double share =
+      !q.cost_is_rank_share || m.bidirectional ? 1.0 : 1.0 / m.chunks_per_rank;
   out.time = weft::simulate(out.prog, q.cost.scaled_compute(share), {.slot_barrier = q.barrier});
   if (out.time.deadlocked()) {
     std::cerr << "weft: simulate: deadlock; each rank is stuck at:\n";

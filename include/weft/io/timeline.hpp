@@ -121,7 +121,7 @@ struct svg_style {
 
 /// Writes an SVG timeline: per rank a row of lanes, one per stream that has ops.
 inline void write_svg(std::ostream& out, const program& p, const timeline& t, svg_style st = {}) {
-  const double left = 90, top = st.title.empty() ? 10 : 34, gap = 8;
+  const double left = 110, top = 34, gap = 8;
   const double scale = t.makespan > 0 ? st.width / t.makespan : 1;
   const bool chunks = p.source.model.chunks() > p.ranks();
   // Lanes: the streams each rank uses, compute first.
@@ -143,6 +143,21 @@ inline void write_svg(std::ostream& out, const program& p, const timeline& t, sv
   if (!st.title.empty())
     out << "<text x=\"" << left << "\" y=\"20\" font-size=\"14\">" << detail::xml_escape(st.title)
         << "</text>\n";
+  {  // Legend: the kinds present, right-aligned on the title line.
+    bool present[kind_count] = {};
+    for (const op& o : p.source.ops) present[static_cast<int>(o.k)] = true;
+    present[static_cast<int>(kind::recv)] = false;  // drawn as "transfer" with send
+    double x = left + st.width;
+    for (int k = kind_count - 1; k >= 0; --k) {
+      if (!present[k]) continue;
+      const kind kk = static_cast<kind>(k);
+      const std::string name = kk == kind::send ? "transfer" : std::string(name_of(kk));
+      x -= 14 + 6.0 * static_cast<double>(name.size()) + 12;
+      out << "<rect class=\"legend\" x=\"" << x << "\" y=\"10\" width=\"12\" height=\"12\" fill=\""
+          << detail::colour_of(kk) << "\" stroke=\"#555\" stroke-width=\"0.5\"/><text x=\"" << x + 15
+          << "\" y=\"20\">" << name << "</text>\n";
+    }
+  }
   for (int r = 0; r < p.ranks(); ++r) {
     const auto& ls = lanes[static_cast<std::size_t>(r)];
     for (std::size_t k = 0; k < ls.size(); ++k) {

@@ -126,7 +126,8 @@ constexpr pattern forward_pattern(const model_desc& m, overlap_options o, int wh
 /// One chunk's backward, layers and kinds reversed. `ph`: B (fused), dX (input gradients: kinds
 /// without weights run whole, B) or dW (weight gradients: only kinds with weights). A fused
 /// backward with self-overlap splits the experts: combine-B ‖ shared-B, mlp-dX,
-/// dispatch-B ‖ mlp-dW, attn-B.
+/// dispatch-B ‖ mlp-dW, attn-B; a dX pass with self-overlap puts the shared expert's dX beside
+/// combine-B.
 constexpr pattern backward_pattern(const model_desc& m, overlap_options o, phase ph,
                                    int whose = 0) {
   const layer_shape ls(m.stages);
@@ -142,6 +143,17 @@ constexpr pattern backward_pattern(const model_desc& m, overlap_options o, phase
         p.add(kind::mlp, phase::dW, l, sp, whose);
         p.close();
         p.slot(kind::attn, phase::B, l, sp, whose);
+        continue;
+      }
+      if (ph == phase::dX && o.self_overlap && ls.moe && ls.shared) {
+        // A zero-bubble input-gradient pass: the shared expert's dX hides combine-B; the
+        // routed experts' dW, which would hide dispatch-B, runs later with the other dW.
+        p.add(kind::combine, phase::B, l, sp, whose);
+        p.add(kind::shared, phase::dX, l, sp, whose);
+        p.close();
+        p.slot(kind::mlp, phase::dX, l, sp, whose);
+        p.slot(kind::dispatch, phase::B, l, sp, whose);
+        p.slot(kind::attn, phase::dX, l, sp, whose);
         continue;
       }
       for (int j = ls.n - 1; j >= 0; --j) {
