@@ -47,6 +47,7 @@ case "${1:-}" in
     install_missing
     build bench
     ./build/bench/bench/verify_runtime --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
+    ./build/bench/bench/simulate_throughput --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
     bench/compile_time.sh
     CXX=clang++ bench/compile_time.sh
     ;;

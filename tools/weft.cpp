@@ -169,8 +169,7 @@ request parse_request(const std::vector<std::string_view>& args) {
     else if (a == "--cost") {
       q.cost = parse_cost(text());
       q.cost_is_rank_share = true;
-    }
-    else if (a == "--preset") {
+    } else if (a == "--preset") {
       const std::string_view name = text();
       if (name != "deepseek-v3") bad_usage("unknown preset '" + std::string(name) + "'");
       q.cost = weft::cost_model::deepseek_v3_like();
@@ -262,8 +261,7 @@ simulated simulate_or_exit(const request& q, const weft::schedule& s) {
   // --cost describes a rank's share of the model; a chunk of a rank with V of them is 1/V of it,
   // except DualPipe's, which are whole stages (it holds the model twice).
   const weft::model_desc& m = s.model;
-  const double share =
-      !q.cost_is_rank_share || m.bidirectional ? 1.0 : 1.0 / m.chunks_per_rank;
+  const double share = !q.cost_is_rank_share || m.bidirectional ? 1.0 : 1.0 / m.chunks_per_rank;
   out.time = weft::simulate(out.prog, q.cost.scaled_compute(share), {.slot_barrier = q.barrier});
   if (out.time.deadlocked()) {
     std::cerr << "weft: simulate: deadlock; each rank is stuck at:\n";
