@@ -288,7 +288,10 @@ void print_json(std::ostream& os, const std::string& name, const weft::step_metr
     const weft::rank_metrics& x = m.ranks[r];
     os << (r ? "," : "") << "{\"rank\":" << r << ",\"busy\":" << x.busy << ",\"idle\":" << x.idle
        << ",\"exposed_comm\":" << x.exposed_comm << ",\"peak_activations\":" << x.peak_activations
-       << "}";
+       << ",\"stream_utilisation\":[";
+    for (int st = 0; st < weft::streams_per_rank; ++st)
+      os << (st ? "," : "") << (m.makespan > 0 ? x.stream_busy[st] / m.makespan : 0.0);
+    os << "]}";
   }
   os << "]}\n";
 }

@@ -58,6 +58,19 @@ struct cost_model {
     time[static_cast<int>(k)][static_cast<int>(ph)] = t;
     return *this;
   }
+  /// A compute op from its FLOPs and the device's sustained FLOP/s.
+  constexpr cost_model& set_flops(kind k, phase ph, double flops, double flops_per_s) noexcept {
+    return set(k, ph, flops / flops_per_s);
+  }
+  /// MoE all-to-alls (dispatch, combine) over an expert-parallel group of `ep` ranks moving
+  /// `a2a_bytes` per rank, and pipeline transfers of `p2p_bytes`, on `l`.
+  constexpr cost_model& set_comm(link l, int ep, double a2a_bytes, double p2p_bytes) noexcept {
+    const double a2a = collective::pairwise_all_to_all(l, ep, a2a_bytes);
+    for (kind k : {kind::dispatch, kind::combine}) set(k, phase::F, a2a).set(k, phase::B, a2a);
+    const double p2p = collective::p2p(l, p2p_bytes);
+    for (kind k : {kind::send, kind::recv}) set(k, phase::F, p2p).set(k, phase::B, p2p);
+    return *this;
+  }
   /// The same with every compute time (and the pair's) multiplied by `f`: the cost of a chunk
   /// that holds `f` of what the table was written for.
   constexpr cost_model scaled_compute(double f) const noexcept {
