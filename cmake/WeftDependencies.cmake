@@ -6,6 +6,7 @@ function(weft_require found what package)
   endif()
 endfunction()
 
+find_package(Threads REQUIRED)  # the runtime's streams
 find_package(Boost 1.74 QUIET)
 weft_require(Boost_FOUND "Boost.Hana (Boost headers >= 1.74)" "libboost-dev")
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # weft's one entry point for people and CI:
 #   scripts/dev.sh demo    install what is missing, build and run the quick-start example
-#   scripts/dev.sh test    install what is missing, build with g++ and clang, run every test
+#   scripts/dev.sh test    install what is missing, build with g++ and clang (and g++ with thread
+#                          and address/UB sanitizers), run every test
 #   scripts/dev.sh bench   install what is missing, build and run the benchmarks
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -37,7 +38,7 @@ case "${1:-}" in
     ;;
   test)
     install_missing
-    for preset in gcc clang; do
+    for preset in gcc clang tsan asan; do
       echo "== $preset"
       build "$preset"
       ctest --preset "$preset"

@@ -1,0 +1,295 @@
+// Streams that emulate accelerator queues on a shared pool of worker threads: each stream runs
+// its work in issue order; an event recorded on one stream can be waited on by another; the host
+// can wait for a stream or an event. Many ranks x streams share few cores: a stream waiting for
+// an event holds no thread (the event reschedules it when it fires), and idle workers sleep on a
+// condition variable — nothing spins.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <exception>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <utility>
+#include <vector>
+
+namespace weft::rt {
+
+class stream;
+class worker_pool;
+
+/// Something that happens once. Streams wait on it without holding a thread; the host can block
+/// on it. Shared between the recording stream and the waiters.
+class event {
+ public:
+  event() : state_(std::make_shared<state>()) {}
+
+  bool done() const {
+    std::lock_guard lock(state_->m);
+    return state_->fired;
+  }
+  /// Blocks the calling (host) thread until the event fires.
+  void wait() const {
+    std::unique_lock lock(state_->m);
+    state_->host.wait(lock, [&] { return state_->fired; });
+  }
+  /// Fires the event now, from any thread (a timer, a communication backend).
+  void fire() const { fire(*state_); }
+
+ private:
+  friend class stream;
+  struct state {
+    mutable std::mutex m;
+    std::condition_variable host;
+    bool fired = false;
+    std::vector<stream*> waiters;
+  };
+  static void fire(state& st);
+  /// Registers `s` to be rescheduled when the event fires; false if it already has.
+  static bool add_waiter(state& st, stream* s) {
+    std::lock_guard lock(st.m);
+    if (st.fired) return false;
+    st.waiters.push_back(s);
+    return true;
+  }
+  /// Takes `s` off the waiters; false if the event has fired (and will reschedule it).
+  static bool remove_waiter(state& st, stream* s) {
+    std::lock_guard lock(st.m);
+    for (auto it = st.waiters.begin(); it != st.waiters.end(); ++it)
+      if (*it == s) {
+        st.waiters.erase(it);
+        return true;
+      }
+    return false;
+  }
+  std::shared_ptr<state> state_;
+};
+
+/// Why a run stopped: the first task that threw, with the tag its issuer gave it.
+struct task_failure {
+  std::uint64_t tag = 0;
+  std::exception_ptr error;
+};
+
+/// Worker threads shared by every stream of a world. Streams with work queue up here.
+class worker_pool {
+ public:
+  explicit worker_pool(unsigned workers = std::thread::hardware_concurrency()) {
+    if (workers == 0) workers = 1;
+    threads_.reserve(workers);
+    for (unsigned i = 0; i < workers; ++i) threads_.emplace_back([this] { work(); });
+  }
+  worker_pool(const worker_pool&) = delete;
+  worker_pool& operator=(const worker_pool&) = delete;
+  /// Joins every worker. Streams must be idle (synchronise them first).
+  ~worker_pool() {
+    {
+      std::lock_guard lock(m_);
+      stop_ = true;
+    }
+    wake_.notify_all();
+    for (std::thread& t : threads_) t.join();
+  }
+
+  unsigned workers() const noexcept { return static_cast<unsigned>(threads_.size()); }
+
+  /// The first failure of any task since the last `clear_failure`, if any. Once a task fails,
+  /// streams skip the tasks that follow (events still fire, so nothing waits forever).
+  bool failed() const {
+    std::lock_guard lock(m_);
+    return failure_.error != nullptr;
+  }
+  task_failure failure() const {
+    std::lock_guard lock(m_);
+    return failure_;
+  }
+  void clear_failure() {
+    std::lock_guard lock(m_);
+    failure_ = {};
+    aborted_.store(false, std::memory_order_relaxed);
+  }
+
+ private:
+  friend class stream;
+  friend class event;
+
+  void schedule(stream* s) {
+    bool wake = false;
+    {
+      std::lock_guard lock(m_);
+      ready_.push_back(s);
+      wake = sleepers_ > 0;
+    }
+    if (wake) wake_.notify_one();
+  }
+  void fail(std::uint64_t tag, std::exception_ptr e) {
+    std::lock_guard lock(m_);
+    if (!failure_.error) failure_ = {tag, std::move(e)};
+    aborted_.store(true, std::memory_order_relaxed);
+  }
+  bool aborted() const noexcept { return aborted_.load(std::memory_order_relaxed); }
+  void work();
+
+  mutable std::mutex m_;
+  std::condition_variable wake_;
+  std::deque<stream*> ready_;
+  unsigned sleepers_ = 0;
+  bool stop_ = false;
+  task_failure failure_;
+  std::atomic<bool> aborted_{false};
+  std::vector<std::thread> threads_;
+};
+
+/// An in-order queue of work running on a worker pool.
+class stream {
+ public:
+  explicit stream(worker_pool& pool) : pool_(pool) {}
+  stream(const stream&) = delete;
+  stream& operator=(const stream&) = delete;
+  /// Drops work not yet started, waits for the task that is running, if any.
+  ~stream() { abandon(); }
+
+  /// Runs `fn` after everything enqueued before it. `tag` names the task in a failure report.
+  void enqueue(std::function<void()> fn, std::uint64_t tag = 0) {
+    push({entry::run, std::move(fn), {}, tag});
+  }
+  /// Fires `e` when the stream reaches this point.
+  void record(const event& e) { push({entry::fire, {}, e.state_, 0}); }
+  /// Holds back what follows until `e` has fired; holds no thread meanwhile.
+  void wait(const event& e) { push({entry::wait, {}, e.state_, 0}); }
+  /// Blocks the host until everything enqueued so far has run.
+  void synchronize() {
+    std::unique_lock lock(m_);
+    idle_.wait(lock, [&] { return queue_.empty() && !active_; });
+  }
+  /// As `synchronize`, giving up after `timeout`; true if the stream is idle.
+  template <class Rep, class Period>
+  bool synchronize_for(std::chrono::duration<Rep, Period> timeout) {
+    std::unique_lock lock(m_);
+    return idle_.wait_for(lock, timeout, [&] { return queue_.empty() && !active_; });
+  }
+  /// Drops everything not yet started, including a wait on an event that may never fire, and
+  /// waits for the task that is running: how a run that failed or timed out shuts down.
+  void abandon() {
+    std::shared_ptr<event::state> parked;
+    {
+      std::lock_guard lock(m_);
+      queue_.clear();
+      parked = parked_on_;
+    }
+    if (parked && event::remove_waiter(*parked, this)) {
+      std::lock_guard lock(m_);
+      parked_on_.reset();
+      active_ = false;
+      idle_.notify_all();
+    }
+    synchronize();
+  }
+  /// True while the stream's head waits for an event that has not fired.
+  bool parked() const {
+    std::lock_guard lock(m_);
+    return parked_on_ != nullptr;
+  }
+
+ private:
+  friend class worker_pool;
+  friend class event;
+
+  struct entry {
+    enum kind_t : std::uint8_t { run, fire, wait } kind;
+    std::function<void()> fn;
+    std::shared_ptr<event::state> ev;  ///< for fire and wait
+    std::uint64_t tag;
+  };
+
+  void push(entry e) {
+    bool schedule = false;
+    {
+      std::lock_guard lock(m_);
+      queue_.push_back(std::move(e));
+      if (!active_) active_ = schedule = true;
+    }
+    if (schedule) pool_.schedule(this);
+  }
+
+  /// Runs entries until the queue is empty or the head waits for an event that has not fired
+  /// (the event reschedules the stream then).
+  void drain() {
+    for (;;) {
+      entry e;
+      {
+        std::lock_guard lock(m_);
+        if (queue_.empty()) {
+          parked_on_.reset();
+          active_ = false;
+          idle_.notify_all();
+          return;
+        }
+        entry& head = queue_.front();
+        if (head.kind == entry::wait) {
+          if (event::add_waiter(*head.ev, this)) {
+            parked_on_ = head.ev;
+            return;  // stays active: the event brings it back
+          }
+          parked_on_.reset();
+          queue_.pop_front();
+          continue;
+        }
+        e = std::move(head);
+        queue_.pop_front();
+      }
+      if (e.kind == entry::fire) {
+        event::fire(*e.ev);
+        continue;
+      }
+      if (pool_.aborted()) continue;
+      try {
+        e.fn();
+      } catch (...) {
+        pool_.fail(e.tag, std::current_exception());
+      }
+    }
+  }
+
+  worker_pool& pool_;
+  mutable std::mutex m_;
+  std::condition_variable idle_;
+  std::deque<entry> queue_;
+  bool active_ = false;  ///< queued on the pool, running, or parked on an event
+  std::shared_ptr<event::state> parked_on_;
+};
+
+inline void event::fire(state& st) {
+  std::vector<stream*> waiters;
+  {
+    std::lock_guard lock(st.m);
+    if (st.fired) return;
+    st.fired = true;
+    waiters.swap(st.waiters);
+  }
+  st.host.notify_all();
+  for (stream* s : waiters) s->pool_.schedule(s);
+}
+
+inline void worker_pool::work() {
+  for (;;) {
+    stream* s = nullptr;
+    {
+      std::unique_lock lock(m_);
+      ++sleepers_;
+      wake_.wait(lock, [&] { return stop_ || !ready_.empty(); });
+      --sleepers_;
+      if (ready_.empty()) return;  // stopping, and nothing left to run
+      s = ready_.front();
+      ready_.pop_front();
+    }
+    s->drain();
+  }
+}
+
+}  // namespace weft::rt

@@ -1,0 +1,80 @@
+// Fires events at points in time, from one thread: how modelled communication time passes
+// without holding a worker (a stream waiting on the event holds no thread either).
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <queue>
+#include <thread>
+#include <vector>
+
+#include <weft/rt/stream.hpp>
+
+namespace weft::rt {
+
+class timer {
+ public:
+  using clock = std::chrono::steady_clock;
+
+  timer() : thread_([this] { run(); }) {}
+  timer(const timer&) = delete;
+  timer& operator=(const timer&) = delete;
+  /// Fires every pending event at once, then joins the thread: nothing waits forever.
+  ~timer() {
+    {
+      std::lock_guard lock(m_);
+      stop_ = true;
+    }
+    cv_.notify_one();
+    thread_.join();
+  }
+
+  /// Fires `e` at `when` (at once if that has passed).
+  void fire_at(clock::time_point when, const event& e) {
+    {
+      std::lock_guard lock(m_);
+      due_.push({when, e});
+    }
+    cv_.notify_one();
+  }
+  template <class Rep, class Period>
+  void fire_after(std::chrono::duration<Rep, Period> d, const event& e) {
+    fire_at(clock::now() + std::chrono::duration_cast<clock::duration>(d), e);
+  }
+
+ private:
+  struct item {
+    clock::time_point when;
+    event ev;
+    bool operator>(const item& o) const { return when > o.when; }
+  };
+  void run() {
+    std::unique_lock lock(m_);
+    for (;;) {
+      if (due_.empty()) {
+        if (stop_) return;
+        cv_.wait(lock, [&] { return stop_ || !due_.empty(); });
+        continue;
+      }
+      const clock::time_point next = due_.top().when;
+      if (!stop_ && clock::now() < next) {
+        cv_.wait_until(lock, next);
+        continue;
+      }
+      const event e = due_.top().ev;
+      due_.pop();
+      lock.unlock();
+      e.fire();
+      lock.lock();
+    }
+  }
+
+  std::mutex m_;
+  std::condition_variable cv_;
+  std::priority_queue<item, std::vector<item>, std::greater<>> due_;
+  bool stop_ = false;
+  std::thread thread_;
+};
+
+}  // namespace weft::rt
