@@ -167,30 +167,31 @@ TEST_CASE("lowering refuses an illegal schedule with the rule") {
 }
 
 TEST_CASE("the alpha-beta model and its collectives") {
-  const link l{.alpha = 1e-5, .beta = 1e-9};  // 10 us, 1 GB/s
+  const link_model l{.alpha = 1e-5, .beta = 1e-9};  // 10 us, 1 GB/s
   CHECK(collective::p2p(l, 1e6) == doctest::Approx(1e-5 + 1e-3));
   CHECK(collective::ring_all_gather(l, 4, 1e6) == doctest::Approx(3e-5 + 0.75e-3));
   CHECK(collective::ring_reduce_scatter(l, 4, 1e6) == doctest::Approx(3e-5 + 0.75e-3));
   CHECK(collective::ring_all_reduce(l, 4, 1e6) == doctest::Approx(6e-5 + 1.5e-3));
   CHECK(collective::pairwise_all_to_all(l, 8, 8e6) == doctest::Approx(7e-5 + 7e-3));
   // Across data centres, 5 ms per 1000 km of fibre on top of the base latency.
-  CHECK(link::cross_dc(1000).alpha == doctest::Approx(10e-6 + 5e-3));
-  CHECK(link::cross_dc(0).alpha == doctest::Approx(link::inter_node().alpha));
+  CHECK(link_model::cross_dc(1000).alpha == doctest::Approx(10e-6 + 5e-3));
+  CHECK(link_model::cross_dc(0).alpha == doctest::Approx(link_model::inter_node().alpha));
 
   cost_model c;
-  c.set_flops(kind::attn, phase::F, 2e12, 1e15).set_comm(link::inter_node(), 8, 64e6, 16e6);
+  c.set_flops(kind::attn, phase::F, 2e12, 1e15).set_comm(link_model::inter_node(), 8, 64e6, 16e6);
   CHECK(c.of(kind::attn, phase::F) == doctest::Approx(2e-3));
   CHECK(c.of(kind::dispatch, phase::B) ==
-        doctest::Approx(collective::pairwise_all_to_all(link::inter_node(), 8, 64e6)));
-  CHECK(c.of(kind::recv, phase::F) == doctest::Approx(collective::p2p(link::inter_node(), 16e6)));
+        doctest::Approx(collective::pairwise_all_to_all(link_model::inter_node(), 8, 64e6)));
+  CHECK(c.of(kind::recv, phase::F) ==
+        doctest::Approx(collective::p2p(link_model::inter_node(), 16e6)));
 }
 
 TEST_CASE("a slower cross-data-centre link shows up as exposed pipeline communication") {
   const pipeline_params p{.ranks = 4, .micro = 8};
   cost_model near = cost_model::pipeline(1e-3, 2e-3, 1e-3);
-  near.set_comm(link::inter_node(), 1, 0, 16e6);
+  near.set_comm(link_model::inter_node(), 1, 0, 16e6);
   cost_model far = near;
-  far.set_comm(link::cross_dc(1000), 1, 0, 16e6);
+  far.set_comm(link_model::cross_dc(1000), 1, 0, 16e6);
   const step_metrics a = run(one_f_one_b(p), near), b = run(one_f_one_b(p), far);
   CHECK(b.makespan > a.makespan);
   CHECK(b.exposed_comm > a.exposed_comm);

@@ -1,0 +1,294 @@
+// The in-process backend: every rank is a set of streams in one process, data moves by copy the
+// moment both sides have posted, and the operation's event fires after the time the alpha-beta
+// model gives it (at once without a model) — so a cross-node or cross-data-centre link can be
+// emulated on one machine, with a timer, not a sleeping worker.
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include <weft/rt/comm.hpp>
+#include <weft/rt/timer.hpp>
+#include <weft/sim/cost.hpp>
+
+namespace weft::rt {
+
+/// How long an operation takes on the emulated link: none (instant), or the alpha-beta model.
+struct delay_model {
+  std::optional<link_model> on;
+
+  double p2p(std::size_t bytes) const {
+    return on ? collective::p2p(*on, static_cast<double>(bytes)) : 0.0;
+  }
+  double all_to_all(int p, std::size_t bytes_per_rank) const {
+    return on ? collective::pairwise_all_to_all(*on, p, static_cast<double>(bytes_per_rank)) : 0.0;
+  }
+  double all_reduce(int p, std::size_t bytes) const {
+    return on ? collective::ring_all_reduce(*on, p, static_cast<double>(bytes)) : 0.0;
+  }
+  double all_gather(int p, std::size_t bytes) const {
+    return on ? collective::ring_all_gather(*on, p, static_cast<double>(bytes)) : 0.0;
+  }
+};
+
+class inproc_world {
+ public:
+  explicit inproc_world(int ranks, delay_model delay = {}) : delay_(delay) {
+    if (ranks < 1) throw std::invalid_argument("weft: inproc: a world needs at least one rank");
+    for (int r = 0; r < ranks; ++r) comms_.push_back(std::make_unique<endpoint>(*this, r));
+  }
+  inproc_world(const inproc_world&) = delete;
+  inproc_world& operator=(const inproc_world&) = delete;
+
+  int size() const noexcept { return static_cast<int>(comms_.size()); }
+  communicator& at(int rank) { return *comms_.at(static_cast<std::size_t>(rank)); }
+
+ private:
+  struct endpoint;
+
+  // A posted point-to-point operation waiting for its partner.
+  struct posted {
+    const float* send = nullptr;
+    float* recv = nullptr;
+    std::size_t n = 0;
+    event done;
+  };
+  struct channel {
+    std::deque<posted> sends, recvs;
+  };
+  // A collective in progress: one slot per member, filled as members arrive.
+  struct meeting {
+    enum op_t { a2a, reduce, gather, scatter, sync } op;
+    struct part {
+      std::span<const float> in{};
+      std::span<float> out{};
+      std::span<const std::size_t> send_counts{}, recv_counts{};
+      event done{};
+      bool arrived = false;
+    };
+    std::vector<part> parts;
+    int arrived = 0;
+  };
+
+  void complete_after(double seconds, const event& e) {
+    if (seconds <= 0) return e.fire();
+    timer_.fire_after(std::chrono::duration<double>(seconds), e);
+  }
+
+  event send(int src, int dst, int tag, std::span<const float> data) {
+    check_peer(dst, "send to");
+    event done;
+    std::unique_lock lock(m_);
+    channel& ch = channels_[{src, dst, tag}];
+    if (ch.recvs.empty()) {
+      ch.sends.push_back({data.data(), nullptr, data.size(), done});
+      return done;
+    }
+    posted r = ch.recvs.front();
+    ch.recvs.pop_front();
+    lock.unlock();
+    match(src, dst, tag, data.data(), data.size(), r.recv, r.n, done, r.done);
+    return done;
+  }
+  event recv(int dst, int src, int tag, std::span<float> data) {
+    check_peer(src, "receive from");
+    event done;
+    std::unique_lock lock(m_);
+    channel& ch = channels_[{src, dst, tag}];
+    if (ch.sends.empty()) {
+      ch.recvs.push_back({nullptr, data.data(), data.size(), done});
+      return done;
+    }
+    posted s = ch.sends.front();
+    ch.sends.pop_front();
+    lock.unlock();
+    match(src, dst, tag, s.send, s.n, data.data(), data.size(), s.done, done);
+    return done;
+  }
+  void match(int src, int dst, int tag, const float* from, std::size_t n_from, float* to,
+             std::size_t n_to, const event& sent, const event& received) {
+    if (n_from != n_to) {
+      sent.fire();  // nobody waits forever; the caller's task fails and stops the run
+      received.fire();
+      throw std::length_error("weft: inproc: a send of " + std::to_string(n_from) +
+                              " values from rank " + std::to_string(src) + " to rank " +
+                              std::to_string(dst) + " (tag " + std::to_string(tag) +
+                              ") meets a receive of " + std::to_string(n_to));
+    }
+    std::copy(from, from + n_from, to);
+    const double t = delay_.p2p(n_from * sizeof(float));
+    complete_after(t, sent);
+    complete_after(t, received);
+  }
+  void check_peer(int peer, const char* what) const {
+    if (peer < 0 || peer >= size())
+      throw std::out_of_range(std::string("weft: inproc: ") + what + " rank " +
+                              std::to_string(peer) + ", outside a world of " +
+                              std::to_string(size()));
+  }
+
+  /// Joins the group's current meeting; the last member to arrive carries it out.
+  event meet(int rank, meeting::op_t op, std::span<const int> members, meeting::part mine) {
+    const auto me = std::find(members.begin(), members.end(), rank);
+    if (me == members.end())
+      throw std::invalid_argument("weft: inproc: rank " + std::to_string(rank) +
+                                  " joins a collective of a group it is not in");
+    for (const int r : members) check_peer(r, "meet");
+    const auto index = static_cast<std::size_t>(me - members.begin());
+    const std::vector<int> key(members.begin(), members.end());
+    event done;
+    mine.done = done;
+    mine.arrived = true;
+    std::unique_lock lock(m_);
+    std::size_t& seq = sequence_[{key, rank}];
+    meeting& mt = meetings_[{key, seq++}];
+    if (mt.parts.empty()) {
+      mt.op = op;
+      mt.parts.resize(members.size());
+    }
+    if (mt.op != op) {
+      lock.unlock();
+      throw std::logic_error("weft: inproc: members of a group call different collectives");
+    }
+    mt.parts[index] = mine;
+    if (++mt.arrived < static_cast<int>(members.size())) return done;
+    meeting ready = std::move(mt);
+    meetings_.erase({key, seq - 1});
+    lock.unlock();
+    carry_out(ready);
+    return done;
+  }
+  void carry_out(meeting& mt) {
+    const auto p = static_cast<int>(mt.parts.size());
+    const auto finish = [&](double seconds) {
+      for (auto& part : mt.parts) complete_after(seconds, part.done);
+    };
+    std::size_t bytes = 0;
+    switch (mt.op) {
+      case meeting::a2a: {
+        for (std::size_t i = 0; i < mt.parts.size(); ++i)
+          for (std::size_t j = 0; j < mt.parts.size(); ++j)
+            if (mt.parts[i].send_counts[j] != mt.parts[j].recv_counts[i]) {
+              finish(0);
+              throw std::length_error("weft: inproc: all-to-all member " + std::to_string(i) +
+                                      " sends " + std::to_string(mt.parts[i].send_counts[j]) +
+                                      " values to member " + std::to_string(j) +
+                                      ", which expects " +
+                                      std::to_string(mt.parts[j].recv_counts[i]));
+            }
+        for (std::size_t j = 0; j < mt.parts.size(); ++j) {
+          std::size_t at = 0;
+          for (std::size_t i = 0; i < mt.parts.size(); ++i) {
+            std::size_t from = 0;
+            for (std::size_t k = 0; k < j; ++k) from += mt.parts[i].send_counts[k];
+            const std::size_t n = mt.parts[i].send_counts[j];
+            std::copy_n(mt.parts[i].in.data() + from, n, mt.parts[j].out.data() + at);
+            at += n;
+          }
+          bytes = std::max(bytes, at * sizeof(float));
+        }
+        return finish(delay_.all_to_all(p, bytes));
+      }
+      case meeting::reduce: {
+        const std::size_t n = mt.parts[0].out.size();
+        for (auto& part : mt.parts)
+          if (part.out.size() != n) {
+            finish(0);
+            throw std::length_error("weft: inproc: all-reduce buffers differ in length");
+          }
+        std::vector<float> sum(n, 0.0f);
+        for (auto& part : mt.parts)  // member order: the same sum on every run
+          for (std::size_t k = 0; k < n; ++k) sum[k] += part.out[k];
+        for (auto& part : mt.parts) std::copy(sum.begin(), sum.end(), part.out.begin());
+        return finish(delay_.all_reduce(p, n * sizeof(float)));
+      }
+      case meeting::gather: {
+        const std::size_t n = mt.parts[0].in.size();
+        for (auto& part : mt.parts)
+          if (part.in.size() != n || part.out.size() != n * mt.parts.size()) {
+            finish(0);
+            throw std::length_error("weft: inproc: all-gather buffers do not fit");
+          }
+        for (auto& part : mt.parts)
+          for (std::size_t i = 0; i < mt.parts.size(); ++i)
+            std::copy(mt.parts[i].in.begin(), mt.parts[i].in.end(),
+                      part.out.begin() + static_cast<std::ptrdiff_t>(i * n));
+        return finish(delay_.all_gather(p, n * sizeof(float)));
+      }
+      case meeting::scatter: {
+        const std::size_t n = mt.parts[0].out.size();
+        for (auto& part : mt.parts)
+          if (part.out.size() != n || part.in.size() != n * mt.parts.size()) {
+            finish(0);
+            throw std::length_error("weft: inproc: reduce-scatter buffers do not fit");
+          }
+        for (std::size_t j = 0; j < mt.parts.size(); ++j)
+          for (std::size_t k = 0; k < n; ++k) {
+            float sum = 0;
+            for (auto& part : mt.parts) sum += part.in[j * n + k];
+            mt.parts[j].out[k] = sum;
+          }
+        return finish(delay_.all_gather(p, n * sizeof(float)));
+      }
+      case meeting::sync:
+        return finish(delay_.all_reduce(p, 0));
+    }
+  }
+
+  struct endpoint final : communicator {
+    endpoint(inproc_world& w, int r) : world(w), me(r) {}
+    int rank() const noexcept override { return me; }
+    int size() const noexcept override { return world.size(); }
+    event isend(std::span<const float> data, int dst, int tag) override {
+      return world.send(me, dst, tag, data);
+    }
+    event irecv(std::span<float> data, int src, int tag) override {
+      return world.recv(me, src, tag, data);
+    }
+    event all_to_all_v(std::span<const float> send, std::span<const std::size_t> send_counts,
+                       std::span<float> recv, std::span<const std::size_t> recv_counts,
+                       std::span<const int> members) override {
+      if (send_counts.size() != members.size() || recv_counts.size() != members.size())
+        throw std::invalid_argument("weft: inproc: all-to-all needs a count per member");
+      return world.meet(
+          me, meeting::a2a, members,
+          {.in = send, .out = recv, .send_counts = send_counts, .recv_counts = recv_counts});
+    }
+    event all_reduce_sum(std::span<float> data, std::span<const int> members) override {
+      return world.meet(me, meeting::reduce, members, {.out = data});
+    }
+    event all_gather(std::span<const float> mine, std::span<float> all,
+                     std::span<const int> members) override {
+      return world.meet(me, meeting::gather, members, {.in = mine, .out = all});
+    }
+    event reduce_scatter_sum(std::span<const float> all, std::span<float> mine,
+                             std::span<const int> members) override {
+      return world.meet(me, meeting::scatter, members, {.in = all, .out = mine});
+    }
+    event barrier(std::span<const int> members) override {
+      return world.meet(me, meeting::sync, members, {});
+    }
+    inproc_world& world;
+    int me;
+  };
+
+  delay_model delay_;
+  std::mutex m_;
+  std::map<std::tuple<int, int, int>, channel> channels_;
+  std::map<std::pair<std::vector<int>, int>, std::size_t> sequence_;
+  std::map<std::pair<std::vector<int>, std::size_t>, meeting> meetings_;
+  std::vector<std::unique_ptr<endpoint>> comms_;
+  timer timer_;  // last: destroyed first, firing whatever is pending
+};
+
+}  // namespace weft::rt

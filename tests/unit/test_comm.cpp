@@ -1,0 +1,138 @@
+// The in-process communication backend: point-to-point matching, collectives over groups,
+// modelled delays, and clear errors for mismatched calls.
+#include <doctest/doctest.h>
+
+#include <chrono>
+#include <numeric>
+#include <stdexcept>
+#include <thread>
+#include <vector>
+
+#include <weft/rt/inproc.hpp>
+
+using namespace weft;
+using namespace weft::rt;
+using namespace std::chrono_literals;
+
+namespace {
+/// Runs `fn(rank)` on one thread per rank.
+template <class Fn>
+void on_every_rank(int ranks, Fn fn) {
+  std::vector<std::thread> threads;
+  for (int r = 0; r < ranks; ++r) threads.emplace_back(fn, r);
+  for (std::thread& t : threads) t.join();
+}
+}  // namespace
+
+TEST_CASE("point-to-point: the k-th send meets the k-th receive of its channel") {
+  inproc_world w(2);
+  std::vector<float> a{1, 2, 3}, b{4, 5, 6}, got_a(3), got_b(3), got_tagged(3);
+  // Receives posted before the sends, and a tagged pair in between that must not mix.
+  event r1 = w.at(1).irecv(got_a, 0, 0);
+  event r2 = w.at(1).irecv(got_b, 0, 0);
+  event s1 = w.at(0).isend(a, 1, 0);
+  event st = w.at(0).isend(b, 1, 7);
+  event s2 = w.at(0).isend(b, 1, 0);
+  event rt = w.at(1).irecv(got_tagged, 0, 7);
+  for (const event& e : {r1, r2, s1, s2, st, rt}) e.wait();
+  CHECK(got_a == a);
+  CHECK(got_b == b);
+  CHECK(got_tagged == b);
+}
+
+TEST_CASE("point-to-point: mismatched lengths and unknown peers are errors") {
+  inproc_world w(2);
+  std::vector<float> three(3), two(2);
+  event r = w.at(1).irecv(two, 0, 0);
+  CHECK_THROWS_WITH_AS(w.at(0).isend(three, 1, 0),
+                       "weft: inproc: a send of 3 values from rank 0 to rank 1 (tag 0) meets a "
+                       "receive of 2",
+                       std::length_error);
+  CHECK(r.done());  // nobody waits forever
+  CHECK_THROWS_WITH_AS(w.at(0).isend(three, 5, 0),
+                       "weft: inproc: send to rank 5, outside a world of 2", std::out_of_range);
+  CHECK_THROWS_AS(inproc_world(0), std::invalid_argument);
+}
+
+TEST_CASE("collectives over a group: all-to-all(v), all-reduce, all-gather, reduce-scatter") {
+  constexpr int n = 4;
+  inproc_world w(n);
+  const std::vector<int> group{0, 1, 2, 3}, pair{1, 3};
+  std::vector<std::vector<float>> a2a_out(n), reduced(n), gathered(n), scattered(n), pair_sum(n);
+  on_every_rank(n, [&](int r) {
+    communicator& c = w.at(r);
+    // Rank r sends j + 1 values to member j, each 100 r + j; receives r + 1 from each.
+    std::vector<std::size_t> send_counts, recv_counts(n, static_cast<std::size_t>(r + 1));
+    std::vector<float> send;
+    for (int j = 0; j < n; ++j) {
+      send_counts.push_back(static_cast<std::size_t>(j + 1));
+      for (int k = 0; k <= j; ++k) send.push_back(static_cast<float>(100 * r + j));
+    }
+    auto& out = a2a_out[static_cast<std::size_t>(r)];
+    out.resize(static_cast<std::size_t>(n * (r + 1)));
+    c.all_to_all_v(send, send_counts, out, recv_counts, group).wait();
+
+    auto& red = reduced[static_cast<std::size_t>(r)];
+    red = {static_cast<float>(r), 1.0f};
+    c.all_reduce_sum(red, group).wait();
+
+    auto& gat = gathered[static_cast<std::size_t>(r)];
+    gat.resize(n);
+    const float mine = static_cast<float>(10 * r);
+    c.all_gather(std::span<const float>(&mine, 1), gat, group).wait();
+
+    std::vector<float> all(n, static_cast<float>(r));
+    auto& sc = scattered[static_cast<std::size_t>(r)];
+    sc.resize(1);
+    c.reduce_scatter_sum(all, sc, group).wait();
+
+    if (r == 1 || r == 3) {
+      auto& ps = pair_sum[static_cast<std::size_t>(r)];
+      ps = {static_cast<float>(r)};
+      c.all_reduce_sum(ps, pair).wait();
+    }
+    c.barrier(group).wait();
+  });
+  for (int r = 0; r < n; ++r) {
+    const auto& out = a2a_out[static_cast<std::size_t>(r)];
+    std::size_t at = 0;
+    for (int i = 0; i < n; ++i)
+      for (int k = 0; k <= r; ++k) CHECK(out[at++] == static_cast<float>(100 * i + r));
+    CHECK(reduced[static_cast<std::size_t>(r)] == std::vector<float>{6, 4});
+    CHECK(gathered[static_cast<std::size_t>(r)] == std::vector<float>{0, 10, 20, 30});
+    CHECK(scattered[static_cast<std::size_t>(r)][0] == 6.0f);
+  }
+  CHECK(pair_sum[1] == std::vector<float>{4});
+  CHECK(pair_sum[3] == std::vector<float>{4});
+}
+
+TEST_CASE("collectives: a non-member and mismatched counts are errors") {
+  inproc_world w(2);
+  std::vector<float> x(1);
+  const std::vector<int> only_zero{0};
+  CHECK_THROWS_WITH_AS(w.at(1).all_reduce_sum(x, only_zero),
+                       "weft: inproc: rank 1 joins a collective of a group it is not in",
+                       std::invalid_argument);
+  const std::vector<int> both{0, 1};
+  std::vector<float> send(2), recv(2);
+  const std::vector<std::size_t> one_each{1, 1}, wrong{2, 0};
+  event first = w.at(0).all_to_all_v(send, one_each, recv, one_each, both);
+  CHECK_THROWS_WITH_AS(w.at(1).all_to_all_v(send, wrong, recv, one_each, both),
+                       "weft: inproc: all-to-all member 1 sends 2 values to member 0, which "
+                       "expects 1",
+                       std::length_error);
+  CHECK(first.done());
+}
+
+TEST_CASE("a modelled link delays completion by alpha + n beta") {
+  inproc_world w(2, delay_model{weft::link_model{.alpha = 0.03, .beta = 0}});
+  std::vector<float> a(8, 1.0f), b(8);
+  const auto t0 = std::chrono::steady_clock::now();
+  event r = w.at(1).irecv(b, 0, 0);
+  event s = w.at(0).isend(a, 1, 0);
+  CHECK_FALSE(r.done());
+  r.wait();
+  s.wait();
+  CHECK(std::chrono::steady_clock::now() - t0 >= 30ms);
+  CHECK(b == a);
+}
