@@ -8,7 +8,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 packages=(cmake ninja-build g++ clang libboost-dev doctest-dev libbenchmark-dev nlohmann-json3-dev
-          libpugixml-dev time)
+          libpugixml-dev libtbb-dev time)
 
 install_missing() {
   local missing=()
@@ -49,6 +49,7 @@ case "${1:-}" in
     build bench
     ./build/bench/bench/verify_runtime --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
     ./build/bench/bench/simulate_throughput --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
+    ./build/bench/bench/streams_overhead --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
     bench/compile_time.sh
     CXX=clang++ bench/compile_time.sh
     ;;

@@ -221,7 +221,6 @@ class stream {
   /// (the event reschedules the stream then).
   void drain() {
     for (;;) {
-      entry e;
       {
         std::lock_guard lock(m_);
         if (queue_.empty()) {
@@ -240,19 +239,24 @@ class stream {
           queue_.pop_front();
           continue;
         }
-        e = std::move(head);
-        queue_.pop_front();
+        // Take a run of entries up to the next wait at once: one lock for many ops.
+        while (!queue_.empty() && queue_.front().kind != entry::wait && batch_.size() < 64) {
+          batch_.push_back(std::move(queue_.front()));
+          queue_.pop_front();
+        }
       }
-      if (e.kind == entry::fire) {
-        event::fire(*e.ev);
-        continue;
+      for (entry& e : batch_) {
+        if (e.kind == entry::fire) {
+          event::fire(*e.ev);
+        } else if (!pool_.aborted()) {
+          try {
+            e.fn();
+          } catch (...) {
+            pool_.fail(e.tag, std::current_exception());
+          }
+        }
       }
-      if (pool_.aborted()) continue;
-      try {
-        e.fn();
-      } catch (...) {
-        pool_.fail(e.tag, std::current_exception());
-      }
+      batch_.clear();
     }
   }
 
@@ -262,6 +266,7 @@ class stream {
   std::deque<entry> queue_;
   bool active_ = false;  ///< queued on the pool, running, or parked on an event
   std::shared_ptr<event::state> parked_on_;
+  std::vector<entry> batch_;  ///< used by the one thread draining the stream
 };
 
 inline void event::fire(state& st) {

@@ -1,0 +1,193 @@
+// The runtime's streams against two baselines, in one run: a plain std::thread worker with a
+// condition-variable queue, and TBB's flow graph. Per-op launch cost on one stream, the latency
+// of an event handed from one stream to another, and a chain of dependent ops on 2 workers.
+#include <benchmark/benchmark.h>
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include <weft/rt/stream.hpp>
+
+#if WEFT_BENCH_HAVE_TBB
+#include <tbb/flow_graph.h>
+#include <tbb/global_control.h>
+#endif
+
+namespace {
+
+constexpr int chain = 10000;
+
+// --- weft streams -------------------------------------------------------------------------
+
+/// Enqueue `chain` empty tasks on one stream, then wait: the cost of launching an op.
+void streams_launch(benchmark::State& state) {
+  weft::rt::worker_pool pool(2);
+  weft::rt::stream s(pool);
+  std::int64_t sink = 0;
+  for (auto _ : state) {
+    for (int i = 0; i < chain; ++i) s.enqueue([&sink] { ++sink; });
+    s.synchronize();
+  }
+  benchmark::DoNotOptimize(sink);
+  state.SetItemsProcessed(state.iterations() * chain);
+}
+
+/// A token passed back and forth between a compute and a comm stream through events: each
+/// handoff is an event recorded on one stream and waited on by the other.
+void streams_handoff(benchmark::State& state) {
+  weft::rt::worker_pool pool(2);
+  weft::rt::stream compute(pool), comm(pool);
+  constexpr int handoffs = 1000;
+  for (auto _ : state) {
+    std::vector<weft::rt::event> e(handoffs);
+    for (int i = 0; i < handoffs; ++i) {
+      weft::rt::stream& s = i % 2 ? comm : compute;
+      if (i) s.wait(e[static_cast<std::size_t>(i - 1)]);
+      s.enqueue([] {});
+      s.record(e[static_cast<std::size_t>(i)]);
+    }
+    e.back().wait();
+  }
+  state.SetItemsProcessed(state.iterations() * handoffs);
+}
+
+/// A chain of dependent ops alternating over 2 streams on 2 workers, all enqueued up front.
+void streams_chain(benchmark::State& state) {
+  weft::rt::worker_pool pool(2);
+  weft::rt::stream a(pool), b(pool);
+  std::int64_t value = 0;
+  for (auto _ : state) {
+    std::vector<weft::rt::event> e(chain / 100);
+    // Blocks of 100 ops alternate between the streams; each block waits for the previous.
+    for (int blk = 0; blk < chain / 100; ++blk) {
+      weft::rt::stream& s = blk % 2 ? b : a;
+      if (blk) s.wait(e[static_cast<std::size_t>(blk - 1)]);
+      for (int i = 0; i < 100; ++i) s.enqueue([&value] { ++value; });
+      s.record(e[static_cast<std::size_t>(blk)]);
+    }
+    e.back().wait();
+  }
+  benchmark::DoNotOptimize(value);
+  state.SetItemsProcessed(state.iterations() * chain);
+}
+
+// --- baseline: a worker thread with a condition-variable queue ----------------------------
+
+class cv_queue {
+ public:
+  cv_queue() : worker_([this] { run(); }) {}
+  ~cv_queue() {
+    {
+      std::lock_guard lock(m_);
+      stop_ = true;
+    }
+    cv_.notify_one();
+    worker_.join();
+  }
+  void push(std::function<void()> fn) {
+    {
+      std::lock_guard lock(m_);
+      q_.push_back(std::move(fn));
+    }
+    cv_.notify_one();
+  }
+  void drain() {
+    std::unique_lock lock(m_);
+    idle_.wait(lock, [&] { return q_.empty() && !busy_; });
+  }
+
+ private:
+  void run() {
+    std::unique_lock lock(m_);
+    for (;;) {
+      cv_.wait(lock, [&] { return stop_ || !q_.empty(); });
+      if (q_.empty()) return;
+      std::function<void()> fn = std::move(q_.front());
+      q_.pop_front();
+      busy_ = true;
+      lock.unlock();
+      fn();
+      lock.lock();
+      busy_ = false;
+      if (q_.empty()) idle_.notify_all();
+    }
+  }
+  std::mutex m_;
+  std::condition_variable cv_, idle_;
+  std::deque<std::function<void()>> q_;
+  bool stop_ = false, busy_ = false;
+  std::thread worker_;
+};
+
+void condvar_launch(benchmark::State& state) {
+  cv_queue q;
+  std::int64_t sink = 0;
+  for (auto _ : state) {
+    for (int i = 0; i < chain; ++i) q.push([&sink] { ++sink; });
+    q.drain();
+  }
+  benchmark::DoNotOptimize(sink);
+  state.SetItemsProcessed(state.iterations() * chain);
+}
+
+/// Two condition-variable workers passing a token: each handoff pushes to the other's queue.
+void condvar_handoff(benchmark::State& state) {
+  constexpr int handoffs = 1000;
+  for (auto _ : state) {
+    auto a = std::make_unique<cv_queue>(), b = std::make_unique<cv_queue>();
+    std::mutex m;
+    std::condition_variable cv;
+    bool done = false;
+    std::function<void(int)> pass = [&](int i) {
+      if (i == handoffs) {
+        std::lock_guard lock(m);
+        done = true;
+        cv.notify_one();
+        return;
+      }
+      (i % 2 ? *a : *b).push([&pass, i] { pass(i + 1); });
+    };
+    a->push([&pass] { pass(1); });
+    std::unique_lock lock(m);
+    cv.wait(lock, [&] { return done; });
+  }
+  state.SetItemsProcessed(state.iterations() * handoffs);
+}
+
+#if WEFT_BENCH_HAVE_TBB
+/// TBB's flow graph: a chain of continue_nodes, each depending on the previous.
+void tbb_chain(benchmark::State& state) {
+  tbb::global_control workers(tbb::global_control::max_allowed_parallelism, 2);
+  std::int64_t value = 0;
+  tbb::flow::graph g;
+  std::vector<std::unique_ptr<tbb::flow::continue_node<tbb::flow::continue_msg>>> nodes;
+  for (int i = 0; i < chain; ++i) {
+    nodes.push_back(std::make_unique<tbb::flow::continue_node<tbb::flow::continue_msg>>(
+        g, [&value](const tbb::flow::continue_msg&) { ++value; }));
+    if (i) tbb::flow::make_edge(*nodes[static_cast<std::size_t>(i - 1)], *nodes.back());
+  }
+  for (auto _ : state) {
+    nodes.front()->try_put(tbb::flow::continue_msg());
+    g.wait_for_all();
+  }
+  benchmark::DoNotOptimize(value);
+  state.SetItemsProcessed(state.iterations() * chain);
+}
+BENCHMARK(tbb_chain)->Unit(benchmark::kMicrosecond)->UseRealTime();
+#endif
+
+}  // namespace
+
+BENCHMARK(streams_launch)->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK(condvar_launch)->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK(streams_handoff)->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK(condvar_handoff)->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK(streams_chain)->Unit(benchmark::kMicrosecond)->UseRealTime();
+
+BENCHMARK_MAIN();
