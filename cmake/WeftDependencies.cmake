@@ -10,6 +10,12 @@ find_package(Threads REQUIRED)  # the runtime's streams
 find_package(Boost 1.74 QUIET)
 weft_require(Boost_FOUND "Boost.Hana (Boost headers >= 1.74)" "libboost-dev")
 
+# The reference kernels (weft/nn) use Eigen; only targets that include them link it.
+find_package(Eigen3 3.3 QUIET CONFIG)
+if(WEFT_BUILD_TESTS OR WEFT_BUILD_EXAMPLES)
+  weft_require(Eigen3_FOUND "Eigen 3 (weft/nn kernels)" "libeigen3-dev")
+endif()
+
 if(WEFT_BUILD_TESTS)
   find_package(doctest QUIET CONFIG)
   weft_require(doctest_FOUND "doctest" "doctest-dev")

@@ -1,0 +1,179 @@
+// Finite-difference gradient checks for every kernel, in double; the backward split into dX and
+// dW gives the same gradients as one pass; fp32 forward agrees with fp64.
+#include <doctest/doctest.h>
+
+#include <functional>
+#include <random>
+
+#include <weft/nn/attention.hpp>
+#include <weft/nn/experts.hpp>
+#include <weft/nn/linear.hpp>
+#include <weft/nn/norm.hpp>
+
+using namespace weft::nn;
+using mat = matrix<double>;
+
+namespace {
+
+std::mt19937 rng(7);
+mat random(Eigen::Index r, Eigen::Index c, double scale = 1.0) {
+  std::normal_distribution<double> n(0.0, scale);
+  mat m(r, c);
+  for (Eigen::Index i = 0; i < m.size(); ++i) m.data()[i] = n(rng);
+  return m;
+}
+
+/// Largest relative difference between an analytic gradient and central differences of `f`
+/// with respect to `x`.
+double check(mat& x, const mat& analytic, const std::function<double()>& f) {
+  const double h = 1e-6;
+  double worst = 0;
+  for (Eigen::Index i = 0; i < x.size(); ++i) {
+    const double keep = x.data()[i];
+    x.data()[i] = keep + h;
+    const double up = f();
+    x.data()[i] = keep - h;
+    const double down = f();
+    x.data()[i] = keep;
+    const double numeric = (up - down) / (2 * h);
+    const double a = analytic.data()[i];
+    worst = std::max(worst, std::abs(a - numeric) / std::max(1.0, std::abs(numeric)));
+  }
+  return worst;
+}
+
+constexpr double tolerance = 1e-6;
+
+}  // namespace
+
+TEST_CASE("linear: dX and dW match finite differences") {
+  linear<double> k{param<double>(random(5, 3)), param<double>(random(1, 3))};
+  mat x = random(4, 5), r = random(4, 3);
+  const auto loss = [&] {
+    linear<double>::context c;
+    return (k.forward(x, c).array() * r.array()).sum();
+  };
+  linear<double>::context c;
+  k.forward(x, c);
+  const mat dx = k.backward_dx(r, c);
+  k.backward_dw(c);
+  CHECK(check(x, dx, loss) < tolerance);
+  CHECK(check(k.w.value, k.w.grad, loss) < tolerance);
+  CHECK(check(k.b.value, k.b.grad, loss) < tolerance);
+}
+
+TEST_CASE("RMSNorm and LayerNorm: dX and dW match finite differences") {
+  mat x = random(4, 6), r = random(4, 6);
+  {
+    rms_norm<double> k{param<double>(random(1, 6))};
+    const auto loss = [&] {
+      rms_norm<double>::context c;
+      return (k.forward(x, c).array() * r.array()).sum();
+    };
+    rms_norm<double>::context c;
+    k.forward(x, c);
+    const mat dx = k.backward_dx(r, c);
+    k.backward_dw(c);
+    CHECK(check(x, dx, loss) < tolerance);
+    CHECK(check(k.g.value, k.g.grad, loss) < tolerance);
+  }
+  {
+    layer_norm<double> k{param<double>(random(1, 6)), param<double>(random(1, 6))};
+    const auto loss = [&] {
+      layer_norm<double>::context c;
+      return (k.forward(x, c).array() * r.array()).sum();
+    };
+    layer_norm<double>::context c;
+    k.forward(x, c);
+    const mat dx = k.backward_dx(r, c);
+    k.backward_dw(c);
+    CHECK(check(x, dx, loss) < tolerance);
+    CHECK(check(k.g.value, k.g.grad, loss) < tolerance);
+    CHECK(check(k.b.value, k.b.grad, loss) < tolerance);
+  }
+}
+
+TEST_CASE("attention with causal and general masks: dX and dW match finite differences") {
+  attention_mask general(5, 5);
+  for (Eigen::Index i = 0; i < 5; ++i)
+    for (Eigen::Index j = 0; j < 5; ++j) general(i, j) = (i + 2 * j) % 3 != 0;
+  general.row(4).setConstant(false);  // a query that attends to nothing
+  for (const attention_mask& mask : {causal_mask(5), general}) {
+    attention<double> k{param<double>(random(4, 4, 0.5)), param<double>(random(4, 4, 0.5)),
+                        param<double>(random(4, 4, 0.5)), param<double>(random(4, 4, 0.5)), 2};
+    mat x = random(5, 4), r = random(5, 4);
+    const auto loss = [&] {
+      attention<double>::context c;
+      return (k.forward(x, mask, c).array() * r.array()).sum();
+    };
+    attention<double>::context c;
+    const mat y = k.forward(x, mask, c);
+    const mat dx = k.backward_dx(r, c);
+    k.backward_dw(c);
+    CHECK(y.allFinite());
+    CHECK(check(x, dx, loss) < tolerance);
+    for (param<double>* p : {&k.wq, &k.wk, &k.wv, &k.wo})
+      CHECK(check(p->value, p->grad, loss) < tolerance);
+  }
+}
+
+TEST_CASE("attention: a query row that attends to nothing gets zeros") {
+  attention<double> k{param<double>(random(2, 2)), param<double>(random(2, 2)),
+                      param<double>(random(2, 2)), param<double>(random(2, 2)), 1};
+  attention_mask m = causal_mask(3);
+  m.row(1).setConstant(false);
+  attention<double>::context c;
+  const mat y = k.forward(random(3, 2), m, c);
+  CHECK(y.row(1).isZero());
+  CHECK_THROWS_AS(k.forward(random(3, 2), causal_mask(4), c), std::invalid_argument);
+}
+
+TEST_CASE("router: deterministic top-k, gate gradients match finite differences") {
+  router<double> k{param<double>(random(4, 6)), 2};
+  mat x = random(5, 4), r = random(5, 2);
+  router<double>::context c;
+  k.forward(x, c);
+  const auto loss = [&] {
+    router<double>::context cc;
+    return (k.forward(x, cc).gate.array() * r.array()).sum();
+  };
+  const mat dx = k.backward_dx(r, c);
+  k.backward_dw(c);
+  CHECK(check(x, dx, loss) < tolerance);
+  CHECK(check(k.w.value, k.w.grad, loss) < tolerance);
+  // Ties go to the lower expert index.
+  router<double> flat{param<double>(mat::Zero(4, 6)), 2};
+  router<double>::context cf;
+  const auto tie = flat.forward(random(3, 4), cf);
+  for (int i = 0; i < 3; ++i) {
+    CHECK(tie.expert[static_cast<std::size_t>(2 * i)] == 0);
+    CHECK(tie.expert[static_cast<std::size_t>(2 * i + 1)] == 1);
+  }
+}
+
+TEST_CASE("expert MLP and the loss: gradients match finite differences") {
+  expert_mlp<double> k{param<double>(random(4, 8, 0.5)), param<double>(random(8, 4, 0.5))};
+  mat x = random(3, 4), t = random(3, 4);
+  const auto loss = [&] {
+    expert_mlp<double>::context c;
+    return mse_loss<double>::value(k.forward(x, c), t);
+  };
+  expert_mlp<double>::context c;
+  const mat y = k.forward(x, c);
+  const mat dx = k.backward_dx(mse_loss<double>::gradient(y, t), c);
+  k.backward_dw(c);
+  CHECK(check(x, dx, loss) < tolerance);
+  CHECK(check(k.w1.value, k.w1.grad, loss) < tolerance);
+  CHECK(check(k.w2.value, k.w2.grad, loss) < tolerance);
+}
+
+TEST_CASE("fp32 kernels agree with fp64 within 1e-5 relative") {
+  const mat wd = random(4, 8, 0.5), w2d = random(8, 4, 0.5), xd = random(6, 4);
+  expert_mlp<double> kd{param<double>(wd), param<double>(w2d)};
+  expert_mlp<float> kf{param<float>(wd.cast<float>()), param<float>(w2d.cast<float>())};
+  expert_mlp<double>::context cd;
+  expert_mlp<float>::context cf;
+  const mat yd = kd.forward(xd, cd);
+  const matrix<float> yf = kf.forward(xd.cast<float>(), cf);
+  CHECK((yf.cast<double>() - yd).norm() / yd.norm() < 1e-5);
+}
