@@ -136,3 +136,32 @@ TEST_CASE("destroying a timer fires what is pending") {
   }
   CHECK(e.done());
 }
+
+TEST_CASE("an async operation holds back what follows until it completes, holding no worker") {
+  worker_pool pool(1);
+  timer clock;
+  stream comm(pool), compute(pool);
+  std::atomic<int> computed{0};
+  int seen_by_comm = -1;
+  comm.enqueue_async([&] {
+    event done;
+    clock.fire_after(30ms, done);  // an operation "in flight" for 30 ms
+    return done;
+  });
+  comm.enqueue([&] { seen_by_comm = computed.load(); });
+  for (int k = 0; k < 20; ++k) compute.enqueue([&] { ++computed; });
+  compute.synchronize();
+  comm.synchronize();
+  CHECK(seen_by_comm == 20);
+}
+
+TEST_CASE("abandoning a stream whose async operation never completes returns") {
+  worker_pool pool(2);
+  auto s = std::make_unique<stream>(pool);
+  event never;
+  s->enqueue_async([never] { return never; });
+  s->enqueue([] {});
+  CHECK_FALSE(s->synchronize_for(20ms));
+  s.reset();
+  never.fire();
+}

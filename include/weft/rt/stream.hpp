@@ -158,6 +158,13 @@ class stream {
   void enqueue(std::function<void()> fn, std::uint64_t tag = 0) {
     push({entry::run, std::move(fn), {}, tag});
   }
+  /// Runs `start`, which begins an asynchronous operation (a send, a collective) and returns the
+  /// event of its completion; what follows waits for that event, holding no thread meanwhile.
+  void enqueue_async(std::function<event()> start, std::uint64_t tag = 0) {
+    entry e{entry::async, {}, {}, tag};
+    e.start = std::move(start);
+    push(std::move(e));
+  }
   /// Fires `e` when the stream reaches this point.
   void record(const event& e) { push({entry::fire, {}, e.state_, 0}); }
   /// Holds back what follows until `e` has fired; holds no thread meanwhile.
@@ -176,19 +183,31 @@ class stream {
   /// Drops everything not yet started, including a wait on an event that may never fire, and
   /// waits for the task that is running: how a run that failed or timed out shuts down.
   void abandon() {
-    std::shared_ptr<event::state> parked;
     {
       std::lock_guard lock(m_);
+      abandoning_ = true;
       queue_.clear();
-      parked = parked_on_;
     }
-    if (parked && event::remove_waiter(*parked, this)) {
-      std::lock_guard lock(m_);
-      parked_on_.reset();
-      active_ = false;
-      idle_.notify_all();
+    for (;;) {
+      std::shared_ptr<event::state> parked;
+      {
+        std::unique_lock lock(m_);
+        if (queue_.empty() && !active_) break;
+        parked = parked_on_;
+      }
+      if (parked && event::remove_waiter(*parked, this)) {
+        std::lock_guard lock(m_);
+        parked_on_.reset();
+        queue_.clear();
+        active_ = false;
+        idle_.notify_all();
+        break;
+      }
+      std::unique_lock lock(m_);  // a task is running: let it finish
+      idle_.wait_for(lock, std::chrono::milliseconds(1));
     }
-    synchronize();
+    std::lock_guard lock(m_);
+    abandoning_ = false;
   }
   /// True while the stream's head waits for an event that has not fired.
   bool parked() const {
@@ -201,10 +220,11 @@ class stream {
   friend class event;
 
   struct entry {
-    enum kind_t : std::uint8_t { run, fire, wait } kind;
+    enum kind_t : std::uint8_t { run, fire, wait, async } kind;
     std::function<void()> fn;
     std::shared_ptr<event::state> ev;  ///< for fire and wait
     std::uint64_t tag;
+    std::function<event()> start{};  ///< for async
   };
 
   void push(entry e) {
@@ -239,24 +259,34 @@ class stream {
           queue_.pop_front();
           continue;
         }
-        // Take a run of entries up to the next wait at once: one lock for many ops.
+        // Take a run of entries up to the next wait, or up to and including an async entry, at
+        // once: one lock for many ops.
         while (!queue_.empty() && queue_.front().kind != entry::wait && batch_.size() < 64) {
           batch_.push_back(std::move(queue_.front()));
           queue_.pop_front();
+          if (batch_.back().kind == entry::async) break;
         }
       }
+      std::shared_ptr<event::state> pending;
       for (entry& e : batch_) {
         if (e.kind == entry::fire) {
           event::fire(*e.ev);
         } else if (!pool_.aborted()) {
           try {
-            e.fn();
+            if (e.kind == entry::async)
+              pending = e.start().state_;
+            else
+              e.fn();
           } catch (...) {
             pool_.fail(e.tag, std::current_exception());
           }
         }
       }
       batch_.clear();
+      if (pending) {  // the async operation's completion holds back what follows
+        std::lock_guard lock(m_);
+        if (!abandoning_) queue_.push_front({entry::wait, {}, std::move(pending), 0});
+      }
     }
   }
 
@@ -267,6 +297,7 @@ class stream {
   bool active_ = false;  ///< queued on the pool, running, or parked on an event
   std::shared_ptr<event::state> parked_on_;
   std::vector<entry> batch_;  ///< used by the one thread draining the stream
+  bool abandoning_ = false;
 };
 
 inline void event::fire(state& st) {
