@@ -23,6 +23,17 @@ namespace weft::rt {
 class stream;
 class worker_pool;
 
+namespace detail {
+/// Per worker thread: its pool, and a stream an event it fired made ready. The worker runs that
+/// stream next itself instead of waking another thread: an event handed from one stream to
+/// another costs no sleep and no wake-up when the first stream has nothing else to do.
+struct worker_local {
+  worker_pool* pool = nullptr;
+  stream* handoff = nullptr;
+};
+inline thread_local worker_local this_worker;
+}  // namespace detail
+
 /// Something that happens once. Streams wait on it without holding a thread; the host can block
 /// on it. Shared between the recording stream and the waiters.
 class event {
@@ -161,9 +172,11 @@ class stream {
   /// Runs `start`, which begins an asynchronous operation (a send, a collective) and returns the
   /// event of its completion; what follows waits for that event, holding no thread meanwhile.
   void enqueue_async(std::function<event()> start, std::uint64_t tag = 0) {
-    entry e{entry::async, {}, {}, tag};
-    e.start = std::move(start);
-    push(std::move(e));
+    // The draining thread alone runs it, so it can leave the event in `async_result_`.
+    push({entry::async,
+          [this, start = std::move(start)] { async_result_ = start().state_; },
+          {},
+          tag});
   }
   /// Fires `e` when the stream reaches this point.
   void record(const event& e) { push({entry::fire, {}, e.state_, 0}); }
@@ -224,7 +237,6 @@ class stream {
     std::function<void()> fn;
     std::shared_ptr<event::state> ev;  ///< for fire and wait
     std::uint64_t tag;
-    std::function<event()> start{};  ///< for async
   };
 
   void push(entry e) {
@@ -273,16 +285,24 @@ class stream {
           event::fire(*e.ev);
         } else if (!pool_.aborted()) {
           try {
-            if (e.kind == entry::async)
-              pending = e.start().state_;
-            else
-              e.fn();
+            e.fn();
+            if (e.kind == entry::async) pending = std::move(async_result_);
           } catch (...) {
             pool_.fail(e.tag, std::current_exception());
           }
         }
       }
       batch_.clear();
+      if (stream* woken = detail::this_worker.handoff) {
+        std::unique_lock lock(m_);
+        // Runnable work still queued here: another worker takes the woken stream. (A wait at the
+        // head most likely parks this stream and frees the thread for it.)
+        if (pending == nullptr && !queue_.empty() && queue_.front().kind != entry::wait) {
+          lock.unlock();
+          detail::this_worker.handoff = nullptr;
+          pool_.schedule(woken);
+        }
+      }
       if (pending) {  // the async operation's completion holds back what follows
         std::lock_guard lock(m_);
         if (!abandoning_) queue_.push_front({entry::wait, {}, std::move(pending), 0});
@@ -298,6 +318,7 @@ class stream {
   std::shared_ptr<event::state> parked_on_;
   std::vector<entry> batch_;  ///< used by the one thread draining the stream
   bool abandoning_ = false;
+  std::shared_ptr<event::state> async_result_;  ///< set by an async entry as it runs
 };
 
 inline void event::fire(state& st) {
@@ -309,10 +330,17 @@ inline void event::fire(state& st) {
     waiters.swap(st.waiters);
   }
   st.host.notify_all();
-  for (stream* s : waiters) s->pool_.schedule(s);
+  for (stream* s : waiters) {
+    detail::worker_local& w = detail::this_worker;
+    if (w.pool == &s->pool_ && w.handoff == nullptr)
+      w.handoff = s;
+    else
+      s->pool_.schedule(s);
+  }
 }
 
 inline void worker_pool::work() {
+  detail::this_worker.pool = this;
   for (;;) {
     stream* s = nullptr;
     {
@@ -325,6 +353,7 @@ inline void worker_pool::work() {
       ready_.pop_front();
     }
     s->drain();
+    while (stream* next = std::exchange(detail::this_worker.handoff, nullptr)) next->drain();
   }
 }
 
