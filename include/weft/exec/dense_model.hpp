@@ -1,0 +1,127 @@
+// A tiny dense transformer for executing whole-block schedules: each model stage is a stack of
+// pre-norm layers (RMSNorm, causal attention, residual; RMSNorm, MLP, residual), the loss is the
+// mean squared error of the last stage's output against a target. Parameters and data come from
+// a seed, so a pipelined run and the serial reference start from the same numbers.
+#pragma once
+
+#include <cstdint>
+#include <random>
+#include <vector>
+
+#include <weft/nn/attention.hpp>
+#include <weft/nn/experts.hpp>
+#include <weft/nn/norm.hpp>
+
+namespace weft::exec {
+
+struct dense_config {
+  int stages = 2;  ///< model stages (a pipeline's chunks carry them)
+  int layers = 1;  ///< layers per stage
+  int tokens = 8;  ///< per micro-batch
+  int width = 8;
+  int heads = 2;
+  int ffn = 16;
+  int micro = 4;
+  std::uint64_t seed = 1;
+};
+
+template <class T>
+struct dense_layer {
+  nn::rms_norm<T> norm1, norm2;
+  nn::attention<T> attn;
+  nn::expert_mlp<T> mlp;
+
+  struct context {
+    typename nn::rms_norm<T>::context n1, n2;
+    typename nn::attention<T>::context a;
+    typename nn::expert_mlp<T>::context m;
+  };
+
+  nn::matrix<T> forward(const nn::matrix<T>& x, const nn::attention_mask& mask, context& c) const {
+    const nn::matrix<T> h = x + attn.forward(norm1.forward(x, c.n1), mask, c.a);
+    return h + mlp.forward(norm2.forward(h, c.n2), c.m);
+  }
+  /// The input gradient; keeps what `backward_dw` needs in `c`.
+  nn::matrix<T> backward_dx(const nn::matrix<T>& dy, context& c) const {
+    const nn::matrix<T> dh = dy + norm2.backward_dx(mlp.backward_dx(dy, c.m), c.n2);
+    return dh + norm1.backward_dx(attn.backward_dx(dh, c.a), c.n1);
+  }
+  void backward_dw(const context& c) {
+    norm1.backward_dw(c.n1);
+    attn.backward_dw(c.a);
+    norm2.backward_dw(c.n2);
+    mlp.backward_dw(c.m);
+  }
+  template <class Fn>
+  void each_param(Fn&& fn) {
+    for (nn::param<T>* p :
+         {&norm1.g, &norm2.g, &attn.wq, &attn.wk, &attn.wv, &attn.wo, &mlp.w1, &mlp.w2})
+      fn(*p);
+  }
+};
+
+/// Everything seeded: the layers of every stage, every micro-batch's input and target.
+template <class T>
+struct dense_model {
+  dense_config cfg;
+  std::vector<std::vector<dense_layer<T>>> stages;  ///< [stage][layer]
+  std::vector<nn::matrix<T>> inputs, targets;       ///< [micro-batch]
+  nn::attention_mask mask;
+
+  explicit dense_model(const dense_config& c) : cfg(c), mask(nn::causal_mask(c.tokens)) {
+    std::mt19937_64 rng(c.seed);
+    std::normal_distribution<double> normal(0.0, 1.0);
+    const auto random = [&](int r, int k, double scale) {
+      nn::matrix<T> m(r, k);
+      for (Eigen::Index i = 0; i < m.size(); ++i) m.data()[i] = static_cast<T>(scale * normal(rng));
+      return m;
+    };
+    const double w = 1.0 / std::sqrt(static_cast<double>(c.width));
+    for (int s = 0; s < c.stages; ++s) {
+      auto& stage = stages.emplace_back();
+      for (int l = 0; l < c.layers; ++l) {
+        dense_layer<T> layer;
+        layer.norm1.g = nn::param<T>(nn::matrix<T>::Ones(1, c.width));
+        layer.norm2.g = nn::param<T>(nn::matrix<T>::Ones(1, c.width));
+        layer.attn.heads = c.heads;
+        for (nn::param<T>* p : {&layer.attn.wq, &layer.attn.wk, &layer.attn.wv, &layer.attn.wo})
+          *p = nn::param<T>(random(c.width, c.width, w));
+        layer.mlp.w1 = nn::param<T>(random(c.width, c.ffn, w));
+        layer.mlp.w2 = nn::param<T>(random(c.ffn, c.width, 1.0 / std::sqrt(double(c.ffn))));
+        stage.push_back(std::move(layer));
+      }
+    }
+    for (int m = 0; m < c.micro; ++m) {
+      inputs.push_back(random(c.tokens, c.width, 1.0));
+      targets.push_back(random(c.tokens, c.width, 1.0));
+    }
+  }
+
+  /// The loss and every gradient of a serial run: each micro-batch through every stage forward
+  /// and back, one after the other. The reference a pipelined run must match.
+  T serial_step() {
+    T loss = 0;
+    for (auto& stage : stages)
+      for (auto& layer : stage) layer.each_param([](nn::param<T>& p) { p.zero_grad(); });
+    for (int m = 0; m < cfg.micro; ++m) {
+      std::vector<std::vector<typename dense_layer<T>::context>> ctx(stages.size());
+      nn::matrix<T> x = inputs[static_cast<std::size_t>(m)];
+      for (std::size_t s = 0; s < stages.size(); ++s) {
+        ctx[s].resize(stages[s].size());
+        for (std::size_t l = 0; l < stages[s].size(); ++l)
+          x = stages[s][l].forward(x, mask, ctx[s][l]);
+      }
+      loss += nn::mse_loss<T>::value(x, targets[static_cast<std::size_t>(m)]) / T(cfg.micro);
+      nn::matrix<T> dy =
+          nn::mse_loss<T>::gradient(x, targets[static_cast<std::size_t>(m)]) / T(cfg.micro);
+      for (std::size_t s = stages.size(); s-- > 0;)
+        for (std::size_t l = stages[s].size(); l-- > 0;) {
+          dy = stages[s][l].backward_dx(dy, ctx[s][l]);
+          stages[s][l].backward_dw(ctx[s][l]);
+        }
+    }
+    return loss;
+  }
+};
+
+}  // namespace weft::exec
