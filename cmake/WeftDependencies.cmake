@@ -12,7 +12,7 @@ weft_require(Boost_FOUND "Boost.Hana (Boost headers >= 1.74)" "libboost-dev")
 
 # The reference kernels (weft/nn) use Eigen; only targets that include them link it.
 find_package(Eigen3 3.3 QUIET CONFIG)
-if(WEFT_BUILD_TESTS OR WEFT_BUILD_EXAMPLES)
+if(WEFT_BUILD_TESTS OR WEFT_BUILD_EXAMPLES OR WEFT_BUILD_TOOLS)
   weft_require(Eigen3_FOUND "Eigen 3 (weft/nn kernels)" "libeigen3-dev")
 endif()
 

@@ -6,6 +6,7 @@
 //   weft simulate --schedule NAME --pp P --micro M [...] [--cost K=V,...] [--preset NAME]
 //                 [--barrier] [--json] [--trace FILE] [--svg FILE]
 //   weft compare  --schedules A,B,... --pp P --micro M [...]
+//   weft run      --schedule NAME --pp P --micro M [...] [--delay-model PRESET] [--json]
 //
 // Exit codes: 0 legal (or generated, simulated), 1 illegal, 2 bad arguments or unreadable input.
 #include <charconv>
@@ -14,10 +15,12 @@
 #include <fstream>
 #include <iomanip>
 #include <iostream>
+#include <sstream>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include <weft/exec/executor.hpp>
 #include <weft/io/format.hpp>
 #include <weft/io/pytorch_csv.hpp>
 #include <weft/io/timeline.hpp>
@@ -37,6 +40,8 @@ constexpr std::string_view usage =
     "       weft simulate --schedule NAME --pp P --micro M [...] [--cost K=V,...]\n"
     "                     [--preset deepseek-v3] [--barrier] [--json] [--trace F] [--svg F]\n"
     "       weft compare  --schedules A,B,... --pp P --micro M [...] [--cost K=V,...]\n"
+    "       weft run      --schedule NAME --pp P --micro M [--chunks V] [--delay-model PRESET]\n"
+    "                     [--json] [--trace F] [--svg F]\n"
     "  NAME: gpipe, 1f1b, interleaved, zb-h1, zb-v, dualpipe, dualpipev\n"
     "  --pp P        pipeline ranks (devices); zb-v, dualpipe(v) put 2 chunks on each\n"
     "  --chunks V    model chunks per rank, for interleaved (default 2)\n"
@@ -51,6 +56,10 @@ constexpr std::string_view usage =
     "  verify    read a PyTorch schedule CSV and check it; exit 0 legal, 1 illegal, 2 unreadable\n"
     "  simulate  run the schedule over simulated time and report makespan, bubble, exposed comm\n"
     "  compare   simulate several schedules and print them side by side\n"
+    "  run       train a tiny dense model one step on in-process ranks; prints the simulate\n"
+    "            metrics, measured, plus the loss and the gradients' largest relative error\n"
+    "            against a serial run\n"
+    "  --delay-model  none, inter-node or cross-dc (1000 km): emulated link for transfers\n"
     "  --cost    a rank's share of the model: F forward, B full backward, W its dW part, FB an\n"
     "            overlapped F and B; A2A one all-to-all, P2P one pipeline transfer (default\n"
     "            F=1,B=2,W=1). With V chunks per rank each costs 1/V (DualPipe's: a whole stage)\n"
@@ -84,6 +93,7 @@ struct request {
   bool barrier = false, json = false;
   bool cost_is_rank_share = true;  ///< --cost: a rank's share; a preset: per chunk
   std::string trace, svg;
+  std::string delay = "none";
 };
 
 std::vector<std::string> split(std::string_view text, char sep) {
@@ -182,6 +192,8 @@ request parse_request(const std::vector<std::string_view>& args) {
       q.trace = text();
     else if (a == "--svg")
       q.svg = text();
+    else if (a == "--delay-model")
+      q.delay = text();
     else
       bad_usage("unknown option '" + std::string(a) + "'");
   }
@@ -333,6 +345,70 @@ int simulate_command(const request& q) {
   return 0;
 }
 
+int run_command(const request& q) {
+  if (q.fb_overlap || q.moe)
+    bad_usage("run executes whole-block schedules of a dense model; MoE sub-stages are not yet");
+  const weft::schedule s = generate_or_exit(q, q.name);
+  weft::exec::run_options opt;
+  if (q.delay == "inter-node")
+    opt.delay = weft::rt::delay_model{weft::link_model::inter_node()};
+  else if (q.delay == "cross-dc")
+    opt.delay = weft::rt::delay_model{weft::link_model::cross_dc(1000)};
+  else if (q.delay != "none")
+    bad_usage("unknown delay model '" + q.delay + "' (none, inter-node, cross-dc)");
+  const weft::model_desc& m = s.model;
+  const int stages = m.bidirectional ? m.chunks() / 2 : m.chunks();
+  weft::exec::dense_model<float> model({.stages = stages, .micro = q.micro});
+  weft::exec::dense_executor<float> ex(model, opt);
+  weft::exec::run_result<float> run;
+  try {
+    run = ex.run(s);
+  } catch (const std::exception& e) {
+    std::cerr << e.what() << "\n";
+    return 1;
+  }
+  const float loss = model.serial_step();
+  double worst = 0;
+  for (std::size_t st = 0; st < model.stages.size(); ++st)
+    for (std::size_t l = 0; l < model.stages[st].size(); ++l) {
+      std::size_t k = 0;
+      model.stages[st][l].each_param([&](weft::nn::param<float>& pr) {
+        const auto& g = run.grads[st][l][k++];
+        worst = std::max(worst, static_cast<double>((g - pr.grad).norm()) /
+                                    std::max(1e-30, static_cast<double>(pr.grad.norm())));
+      });
+    }
+  const weft::step_metrics metrics = weft::measure(run.prog, run.time);
+  const auto write = [&](const std::string& path, auto&& fn) {
+    std::ofstream out(path);
+    if (!out) {
+      std::cerr << "weft: cannot write '" << path << "'\n";
+      std::exit(2);
+    }
+    fn(out);
+  };
+  if (!q.trace.empty())
+    write(q.trace, [&](std::ostream& o) { weft::write_chrome_trace(o, run.prog, run.time, 1e6); });
+  if (!q.svg.empty())
+    write(q.svg, [&](std::ostream& o) {
+      weft::write_svg(o, run.prog, run.time, {.title = q.name + ", measured"});
+    });
+  if (q.json) {
+    std::ostringstream j;
+    print_json(j, q.name, metrics);
+    std::string text = j.str();
+    text.insert(text.size() - 2, ",\"loss\":" + std::to_string(run.loss) +
+                                     ",\"serial_loss\":" + std::to_string(loss) +
+                                     ",\"max_grad_rel_err\":" + std::to_string(worst));
+    std::cout << text;
+  } else {
+    print_text(std::cout, q.name, metrics);
+    std::cout << "loss " << run.loss << " (serial " << loss << "), max gradient relative error "
+              << worst << " (times in seconds)\n";
+  }
+  return 0;
+}
+
 int compare_command(const request& q) {
   std::cout << std::left << std::setw(14) << "schedule" << std::right << std::setw(12) << "makespan"
             << std::setw(10) << "bubble" << std::setw(14) << "exposed comm" << std::setw(12)
@@ -381,7 +457,8 @@ int main(int argc, char** argv) {
     if (args.size() != 2) bad_usage("verify takes one file");
     return verify_file(std::string(args[1]));
   }
-  if (command != "generate" && command != "check" && command != "simulate" && command != "compare")
+  if (command != "generate" && command != "check" && command != "simulate" &&
+      command != "compare" && command != "run")
     bad_usage("unknown command '" + std::string(command) + "'");
   if (args.size() > 1 && (args[1] == "--help" || args[1] == "-h")) {
     std::cout << usage;
@@ -391,6 +468,7 @@ int main(int argc, char** argv) {
   const request q = parse_request(args);
   if (command == "simulate") return simulate_command(q);
   if (command == "compare") return compare_command(q);
+  if (command == "run") return run_command(q);
   weft::schedule s = generate_or_exit(q, q.name);
   if (command == "generate") {
     if (q.format == "csv") {
