@@ -8,6 +8,7 @@
 #include <weft/schedules/interleaved.hpp>
 #include <weft/schedules/one_f_one_b.hpp>
 #include <weft/sim/metrics.hpp>
+#include <weft/sim/shared_workers.hpp>
 
 using namespace weft;
 
@@ -195,4 +196,24 @@ TEST_CASE("a slower cross-data-centre link shows up as exposed pipeline communic
   const step_metrics a = run(one_f_one_b(p), near), b = run(one_f_one_b(p), far);
   CHECK(b.makespan > a.makespan);
   CHECK(b.exposed_comm > a.exposed_comm);
+}
+
+TEST_CASE(
+    "ranks sharing workers: one worker serialises all compute, enough workers change nothing") {
+  const cost_model c = cost_model::pipeline(1, 2, 1, 2.5);
+  for (const schedule& s :
+       {one_f_one_b({.ranks = 4, .micro = 8}), dualpipev({.ranks = 4, .micro = 8})}) {
+    const program p = lower(s);
+    double work = 0;
+    for (std::uint32_t i = 0; i < p.size(); ++i)
+      if (stream_of(p.at(i).k) == stream_class::compute) work += c.of(p.at(i).k, p.at(i).ph);
+    CHECK(simulate_on_workers(p, c, 1).makespan == doctest::Approx(work));
+    const timeline plenty = simulate_on_workers(p, c, 64);
+    CHECK_FALSE(plenty.deadlocked());
+    if (s.model.chunks_per_rank == 1)  // no overlapped pairs: the same as a device per rank
+      CHECK(plenty.makespan == doctest::Approx(simulate(p, c).makespan));
+    const double two = simulate_on_workers(p, c, 2).makespan;
+    CHECK(two <= work + 1e-9);
+    CHECK(two >= plenty.makespan - 1e-9);
+  }
 }
