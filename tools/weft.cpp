@@ -319,9 +319,9 @@ void print_text(std::ostream& os, const std::string& name, const weft::step_metr
   }
 }
 
-int simulate_command(const request& q) {
-  const weft::schedule s = generate_or_exit(q, q.name);
-  const simulated sim = simulate_or_exit(q, s);
+/// --trace and --svg; `us_per_unit` converts the timeline's unit to microseconds.
+void write_pictures(const request& q, const weft::program& prog, const weft::timeline& time,
+                    double us_per_unit, const std::string& title) {
   const auto write = [&](const std::string& path, auto&& fn) {
     std::ofstream out(path);
     if (!out) {
@@ -331,13 +331,17 @@ int simulate_command(const request& q) {
     fn(out);
   };
   if (!q.trace.empty())
-    write(q.trace, [&](std::ostream& o) { weft::write_chrome_trace(o, sim.prog, sim.time); });
+    write(q.trace, [&](std::ostream& o) { weft::write_chrome_trace(o, prog, time, us_per_unit); });
   if (!q.svg.empty())
-    write(q.svg, [&](std::ostream& o) {
-      weft::write_svg(o, sim.prog, sim.time,
-                      {.title = q.name + ", " + std::to_string(q.pp) + " ranks, " +
-                                std::to_string(q.micro) + " micro-batches"});
-    });
+    write(q.svg, [&](std::ostream& o) { weft::write_svg(o, prog, time, {.title = title}); });
+}
+
+int simulate_command(const request& q) {
+  const weft::schedule s = generate_or_exit(q, q.name);
+  const simulated sim = simulate_or_exit(q, s);
+  write_pictures(q, sim.prog, sim.time, 1000.0,
+                 q.name + ", " + std::to_string(q.pp) + " ranks, " + std::to_string(q.micro) +
+                     " micro-batches");
   if (q.json)
     print_json(std::cout, q.name, sim.metrics);
   else
@@ -379,20 +383,7 @@ int run_command(const request& q) {
       });
     }
   const weft::step_metrics metrics = weft::measure(run.prog, run.time);
-  const auto write = [&](const std::string& path, auto&& fn) {
-    std::ofstream out(path);
-    if (!out) {
-      std::cerr << "weft: cannot write '" << path << "'\n";
-      std::exit(2);
-    }
-    fn(out);
-  };
-  if (!q.trace.empty())
-    write(q.trace, [&](std::ostream& o) { weft::write_chrome_trace(o, run.prog, run.time, 1e6); });
-  if (!q.svg.empty())
-    write(q.svg, [&](std::ostream& o) {
-      weft::write_svg(o, run.prog, run.time, {.title = q.name + ", measured"});
-    });
+  write_pictures(q, run.prog, run.time, 1e6, q.name + ", measured");
   if (q.json) {
     std::ostringstream j;
     print_json(j, q.name, metrics);

@@ -97,15 +97,7 @@ inline timeline simulate_on_workers(const program& p, const cost_model& c, unsig
     free_at.push(end);
     finish(i, begin, end);
   }
-  if (done < n) {
-    t.blocked.assign(static_cast<std::size_t>(p.ranks()), program::none);
-    for (std::uint32_t q = 0; q < Q; ++q) {
-      if (head[q] == p.queue_begin[q + 1]) continue;
-      const std::uint32_t i = p.queue[head[q]];
-      std::uint32_t& b = t.blocked[p.rank[i]];
-      b = b < i ? b : i;
-    }
-  }
+  if (done < n) detail::report_blocked(p, head, t);
   return t;
 }
 

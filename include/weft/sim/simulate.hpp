@@ -30,6 +30,21 @@ struct timeline {
   constexpr bool deadlocked() const noexcept { return !blocked.empty(); }
 };
 
+namespace detail {
+/// After a run that could not finish: per rank, the first op (in issue order) at the head of one
+/// of its streams — what that rank is stuck at.
+template <class Heads>
+constexpr void report_blocked(const program& p, const Heads& head, timeline& t) {
+  t.blocked.assign(static_cast<std::size_t>(p.ranks()), program::none);
+  for (std::uint32_t q = 0; q + 1 < p.queue_begin.size(); ++q) {
+    if (head[q] == p.queue_begin[q + 1]) continue;
+    const std::uint32_t i = p.queue[head[q]];
+    std::uint32_t& b = t.blocked[p.rank[i]];
+    b = b < i ? b : i;
+  }
+}
+}  // namespace detail
+
 constexpr double cost_of(const program& p, const cost_model& c, std::uint32_t i) noexcept {
   if (p.partner[i] != program::none && !is_p2p(p.at(i).k)) return c.pair();
   return c.of(p.at(i).k, p.at(i).ph);
@@ -119,15 +134,7 @@ constexpr timeline simulate(const program& p, const cost_model& c, sim_options o
     run(i, begin);
     run(j, begin);
   }
-  if (done < n) {
-    t.blocked.assign(static_cast<std::size_t>(p.ranks()), program::none);
-    for (std::uint32_t q = 0; q < Q; ++q) {
-      if (head[q] == p.queue_begin[q + 1]) continue;
-      const std::uint32_t i = p.queue[head[q]];
-      std::uint32_t& b = t.blocked[p.rank[i]];
-      b = b < i ? b : i;
-    }
-  }
+  if (done < n) detail::report_blocked(p, head, t);
   return t;
 }
 
