@@ -5,6 +5,7 @@
 #include <functional>
 #include <random>
 
+#include <weft/exec/moe_layer.hpp>
 #include <weft/nn/attention.hpp>
 #include <weft/nn/experts.hpp>
 #include <weft/nn/linear.hpp>
@@ -176,4 +177,33 @@ TEST_CASE("fp32 kernels agree with fp64 within 1e-5 relative") {
   const mat yd = kd.forward(xd, cd);
   const matrix<float> yf = kf.forward(xd.cast<float>(), cf);
   CHECK((yf.cast<double>() - yd).norm() / yd.norm() < 1e-5);
+}
+
+TEST_CASE("a whole MoE layer (attention, router, dispatch, experts, combine, shared expert)") {
+  weft::exec::moe_layer<double> k;
+  k.norm1.g = param<double>(mat::Ones(1, 4) + random(1, 4, 0.1));
+  k.norm2.g = param<double>(mat::Ones(1, 4) + random(1, 4, 0.1));
+  k.attn = {param<double>(random(4, 4, 0.5)), param<double>(random(4, 4, 0.5)),
+            param<double>(random(4, 4, 0.5)), param<double>(random(4, 4, 0.5)), 2};
+  k.route = {param<double>(random(4, 4)), 2};
+  for (int e = 0; e < 4; ++e)
+    k.experts.push_back({param<double>(random(4, 6, 0.5)), param<double>(random(6, 4, 0.5))});
+  k.shared = {param<double>(random(4, 6, 0.5)), param<double>(random(6, 4, 0.5))};
+  const attention_mask mask = causal_mask(5);
+  mat x = random(5, 4), r = random(5, 4);
+  const auto loss = [&] {
+    weft::exec::moe_layer<double>::context c;
+    return (k.forward(x, mask, c).array() * r.array()).sum();
+  };
+  weft::exec::moe_layer<double>::context c;
+  k.forward(x, mask, c);
+  const mat dx = k.backward_dx(r, c);
+  k.backward_dw(c);
+  CHECK(check(x, dx, loss) < tolerance);
+  int checked = 0;
+  k.each_param([&](param<double>& p) {
+    CHECK(check(p.value, p.grad, loss) < tolerance);
+    ++checked;
+  });
+  CHECK(checked == 9 + 2 * 4);
 }

@@ -1,0 +1,95 @@
+// One MoE transformer layer, written as the seed's sub-stages so an executor can run them as
+// separate ops: attention (with its norm and the router), dispatch (tokens to the experts they
+// chose), the routed experts, combine (expert outputs back, weighted by their gates), and the
+// shared expert beside the routed path. This serial form is the reference: every sub-stage in
+// order on one rank, all experts local.
+#pragma once
+
+#include <cstddef>
+#include <vector>
+
+#include <weft/nn/attention.hpp>
+#include <weft/nn/experts.hpp>
+#include <weft/nn/norm.hpp>
+
+namespace weft::exec {
+
+template <class T>
+struct moe_layer {
+  nn::rms_norm<T> norm1, norm2;
+  nn::attention<T> attn;
+  nn::router<T> route;
+  std::vector<nn::expert_mlp<T>> experts;
+  nn::expert_mlp<T> shared;
+
+  struct context {
+    typename nn::rms_norm<T>::context n1, n2;
+    typename nn::attention<T>::context a;
+    typename nn::router<T>::context r;
+    typename nn::router<T>::choice chosen;
+    nn::matrix<T> h, z;  ///< after attention; normed for the experts
+    std::vector<typename nn::expert_mlp<T>::context> e;  ///< per (token, k) pair
+    nn::matrix<T> routed_out;  ///< per (token, k) pair: that expert's output
+    typename nn::expert_mlp<T>::context s;
+  };
+
+  /// y = h + sum_k gate_k * expert_k(z) + shared(z), h = x + attn(norm1(x)), z = norm2(h).
+  nn::matrix<T> forward(const nn::matrix<T>& x, const nn::attention_mask& mask, context& c) const {
+    c.h = x + attn.forward(norm1.forward(x, c.n1), mask, c.a);
+    c.z = norm2.forward(c.h, c.n2);
+    c.chosen = route.forward(c.z, c.r);
+    const Eigen::Index n = x.rows(), d = x.cols();
+    const int k = route.k;
+    c.e.assign(static_cast<std::size_t>(n * k), {});
+    c.routed_out.resize(n * k, d);
+    nn::matrix<T> y = c.h;
+    for (Eigen::Index i = 0; i < n; ++i)
+      for (int j = 0; j < k; ++j) {
+        const std::size_t pair = static_cast<std::size_t>(i * k + j);
+        const auto& ex = experts[static_cast<std::size_t>(c.chosen.expert[pair])];
+        c.routed_out.row(static_cast<Eigen::Index>(pair)) = ex.forward(c.z.row(i), c.e[pair]);
+        y.row(i) += c.chosen.gate(i, j) * c.routed_out.row(static_cast<Eigen::Index>(pair));
+      }
+    return y + shared.forward(c.z, c.s);
+  }
+
+  nn::matrix<T> backward_dx(const nn::matrix<T>& dy, context& c) const {
+    const Eigen::Index n = dy.rows();
+    const int k = route.k;
+    nn::matrix<T> dz = shared.backward_dx(dy, c.s);
+    nn::matrix<T> dgate(n, k);
+    for (Eigen::Index i = 0; i < n; ++i)
+      for (int j = 0; j < k; ++j) {
+        const std::size_t pair = static_cast<std::size_t>(i * k + j);
+        const auto& ex = experts[static_cast<std::size_t>(c.chosen.expert[pair])];
+        dgate(i, j) = dy.row(i).dot(c.routed_out.row(static_cast<Eigen::Index>(pair)));
+        dz.row(i) += ex.backward_dx(c.chosen.gate(i, j) * dy.row(i), c.e[pair]);
+      }
+    dz += route.backward_dx(dgate, c.r);
+    const nn::matrix<T> dh = dy + norm2.backward_dx(dz, c.n2);
+    return dh + norm1.backward_dx(attn.backward_dx(dh, c.a), c.n1);
+  }
+
+  void backward_dw(const context& c) {
+    norm1.backward_dw(c.n1);
+    attn.backward_dw(c.a);
+    norm2.backward_dw(c.n2);
+    route.backward_dw(c.r);
+    for (std::size_t pair = 0; pair < c.e.size(); ++pair)
+      experts[static_cast<std::size_t>(c.chosen.expert[pair])].backward_dw(c.e[pair]);
+    shared.backward_dw(c.s);
+  }
+
+  template <class Fn>
+  void each_param(Fn&& fn) {
+    for (nn::param<T>* p : {&norm1.g, &norm2.g, &attn.wq, &attn.wk, &attn.wv, &attn.wo, &route.w,
+                            &shared.w1, &shared.w2})
+      fn(*p);
+    for (auto& ex : experts) {
+      fn(ex.w1);
+      fn(ex.w2);
+    }
+  }
+};
+
+}  // namespace weft::exec
