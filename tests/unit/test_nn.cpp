@@ -207,3 +207,55 @@ TEST_CASE("a whole MoE layer (attention, router, dispatch, experts, combine, sha
   });
   CHECK(checked == 9 + 2 * 4);
 }
+
+TEST_CASE("the MoE layer's sub-stages, run in order, give the layer's results bit for bit") {
+  const auto make = [] {
+    std::mt19937 g(3);
+    std::normal_distribution<double> n(0.0, 0.5);
+    const auto rnd = [&](Eigen::Index r, Eigen::Index c) {
+      mat m(r, c);
+      for (Eigen::Index i = 0; i < m.size(); ++i) m.data()[i] = n(g);
+      return m;
+    };
+    weft::exec::moe_layer<double> k;
+    k.norm1.g = param<double>(mat::Ones(1, 4));
+    k.norm2.g = param<double>(mat::Ones(1, 4));
+    k.attn = {param<double>(rnd(4, 4)), param<double>(rnd(4, 4)), param<double>(rnd(4, 4)),
+              param<double>(rnd(4, 4)), 2};
+    k.route = {param<double>(rnd(4, 4)), 2};
+    for (int e = 0; e < 4; ++e)
+      k.experts.push_back({param<double>(rnd(4, 6)), param<double>(rnd(6, 4))});
+    k.shared = {param<double>(rnd(4, 6)), param<double>(rnd(6, 4))};
+    return k;
+  };
+  weft::exec::moe_layer<double> whole = make(), staged = make();
+  const attention_mask mask = causal_mask(5);
+  const mat x = random(5, 4), dy = random(5, 4);
+
+  weft::exec::moe_layer<double>::context a;
+  const mat y1 = whole.forward(x, mask, a);
+  const mat dx1 = whole.backward_dx(dy, a);
+  whole.backward_dw(a);
+
+  weft::exec::moe_layer<double>::context b;
+  staged.attn_forward(x, mask, b);  // attn F
+  staged.shared_forward(b);         // shared F (beside dispatch)
+  staged.mlp_forward(b);            // dispatch F moved expert_in; mlp F
+  b.routed_out = b.expert_out;      // combine F
+  const mat y2 = staged.output(b);
+  staged.combine_backward(dy, b);                  // combine B
+  staged.shared_backward_dx(dy, b);                // shared dX
+  staged.mlp_backward_dx(b);                       // mlp dX; dispatch B moves dexpert_in back
+  const mat dx2 = staged.attn_backward_dx(dy, b);  // attn dX
+  staged.mlp_backward_dw(b);                       // the deferred dW passes
+  staged.shared_backward_dw(b);
+  staged.attn_backward_dw(b);
+
+  CHECK(y1 == y2);
+  CHECK(dx1 == dx2);
+  std::vector<mat> g1, g2;
+  whole.each_param([&](param<double>& p) { g1.push_back(p.grad); });
+  staged.each_param([&](param<double>& p) { g2.push_back(p.grad); });
+  REQUIRE(g1.size() == g2.size());
+  for (std::size_t i = 0; i < g1.size(); ++i) CHECK(g1[i] == g2[i]);
+}
