@@ -136,3 +136,40 @@ TEST_CASE("a modelled link delays completion by alpha + n beta") {
   CHECK(std::chrono::steady_clock::now() - t0 >= 30ms);
   CHECK(b == a);
 }
+
+TEST_CASE("collectives: buffers that do not fit, and different collectives, are errors") {
+  const std::vector<int> both{0, 1};
+  {
+    inproc_world w(2);
+    std::vector<float> one(1), two(2);
+    event first = w.at(0).all_reduce_sum(one, both);
+    CHECK_THROWS_WITH_AS(w.at(1).all_reduce_sum(two, both),
+                         "weft: inproc: all-reduce buffers differ in length", std::length_error);
+    CHECK(first.done());
+  }
+  {
+    inproc_world w(2);
+    std::vector<float> mine(1), all_wrong(3);
+    event first = w.at(0).all_gather(mine, all_wrong, both);
+    CHECK_THROWS_WITH_AS(w.at(1).all_gather(mine, all_wrong, both),
+                         "weft: inproc: all-gather buffers do not fit", std::length_error);
+    CHECK(first.done());
+  }
+  {
+    inproc_world w(2);
+    std::vector<float> all(4), mine(1);
+    event first = w.at(0).reduce_scatter_sum(all, mine, both);
+    CHECK_THROWS_WITH_AS(w.at(1).reduce_scatter_sum(all, mine, both),
+                         "weft: inproc: reduce-scatter buffers do not fit", std::length_error);
+    CHECK(first.done());
+  }
+  {
+    inproc_world w(2);
+    std::vector<float> x(1);
+    event first = w.at(0).all_reduce_sum(x, both);
+    CHECK_THROWS_WITH_AS(w.at(1).barrier(both),
+                         "weft: inproc: members of a group call different collectives",
+                         std::logic_error);
+    CHECK(first.done());
+  }
+}

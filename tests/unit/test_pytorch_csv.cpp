@@ -177,3 +177,12 @@ TEST_CASE("only whole-chunk schedules have a CSV form") {
       write_pytorch_csv(out, one_f_one_b({.ranks = 2, .micro = 2, .stages = stage_set::moe()})),
       config_error);
 }
+
+TEST_CASE("with_transfers refuses schedules it cannot lower") {
+  CHECK_THROWS_WITH_AS(with_transfers(one_f_one_b({.ranks = 2, .micro = 2, .transfers = true})),
+                       "weft: with_transfers: the schedule already has transfers", config_error);
+  // Rank 0 runs the backward of micro-batch 0 before the forward rank 1 needs: no rank can go on.
+  CHECK_THROWS_WITH_AS(with_transfers(parse("0B0,0F0\n1F0,1B0\n")),
+                       doctest::Contains("weft: with_transfers: no rank can issue its next slot"),
+                       config_error);
+}

@@ -1,8 +1,8 @@
 // One MoE transformer layer, written as the seed's sub-stages so an executor can run them as
 // separate ops: attention (with its norm and the router), dispatch (tokens to the experts they
 // chose), the routed experts, combine (expert outputs back, weighted by their gates), and the
-// shared expert beside the routed path. This serial form is the reference: every sub-stage in
-// order on one rank, all experts local.
+// shared expert beside the routed path. `forward`/`backward_dx`/`backward_dw` run them in order
+// on one rank with all experts local: the serial reference.
 #pragma once
 
 #include <cstddef>
@@ -35,56 +35,31 @@ struct moe_layer {
     nn::matrix<T> expert_in, expert_out, shared_out, dgate, dexpert_out, dexpert_in, dz_shared;
   };
 
-  /// y = h + sum_k gate_k * expert_k(z) + shared(z), h = x + attn(norm1(x)), z = norm2(h).
+  /// y = h + sum_k gate_k * expert_k(z) + shared(z), h = x + attn(norm1(x)), z = norm2(h):
+  /// the sub-stages below, one after the other (dispatch and combine are plain copies here).
   nn::matrix<T> forward(const nn::matrix<T>& x, const nn::attention_mask& mask, context& c) const {
-    c.h = x + attn.forward(norm1.forward(x, c.n1), mask, c.a);
-    c.z = norm2.forward(c.h, c.n2);
-    c.chosen = route.forward(c.z, c.r);
-    const Eigen::Index n = x.rows(), d = x.cols();
-    const int k = route.k;
-    c.e.assign(static_cast<std::size_t>(n * k), {});
-    c.routed_out.resize(n * k, d);
-    nn::matrix<T> y = c.h;
-    for (Eigen::Index i = 0; i < n; ++i)
-      for (int j = 0; j < k; ++j) {
-        const std::size_t pair = static_cast<std::size_t>(i * k + j);
-        const auto& ex = experts[static_cast<std::size_t>(c.chosen.expert[pair])];
-        c.routed_out.row(static_cast<Eigen::Index>(pair)) = ex.forward(c.z.row(i), c.e[pair]);
-        y.row(i) += c.chosen.gate(i, j) * c.routed_out.row(static_cast<Eigen::Index>(pair));
-      }
-    return y + shared.forward(c.z, c.s);
+    attn_forward(x, mask, c);
+    mlp_forward(c);
+    c.routed_out = c.expert_out;
+    shared_forward(c);
+    return output(c);
   }
-
   nn::matrix<T> backward_dx(const nn::matrix<T>& dy, context& c) const {
-    const Eigen::Index n = dy.rows();
-    const int k = route.k;
-    nn::matrix<T> dz = shared.backward_dx(dy, c.s);
-    nn::matrix<T> dgate(n, k);
-    for (Eigen::Index i = 0; i < n; ++i)
-      for (int j = 0; j < k; ++j) {
-        const std::size_t pair = static_cast<std::size_t>(i * k + j);
-        const auto& ex = experts[static_cast<std::size_t>(c.chosen.expert[pair])];
-        dgate(i, j) = dy.row(i).dot(c.routed_out.row(static_cast<Eigen::Index>(pair)));
-        dz.row(i) += ex.backward_dx(c.chosen.gate(i, j) * dy.row(i), c.e[pair]);
-      }
-    dz += route.backward_dx(dgate, c.r);
-    const nn::matrix<T> dh = dy + norm2.backward_dx(dz, c.n2);
-    return dh + norm1.backward_dx(attn.backward_dx(dh, c.a), c.n1);
+    combine_backward(dy, c);
+    mlp_backward_dx(c);
+    shared_backward_dx(dy, c);
+    return attn_backward_dx(dy, c);
   }
-
   void backward_dw(const context& c) {
-    norm1.backward_dw(c.n1);
-    attn.backward_dw(c.a);
-    norm2.backward_dw(c.n2);
-    route.backward_dw(c.r);
-    for (std::size_t pair = 0; pair < c.e.size(); ++pair)
-      experts[static_cast<std::size_t>(c.chosen.expert[pair])].backward_dw(c.e[pair]);
-    shared.backward_dw(c.s);
+    attn_backward_dw(c);
+    mlp_backward_dw(c);
+    shared_backward_dw(c);
   }
 
-  // The same layer as sub-stages, in the seed's order; run in order they give forward's and the
-  // backward's results bit for bit. Dispatch and combine only move rows (here: copies; an
-  // executor moves them through the communication interface).
+  // The sub-stages. An executor runs them as separate ops in any order the dependencies allow
+  // (the shared expert beside dispatch, dW deferred, ...) and gets the same results bit for bit;
+  // dispatch and combine move `expert_in`/`routed_out` forward and `dexpert_out`/`dexpert_in`
+  // backward through the communication interface.
 
   /// attn (F): attention with its norm, the router, the rows each chosen expert gets.
   void attn_forward(const nn::matrix<T>& x, const nn::attention_mask& mask, context& c) const {
@@ -138,7 +113,7 @@ struct moe_layer {
           ex.backward_dx(c.dexpert_out.row(pair), c.e[static_cast<std::size_t>(pair)]);
     }
   }
-  void mlp_backward_dw(context& c) {
+  void mlp_backward_dw(const context& c) {
     for (std::size_t pair = 0; pair < c.e.size(); ++pair)
       experts[static_cast<std::size_t>(c.chosen.expert[pair])].backward_dw(c.e[pair]);
   }

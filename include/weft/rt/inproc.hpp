@@ -156,8 +156,12 @@ class inproc_world {
       mt.op = op;
       mt.parts.resize(members.size());
     }
-    if (mt.op != op) {
+    if (mt.op != op) {  // release the members already waiting: nobody waits forever
+      meeting broken = std::move(mt);
+      meetings_.erase({key, seq - 1});
       lock.unlock();
+      for (auto& part : broken.parts)
+        if (part.arrived) part.done.fire();
       throw std::logic_error("weft: inproc: members of a group call different collectives");
     }
     mt.parts[index] = mine;

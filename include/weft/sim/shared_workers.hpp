@@ -16,34 +16,22 @@
 
 namespace weft {
 
-/// As `simulate`, with compute ops competing for `workers` threads. Both ops of an overlapped
-/// whole-block pair are separate tasks here, each at its own (kind, phase) cost.
-inline timeline simulate_on_workers(const program& p, const cost_model& c, unsigned workers) {
+/// As `simulate` (the same options), with compute ops competing for `workers` threads. Both ops of
+/// an overlapped whole-block pair are separate tasks here, each at its own (kind, phase) cost.
+inline timeline simulate_on_workers(const program& p, const cost_model& c, unsigned workers,
+                                    sim_options opt = {}) {
   const auto n = static_cast<std::uint32_t>(p.size());
   const auto Q = static_cast<std::uint32_t>(p.queue_begin.size() - 1);
   timeline t;
   t.start.assign(n, -1.0);
   t.finish.assign(n, -1.0);
 
-  std::vector<std::uint32_t> dep_begin(n + 1, 0), deps(p.waits.size()), pending(n, 0);
-  for (std::uint32_t i = 0; i < n; ++i) {
-    pending[i] = p.wait_begin[i + 1] - p.wait_begin[i];
-    for (std::uint32_t w = p.wait_begin[i]; w < p.wait_begin[i + 1]; ++w)
-      ++dep_begin[p.waits[w] + 1];
-  }
-  for (std::uint32_t i = 0; i < n; ++i) dep_begin[i + 1] += dep_begin[i];
-  {
-    std::vector<std::uint32_t> fill(dep_begin.begin(), dep_begin.end());
-    for (std::uint32_t i = 0; i < n; ++i)
-      for (std::uint32_t w = p.wait_begin[i]; w < p.wait_begin[i + 1]; ++w)
-        deps[fill[p.waits[w]]++] = i;
-  }
-  std::vector<std::uint32_t> head(Q), qpos(n);
+  detail::event_graph ev = detail::events_of(p, opt.slot_barrier);
+  const buffer<std::uint32_t>&dep_begin = ev.dep_begin, &deps = ev.deps;
+  buffer<std::uint32_t>& pending = ev.pending;
+  detail::stream_heads sh = detail::heads_of(p);
+  buffer<std::uint32_t>&head = sh.head, &qpos = sh.qpos;
   std::vector<double> stream_free(Q, 0.0), ready_at(n, 0.0);
-  for (std::uint32_t q = 0; q < Q; ++q) {
-    head[q] = p.queue_begin[q];
-    for (std::uint32_t k = p.queue_begin[q]; k < p.queue_begin[q + 1]; ++k) qpos[p.queue[k]] = k;
-  }
   const auto queue_of = [&](std::uint32_t i) { return program::queue_of(p.rank[i], p.stream[i]); };
 
   using item = std::pair<double, std::uint32_t>;  // (ready time, op)

@@ -31,6 +31,57 @@ struct timeline {
 };
 
 namespace detail {
+/// What each op waits for, reversed: the ops every op releases (`deps`, per op from
+/// `dep_begin`) and how many events each op still waits for. The events are the program's waits
+/// and, with a slot barrier, every op of the rank's previous non-empty slot.
+struct event_graph {
+  buffer<std::uint32_t> dep_begin, deps, pending;
+};
+constexpr event_graph events_of(const program& p, bool slot_barrier) {
+  const auto n = static_cast<std::uint32_t>(p.size());
+  const schedule& s = p.source;
+  const auto for_each_event = [&](auto&& fn) {  // walked twice: to count, then to fill
+    for (std::uint32_t i = 0; i < n; ++i)
+      for (std::uint32_t w = p.wait_begin[i]; w < p.wait_begin[i + 1]; ++w) fn(p.waits[w], i);
+    if (!slot_barrier) return;
+    for (int r = 0; r < s.ranks(); ++r) {
+      std::uint32_t prev_b = 0, prev_e = 0;
+      for (std::uint32_t g = s.first_slot(r); g < s.end_slot(r); ++g) {
+        const std::uint32_t b = s.first_op(g), e = s.slot_end[g];
+        if (b == e) continue;
+        for (std::uint32_t i = b; i < e; ++i)
+          for (std::uint32_t j = prev_b; j < prev_e; ++j) fn(j, i);
+        prev_b = b;
+        prev_e = e;
+      }
+    }
+  };
+  event_graph g{buffer<std::uint32_t>(n + 1, 0), {}, buffer<std::uint32_t>(n, 0)};
+  for_each_event([&](std::uint32_t from, std::uint32_t to) {
+    ++g.pending[to];
+    ++g.dep_begin[from + 1];
+  });
+  for (std::uint32_t i = 0; i < n; ++i) g.dep_begin[i + 1] += g.dep_begin[i];
+  g.deps.resize(g.dep_begin[n]);
+  buffer<std::uint32_t> fill = g.dep_begin;
+  for_each_event([&](std::uint32_t from, std::uint32_t to) { g.deps[fill[from]++] = to; });
+  return g;
+}
+
+/// Per (rank, stream) the position of its next op in `program::queue`, and per op its position.
+struct stream_heads {
+  buffer<std::uint32_t> head, qpos;
+};
+constexpr stream_heads heads_of(const program& p) {
+  const auto Q = static_cast<std::uint32_t>(p.queue_begin.size() - 1);
+  stream_heads h{buffer<std::uint32_t>(Q), buffer<std::uint32_t>(p.size())};
+  for (std::uint32_t q = 0; q < Q; ++q) {
+    h.head[q] = p.queue_begin[q];
+    for (std::uint32_t k = p.queue_begin[q]; k < p.queue_begin[q + 1]; ++k) h.qpos[p.queue[k]] = k;
+  }
+  return h;
+}
+
 /// After a run that could not finish: per rank, the first op (in issue order) at the head of one
 /// of its streams — what that rank is stuck at.
 template <class Heads>
@@ -57,42 +108,12 @@ constexpr timeline simulate(const program& p, const cost_model& c, sim_options o
   t.start.assign(n, -1.0);
   t.finish.assign(n, -1.0);
 
-  // Every op's events: its waits, and with a slot barrier every op of the rank's previous
-  // non-empty slot. Walked twice: to count, then to fill the dependents of each op.
-  const schedule& s = p.source;
-  const auto for_each_event = [&](auto&& fn) {
-    for (std::uint32_t i = 0; i < n; ++i)
-      for (std::uint32_t w = p.wait_begin[i]; w < p.wait_begin[i + 1]; ++w) fn(p.waits[w], i);
-    if (!opt.slot_barrier) return;
-    for (int r = 0; r < s.ranks(); ++r) {
-      std::uint32_t prev_b = 0, prev_e = 0;
-      for (std::uint32_t g = s.first_slot(r); g < s.end_slot(r); ++g) {
-        const std::uint32_t b = s.first_op(g), e = s.slot_end[g];
-        if (b == e) continue;
-        for (std::uint32_t i = b; i < e; ++i)
-          for (std::uint32_t j = prev_b; j < prev_e; ++j) fn(j, i);
-        prev_b = b;
-        prev_e = e;
-      }
-    }
-  };
-  buffer<std::uint32_t> dep_begin(n + 1, 0), pending(n, 0), deps;
-  for_each_event([&](std::uint32_t from, std::uint32_t to) {
-    ++pending[to];
-    ++dep_begin[from + 1];
-  });
-  for (std::uint32_t i = 0; i < n; ++i) dep_begin[i + 1] += dep_begin[i];
-  deps.resize(dep_begin[n]);
-  {
-    buffer<std::uint32_t> fill = dep_begin;
-    for_each_event([&](std::uint32_t from, std::uint32_t to) { deps[fill[from]++] = to; });
-  }
-  buffer<std::uint32_t> head(Q), qpos(n);
+  detail::event_graph ev = detail::events_of(p, opt.slot_barrier);
+  const buffer<std::uint32_t>&dep_begin = ev.dep_begin, &deps = ev.deps;
+  buffer<std::uint32_t>& pending = ev.pending;
+  detail::stream_heads sh = detail::heads_of(p);
+  buffer<std::uint32_t>&head = sh.head, &qpos = sh.qpos;
   buffer<double> stream_free(Q, 0.0), ready_at(n, 0.0);
-  for (std::uint32_t q = 0; q < Q; ++q) {
-    head[q] = p.queue_begin[q];
-    for (std::uint32_t k = p.queue_begin[q]; k < p.queue_begin[q + 1]; ++k) qpos[p.queue[k]] = k;
-  }
   const auto queue_of = [&](std::uint32_t i) { return program::queue_of(p.rank[i], p.stream[i]); };
   const auto can_start = [&](std::uint32_t i) {
     return t.start[i] < 0 && pending[i] == 0 && head[queue_of(i)] == qpos[i];
