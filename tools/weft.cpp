@@ -15,7 +15,6 @@
 #include <fstream>
 #include <iomanip>
 #include <iostream>
-#include <sstream>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -290,7 +289,9 @@ simulated simulate_or_exit(const request& q, const weft::schedule& s) {
   return out;
 }
 
-void print_json(std::ostream& os, const std::string& name, const weft::step_metrics& m) {
+/// `extra`: more `"key":value` members for the top-level object, comma-separated.
+void print_json(std::ostream& os, const std::string& name, const weft::step_metrics& m,
+                const std::string& extra = "") {
   os << std::setprecision(10) << "{\"schedule\":\"" << name << "\",\"makespan\":" << m.makespan
      << ",\"bubble_ratio\":" << m.bubble_ratio << ",\"exposed_comm\":" << m.exposed_comm
      << ",\"exposed_comm_by_phase\":{\"warmup\":" << m.exposed_by_phase[0]
@@ -305,7 +306,7 @@ void print_json(std::ostream& os, const std::string& name, const weft::step_metr
       os << (st ? "," : "") << (m.makespan > 0 ? x.stream_busy[st] / m.makespan : 0.0);
     os << "]}";
   }
-  os << "]}\n";
+  os << "]" << (extra.empty() ? "" : ",") << extra << "}\n";
 }
 
 void print_text(std::ostream& os, const std::string& name, const weft::step_metrics& m) {
@@ -385,13 +386,9 @@ int run_command(const request& q) {
   const weft::step_metrics metrics = weft::measure(run.prog, run.time);
   write_pictures(q, run.prog, run.time, 1e6, q.name + ", measured");
   if (q.json) {
-    std::ostringstream j;
-    print_json(j, q.name, metrics);
-    std::string text = j.str();
-    text.insert(text.size() - 2, ",\"loss\":" + std::to_string(run.loss) +
-                                     ",\"serial_loss\":" + std::to_string(loss) +
-                                     ",\"max_grad_rel_err\":" + std::to_string(worst));
-    std::cout << text;
+    print_json(std::cout, q.name, metrics,
+               "\"loss\":" + std::to_string(run.loss) + ",\"serial_loss\":" + std::to_string(loss) +
+                   ",\"max_grad_rel_err\":" + std::to_string(worst));
   } else {
     print_text(std::cout, q.name, metrics);
     std::cout << "loss " << run.loss << " (serial " << loss << "), max gradient relative error "
