@@ -240,14 +240,18 @@ TEST_CASE("the MoE layer's sub-stages in another legal order give the same resul
   weft::exec::moe_layer<double>::context b;
   staged.attn_forward(x, mask, b);  // attn F
   staged.shared_forward(b);         // shared F (beside dispatch)
-  staged.mlp_forward(b);            // dispatch F moved expert_in; mlp F
-  b.routed_out = b.expert_out;      // combine F
+  b.rows.expert = b.chosen.expert;  // dispatch F
+  b.rows.in = b.expert_in;
+  staged.mlp_forward(b.rows);  // mlp F
+  b.routed_out = b.rows.out;   // combine F
   const mat y2 = staged.output(b);
   staged.combine_backward(dy, b);                  // combine B
   staged.shared_backward_dx(dy, b);                // shared dX
-  staged.mlp_backward_dx(b);                       // mlp dX; dispatch B moves dexpert_in back
+  b.rows.dout = b.dexpert_out;                     // combine B moved it
+  staged.mlp_backward_dx(b.rows);                  // mlp dX
+  b.dexpert_in = b.rows.din;                       // dispatch B
   const mat dx2 = staged.attn_backward_dx(dy, b);  // attn dX
-  staged.mlp_backward_dw(b);                       // the deferred dW passes
+  staged.mlp_backward_dw(b.rows);                  // the deferred dW passes
   staged.shared_backward_dw(b);
   staged.attn_backward_dw(b);
 

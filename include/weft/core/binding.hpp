@@ -10,12 +10,14 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <type_traits>
 
 #include <boost/hana/for_each.hpp>
 #include <boost/hana/tuple.hpp>
 #include <boost/hana/type.hpp>
 
+#include <weft/core/error.hpp>
 #include <weft/core/kinds.hpp>
 #include <weft/core/op.hpp>
 
@@ -94,5 +96,42 @@ inline constexpr bool binds_all = [] {
   });
   return all;
 }();
+
+namespace detail {
+// Calls `fn(Kind{}, Phase{})` for the tags of (k, ph) if the model has that kernel; false if not.
+template <class Model, class Call, class Fn>
+constexpr bool with_kernel_tags(kind k, phase ph, Fn&& fn) {
+  bool found = false;
+  boost::hana::for_each(all_kinds, [&](auto kt) {
+    using Kind = typename std::remove_cvref_t<decltype(kt)>::type;
+    if (Kind::value != k) return;
+    boost::hana::for_each(all_phases, [&](auto pt) {
+      using Phase = typename std::remove_cvref_t<decltype(pt)>::type;
+      if constexpr (has_kernel<Model, Kind, Phase, Call>) {
+        if (Phase::value != ph) return;
+        found = true;
+        fn(Kind{}, Phase{});
+      }
+    });
+  });
+  return found;
+}
+}  // namespace detail
+
+/// Whether `Model` has a kernel for (k, ph): the run-time question `binds_all` answers at
+/// compile time, for schedules only known at run time.
+template <class Model, class Call = kernel_call>
+constexpr bool binds(kind k, phase ph) {
+  return detail::with_kernel_tags<Model, Call>(k, ph, [](auto, auto) {});
+}
+
+/// Calls the model's kernel for `o`'s (kind, phase). Throws `config_error` naming the pair when
+/// the model has none (a schedule known at compile time gets that as a `binds_all` error).
+template <class Model, class Call>
+void invoke_kernel(Model& model, const op& o, Call& call) {
+  if (!detail::with_kernel_tags<Model, Call>(o.k, o.ph, [&](auto k, auto p) { model(k, p, call); }))
+    throw config_error("weft: model binding: the model has no kernel for " +
+                       std::string(name_of(o.k)) + " " + std::string(name_of(o.ph)));
+}
 
 }  // namespace weft

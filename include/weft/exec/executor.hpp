@@ -1,54 +1,18 @@
-// Runs a schedule for real: the stream program of `lower` on a world of ranks x streams, each
-// op bound to its kernel, activations and gradients moving between pipeline ranks through the
-// communication interface. This executor runs whole-block schedules of the dense model
-// (dense_model.hpp); the loss and every gradient match the serial reference run.
+// Runs whole-block schedules of the dense model (dense_model.hpp) for real: the stream program of
+// `lower` on a world of ranks x streams (runner.hpp), each block op bound to its stage's layers,
+// activations and gradients moving between pipeline ranks through the communication interface.
+// The loss and every gradient match the serial reference run bit for bit.
 #pragma once
 
-#include <algorithm>
-#include <atomic>
-#include <chrono>
-#include <cstdint>
-#include <functional>
-#include <memory>
 #include <stdexcept>
 #include <string>
 #include <type_traits>
 #include <vector>
 
 #include <weft/exec/dense_model.hpp>
-#include <weft/io/format.hpp>
-#include <weft/rt/inproc.hpp>
-#include <weft/rt/stream.hpp>
-#include <weft/sim/program.hpp>
-#include <weft/sim/simulate.hpp>
+#include <weft/exec/runner.hpp>
 
 namespace weft::exec {
-
-struct run_options {
-  unsigned workers = 2;
-  rt::delay_model delay{};  ///< emulated link for pipeline transfers
-  /// A run that has not finished by then is stopped and reported, naming the op every rank is
-  /// waiting at.
-  std::chrono::milliseconds timeout{std::chrono::seconds(30)};
-  /// Called on the worker right before each op runs (tracing, fault injection); may throw,
-  /// which fails the op.
-  std::function<void(int rank, const op&)> before_op{};
-};
-
-/// A run that stopped: an op threw, or the run timed out.
-struct run_error : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
-
-template <class T>
-struct run_result {
-  T loss = 0;
-  program prog;
-  timeline time;  ///< measured, in seconds from the start of the run
-  /// Per model stage and layer, the gradient of every parameter (summed over the chunks that
-  /// carry the stage), in `dense_layer::each_param` order.
-  std::vector<std::vector<std::vector<nn::matrix<T>>>> grads;
-};
 
 template <class T>
 class dense_executor {
@@ -65,103 +29,33 @@ class dense_executor {
     check_fits(m);
     setup(m);
 
-    rt::worker_pool pool(opt_.workers);
-    rt::inproc_world world(p.ranks(), opt_.delay);
-    std::vector<std::unique_ptr<rt::stream>> streams;
-    for (std::uint32_t q = 0; q + 1 < p.queue_begin.size(); ++q)
-      streams.push_back(std::make_unique<rt::stream>(pool));
-    std::vector<rt::event> done(p.size());
-    out.time.start.assign(p.size(), -1.0);
-    out.time.finish.assign(p.size(), -1.0);
-    std::vector<std::atomic<std::uint32_t>> at(streams.size());
-    for (auto& a : at) a.store(program::none);
-    const auto origin = std::chrono::steady_clock::now();
-    const auto now = [origin] {
-      return std::chrono::duration<double>(std::chrono::steady_clock::now() - origin).count();
-    };
-
-    for (std::uint32_t q = 0; q < streams.size(); ++q) {
-      rt::stream& st = *streams[q];
-      for (std::uint32_t k = p.queue_begin[q]; k < p.queue_begin[q + 1]; ++k) {
-        const std::uint32_t i = p.queue[k];
-        for (std::uint32_t w = p.wait_begin[i]; w < p.wait_begin[i + 1]; ++w)
-          st.wait(done[p.waits[w]]);
-        const op o = p.at(i);
-        const int rank = p.rank[i];
-        if (is_p2p(o.k)) {
-          st.enqueue_async(
-              [this, &world, &out, &at, q, i, o, rank, now] {
-                at[q].store(i);
-                if (opt_.before_op) opt_.before_op(rank, o);
-                out.time.start[i] = now();
-                return transfer(world.at(rank), o);
-              },
-              i);
-          st.enqueue([&out, i, now] { out.time.finish[i] = now(); }, i);
-        } else {
-          st.enqueue(
-              [this, &out, &at, q, i, o, rank, now] {
-                at[q].store(i);
-                if (opt_.before_op) opt_.before_op(rank, o);
-                out.time.start[i] = now();
-                compute(o);
-                out.time.finish[i] = now();
-              },
-              i);
-        }
-        st.record(done[i]);
-      }
-    }
-
-    // Wait for every stream, but stop early when an op has failed (its consumers would wait
-    // for data that never comes) and give up at the deadline.
-    const auto deadline = std::chrono::steady_clock::now() + opt_.timeout;
-    bool finished = false;
-    while (!finished && !pool.failed() && std::chrono::steady_clock::now() < deadline) {
-      finished = true;
-      for (auto& st : streams)
-        if (!st->synchronize_for(std::chrono::milliseconds(5))) {
-          finished = false;
-          break;
-        }
-    }
-    if (pool.failed()) {
-      for (auto& st : streams) st->abandon();
-      finished = true;
-    }
-    if (!finished) {
-      std::string why =
-          "weft: run: not finished after " + std::to_string(opt_.timeout.count()) + " ms; waiting:";
-      for (std::uint32_t q = 0; q < streams.size(); ++q) {
-        if (streams[q]->synchronize_for(std::chrono::milliseconds(0))) continue;
-        const std::uint32_t i = at[q].load();
-        const std::uint32_t head = next_op(p, q, out.time);
-        why += "\n  rank " + std::to_string(q / streams_per_rank) + ": " +
-               (head != program::none ? to_string(p.at(head)) : std::string("?")) +
-               (i != program::none ? " (after " + to_string(p.at(i)) + ")" : std::string());
-      }
-      for (auto& st : streams) st->abandon();
-      throw run_error(why);
-    }
-    if (pool.failed()) {
-      const rt::task_failure f = pool.failure();
-      std::string what = "unknown error";
-      try {
-        std::rethrow_exception(f.error);
-      } catch (const std::exception& e) {
-        what = e.what();
-      } catch (...) {
-      }
-      const auto i = static_cast<std::uint32_t>(f.tag);
-      throw run_error("weft: run: rank " + std::to_string(p.rank[i]) + ", " + to_string(p.at(i)) +
-                      " failed: " + what);
-    }
-    for (const double f : out.time.finish) out.time.makespan = std::max(out.time.makespan, f);
+    kernels k{*this};
+    out.time = run_program(p, 1, k, opt_);
     finish(m, out);
     return out;
   }
 
  private:
+  // The model binding: a whole stage per block op, its output or input gradient per transfer.
+  struct kernels {
+    dense_executor& ex;
+    int comm_steps(const op&) const { return 1; }
+    template <phase_tag P>
+    void operator()(kinds::block, P, run_call& c) {
+      ex.compute(c.op);
+    }
+    template <phase_tag P>
+    requires(P::value == phase::F || P::value == phase::B) void operator()(kinds::send, P,
+                                                                           run_call& c) {
+      c.started = ex.transfer(*c.comm, c.op);
+    }
+    template <phase_tag P>
+    requires(P::value == phase::F || P::value == phase::B) void operator()(kinds::recv, P,
+                                                                           run_call& c) {
+      c.started = ex.transfer(*c.comm, c.op);
+    }
+  };
+
   struct unit {  // one (micro-batch, chunk)
     std::vector<typename dense_layer<T>::context> ctx;
     std::vector<dense_layer<T>> grad;  ///< this unit's weight gradients, kept apart
@@ -181,18 +75,13 @@ class dense_executor {
     if (m.layers != 1)
       throw std::invalid_argument("weft: run: a whole-block op runs a whole stage: layers = 1");
   }
-  /// DualPipe carries the model twice: chunk c and c + chunks/2 hold the same stage.
-  static int stage_of(const model_desc& m, int chunk) {
-    return m.bidirectional && chunk >= m.chunks() / 2 ? chunk - m.chunks() / 2 : chunk;
-  }
-
   void setup(const model_desc& m) {
     model_desc_ = m;
     units_.assign(static_cast<std::size_t>(m.micro * m.chunks()), unit{});
     for (int mb = 0; mb < m.micro; ++mb)
       for (int c = m.first_chunk(mb); c < m.end_chunk(mb); ++c) {
         unit& u = at(mb, c);
-        const auto& layers = model_.stages[static_cast<std::size_t>(stage_of(m, c))];
+        const auto& layers = model_.stages[static_cast<std::size_t>(stage_of_chunk(m, c))];
         u.ctx.resize(layers.size());
         u.grad = layers;
         for (auto& layer : u.grad) layer.each_param([](nn::param<T>& pr) { pr.zero_grad(); });
@@ -209,7 +98,7 @@ class dense_executor {
     const model_desc& m = model_desc_;
     const int mb = o.mb, c = o.chunk;
     unit& u = at(mb, c);
-    const auto& layers = model_.stages[static_cast<std::size_t>(stage_of(m, c))];
+    const auto& layers = model_.stages[static_cast<std::size_t>(stage_of_chunk(m, c))];
     const bool first = c == m.first_chunk(mb), last = c == m.end_chunk(mb) - 1;
     const op_index ix(m, false);
     if (o.ph == phase::F) {
@@ -271,23 +160,12 @@ class dense_executor {
       stage.resize(static_cast<std::size_t>(model_.cfg.layers));
       for (int mb = 0; mb < m.micro; ++mb)
         for (int c = m.first_chunk(mb); c < m.end_chunk(mb); ++c) {
-          if (stage_of(m, c) != s) continue;
-          for (int l = 0; l < model_.cfg.layers; ++l) {
-            auto& g = stage[static_cast<std::size_t>(l)];
-            std::size_t k = 0;
-            at(mb, c).grad[static_cast<std::size_t>(l)].each_param([&](nn::param<T>& pr) {
-              if (g.size() <= k) g.push_back(nn::matrix<T>::Zero(pr.grad.rows(), pr.grad.cols()));
-              g[k++] += pr.grad;
-            });
-          }
+          if (stage_of_chunk(m, c) != s) continue;
+          for (int l = 0; l < model_.cfg.layers; ++l)
+            add_grads(at(mb, c).grad[static_cast<std::size_t>(l)],
+                      stage[static_cast<std::size_t>(l)]);
         }
     }
-  }
-
-  static std::uint32_t next_op(const program& p, std::uint32_t q, const timeline& t) {
-    for (std::uint32_t k = p.queue_begin[q]; k < p.queue_begin[q + 1]; ++k)
-      if (t.finish[p.queue[k]] < 0) return p.queue[k];
-    return program::none;
   }
 
   const dense_model<T>& model_;

@@ -22,37 +22,52 @@ struct moe_layer {
   std::vector<nn::expert_mlp<T>> experts;
   nn::expert_mlp<T> shared;
 
+  /// The rows a rank's routed experts process: on one rank every (token, k) pair; across
+  /// expert-parallel ranks, the pairs that chose this rank's experts, from every rank.
+  struct expert_rows {
+    std::vector<int> expert;  ///< per row: which expert
+    nn::matrix<T> in, out, dout, din;
+    std::vector<typename nn::expert_mlp<T>::context> e;  ///< per row
+  };
+
   struct context {
     typename nn::rms_norm<T>::context n1, n2;
     typename nn::attention<T>::context a;
     typename nn::router<T>::context r;
     typename nn::router<T>::choice chosen;
     nn::matrix<T> h, z;  ///< after attention; normed for the experts
-    std::vector<typename nn::expert_mlp<T>::context> e;  ///< per (token, k) pair
-    nn::matrix<T> routed_out;  ///< per (token, k) pair: that expert's output
     typename nn::expert_mlp<T>::context s;
-    // The sub-stages' hand-offs: what dispatch moves to the experts and back, and the gradients.
-    nn::matrix<T> expert_in, expert_out, shared_out, dgate, dexpert_out, dexpert_in, dz_shared;
+    // The token side's hand-offs, per (token, k) pair: what dispatch moves to the experts and
+    // combine brings back, forward (`expert_in`, `routed_out`) and backward (`dexpert_out`,
+    // `dexpert_in`); and the gradients the attention backward gathers.
+    nn::matrix<T> expert_in, routed_out, dexpert_out, dexpert_in, shared_out, dgate, dz_shared;
+    expert_rows rows;  ///< the expert side, on the rank that holds the experts
   };
 
+  bool has_shared() const noexcept { return shared.w1.value.size() > 0; }
+
   /// y = h + sum_k gate_k * expert_k(z) + shared(z), h = x + attn(norm1(x)), z = norm2(h):
-  /// the sub-stages below, one after the other (dispatch and combine are plain copies here).
+  /// the sub-stages below, one after the other; dispatch and combine are local moves here.
   nn::matrix<T> forward(const nn::matrix<T>& x, const nn::attention_mask& mask, context& c) const {
     attn_forward(x, mask, c);
-    mlp_forward(c);
-    c.routed_out = c.expert_out;
+    c.rows.expert = c.chosen.expert;  // dispatch F
+    c.rows.in = c.expert_in;
+    mlp_forward(c.rows);
+    c.routed_out = c.rows.out;  // combine F
     shared_forward(c);
     return output(c);
   }
   nn::matrix<T> backward_dx(const nn::matrix<T>& dy, context& c) const {
     combine_backward(dy, c);
-    mlp_backward_dx(c);
+    c.rows.dout = c.dexpert_out;  // combine B
+    mlp_backward_dx(c.rows);
+    c.dexpert_in = c.rows.din;  // dispatch B
     shared_backward_dx(dy, c);
     return attn_backward_dx(dy, c);
   }
   void backward_dw(const context& c) {
     attn_backward_dw(c);
-    mlp_backward_dw(c);
+    mlp_backward_dw(c.rows);
     shared_backward_dw(c);
   }
 
@@ -71,25 +86,26 @@ struct moe_layer {
     for (Eigen::Index i = 0; i < c.z.rows(); ++i)
       for (int j = 0; j < k; ++j) c.expert_in.row(i * k + j) = c.z.row(i);
   }
-  /// mlp (F): each (token, k) row through its expert.
-  void mlp_forward(context& c) const {
-    c.e.assign(static_cast<std::size_t>(c.expert_in.rows()), {});
-    c.expert_out.resize(c.expert_in.rows(), c.expert_in.cols());
-    for (Eigen::Index pair = 0; pair < c.expert_in.rows(); ++pair) {
-      const auto& ex =
-          experts[static_cast<std::size_t>(c.chosen.expert[static_cast<std::size_t>(pair)])];
-      c.expert_out.row(pair) =
-          ex.forward(c.expert_in.row(pair), c.e[static_cast<std::size_t>(pair)]);
-    }
+  /// mlp (F): each row through its expert, one row at a time, so a row's result does not
+  /// depend on which other rows share the batch (on one rank or spread over many).
+  void mlp_forward(expert_rows& b) const {
+    b.e.assign(static_cast<std::size_t>(b.in.rows()), {});
+    b.out.resize(b.in.rows(), b.in.cols());
+    for (Eigen::Index i = 0; i < b.in.rows(); ++i)
+      b.out.row(i) = expert(b, i).forward(b.in.row(i), b.e[static_cast<std::size_t>(i)]);
   }
-  void shared_forward(context& c) const { c.shared_out = shared.forward(c.z, c.s); }
+  /// shared (F): the shared expert on every token; zeros for a layer without one.
+  void shared_forward(context& c) const {
+    c.shared_out =
+        has_shared() ? shared.forward(c.z, c.s) : nn::matrix<T>::Zero(c.z.rows(), c.z.cols());
+  }
   /// The layer's output, once combine has brought `routed_out` back and the shared expert ran.
   nn::matrix<T> output(const context& c) const {
     nn::matrix<T> y = c.h;
     const int k = route.k;
     for (Eigen::Index i = 0; i < y.rows(); ++i)
       for (int j = 0; j < k; ++j) y.row(i) += c.chosen.gate(i, j) * c.routed_out.row(i * k + j);
-    return y + c.shared_out;
+    return has_shared() ? nn::matrix<T>(y + c.shared_out) : y;
   }
 
   /// combine (B): the gradient of each expert output row, and of each gate.
@@ -103,24 +119,24 @@ struct moe_layer {
         c.dexpert_out.row(i * k + j) = c.chosen.gate(i, j) * dy.row(i);
       }
   }
-  /// mlp (dX): each expert's input gradient for its rows.
-  void mlp_backward_dx(context& c) const {
-    c.dexpert_in.resize(c.dexpert_out.rows(), c.dexpert_out.cols());
-    for (Eigen::Index pair = 0; pair < c.dexpert_out.rows(); ++pair) {
-      const auto& ex =
-          experts[static_cast<std::size_t>(c.chosen.expert[static_cast<std::size_t>(pair)])];
-      c.dexpert_in.row(pair) =
-          ex.backward_dx(c.dexpert_out.row(pair), c.e[static_cast<std::size_t>(pair)]);
-    }
+  /// mlp (dX): each row's input gradient through its expert.
+  void mlp_backward_dx(expert_rows& b) const {
+    b.din.resize(b.dout.rows(), b.dout.cols());
+    for (Eigen::Index i = 0; i < b.dout.rows(); ++i)
+      b.din.row(i) = expert(b, i).backward_dx(b.dout.row(i), b.e[static_cast<std::size_t>(i)]);
   }
-  void mlp_backward_dw(const context& c) {
-    for (std::size_t pair = 0; pair < c.e.size(); ++pair)
-      experts[static_cast<std::size_t>(c.chosen.expert[pair])].backward_dw(c.e[pair]);
+  /// mlp (dW): into this layer's expert gradients, row by row in row order.
+  void mlp_backward_dw(const expert_rows& b) {
+    for (std::size_t i = 0; i < b.e.size(); ++i)
+      experts[static_cast<std::size_t>(b.expert[i])].backward_dw(b.e[i]);
   }
   void shared_backward_dx(const nn::matrix<T>& dy, context& c) const {
-    c.dz_shared = shared.backward_dx(dy, c.s);
+    c.dz_shared =
+        has_shared() ? shared.backward_dx(dy, c.s) : nn::matrix<T>::Zero(dy.rows(), dy.cols());
   }
-  void shared_backward_dw(const context& c) { shared.backward_dw(c.s); }
+  void shared_backward_dw(const context& c) {
+    if (has_shared()) shared.backward_dw(c.s);
+  }
   /// attn (dX): gathers the expert and shared gradients (dispatch has brought `dexpert_in`
   /// back), through the router, the norms and attention.
   nn::matrix<T> attn_backward_dx(const nn::matrix<T>& dy, context& c) const {
@@ -139,15 +155,25 @@ struct moe_layer {
     route.backward_dw(c.r);
   }
 
+  /// Every parameter: the replicated ones (attention, norms, router, shared expert), then each
+  /// routed expert's.
   template <class Fn>
   void each_param(Fn&& fn) {
-    for (nn::param<T>* p : {&norm1.g, &norm2.g, &attn.wq, &attn.wk, &attn.wv, &attn.wo, &route.w,
-                            &shared.w1, &shared.w2})
+    for (nn::param<T>* p : {&norm1.g, &norm2.g, &attn.wq, &attn.wk, &attn.wv, &attn.wo, &route.w})
       fn(*p);
+    if (has_shared()) {
+      fn(shared.w1);
+      fn(shared.w2);
+    }
     for (auto& ex : experts) {
       fn(ex.w1);
       fn(ex.w2);
     }
+  }
+
+ private:
+  const nn::expert_mlp<T>& expert(const expert_rows& b, Eigen::Index row) const {
+    return experts[static_cast<std::size_t>(b.expert[static_cast<std::size_t>(row)])];
   }
 };
 

@@ -1,0 +1,132 @@
+// A tiny MoE transformer for executing sub-stage schedules: each model stage is a stack of MoE
+// layers (moe_layer.hpp), the loss is the mean squared error of the last stage's output against a
+// target. With expert parallelism the world holds `replicas` copies of every pipeline rank; each
+// copy trains on its own data and holds experts / replicas of every layer's routed experts
+// (expert e on replica e / (experts / replicas)), so dispatch and combine cross ranks. Everything
+// comes from a seed, so a run and the serial reference start from the same numbers.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <weft/core/error.hpp>
+#include <weft/exec/moe_layer.hpp>
+#include <weft/nn/experts.hpp>
+
+namespace weft::exec {
+
+struct moe_config {
+  int stages = 2;  ///< model stages (a pipeline's chunks carry them)
+  int layers = 1;  ///< MoE layers per stage
+  int tokens = 8;  ///< per micro-batch and replica
+  int width = 8;
+  int heads = 2;
+  int ffn = 16;
+  int experts = 4;  ///< routed experts per layer
+  int top_k = 2;
+  bool shared_expert = true;
+  int micro = 4;
+  int replicas = 1;  ///< expert-parallel degree
+  std::uint64_t seed = 1;
+};
+
+/// Throws `config_error` naming the first impossible setting.
+inline void validate_config(const moe_config& c) {
+  const auto need = [](bool ok, const std::string& why) {
+    if (!ok) throw config_error("weft: moe model: " + why);
+  };
+  need(c.stages >= 1 && c.layers >= 1 && c.micro >= 1, "stages, layers and micro must be >= 1");
+  need(c.tokens >= 1 && c.width >= 1 && c.ffn >= 1, "tokens, width and ffn must be >= 1");
+  need(c.heads >= 1 && c.width % c.heads == 0, "heads must divide width");
+  need(c.experts >= 1 && c.top_k >= 1 && c.top_k <= c.experts, "top_k must be in [1, experts]");
+  need(c.replicas >= 1 && c.experts % c.replicas == 0,
+       "replicas (expert parallelism) must divide experts");
+}
+
+template <class T>
+struct moe_model {
+  moe_config cfg;
+  std::vector<std::vector<moe_layer<T>>> stages;            ///< [stage][layer]
+  std::vector<std::vector<nn::matrix<T>>> inputs, targets;  ///< [replica][micro-batch]
+  nn::attention_mask mask;
+
+  explicit moe_model(const moe_config& c) : cfg(c) {
+    validate_config(c);
+    mask = nn::causal_mask(c.tokens);
+    std::mt19937_64 rng(c.seed);
+    std::normal_distribution<double> normal(0.0, 1.0);
+    const auto random = [&](int r, int k, double scale) {
+      nn::matrix<T> m(r, k);
+      for (Eigen::Index i = 0; i < m.size(); ++i) m.data()[i] = static_cast<T>(scale * normal(rng));
+      return m;
+    };
+    const double w = 1.0 / std::sqrt(static_cast<double>(c.width));
+    const double f = 1.0 / std::sqrt(static_cast<double>(c.ffn));
+    for (int s = 0; s < c.stages; ++s) {
+      auto& stage = stages.emplace_back();
+      for (int l = 0; l < c.layers; ++l) {
+        moe_layer<T> layer;
+        layer.norm1.g = nn::param<T>(nn::matrix<T>::Ones(1, c.width));
+        layer.norm2.g = nn::param<T>(nn::matrix<T>::Ones(1, c.width));
+        layer.attn.heads = c.heads;
+        for (nn::param<T>* p : {&layer.attn.wq, &layer.attn.wk, &layer.attn.wv, &layer.attn.wo})
+          *p = nn::param<T>(random(c.width, c.width, w));
+        layer.route.w = nn::param<T>(random(c.width, c.experts, w));
+        layer.route.k = c.top_k;
+        for (int e = 0; e < c.experts; ++e)
+          layer.experts.push_back(
+              {nn::param<T>(random(c.width, c.ffn, w)), nn::param<T>(random(c.ffn, c.width, f))});
+        if (c.shared_expert)
+          layer.shared = {nn::param<T>(random(c.width, c.ffn, w)),
+                          nn::param<T>(random(c.ffn, c.width, f))};
+        stage.push_back(std::move(layer));
+      }
+    }
+    inputs.resize(static_cast<std::size_t>(c.replicas));
+    targets.resize(static_cast<std::size_t>(c.replicas));
+    for (int r = 0; r < c.replicas; ++r)
+      for (int m = 0; m < c.micro; ++m) {
+        inputs[static_cast<std::size_t>(r)].push_back(random(c.tokens, c.width, 1.0));
+        targets[static_cast<std::size_t>(r)].push_back(random(c.tokens, c.width, 1.0));
+      }
+  }
+
+  /// The replica that holds routed expert `e`.
+  int owner(int e) const noexcept { return e / (cfg.experts / cfg.replicas); }
+  /// Each replica's share of the loss: the mean over every micro-batch of every replica.
+  T loss_scale() const noexcept { return T(1) / T(cfg.micro * cfg.replicas); }
+
+  /// The loss and every gradient of a serial run: each micro-batch of each replica through every
+  /// stage forward and back, one after the other, all experts local. Replicated parameters get
+  /// the sum over replicas (what a data-parallel all-reduce gives); an expert gets every token
+  /// routed to it. The reference a distributed run must match.
+  T serial_step() {
+    T loss = 0;
+    for (auto& stage : stages)
+      for (auto& layer : stage) layer.each_param([](nn::param<T>& p) { p.zero_grad(); });
+    for (int m = 0; m < cfg.micro; ++m)
+      for (int r = 0; r < cfg.replicas; ++r) {
+        const auto& target = targets[static_cast<std::size_t>(r)][static_cast<std::size_t>(m)];
+        std::vector<std::vector<typename moe_layer<T>::context>> ctx(stages.size());
+        nn::matrix<T> x = inputs[static_cast<std::size_t>(r)][static_cast<std::size_t>(m)];
+        for (std::size_t s = 0; s < stages.size(); ++s) {
+          ctx[s].resize(stages[s].size());
+          for (std::size_t l = 0; l < stages[s].size(); ++l)
+            x = stages[s][l].forward(x, mask, ctx[s][l]);
+        }
+        loss += nn::mse_loss<T>::value(x, target) * loss_scale();
+        nn::matrix<T> dy = nn::mse_loss<T>::gradient(x, target) * loss_scale();
+        for (std::size_t s = stages.size(); s-- > 0;)
+          for (std::size_t l = stages[s].size(); l-- > 0;) {
+            dy = stages[s][l].backward_dx(dy, ctx[s][l]);
+            stages[s][l].backward_dw(ctx[s][l]);
+          }
+      }
+    return loss;
+  }
+};
+
+}  // namespace weft::exec

@@ -1,0 +1,169 @@
+// Executing MoE sub-stage schedules: every generator, with and without fb-overlap, on one and on
+// two expert-parallel replicas, gives the serial reference's loss and gradients; repeated runs
+// are bit-for-bit equal; schedules that do not fit the model are refused by name.
+#include <doctest/doctest.h>
+
+#include <string>
+
+#include <weft/exec/moe_executor.hpp>
+#include <weft/schedules/dualpipe.hpp>
+#include <weft/schedules/interleaved.hpp>
+#include <weft/schedules/one_f_one_b.hpp>
+#include <weft/schedules/zero_bubble_v.hpp>
+
+using namespace weft;
+using namespace weft::exec;
+
+namespace {
+
+double max_rel_err(const run_result<float>& run, moe_model<float>& ref) {
+  double worst = 0;
+  for (std::size_t s = 0; s < ref.stages.size(); ++s)
+    for (std::size_t l = 0; l < ref.stages[s].size(); ++l) {
+      std::size_t k = 0;
+      ref.stages[s][l].each_param([&](nn::param<float>& p) {
+        const nn::matrix<float>& g = run.grads[s][l][k++];
+        const double scale = std::max(1e-12, static_cast<double>(p.grad.norm()));
+        worst = std::max(worst, static_cast<double>((g - p.grad).norm()) / scale);
+      });
+    }
+  return worst;
+}
+
+bool same_bits(const run_result<float>& a, const run_result<float>& b) {
+  if (a.loss != b.loss || a.grads.size() != b.grads.size()) return false;
+  for (std::size_t s = 0; s < a.grads.size(); ++s)
+    for (std::size_t l = 0; l < a.grads[s].size(); ++l)
+      for (std::size_t k = 0; k < a.grads[s][l].size(); ++k)
+        if (a.grads[s][l][k] != b.grads[s][l][k]) return false;
+  return true;
+}
+
+struct case_ {
+  std::string name;
+  schedule s;
+  int stages;
+};
+
+std::vector<case_> every_generator(int P, int M, int layers, overlap_options o) {
+  const stage_set st = stage_set::moe_with_shared();
+  const pipeline_params p{.ranks = P, .micro = M, .layers = layers, .stages = st, .overlap = o};
+  return {{"gpipe", gpipe(p), P},
+          {"1f1b", one_f_one_b(p), P},
+          {"zb-h1", zb_h1(p), P},
+          {"interleaved",
+           interleaved({.ranks = P,
+                        .micro = M,
+                        .chunks = 2,
+                        .layers = layers,
+                        .stages = st,
+                        .overlap = o,
+                        .extra_warmup = o.pair_forward_backward}),
+           2 * P},
+          {"zb-v", zb_v(p), 2 * P},
+          {"dualpipev", dualpipev(p), 2 * P},
+          {"dualpipe", dualpipe(p), P}};
+}
+
+}  // namespace
+
+TEST_CASE("every generator on MoE sub-stages, +- fb-overlap, 1 and 2 replicas: equals serial") {
+  for (const int replicas : {1, 2})
+    for (const bool fb : {false, true}) {
+      const overlap_options o = fb ? overlap_options{} : overlap_options::none();
+      for (const case_& c : every_generator(2, 4, 2, o)) {
+        const std::string what =
+            c.name + (fb ? " +fb-overlap" : "") + ", replicas " + std::to_string(replicas);
+        CAPTURE(what);
+        moe_model<float> model(
+            {.stages = c.stages, .layers = 2, .micro = 4, .replicas = replicas, .seed = 5});
+        moe_executor<float> ex(model);
+        const run_result<float> run = ex.run(c.s);
+        const float loss = model.serial_step();
+        CHECK(run.loss == doctest::Approx(loss).epsilon(1e-5));
+        CHECK(max_rel_err(run, model) < 1e-5);
+        CHECK(same_bits(run, ex.run(c.s)));
+      }
+    }
+}
+
+TEST_CASE("tokens really cross replicas: each replica's experts see the other's tokens") {
+  moe_model<float> model({.stages = 2, .micro = 2, .replicas = 2, .seed = 9});
+  moe_executor<float> ex(model);
+  const run_result<float> run =
+      ex.run(one_f_one_b({.ranks = 2, .micro = 2, .stages = stage_set::moe_with_shared()}));
+  model.serial_step();
+  // Experts 0-1 live on replica 0, 2-3 on replica 1: all four got gradients, so every replica
+  // received rows (each replica's copy of another's expert stays zero and adds nothing).
+  for (const auto& stage : run.grads) {
+    const std::size_t experts_from = stage[0].size() - 8;
+    for (std::size_t k = experts_from; k < stage[0].size(); ++k) CHECK(stage[0][k].norm() > 0);
+  }
+}
+
+TEST_CASE("a schedule or configuration that does not fit the MoE model is refused by name") {
+  moe_model<float> model({.stages = 2, .micro = 4});
+  moe_executor<float> ex(model);
+  const stage_set moe = stage_set::moe_with_shared();
+  CHECK_THROWS_WITH_AS(ex.run(one_f_one_b({.ranks = 2, .micro = 4})),
+                       "weft: run: the MoE model runs schedules of its sub-stages (attn, "
+                       "dispatch, mlp, combine, shared)",
+                       config_error);
+  CHECK_THROWS_WITH_AS(ex.run(one_f_one_b({.ranks = 2, .micro = 2, .stages = moe})),
+                       "weft: run: the schedule has 2 micro-batches, the model 4", config_error);
+  CHECK_THROWS_WITH_AS(ex.run(one_f_one_b({.ranks = 2, .micro = 4, .layers = 3, .stages = moe})),
+                       "weft: run: the schedule has 3 layers per chunk, the model 1", config_error);
+  CHECK_THROWS_WITH_AS(ex.run(one_f_one_b({.ranks = 4, .micro = 4, .stages = moe})),
+                       "weft: run: the schedule's chunks do not carry the model's 2 stages",
+                       config_error);
+  CHECK_THROWS_WITH_AS(moe_model<float>({.experts = 6, .replicas = 4}),
+                       "weft: moe model: replicas (expert parallelism) must divide experts",
+                       config_error);
+  CHECK_THROWS_WITH_AS(moe_model<float>({.experts = 2, .top_k = 3}),
+                       "weft: moe model: top_k must be in [1, experts]", config_error);
+
+  // All-to-alls on two comm lanes of one rank could meet their group in different orders.
+  schedule s = one_f_one_b({.ranks = 2, .micro = 4, .stages = moe});
+  for (op& o : s.ops)
+    if (o.k == kind::combine && o.ph == phase::F && o.mb == 1) o.lane = 3;
+  CHECK_THROWS_WITH_AS(ex.run(s),
+                       "weft: run: rank 0 issues all-to-alls on comm lanes 0 and 3; a group's "
+                       "all-to-alls must come from one stream in one order",
+                       config_error);
+}
+
+TEST_CASE("MoE faults: a throwing expert names its replica; a stuck all-to-all times out") {
+  const stage_set moe = stage_set::moe_with_shared();
+  {
+    moe_model<float> model({.stages = 2, .micro = 2, .replicas = 2});
+    run_options opt;
+    opt.before_op = [](int rank, const op& o) {
+      if (rank == 3 && o.k == kind::mlp && o.ph == phase::F && o.mb == 1)
+        throw std::runtime_error("expert overflow");
+    };
+    moe_executor<float> ex(model, opt);
+    CHECK_THROWS_WITH_AS(ex.run(one_f_one_b({.ranks = 2, .micro = 2, .stages = moe})),
+                         "weft: run: rank 3 (pipeline rank 1, replica 1), mlp/F mb=1 chunk=1 "
+                         "failed: expert overflow",
+                         run_error);
+  }
+  {
+    moe_model<float> model({.stages = 2, .micro = 2, .replicas = 2});
+    run_options opt;
+    opt.delay = rt::delay_model{link_model{.alpha = 3600, .beta = 0}};  // an hour per message
+    opt.timeout = std::chrono::milliseconds(200);
+    moe_executor<float> ex(model, opt);
+    const auto t0 = std::chrono::steady_clock::now();
+    try {
+      ex.run(one_f_one_b({.ranks = 2, .micro = 2, .stages = moe}));
+      FAIL("the run should time out");
+    } catch (const run_error& e) {
+      const std::string what = e.what();
+      CHECK(what.find("weft: run: not finished after 200 ms; waiting:") == 0);
+      for (const char* who : {"rank 0 (pipeline rank 0, replica 0): dispatch/F mb=0",
+                              "rank 1 (pipeline rank 0, replica 1): dispatch/F mb=0"})
+        CHECK(what.find(who) != std::string::npos);
+    }
+    CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(5));
+  }
+}
