@@ -69,7 +69,7 @@ class dense_executor {
     if (m.micro != model_.cfg.micro)
       throw std::invalid_argument("weft: run: the schedule has " + std::to_string(m.micro) +
                                   " micro-batches, the model " + std::to_string(model_.cfg.micro));
-    if (stage_of(m, m.chunks() - 1) + 1 != model_.cfg.stages)
+    if (stage_of_chunk(m, m.chunks() - 1) + 1 != model_.cfg.stages)
       throw std::invalid_argument("weft: run: the schedule's chunks do not carry the model's " +
                                   std::to_string(model_.cfg.stages) + " stages");
     if (m.layers != 1)
