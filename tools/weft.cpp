@@ -6,7 +6,8 @@
 //   weft simulate --schedule NAME --pp P --micro M [...] [--cost K=V,...] [--preset NAME]
 //                 [--barrier] [--json] [--trace FILE] [--svg FILE]
 //   weft compare  --schedules A,B,... --pp P --micro M [...]
-//   weft run      --schedule NAME --pp P --micro M [...] [--delay-model PRESET] [--json]
+//   weft run      --schedule NAME --pp P --micro M [...] [--fb-overlap] [--ep E]
+//                 [--delay-model PRESET] [--json] [--trace FILE] [--svg FILE]
 //
 // Exit codes: 0 legal (or generated, simulated), 1 illegal, 2 bad arguments or unreadable input.
 #include <charconv>
@@ -15,11 +16,14 @@
 #include <fstream>
 #include <iomanip>
 #include <iostream>
+#include <optional>
+#include <sstream>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include <weft/exec/executor.hpp>
+#include <weft/exec/moe_executor.hpp>
 #include <weft/io/format.hpp>
 #include <weft/io/pytorch_csv.hpp>
 #include <weft/io/timeline.hpp>
@@ -39,13 +43,14 @@ constexpr std::string_view usage =
     "       weft simulate --schedule NAME --pp P --micro M [...] [--cost K=V,...]\n"
     "                     [--preset deepseek-v3] [--barrier] [--json] [--trace F] [--svg F]\n"
     "       weft compare  --schedules A,B,... --pp P --micro M [...] [--cost K=V,...]\n"
-    "       weft run      --schedule NAME --pp P --micro M [--chunks V] [--delay-model PRESET]\n"
-    "                     [--json] [--trace F] [--svg F]\n"
+    "       weft run      --schedule NAME --pp P --micro M [--chunks V] [--moe] [--fb-overlap]\n"
+    "                     [--ep E] [--delay-model PRESET] [--json] [--trace F] [--svg F]\n"
     "  NAME: gpipe, 1f1b, interleaved, zb-h1, zb-v, dualpipe, dualpipev\n"
     "  --pp P        pipeline ranks (devices); zb-v, dualpipe(v) put 2 chunks on each\n"
     "  --chunks V    model chunks per rank, for interleaved (default 2)\n"
     "  --layers L    layers per model chunk (default 1)\n"
     "  --moe         layers of MoE sub-stages: attn, dispatch, mlp, combine\n"
+    "  --shared-expert  MoE layers with a shared expert beside the routed ones\n"
     "  --fb-overlap  MoE sub-stages, forward/backward pairs overlapped per layer (DeepSeek);\n"
     "                with --format csv, the pipeline-level view (OVERLAP_F_B cells)\n"
     "  --transfers   explicit send/recv ops, placed as PyTorch places them\n"
@@ -55,10 +60,13 @@ constexpr std::string_view usage =
     "  verify    read a PyTorch schedule CSV and check it; exit 0 legal, 1 illegal, 2 unreadable\n"
     "  simulate  run the schedule over simulated time and report makespan, bubble, exposed comm\n"
     "  compare   simulate several schedules and print them side by side\n"
-    "  run       train a tiny dense model one step on in-process ranks; prints the simulate\n"
-    "            metrics, measured, plus the loss and the gradients' largest relative error\n"
-    "            against a serial run\n"
-    "  --delay-model  none, inter-node or cross-dc (1000 km): emulated link for transfers\n"
+    "  run       train a tiny model one step on in-process ranks (dense for whole blocks, MoE\n"
+    "            for sub-stages); prints the simulate metrics, measured, plus the loss and the\n"
+    "            gradients' largest relative error against a serial run\n"
+    "  --ep E    run: expert-parallel replicas of each pipeline rank (default 2 with MoE\n"
+    "            layers): dispatch and combine are all-to-alls over them\n"
+    "  --delay-model  none, intra-node, inter-node or cross-dc (1000 km): emulated link for\n"
+    "            transfers and all-to-alls\n"
     "  --cost    a rank's share of the model: F forward, B full backward, W its dW part, FB an\n"
     "            overlapped F and B; A2A one all-to-all, P2P one pipeline transfer (default\n"
     "            F=1,B=2,W=1). With V chunks per rank each costs 1/V (DualPipe's: a whole stage)\n"
@@ -84,7 +92,8 @@ int parse_int(std::string_view flag, std::string_view text) {
 struct request {
   std::string name;
   int pp = 0, micro = 0, chunks = 2, layers = 1, max_live = 0;
-  bool moe = false, fb_overlap = false, transfers = false;
+  int ep = 0;  ///< run: expert-parallel replicas; 0: 2 for MoE layers, 1 otherwise
+  bool moe = false, fb_overlap = false, transfers = false, shared_expert = false;
   std::string format = "text";
   // simulate, compare
   std::vector<std::string> schedules;
@@ -171,7 +180,12 @@ request parse_request(const std::vector<std::string_view>& args) {
       q.moe = true;
     else if (a == "--fb-overlap")
       q.fb_overlap = true;
-    else if (a == "--transfers")
+    else if (a == "--shared-expert")
+      q.shared_expert = true;
+    else if (a == "--ep") {
+      q.ep = number();
+      if (q.ep < 1) bad_usage("--ep needs a positive number of replicas");
+    } else if (a == "--transfers")
       q.transfers = true;
     else if (a == "--schedules")
       q.schedules = split(text(), ',');
@@ -211,9 +225,10 @@ request parse_request(const std::vector<std::string_view>& args) {
 weft::schedule generate(const request& q, const std::string& name) {
   // PyTorch's CSV is the pipeline-level view: there fb-overlap shows as OVERLAP_F_B cells, each
   // expanded per layer when the schedule runs with MoE sub-stages.
-  const bool sub_stages = q.moe || (q.fb_overlap && q.format != "csv");
-  const weft::stage_set stages =
-      sub_stages ? weft::stage_set::moe() : weft::stage_set::whole_block();
+  const bool sub_stages = q.moe || q.shared_expert || (q.fb_overlap && q.format != "csv");
+  const weft::stage_set stages = !sub_stages       ? weft::stage_set::whole_block()
+                                 : q.shared_expert ? weft::stage_set::moe_with_shared()
+                                                   : weft::stage_set::moe();
   const weft::overlap_options overlap =
       q.fb_overlap ? weft::overlap_options{} : weft::overlap_options::none();
   const weft::pipeline_params p{.ranks = q.pp,
@@ -350,51 +365,88 @@ int simulate_command(const request& q) {
   return 0;
 }
 
-int run_command(const request& q) {
-  if (q.fb_overlap || q.moe)
-    bad_usage("run executes whole-block schedules of a dense model; MoE sub-stages are not yet");
-  const weft::schedule s = generate_or_exit(q, q.name);
-  weft::exec::run_options opt;
-  if (q.delay == "inter-node")
-    opt.delay = weft::rt::delay_model{weft::link_model::inter_node()};
-  else if (q.delay == "cross-dc")
-    opt.delay = weft::rt::delay_model{weft::link_model::cross_dc(1000)};
-  else if (q.delay != "none")
-    bad_usage("unknown delay model '" + q.delay + "' (none, inter-node, cross-dc)");
-  const weft::model_desc& m = s.model;
-  const int stages = m.bidirectional ? m.chunks() / 2 : m.chunks();
-  weft::exec::dense_model<float> model({.stages = stages, .micro = q.micro});
-  weft::exec::dense_executor<float> ex(model, opt);
+/// The MoE model `weft run` trains: small enough for a quick run, big enough that kernel times
+/// stand out from the runtime's overhead.
+weft::exec::moe_config tiny_moe() {
+  weft::exec::moe_config c;
+  c.tokens = 32;
+  c.width = 32;
+  c.heads = 4;
+  c.ffn = 64;
+  c.experts = 4;
+  c.top_k = 2;
+  return c;
+}
+
+weft::rt::delay_model delay_preset(const std::string& name) {
+  if (name == "none") return {};
+  if (name == "intra-node") return {weft::link_model::intra_node()};
+  if (name == "inter-node") return {weft::link_model::inter_node()};
+  if (name == "cross-dc") return {weft::link_model::cross_dc(1000)};
+  bad_usage("unknown delay model '" + name + "' (none, intra-node, inter-node, cross-dc)");
+}
+
+/// Runs `s` with `Executor` on `model`, then the serial reference, and reports both.
+template <class Executor, class Model>
+int run_and_report(const request& q, const weft::schedule& s, Model& model,
+                   const weft::exec::run_options& opt, const std::string& what) {
+  Executor ex(model, opt);
   weft::exec::run_result<float> run;
   try {
     run = ex.run(s);
+  } catch (const weft::config_error& e) {
+    bad_usage(e.what());
   } catch (const std::exception& e) {
     std::cerr << e.what() << "\n";
     return 1;
   }
   const float loss = model.serial_step();
-  double worst = 0;
-  for (std::size_t st = 0; st < model.stages.size(); ++st)
-    for (std::size_t l = 0; l < model.stages[st].size(); ++l) {
-      std::size_t k = 0;
-      model.stages[st][l].each_param([&](weft::nn::param<float>& pr) {
-        const auto& g = run.grads[st][l][k++];
-        worst = std::max(worst, static_cast<double>((g - pr.grad).norm()) /
-                                    std::max(1e-30, static_cast<double>(pr.grad.norm())));
-      });
-    }
+  const double worst = weft::exec::max_grad_rel_err(run, model);
   const weft::step_metrics metrics = weft::measure(run.prog, run.time);
-  write_pictures(q, run.prog, run.time, 1e6, q.name + ", measured");
+  write_pictures(q, run.prog, run.time, 1e6, q.name + ", " + what + ", measured");
+  std::ostringstream extra;
+  extra << std::setprecision(9) << "\"loss\":" << run.loss << ",\"serial_loss\":" << loss
+        << ",\"max_grad_rel_err\":" << worst;
   if (q.json) {
-    print_json(std::cout, q.name, metrics,
-               "\"loss\":" + std::to_string(run.loss) + ",\"serial_loss\":" + std::to_string(loss) +
-                   ",\"max_grad_rel_err\":" + std::to_string(worst));
+    print_json(std::cout, q.name, metrics, extra.str());
   } else {
+    std::cout << what << "\n";
     print_text(std::cout, q.name, metrics);
     std::cout << "loss " << run.loss << " (serial " << loss << "), max gradient relative error "
               << worst << " (times in seconds)\n";
   }
   return 0;
+}
+
+int run_command(const request& q) {
+  const weft::schedule s = generate_or_exit(q, q.name);
+  weft::exec::run_options opt;
+  opt.delay = delay_preset(q.delay);
+  const weft::model_desc& m = s.model;
+  const int stages = m.bidirectional ? m.chunks() / 2 : m.chunks();
+  if (m.stages == weft::stage_set::whole_block()) {
+    if (q.ep > 1) bad_usage("--ep needs MoE layers (--moe or --fb-overlap)");
+    weft::exec::dense_model<float> model({.stages = stages, .micro = q.micro});
+    return run_and_report<weft::exec::dense_executor<float>>(
+        q, s, model, opt, "tiny dense model, " + std::to_string(q.pp) + " ranks");
+  }
+  const int ep = q.ep == 0 ? 2 : q.ep;
+  weft::exec::moe_config cfg = tiny_moe();
+  cfg.stages = stages;
+  cfg.layers = q.layers;
+  cfg.micro = q.micro;
+  cfg.replicas = ep;
+  cfg.shared_expert = m.stages.has(weft::kind::shared);
+  std::optional<weft::exec::moe_model<float>> model;
+  try {
+    model.emplace(cfg);
+  } catch (const weft::config_error& e) {
+    bad_usage(e.what());
+  }
+  return run_and_report<weft::exec::moe_executor<float>>(
+      q, s, *model, opt,
+      "tiny MoE model, " + std::to_string(q.pp) + " pipeline ranks x " + std::to_string(ep) +
+          " expert-parallel = " + std::to_string(q.pp * ep) + " ranks");
 }
 
 int compare_command(const request& q) {

@@ -141,7 +141,7 @@ struct moe_layer {
   /// back), through the router, the norms and attention.
   nn::matrix<T> attn_backward_dx(const nn::matrix<T>& dy, context& c) const {
     const int k = route.k;
-    nn::matrix<T> dz = c.dz_shared;
+    nn::matrix<T> dz = has_shared() ? c.dz_shared : nn::matrix<T>::Zero(c.z.rows(), c.z.cols());
     for (Eigen::Index i = 0; i < dz.rows(); ++i)
       for (int j = 0; j < k; ++j) dz.row(i) += c.dexpert_in.row(i * k + j);
     dz += route.backward_dx(c.dgate, c.r);

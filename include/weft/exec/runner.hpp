@@ -72,6 +72,23 @@ void add_grads(Layer& layer, std::vector<nn::matrix<T>>& into) {
   });
 }
 
+/// The largest relative error (Frobenius norm of the difference over the reference's norm) of
+/// any parameter gradient of a run against a reference model that has run its `serial_step`.
+template <class T, class Model>
+double max_grad_rel_err(const run_result<T>& run, Model& reference) {
+  double worst = 0;
+  for (std::size_t s = 0; s < reference.stages.size(); ++s)
+    for (std::size_t l = 0; l < reference.stages[s].size(); ++l) {
+      std::size_t k = 0;
+      reference.stages[s][l].each_param([&](nn::param<T>& p) {
+        const nn::matrix<T>& g = run.grads.at(s).at(l).at(k++);
+        const double scale = std::max(1e-30, static_cast<double>(p.grad.norm()));
+        worst = std::max(worst, static_cast<double>((g - p.grad).norm()) / scale);
+      });
+    }
+  return worst;
+}
+
 /// What a kernel is told when the runner calls it. A compute kernel does its work; a comm
 /// kernel starts an operation on `comm` and leaves its completion event in `started`. An op
 /// whose binding asks for several steps (`comm_steps`) is called once per step, in order, each
