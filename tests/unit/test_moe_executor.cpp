@@ -16,7 +16,6 @@ using namespace weft::exec;
 
 namespace {
 
-
 bool same_bits(const run_result<float>& a, const run_result<float>& b) {
   if (a.loss != b.loss || a.grads.size() != b.grads.size()) return false;
   for (std::size_t s = 0; s < a.grads.size(); ++s)
@@ -72,6 +71,23 @@ TEST_CASE("every generator on MoE sub-stages, +- fb-overlap, 1 and 2 replicas: e
         CHECK(same_bits(run, ex.run(c.s)));
       }
     }
+}
+
+TEST_CASE("MoE layers without a shared expert") {
+  const stage_set st = stage_set::moe();
+  for (const bool fb : {false, true}) {
+    const overlap_options o = fb ? overlap_options{} : overlap_options::none();
+    for (const schedule& s : {one_f_one_b({.ranks = 2, .micro = 4, .stages = st, .overlap = o}),
+                              zb_h1({.ranks = 2, .micro = 4, .stages = st, .overlap = o})}) {
+      moe_model<float> model(
+          {.stages = 2, .shared_expert = false, .micro = 4, .replicas = 2, .seed = 7});
+      moe_executor<float> ex(model);
+      const run_result<float> run = ex.run(s);
+      const float loss = model.serial_step();
+      CHECK(run.loss == doctest::Approx(loss).epsilon(1e-5));
+      CHECK(max_grad_rel_err(run, model) < 1e-5);
+    }
+  }
 }
 
 TEST_CASE("tokens really cross replicas: each replica's experts see the other's tokens") {
