@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # weft's one entry point for people and CI:
-#   scripts/dev.sh demo    install what is missing, build and run the quick-start example
+#   scripts/dev.sh demo    install what is missing, build and run the examples: the compile-time
+#                          proofs of the quick start, then a tiny MoE trained with DualPipeV and
+#                          fb-overlap on 4 in-process ranks next to 1F1B
 #   scripts/dev.sh test    install what is missing, build with g++ and clang (and g++ with thread
 #                          and address/UB sanitizers), run every test
 #   scripts/dev.sh bench   install what is missing, build and run the benchmarks
@@ -33,8 +35,11 @@ build() {  # build PRESET [targets...]
 case "${1:-}" in
   demo)
     install_missing
-    build gcc --target quickstart
+    build gcc --target quickstart train_moe_dualpipev
     ./build/gcc/examples/quickstart
+    echo
+    mkdir -p build/demo
+    ./build/gcc/examples/train_moe_dualpipev build/demo
     ;;
   test)
     install_missing
