@@ -7,6 +7,7 @@
 #include <weft/schedules/dualpipe.hpp>
 #include <weft/schedules/interleaved.hpp>
 #include <weft/schedules/one_f_one_b.hpp>
+#include <weft/sim/calibrate.hpp>
 #include <weft/sim/metrics.hpp>
 #include <weft/sim/shared_workers.hpp>
 
@@ -216,4 +217,31 @@ TEST_CASE(
     CHECK(two <= work + 1e-9);
     CHECK(two >= plenty.makespan - 1e-9);
   }
+}
+
+TEST_CASE("ranks sharing workers: an all-to-all waits on the link, holding no worker") {
+  const cost_model c = cost_model::pipeline(2, 4, 2, -1, 0.2, 0.5);
+  const program p = lower(dualpipev({.ranks = 2,
+                                     .micro = 4,
+                                     .stages = stage_set::moe_with_shared(),
+                                     .overlap = overlap_options{}}));
+  double compute = 0, comm = 0;
+  for (std::uint32_t i = 0; i < p.size(); ++i)
+    (stream_of(p.at(i).k) == stream_class::compute ? compute : comm) += c.of(p.at(i).k, p.at(i).ph);
+  const double one = simulate_on_workers(p, c, 1).makespan;
+  CHECK(one >= compute - 1e-9);
+  CHECK(one < compute + comm - 1e-9);  // some all-to-alls ran beside compute on the one worker
+}
+
+TEST_CASE("a cost model calibrated from a timeline takes each compute op's mean duration") {
+  const cost_model truth = cost_model::deepseek_v3_like();
+  const program p = lower(
+      one_f_one_b({.ranks = 2, .micro = 4, .layers = 2, .stages = stage_set::moe_with_shared()}));
+  const timeline t = simulate(p, truth);
+  const cost_model got = calibrated(p, t, cost_model{});
+  for (const kind k : {kind::attn, kind::mlp, kind::shared})
+    for (const phase ph : {phase::F, phase::B})
+      CHECK(got.of(k, ph) == doctest::Approx(truth.of(k, ph)));
+  CHECK(got.of(kind::dispatch, phase::F) == 0);  // communication keeps the base's cost
+  CHECK(got.of(kind::attn, phase::dW) == 0);     // not in the schedule: the base's cost
 }

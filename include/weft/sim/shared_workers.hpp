@@ -1,8 +1,8 @@
 // Simulating a step when all ranks share a few workers, as the CPU runtime runs them: a compute
-// op needs one of `workers` threads for its whole duration; a transfer holds none (it waits on a
-// timer or its peer). Ops start in order of the time they become ready, the way the runtime's
-// pool takes ready streams first come, first served. This is what a measured in-process run is
-// predicted with; `simulate` gives every rank a device of its own.
+// op needs one of `workers` threads for its whole duration; a transfer or collective holds none
+// (it waits on a timer or its peer). Ops start in order of the time they become ready, the way the
+// runtime's pool takes ready streams first come, first served. This is what a measured in-process
+// run is predicted with; `simulate` gives every rank a device of its own.
 #pragma once
 
 #include <algorithm>
@@ -76,6 +76,10 @@ inline timeline simulate_on_workers(const program& p, const cost_model& c, unsig
       const double end = begin + c.of(o.k, o.ph);
       finish(i, begin, end);
       if (j != program::none && t.start[j] < 0) finish(j, begin, end);
+      continue;
+    }
+    if (stream_of(o.k) == stream_class::comm) {  // a collective: waits on the link, no worker
+      finish(i, when, when + c.of(o.k, o.ph));
       continue;
     }
     const double worker = free_at.top();
