@@ -33,7 +33,7 @@ class moe_executor {
     check_fits(out.prog);
     setup(m);
     kernels k{*this};
-    out.time = run_program(out.prog, model_.cfg.replicas, k, opt_);
+    out.time = run_program(out.prog, model_.cfg.replicas, k, opt_, &out.comm_span);
     finish(m, out);
     return out;
   }

@@ -29,7 +29,11 @@
 namespace weft::exec {
 
 struct run_options {
-  unsigned workers = 2;
+  unsigned workers = 2;  ///< threads that run compute streams, shared by every rank
+  /// Threads that run comm streams (start transfers and all-to-alls, place what arrived), as an
+  /// accelerator's communication engines do beside its compute units; 0: the compute workers
+  /// run them too, first come, first served.
+  unsigned comm_workers = 1;
   rt::delay_model delay{};  ///< emulated link for transfers and all-to-alls
   /// A run that has not finished by then is stopped and reported, naming the op every rank is
   /// waiting at.
@@ -49,6 +53,10 @@ struct run_result {
   T loss = 0;
   program prog;
   timeline time;  ///< measured (replica 0), in seconds from the start of the run
+  /// Per comm op (replica 0): seconds from the moment every party had started it (both ends of
+  /// a transfer, every member of a collective) to its completion — its own time, without the
+  /// wait for late peers. What `calibrated` takes for communication.
+  std::vector<double> comm_span;
   /// Per model stage and layer, the gradient of every parameter (summed over micro-batches,
   /// replicas and the chunks that carry the stage), in the layer's `each_param` order.
   std::vector<std::vector<std::vector<nn::matrix<T>>>> grads;
@@ -125,21 +133,26 @@ inline std::string describe_exception(const std::exception_ptr& e) {
 /// the op every unfinished stream waits at); either way every stream is abandoned and every
 /// thread joined before it returns.
 template <run_binding Model>
-timeline run_program(const program& p, int replicas, Model& model, const run_options& opt) {
+timeline run_program(const program& p, int replicas, Model& model, const run_options& opt,
+                     std::vector<double>* comm_span = nullptr) {
   if (replicas < 1) throw std::invalid_argument("weft: run: replicas must be >= 1");
   const int world_size = p.ranks() * replicas;
-  rt::worker_pool pool(opt.workers);
+  rt::worker_pool pool(opt.workers, opt.comm_workers);
   rt::inproc_world world(world_size, opt.delay);
   const auto per_replica = static_cast<std::uint32_t>(p.queue_begin.size() - 1);
   std::vector<std::unique_ptr<rt::stream>> streams;  // [replica][queue]
-  for (std::uint32_t q = 0; q < per_replica * static_cast<std::uint32_t>(replicas); ++q)
-    streams.push_back(std::make_unique<rt::stream>(pool));
+  for (std::uint32_t q = 0; q < per_replica * static_cast<std::uint32_t>(replicas); ++q) {
+    const bool comm = q % per_replica % streams_per_rank >= lanes_per_class;
+    streams.push_back(std::make_unique<rt::stream>(
+        pool, comm ? rt::stream_role::comm : rt::stream_role::compute));
+  }
   const std::size_t n = p.size();
   std::vector<rt::event> done(n * static_cast<std::size_t>(replicas));
   timeline time;
   time.start.assign(n, -1.0);
   time.finish.assign(n, -1.0);
-  std::vector<double> finished_at(n * static_cast<std::size_t>(replicas), -1.0);
+  std::vector<double> started_at(n * static_cast<std::size_t>(replicas), -1.0),
+      finished_at(n * static_cast<std::size_t>(replicas), -1.0);
   std::vector<std::atomic<std::uint32_t>> at(streams.size());
   for (auto& a : at) a.store(program::none);
   const auto origin = std::chrono::steady_clock::now();
@@ -163,10 +176,11 @@ timeline run_program(const program& p, int replicas, Model& model, const run_opt
         const op o = p.at(i);
         const int rank = p.rank[i];
         const int wr = rank * replicas + rep;
-        const auto begin = [&opt, &at, &time, sq, i, o, wr, rep, now] {
+        const auto begin = [&opt, &at, &time, &started_at, base, sq, i, o, wr, rep, now] {
           at[sq].store(i);
           if (opt.before_op) opt.before_op(wr, o);
-          if (rep == 0) time.start[i] = now();
+          started_at[base + i] = now();
+          if (rep == 0) time.start[i] = started_at[base + i];
         };
         const auto call_for = [&world, o, rank, rep, wr](int step) {
           run_call c;
@@ -258,6 +272,19 @@ timeline run_program(const program& p, int replicas, Model& model, const run_opt
                     " failed: " + detail::describe_exception(f.error));
   }
   for (const double f : time.finish) time.makespan = std::max(time.makespan, f);
+  if (comm_span) {
+    comm_span->assign(n, 0.0);
+    for (std::uint32_t i = 0; i < n; ++i) {
+      if (stream_of(p.at(i).k) != stream_class::comm) continue;
+      double last = time.start[i];  // the last party to start: a transfer's peer, or a replica
+      if (is_p2p(p.at(i).k) && p.partner[i] != program::none)
+        last = std::max(last, time.start[p.partner[i]]);
+      else
+        for (int rep = 1; rep < replicas; ++rep)
+          last = std::max(last, started_at[static_cast<std::size_t>(rep) * n + i]);
+      (*comm_span)[i] = std::max(0.0, time.finish[i] - last);
+    }
+  }
   return time;
 }
 

@@ -29,6 +29,7 @@ namespace detail {
 /// another costs no sleep and no wake-up when the first stream has nothing else to do.
 struct worker_local {
   worker_pool* pool = nullptr;
+  int queue = 0;  ///< which of the pool's queues the thread serves
   stream* handoff = nullptr;
 };
 inline thread_local worker_local this_worker;
@@ -87,13 +88,24 @@ struct task_failure {
   std::exception_ptr error;
 };
 
+/// What a stream does: compute, or communication (short tasks that start an operation and wait
+/// for it). A pool with comm workers runs comm streams on them, as an accelerator runs its
+/// collectives on engines of their own: starting a transfer never waits behind a long kernel.
+enum class stream_role : std::uint8_t { compute, comm };
+
 /// Worker threads shared by every stream of a world. Streams with work queue up here.
 class worker_pool {
  public:
-  explicit worker_pool(unsigned workers = std::thread::hardware_concurrency()) {
+  /// `workers` threads run compute streams; `comm_workers` threads, if any, run comm streams
+  /// (with none, the workers run both, first come, first served).
+  explicit worker_pool(unsigned workers = std::thread::hardware_concurrency(),
+                       unsigned comm_workers = 0) {
     if (workers == 0) workers = 1;
-    threads_.reserve(workers);
-    for (unsigned i = 0; i < workers; ++i) threads_.emplace_back([this] { work(); });
+    comm_queue_ = comm_workers > 0 ? 1 : 0;
+    workers_ = workers;
+    threads_.reserve(workers + comm_workers);
+    for (unsigned i = 0; i < workers; ++i) threads_.emplace_back([this] { work(0); });
+    for (unsigned i = 0; i < comm_workers; ++i) threads_.emplace_back([this] { work(1); });
   }
   worker_pool(const worker_pool&) = delete;
   worker_pool& operator=(const worker_pool&) = delete;
@@ -103,11 +115,12 @@ class worker_pool {
       std::lock_guard lock(m_);
       stop_ = true;
     }
-    wake_.notify_all();
+    for (auto& w : wake_) w.notify_all();
     for (std::thread& t : threads_) t.join();
   }
 
-  unsigned workers() const noexcept { return static_cast<unsigned>(threads_.size()); }
+  /// Threads that run compute streams.
+  unsigned workers() const noexcept { return workers_; }
 
   /// The first failure of any task since the last `clear_failure`, if any. Once a task fails,
   /// streams skip the tasks that follow (events still fire, so nothing waits forever).
@@ -129,14 +142,15 @@ class worker_pool {
   friend class stream;
   friend class event;
 
-  void schedule(stream* s) {
+  int queue_of(stream_role r) const noexcept { return r == stream_role::comm ? comm_queue_ : 0; }
+  void schedule(stream* s, int queue) {
     bool wake = false;
     {
       std::lock_guard lock(m_);
-      ready_.push_back(s);
-      wake = sleepers_ > 0;
+      ready_[queue].push_back(s);
+      wake = sleepers_[queue] > 0;
     }
-    if (wake) wake_.notify_one();
+    if (wake) wake_[queue].notify_one();
   }
   void fail(std::uint64_t tag, std::exception_ptr e) {
     std::lock_guard lock(m_);
@@ -144,12 +158,14 @@ class worker_pool {
     aborted_.store(true, std::memory_order_relaxed);
   }
   bool aborted() const noexcept { return aborted_.load(std::memory_order_relaxed); }
-  void work();
+  void work(int queue);
 
   mutable std::mutex m_;
-  std::condition_variable wake_;
-  std::deque<stream*> ready_;
-  unsigned sleepers_ = 0;
+  std::condition_variable wake_[2];
+  std::deque<stream*> ready_[2];  ///< compute (and comm without comm workers); comm
+  unsigned sleepers_[2] = {0, 0};
+  int comm_queue_ = 0;
+  unsigned workers_ = 0;
   bool stop_ = false;
   task_failure failure_;
   std::atomic<bool> aborted_{false};
@@ -159,7 +175,8 @@ class worker_pool {
 /// An in-order queue of work running on a worker pool.
 class stream {
  public:
-  explicit stream(worker_pool& pool) : pool_(pool) {}
+  explicit stream(worker_pool& pool, stream_role role = stream_role::compute)
+      : pool_(pool), pool_queue_(pool.queue_of(role)) {}
   stream(const stream&) = delete;
   stream& operator=(const stream&) = delete;
   /// Drops work not yet started, waits for the task that is running, if any.
@@ -246,7 +263,7 @@ class stream {
       queue_.push_back(std::move(e));
       if (!active_) active_ = schedule = true;
     }
-    if (schedule) pool_.schedule(this);
+    if (schedule) pool_.schedule(this, pool_queue_);
   }
 
   /// Runs entries until the queue is empty or the head waits for an event that has not fired
@@ -300,7 +317,7 @@ class stream {
         if (pending == nullptr && !queue_.empty() && queue_.front().kind != entry::wait) {
           lock.unlock();
           detail::this_worker.handoff = nullptr;
-          pool_.schedule(woken);
+          woken->pool_.schedule(woken, woken->pool_queue_);
         }
       }
       if (pending) {  // the async operation's completion holds back what follows
@@ -311,6 +328,7 @@ class stream {
   }
 
   worker_pool& pool_;
+  int pool_queue_;  ///< which of the pool's queues runs it
   mutable std::mutex m_;
   std::condition_variable idle_;
   std::deque<entry> queue_;
@@ -332,25 +350,27 @@ inline void event::fire(state& st) {
   st.host.notify_all();
   for (stream* s : waiters) {
     detail::worker_local& w = detail::this_worker;
-    if (w.pool == &s->pool_ && w.handoff == nullptr)
+    if (w.pool == &s->pool_ && w.queue == s->pool_queue_ && w.handoff == nullptr)
       w.handoff = s;
     else
-      s->pool_.schedule(s);
+      s->pool_.schedule(s, s->pool_queue_);
   }
 }
 
-inline void worker_pool::work() {
+inline void worker_pool::work(int queue) {
   detail::this_worker.pool = this;
+  detail::this_worker.queue = queue;
+  std::deque<stream*>& ready = ready_[queue];
   for (;;) {
     stream* s = nullptr;
     {
       std::unique_lock lock(m_);
-      ++sleepers_;
-      wake_.wait(lock, [&] { return stop_ || !ready_.empty(); });
-      --sleepers_;
-      if (ready_.empty()) return;  // stopping, and nothing left to run
-      s = ready_.front();
-      ready_.pop_front();
+      ++sleepers_[queue];
+      wake_[queue].wait(lock, [&] { return stop_ || !ready.empty(); });
+      --sleepers_[queue];
+      if (ready.empty()) return;  // stopping, and nothing left to run
+      s = ready.front();
+      ready.pop_front();
     }
     s->drain();
     while (stream* next = std::exchange(detail::this_worker.handoff, nullptr)) next->drain();

@@ -2,6 +2,7 @@
 // without holding a worker (a stream waiting on the event holds no thread either).
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
@@ -10,6 +11,10 @@
 #include <vector>
 
 #include <weft/rt/stream.hpp>
+
+#if defined(__linux__)
+#include <sys/prctl.h>
+#endif
 
 namespace weft::rt {
 
@@ -50,6 +55,11 @@ class timer {
     bool operator>(const item& o) const { return when > o.when; }
   };
   void run() {
+#if defined(__linux__)
+    // Linux lets a sleeping thread wake up to 50 us late by default; a link model of a few
+    // microseconds needs the timer on time.
+    prctl(PR_SET_TIMERSLACK, 1UL);
+#endif
     std::unique_lock lock(m_);
     for (;;) {
       if (due_.empty()) {
@@ -58,20 +68,27 @@ class timer {
         continue;
       }
       const clock::time_point next = due_.top().when;
-      if (!stop_ && clock::now() < next) {
-        cv_.wait_until(lock, next);
+      if (!stop_ && clock::now() < next - lead_) {
+        cv_.wait_until(lock, next - lead_);
         continue;
       }
       const event e = due_.top().ev;
       due_.pop();
+      // Waking up takes time: learn how late wake-ups are and wake up that much earlier, so
+      // events fire on time on average without spinning.
+      const auto late = clock::now() - next;
+      lead_ = std::clamp(lead_ + late / 4, clock::duration::zero(), max_lead);
       lock.unlock();
       e.fire();
       lock.lock();
     }
   }
 
+  static constexpr clock::duration max_lead = std::chrono::microseconds(500);
+
   std::mutex m_;
   std::condition_variable cv_;
+  clock::duration lead_{};
   std::priority_queue<item, std::vector<item>, std::greater<>> due_;
   bool stop_ = false;
   std::thread thread_;

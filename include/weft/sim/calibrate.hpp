@@ -1,9 +1,13 @@
-// Calibrating the cost model from a real run: every compute (kind, phase) costs what it took on
-// average in a measured timeline. What a run cannot tell apart from waiting — communication,
-// whose measured time includes waiting for the partner — keeps the link model's cost.
+// Calibrating the cost model from a real run: every (kind, phase) costs what it took on average.
+// A compute op's time is its span in the timeline; a comm op's span also holds the wait for its
+// late peers, so it takes the span from the moment every party had started (what the executor
+// reports as `comm_span`), or keeps the link model's cost when that was not measured.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
+#include <span>
+#include <vector>
 
 #include <weft/sim/cost.hpp>
 #include <weft/sim/program.hpp>
@@ -12,21 +16,50 @@
 namespace weft {
 
 /// `base` with the compute costs replaced by their mean durations in `measured` (a timeline of
-/// `p`, as the executor records it); (kind, phase) pairs that did not run keep `base`'s cost.
-inline cost_model calibrated(const program& p, const timeline& measured, cost_model base) {
+/// `p`, as the executor records it) and, given `comm_span` (per op, seconds), the comm costs by
+/// its means. (kind, phase) pairs that did not run keep `base`'s cost.
+inline cost_model calibrated(const program& p, const timeline& measured, cost_model base,
+                             std::span<const double> comm_span = {}) {
   double sum[kind_count][phase_count] = {};
   std::uint32_t count[kind_count][phase_count] = {};
   for (std::uint32_t i = 0; i < p.size(); ++i) {
     const op& o = p.at(i);
-    if (stream_of(o.k) != stream_class::compute || measured.start[i] < 0) continue;
+    if (measured.start[i] < 0) continue;
+    const bool compute = stream_of(o.k) == stream_class::compute;
+    if (!compute && comm_span.size() != p.size()) continue;
     const int k = static_cast<int>(o.k), ph = static_cast<int>(o.ph);
-    sum[k][ph] += measured.finish[i] - measured.start[i];
+    sum[k][ph] += compute ? measured.finish[i] - measured.start[i] : comm_span[i];
     ++count[k][ph];
   }
   for (int k = 0; k < kind_count; ++k)
     for (int ph = 0; ph < phase_count; ++ph)
       if (count[k][ph] > 0) base.time[k][ph] = sum[k][ph] / count[k][ph];
   return base;
+}
+
+/// The median time from the last event a comm op waits for to the op starting, when that event
+/// was what held it back: how long the runtime takes to react to an event (`sim_options::
+/// event_latency`). Comm ops, because their streams rarely wait for a free worker; 0 if none
+/// waited.
+inline double measured_event_latency(const program& p, const timeline& measured) {
+  std::vector<double> lag;
+  for (std::uint32_t q = 0; q + 1 < p.queue_begin.size(); ++q) {
+    double prev = 0;  // when the op before on the stream finished
+    for (std::uint32_t k = p.queue_begin[q]; k < p.queue_begin[q + 1]; ++k) {
+      const std::uint32_t i = p.queue[k];
+      if (measured.start[i] < 0) break;
+      double ready = -1;
+      for (std::uint32_t w = p.wait_begin[i]; w < p.wait_begin[i + 1]; ++w)
+        ready = std::max(ready, measured.finish[p.waits[w]]);
+      if (stream_of(p.at(i).k) == stream_class::comm && ready > prev)
+        lag.push_back(std::max(0.0, measured.start[i] - ready));
+      prev = measured.finish[i];
+    }
+  }
+  if (lag.empty()) return 0;
+  std::nth_element(lag.begin(), lag.begin() + static_cast<std::ptrdiff_t>(lag.size() / 2),
+                   lag.end());
+  return lag[lag.size() / 2];
 }
 
 }  // namespace weft

@@ -20,6 +20,9 @@ struct sim_options {
   /// step, as a framework without overlap does (an all-to-all then blocks compute). Off: streams
   /// run independently, ordered only by their queues and events.
   bool slot_barrier = false;
+  /// From an event firing to the op that waits for it starting: an event synchronisation on an
+  /// accelerator, a thread waking up on the CPU runtime (`measured_event_latency` finds it).
+  double event_latency = 0;
 };
 
 struct timeline {
@@ -133,7 +136,8 @@ constexpr timeline simulate(const program& p, const cost_model& c, sim_options o
     if (++head[q] < p.queue_begin[q + 1]) work.push_back(p.queue[head[q]]);
     for (std::uint32_t d = dep_begin[i]; d < dep_begin[i + 1]; ++d) {
       const std::uint32_t j = deps[d];
-      ready_at[j] = ready_at[j] > t.finish[i] ? ready_at[j] : t.finish[i];
+      const double at = t.finish[i] + opt.event_latency;
+      ready_at[j] = ready_at[j] > at ? ready_at[j] : at;
       if (--pending[j] == 0) work.push_back(j);
     }
   };
