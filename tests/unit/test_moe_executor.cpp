@@ -10,6 +10,7 @@
 #include <weft/schedules/interleaved.hpp>
 #include <weft/schedules/one_f_one_b.hpp>
 #include <weft/schedules/zero_bubble_v.hpp>
+#include <weft/sim/calibrate.hpp>
 
 using namespace weft;
 using namespace weft::exec;
@@ -169,4 +170,33 @@ TEST_CASE("MoE faults: a throwing expert names its replica; a stuck all-to-all t
     }
     CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(5));
   }
+}
+
+TEST_CASE("comm spans leave out the wait for late peers; the calibrated cost is the link's") {
+  moe_model<float> model({.stages = 2, .micro = 2, .replicas = 2});
+  run_options opt;
+  const double alpha = 0.005;
+  opt.delay = rt::delay_model{link_model{.alpha = alpha, .beta = 0}};
+  moe_executor<float> ex(model, opt);
+  const run_result<float> run =
+      ex.run(one_f_one_b({.ranks = 2, .micro = 2, .stages = stage_set::moe_with_shared()}));
+  const program& p = run.prog;
+  REQUIRE(run.comm_span.size() == p.size());
+  for (std::uint32_t i = 0; i < p.size(); ++i) {
+    const double span = run.time.finish[i] - run.time.start[i];
+    if (stream_of(p.at(i).k) == stream_class::compute) {
+      CHECK(run.comm_span[i] == 0);
+      continue;
+    }
+    CHECK(run.comm_span[i] <= span + 1e-12);
+    CHECK(run.comm_span[i] >= 0.5 * alpha);  // every message crossed the link
+  }
+  const cost_model c = calibrated(p, run.time, cost_model{}, run.comm_span);
+  for (const kind k : {kind::combine, kind::send})
+    for (const phase ph : {phase::F, phase::B}) {
+      CHECK(c.of(k, ph) >= 0.5 * alpha);
+      CHECK(c.of(k, ph) < 4 * alpha);
+    }
+  CHECK(c.of(kind::dispatch, phase::F) >= 1.5 * alpha);  // counts, then rows
+  CHECK(c.of(kind::attn, phase::F) > 0);
 }

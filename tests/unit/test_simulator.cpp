@@ -248,3 +248,41 @@ TEST_CASE("a cost model calibrated from a timeline takes each compute op's mean 
   CHECK(got.of(kind::dispatch, phase::F) == 0);  // communication keeps the base's cost
   CHECK(got.of(kind::attn, phase::dW) == 0);     // not in the schedule: the base's cost
 }
+
+TEST_CASE("event latency: every cross-stream wait on the critical path costs it once") {
+  // GPipe, 2 ranks, 1 micro-batch: F -> send -> recv -> F -> B -> send -> recv -> B; the sends
+  // wait for compute and the computes for receives: four events, one after the other.
+  const program p = lower(gpipe({.ranks = 2, .micro = 1}));
+  const cost_model c = cost_model::pipeline(1, 2, 1, -1, 0.25);
+  const double base = simulate(p, c).makespan, L = 0.125;
+  CHECK(simulate(p, c, {.event_latency = L}).makespan == doctest::Approx(base + 4 * L));
+  CHECK(simulate_on_workers(p, c, 1, {.event_latency = L}).makespan ==
+        doctest::Approx(base + 4 * L));
+}
+
+TEST_CASE("the event latency of a timeline is found again from it") {
+  const program p = lower(dualpipev({.ranks = 2,
+                                     .micro = 4,
+                                     .stages = stage_set::moe_with_shared(),
+                                     .overlap = overlap_options{}}));
+  const cost_model c = cost_model::deepseek_v3_like();
+  CHECK(measured_event_latency(p, simulate(p, c)) == 0);
+  const timeline t = simulate(p, c, {.event_latency = 0.03});
+  CHECK(measured_event_latency(p, t) == doctest::Approx(0.03));
+}
+
+TEST_CASE("replicas in the shared-worker simulator: copies share workers, all-to-alls meet") {
+  const cost_model c = cost_model::deepseek_v3_like();
+  const program p =
+      lower(one_f_one_b({.ranks = 2, .micro = 4, .stages = stage_set::moe_with_shared()}));
+  // Plenty of workers: the copies run side by side, as one copy does.
+  CHECK(simulate_on_workers(p, c, 64, {}, 3).makespan ==
+        doctest::Approx(simulate_on_workers(p, c, 64).makespan));
+  // One worker: every copy's compute runs on it, one after the other.
+  double compute = 0;
+  for (std::uint32_t i = 0; i < p.size(); ++i)
+    if (stream_of(p.at(i).k) == stream_class::compute) compute += c.of(p.at(i).k, p.at(i).ph);
+  const timeline one = simulate_on_workers(p, c, 1, {}, 2);
+  CHECK(one.makespan >= 2 * compute - 1e-9);
+  CHECK_FALSE(one.deadlocked());
+}

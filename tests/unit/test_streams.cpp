@@ -6,6 +6,7 @@
 #include <chrono>
 #include <memory>
 #include <stdexcept>
+#include <thread>
 #include <vector>
 
 #include <weft/rt/stream.hpp>
@@ -164,4 +165,51 @@ TEST_CASE("abandoning a stream whose async operation never completes returns") {
   CHECK_FALSE(s->synchronize_for(20ms));
   s.reset();
   never.fire();
+}
+
+TEST_CASE("comm workers run comm streams while every compute worker is busy") {
+  worker_pool pool(1, 1);
+  stream compute(pool), comm(pool, stream_role::comm);
+  std::atomic<bool> started{false};
+  std::thread::id compute_thread, comm_thread;
+  // The one compute worker blocks until the comm stream has run: without a thread of its own
+  // the comm stream would wait behind it.
+  compute.enqueue([&] {
+    compute_thread = std::this_thread::get_id();
+    const auto deadline = std::chrono::steady_clock::now() + 5s;
+    while (!started.load() && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(100us);
+  });
+  comm.enqueue([&] {
+    comm_thread = std::this_thread::get_id();
+    started = true;
+  });
+  compute.synchronize();
+  comm.synchronize();
+  CHECK(started.load());
+  CHECK(compute_thread != comm_thread);
+  CHECK(pool.workers() == 1);
+}
+
+TEST_CASE("an event recorded on a compute stream releases a comm stream on its own worker") {
+  worker_pool pool(2, 1);
+  std::vector<std::unique_ptr<stream>> compute, comm;
+  for (int r = 0; r < 8; ++r) {
+    compute.push_back(std::make_unique<stream>(pool));
+    comm.push_back(std::make_unique<stream>(pool, stream_role::comm));
+  }
+  std::vector<int> seen(8, -1);
+  std::vector<int> value(8, 0);
+  for (int r = 0; r < 8; ++r) {
+    event e;
+    compute[r]->enqueue([&value, r] { value[r] = r + 1; });
+    compute[r]->record(e);
+    comm[r]->wait(e);
+    comm[r]->enqueue([&seen, &value, r] { seen[r] = value[r]; });
+  }
+  for (int r = 0; r < 8; ++r) {
+    compute[r]->synchronize();
+    comm[r]->synchronize();
+    CHECK(seen[r] == r + 1);
+  }
 }

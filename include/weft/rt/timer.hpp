@@ -35,7 +35,9 @@ class timer {
     thread_.join();
   }
 
-  /// Fires `e` at `when` (at once if that has passed).
+  /// Fires `e` at `when` (at once if that has passed) — on average: the timer learns how late
+  /// its thread wakes up and wakes that much earlier, so one event may fire a few microseconds
+  /// early rather than a scheduler's wake-up late. The first fires no earlier than `when`.
   void fire_at(clock::time_point when, const event& e) {
     {
       std::lock_guard lock(m_);
