@@ -31,13 +31,9 @@ constexpr unsigned workers = 1;
 constexpr link_model ep_link = link_model::with_bandwidth(150e-6, 2e9);
 
 exec::moe_config config(int stages, int layers) {
-  exec::moe_config c;
+  exec::moe_config c = exec::demo_config();
   c.stages = stages;
   c.layers = layers;
-  c.tokens = 32;
-  c.width = 32;
-  c.heads = 4;
-  c.ffn = 64;
   c.micro = micro;
   c.replicas = replicas;
   c.seed = 3;

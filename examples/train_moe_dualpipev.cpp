@@ -28,15 +28,9 @@ constexpr int pipeline_ranks = 2, replicas = 2, micro = 8, layers_per_chunk = 2,
 constexpr float learning_rate = 0.01f;
 
 exec::moe_config tiny_moe() {
-  exec::moe_config c;
+  exec::moe_config c = exec::demo_config();
   c.stages = 2 * pipeline_ranks;  // DualPipeV: two chunks per rank, one stage each
   c.layers = layers_per_chunk;
-  c.tokens = 32;
-  c.width = 32;
-  c.heads = 4;
-  c.ffn = 64;
-  c.experts = 4;
-  c.top_k = 2;
   c.micro = micro;
   c.replicas = replicas;
   c.seed = 2026;

@@ -365,19 +365,6 @@ int simulate_command(const request& q) {
   return 0;
 }
 
-/// The MoE model `weft run` trains: small enough for a quick run, big enough that kernel times
-/// stand out from the runtime's overhead.
-weft::exec::moe_config tiny_moe() {
-  weft::exec::moe_config c;
-  c.tokens = 32;
-  c.width = 32;
-  c.heads = 4;
-  c.ffn = 64;
-  c.experts = 4;
-  c.top_k = 2;
-  return c;
-}
-
 weft::rt::delay_model delay_preset(const std::string& name) {
   if (name == "none") return {};
   if (name == "intra-node") return {weft::link_model::intra_node()};
@@ -431,7 +418,7 @@ int run_command(const request& q) {
         q, s, model, opt, "tiny dense model, " + std::to_string(q.pp) + " ranks");
   }
   const int ep = q.ep == 0 ? 2 : q.ep;
-  weft::exec::moe_config cfg = tiny_moe();
+  weft::exec::moe_config cfg = weft::exec::demo_config();
   cfg.stages = stages;
   cfg.layers = q.layers;
   cfg.micro = q.micro;

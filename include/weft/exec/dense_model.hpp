@@ -5,9 +5,9 @@
 #pragma once
 
 #include <cstdint>
-#include <random>
 #include <vector>
 
+#include <weft/exec/seeded.hpp>
 #include <weft/nn/attention.hpp>
 #include <weft/nn/experts.hpp>
 #include <weft/nn/norm.hpp>
@@ -69,25 +69,13 @@ struct dense_model {
   nn::attention_mask mask;
 
   explicit dense_model(const dense_config& c) : cfg(c), mask(nn::causal_mask(c.tokens)) {
-    std::mt19937_64 rng(c.seed);
-    std::normal_distribution<double> normal(0.0, 1.0);
-    const auto random = [&](int r, int k, double scale) {
-      nn::matrix<T> m(r, k);
-      for (Eigen::Index i = 0; i < m.size(); ++i) m.data()[i] = static_cast<T>(scale * normal(rng));
-      return m;
-    };
-    const double w = 1.0 / std::sqrt(static_cast<double>(c.width));
+    seeded_normal<T> random(c.seed);
     for (int s = 0; s < c.stages; ++s) {
       auto& stage = stages.emplace_back();
       for (int l = 0; l < c.layers; ++l) {
         dense_layer<T> layer;
-        layer.norm1.g = nn::param<T>(nn::matrix<T>::Ones(1, c.width));
-        layer.norm2.g = nn::param<T>(nn::matrix<T>::Ones(1, c.width));
-        layer.attn.heads = c.heads;
-        for (nn::param<T>* p : {&layer.attn.wq, &layer.attn.wk, &layer.attn.wv, &layer.attn.wo})
-          *p = nn::param<T>(random(c.width, c.width, w));
-        layer.mlp.w1 = nn::param<T>(random(c.width, c.ffn, w));
-        layer.mlp.w2 = nn::param<T>(random(c.ffn, c.width, 1.0 / std::sqrt(double(c.ffn))));
+        init_attention(layer, c.width, c.heads, random);
+        init_mlp(layer.mlp, c.width, c.ffn, random);
         stage.push_back(std::move(layer));
       }
     }

@@ -236,15 +236,8 @@ class moe_executor {
   }
 
   void combine_forward(run_call& k) {
-    layer_state& s = state(k);
-    auto& c = s.ctx;
-    if (k.step == 0) {
-      pack(c.rows.out, nullptr, s.a2a.send);
-      k.started = exchange_rows(k, s.a2a, s.rows_from, s.rows_to, c.z.cols());
-      return;
-    }
-    unpack(s, c.routed_out, c.z.cols());
-    k.started = fired();
+    auto& c = state(k).ctx;
+    rows_to_tokens(k, c.rows.out, c.routed_out);
   }
 
   void combine_backward(run_call& k) {
@@ -263,14 +256,21 @@ class moe_executor {
   }
 
   void dispatch_backward(run_call& k) {
+    auto& c = state(k).ctx;
+    rows_to_tokens(k, c.rows.din, c.dexpert_in);
+  }
+
+  /// combine F and dispatch B: the expert side's rows back to the replicas their tokens live on,
+  /// then into pair order there.
+  void rows_to_tokens(run_call& k, const nn::matrix<T>& rows, nn::matrix<T>& into) {
     layer_state& s = state(k);
-    auto& c = s.ctx;
+    const Eigen::Index width = s.ctx.z.cols();
     if (k.step == 0) {
-      pack(c.rows.din, nullptr, s.a2a.send);
-      k.started = exchange_rows(k, s.a2a, s.rows_from, s.rows_to, c.z.cols());
+      pack(rows, nullptr, s.a2a.send);
+      k.started = exchange_rows(k, s.a2a, s.rows_from, s.rows_to, static_cast<std::size_t>(width));
       return;
     }
-    unpack(s, c.dexpert_in, c.z.cols());
+    unpack(s, into, width);
     k.started = fired();
   }
 

@@ -8,12 +8,12 @@
 
 #include <cmath>
 #include <cstdint>
-#include <random>
 #include <string>
 #include <vector>
 
 #include <weft/core/error.hpp>
 #include <weft/exec/moe_layer.hpp>
+#include <weft/exec/seeded.hpp>
 #include <weft/nn/experts.hpp>
 
 namespace weft::exec {
@@ -32,6 +32,20 @@ struct moe_config {
   int replicas = 1;  ///< expert-parallel degree
   std::uint64_t seed = 1;
 };
+
+/// A model that trains in a blink yet whose kernels take long enough to stand out from the
+/// runtime's overhead: 32 tokens of width 32, 4 heads, 4 experts (top-2) of width 64 and a
+/// shared expert. What `weft run`, the training example and the calibration benchmark use.
+inline moe_config demo_config() {
+  moe_config c;
+  c.tokens = 32;
+  c.width = 32;
+  c.heads = 4;
+  c.ffn = 64;
+  c.experts = 4;
+  c.top_k = 2;
+  return c;
+}
 
 /// Throws `config_error` naming the first impossible setting.
 inline void validate_config(const moe_config& c) {
@@ -56,32 +70,17 @@ struct moe_model {
   explicit moe_model(const moe_config& c) : cfg(c) {
     validate_config(c);
     mask = nn::causal_mask(c.tokens);
-    std::mt19937_64 rng(c.seed);
-    std::normal_distribution<double> normal(0.0, 1.0);
-    const auto random = [&](int r, int k, double scale) {
-      nn::matrix<T> m(r, k);
-      for (Eigen::Index i = 0; i < m.size(); ++i) m.data()[i] = static_cast<T>(scale * normal(rng));
-      return m;
-    };
-    const double w = 1.0 / std::sqrt(static_cast<double>(c.width));
-    const double f = 1.0 / std::sqrt(static_cast<double>(c.ffn));
+    seeded_normal<T> random(c.seed);
     for (int s = 0; s < c.stages; ++s) {
       auto& stage = stages.emplace_back();
       for (int l = 0; l < c.layers; ++l) {
         moe_layer<T> layer;
-        layer.norm1.g = nn::param<T>(nn::matrix<T>::Ones(1, c.width));
-        layer.norm2.g = nn::param<T>(nn::matrix<T>::Ones(1, c.width));
-        layer.attn.heads = c.heads;
-        for (nn::param<T>* p : {&layer.attn.wq, &layer.attn.wk, &layer.attn.wv, &layer.attn.wo})
-          *p = nn::param<T>(random(c.width, c.width, w));
-        layer.route.w = nn::param<T>(random(c.width, c.experts, w));
+        init_attention(layer, c.width, c.heads, random);
+        layer.route.w = nn::param<T>(random(c.width, c.experts, 1.0 / std::sqrt(double(c.width))));
         layer.route.k = c.top_k;
-        for (int e = 0; e < c.experts; ++e)
-          layer.experts.push_back(
-              {nn::param<T>(random(c.width, c.ffn, w)), nn::param<T>(random(c.ffn, c.width, f))});
-        if (c.shared_expert)
-          layer.shared = {nn::param<T>(random(c.width, c.ffn, w)),
-                          nn::param<T>(random(c.ffn, c.width, f))};
+        layer.experts.resize(static_cast<std::size_t>(c.experts));
+        for (auto& e : layer.experts) init_mlp(e, c.width, c.ffn, random);
+        if (c.shared_expert) init_mlp(layer.shared, c.width, c.ffn, random);
         stage.push_back(std::move(layer));
       }
     }
