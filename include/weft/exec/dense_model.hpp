@@ -8,6 +8,7 @@
 #include <vector>
 
 #include <weft/exec/seeded.hpp>
+#include <weft/exec/serial.hpp>
 #include <weft/nn/attention.hpp>
 #include <weft/nn/experts.hpp>
 #include <weft/nn/norm.hpp>
@@ -89,25 +90,10 @@ struct dense_model {
   /// and back, one after the other. The reference a pipelined run must match.
   T serial_step() {
     T loss = 0;
-    for (auto& stage : stages)
-      for (auto& layer : stage) layer.each_param([](nn::param<T>& p) { p.zero_grad(); });
-    for (int m = 0; m < cfg.micro; ++m) {
-      std::vector<std::vector<typename dense_layer<T>::context>> ctx(stages.size());
-      nn::matrix<T> x = inputs[static_cast<std::size_t>(m)];
-      for (std::size_t s = 0; s < stages.size(); ++s) {
-        ctx[s].resize(stages[s].size());
-        for (std::size_t l = 0; l < stages[s].size(); ++l)
-          x = stages[s][l].forward(x, mask, ctx[s][l]);
-      }
-      loss += nn::mse_loss<T>::value(x, targets[static_cast<std::size_t>(m)]) / T(cfg.micro);
-      nn::matrix<T> dy =
-          nn::mse_loss<T>::gradient(x, targets[static_cast<std::size_t>(m)]) / T(cfg.micro);
-      for (std::size_t s = stages.size(); s-- > 0;)
-        for (std::size_t l = stages[s].size(); l-- > 0;) {
-          dy = stages[s][l].backward_dx(dy, ctx[s][l]);
-          stages[s][l].backward_dw(ctx[s][l]);
-        }
-    }
+    zero_grads(stages);
+    for (int m = 0; m < cfg.micro; ++m)
+      loss += serial_pass(stages, inputs[static_cast<std::size_t>(m)], mask,
+                          targets[static_cast<std::size_t>(m)], T(cfg.micro));
     return loss;
   }
 };

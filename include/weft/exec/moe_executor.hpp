@@ -149,7 +149,7 @@ class moe_executor {
   nn::matrix<T> output_grad(int r, int mb, int c, int l) {
     if (l + 1 < m_.layers) return at(r, mb, c).layers[static_cast<std::size_t>(l + 1)].dx;
     if (c == m_.end_chunk(mb) - 1)
-      return nn::mse_loss<T>::gradient(output(r, mb, c, l), target(r, mb)) * model_.loss_scale();
+      return nn::mse_loss<T>::gradient(output(r, mb, c, l), target(r, mb)) / model_.loss_divisor();
     if (op_index(m_, false).crosses_ranks(c, c + 1)) return at(r, mb, c).in_grad;
     return at(r, mb, c + 1).layers[0].dx;
   }
@@ -310,8 +310,8 @@ class moe_executor {
     for (int mb = 0; mb < m.micro; ++mb)
       for (int r = 0; r < R; ++r) {
         const int last = m.end_chunk(mb) - 1;
-        out.loss += nn::mse_loss<T>::value(output(r, mb, last, m.layers - 1), target(r, mb)) *
-                    model_.loss_scale();
+        out.loss += nn::mse_loss<T>::value(output(r, mb, last, m.layers - 1), target(r, mb)) /
+                    model_.loss_divisor();
       }
     out.grads.assign(static_cast<std::size_t>(model_.cfg.stages), {});
     for (int st = 0; st < model_.cfg.stages; ++st) {

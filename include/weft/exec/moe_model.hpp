@@ -14,6 +14,7 @@
 #include <weft/core/error.hpp>
 #include <weft/exec/moe_layer.hpp>
 #include <weft/exec/seeded.hpp>
+#include <weft/exec/serial.hpp>
 #include <weft/nn/experts.hpp>
 
 namespace weft::exec {
@@ -95,8 +96,8 @@ struct moe_model {
 
   /// The replica that holds routed expert `e`.
   int owner(int e) const noexcept { return e / (cfg.experts / cfg.replicas); }
-  /// Each replica's share of the loss: the mean over every micro-batch of every replica.
-  T loss_scale() const noexcept { return T(1) / T(cfg.micro * cfg.replicas); }
+  /// The loss is the mean over every micro-batch of every replica.
+  T loss_divisor() const noexcept { return T(cfg.micro * cfg.replicas); }
 
   /// The loss and every gradient of a serial run: each micro-batch of each replica through every
   /// stage forward and back, one after the other, all experts local. Replicated parameters get
@@ -104,26 +105,12 @@ struct moe_model {
   /// routed to it. The reference a distributed run must match.
   T serial_step() {
     T loss = 0;
-    for (auto& stage : stages)
-      for (auto& layer : stage) layer.each_param([](nn::param<T>& p) { p.zero_grad(); });
+    zero_grads(stages);
     for (int m = 0; m < cfg.micro; ++m)
-      for (int r = 0; r < cfg.replicas; ++r) {
-        const auto& target = targets[static_cast<std::size_t>(r)][static_cast<std::size_t>(m)];
-        std::vector<std::vector<typename moe_layer<T>::context>> ctx(stages.size());
-        nn::matrix<T> x = inputs[static_cast<std::size_t>(r)][static_cast<std::size_t>(m)];
-        for (std::size_t s = 0; s < stages.size(); ++s) {
-          ctx[s].resize(stages[s].size());
-          for (std::size_t l = 0; l < stages[s].size(); ++l)
-            x = stages[s][l].forward(x, mask, ctx[s][l]);
-        }
-        loss += nn::mse_loss<T>::value(x, target) * loss_scale();
-        nn::matrix<T> dy = nn::mse_loss<T>::gradient(x, target) * loss_scale();
-        for (std::size_t s = stages.size(); s-- > 0;)
-          for (std::size_t l = stages[s].size(); l-- > 0;) {
-            dy = stages[s][l].backward_dx(dy, ctx[s][l]);
-            stages[s][l].backward_dw(ctx[s][l]);
-          }
-      }
+      for (int r = 0; r < cfg.replicas; ++r)
+        loss += serial_pass(
+            stages, inputs[static_cast<std::size_t>(r)][static_cast<std::size_t>(m)], mask,
+            targets[static_cast<std::size_t>(r)][static_cast<std::size_t>(m)], loss_divisor());
     return loss;
   }
 };
