@@ -6,7 +6,7 @@
 // predicts the step.
 // Prints measured and predicted step time and exposed communication per phase, medians.
 //
-//   calibrate [RUNS]
+//   calibrate [RUNS [COMPUTE_WORKERS]]
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -25,9 +25,9 @@ using namespace weft;
 namespace {
 
 constexpr int pipeline_ranks = 2, replicas = 2, micro = 8;
-// One compute worker and one comm worker: with the timer that makes the 2 cores this is written
-// for busy but not oversubscribed (an oversubscribed core makes every wake-up a gamble).
-constexpr unsigned workers = 1;
+// By default one compute worker and one comm worker: with the timer that keeps 2 cores busy but
+// not oversubscribed (on an oversubscribed core every wake-up waits for a scheduler quantum).
+unsigned workers = 1;
 constexpr link_model ep_link = link_model::with_bandwidth(150e-6, 2e9);
 
 exec::moe_config config(int stages, int layers) {
@@ -96,9 +96,11 @@ void compare(const char* name, const schedule& s, const exec::moe_config& c, int
 
 int main(int argc, char** argv) {
   const int runs = argc > 1 ? std::max(1, std::atoi(argv[1])) : 7;
+  if (argc > 2) workers = static_cast<unsigned>(std::max(1, std::atoi(argv[2])));
   const stage_set moe = stage_set::moe_with_shared();
   std::printf(
-      "%d ranks (%d pipeline x %d expert-parallel), %u workers, link %.0f us + %.1f GB/s, "
+      "%d ranks (%d pipeline x %d expert-parallel), %u compute + 1 comm workers, link %.0f us + "
+      "%.1f GB/s, "
       "%d runs each, medians\n",
       pipeline_ranks * replicas, pipeline_ranks, replicas, workers, ep_link.alpha * 1e6,
       1e-9 / ep_link.beta, runs);
