@@ -1,0 +1,304 @@
+// Round scheduling for adaptive context parallelism (seed: adaptive-cp). Rank p holds slice p of
+// the (re-mapped) sequence: its queries Q_p, keys and values KV_p, and owns the output O_p. Every
+// non-empty cell (i, j) of the cp x cp grid is a task: attention of Q_i over KV_j. A task runs on
+// rank i (KV_j comes over: 2 units on each side, that round) or on rank j (Q_i comes over: 1 unit
+// each side; the partial output goes back to i in the next round: 1 unit each side); never on a
+// rank that holds neither (the traffic would be too large). Each rank runs at most one task per
+// round and moves at most `cap` units per round. The planner looks for the fewest rounds;
+// `validate` checks any plan against the grid.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <weft/core/error.hpp>
+#include <weft/cp/mask.hpp>
+
+namespace weft::cp {
+
+/// Communication units, the seed's accounting: a KV block counts 2 (keys and values), a Q
+/// block or a partial output 1.
+inline constexpr int kv_units = 2, q_units = 1, o_units = 1;
+
+struct plan_options {
+  int cap = 6;  ///< units a rank may send plus receive in one round
+  /// Randomised greedy attempts per round count before trying one more round.
+  int attempts = 256;
+  std::uint64_t seed = 7;
+};
+
+struct cp_task {
+  int q = 0, kv = 0;  ///< query slice, key/value slice
+  friend bool operator==(const cp_task&, const cp_task&) = default;
+};
+
+/// One rank's transfers in one round; each entry names the peer.
+struct transfers {
+  std::vector<int> recv_q_src, recv_kv_src, recv_o_src, send_q_dst, send_kv_dst, send_o_dst;
+
+  int units() const noexcept {
+    return kv_units * static_cast<int>(recv_kv_src.size() + send_kv_dst.size()) +
+           q_units * static_cast<int>(recv_q_src.size() + send_q_dst.size()) +
+           o_units * static_cast<int>(recv_o_src.size() + send_o_dst.size());
+  }
+};
+
+struct cp_plan {
+  int cp = 0, cap = 0;
+  std::vector<cp_task> tasks;  ///< every non-empty grid cell, row by row
+  int rounds = 0;
+  int lower_bound = 0;  ///< ceil(tasks / cp)
+  /// [round][rank]: the task it runs, or -1.
+  std::vector<std::vector<int>> run;
+  /// [round][rank]: its transfers. One more round than `rounds`: the last returns outputs.
+  std::vector<std::vector<transfers>> moves;
+
+  int max_comm_units() const noexcept {
+    int m = 0;
+    for (const auto& round : moves)
+      for (const transfers& t : round) m = std::max(m, t.units());
+    return m;
+  }
+};
+
+namespace detail {
+
+/// Adds the transfers task `t` needs when rank `p` runs it in round `r`.
+inline void add_moves(cp_plan& pl, const cp_task& t, int p, int r) {
+  auto& now = pl.moves[static_cast<std::size_t>(r)];
+  if (p != t.kv) {
+    now[static_cast<std::size_t>(p)].recv_kv_src.push_back(t.kv);
+    now[static_cast<std::size_t>(t.kv)].send_kv_dst.push_back(p);
+  }
+  if (p != t.q) {
+    now[static_cast<std::size_t>(p)].recv_q_src.push_back(t.q);
+    now[static_cast<std::size_t>(t.q)].send_q_dst.push_back(p);
+    auto& next = pl.moves[static_cast<std::size_t>(r + 1)];
+    next[static_cast<std::size_t>(p)].send_o_dst.push_back(t.q);
+    next[static_cast<std::size_t>(t.q)].recv_o_src.push_back(p);
+  }
+}
+
+/// Units per (round, rank) that running task `t` on rank `p` in round `r` adds: (rank, round
+/// offset, units) for each side.
+struct cost_item {
+  int rank, dround, units;
+};
+inline int cost_of(const cp_task& t, int p, cost_item out[4]) {
+  int n = 0;
+  if (p != t.kv) {
+    out[n++] = {p, 0, kv_units};
+    out[n++] = {t.kv, 0, kv_units};
+  } else if (p != t.q) {
+    out[n++] = {p, 0, q_units};
+    out[n++] = {t.q, 0, q_units};
+  }
+  if (p != t.q && p == t.kv) {
+    out[n++] = {p, 1, o_units};
+    out[n++] = {t.q, 1, o_units};
+  }
+  return n;
+}
+
+/// One randomised greedy pass with `rounds` rounds; true if every task found a place.
+inline bool greedy(const std::vector<cp_task>& tasks, int cp, int rounds, int cap,
+                   std::mt19937_64& rng, std::vector<std::vector<int>>& run,
+                   std::vector<int>& runner) {
+  const auto T = static_cast<int>(tasks.size());
+  std::vector<int> used(static_cast<std::size_t>((rounds + 1) * cp), 0);
+  const auto units = [&](int r, int p) -> int& {
+    return used[static_cast<std::size_t>(r * cp + p)];
+  };
+  run.assign(static_cast<std::size_t>(rounds), std::vector<int>(static_cast<std::size_t>(cp), -1));
+  runner.assign(static_cast<std::size_t>(T), -1);
+  // Tasks each rank could run, and how many of them are still open.
+  std::vector<int> open_of(static_cast<std::size_t>(cp), 0);
+  for (const cp_task& t : tasks) {
+    ++open_of[static_cast<std::size_t>(t.q)];
+    if (t.kv != t.q) ++open_of[static_cast<std::size_t>(t.kv)];
+  }
+  std::uniform_real_distribution<double> noise(0.0, 1.0);
+  int left = T;
+  std::vector<int> ranks(static_cast<std::size_t>(cp));
+  for (int r = 0; r < rounds && left > 0; ++r) {
+    if (left > cp * (rounds - r)) return false;
+    for (int p = 0; p < cp; ++p) ranks[static_cast<std::size_t>(p)] = p;
+    std::shuffle(ranks.begin(), ranks.end(), rng);
+    // Ranks with the most open work choose first.
+    std::stable_sort(ranks.begin(), ranks.end(), [&](int a, int b) {
+      return open_of[static_cast<std::size_t>(a)] > open_of[static_cast<std::size_t>(b)];
+    });
+    for (const int p : ranks) {
+      int best = -1;
+      double best_key = -1;
+      for (int x = 0; x < T; ++x) {
+        if (runner[static_cast<std::size_t>(x)] >= 0) continue;
+        const cp_task& t = tasks[static_cast<std::size_t>(x)];
+        if (t.q != p && t.kv != p) continue;
+        cost_item c[4];
+        const int n = cost_of(t, p, c);
+        bool fits = true;
+        for (int i = 0; i < n && fits; ++i)
+          fits = units(r + c[i].dround, c[i].rank) + c[i].units <= cap;
+        if (!fits) continue;
+        // Prefer what relieves the busiest other rank, then cheap traffic, with a little noise.
+        const int other = t.q == p ? t.kv : t.q;
+        int traffic = 0;
+        for (int i = 0; i < n; ++i) traffic += c[i].units;
+        const double key = (other == p ? 0.5 : open_of[static_cast<std::size_t>(other)]) * 16.0 -
+                           traffic + noise(rng);
+        if (key > best_key) {
+          best_key = key;
+          best = x;
+        }
+      }
+      if (best < 0) continue;
+      const cp_task& t = tasks[static_cast<std::size_t>(best)];
+      cost_item c[4];
+      const int n = cost_of(t, p, c);
+      for (int i = 0; i < n; ++i) units(r + c[i].dround, c[i].rank) += c[i].units;
+      runner[static_cast<std::size_t>(best)] = p;
+      run[static_cast<std::size_t>(r)][static_cast<std::size_t>(p)] = best;
+      --open_of[static_cast<std::size_t>(t.q)];
+      if (t.kv != t.q) --open_of[static_cast<std::size_t>(t.kv)];
+      --left;
+    }
+  }
+  return left == 0;
+}
+
+}  // namespace detail
+
+/// The fewest-rounds plan the planner finds for `g` (a cp x cp grid) under `o.cap`. Throws
+/// `config_error` when no plan can exist: a cap below one unit with work that crosses ranks.
+inline cp_plan plan_rounds(const dense_mask& g, plan_options o = {}) {
+  cp_plan pl;
+  pl.cp = g.size();
+  pl.cap = o.cap;
+  bool crosses = false;
+  for (int i = 0; i < pl.cp; ++i)
+    for (int j = 0; j < pl.cp; ++j)
+      if (g(i, j)) {
+        pl.tasks.push_back({i, j});
+        crosses = crosses || i != j;
+      }
+  const auto T = static_cast<int>(pl.tasks.size());
+  pl.lower_bound = (T + pl.cp - 1) / pl.cp;
+  if (crosses && o.cap < std::min(q_units, kv_units))
+    throw config_error("weft: plan: a cap of " + std::to_string(o.cap) +
+                       " units per rank and round leaves no way to move a block; work crosses "
+                       "ranks, so the cap must be >= " +
+                       std::to_string(q_units));
+  std::mt19937_64 rng(o.seed);
+  std::vector<std::vector<int>> run;
+  std::vector<int> runner;
+  int rounds = pl.lower_bound;
+  for (;; ++rounds) {
+    bool found = false;
+    for (int a = 0; a < std::max(1, o.attempts) && !found; ++a)
+      found = detail::greedy(pl.tasks, pl.cp, rounds, o.cap, rng, run, runner);
+    if (found) break;
+    if (rounds >= 2 * T + 1) {
+      // Always possible with a cap of one: one task every other round, its query brought over.
+      rounds = 2 * T;
+      run.assign(static_cast<std::size_t>(rounds),
+                 std::vector<int>(static_cast<std::size_t>(pl.cp), -1));
+      for (int x = 0; x < T; ++x)
+        run[static_cast<std::size_t>(2 * x)]
+           [static_cast<std::size_t>(pl.tasks[static_cast<std::size_t>(x)].kv)] = x;
+      break;
+    }
+  }
+  pl.rounds = rounds;
+  pl.run = run;
+  pl.moves.assign(static_cast<std::size_t>(rounds + 1),
+                  std::vector<transfers>(static_cast<std::size_t>(pl.cp)));
+  for (int r = 0; r < rounds; ++r)
+    for (int p = 0; p < pl.cp; ++p)
+      if (const int x = pl.run[static_cast<std::size_t>(r)][static_cast<std::size_t>(p)]; x >= 0)
+        detail::add_moves(pl, pl.tasks[static_cast<std::size_t>(x)], p, r);
+  return pl;
+}
+
+/// Everything wrong with `pl` as a plan for grid `g`: each task exactly once, at most one task
+/// per rank and round, every operand on the rank that uses it (held, or received that round
+/// from its holder), every partial output returned to its owner the round after, every
+/// receive matched by a send, the cap kept. Empty when the plan is valid.
+inline std::vector<std::string> validate(const cp_plan& pl, const dense_mask& g) {
+  std::vector<std::string> bad;
+  const auto say = [&](const std::string& s) { bad.push_back("weft: plan: " + s); };
+  const int cp = pl.cp;
+  if (g.size() != cp) {
+    say("the grid is " + std::to_string(g.size()) + " x " + std::to_string(g.size()) +
+        ", the plan is for " + std::to_string(cp) + " ranks");
+    return bad;
+  }
+  if (static_cast<int>(pl.run.size()) != pl.rounds ||
+      static_cast<int>(pl.moves.size()) != pl.rounds + 1) {
+    say("the plan's tables do not have its " + std::to_string(pl.rounds) + " rounds");
+    return bad;
+  }
+  std::vector<int> seen(static_cast<std::size_t>(cp * cp), 0);
+  const auto has = [](const std::vector<int>& v, int x) {
+    return std::find(v.begin(), v.end(), x) != v.end();
+  };
+  for (int r = 0; r < pl.rounds; ++r)
+    for (int p = 0; p < cp; ++p) {
+      const int x = pl.run[static_cast<std::size_t>(r)][static_cast<std::size_t>(p)];
+      if (x < 0) continue;
+      if (x >= static_cast<int>(pl.tasks.size())) {
+        say("round " + std::to_string(r) + ", rank " + std::to_string(p) + ": no task " +
+            std::to_string(x));
+        continue;
+      }
+      const cp_task t = pl.tasks[static_cast<std::size_t>(x)];
+      const std::string where = "task (" + std::to_string(t.q) + ", " + std::to_string(t.kv) +
+                                ") in round " + std::to_string(r) + " on rank " + std::to_string(p);
+      ++seen[static_cast<std::size_t>(t.q * cp + t.kv)];
+      const transfers& mine = pl.moves[static_cast<std::size_t>(r)][static_cast<std::size_t>(p)];
+      if (p != t.kv && !has(mine.recv_kv_src, t.kv))
+        say(where + ": KV " + std::to_string(t.kv) + " is not there");
+      if (p != t.q && !has(mine.recv_q_src, t.q))
+        say(where + ": Q " + std::to_string(t.q) + " is not there");
+      if (p != t.q &&
+          !has(pl.moves[static_cast<std::size_t>(r + 1)][static_cast<std::size_t>(p)].send_o_dst,
+               t.q))
+        say(where + ": its output is not returned to rank " + std::to_string(t.q));
+    }
+  for (int i = 0; i < cp; ++i)
+    for (int j = 0; j < cp; ++j) {
+      const int n = seen[static_cast<std::size_t>(i * cp + j)];
+      if (g(i, j) && n != 1)
+        say("task (" + std::to_string(i) + ", " + std::to_string(j) + ") runs " +
+            std::to_string(n) + " times");
+      if (!g(i, j) && n != 0)
+        say("(" + std::to_string(i) + ", " + std::to_string(j) + ") is not a task but runs");
+    }
+  for (int r = 0; r <= pl.rounds; ++r)
+    for (int p = 0; p < cp; ++p) {
+      const transfers& t = pl.moves[static_cast<std::size_t>(r)][static_cast<std::size_t>(p)];
+      const std::string where = "round " + std::to_string(r) + ", rank " + std::to_string(p);
+      if (t.units() > pl.cap)
+        say(where + ": " + std::to_string(t.units()) + " units exceed the cap of " +
+            std::to_string(pl.cap));
+      const auto& row = pl.moves[static_cast<std::size_t>(r)];
+      const auto matched = [&](const std::vector<int>& recv, auto send_of, const char* what) {
+        for (const int s : recv)
+          if (s < 0 || s >= cp || !has(send_of(row[static_cast<std::size_t>(s)]), p))
+            say(where + ": receives " + what + " from rank " + std::to_string(s) +
+                ", which does not send it");
+      };
+      matched(
+          t.recv_q_src, [](const transfers& x) { return x.send_q_dst; }, "Q");
+      matched(
+          t.recv_kv_src, [](const transfers& x) { return x.send_kv_dst; }, "KV");
+      matched(
+          t.recv_o_src, [](const transfers& x) { return x.send_o_dst; }, "an output");
+    }
+  return bad;
+}
+
+}  // namespace weft::cp

@@ -1,0 +1,193 @@
+// Adaptive context parallelism, the planner: masks and coarsening, re-mapping, round scheduling
+// under a communication cap, and the validator every plan passes.
+#include <doctest/doctest.h>
+
+#include <string>
+#include <vector>
+
+#include <weft/cp/families.hpp>
+#include <weft/cp/plan.hpp>
+#include <weft/cp/remap.hpp>
+
+using namespace weft;
+using namespace weft::cp;
+
+namespace {
+
+dense_mask grid_of(const range_mask& m, int cp) {
+  return grid(coarsen(m, m.size), identity_order(m.size), cp);
+}
+
+cp_plan checked_plan(const dense_mask& g, plan_options o = {}) {
+  cp_plan pl = plan_rounds(g, o);
+  const std::vector<std::string> bad = validate(pl, g);
+  for (const std::string& b : bad) CAPTURE(b);
+  CHECK(bad.empty());
+  CHECK(pl.max_comm_units() <= o.cap);
+  return pl;
+}
+
+}  // namespace
+
+TEST_CASE("range masks agree with their dense form; coarsening keeps every cell with work") {
+  const int s = 64;
+  for (const char* spec :
+       {"full", "causal", "window:w=5", "bidir-window:w=3", "global-window:g=2,w=4",
+        "documents:n=3", "causal-documents:n=5", "interleaved-documents:n=4",
+        "shared-question:q=16,n=3", "causal-blockwise:b=8", "prefix-lm:p=20",
+        "random:density=0.3,b=8,seed=4"}) {
+    CAPTURE(spec);
+    const range_mask m = masks::by_name(spec, s);
+    REQUIRE(m.size == s);
+    const dense_mask d = m.dense();
+    for (int q = 0; q < s; ++q)
+      for (int k = 0; k < s; ++k) REQUIRE(d(q, k) == m(q, k));
+    for (const int c : {8, 16, 32}) {
+      const dense_mask a = coarsen(m, c), b = coarsen(d, c);
+      CHECK(a == b);
+      const int f = s / c;
+      for (int x = 0; x < c; ++x)
+        for (int y = 0; y < c; ++y) {
+          bool any = false;
+          for (int q = x * f; q < (x + 1) * f; ++q)
+            for (int k = y * f; k < (y + 1) * f; ++k) any = any || d(q, k);
+          REQUIRE(a(x, y) == any);
+        }
+    }
+  }
+  CHECK(masks::causal(10).dense().count() == 55);
+  CHECK(masks::sliding_window(10, 3).dense().count() == 10 + 9 + 8);
+}
+
+TEST_CASE("bad masks and sizes are refused by name") {
+  CHECK_THROWS_WITH_AS(coarsen(masks::causal(1000), 64),
+                       "weft: mask: 1000 tokens are not a multiple of the coarse size 64; pick a "
+                       "divisor, or plan without coarsening",
+                       config_error);
+  CHECK(coarsen(masks::causal(48), 64) == masks::causal(48).dense());  // nothing to coarsen
+  CHECK_THROWS_WITH_AS(grid(masks::causal(30).dense(), identity_order(30), 8),
+                       "weft: mask: 30 tokens do not split into 8 equal slices", config_error);
+  std::vector<int> not_perm = identity_order(16);
+  not_perm[3] = 4;
+  CHECK_THROWS_WITH_AS(grid(masks::causal(16).dense(), not_perm, 4),
+                       "weft: mask: the order is not a permutation of the tokens", config_error);
+  CHECK_THROWS_WITH_AS(masks::by_name("zigzag", 64),
+                       doctest::Contains("weft: mask: unknown family 'zigzag'"), config_error);
+  CHECK_THROWS_WITH_AS(masks::by_name("window:w=0", 64),
+                       "weft: mask: window: w must be a whole number in [1, 64]", config_error);
+  CHECK_THROWS_WITH_AS(masks::by_name("window:width=4", 64),
+                       "weft: mask: window has no parameter 'width'", config_error);
+  CHECK_THROWS_WITH_AS(masks::by_name("random:density=2", 64),
+                       "weft: mask: random: density must be in [0, 1]", config_error);
+  range_mask bad = masks::causal(16);
+  bad.blocks.push_back({0, 20, 0, 4});
+  CHECK_THROWS_WITH_AS(coarsen(bad, 8),
+                       "weft: mask: block [0, 20) x [0, 4) is outside a 16-token mask",
+                       config_error);
+}
+
+TEST_CASE("MindSpeed's reference grids: rounds at the lower bound where the cap allows") {
+  struct ref {
+    const char* name;
+    dense_mask grid;
+    int cp, mindspeed, best;
+  };
+  const std::vector<ref> refs = {
+      {"causal cp=4", grid_of(masks::causal(4), 4), 4, 3, 3},
+      {"causal cp=8", grid_of(masks::causal(8), 8), 8, 6, 5},
+      {"band cp=8", grid_of(masks::bidirectional_window(8, 2), 8), 8, 3, 3},
+      {"full cp=8", grid_of(masks::full(8), 8), 8, 8, 8},
+      {"random 40% cp=8", grid_of(masks::random_blocks(8, 1, 0.4, 3), 8), 8, 5, 0},
+  };
+  for (const ref& r : refs) {
+    CAPTURE(r.name);
+    const cp_plan pl = checked_plan(r.grid);
+    CHECK(pl.rounds <= r.mindspeed);
+    if (r.best > 0) CHECK(pl.rounds == r.best);
+    CHECK(pl.rounds >= pl.lower_bound);
+  }
+}
+
+TEST_CASE("the cap is kept: a tighter cap costs rounds, never an over-full round") {
+  const dense_mask g = grid_of(masks::causal(8), 8);
+  int prev = 0;
+  for (const int cap : {6, 4, 3, 2, 1}) {
+    CAPTURE(cap);
+    const cp_plan pl = checked_plan(g, {.cap = cap});
+    CHECK(pl.rounds >= prev);
+    prev = pl.rounds;
+  }
+  CHECK_THROWS_WITH_AS(plan_rounds(g, {.cap = 0}),
+                       "weft: plan: a cap of 0 units per rank and round leaves no way to move a "
+                       "block; work crosses ranks, so the cap must be >= 1",
+                       config_error);
+  // Work that stays on its rank needs no traffic at all.
+  const cp_plan local =
+      checked_plan(grid_of(masks::documents(masks::equal_lengths(8, 8), false), 8), {.cap = 0});
+  CHECK(local.rounds == 1);
+  CHECK(local.max_comm_units() == 0);
+}
+
+TEST_CASE("the validator catches every kind of broken plan") {
+  const dense_mask g = grid_of(masks::causal(4), 4);
+  const cp_plan good = checked_plan(g);
+  const auto first = [&](const cp_plan& p) {
+    const auto bad = validate(p, g);
+    return bad.empty() ? std::string() : bad.front();
+  };
+  {  // a task twice
+    cp_plan p = good;
+    p.run.push_back(p.run.back());
+    p.moves.push_back(p.moves.back());
+    ++p.rounds;
+    CHECK(first(p).find("runs 2 times") != std::string::npos);
+  }
+  {  // a task dropped
+    cp_plan p = good;
+    for (auto& round : p.run)
+      for (int& x : round)
+        if (x >= 0 && p.tasks[static_cast<std::size_t>(x)] == cp_task{3, 0}) x = -1;
+    CHECK(first(p).find("task (3, 0) runs 0 times") != std::string::npos);
+  }
+  {  // an operand missing: drop every KV receive
+    cp_plan p = good;
+    for (auto& round : p.moves)
+      for (transfers& t : round) t.recv_kv_src.clear();
+    bool kv_pulled = false;
+    for (const auto& round : good.moves)
+      for (const transfers& t : round) kv_pulled = kv_pulled || !t.recv_kv_src.empty();
+    if (kv_pulled) CHECK(first(p).find("is not there") != std::string::npos);
+  }
+  {  // over the cap
+    cp_plan p = good;
+    p.cap = 0;
+    CHECK(first(p).find("exceed the cap of 0") != std::string::npos);
+  }
+  {  // a receive nobody sends
+    cp_plan p = good;
+    p.moves[0][0].recv_o_src.push_back(2);
+    CHECK(first(p).find("receives an output from rank 2, which does not send it") !=
+          std::string::npos);
+  }
+}
+
+TEST_CASE("re-mapping groups interleaved documents; the original order stays when it is best") {
+  // Token t belongs to document t mod 8: every slice holds every document, all 64 cells work.
+  const dense_mask m = masks::interleaved_documents(256, 8).dense();
+  const remap_result r = remap(m, 8);
+  CHECK(r.before.tasks == 64);
+  CHECK(r.after.tasks == 8);
+  CHECK(r.clusters > 0);
+  const dense_mask g = grid(m, r.order, 8);
+  CHECK(score(g).tasks == 8);
+  CHECK(checked_plan(g).rounds == 1);
+  // Deterministic.
+  CHECK(remap(m, 8).order == r.order);
+  // Causal cannot improve on its own order.
+  const remap_result c = remap(masks::causal(256).dense(), 8);
+  CHECK(c.clusters == 0);
+  CHECK(c.order == identity_order(256));
+  CHECK(c.after.tasks == c.before.tasks);
+  CHECK_THROWS_WITH_AS(remap(m, 6), "weft: remap: 256 tokens do not split into 6 equal slices",
+                       config_error);
+}
