@@ -1,0 +1,401 @@
+// Distributed masked attention for adaptive context parallelism: cp ranks (threads of one
+// process, talking through the communication interface) run a plan's tasks round by round, each
+// task the attention of one query slice over one key/value slice; partial outputs meet at their
+// owner and merge through their log-sum-exp statistics (the online softmax), so the result equals
+// single-device masked attention. The backward runs the same plan.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <limits>
+#include <span>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <weft/core/error.hpp>
+#include <weft/cp/mask.hpp>
+#include <weft/cp/plan.hpp>
+#include <weft/nn/tensor.hpp>
+#include <weft/rt/inproc.hpp>
+
+namespace weft::cp {
+
+/// Attention of queries `q` over keys `k` and values `v` where `attends(a, b)` (query row a, key
+/// row b), scaled by 1/sqrt(d): the output, normalised, and each row's log-sum-exp of its scaled
+/// scores (-inf, with a zero output, for a row that attends to nothing).
+template <class T>
+struct partial {
+  nn::matrix<T> o;
+  std::vector<T> lse;
+};
+
+template <class T, class Attends>
+partial<T> attend(const nn::matrix<T>& q, const nn::matrix<T>& k, const nn::matrix<T>& v,
+                  Attends&& attends) {
+  const T scale = T(1) / std::sqrt(T(q.cols()));
+  const nn::matrix<T> s = q * k.transpose() * scale;
+  partial<T> out{
+      nn::matrix<T>::Zero(q.rows(), v.cols()),
+      std::vector<T>(static_cast<std::size_t>(q.rows()), -std::numeric_limits<T>::infinity())};
+  for (Eigen::Index a = 0; a < q.rows(); ++a) {
+    T top = -std::numeric_limits<T>::infinity();
+    for (Eigen::Index b = 0; b < k.rows(); ++b)
+      if (attends(a, b)) top = std::max(top, s(a, b));
+    if (top == -std::numeric_limits<T>::infinity()) continue;
+    T sum = 0;
+    for (Eigen::Index b = 0; b < k.rows(); ++b)
+      if (attends(a, b)) {
+        const T p = std::exp(s(a, b) - top);
+        sum += p;
+        out.o.row(a) += p * v.row(b);
+      }
+    out.o.row(a) /= sum;
+    out.lse[static_cast<std::size_t>(a)] = top + std::log(sum);
+  }
+  return out;
+}
+
+/// Merges `b` into `a` row by row: the softmax over the union of their keys.
+template <class T>
+void merge(partial<T>& a, const partial<T>& b) {
+  for (Eigen::Index r = 0; r < a.o.rows(); ++r) {
+    T& la = a.lse[static_cast<std::size_t>(r)];
+    const T lb = b.lse[static_cast<std::size_t>(r)];
+    if (lb == -std::numeric_limits<T>::infinity()) continue;
+    if (la == -std::numeric_limits<T>::infinity()) {
+      a.o.row(r) = b.o.row(r);
+      la = lb;
+      continue;
+    }
+    const T top = std::max(la, lb);
+    const T wa = std::exp(la - top), wb = std::exp(lb - top);
+    a.o.row(r) = (wa * a.o.row(r) + wb * b.o.row(r)) / (wa + wb);
+    la = top + std::log(wa + wb);
+  }
+}
+
+/// The gradients of one task: dQ of its query slice, dK and dV of its key/value slice, given
+/// dO, the final log-sum-exp and D = rowsum(dO * O) of its queries.
+template <class T, class Attends>
+void attend_backward(const nn::matrix<T>& q, const nn::matrix<T>& k, const nn::matrix<T>& v,
+                     const nn::matrix<T>& d_o, const std::vector<T>& lse, const std::vector<T>& D,
+                     Attends&& attends, nn::matrix<T>& dq, nn::matrix<T>& dk, nn::matrix<T>& dv) {
+  const T scale = T(1) / std::sqrt(T(q.cols()));
+  const nn::matrix<T> s = q * k.transpose() * scale;
+  const nn::matrix<T> dp = d_o * v.transpose();
+  nn::matrix<T> ds = nn::matrix<T>::Zero(q.rows(), k.rows());
+  nn::matrix<T> p = nn::matrix<T>::Zero(q.rows(), k.rows());
+  for (Eigen::Index a = 0; a < q.rows(); ++a) {
+    const T l = lse[static_cast<std::size_t>(a)];
+    if (l == -std::numeric_limits<T>::infinity()) continue;
+    for (Eigen::Index b = 0; b < k.rows(); ++b)
+      if (attends(a, b)) {
+        p(a, b) = std::exp(s(a, b) - l);
+        ds(a, b) = p(a, b) * (dp(a, b) - D[static_cast<std::size_t>(a)]) * scale;
+      }
+  }
+  dv = p.transpose() * d_o;
+  dq = ds * k;
+  dk = ds.transpose() * q;
+}
+
+/// Runs attention over `cp` in-process ranks following `plan` (built for the grid of `mask`
+/// under `order`). Rank r holds rows order[r S/cp .. (r+1) S/cp) of Q, K and V; results come back
+/// in the original token order.
+class cp_attention {
+ public:
+  using mat = nn::matrix<float>;
+
+  cp_attention(const dense_mask& mask, std::vector<int> order, cp_plan plan,
+               rt::delay_model delay = {})
+      : mask_(mask), order_(std::move(order)), plan_(std::move(plan)), delay_(delay) {
+    const int s = mask_.size(), cp = plan_.cp;
+    if (cp < 1 || s % cp != 0)
+      throw config_error("weft: cp attention: " + std::to_string(s) + " tokens do not split into " +
+                         std::to_string(cp) + " equal slices");
+    const dense_mask g = grid(mask_, order_, cp);  // also checks the order
+    const std::vector<std::string> bad = validate(plan_, g);
+    if (!bad.empty()) throw config_error(bad.front() + " (the plan does not fit the mask)");
+  }
+
+  struct forward_result {
+    mat o;                   ///< in token order
+    std::vector<float> lse;  ///< per token
+  };
+  struct backward_result {
+    mat dq, dk, dv;  ///< in token order
+  };
+
+  forward_result forward(const mat& q, const mat& k, const mat& v) {
+    check_rows(q, "Q");
+    check_rows(k, "K");
+    check_rows(v, "V");
+    q_ = slices(q);
+    k_ = slices(k);
+    v_ = slices(v);
+    out_.assign(static_cast<std::size_t>(plan_.cp), {});
+    run([this](int p, rt::communicator& c) { forward_rank(p, c); });
+    forward_result r{mat(q.rows(), v.cols()),
+                     std::vector<float>(static_cast<std::size_t>(q.rows()))};
+    for (int p = 0; p < plan_.cp; ++p)
+      for (int a = 0; a < per(); ++a) {
+        const int t = order_[static_cast<std::size_t>(p * per() + a)];
+        r.o.row(t) = out_[static_cast<std::size_t>(p)].o.row(a);
+        r.lse[static_cast<std::size_t>(t)] =
+            out_[static_cast<std::size_t>(p)].lse[static_cast<std::size_t>(a)];
+      }
+    return r;
+  }
+
+  /// Gradients for the last forward, given dO (token order).
+  backward_result backward(const mat& d_o) {
+    check_rows(d_o, "dO");
+    if (out_.empty()) throw config_error("weft: cp attention: backward before forward");
+    do_ = slices(d_o);
+    dq_.assign(static_cast<std::size_t>(plan_.cp), {});
+    dk_ = dq_;
+    dv_ = dq_;
+    run([this](int p, rt::communicator& c) { backward_rank(p, c); });
+    backward_result r{mat(d_o.rows(), q_[0].cols()), mat(d_o.rows(), k_[0].cols()),
+                      mat(d_o.rows(), v_[0].cols())};
+    for (int p = 0; p < plan_.cp; ++p)
+      for (int a = 0; a < per(); ++a) {
+        const int t = order_[static_cast<std::size_t>(p * per() + a)];
+        r.dq.row(t) = dq_[static_cast<std::size_t>(p)].row(a);
+        r.dk.row(t) = dk_[static_cast<std::size_t>(p)].row(a);
+        r.dv.row(t) = dv_[static_cast<std::size_t>(p)].row(a);
+      }
+    return r;
+  }
+
+ private:
+  int per() const noexcept { return mask_.size() / plan_.cp; }
+
+  void check_rows(const mat& m, const char* what) const {
+    if (m.rows() != mask_.size())
+      throw config_error(std::string("weft: cp attention: ") + what + " has " +
+                         std::to_string(m.rows()) + " rows, the mask " +
+                         std::to_string(mask_.size()) + " tokens");
+  }
+  std::vector<mat> slices(const mat& m) const {
+    std::vector<mat> out(static_cast<std::size_t>(plan_.cp), mat(per(), m.cols()));
+    for (int p = 0; p < plan_.cp; ++p)
+      for (int a = 0; a < per(); ++a)
+        out[static_cast<std::size_t>(p)].row(a) =
+            m.row(order_[static_cast<std::size_t>(p * per() + a)]);
+    return out;
+  }
+  /// Whether query row a of slice i attends to key row b of slice j.
+  auto attends(int i, int j) const {
+    return [this, i, j](Eigen::Index a, Eigen::Index b) {
+      return mask_(order_[static_cast<std::size_t>(i * per() + a)],
+                   order_[static_cast<std::size_t>(j * per() + b)]);
+    };
+  }
+
+  /// Runs `body(rank, communicator)` on cp threads over one in-process world.
+  template <class Body>
+  void run(Body&& body) {
+    rt::inproc_world world(plan_.cp, delay_);
+    std::vector<std::thread> threads;
+    for (int p = 0; p < plan_.cp; ++p)
+      threads.emplace_back([&body, &world, p] { body(p, world.at(p)); });
+    for (std::thread& t : threads) t.join();
+  }
+
+  enum channel : int { q_chan = 0, kv_chan = 1, ret_chan = 2, ret_kv_chan = 3 };
+  static int tag(int round, channel c) { return round * 4 + c; }
+
+  static std::span<float> span_of(mat& m) { return {m.data(), static_cast<std::size_t>(m.size())}; }
+  static std::span<const float> span_of(const mat& m) {
+    return {m.data(), static_cast<std::size_t>(m.size())};
+  }
+
+  // The forward. Messages: Q (rows x d), KV (K then V), a partial output with its lse column.
+  void forward_rank(int p, rt::communicator& comm) {
+    const int R = plan_.rounds, dq = static_cast<int>(q_[0].cols()),
+              dv = static_cast<int>(v_[0].cols());
+    std::vector<std::pair<int, partial<float>>> mine;  // (kv slice, partial) for my queries
+    struct pending_return {
+      int to = 0;
+      mat packed;  // the output, its lse, and the key/value slice it covers
+    };
+    std::vector<pending_return> returns;  // computed in the last round, sent in this one
+    mat kv_mine(per(), k_[0].cols() + dv);
+    kv_mine << k_[static_cast<std::size_t>(p)], v_[static_cast<std::size_t>(p)];
+    for (int r = 0; r <= R; ++r) {
+      const transfers& t = plan_.moves[static_cast<std::size_t>(r)][static_cast<std::size_t>(p)];
+      std::vector<rt::event> wait;
+      mat q_in, kv_in;
+      std::vector<std::pair<int, mat>> o_in;
+      for (const int src : t.recv_q_src) {
+        q_in.resize(per(), dq);
+        wait.push_back(comm.irecv(span_of(q_in), src, tag(r, q_chan)));
+      }
+      for (const int src : t.recv_kv_src) {
+        kv_in.resize(per(), kv_mine.cols());
+        wait.push_back(comm.irecv(span_of(kv_in), src, tag(r, kv_chan)));
+      }
+      for (const int src : t.recv_o_src) {
+        o_in.emplace_back(src, mat(per(), dv + 2));
+        wait.push_back(comm.irecv(span_of(o_in.back().second), src, tag(r, ret_chan)));
+      }
+      for (const int dst : t.send_q_dst)
+        wait.push_back(comm.isend(span_of(q_[static_cast<std::size_t>(p)]), dst, tag(r, q_chan)));
+      for (const int dst : t.send_kv_dst)
+        wait.push_back(comm.isend(span_of(kv_mine), dst, tag(r, kv_chan)));
+      for (const pending_return& x : returns)
+        wait.push_back(comm.isend(span_of(x.packed), x.to, tag(r, ret_chan)));
+      for (rt::event& e : wait) e.wait();
+      returns.clear();
+      for (const auto& in : o_in) {  // a partial of my queries, from the rank that ran it
+        const mat& packed = in.second;
+        partial<float> part{packed.leftCols(dv),
+                            std::vector<float>(static_cast<std::size_t>(per()))};
+        for (int a = 0; a < per(); ++a) part.lse[static_cast<std::size_t>(a)] = packed(a, dv);
+        mine.emplace_back(static_cast<int>(packed(0, dv + 1)), std::move(part));
+      }
+      if (r == R) break;
+      const int x = plan_.run[static_cast<std::size_t>(r)][static_cast<std::size_t>(p)];
+      if (x < 0) continue;
+      const cp_task task = plan_.tasks[static_cast<std::size_t>(x)];
+      const mat& qs = task.q == p ? q_[static_cast<std::size_t>(p)] : q_in;
+      const mat& kv = task.kv == p ? kv_mine : kv_in;
+      partial<float> part =
+          attend<float>(qs, kv.leftCols(k_[0].cols()), kv.rightCols(dv), attends(task.q, task.kv));
+      if (task.q == p) {
+        mine.emplace_back(task.kv, std::move(part));
+        continue;
+      }
+      pending_return ret{task.q, mat(per(), dv + 2)};
+      ret.packed.leftCols(dv) = part.o;
+      for (int a = 0; a < per(); ++a) {
+        ret.packed(a, dv) = part.lse[static_cast<std::size_t>(a)];
+        ret.packed(a, dv + 1) = static_cast<float>(task.kv);  // which partial: merge order
+      }
+      returns.push_back(std::move(ret));
+    }
+    // Merge in key/value slice order: the same sums, whatever order the partials arrived in.
+    std::sort(mine.begin(), mine.end(),
+              [](const auto& a, const auto& b) { return a.first < b.first; });
+    partial<float> all{mat::Zero(per(), dv),
+                       std::vector<float>(static_cast<std::size_t>(per()),
+                                          -std::numeric_limits<float>::infinity())};
+    for (const auto& [kv, part] : mine) merge(all, part);
+    out_[static_cast<std::size_t>(p)] = std::move(all);
+  }
+
+  // The backward, on the same plan. The query side travels as a bundle (Q, dO, lse, D); dQ goes
+  // back where the forward returned O, dK and dV go back to their owner when the task pulled KV.
+  void backward_rank(int p, rt::communicator& comm) {
+    const int R = plan_.rounds, dqc = static_cast<int>(q_[0].cols()),
+              dkc = static_cast<int>(k_[0].cols()), dvc = static_cast<int>(v_[0].cols());
+    const partial<float>& o = out_[static_cast<std::size_t>(p)];
+    mat bundle(per(), dqc + dvc + 2);  // Q, dO, lse, D
+    bundle.leftCols(dqc) = q_[static_cast<std::size_t>(p)];
+    bundle.middleCols(dqc, dvc) = do_[static_cast<std::size_t>(p)];
+    for (int a = 0; a < per(); ++a) {
+      bundle(a, dqc + dvc) = o.lse[static_cast<std::size_t>(a)];
+      bundle(a, dqc + dvc + 1) = do_[static_cast<std::size_t>(p)].row(a).dot(o.o.row(a));
+    }
+    mat kv_mine(per(), dkc + dvc);
+    kv_mine << k_[static_cast<std::size_t>(p)], v_[static_cast<std::size_t>(p)];
+    std::vector<std::pair<int, mat>> dq_parts, dkv_parts;  // (other slice, gradient)
+    struct pending_return {
+      int to = 0;
+      channel ch = ret_chan;
+      mat packed;  // gradient rows, then the other slice's number in the last column
+    };
+    std::vector<pending_return> returns;
+    for (int r = 0; r <= R; ++r) {
+      const transfers& t = plan_.moves[static_cast<std::size_t>(r)][static_cast<std::size_t>(p)];
+      std::vector<rt::event> wait;
+      mat q_in, kv_in;
+      std::vector<mat> dq_in, dkv_in;
+      for (const int src : t.recv_q_src) {
+        q_in.resize(per(), bundle.cols());
+        wait.push_back(comm.irecv(span_of(q_in), src, tag(r, q_chan)));
+      }
+      for (const int src : t.recv_kv_src) {
+        kv_in.resize(per(), kv_mine.cols());
+        wait.push_back(comm.irecv(span_of(kv_in), src, tag(r, kv_chan)));
+      }
+      for (const int src : t.recv_o_src) {
+        dq_in.emplace_back(per(), dqc + 1);
+        wait.push_back(comm.irecv(span_of(dq_in.back()), src, tag(r, ret_chan)));
+      }
+      // dK/dV come back the round after a task that pulled this rank's KV.
+      if (r > 0)
+        for (const int dst :
+             plan_.moves[static_cast<std::size_t>(r - 1)][static_cast<std::size_t>(p)]
+                 .send_kv_dst) {
+          dkv_in.emplace_back(per(), dkc + dvc + 1);
+          wait.push_back(comm.irecv(span_of(dkv_in.back()), dst, tag(r, ret_kv_chan)));
+        }
+      for (const int dst : t.send_q_dst)
+        wait.push_back(comm.isend(span_of(bundle), dst, tag(r, q_chan)));
+      for (const int dst : t.send_kv_dst)
+        wait.push_back(comm.isend(span_of(kv_mine), dst, tag(r, kv_chan)));
+      for (const pending_return& x : returns)
+        wait.push_back(comm.isend(span_of(x.packed), x.to, tag(r, x.ch)));
+      for (rt::event& e : wait) e.wait();
+      returns.clear();
+      for (const mat& m : dq_in)
+        dq_parts.emplace_back(static_cast<int>(m(0, dqc)), m.leftCols(dqc));
+      for (const mat& m : dkv_in)
+        dkv_parts.emplace_back(static_cast<int>(m(0, dkc + dvc)), m.leftCols(dkc + dvc));
+      if (r == R) break;
+      const int x = plan_.run[static_cast<std::size_t>(r)][static_cast<std::size_t>(p)];
+      if (x < 0) continue;
+      const cp_task task = plan_.tasks[static_cast<std::size_t>(x)];
+      const mat& qb = task.q == p ? bundle : q_in;
+      const mat& kv = task.kv == p ? kv_mine : kv_in;
+      std::vector<float> lse(static_cast<std::size_t>(per())), D(lse.size());
+      for (int a = 0; a < per(); ++a) {
+        lse[static_cast<std::size_t>(a)] = qb(a, dqc + dvc);
+        D[static_cast<std::size_t>(a)] = qb(a, dqc + dvc + 1);
+      }
+      mat g_q, g_k, g_v;
+      attend_backward<float>(qb.leftCols(dqc), kv.leftCols(dkc), kv.rightCols(dvc),
+                             qb.middleCols(dqc, dvc), lse, D, attends(task.q, task.kv), g_q, g_k,
+                             g_v);
+      if (task.q == p) {
+        dq_parts.emplace_back(task.kv, std::move(g_q));
+      } else {
+        pending_return ret{task.q, ret_chan, mat(per(), dqc + 1)};
+        ret.packed << g_q, mat::Constant(per(), 1, static_cast<float>(task.kv));
+        returns.push_back(std::move(ret));
+      }
+      mat g_kv(per(), dkc + dvc);
+      g_kv << g_k, g_v;
+      if (task.kv == p) {
+        dkv_parts.emplace_back(task.q, std::move(g_kv));
+      } else {
+        pending_return ret{task.kv, ret_kv_chan, mat(per(), dkc + dvc + 1)};
+        ret.packed << g_kv, mat::Constant(per(), 1, static_cast<float>(task.q));
+        returns.push_back(std::move(ret));
+      }
+    }
+    // Sum in slice order: the same sums whatever order the parts arrived in.
+    const auto by_slice = [](const auto& a, const auto& b) { return a.first < b.first; };
+    std::sort(dq_parts.begin(), dq_parts.end(), by_slice);
+    std::sort(dkv_parts.begin(), dkv_parts.end(), by_slice);
+    mat dq = mat::Zero(per(), dqc), dkv = mat::Zero(per(), dkc + dvc);
+    for (const auto& part : dq_parts) dq += part.second;
+    for (const auto& part : dkv_parts) dkv += part.second;
+    dq_[static_cast<std::size_t>(p)] = dq;
+    dk_[static_cast<std::size_t>(p)] = dkv.leftCols(dkc);
+    dv_[static_cast<std::size_t>(p)] = dkv.rightCols(dvc);
+  }
+
+  dense_mask mask_;
+  std::vector<int> order_;
+  cp_plan plan_;
+  rt::delay_model delay_;
+  std::vector<mat> q_, k_, v_, do_, dq_, dk_, dv_;
+  std::vector<partial<float>> out_;
+};
+
+}  // namespace weft::cp
