@@ -22,6 +22,10 @@
 #include <string_view>
 #include <vector>
 
+#include <weft/cp/adaptive.hpp>
+#include <weft/cp/families.hpp>
+#include <weft/cp/mask_file.hpp>
+#include <weft/cp/picture.hpp>
 #include <weft/exec/executor.hpp>
 #include <weft/exec/moe_executor.hpp>
 #include <weft/io/format.hpp>
@@ -43,6 +47,8 @@ constexpr std::string_view usage =
     "       weft simulate --schedule NAME --pp P --micro M [...] [--cost K=V,...]\n"
     "                     [--preset deepseek-v3] [--barrier] [--json] [--trace F] [--svg F]\n"
     "       weft compare  --schedules A,B,... --pp P --micro M [...] [--cost K=V,...]\n"
+    "       weft plan-cp  --mask FAMILY[:K=V,...] | --mask-file FILE --seq S --cp N [--cap U]\n"
+    "                     [--coarse C] [--no-remap] [--json] [--svg F]\n"
     "       weft run      --schedule NAME --pp P --micro M [--chunks V] [--moe] [--fb-overlap]\n"
     "                     [--ep E] [--delay-model PRESET] [--json] [--trace F] [--svg F]\n"
     "  NAME: gpipe, 1f1b, interleaved, zb-h1, zb-v, dualpipe, dualpipev\n"
@@ -63,6 +69,12 @@ constexpr std::string_view usage =
     "  run       train a tiny model one step on in-process ranks (dense for whole blocks, MoE\n"
     "            for sub-stages); prints the simulate metrics, measured, plus the loss and the\n"
     "            gradients' largest relative error against a serial run\n"
+    "  plan-cp   plan adaptive context parallelism for a mask: re-map the sequence, schedule\n"
+    "            its (query, key/value) blocks in rounds under a cap of U units per rank and\n"
+    "            round (default 6); --coarse C plans on a C x C coarse mask (default 1024, 0:\n"
+    "            none). FAMILY: full, causal, window, bidir-window, global-window, documents,\n"
+    "            causal-documents, interleaved-documents, shared-question, causal-blockwise,\n"
+    "            prefix-lm, random (docs/adaptive-cp.md)\n"
     "  --ep E    run: expert-parallel replicas of each pipeline rank (default 2 with MoE\n"
     "            layers): dispatch and combine are all-to-alls over them\n"
     "  --delay-model  none, intra-node, inter-node or cross-dc (1000 km): emulated link for\n"
@@ -453,6 +465,136 @@ int compare_command(const request& q) {
   return 0;
 }
 
+int plan_cp_command(const std::vector<std::string_view>& args) {
+  std::string mask_spec, mask_file, svg;
+  int seq = 0, cp = 0;
+  bool json = false;
+  weft::cp::adaptive_options o;
+  for (std::size_t i = 1; i < args.size(); ++i) {
+    const std::string_view a = args[i];
+    const auto text = [&]() -> std::string_view {
+      if (i + 1 >= args.size()) bad_usage(std::string(a) + " needs a value");
+      return args[++i];
+    };
+    if (a == "--mask")
+      mask_spec = text();
+    else if (a == "--mask-file")
+      mask_file = text();
+    else if (a == "--seq")
+      seq = parse_int(a, text());
+    else if (a == "--cp")
+      cp = parse_int(a, text());
+    else if (a == "--cap")
+      o.planning.cap = parse_int(a, text());
+    else if (a == "--coarse")
+      o.coarse = parse_int(a, text());
+    else if (a == "--no-remap")
+      o.remap = false;
+    else if (a == "--json")
+      json = true;
+    else if (a == "--svg")
+      svg = text();
+    else
+      bad_usage("unknown option '" + std::string(a) + "'");
+  }
+  if (mask_spec.empty() == mask_file.empty()) bad_usage("give one of --mask and --mask-file");
+  if (cp < 1) bad_usage("--cp N is required (N >= 1)");
+  if (o.coarse < 0) bad_usage("--coarse needs a size >= 0");
+  weft::cp::range_mask mask;
+  if (!mask_file.empty()) {
+    std::ifstream in(mask_file);
+    if (!in) {
+      std::cerr << "weft: cannot open '" << mask_file << "'\n";
+      return 2;
+    }
+    try {
+      mask = weft::cp::read_mask_file(in);
+    } catch (const weft::cp::mask_file_error& e) {
+      std::cerr << mask_file << ": " << e.what() << "\n";
+      return 2;
+    }
+    if (seq != 0 && seq != mask.size)
+      bad_usage("--seq " + std::to_string(seq) + " but the file's mask has " +
+                std::to_string(mask.size) + " tokens");
+  } else {
+    if (seq < 1) bad_usage("--seq S is required with --mask");
+  }
+  weft::cp::adaptive_plan pl;
+  try {
+    if (mask_file.empty()) mask = weft::cp::masks::by_name(mask_spec, seq);
+    pl = weft::cp::plan_adaptive(mask, cp, o);
+  } catch (const weft::config_error& e) {
+    bad_usage(e.what());
+  }
+  const weft::cp::cp_plan& p = pl.plan;
+  if (!svg.empty()) {
+    std::ofstream out(svg);
+    if (!out) {
+      std::cerr << "weft: cannot write '" << svg << "'\n";
+      return 2;
+    }
+    weft::cp::write_remap_svg(
+        out, pl.coarse, pl.remapped.order, cp,
+        (mask_file.empty() ? mask_spec : mask_file) + ", cp " + std::to_string(cp));
+  }
+  if (!json) {
+    std::cout << "tasks " << pl.remapped.before.tasks << " -> " << p.tasks.size() << " (re-mapping "
+              << (pl.remapped.clusters
+                      ? "with " + std::to_string(pl.remapped.clusters) + " clusters"
+                      : std::string("kept the original order"))
+              << "), rounds " << p.rounds << " (lower bound " << p.lower_bound
+              << "), max comm units " << p.max_comm_units() << " (cap " << p.cap << "), planned in "
+              << pl.seconds * 1e3 << " ms\n";
+    for (int r = 0; r < p.rounds; ++r) {
+      std::cout << "  round " << r << ":";
+      for (int rank = 0; rank < cp; ++rank) {
+        const int x = p.run[static_cast<std::size_t>(r)][static_cast<std::size_t>(rank)];
+        if (x < 0)
+          std::cout << "  -";
+        else
+          std::cout << "  (" << p.tasks[static_cast<std::size_t>(x)].q << ","
+                    << p.tasks[static_cast<std::size_t>(x)].kv << ")";
+      }
+      std::cout << "\n";
+    }
+    return 0;
+  }
+  const auto list = [](const std::vector<int>& v) {
+    std::string s = "[";
+    for (std::size_t i = 0; i < v.size(); ++i) s += (i ? "," : "") + std::to_string(v[i]);
+    return s + "]";
+  };
+  std::cout << "{\"tasks\":" << p.tasks.size()
+            << ",\"tasks_before_remap\":" << pl.remapped.before.tasks
+            << ",\"clusters\":" << pl.remapped.clusters << ",\"rounds\":" << p.rounds
+            << ",\"lower_bound\":" << p.lower_bound << ",\"max_comm_units\":" << p.max_comm_units()
+            << ",\"cap\":" << p.cap << ",\"planning_ms\":" << pl.seconds * 1e3
+            << ",\"tokens_per_cell\":" << pl.tokens_per_cell
+            << ",\"opt_seq\":" << list(pl.token_order()) << ",\"plan\":[";
+  for (int r = 0; r <= p.rounds; ++r) {
+    std::cout << (r ? "," : "") << "{\"round\":" << r << ",\"ranks\":[";
+    for (int rank = 0; rank < cp; ++rank) {
+      const int x =
+          r < p.rounds ? p.run[static_cast<std::size_t>(r)][static_cast<std::size_t>(rank)] : -1;
+      const weft::cp::transfers& t =
+          p.moves[static_cast<std::size_t>(r)][static_cast<std::size_t>(rank)];
+      std::cout << (rank ? "," : "") << "{\"rank\":" << rank << ",\"task\":"
+                << (x < 0 ? std::string("null")
+                          : "[" + std::to_string(p.tasks[static_cast<std::size_t>(x)].q) + "," +
+                                std::to_string(p.tasks[static_cast<std::size_t>(x)].kv) + "]")
+                << ",\"recv_q_src\":" << list(t.recv_q_src)
+                << ",\"recv_kv_src\":" << list(t.recv_kv_src)
+                << ",\"recv_o_src\":" << list(t.recv_o_src)
+                << ",\"send_q_dst\":" << list(t.send_q_dst)
+                << ",\"send_kv_dst\":" << list(t.send_kv_dst)
+                << ",\"send_o_dst\":" << list(t.send_o_dst) << ",\"units\":" << t.units() << "}";
+    }
+    std::cout << "]}";
+  }
+  std::cout << "]}\n";
+  return 0;
+}
+
 int verify_file(const std::string& path) {
   std::ifstream in(path);
   if (!in) {
@@ -480,6 +622,7 @@ int main(int argc, char** argv) {
     return args.empty() ? 2 : 0;
   }
   const std::string_view command = args[0];
+  if (command == "plan-cp") return plan_cp_command(args);
   if (command == "verify") {
     if (args.size() != 2) bad_usage("verify takes one file");
     return verify_file(std::string(args[1]));

@@ -2,10 +2,14 @@
 // under a communication cap, and the validator every plan passes.
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <sstream>
 #include <string>
 #include <vector>
 
+#include <weft/cp/adaptive.hpp>
 #include <weft/cp/families.hpp>
+#include <weft/cp/mask_file.hpp>
 #include <weft/cp/plan.hpp>
 #include <weft/cp/remap.hpp>
 
@@ -189,5 +193,53 @@ TEST_CASE("re-mapping groups interleaved documents; the original order stays whe
   CHECK(c.order == identity_order(256));
   CHECK(c.after.tasks == c.before.tasks);
   CHECK_THROWS_WITH_AS(remap(m, 6), "weft: remap: 256 tokens do not split into 6 equal slices",
+                       config_error);
+}
+
+TEST_CASE("mask files: every block type, and errors that name the line") {
+  std::istringstream good(
+      "# a comment\n\nsize 32\nblock 0 32 0 32 causal\nblock 0 8 0 8\n"
+      "block 8 16 0 16 window 4  # trailing comment\nblock 16 32 16 32 offsets -2 2\n");
+  const range_mask m = read_mask_file(good);
+  CHECK(m.size == 32);
+  REQUIRE(m.blocks.size() == 4);
+  CHECK(m(5, 7));          // full block
+  CHECK_FALSE(m(12, 15));  // causal and window both say no
+  CHECK(m(12, 9));         // window 4: 0 <= 12 - 9 < 4
+  CHECK(m(17, 19));        // offsets -2..2 allow 17 - 19 = -2
+  const auto error = [](const char* text) {
+    std::istringstream in(text);
+    try {
+      read_mask_file(in);
+    } catch (const mask_file_error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  CHECK(error("block 0 1 0 1\n") == "line 1: 'block' before 'size'");
+  CHECK(error("size 8\nsize 8\n") == "line 2: a second 'size'");
+  CHECK(error("size x\n") == "line 1: expected the sequence length");
+  CHECK(error("size 8\nblock 0 8 0\n") == "line 2: expected k_end");
+  CHECK(error("size 8\nblock 0 8 0 8 window 0\n") == "line 2: a window must be >= 1 wide");
+  CHECK(error("size 8\nblock 0 8 0 8 full extra\n") == "line 2: unexpected 'extra'");
+  CHECK(error("# nothing\n") == "line 1: no 'size' line");
+  CHECK(error("mask 8\n") == "line 1: unknown keyword 'mask' (size, block)");
+}
+
+TEST_CASE("planning end to end: coarse cells expand to a token order") {
+  const range_mask m = masks::interleaved_documents(512, 4);
+  const adaptive_plan pl = plan_adaptive(m, 4, {.coarse = 128});
+  CHECK(pl.tokens_per_cell == 4);
+  CHECK(pl.coarse.size() == 128);
+  const std::vector<int> order = pl.token_order();
+  REQUIRE(order.size() == 512);
+  std::vector<int> sorted = order;
+  std::sort(sorted.begin(), sorted.end());
+  CHECK(sorted == identity_order(512));
+  CHECK(validate(pl.plan, pl.grid).empty());
+  CHECK(pl.plan.rounds >= pl.plan.lower_bound);
+  CHECK_THROWS_WITH_AS(plan_adaptive(masks::causal(100), 8, {.coarse = 0}),
+                       "weft: plan: 100 coarse cells do not split into 8 equal slices; pick a cp "
+                       "that divides them",
                        config_error);
 }
