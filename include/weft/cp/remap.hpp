@@ -111,10 +111,10 @@ inline dense_mask fast_grid(const mask_rows& r, const std::vector<int>& order, i
 inline Eigen::MatrixXf principal_scores(const dense_mask& m, int k, std::uint64_t seed) {
   using mat = Eigen::MatrixXf;
   const int n = m.size(), l = std::min(n, k + 5);
-  mat x(n, n);
-  for (int q = 0; q < n; ++q) {
+  Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor> x(n, n);
+  for (int q = 0; q < n; ++q) {  // row by row: contiguous writes
     const auto row = m.row(q);
-    for (int j = 0; j < n; ++j) x(q, j) = row[static_cast<std::size_t>(j)];
+    std::copy(row.begin(), row.end(), x.row(q).data());
   }
   const Eigen::RowVectorXf mean = x.colwise().mean();
   std::mt19937_64 rng(seed);
@@ -173,13 +173,19 @@ inline std::vector<int> kmeans(const Eigen::MatrixXf& points, int k, int max_ite
   }
   std::vector<int> label(static_cast<std::size_t>(n), -1), size(static_cast<std::size_t>(k));
   std::vector<double> sum(static_cast<std::size_t>(k * d));
+  // Distances as |x|^2 - 2 x.c + |c|^2: one product of thin matrices per iteration.
+  using rowmat = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+  const Eigen::Map<const rowmat> xs(x.data(), n, d);
   for (int it = 0; it < max_iterations; ++it) {
+    const Eigen::Map<const rowmat> cs(centre.data(), k, d);
+    const Eigen::VectorXf c2 = cs.rowwise().squaredNorm();
+    const rowmat dots = xs * cs.transpose();  // n x k
     bool moved = false;
     for (int i = 0; i < n; ++i) {
       int best = 0;
-      float best_d = dist(i, 0);
+      float best_d = c2[0] - 2 * dots(i, 0);
       for (int c = 1; c < k; ++c)
-        if (const float e = dist(i, c); e < best_d) {
+        if (const float e = c2[c] - 2 * dots(i, c); e < best_d) {
           best_d = e;
           best = c;
         }
