@@ -79,9 +79,11 @@ struct range_mask {
   dense_mask dense() const {
     dense_mask m(size);
     for (const mask_block& b : blocks)
-      for (int q = b.q_begin; q < b.q_end; ++q)
-        for (int k = b.k_begin; k < b.k_end; ++k)
-          if (b.covers(q, k)) m.set(q, k);
+      for (int q = b.q_begin; q < b.q_end; ++q) {  // only the keys the band reaches
+        const long lo = std::max<long>(b.k_begin, static_cast<long>(q) - b.max_offset);
+        const long hi = std::min<long>(b.k_end - 1, static_cast<long>(q) - b.min_offset);
+        for (long k = lo; k <= hi; ++k) m.set(q, static_cast<int>(k));
+      }
     return m;
   }
 };

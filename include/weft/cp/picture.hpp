@@ -14,7 +14,7 @@ namespace weft::cp {
 /// An SVG of `m` under the identity order and under `order`, each downsampled to at most
 /// `pixels` cells a side (a pixel is dark when any cell in it attends).
 inline void write_remap_svg(std::ostream& out, const dense_mask& m, const std::vector<int>& order,
-                            int cp, const std::string& title, int pixels = 256) {
+                            int cp, const std::string& title, int pixels = 128) {
   const int n = m.size(), px = std::min(n, pixels), panel = 320, gap = 40, top = 40;
   const double cell = static_cast<double>(panel) / px;
   out << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << 2 * panel + 3 * gap
@@ -36,11 +36,18 @@ inline void write_remap_svg(std::ostream& out, const dense_mask& m, const std::v
     out << "<g transform=\"translate(" << x0 << "," << top << ")\">\n"
         << "<rect width=\"" << panel << "\" height=\"" << panel
         << "\" fill=\"#f4f4f4\" stroke=\"#888\"/>\n";
-    for (int a = 0; a < px; ++a)
-      for (int b = 0; b < px; ++b)
-        if (on[static_cast<std::size_t>(a * px + b)])
-          out << "<rect x=\"" << b * cell << "\" y=\"" << a * cell << "\" width=\"" << cell
-              << "\" height=\"" << cell << "\" fill=\"#3465a4\"/>\n";
+    for (int a = 0; a < px; ++a)  // one rectangle per run of dark pixels
+      for (int b = 0; b < px;) {
+        if (!on[static_cast<std::size_t>(a * px + b)]) {
+          ++b;
+          continue;
+        }
+        int e = b;
+        while (e < px && on[static_cast<std::size_t>(a * px + e)]) ++e;
+        out << "<rect x=\"" << b * cell << "\" y=\"" << a * cell << "\" width=\"" << (e - b) * cell
+            << "\" height=\"" << cell << "\" fill=\"#3465a4\"/>\n";
+        b = e;
+      }
     for (int i = 1; i < cp; ++i) {
       const double at = static_cast<double>(i) * panel / cp;
       out << "<line x1=\"" << at << "\" y1=\"0\" x2=\"" << at << "\" y2=\"" << panel
