@@ -3,6 +3,7 @@
 // of an event handed from one stream to another, and a chain of dependent ops on 2 workers.
 #include <benchmark/benchmark.h>
 
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -13,6 +14,7 @@
 #include <vector>
 
 #include <weft/rt/stream.hpp>
+#include <weft/rt/timer.hpp>
 
 #if WEFT_BENCH_HAVE_TBB
 #include <tbb/flow_graph.h>
@@ -189,5 +191,32 @@ BENCHMARK(condvar_launch)->Unit(benchmark::kMicrosecond)->UseRealTime();
 BENCHMARK(streams_handoff)->Unit(benchmark::kMicrosecond)->UseRealTime();
 BENCHMARK(condvar_handoff)->Unit(benchmark::kMicrosecond)->UseRealTime();
 BENCHMARK(streams_chain)->Unit(benchmark::kMicrosecond)->UseRealTime();
+
+// How long a 150 us modelled delay really takes: the timer fires an event, a comm stream waiting
+// on it runs, the host sees it. What an emulated link adds on top of its model.
+void timer_150us(benchmark::State& state) {
+  weft::rt::worker_pool pool(1, 1);
+  weft::rt::timer clock;
+  weft::rt::stream comm(pool, weft::rt::stream_role::comm);
+  for (auto _ : state) {
+    weft::rt::event arrived, seen;
+    clock.fire_after(std::chrono::microseconds(150), arrived);
+    comm.wait(arrived);
+    comm.record(seen);
+    seen.wait();
+  }
+}
+BENCHMARK(timer_150us)->Unit(benchmark::kMicrosecond)->UseRealTime();
+
+// The same with the host waiting on the timer's event directly: the timer's own lateness.
+void timer_150us_host(benchmark::State& state) {
+  weft::rt::timer clock;
+  for (auto _ : state) {
+    weft::rt::event arrived;
+    clock.fire_after(std::chrono::microseconds(150), arrived);
+    arrived.wait();
+  }
+}
+BENCHMARK(timer_150us_host)->Unit(benchmark::kMicrosecond)->UseRealTime();
 
 BENCHMARK_MAIN();

@@ -10,6 +10,7 @@
 #include <weft/cp/adaptive.hpp>
 #include <weft/cp/families.hpp>
 #include <weft/cp/mask_file.hpp>
+#include <weft/cp/picture.hpp>
 #include <weft/cp/plan.hpp>
 #include <weft/cp/remap.hpp>
 
@@ -192,6 +193,10 @@ TEST_CASE("re-mapping groups interleaved documents; the original order stays whe
   CHECK(c.clusters == 0);
   CHECK(c.order == identity_order(256));
   CHECK(c.after.tasks == c.before.tasks);
+  std::ostringstream svg;
+  write_remap_svg(svg, m, r.order, 8, "interleaved");
+  CHECK(svg.str().find("original order: 64 of 64 blocks have work") != std::string::npos);
+  CHECK(svg.str().find("re-mapped: 8 of 64 blocks have work") != std::string::npos);
   CHECK_THROWS_WITH_AS(remap(m, 6), "weft: remap: 256 tokens do not split into 6 equal slices",
                        config_error);
 }

@@ -6,6 +6,7 @@
 #include <string>
 
 #include <weft/exec/moe_executor.hpp>
+#include <weft/exec/optimizer.hpp>
 #include <weft/schedules/dualpipe.hpp>
 #include <weft/schedules/interleaved.hpp>
 #include <weft/schedules/one_f_one_b.hpp>
@@ -199,4 +200,23 @@ TEST_CASE("comm spans leave out the wait for late peers; the calibrated cost is 
     }
   CHECK(c.of(kind::dispatch, phase::F) >= 1.5 * alpha);  // counts, then rows
   CHECK(c.of(kind::attn, phase::F) > 0);
+}
+
+TEST_CASE("sgd_step moves every parameter against its gradient, and training lowers the loss") {
+  moe_model<float> model({.stages = 2, .micro = 2, .replicas = 2, .seed = 3});
+  const moe_model<float> before = model;
+  moe_executor<float> ex(model);
+  const schedule s = one_f_one_b({.ranks = 2, .micro = 2, .stages = stage_set::moe_with_shared()});
+  const run_result<float> first = ex.run(s);
+  sgd_step(model, first, 0.01f);
+  for (std::size_t st = 0; st < model.stages.size(); ++st)
+    for (std::size_t l = 0; l < model.stages[st].size(); ++l) {
+      std::vector<nn::matrix<float>> was, now;
+      auto old_layer = before.stages[st][l];
+      old_layer.each_param([&](nn::param<float>& p) { was.push_back(p.value); });
+      model.stages[st][l].each_param([&](nn::param<float>& p) { now.push_back(p.value); });
+      for (std::size_t k = 0; k < was.size(); ++k)
+        CHECK((now[k] - (was[k] - 0.01f * first.grads[st][l][k])).norm() <= 1e-6f * was[k].norm());
+    }
+  CHECK(ex.run(s).loss < first.loss);
 }

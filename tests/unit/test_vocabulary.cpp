@@ -78,3 +78,21 @@ TEST_CASE("binds_all accepts a model with every kernel a schedule uses") {
   static_assert(binds_all<fwd_only, uses(slots(block(F, mb{0}), block(F, mb{1})))>);
   CHECK(true);
 }
+
+struct counting {
+  int calls = 0;
+  void operator()(kinds::attn, phases::forward, kernel_call& c) { calls += 1 + c.rank; }
+};
+TEST_CASE("at run time: binds answers per (kind, phase), invoke_kernel calls or refuses by name") {
+  static_assert(binds<counting>(kind::attn, phase::F));
+  static_assert(!binds<counting>(kind::attn, phase::B));
+  static_assert(!binds<counting>(kind::mlp, phase::F));
+  counting m;
+  kernel_call call{make_op(kind::attn, phase::F, 0), 2};
+  invoke_kernel(m, call.op, call);
+  CHECK(m.calls == 3);
+  call.op = make_op(kind::mlp, phase::dW, 0);
+  CHECK_THROWS_WITH_AS(invoke_kernel(m, call.op, call),
+                       "weft: model binding: the model has no kernel for mlp dW", config_error);
+  CHECK(m.calls == 3);
+}

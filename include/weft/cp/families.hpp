@@ -53,8 +53,7 @@ inline std::vector<int> equal_lengths(int s, int n) {
 /// to its document. Contiguous slices all hold every document; re-ordering can undo it.
 inline range_mask interleaved_documents(int s, int n) {
   range_mask m{s, {}};
-  // Offsets that are multiples of n: one block per offset class is too many; a dense-ish form
-  // built from diagonals of stride n.
+  // Same document <=> q - k is a multiple of n: one single-offset diagonal per multiple.
   for (int d = -(s - 1) / n * n; d <= s - 1; d += n) m.blocks.push_back({0, s, 0, s, d, d});
   return m;
 }
