@@ -103,6 +103,7 @@ class moe_executor {
 
   void setup(const model_desc& m) {
     m_ = m;
+    ix_ = op_index(m, false);
     const int R = model_.cfg.replicas;
     units_.assign(static_cast<std::size_t>(R * m.micro * m.chunks()), unit{});
     for (int r = 0; r < R; ++r)
@@ -143,14 +144,14 @@ class moe_executor {
     if (l > 0) return output(r, mb, c, l - 1);
     if (c == m_.first_chunk(mb))
       return model_.inputs[static_cast<std::size_t>(r)][static_cast<std::size_t>(mb)];
-    if (op_index(m_, false).crosses_ranks(c, c - 1)) return at(r, mb, c).in_act;
+    if (ix_.crosses_ranks(c, c - 1)) return at(r, mb, c).in_act;
     return output(r, mb, c - 1, m_.layers - 1);
   }
   nn::matrix<T> output_grad(int r, int mb, int c, int l) {
     if (l + 1 < m_.layers) return at(r, mb, c).layers[static_cast<std::size_t>(l + 1)].dx;
     if (c == m_.end_chunk(mb) - 1)
       return nn::mse_loss<T>::gradient(output(r, mb, c, l), target(r, mb)) / model_.loss_divisor();
-    if (op_index(m_, false).crosses_ranks(c, c + 1)) return at(r, mb, c).in_grad;
+    if (ix_.crosses_ranks(c, c + 1)) return at(r, mb, c).in_grad;
     return at(r, mb, c + 1).layers[0].dx;
   }
   const nn::matrix<T>& target(int r, int mb) const {
@@ -286,8 +287,7 @@ class moe_executor {
   /// A pipeline transfer: the chunk's output (F) or input gradient (B), tagged by payload.
   rt::event transfer(const run_call& k) {
     const op& o = k.op;
-    const op_index ix(m_, false);
-    const int peer_chunk = ix.transfer_peer(o);
+    const int peer_chunk = ix_.transfer_peer(o);
     const int peer = m_.rank_of(peer_chunk) * model_.cfg.replicas + k.replica;
     unit& u = at(k.replica, o.mb, o.chunk);
     const int to_chunk = o.k == kind::send ? peer_chunk : o.chunk;
@@ -331,6 +331,7 @@ class moe_executor {
   const moe_model<T>& model_;
   run_options opt_;
   model_desc m_;
+  op_index ix_{model_desc{}, false};  ///< of `m_`, for the run
   std::vector<unit> units_;
   std::vector<std::vector<int>> members_;  ///< per pipeline rank: its expert-parallel group
 };
