@@ -1,15 +1,17 @@
 // Simulation throughput on a DeepSeek-V3-scale schedule: DualPipeV on 16 ranks, 64
 // micro-batches, 61 MoE layers per chunk with fb-overlap (about 1M sub-stage ops). Lowering,
 // the event-driven simulator and the metrics, side by side with a unit-step simulation of the
-// same program (each step every stream runs its next op if that op's events fired in earlier
-// steps: the way PyTorch's pipelining simulator steps through a schedule).
+// same program (each step runs every unit that earlier steps made ready: the way PyTorch's
+// pipelining simulator steps through a schedule).
 #include <benchmark/benchmark.h>
 
 #include <cstdint>
 #include <vector>
 
+#include <weft/schedule/semantics.hpp>
 #include <weft/schedules/dualpipe.hpp>
 #include <weft/sim/metrics.hpp>
+#include <weft/sim/program.hpp>
 
 namespace {
 
@@ -71,51 +73,30 @@ void measure(benchmark::State& state) {
   state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations() * p.size()));
 }
 
-/// Unit-step simulation: unit cost per op, every stream advances at most one op per step.
+/// Unit-step simulation: unit cost per op, every unit that is ready at a step runs in it (the
+/// one semantics' readiness, stepped level by level instead of by event times).
 void unit_step(benchmark::State& state) {
   const weft::program& p = big_program();
-  const auto n = static_cast<std::uint32_t>(p.size());
-  const auto Q = static_cast<std::uint32_t>(p.queue_begin.size() - 1);
   std::uint64_t steps = 0;
   for (auto _ : state) {
-    std::vector<std::uint32_t> head(p.queue_begin.begin(), p.queue_begin.end() - 1);
-    std::vector<std::uint32_t> done_at(n, UINT32_MAX);
-    std::uint32_t left = n;
+    const weft::semantics g(p);
+    weft::readiness<> st(g);
+    struct events : weft::readiness_events {
+      std::vector<std::uint32_t> next;
+      void ready(std::uint32_t u) { next.push_back(u); }
+    } ev;
+    st.begin(ev);
     std::uint32_t step = 0;
-    const auto ready = [&](std::uint32_t i) {
-      for (std::uint32_t w = p.wait_begin[i]; w < p.wait_begin[i + 1]; ++w)
-        if (done_at[p.waits[w]] >= step) return false;
-      return true;
-    };
-    while (left > 0) {
-      bool moved = false;
-      for (std::uint32_t q = 0; q < Q; ++q) {
-        if (head[q] == p.queue_begin[q + 1]) continue;
-        const std::uint32_t i = p.queue[head[q]];
-        if (done_at[i] != UINT32_MAX || !ready(i)) continue;
-        const std::uint32_t j = p.partner[i];
-        if (j != weft::program::none) {
-          const std::uint32_t qj = weft::program::queue_of(p.rank[j], p.stream[j]);
-          if (p.queue[head[qj]] != j || !ready(j)) continue;
-          done_at[j] = step;
-          ++head[qj];
-          --left;
-        }
-        done_at[i] = step;
-        ++head[q];
-        --left;
-        moved = true;
-      }
-      if (!moved && left > 0) {
-        state.SkipWithError("unit-step simulation stuck");
-        break;
-      }
+    std::vector<std::uint32_t> now;
+    while (!ev.next.empty()) {
+      now.swap(ev.next);
+      ev.next.clear();
+      for (const std::uint32_t u : now) st.complete_unit(u, ev);
       ++step;
     }
     steps = step;
-    benchmark::DoNotOptimize(done_at.data());
   }
-  state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations() * n));
+  state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations() * p.size()));
   state.counters["steps"] = static_cast<double>(steps);
 }
 

@@ -8,7 +8,8 @@
 
 #include <weft/io/timeline.hpp>
 #include <weft/schedules/dualpipe.hpp>
-#include <weft/sim/cost.hpp>
+#include <weft/sim/program.hpp>
+#include <weft/sim/simulate.hpp>
 
 using namespace weft;
 

@@ -47,12 +47,12 @@ class dense_executor {
     template <phase_tag P>
     requires(P::value == phase::F || P::value == phase::B) void operator()(kinds::send, P,
                                                                            run_call& c) {
-      c.started = ex.transfer(*c.comm, c.op);
+      c.started = ex.transfer(c);
     }
     template <phase_tag P>
     requires(P::value == phase::F || P::value == phase::B) void operator()(kinds::recv, P,
                                                                            run_call& c) {
-      c.started = ex.transfer(*c.comm, c.op);
+      c.started = ex.transfer(c);
     }
   };
 
@@ -131,22 +131,16 @@ class dense_executor {
     u.out_grad = dy;
   }
 
-  /// A pipeline transfer: the chunk's output (F) or input gradient (B), tagged by payload.
-  rt::event transfer(rt::communicator& comm, const op& o) {
-    const model_desc& m = model_desc_;
-    const op_index ix(m, false);
-    const int peer_chunk = ix.transfer_peer(o);
-    const int peer = m.rank_of(peer_chunk);
-    unit& u = at(o.mb, o.chunk);
-    // Both ends name the payload by (phase, micro-batch, receiving chunk).
-    const int to_chunk = o.k == kind::send ? peer_chunk : o.chunk;
-    const int tag = (o.mb * m.chunks() + to_chunk) * 2 + (o.ph == phase::F ? 0 : 1);
-    if (o.k == kind::send) {  // untouched until the transfer completes: nothing rewrites it
-      const nn::matrix<T>& data = o.ph == phase::F ? u.out_act : u.out_grad;
-      return comm.isend({data.data(), static_cast<std::size_t>(data.size())}, peer, tag);
+  /// A pipeline transfer: the chunk's output (F) or input gradient (B), to or from the peer the
+  /// runner paired it with (FIFO per channel, as the checker pairs them).
+  rt::event transfer(const run_call& c) {
+    unit& u = at(c.op.mb, c.op.chunk);
+    if (c.op.k == kind::send) {  // untouched until the transfer completes: nothing rewrites it
+      const nn::matrix<T>& data = c.op.ph == phase::F ? u.out_act : u.out_grad;
+      return c.comm->isend({data.data(), static_cast<std::size_t>(data.size())}, c.peer, c.tag);
     }
-    nn::matrix<T>& into = o.ph == phase::F ? u.in_act : u.in_grad;
-    return comm.irecv({into.data(), static_cast<std::size_t>(into.size())}, peer, tag);
+    nn::matrix<T>& into = c.op.ph == phase::F ? u.in_act : u.in_grad;
+    return c.comm->irecv({into.data(), static_cast<std::size_t>(into.size())}, c.peer, c.tag);
   }
 
   /// After the run: the loss, and each stage's gradients summed in micro-batch order, as the

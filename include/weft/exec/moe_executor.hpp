@@ -284,22 +284,19 @@ class moe_executor {
                 into.row(s.order[q]).data());
   }
 
-  /// A pipeline transfer: the chunk's output (F) or input gradient (B), tagged by payload.
+  /// A pipeline transfer: the chunk's output (F) or input gradient (B), to or from the peer the
+  /// runner paired it with (FIFO per channel, as the checker pairs them).
   rt::event transfer(const run_call& k) {
     const op& o = k.op;
-    const int peer_chunk = ix_.transfer_peer(o);
-    const int peer = m_.rank_of(peer_chunk) * model_.cfg.replicas + k.replica;
     unit& u = at(k.replica, o.mb, o.chunk);
-    const int to_chunk = o.k == kind::send ? peer_chunk : o.chunk;
-    const int tag = (o.mb * m_.chunks() + to_chunk) * 2 + (o.ph == phase::F ? 0 : 1);
     if (o.k == kind::send) {
       if (o.ph == phase::F) u.out_act = output(k.replica, o.mb, o.chunk, m_.layers - 1);
       const nn::matrix<T>& data = o.ph == phase::F ? u.out_act : u.layers[0].dx;
-      return k.comm->isend({data.data(), static_cast<std::size_t>(data.size())}, peer, tag);
+      return k.comm->isend({data.data(), static_cast<std::size_t>(data.size())}, k.peer, k.tag);
     }
     nn::matrix<T>& into = o.ph == phase::F ? u.in_act : u.in_grad;
     into.resize(model_.cfg.tokens, model_.cfg.width);
-    return k.comm->irecv({into.data(), static_cast<std::size_t>(into.size())}, peer, tag);
+    return k.comm->irecv({into.data(), static_cast<std::size_t>(into.size())}, k.peer, k.tag);
   }
 
   /// After the run: the loss, and each stage's gradients summed over micro-batches, then

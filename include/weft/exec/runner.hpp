@@ -1,5 +1,9 @@
-// Runs a lowered stream program for real, whatever the model: per rank, per stream, the ops in
-// issue order on an `rt::stream`, each waiting for the events of its producers, each bound to
+// Runs a lowered stream program for real, whatever the model. When an op may start is the one
+// semantics' answer (schedule/semantics.hpp), exactly as in the simulators: the runner keeps a
+// `readiness` over the program with atomic counters and, as units become ready, hands them to
+// the rank's `rt::stream`s — a unit of compute (an op, or an overlapped forward/backward pair as
+// one piece of work) once all its members have arrived, each member of a transfer or collective
+// as soon as it has arrived, to meet its peers in the communication backend. Each op is bound to
 // the model's kernel for its (kind, phase) through the model-binding concept (core/binding.hpp).
 // Every executor (dense_executor, moe_executor) is a binding plus this loop, so what a run
 // measures, how it stops on a failure and how it reports a hang live in one place.
@@ -15,16 +19,18 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <weft/core/binding.hpp>
 #include <weft/core/error.hpp>
-#include <weft/io/format.hpp>
 #include <weft/nn/tensor.hpp>
 #include <weft/rt/inproc.hpp>
 #include <weft/rt/stream.hpp>
+#include <weft/schedule/program.hpp>
+#include <weft/schedule/semantics.hpp>
+#include <weft/schedule/text.hpp>
 #include <weft/sim/program.hpp>
-#include <weft/sim/simulate.hpp>
 
 namespace weft::exec {
 
@@ -106,8 +112,16 @@ struct run_call : kernel_call {
   int world_rank = 0;  ///< rank * replicas + replica
   rt::communicator* comm = nullptr;
   int step = 0;
+  /// A transfer's peer (world rank) and the tag both ends use: transfers match FIFO per channel,
+  /// as the checker pairs them, so every transfer of a channel carries `transfer_tag`.
+  int peer = -1;
+  int tag = 0;
   std::optional<rt::event> started;
 };
+
+/// The tag of every pipeline transfer: one per channel, so a backend's FIFO matching per
+/// (source, destination, tag) is the checker's FIFO matching per channel.
+inline constexpr int transfer_tag = 0;
 
 /// A model a runner can drive: one kernel per (kind, phase) it meets, taking a `run_call`.
 template <class Model>
@@ -125,163 +139,209 @@ inline std::string describe_exception(const std::exception_ptr& e) {
     return "unknown error";
   }
 }
+
+/// Counters that workers decrement concurrently, for `readiness`.
+class atomic_counters {
+ public:
+  explicit atomic_counters(std::size_t n) : c_(std::make_unique<std::atomic<std::uint32_t>[]>(n)) {}
+  std::atomic<std::uint32_t>& operator[](std::size_t i) noexcept { return c_[i]; }
+  const std::atomic<std::uint32_t>& operator[](std::size_t i) const noexcept { return c_[i]; }
+
+ private:
+  std::unique_ptr<std::atomic<std::uint32_t>[]> c_;
+};
 }  // namespace detail
 
 /// Runs `p` on `replicas` copies of each pipeline rank (world rank = rank * replicas + replica)
 /// and returns replica 0's timeline in seconds from the start. Throws `run_error` when an op
 /// throws (naming its rank and op) or when the run is not finished after `opt.timeout` (naming
-/// the op every unfinished stream waits at); either way every stream is abandoned and every
-/// thread joined before it returns.
+/// the op every unfinished rank waits at, and what it waits for); either way every stream is
+/// abandoned and every thread joined before it returns.
 template <run_binding Model>
 timeline run_program(const program& p, int replicas, Model& model, const run_options& opt,
                      std::vector<double>* comm_span = nullptr) {
   if (replicas < 1) throw std::invalid_argument("weft: run: replicas must be >= 1");
-  const int world_size = p.ranks() * replicas;
+  const semantics g(p, {.replicas = replicas});
+  const std::uint32_t n = g.size(), N = g.ops(), Q = g.queues();
   rt::worker_pool pool(opt.workers, opt.comm_workers);
-  rt::inproc_world world(world_size, opt.delay);
-  const auto per_replica = static_cast<std::uint32_t>(p.queue_begin.size() - 1);
-  std::vector<std::unique_ptr<rt::stream>> streams;  // [replica][queue]
-  for (std::uint32_t q = 0; q < per_replica * static_cast<std::uint32_t>(replicas); ++q) {
-    const bool comm = q % per_replica % streams_per_rank >= lanes_per_class;
+  rt::inproc_world world(p.ranks() * replicas, opt.delay);
+  std::vector<std::unique_ptr<rt::stream>> streams;  // per queue copy
+  for (std::uint32_t q = 0; q < Q * static_cast<std::uint32_t>(replicas); ++q) {
+    const bool comm = q % Q % streams_per_rank >= lanes_per_class;
     streams.push_back(std::make_unique<rt::stream>(
         pool, comm ? rt::stream_role::comm : rt::stream_role::compute));
   }
-  const std::size_t n = p.size();
-  std::vector<rt::event> done(n * static_cast<std::size_t>(replicas));
-  timeline time;
-  time.start.assign(n, -1.0);
-  time.finish.assign(n, -1.0);
-  std::vector<double> started_at(n * static_cast<std::size_t>(replicas), -1.0),
-      finished_at(n * static_cast<std::size_t>(replicas), -1.0);
-  std::vector<std::atomic<std::uint32_t>> at(streams.size());
-  for (auto& a : at) a.store(program::none);
+  std::vector<double> started_at(N, -1.0), finished_at(N, -1.0);
+  std::vector<std::atomic<std::uint8_t>> completed(N);
   const auto origin = std::chrono::steady_clock::now();
   const auto now = [origin] {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - origin).count();
   };
-  // A failure names the op by its position and replica.
-  const auto tag_of = [n](std::uint32_t i, int rep) {
-    return static_cast<std::uint64_t>(rep) * n + i;
+  const auto world_rank = [&](std::uint32_t x) {
+    return p.rank[g.op_of(x)] * replicas + g.replica_of(x);
+  };
+  const auto call_for = [&](std::uint32_t x, int step) {
+    const std::uint32_t i = g.op_of(x);
+    run_call c;
+    c.op = p.at(i);
+    c.rank = p.rank[i];
+    c.replica = g.replica_of(x);
+    c.world_rank = world_rank(x);
+    c.comm = &world.at(c.world_rank);
+    c.step = step;
+    if (is_p2p(c.op.k) && p.partner[i] != program::none) {
+      c.peer = p.rank[p.partner[i]] * replicas + c.replica;
+      c.tag = transfer_tag;
+    }
+    return c;
+  };
+  const auto begin = [&](std::uint32_t x) {
+    if (opt.before_op) opt.before_op(world_rank(x), p.at(g.op_of(x)));
+    started_at[x] = now();
   };
 
-  for (int rep = 0; rep < replicas; ++rep)
-    for (std::uint32_t q = 0; q < per_replica; ++q) {
-      const std::size_t sq = static_cast<std::size_t>(rep) * per_replica + q;
-      rt::stream& st = *streams[sq];
-      const std::size_t base = static_cast<std::size_t>(rep) * n;
-      for (std::uint32_t k = p.queue_begin[q]; k < p.queue_begin[q + 1]; ++k) {
-        const std::uint32_t i = p.queue[k];
-        for (std::uint32_t w = p.wait_begin[i]; w < p.wait_begin[i + 1]; ++w)
-          st.wait(done[base + p.waits[w]]);
-        const op o = p.at(i);
-        const int rank = p.rank[i];
-        const int wr = rank * replicas + rep;
-        const auto begin = [&opt, &at, &time, &started_at, base, sq, i, o, wr, rep, now] {
-          at[sq].store(i);
-          if (opt.before_op) opt.before_op(wr, o);
-          started_at[base + i] = now();
-          if (rep == 0) time.start[i] = started_at[base + i];
-        };
-        const auto call_for = [&world, o, rank, rep, wr](int step) {
-          run_call c;
-          c.op = o;
-          c.rank = rank;
-          c.replica = rep;
-          c.world_rank = wr;
-          c.comm = &world.at(wr);
-          c.step = step;
-          return c;
-        };
-        if (stream_of(o.k) == stream_class::comm) {
-          const int steps = std::max(1, model.comm_steps(o));
-          for (int step = 0; step < steps; ++step)
-            st.enqueue_async(
-                [&model, begin, call_for, step, o] {
-                  if (step == 0) begin();
-                  run_call c = call_for(step);
-                  invoke_kernel(model, o, c);
-                  if (!c.started)
-                    throw std::logic_error("weft: run: a comm kernel started no operation");
-                  return *c.started;
-                },
-                tag_of(i, rep));
-        } else {
-          st.enqueue(
-              [&model, begin, call_for, o] {
-                begin();
-                run_call c = call_for(0);
-                invoke_kernel(model, o, c);
-              },
-              tag_of(i, rep));
-        }
-        st.enqueue([&finished_at, &time, base, i, rep, now] {
-          finished_at[base + i] = now();
-          if (rep == 0) time.finish[i] = finished_at[base + i];
-        });
-        st.record(done[base + i]);
-      }
-    }
+  // Launching what the semantics says is ready. Called from workers as ops complete.
+  struct launcher : readiness_events {
+    std::function<void(std::uint32_t)> post, run;
+    void arrived(std::uint32_t x) { post(x); }
+    void ready(std::uint32_t u) { run(u); }
+  } ev;
+  readiness<detail::atomic_counters> st(g);
+  // Set once the run has failed or timed out: nothing more is launched, and what was already
+  // queued returns at once, so the streams can be drained before this frame goes away.
+  std::atomic<bool> stopping{false};
+  const auto complete = [&](std::uint32_t x) {
+    finished_at[x] = now();
+    completed[x].store(1);
+    st.complete(x, ev);
+  };
+  // A comm op (alone, or a member of a transfer or collective): started on its comm stream as
+  // soon as it has arrived; the backend completes it when its peers are there too.
+  ev.post = [&](std::uint32_t x) {
+    if (g.computes(g.unit_of(x)) || stopping.load()) return;
+    rt::stream& s = *streams[g.queue_of(x)];
+    const op o = p.at(g.op_of(x));
+    const int steps = std::max(1, model.comm_steps(o));
+    for (int step = 0; step < steps; ++step)
+      s.enqueue_async(
+          [&, x, o, step] {
+            if (stopping.load()) {
+              rt::event none;
+              none.fire();
+              return none;
+            }
+            if (step == 0) begin(x);
+            run_call c = call_for(x, step);
+            invoke_kernel(model, o, c);
+            if (!c.started) throw std::logic_error("weft: run: a comm kernel started no operation");
+            return *c.started;
+          },
+          x);
+    s.enqueue(
+        [&, x] {
+          if (!stopping.load()) complete(x);
+        },
+        x);
+  };
+  // A unit of compute: on its lead member's stream, every member's kernel in turn.
+  ev.run = [&](std::uint32_t u) {
+    if (!g.computes(u) || stopping.load()) return;
+    const auto members = g.members(u);
+    streams[g.queue_of(members[0])]->enqueue(
+        [&, members] {
+          if (stopping.load()) return;
+          for (const std::uint32_t x : members) begin(x);
+          for (const std::uint32_t x : members) {
+            run_call c = call_for(x, 0);
+            invoke_kernel(model, c.op, c);
+          }
+          for (const std::uint32_t x : members) complete(x);
+        },
+        members[0]);
+  };
+  st.begin(ev);
 
-  // Wait for every stream, but stop early when an op has failed (its consumers would wait for
-  // data that never comes) and give up at the deadline.
+  // Wait until every op has completed, but stop early when an op has failed (its consumers
+  // would wait for data that never comes) and give up at the deadline.
   const auto deadline = std::chrono::steady_clock::now() + opt.timeout;
-  bool all_idle = false;
-  while (!all_idle && !pool.failed() && std::chrono::steady_clock::now() < deadline) {
-    all_idle = true;
-    for (auto& st : streams)
-      if (!st->synchronize_for(std::chrono::milliseconds(5))) {
-        all_idle = false;
+  const auto all_done = [&] {
+    for (std::uint32_t x = 0; x < N; ++x)
+      if (!completed[x].load()) return false;
+    return true;
+  };
+  bool finished = false;
+  while (!(finished = all_done()) && !pool.failed() &&
+         std::chrono::steady_clock::now() < deadline) {
+    bool idle = true;
+    for (auto& s : streams)
+      if (!s->synchronize_for(std::chrono::milliseconds(5))) {
+        idle = false;
         break;
       }
+    if (idle && !all_done()) {  // nothing runs and nothing is left to launch: stuck
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
   }
-  const auto name_rank = [&](std::size_t sq) {
-    const int rep = static_cast<int>(sq / per_replica);
-    const int rank = static_cast<int>(sq % per_replica) / streams_per_rank;
-    std::string s = "rank " + std::to_string(rank * replicas + rep);
+  if (finished) {
+    for (auto& s : streams) s->synchronize();  // the last completions are still returning
+  } else {
+    stopping.store(true);
+    for (int pass = 0; pass < 2; ++pass)  // the second catches what the first one's tasks queued
+      for (auto& s : streams) s->abandon();
+  }
+  const auto name_rank = [&](int wr) {
+    std::string s = "rank " + std::to_string(wr);
     if (replicas > 1)
-      s += " (pipeline rank " + std::to_string(rank) + ", replica " + std::to_string(rep) + ")";
+      s += " (pipeline rank " + std::to_string(wr / replicas) + ", replica " +
+           std::to_string(wr % replicas) + ")";
     return s;
   };
-  if (!all_idle && !pool.failed()) {
-    std::string why =
-        "weft: run: not finished after " + std::to_string(opt.timeout.count()) + " ms; waiting:";
-    for (std::size_t sq = 0; sq < streams.size(); ++sq) {
-      if (streams[sq]->synchronize_for(std::chrono::milliseconds(0))) continue;
-      const std::uint32_t q = static_cast<std::uint32_t>(sq % per_replica);
-      const std::size_t base = sq / per_replica * n;
-      std::uint32_t head = program::none;
-      for (std::uint32_t k = p.queue_begin[q]; k < p.queue_begin[q + 1] && head == program::none;
-           ++k)
-        if (finished_at[base + p.queue[k]] < 0) head = p.queue[k];
-      const std::uint32_t last = at[sq].load();
-      why += "\n  " + name_rank(sq) + ": " +
-             (head != program::none ? to_string(p.at(head)) : std::string("?")) +
-             (last != program::none && last != head ? " (after " + to_string(p.at(last)) + ")"
-                                                    : std::string());
-    }
-    for (auto& st : streams) st->abandon();
-    throw run_error(why);
-  }
   if (pool.failed()) {
-    for (auto& st : streams) st->abandon();
     const rt::task_failure f = pool.failure();
-    const auto i = static_cast<std::uint32_t>(f.tag % n);
-    const auto rep = static_cast<std::size_t>(f.tag / n);
-    const std::size_t sq = rep * per_replica + program::queue_of(p.rank[i], p.stream[i]);
-    throw run_error("weft: run: " + name_rank(sq) + ", " + to_string(p.at(i)) +
+    const auto x = static_cast<std::uint32_t>(f.tag);
+    throw run_error("weft: run: " + name_rank(world_rank(x)) + ", " + to_string(p.at(g.op_of(x))) +
                     " failed: " + detail::describe_exception(f.error));
   }
-  for (const double f : time.finish) time.makespan = std::max(time.makespan, f);
+  if (!finished) {
+    std::string why =
+        "weft: run: not finished after " + std::to_string(opt.timeout.count()) + " ms; waiting:";
+    for (int rep = 0; rep < replicas; ++rep) {
+      // Per rank of this replica, the first op at the head of one of its streams.
+      std::vector<std::uint32_t> first(static_cast<std::size_t>(p.ranks()), program::none);
+      for (std::uint32_t q = 0; q < Q; ++q)
+        for (std::uint32_t k = p.queue_begin[q]; k < p.queue_begin[q + 1]; ++k) {
+          const std::uint32_t x = g.copy(p.queue[k], rep);
+          if (completed[x].load()) continue;
+          std::uint32_t& b = first[p.rank[p.queue[k]]];
+          b = std::min(b, x);
+          break;
+        }
+      for (int r = 0; r < p.ranks(); ++r) {
+        const std::uint32_t x = first[static_cast<std::size_t>(r)];
+        if (x == program::none) continue;
+        why += "\n  " + name_rank(r * replicas + rep) + ": " + to_string(p.at(g.op_of(x)));
+        why += started_at[x] >= 0 ? " (started)" : st.has_arrived(x) ? " (ready)" : "";
+        if (const std::uint32_t w = waiting_for(st, completed, x); w != semantics::none)
+          why += ", waits for " + to_string(p.at(g.op_of(w))) + " on " + name_rank(world_rank(w));
+      }
+    }
+    throw run_error(why);
+  }
+
+  timeline time;
+  time.start.assign(n, -1.0);
+  time.finish.assign(n, -1.0);
+  for (std::uint32_t i = 0; i < n; ++i) {
+    time.start[i] = started_at[i];
+    time.finish[i] = finished_at[i];
+    time.makespan = std::max(time.makespan, finished_at[i]);
+  }
   if (comm_span) {
     comm_span->assign(n, 0.0);
     for (std::uint32_t i = 0; i < n; ++i) {
       if (stream_of(p.at(i).k) != stream_class::comm) continue;
       double last = time.start[i];  // the last party to start: a transfer's peer, or a replica
-      if (is_p2p(p.at(i).k) && p.partner[i] != program::none)
-        last = std::max(last, time.start[p.partner[i]]);
-      else
-        for (int rep = 1; rep < replicas; ++rep)
-          last = std::max(last, started_at[static_cast<std::size_t>(rep) * n + i]);
+      for (const std::uint32_t y : g.members(g.unit_of(i))) last = std::max(last, started_at[y]);
       (*comm_span)[i] = std::max(0.0, time.finish[i] - last);
     }
   }

@@ -1,130 +1,14 @@
-// Text for people: ops, violations and schedules as the seeds' figures write them.
+// Text for people: reports and schedules as the seeds' figures write them (ops and violations
+// one per line come from schedule/text.hpp).
 #pragma once
 
 #include <ostream>
-#include <string>
 
-#include <weft/schedule/dependencies.hpp>
 #include <weft/schedule/schedule.hpp>
+#include <weft/schedule/text.hpp>
 #include <weft/schedule/verify.hpp>
-#include <weft/schedule/violation.hpp>
 
 namespace weft {
-
-/// "mlp/F mb=1", with chunk, layer, split and lane when they are not 0.
-inline std::string to_string(const op& o) {
-  std::string s{name_of(o.k)};
-  s += '/';
-  s += name_of(o.ph);
-  s += " mb=" + std::to_string(o.mb);
-  if (o.chunk) s += " chunk=" + std::to_string(o.chunk);
-  if (o.layer) s += " layer=" + std::to_string(o.layer);
-  if (o.split) s += " split=" + std::to_string(o.split);
-  if (o.lane) s += " lane=" + std::to_string(o.lane);
-  return s;
-}
-
-inline std::string_view describe(outside why) noexcept {
-  switch (why) {
-    case outside::none:
-      return "inside the model";
-    case outside::micro_batch:
-      return "its micro-batch is >= micro";
-    case outside::chunk:
-      return "its chunk is >= ranks * chunks_per_rank";
-    case outside::layer:
-      return "its layer is >= layers";
-    case outside::split:
-      return "its split is >= splits";
-    case outside::kind:
-      return "the model's layers have no such sub-stage";
-    case outside::phase:
-      return "that phase does not exist for it (no backward, or dX/dW of an op without weights)";
-    case outside::off_path:
-      return "its micro-batch never passes through that chunk";
-    case outside::no_transfer:
-      return "no transfer crosses ranks there";
-    case outside::p2p_fields:
-      return "transfers carry whole chunks: layer and split must be 0";
-    case outside::lane:
-      return "its lane is >= 4";
-  }
-  return "unknown";
-}
-
-namespace detail {
-inline std::string where(int rank, int slot) {
-  std::string s = "rank " + std::to_string(rank);
-  if (slot >= 0) s += ", slot " + std::to_string(slot);
-  return s;
-}
-}  // namespace detail
-
-/// One line, e.g. "weft: rule 2 (order): mlp/F mb=1 on rank 0, slot 1 runs before
-/// dispatch/F mb=1 (rank 0, slot 2) it needs".
-inline std::string to_string(const violation& v) {
-  if (!v) return "weft: legal";
-  std::string s = "weft: rule " + std::to_string(static_cast<int>(v.code)) + " (" +
-                  std::string(name_of(v.code)) + "): ";
-  const std::string op = to_string(v.subject) + " on " + detail::where(v.rank, v.slot);
-  const std::string other =
-      to_string(v.other) + " (" + detail::where(v.other_rank, v.other_slot) + ")";
-  switch (v.what) {
-    case fault::none:
-      break;
-    case fault::outside_model:
-      s +=
-          op + " is not part of the model: " + std::string(describe(static_cast<outside>(v.value)));
-      break;
-    case fault::wrong_rank:
-      s += op + " belongs on rank " + std::to_string(v.other_rank) + ", which holds its chunk";
-      break;
-    case fault::duplicate:
-      s += op + " appears again; first at " + other;
-      break;
-    case fault::missing:
-      s += to_string(v.subject) + " never appears (it belongs on rank " + std::to_string(v.rank) +
-           ")";
-      break;
-    case fault::mixed_backward:
-      s += op + " is fused but the split " + other + " exists too";
-      break;
-    case fault::runs_before_producer:
-      s += op + " runs before " + other + " it needs";
-      break;
-    case fault::producer_missing:
-      s += op + " needs " + to_string(v.other) +
-           ", which is neither in the fragment nor assumed done";
-      break;
-    case fault::same_stream:
-      s += op + " shares its slot's stream with " + other;
-      break;
-    case fault::dependent_in_slot:
-      s += op + " shares its slot with " + other + " it needs";
-      break;
-    case fault::cycle:
-      s += op + " can never start";
-      if (v.other_rank >= 0) s += ": it waits for " + other;
-      break;
-    case fault::unmatched_send:
-      s += op + " has no receive in FIFO order on its channel";
-      break;
-    case fault::unmatched_recv:
-      s += op + " has no send in FIFO order on its channel";
-      break;
-    case fault::mismatched_transfer:
-      s += op + " is paired in FIFO order with " + other + ", which expects other data";
-      break;
-    case fault::over_bound:
-      s += op + " makes " + std::to_string(v.value) + " activations live, over the bound of " +
-           std::to_string(v.bound);
-      break;
-    case fault::bad_model:
-      s += "impossible model: " + std::string(describe(static_cast<model_error>(v.value)));
-      break;
-  }
-  return s;
-}
 
 /// Every violation, one per line; on a deadlock, also the op every stuck rank waits at.
 inline std::ostream& operator<<(std::ostream& os, const report& r) {

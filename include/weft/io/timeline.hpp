@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include <weft/io/format.hpp>
-#include <weft/sim/simulate.hpp>
+#include <weft/schedule/program.hpp>
+#include <weft/schedule/text.hpp>
 
 namespace weft {
 
@@ -154,8 +154,8 @@ inline void write_svg(std::ostream& out, const program& p, const timeline& t, sv
       const std::string name = kk == kind::send ? "transfer" : std::string(name_of(kk));
       x -= 14 + 6.0 * static_cast<double>(name.size()) + 12;
       out << "<rect class=\"legend\" x=\"" << x << "\" y=\"10\" width=\"12\" height=\"12\" fill=\""
-          << detail::colour_of(kk) << "\" stroke=\"#555\" stroke-width=\"0.5\"/><text x=\"" << x + 15
-          << "\" y=\"20\">" << name << "</text>\n";
+          << detail::colour_of(kk) << "\" stroke=\"#555\" stroke-width=\"0.5\"/><text x=\""
+          << x + 15 << "\" y=\"20\">" << name << "</text>\n";
     }
   }
   for (int r = 0; r < p.ranks(); ++r) {

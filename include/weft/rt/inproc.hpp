@@ -17,9 +17,9 @@
 #include <tuple>
 #include <vector>
 
+#include <weft/core/link.hpp>
 #include <weft/rt/comm.hpp>
 #include <weft/rt/timer.hpp>
-#include <weft/sim/cost.hpp>
 
 namespace weft::rt {
 

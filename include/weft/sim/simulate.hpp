@@ -1,17 +1,17 @@
-// The discrete-event simulator: runs a stream program over virtual time. Each stream executes
-// its ops in issue order; an op starts when the op before it on its stream has finished and the
-// events it waits for have fired; a transfer starts when both its send and its receive have
-// reached the head of their streams and completes on both at once; an overlapped whole-block
-// pair starts and ends together, costing F&B. Costs do not depend on contention, so processing
-// ops as their last event fires gives the same times as a clock-ordered event queue, in time
-// linear in ops and waits.
+// The discrete-event simulator: runs a stream program over virtual time, every rank on a device
+// of its own. When an op may start and what starts and finishes with it is semantics.hpp's
+// answer; this file adds time: a unit starts when its last member arrives (an event adds
+// `event_latency` to the wait it ends) and lasts its cost. Costs do not depend on contention,
+// so processing units as they become ready gives the same times as a clock-ordered event
+// queue, in time linear in ops and waits.
 #pragma once
 
 #include <cstdint>
 
 #include <weft/core/buffer.hpp>
+#include <weft/schedule/program.hpp>
+#include <weft/schedule/semantics.hpp>
 #include <weft/sim/cost.hpp>
-#include <weft/sim/program.hpp>
 
 namespace weft {
 
@@ -25,141 +25,82 @@ struct sim_options {
   double event_latency = 0;
 };
 
-struct timeline {
-  buffer<double> start, finish;  ///< per op of the program; < 0 if it never ran
-  double makespan = 0;
-  /// On a deadlock, per rank the first op (in issue order) that never started, else empty.
-  buffer<std::uint32_t> blocked;
-  constexpr bool deadlocked() const noexcept { return !blocked.empty(); }
-};
+/// How long a unit of work takes: an overlapped forward/backward pair its pair cost, any other
+/// unit the longest of its members (a transfer's two ends, a collective's copies).
+constexpr double cost_of(const semantics& g, const cost_model& c, std::uint32_t u) noexcept {
+  if (g.kind_of(u) == unit_kind::pair) return c.pair();
+  double t = 0;
+  for (const std::uint32_t x : g.members(u)) {
+    const op& o = g.prog().at(g.op_of(x));
+    t = t > c.of(o.k, o.ph) ? t : c.of(o.k, o.ph);
+  }
+  return t;
+}
 
 namespace detail {
-/// What each op waits for, reversed: the ops every op releases (`deps`, per op from
-/// `dep_begin`) and how many events each op still waits for. The events are the program's waits
-/// and, with a slot barrier, every op of the rank's previous non-empty slot.
-struct event_graph {
-  buffer<std::uint32_t> dep_begin, deps, pending;
-};
-constexpr event_graph events_of(const program& p, bool slot_barrier) {
-  const auto n = static_cast<std::uint32_t>(p.size());
-  const schedule& s = p.source;
-  const auto for_each_event = [&](auto&& fn) {  // walked twice: to count, then to fill
-    for (std::uint32_t i = 0; i < n; ++i)
-      for (std::uint32_t w = p.wait_begin[i]; w < p.wait_begin[i + 1]; ++w) fn(p.waits[w], i);
-    if (!slot_barrier) return;
-    for (int r = 0; r < s.ranks(); ++r) {
-      std::uint32_t prev_b = 0, prev_e = 0;
-      for (std::uint32_t g = s.first_slot(r); g < s.end_slot(r); ++g) {
-        const std::uint32_t b = s.first_op(g), e = s.slot_end[g];
-        if (b == e) continue;
-        for (std::uint32_t i = b; i < e; ++i)
-          for (std::uint32_t j = prev_b; j < prev_e; ++j) fn(j, i);
-        prev_b = b;
-        prev_e = e;
-      }
-    }
-  };
-  event_graph g{buffer<std::uint32_t>(n + 1, 0), {}, buffer<std::uint32_t>(n, 0)};
-  for_each_event([&](std::uint32_t from, std::uint32_t to) {
-    ++g.pending[to];
-    ++g.dep_begin[from + 1];
-  });
-  for (std::uint32_t i = 0; i < n; ++i) g.dep_begin[i + 1] += g.dep_begin[i];
-  g.deps.resize(g.dep_begin[n]);
-  buffer<std::uint32_t> fill = g.dep_begin;
-  for_each_event([&](std::uint32_t from, std::uint32_t to) { g.deps[fill[from]++] = to; });
-  return g;
-}
-
-/// Per (rank, stream) the position of its next op in `program::queue`, and per op its position.
-struct stream_heads {
-  buffer<std::uint32_t> head, qpos;
-};
-constexpr stream_heads heads_of(const program& p) {
-  const auto Q = static_cast<std::uint32_t>(p.queue_begin.size() - 1);
-  stream_heads h{buffer<std::uint32_t>(Q), buffer<std::uint32_t>(p.size())};
-  for (std::uint32_t q = 0; q < Q; ++q) {
-    h.head[q] = p.queue_begin[q];
-    for (std::uint32_t k = p.queue_begin[q]; k < p.queue_begin[q + 1]; ++k) h.qpos[p.queue[k]] = k;
+/// Arrival times: each op copy arrives when the last thing it waits for completes (plus the
+/// event latency when that crosses streams). Drivers add what decides when a ready unit starts.
+struct timed_events : readiness_events {
+  buffer<double> arrive;
+  buffer<double> finish;
+  double latency = 0;
+  constexpr void released(std::uint32_t from, std::uint32_t to, bool event) {
+    const double at = finish[from] + (event ? latency : 0.0);
+    arrive[to] = arrive[to] > at ? arrive[to] : at;
   }
-  return h;
-}
-
-/// After a run that could not finish: per rank, the first op (in issue order) at the head of one
-/// of its streams — what that rank is stuck at.
-template <class Heads>
-constexpr void report_blocked(const program& p, const Heads& head, timeline& t) {
-  t.blocked.assign(static_cast<std::size_t>(p.ranks()), program::none);
-  for (std::uint32_t q = 0; q + 1 < p.queue_begin.size(); ++q) {
-    if (head[q] == p.queue_begin[q + 1]) continue;
-    const std::uint32_t i = p.queue[head[q]];
-    std::uint32_t& b = t.blocked[p.rank[i]];
-    b = b < i ? b : i;
+  constexpr double ready_at(const semantics& g, std::uint32_t u) const {
+    double t = 0;
+    for (const std::uint32_t x : g.members(u)) t = t > arrive[x] ? t : arrive[x];
+    return t;
   }
+};
+
+/// Copy 0's part of a run's times, and on a deadlock what each rank is stuck at.
+template <class Done>
+constexpr void settle(const semantics& g, const timed_events& ev, const buffer<double>& start,
+                      const Done& done, std::uint32_t finished, timeline& t) {
+  const std::uint32_t n = g.size();
+  t.start.assign(n, -1.0);
+  t.finish.assign(n, -1.0);
+  for (std::uint32_t i = 0; i < n; ++i) {
+    if (!done[i]) continue;
+    t.start[i] = start[i];
+    t.finish[i] = ev.finish[i];
+  }
+  for (std::uint32_t x = 0; x < g.ops(); ++x)
+    if (done[x] && ev.finish[x] > t.makespan) t.makespan = ev.finish[x];
+  if (finished < g.ops()) t.blocked = stuck_ops(g, done);
 }
 }  // namespace detail
 
-constexpr double cost_of(const program& p, const cost_model& c, std::uint32_t i) noexcept {
-  if (p.partner[i] != program::none && !is_p2p(p.at(i).k)) return c.pair();
-  return c.of(p.at(i).k, p.at(i).ph);
-}
-
 constexpr timeline simulate(const program& p, const cost_model& c, sim_options opt = {}) {
-  const auto n = static_cast<std::uint32_t>(p.size());
-  const auto Q = static_cast<std::uint32_t>(p.queue_begin.size() - 1);
-  timeline t;
-  t.start.assign(n, -1.0);
-  t.finish.assign(n, -1.0);
-
-  detail::event_graph ev = detail::events_of(p, opt.slot_barrier);
-  const buffer<std::uint32_t>&dep_begin = ev.dep_begin, &deps = ev.deps;
-  buffer<std::uint32_t>& pending = ev.pending;
-  detail::stream_heads sh = detail::heads_of(p);
-  buffer<std::uint32_t>&head = sh.head, &qpos = sh.qpos;
-  buffer<double> stream_free(Q, 0.0), ready_at(n, 0.0);
-  const auto queue_of = [&](std::uint32_t i) { return program::queue_of(p.rank[i], p.stream[i]); };
-  const auto can_start = [&](std::uint32_t i) {
-    return t.start[i] < 0 && pending[i] == 0 && head[queue_of(i)] == qpos[i];
-  };
-
-  buffer<std::uint32_t> work;  // ops that may have become startable
-  for (std::uint32_t q = 0; q < Q; ++q)
-    if (p.queue_begin[q] < p.queue_begin[q + 1]) work.push_back(p.queue[p.queue_begin[q]]);
-  std::uint32_t done = 0;
-  const auto run = [&](std::uint32_t i, double begin) {
-    const std::uint32_t q = queue_of(i);
-    t.start[i] = begin;
-    t.finish[i] = begin + cost_of(p, c, i);
-    t.makespan = t.finish[i] > t.makespan ? t.finish[i] : t.makespan;
-    stream_free[q] = t.finish[i];
-    ++done;
-    if (++head[q] < p.queue_begin[q + 1]) work.push_back(p.queue[head[q]]);
-    for (std::uint32_t d = dep_begin[i]; d < dep_begin[i + 1]; ++d) {
-      const std::uint32_t j = deps[d];
-      const double at = t.finish[i] + opt.event_latency;
-      ready_at[j] = ready_at[j] > at ? ready_at[j] : at;
-      if (--pending[j] == 0) work.push_back(j);
+  const semantics g(p, {.slot_barrier = opt.slot_barrier});
+  readiness<> st(g);
+  struct events : detail::timed_events {
+    buffer<std::uint32_t> ready_units;
+    constexpr void ready(std::uint32_t u) { ready_units.push_back(u); }
+  } ev;
+  ev.arrive.assign(g.ops(), 0.0);
+  ev.finish.assign(g.ops(), -1.0);
+  ev.latency = opt.event_latency;
+  buffer<double> start(g.ops(), -1.0);
+  buffer<std::uint8_t> done(g.ops(), 0);
+  std::uint32_t finished = 0;
+  st.begin(ev);
+  while (!ev.ready_units.empty()) {
+    const std::uint32_t u = ev.ready_units.back();
+    ev.ready_units.pop_back();
+    const double begin = ev.ready_at(g, u), end = begin + cost_of(g, c, u);
+    for (const std::uint32_t x : g.members(u)) {
+      start[x] = begin;
+      ev.finish[x] = end;
+      done[x] = 1;
     }
-  };
-  while (!work.empty()) {
-    const std::uint32_t i = work.back();
-    work.pop_back();
-    if (!can_start(i)) continue;
-    const double mine =
-        ready_at[i] > stream_free[queue_of(i)] ? ready_at[i] : stream_free[queue_of(i)];
-    const std::uint32_t j = p.partner[i];
-    if (j == program::none) {
-      run(i, mine);
-      continue;
-    }
-    if (!can_start(j)) continue;  // the partner's turn will come
-    const double theirs =
-        ready_at[j] > stream_free[queue_of(j)] ? ready_at[j] : stream_free[queue_of(j)];
-    const double begin = mine > theirs ? mine : theirs;
-    run(i, begin);
-    run(j, begin);
+    finished += static_cast<std::uint32_t>(g.members(u).size());
+    st.complete_unit(u, ev);
   }
-  if (done < n) detail::report_blocked(p, head, t);
+  timeline t;
+  detail::settle(g, ev, start, done, finished, t);
   return t;
 }
 

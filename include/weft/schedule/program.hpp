@@ -1,0 +1,182 @@
+// A stream program: a schedule as the streams of each rank issue it. Per rank and stream, the ops
+// in issue order; per op, the events it waits for (its producers on other streams or ranks) and
+// the op it completes with (a transfer's peer, FIFO-matched per channel, or the other half of an
+// overlapped forward/backward pair). The checker's deadlock rule, both simulators and the
+// executor read this one structure through semantics.hpp.
+#pragma once
+
+#include <cstdint>
+
+#include <weft/core/buffer.hpp>
+#include <weft/schedule/placement.hpp>
+#include <weft/schedule/schedule.hpp>
+#include <weft/schedule/violation.hpp>
+
+namespace weft {
+
+struct program {
+  static constexpr std::uint32_t none = op_index::npos;
+
+  schedule source;                   ///< the schedule, with the transfers it needs
+  buffer<std::uint16_t> rank;        ///< per op
+  buffer<std::uint8_t> stream;       ///< per op: `stream_index` on its rank
+  buffer<std::uint32_t> slot;        ///< per op: slot on its rank
+  buffer<std::uint32_t> wait_begin;  ///< per op, and one past: its range in `waits`
+  buffer<std::uint32_t> waits;       ///< producers on other streams or ranks (op positions)
+  /// The op that starts and ends together with this one, or `none`: a transfer's peer (FIFO
+  /// matched per channel), or the other half of an overlapped whole-block forward/backward pair.
+  buffer<std::uint32_t> partner;
+  buffer<std::uint32_t> queue_begin;  ///< per (rank, stream), and one past: range in `queue`
+  buffer<std::uint32_t> queue;        ///< op positions, per (rank, stream) in issue order
+
+  constexpr std::size_t size() const noexcept { return source.ops.size(); }
+  constexpr int ranks() const noexcept { return source.ranks(); }
+  constexpr const op& at(std::uint32_t i) const noexcept { return source.ops[i]; }
+  static constexpr std::uint32_t queue_of(int rank_, int stream_) noexcept {
+    return static_cast<std::uint32_t>(rank_ * streams_per_rank + stream_);
+  }
+  constexpr std::uint32_t queue_of(std::uint32_t i) const noexcept {
+    return queue_of(rank[i], stream[i]);
+  }
+};
+
+/// When each op of a program ran, simulated or measured: what the simulators and the executor
+/// produce alike, and what traces, pictures and metrics read.
+struct timeline {
+  buffer<double> start, finish;  ///< per op of the program; < 0 if it never ran
+  double makespan = 0;
+  /// On a deadlock, per rank the first op (in issue order) that never completed (`program::none`
+  /// for a rank that finished), else empty.
+  buffer<std::uint32_t> blocked;
+  constexpr bool deadlocked() const noexcept { return !blocked.empty(); }
+};
+
+/// True for an overlapped whole-block pair: a forward and a backward in one slot on two compute
+/// lanes. They are one unit of work at the pair's cost (DualPipe's F&B): they start together on
+/// one compute stream and finish together.
+constexpr bool is_block_pair(const op& a, const op& b) noexcept {
+  return a.k == kind::block && b.k == kind::block && (a.ph == phase::F) != (b.ph == phase::F);
+}
+
+/// The channel a transfer travels on: (sending rank, receiving rank). The k-th send on a channel
+/// pairs with its k-th receive — in the checker, in lowering and in every comm backend.
+struct channel {
+  int from = 0, to = 0;
+};
+
+namespace detail {
+
+constexpr channel channel_of(const placed& p, std::uint32_t i) noexcept {
+  const op& o = p.s.ops[i];
+  const int here = static_cast<int>(p.rank_of[i]);
+  const int there = p.s.model.rank_of(p.ix.transfer_peer(o));
+  return o.k == kind::send ? channel{here, there} : channel{there, here};
+}
+
+/// Pairs transfers FIFO per channel into `partner`. On a fault returns it with the op it is
+/// about in `subject` (and the op it was paired with in `other`, for a mismatch).
+struct transfer_fault {
+  fault what = fault::none;
+  std::uint32_t subject = op_index::npos, other = op_index::npos;
+};
+constexpr transfer_fault match_transfers(const placed& p, buffer<std::uint32_t>& partner) {
+  const schedule& s = p.s;
+  const auto n = static_cast<std::uint32_t>(s.ops.size());
+  const auto R = static_cast<std::uint32_t>(s.ranks());
+  const std::uint32_t C = R * R;
+  const auto index = [&](std::uint32_t i) {
+    const channel c = channel_of(p, i);
+    return static_cast<std::uint32_t>(c.from) * R + static_cast<std::uint32_t>(c.to);
+  };
+  // Sends and receives per channel, in issue order (counting sort).
+  buffer<std::uint32_t> begin_s(C + 1, 0), begin_r(C + 1, 0), list_s, list_r;
+  for (std::uint32_t i = 0; i < n; ++i)
+    if (is_p2p(s.ops[i].k)) ++(s.ops[i].k == kind::send ? begin_s : begin_r)[index(i) + 1];
+  for (std::uint32_t c = 0; c < C; ++c) {
+    begin_s[c + 1] += begin_s[c];
+    begin_r[c + 1] += begin_r[c];
+  }
+  list_s.resize(begin_s[C]);
+  list_r.resize(begin_r[C]);
+  {
+    buffer<std::uint32_t> fill_s = begin_s, fill_r = begin_r;
+    for (std::uint32_t i = 0; i < n; ++i) {
+      if (!is_p2p(s.ops[i].k)) continue;
+      if (s.ops[i].k == kind::send)
+        list_s[fill_s[index(i)]++] = i;
+      else
+        list_r[fill_r[index(i)]++] = i;
+    }
+  }
+  for (std::uint32_t c = 0; c < C; ++c) {
+    const std::uint32_t ns = begin_s[c + 1] - begin_s[c], nr = begin_r[c + 1] - begin_r[c];
+    for (std::uint32_t k = 0; k < ns || k < nr; ++k) {
+      if (k >= nr) return {fault::unmatched_send, list_s[begin_s[c] + k]};
+      if (k >= ns) return {fault::unmatched_recv, list_r[begin_r[c] + k]};
+      const std::uint32_t i = list_s[begin_s[c] + k], j = list_r[begin_r[c] + k];
+      const op& snd = s.ops[i];
+      const op& rcv = s.ops[j];
+      if (rcv.ph != snd.ph || rcv.mb != snd.mb ||
+          rcv.chunk != static_cast<std::uint8_t>(p.ix.transfer_peer(snd)))
+        return {fault::mismatched_transfer, i, j};
+      partner[i] = j;
+      partner[j] = i;
+    }
+  }
+  return {};
+}
+
+/// The stream program of a placed schedule (`pos`/`id` filled) whose transfers are paired in
+/// `partner`: queues, waits (producers the stream order does not cover) and block pairs.
+constexpr program build_program(const placed& p, buffer<std::uint32_t> partner) {
+  const schedule& s = p.s;
+  const auto n = static_cast<std::uint32_t>(s.ops.size());
+  program prog;
+  prog.source = s;
+  prog.rank.resize(n);
+  prog.stream.resize(n);
+  prog.slot.resize(n);
+  for (std::uint32_t i = 0; i < n; ++i) {
+    prog.rank[i] = static_cast<std::uint16_t>(p.rank_of[i]);
+    prog.stream[i] = static_cast<std::uint8_t>(stream_index(stream_of(s.ops[i])));
+    prog.slot[i] = p.slot_of[i];
+  }
+  for (std::uint32_t g = 0; g < s.slot_end.size(); ++g) {
+    const std::uint32_t b = s.first_op(g), e = s.slot_end[g];
+    for (std::uint32_t i = b; i < e; ++i)
+      for (std::uint32_t j = i + 1; j < e; ++j)
+        if (is_block_pair(s.ops[i], s.ops[j])) {
+          partner[i] = j;
+          partner[j] = i;
+        }
+  }
+  prog.partner = static_cast<buffer<std::uint32_t>&&>(partner);
+
+  // Waits: producers on another stream or rank (the stream order covers the rest). A receive
+  // is fed by its send, through the transfer.
+  prog.wait_begin.resize(n + 1);
+  prog.waits.reserve(n);
+  for (std::uint32_t i = 0; i < n; ++i) {
+    prog.wait_begin[i] = static_cast<std::uint32_t>(prog.waits.size());
+    if (s.ops[i].k == kind::recv) continue;
+    p.producer_positions(i, [&](std::uint32_t j, std::uint32_t) {
+      if (j == program::none) return;
+      if (prog.rank[j] == prog.rank[i] && prog.stream[j] == prog.stream[i]) return;
+      prog.waits.push_back(j);
+    });
+  }
+  prog.wait_begin[n] = static_cast<std::uint32_t>(prog.waits.size());
+
+  // Queues, by counting sort: issue order within each (rank, stream).
+  const std::uint32_t Q = program::queue_of(s.ranks(), 0);
+  prog.queue_begin.assign(Q + 1, 0);
+  for (std::uint32_t i = 0; i < n; ++i) ++prog.queue_begin[prog.queue_of(i) + 1];
+  for (std::uint32_t q = 0; q < Q; ++q) prog.queue_begin[q + 1] += prog.queue_begin[q];
+  prog.queue.resize(n);
+  buffer<std::uint32_t> fill = prog.queue_begin;
+  for (std::uint32_t i = 0; i < n; ++i) prog.queue[fill[prog.queue_of(i)]++] = i;
+  return prog;
+}
+
+}  // namespace detail
+}  // namespace weft
