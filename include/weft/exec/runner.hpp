@@ -145,10 +145,20 @@ class atomic_counters {
  public:
   explicit atomic_counters(std::size_t n) : c_(std::make_unique<std::atomic<std::uint32_t>[]>(n)) {}
   std::atomic<std::uint32_t>& operator[](std::size_t i) noexcept { return c_[i]; }
+  std::atomic<std::uint32_t>* data() noexcept { return c_.get(); }
   const std::atomic<std::uint32_t>& operator[](std::size_t i) const noexcept { return c_[i]; }
 
  private:
   std::unique_ptr<std::atomic<std::uint32_t>[]> c_;
+};
+
+/// What the runner does as the semantics announces work: a comm op is posted as soon as it has
+/// arrived, a unit of compute runs once it is ready.
+struct launcher : readiness_events {
+  static constexpr bool announces_arrivals = true;
+  std::function<void(std::uint32_t)> post, run;
+  void arrived(std::uint32_t x) { post(x); }
+  void ready(std::uint32_t u) { run(u); }
 };
 }  // namespace detail
 
@@ -201,11 +211,7 @@ timeline run_program(const program& p, int replicas, Model& model, const run_opt
   };
 
   // Launching what the semantics says is ready. Called from workers as ops complete.
-  struct launcher : readiness_events {
-    std::function<void(std::uint32_t)> post, run;
-    void arrived(std::uint32_t x) { post(x); }
-    void ready(std::uint32_t u) { run(u); }
-  } ev;
+  detail::launcher ev;
   readiness<detail::atomic_counters> st(g);
   // Set once the run has failed or timed out: nothing more is launched, and what was already
   // queued returns at once, so the streams can be drained before this frame goes away.
@@ -246,18 +252,17 @@ timeline run_program(const program& p, int replicas, Model& model, const run_opt
   // A unit of compute: on its lead member's stream, every member's kernel in turn.
   ev.run = [&](std::uint32_t u) {
     if (!g.computes(u) || stopping.load()) return;
-    const auto members = g.members(u);
-    streams[g.queue_of(members[0])]->enqueue(
-        [&, members] {
+    streams[g.queue_of(u)]->enqueue(
+        [&, u] {
           if (stopping.load()) return;
-          for (const std::uint32_t x : members) begin(x);
-          for (const std::uint32_t x : members) {
+          g.each_member(u, begin);
+          g.each_member(u, [&](std::uint32_t x) {
             run_call c = call_for(x, 0);
             invoke_kernel(model, c.op, c);
-          }
-          for (const std::uint32_t x : members) complete(x);
+          });
+          g.each_member(u, complete);
         },
-        members[0]);
+        u);
   };
   st.begin(ev);
 
@@ -341,7 +346,7 @@ timeline run_program(const program& p, int replicas, Model& model, const run_opt
     for (std::uint32_t i = 0; i < n; ++i) {
       if (stream_of(p.at(i).k) != stream_class::comm) continue;
       double last = time.start[i];  // the last party to start: a transfer's peer, or a replica
-      for (const std::uint32_t y : g.members(g.unit_of(i))) last = std::max(last, started_at[y]);
+      g.each_member(g.unit_of(i), [&](std::uint32_t y) { last = std::max(last, started_at[y]); });
       (*comm_span)[i] = std::max(0.0, time.finish[i] - last);
     }
   }

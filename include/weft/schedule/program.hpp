@@ -126,55 +126,99 @@ constexpr transfer_fault match_transfers(const placed& p, buffer<std::uint32_t>&
   return {};
 }
 
-/// The stream program of a placed schedule (`pos`/`id` filled) whose transfers are paired in
-/// `partner`: queues, waits (producers the stream order does not cover) and block pairs.
-constexpr program build_program(const placed& p, buffer<std::uint32_t> partner) {
+/// The first half of building a stream program from a placed schedule (`pos`/`id` filled): where
+/// each op runs and the waits — producers the stream order does not cover (a receive is fed by
+/// its send, through the transfer). On the way it finds what the checker's rules 2 and 3 forbid:
+/// `misplaced(i, j)` for a producer `j` on op `i`'s rank that does not sit in an earlier slot,
+/// `absent(i, pid)` for a producer the schedule does not hold (a fragment's assumption).
+template <class Misplaced, class Absent>
+constexpr void place_and_wait(const placed& p, program& prog, Misplaced&& misplaced,
+                              Absent&& absent) {
   const schedule& s = p.s;
   const auto n = static_cast<std::uint32_t>(s.ops.size());
-  program prog;
-  prog.source = s;
   prog.rank.resize(n);
   prog.stream.resize(n);
   prog.slot.resize(n);
+  prog.wait_begin.resize(n + 1);
+  prog.waits.resize(n);  // grown as needed; most ops wait for at most one other stream
+  std::uint16_t* rank = prog.rank.data();
+  std::uint8_t* stream = prog.stream.data();
+  std::uint32_t* slot = prog.slot.data();
+  std::uint32_t* wait_begin = prog.wait_begin.data();
+  const std::uint32_t* rank_of = p.rank_of.data();
+  const std::uint32_t* slot_of = p.slot_of.data();
+  const std::uint32_t* pos = p.pos.data();
+  const std::uint32_t* id = p.id.data();
+  const op* ops = s.ops.data();
   for (std::uint32_t i = 0; i < n; ++i) {
-    prog.rank[i] = static_cast<std::uint16_t>(p.rank_of[i]);
-    prog.stream[i] = static_cast<std::uint8_t>(stream_index(stream_of(s.ops[i])));
-    prog.slot[i] = p.slot_of[i];
+    rank[i] = static_cast<std::uint16_t>(rank_of[i]);
+    stream[i] = static_cast<std::uint8_t>(stream_index(stream_of(ops[i])));
+    slot[i] = slot_of[i];
   }
+  std::uint32_t w = 0;
+  std::uint32_t* waits = prog.waits.data();
+  const auto has = [pos](std::uint32_t pid) { return pos[pid] != op_index::npos; };
+  for (std::uint32_t i = 0; i < n; ++i) {
+    wait_begin[i] = w;
+    if (id[i] == op_index::npos) continue;  // outside the model: rule 1 has said so
+    const bool fed_by_transfer = ops[i].k == kind::recv;
+    p.rules.producers(ops[i], id[i], has, [&](std::uint32_t pid, int) {
+      const std::uint32_t j = pos[pid];
+      if (j == op_index::npos) return absent(i, pid);
+      if (rank[j] == rank[i]) {
+        if (slot[j] >= slot[i]) return misplaced(i, j);
+        if (stream[j] == stream[i]) return;
+      }
+      if (fed_by_transfer) return;
+      if (w == prog.waits.size()) {
+        prog.waits.resize(2 * w);
+        waits = prog.waits.data();
+      }
+      waits[w++] = j;
+    });
+  }
+  wait_begin[n] = w;
+  prog.waits.resize(w);
+}
+
+/// The second half: the schedule itself, partners (transfers paired in `partner`, and block
+/// pairs) and the queues, by counting sort: issue order within each (rank, stream).
+constexpr void finish_program(const placed& p, program& prog, buffer<std::uint32_t> partner) {
+  const schedule& s = p.s;
+  const auto n = static_cast<std::uint32_t>(s.ops.size());
+  prog.source = s;
+  const op* ops = s.ops.data();
   for (std::uint32_t g = 0; g < s.slot_end.size(); ++g) {
     const std::uint32_t b = s.first_op(g), e = s.slot_end[g];
     for (std::uint32_t i = b; i < e; ++i)
       for (std::uint32_t j = i + 1; j < e; ++j)
-        if (is_block_pair(s.ops[i], s.ops[j])) {
+        if (is_block_pair(ops[i], ops[j])) {
           partner[i] = j;
           partner[j] = i;
         }
   }
   prog.partner = static_cast<buffer<std::uint32_t>&&>(partner);
-
-  // Waits: producers on another stream or rank (the stream order covers the rest). A receive
-  // is fed by its send, through the transfer.
-  prog.wait_begin.resize(n + 1);
-  prog.waits.reserve(n);
-  for (std::uint32_t i = 0; i < n; ++i) {
-    prog.wait_begin[i] = static_cast<std::uint32_t>(prog.waits.size());
-    if (s.ops[i].k == kind::recv) continue;
-    p.producer_positions(i, [&](std::uint32_t j, std::uint32_t) {
-      if (j == program::none) return;
-      if (prog.rank[j] == prog.rank[i] && prog.stream[j] == prog.stream[i]) return;
-      prog.waits.push_back(j);
-    });
-  }
-  prog.wait_begin[n] = static_cast<std::uint32_t>(prog.waits.size());
-
-  // Queues, by counting sort: issue order within each (rank, stream).
   const std::uint32_t Q = program::queue_of(s.ranks(), 0);
   prog.queue_begin.assign(Q + 1, 0);
-  for (std::uint32_t i = 0; i < n; ++i) ++prog.queue_begin[prog.queue_of(i) + 1];
-  for (std::uint32_t q = 0; q < Q; ++q) prog.queue_begin[q + 1] += prog.queue_begin[q];
   prog.queue.resize(n);
+  std::uint32_t* qb = prog.queue_begin.data();
+  const std::uint16_t* rank = prog.rank.data();
+  const std::uint8_t* stream = prog.stream.data();
+  for (std::uint32_t i = 0; i < n; ++i) ++qb[program::queue_of(rank[i], stream[i]) + 1];
+  for (std::uint32_t q = 0; q < Q; ++q) qb[q + 1] += qb[q];
   buffer<std::uint32_t> fill = prog.queue_begin;
-  for (std::uint32_t i = 0; i < n; ++i) prog.queue[fill[prog.queue_of(i)]++] = i;
+  std::uint32_t* f = fill.data();
+  std::uint32_t* queue = prog.queue.data();
+  for (std::uint32_t i = 0; i < n; ++i) queue[f[program::queue_of(rank[i], stream[i])]++] = i;
+}
+
+/// The stream program of a placed schedule (`pos`/`id` filled) whose transfers are paired in
+/// `partner`.
+constexpr program build_program(const placed& p, buffer<std::uint32_t> partner) {
+  program prog;
+  constexpr auto ignore = [](std::uint32_t, std::uint32_t) {};
+  place_and_wait(p, prog, ignore, ignore);
+  finish_program(p, prog, static_cast<buffer<std::uint32_t>&&>(partner));
   return prog;
 }
 

@@ -19,8 +19,6 @@
 #pragma once
 
 #include <cstdint>
-#include <initializer_list>
-#include <span>
 
 #include <weft/core/buffer.hpp>
 #include <weft/schedule/program.hpp>
@@ -57,9 +55,6 @@ class semantics {
   constexpr std::uint32_t ops() const noexcept { return n_ * reps_; }  ///< op copies
   constexpr std::uint32_t size() const noexcept { return n_; }         ///< ops of the program
   constexpr int replicas() const noexcept { return static_cast<int>(reps_); }
-  constexpr std::uint32_t units() const noexcept {
-    return static_cast<std::uint32_t>(kind_.size());
-  }
   constexpr std::uint32_t op_of(std::uint32_t x) const noexcept { return x % n_; }
   constexpr int replica_of(std::uint32_t x) const noexcept { return static_cast<int>(x / n_); }
   constexpr std::uint32_t copy(std::uint32_t i, int replica) const noexcept {
@@ -73,17 +68,34 @@ class semantics {
     return static_cast<std::uint32_t>(p_.queue_begin.size() - 1);
   }
 
-  constexpr std::uint32_t unit_of(std::uint32_t x) const noexcept { return unit_of_[x]; }
+  /// Units are named by their lead member: the op copy on the lower stream of a pair or
+  /// transfer (a pair runs on its forward's stream), copy 0 of a collective.
+  constexpr std::uint32_t unit_of(std::uint32_t x) const noexcept { return lead_[x]; }
   constexpr unit_kind kind_of(std::uint32_t u) const noexcept { return kind_[u]; }
-  constexpr std::span<const std::uint32_t> members(std::uint32_t u) const noexcept {
-    return {members_.data() + member_begin_[u], member_begin_[u + 1] - member_begin_[u]};
+  constexpr std::uint32_t member_count(std::uint32_t u) const noexcept {
+    return kind_[u] == unit_kind::solo ? 1u : kind_[u] == unit_kind::meeting ? reps_ : 2u;
+  }
+  /// Calls `fn(x)` for every member of unit `u`, the lead first.
+  template <class Fn>
+  constexpr void each_member(std::uint32_t u, Fn&& fn) const {
+    switch (kind_[u]) {
+      case unit_kind::solo:
+        return fn(u);
+      case unit_kind::pair:
+      case unit_kind::transfer:
+        fn(u);
+        return fn(u - u % n_ + p_.partner[u % n_]);
+      case unit_kind::meeting:
+        for (std::uint32_t r = 0; r < reps_; ++r) fn(u + r * n_);
+        return;
+    }
   }
   /// Does the unit need a compute worker for its whole duration? Then it runs as one piece of
   /// work once every member has arrived. Otherwise it communicates: it waits on a link, not on a
   /// core, and each member is started by itself on its own rank as soon as it has arrived (the
   /// communication backend makes a transfer's ends and a collective's copies meet).
   constexpr bool computes(std::uint32_t u) const noexcept {
-    return stream_of(p_.at(op_of(members(u)[0])).k) == stream_class::compute;
+    return stream_of(p_.at(op_of(u)).k) == stream_class::compute;
   }
 
   /// What op copy `x` waits for: `fn(y, event)` per op copy whose completion it needs; `event`
@@ -104,106 +116,129 @@ class semantics {
   }
 
  private:
+  template <class>
+  friend class readiness;
   static constexpr std::uint32_t event_bit = 0x80000000u, index_mask = 0x7fffffffu;
 
   const program& p_;
   std::uint32_t n_, reps_;
-  buffer<std::uint32_t> unit_of_, member_begin_, members_;
-  buffer<unit_kind> kind_;
+  buffer<std::uint32_t> lead_;  ///< per op copy: its unit's lead
+  buffer<unit_kind> kind_;      ///< per lead: the unit's kind
   buffer<std::uint32_t> in_begin_, in_, out_begin_, out_;
 
-  constexpr void add_unit(unit_kind k, std::initializer_list<std::uint32_t> xs) {
-    for (const std::uint32_t x : xs) add_member(x);
-    close_unit(k);
-  }
-  constexpr void add_member(std::uint32_t x) {
-    unit_of_[x] = static_cast<std::uint32_t>(kind_.size());
-    members_.push_back(x);
-  }
-  constexpr void close_unit(unit_kind k) {
-    kind_.push_back(k);
-    member_begin_.push_back(static_cast<std::uint32_t>(members_.size()));
+  // Raw pointers in the loops: constant evaluation pays for every call, and these run per op.
+  constexpr void build_units() {
+    const std::uint32_t N = ops(), n = n_;
+    lead_.resize(N);
+    kind_.assign(N, unit_kind::solo);
+    std::uint32_t* lead = lead_.data();
+    unit_kind* kinds = kind_.data();
+    const std::uint32_t* partner = p_.partner.data();
+    const std::uint8_t* stream = p_.stream.data();
+    const op* ops_ = p_.source.ops.data();
+    for (std::uint32_t i = 0; i < n; ++i) {
+      const std::uint32_t j = partner[i];
+      std::uint32_t l = i;
+      unit_kind k = unit_kind::solo;
+      if (j != none) {
+        l = stream[j] < stream[i] || (stream[j] == stream[i] && j < i) ? j : i;
+        k = is_p2p(ops_[i].k) ? unit_kind::transfer : unit_kind::pair;
+      } else if (reps_ > 1 && stream_of(ops_[i].k) == stream_class::comm && !is_p2p(ops_[i].k)) {
+        k = unit_kind::meeting;
+      }
+      for (std::uint32_t r = 0; r < reps_; ++r) {
+        lead[i + r * n] = k == unit_kind::meeting ? i : l + r * n;
+        if (lead[i + r * n] == i + r * n) kinds[i + r * n] = k;
+      }
+    }
   }
 
-  constexpr void build_units() {
-    const std::uint32_t N = ops();
-    unit_of_.assign(N, none);
-    members_.reserve(N);
-    kind_.reserve(N);
-    member_begin_.reserve(N + 1);
-    member_begin_.push_back(0);
-    for (std::uint32_t r = 0; r < reps_; ++r)
-      for (std::uint32_t i = 0; i < n_; ++i) {
-        const std::uint32_t x = i + r * n_;
-        if (unit_of_[x] != none) continue;
-        const op& o = p_.at(i);
-        const std::uint32_t j = p_.partner[i];
-        if (j != none) {
-          // The member on the lower stream leads: a pair runs on its forward's stream.
-          const bool first = p_.stream[i] < p_.stream[j] || (p_.stream[i] == p_.stream[j] && i < j);
-          const std::uint32_t a = (first ? i : j) + r * n_, b = (first ? j : i) + r * n_;
-          add_unit(is_p2p(o.k) ? unit_kind::transfer : unit_kind::pair, {a, b});
-        } else if (reps_ > 1 && stream_of(o.k) == stream_class::comm && !is_p2p(o.k)) {
-          for (std::uint32_t c = 0; c < reps_; ++c) add_member(i + c * n_);
-          close_unit(unit_kind::meeting);
-        } else {
-          add_unit(unit_kind::solo, {x});
+  // Every wait as an edge (from, to | event bit), listed once, then sorted both ways by counting.
+  constexpr void build_edges(bool slot_barrier) {
+    const schedule& s = p_.source;
+    const std::uint32_t* queue = p_.queue.data();
+    const std::uint32_t* qb = p_.queue_begin.data();
+    const std::uint32_t* wb = p_.wait_begin.data();
+    const std::uint32_t* waits = p_.waits.data();
+    const std::uint32_t Q = queues(), N = ops();
+    std::uint32_t E = reps_ * (n_ + static_cast<std::uint32_t>(p_.waits.size()));
+    if (slot_barrier)
+      for (int rk = 0; rk < s.ranks(); ++rk) {
+        std::uint32_t prev = 0;
+        for (std::uint32_t g = s.first_slot(rk); g < s.end_slot(rk); ++g) {
+          const std::uint32_t size = s.slot_end[g] - s.first_op(g);
+          if (size == 0) continue;
+          E += reps_ * size * prev;
+          prev = size;
         }
       }
-  }
-
-  // Every wait as an edge, walked twice: to count, then to fill both directions.
-  template <class Fn>
-  constexpr void each_edge(bool slot_barrier, Fn&& fn) const {
-    const schedule& s = p_.source;
+    buffer<std::uint32_t> from_buf(E), to_buf(E);
+    std::uint32_t* from = from_buf.data();
+    std::uint32_t* to = to_buf.data();
+    std::uint32_t e = 0;
     for (std::uint32_t r = 0; r < reps_; ++r) {
       const std::uint32_t base = r * n_;
-      for (std::uint32_t q = 0; q < queues(); ++q)
-        for (std::uint32_t k = p_.queue_begin[q] + 1; k < p_.queue_begin[q + 1]; ++k)
-          fn(p_.queue[k - 1] + base, p_.queue[k] + base, false);
+      for (std::uint32_t q = 0; q < Q; ++q)
+        for (std::uint32_t k = qb[q] + 1; k < qb[q + 1]; ++k, ++e) {
+          from[e] = queue[k - 1] + base;
+          to[e] = queue[k] + base;
+        }
       for (std::uint32_t i = 0; i < n_; ++i)
-        for (std::uint32_t w = p_.wait_begin[i]; w < p_.wait_begin[i + 1]; ++w)
-          fn(p_.waits[w] + base, i + base, true);
+        for (std::uint32_t w = wb[i]; w < wb[i + 1]; ++w, ++e) {
+          from[e] = waits[w] + base;
+          to[e] = (i + base) | event_bit;
+        }
       if (!slot_barrier) continue;
       for (int rk = 0; rk < s.ranks(); ++rk) {
         std::uint32_t prev_b = 0, prev_e = 0;
         for (std::uint32_t g = s.first_slot(rk); g < s.end_slot(rk); ++g) {
-          const std::uint32_t b = s.first_op(g), e = s.slot_end[g];
-          if (b == e) continue;
-          for (std::uint32_t i = b; i < e; ++i)
-            for (std::uint32_t j = prev_b; j < prev_e; ++j) fn(j + base, i + base, true);
+          const std::uint32_t b = s.first_op(g), end = s.slot_end[g];
+          if (b == end) continue;
+          for (std::uint32_t i = b; i < end; ++i)
+            for (std::uint32_t j = prev_b; j < prev_e; ++j, ++e) {
+              from[e] = j + base;
+              to[e] = (i + base) | event_bit;
+            }
           prev_b = b;
-          prev_e = e;
+          prev_e = end;
         }
       }
     }
-  }
-
-  constexpr void build_edges(bool slot_barrier) {
-    const std::uint32_t N = ops();
+    E = e;  // queues of one op add no edge
     in_begin_.assign(N + 1, 0);
     out_begin_.assign(N + 1, 0);
-    each_edge(slot_barrier, [&](std::uint32_t from, std::uint32_t to, bool) {
-      ++in_begin_[to + 1];
-      ++out_begin_[from + 1];
-    });
-    for (std::uint32_t x = 0; x < N; ++x) {
-      in_begin_[x + 1] += in_begin_[x];
-      out_begin_[x + 1] += out_begin_[x];
+    std::uint32_t* ib = in_begin_.data();
+    std::uint32_t* ob = out_begin_.data();
+    for (e = 0; e < E; ++e) {
+      ++ib[(to[e] & index_mask) + 1];
+      ++ob[from[e] + 1];
     }
-    in_.resize(in_begin_[N]);
-    out_.resize(out_begin_[N]);
+    for (std::uint32_t x = 0; x < N; ++x) {
+      ib[x + 1] += ib[x];
+      ob[x + 1] += ob[x];
+    }
+    in_.resize(E);
+    out_.resize(E);
     buffer<std::uint32_t> fill_in = in_begin_, fill_out = out_begin_;
-    each_edge(slot_barrier, [&](std::uint32_t from, std::uint32_t to, bool event) {
-      const std::uint32_t bit = event ? event_bit : 0u;
-      in_[fill_in[to]++] = from | bit;
-      out_[fill_out[from]++] = to | bit;
-    });
+    std::uint32_t* fi = fill_in.data();
+    std::uint32_t* fo = fill_out.data();
+    std::uint32_t* in = in_.data();
+    std::uint32_t* out = out_.data();
+    for (e = 0; e < E; ++e) {
+      const std::uint32_t t = to[e] & index_mask, bit = to[e] & event_bit;
+      in[fi[t]++] = from[e] | bit;
+      out[fo[from[e]]++] = to[e];
+    }
   }
 };
 
-/// What a driver of `readiness` is told. Every member is optional.
+/// What a driver of `readiness` is told. Every member is optional; `released` is called only
+/// when `timed` is true (the simulators, which carry times along the waits).
 struct readiness_events {
+  static constexpr bool timed = false;
+  /// `arrived` is called only when this is true (the runner, which starts comm ops by
+  /// themselves).
+  static constexpr bool announces_arrivals = false;
   /// `to` was waiting for `from`, which has just completed (called before `to` may arrive).
   constexpr void released(std::uint32_t /*from*/, std::uint32_t /*to*/, bool /*event*/) {}
   /// Everything op copy `x` waits for has completed.
@@ -218,10 +253,11 @@ struct readiness_events {
 template <class Counters = buffer<std::uint32_t>>
 class readiness {
  public:
-  constexpr explicit readiness(const semantics& g) : g_(g), pending_(g.ops()), missing_(g.units()) {
-    for (std::uint32_t x = 0; x < g.ops(); ++x) pending_[x] = g.wait_count(x);
-    for (std::uint32_t u = 0; u < g.units(); ++u)
-      missing_[u] = static_cast<std::uint32_t>(g.members(u).size());
+  constexpr explicit readiness(const semantics& g) : g_(g), pending_(g.ops()), missing_(g.ops()) {
+    for (std::uint32_t x = 0; x < g.ops(); ++x) {
+      pending_[x] = g.wait_count(x);
+      missing_[x] = g.unit_of(x) == x ? g.member_count(x) : 0u;
+    }
   }
 
   constexpr const semantics& graph() const noexcept { return g_; }
@@ -235,15 +271,24 @@ class readiness {
   /// Op copy `x` has completed: release what waits for it.
   template <class Events>
   constexpr void complete(std::uint32_t x, Events& ev) {
-    g_.each_release(x, [&](std::uint32_t y, bool event) {
-      ev.released(x, y, event);
-      if (--pending_[y] == 0) arrive(y, ev);
-    });
+    const std::uint32_t* out = g_.out_.data();
+    const std::uint32_t* lead = g_.lead_.data();
+    auto* pending = pending_.data();
+    auto* missing = missing_.data();
+    for (std::uint32_t e = g_.out_begin_[x], end = g_.out_begin_[x + 1]; e < end; ++e) {
+      const std::uint32_t y = out[e] & semantics::index_mask;
+      if constexpr (Events::timed) ev.released(x, y, (out[e] & semantics::event_bit) != 0);
+      if (--pending[y] != 0) continue;
+      // y arrives (written out here, not called: this loop runs once per wait of the program).
+      if constexpr (Events::announces_arrivals) ev.arrived(y);
+      if (--missing[lead[y]] == 0) ev.ready(lead[y]);
+    }
   }
   /// Every member of unit `u` has completed.
   template <class Events>
   constexpr void complete_unit(std::uint32_t u, Events& ev) {
-    for (const std::uint32_t x : g_.members(u)) complete(x, ev);
+    if (g_.kind_[u] == unit_kind::solo) return complete(u, ev);
+    g_.each_member(u, [&](std::uint32_t x) { complete(x, ev); });
   }
   constexpr bool has_arrived(std::uint32_t x) const { return pending_[x] == 0; }
 
@@ -253,8 +298,8 @@ class readiness {
 
   template <class Events>
   constexpr void arrive(std::uint32_t x, Events& ev) {
-    ev.arrived(x);
-    const std::uint32_t u = g_.unit_of(x);
+    if constexpr (Events::announces_arrivals) ev.arrived(x);
+    const std::uint32_t u = g_.lead_[x];
     if (--missing_[u] == 0) ev.ready(u);
   }
 };
@@ -288,9 +333,10 @@ constexpr std::uint32_t waiting_for(const readiness<Counters>& st, const Complet
     if (found == semantics::none && !completed[y]) found = y;
   });
   if (found != semantics::none) return found;
-  for (const std::uint32_t y : g.members(g.unit_of(x)))
-    if (y != x && !st.has_arrived(y)) return y;
-  return semantics::none;
+  g.each_member(g.unit_of(x), [&](std::uint32_t y) {
+    if (found == semantics::none && y != x && !st.has_arrived(y)) found = y;
+  });
+  return found;
 }
 
 }  // namespace weft

@@ -107,9 +107,11 @@ class checker {
       collectives = collectives || is_collective(o.k);
     }
     placed p(s_, collectives, p2p);
-    if (!place_ops(p) || !(opt_.fragment || require_all(p)) || !same_stream(p) || !dependencies(p))
+    program prog;
+    if (!place_ops(p) || !(opt_.fragment || require_all(p)) || !same_stream(p) ||
+        !dependencies(p, prog))
       return static_cast<report&&>(out_);
-    if (out_.ok() && !deadlock_free(p)) return static_cast<report&&>(out_);
+    if (out_.ok() && !deadlock_free(p, prog)) return static_cast<report&&>(out_);
     if (out_.ok() && s_.model.max_live > 0) memory_bound(p);
     return static_cast<report&&>(out_);
   }
@@ -236,43 +238,40 @@ class checker {
     return true;
   }
 
-  // Rules 2 and 3, dependencies: a same-rank producer sits in an earlier slot.
-  constexpr bool dependencies(const placed& p) {
+  // Rules 2 and 3, dependencies: a same-rank producer sits in an earlier slot. The walk over
+  // every op's producers also collects the waits of the stream program rule 4 runs.
+  constexpr bool dependencies(const placed& p, program& prog) {
     bool more = true;
-    for (std::uint32_t i = 0; i < s_.ops.size() && more; ++i) {
-      if (p.id[i] == op_index::npos) continue;
-      // An op may need one producer for two reasons (a last chunk's backward needs its own
-      // forward, which is also the loss); report the pair once.
-      std::uint32_t last_reported = op_index::npos;
-      p.producer_positions(i, [&](std::uint32_t j, std::uint32_t pid) {
-        if (!more) return;
-        if (j == op_index::npos) {
-          const op need = p.ix.op_of(pid);
-          if (opt_.fragment && !opt_.assumed.cover(need)) {
-            violation v = at(p, i, rule::order, fault::producer_missing);
-            v.other = need;
-            v.other_rank = s_.model.rank_of(need.chunk);
-            more = add(v);
-          }
-          return;
-        }
-        if (p.rank_of[j] != p.rank_of[i] || p.slot_of[j] < p.slot_of[i] || j == last_reported)
-          return;
-        last_reported = j;
-        const bool same = p.slot_of[j] == p.slot_of[i];
-        more = add(with_other(p,
-                              at(p, i, same ? rule::slot : rule::order,
-                                 same ? fault::dependent_in_slot : fault::runs_before_producer),
-                              j));
-      });
-    }
+    // An op may need one producer for two reasons (a last chunk's backward needs its own
+    // forward, which is also the loss); report the pair once.
+    std::uint32_t last_op = op_index::npos, last_reported = op_index::npos;
+    const auto misplaced = [&](std::uint32_t i, std::uint32_t j) {
+      if (!more || (i == last_op && j == last_reported)) return;
+      last_op = i;
+      last_reported = j;
+      const bool same = p.slot_of[j] == p.slot_of[i];
+      more = add(with_other(p,
+                            at(p, i, same ? rule::slot : rule::order,
+                               same ? fault::dependent_in_slot : fault::runs_before_producer),
+                            j));
+    };
+    const auto absent = [&](std::uint32_t i, std::uint32_t pid) {
+      if (!more || !opt_.fragment) return;
+      const op need = p.ix.op_of(pid);
+      if (opt_.assumed.cover(need)) return;
+      violation v = at(p, i, rule::order, fault::producer_missing);
+      v.other = need;
+      v.other_rank = s_.model.rank_of(need.chunk);
+      more = add(v);
+    };
+    place_and_wait(p, prog, misplaced, absent);
     return more;
   }
 
   // Rule 4: pair transfers FIFO per channel, then run the stream program under the one
   // semantics (semantics.hpp) with no time; an op that can never start is on a cycle of the
   // happens-before graph.
-  constexpr bool deadlock_free(const placed& p) {
+  constexpr bool deadlock_free(const placed& p, program& prog) {
     const auto n = static_cast<std::uint32_t>(s_.ops.size());
     constexpr std::uint32_t none = op_index::npos;
     buffer<std::uint32_t> partner(n, none);
@@ -285,21 +284,22 @@ class checker {
         return false;
       }
     }
-    const program prog = build_program(p, static_cast<buffer<std::uint32_t>&&>(partner));
+    finish_program(p, prog, static_cast<buffer<std::uint32_t>&&>(partner));
     const semantics g(prog);
     readiness<> st(g);
     struct walk : readiness_events {
       buffer<std::uint32_t> ready_units;
       constexpr void ready(std::uint32_t u) { ready_units.push_back(u); }
     } ev;
+    ev.ready_units.reserve(n);
     st.begin(ev);
     buffer<std::uint8_t> done(n, 0);
     std::uint32_t finished = 0;
     while (!ev.ready_units.empty()) {
       const std::uint32_t u = ev.ready_units.back();
       ev.ready_units.pop_back();
-      for (const std::uint32_t x : g.members(u)) done[x] = 1;
-      finished += static_cast<std::uint32_t>(g.members(u).size());
+      g.each_member(u, [&](std::uint32_t x) { done[x] = 1; });
+      finished += g.member_count(u);
       st.complete_unit(u, ev);
     }
     if (finished == n) return true;

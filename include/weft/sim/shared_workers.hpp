@@ -51,12 +51,12 @@ inline timeline simulate_on_workers(const program& p, const cost_model& c, unsig
       free_at.pop();
       free_at.push(begin + cost);
     }
-    for (const std::uint32_t x : g.members(u)) {
+    g.each_member(u, [&](std::uint32_t x) {
       start[x] = begin;
       ev.finish[x] = begin + cost;
       done[x] = 1;
-    }
-    finished += static_cast<std::uint32_t>(g.members(u).size());
+    });
+    finished += g.member_count(u);
     st.complete_unit(u, ev);
   }
   timeline t;

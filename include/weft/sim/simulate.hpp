@@ -30,10 +30,10 @@ struct sim_options {
 constexpr double cost_of(const semantics& g, const cost_model& c, std::uint32_t u) noexcept {
   if (g.kind_of(u) == unit_kind::pair) return c.pair();
   double t = 0;
-  for (const std::uint32_t x : g.members(u)) {
+  g.each_member(u, [&](std::uint32_t x) {
     const op& o = g.prog().at(g.op_of(x));
     t = t > c.of(o.k, o.ph) ? t : c.of(o.k, o.ph);
-  }
+  });
   return t;
 }
 
@@ -41,6 +41,7 @@ namespace detail {
 /// Arrival times: each op copy arrives when the last thing it waits for completes (plus the
 /// event latency when that crosses streams). Drivers add what decides when a ready unit starts.
 struct timed_events : readiness_events {
+  static constexpr bool timed = true;
   buffer<double> arrive;
   buffer<double> finish;
   double latency = 0;
@@ -50,7 +51,7 @@ struct timed_events : readiness_events {
   }
   constexpr double ready_at(const semantics& g, std::uint32_t u) const {
     double t = 0;
-    for (const std::uint32_t x : g.members(u)) t = t > arrive[x] ? t : arrive[x];
+    g.each_member(u, [&](std::uint32_t x) { t = t > arrive[x] ? t : arrive[x]; });
     return t;
   }
 };
@@ -91,12 +92,12 @@ constexpr timeline simulate(const program& p, const cost_model& c, sim_options o
     const std::uint32_t u = ev.ready_units.back();
     ev.ready_units.pop_back();
     const double begin = ev.ready_at(g, u), end = begin + cost_of(g, c, u);
-    for (const std::uint32_t x : g.members(u)) {
+    g.each_member(u, [&](std::uint32_t x) {
       start[x] = begin;
       ev.finish[x] = end;
       done[x] = 1;
-    }
-    finished += static_cast<std::uint32_t>(g.members(u).size());
+    });
+    finished += g.member_count(u);
     st.complete_unit(u, ev);
   }
   timeline t;
