@@ -1,0 +1,2 @@
+#pragma once
+#include <weft/io/picture.hpp>
