@@ -3,10 +3,12 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <array>
 
 #include <weft/schedules/dualpipe.hpp>
 #include <weft/schedules/interleaved.hpp>
 #include <weft/schedules/one_f_one_b.hpp>
+#include <weft/schedules/zero_bubble_v.hpp>
 #include <weft/sim/calibrate.hpp>
 #include <weft/sim/metrics.hpp>
 #include <weft/sim/shared_workers.hpp>
@@ -292,4 +294,27 @@ TEST_CASE("replicas in the shared-worker simulator: copies share workers, all-to
   const timeline one = simulate_on_workers(p, c, 1, {}, 2);
   CHECK(one.makespan >= 2 * compute - 1e-9);
   CHECK_FALSE(one.deadlocked());
+}
+
+// The bubble formulas of docs/schedules.md, with B the full backward (dX + dW) and W its dW part.
+// Bubble: a rank's idle time, the makespan less its work (every rank does the same work here).
+TEST_CASE("bubbles as docs/schedules.md derives them: 1F1B, ZB-H1, ZB-V") {
+  for (int P = 2; P <= 6; ++P) {
+    CAPTURE(P);
+    const int M = 2 * P + 2;
+    for (const auto& [F, dX, W] : {std::array{1.0, 1.0, 1.0}, std::array{2.0, 1.5, 0.5},
+                                   std::array{1.0, 2.0, 1.0}}) {
+      const double B = dX + W;
+      const cost_model c = cost_model::pipeline(F, B, W);
+      const double one = simulate(lower(one_f_one_b({.ranks = P, .micro = M})), c).makespan;
+      CHECK(one - M * (F + B) == doctest::Approx((P - 1) * (F + B)));
+      // ZB-H1 when a dW fits the gaps it fills (W <= F, W <= dX): DeepSeek's ZB1P figure.
+      const double h1 = simulate(lower(zb_h1({.ranks = P, .micro = M})), c).makespan;
+      CHECK(h1 - M * (F + B) == doctest::Approx((P - 1) * (F + B - 2 * W)));
+    }
+    // ZB-V with F = dX = W: the last rank waits (P-1)F for micro-batch 0, then is never idle.
+    const cost_model c = cost_model::pipeline(1, 2, 1);
+    const double v = simulate(lower(zb_v({.ranks = P, .micro = M})), c).makespan;
+    CHECK(v - 2 * M * (1 + 2) == doctest::Approx((P - 1) * 1.0));
+  }
 }
