@@ -1,6 +1,7 @@
 // Randomised mutations of generated and hand-written schedules, judged against a reference
-// checker written the obvious way (explicit graph, depth-first cycle search). The library's
-// checker must agree on legality and report a rule the reference finds broken.
+// checker written the obvious way from the docs alone (its own dependency rules, an explicit
+// graph, depth-first cycle search). The library's checker must agree on legality and report a
+// rule the reference finds broken.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -8,12 +9,15 @@
 #include <numeric>
 #include <random>
 #include <set>
+#include <tuple>
 #include <vector>
 
 #include <weft/io/format.hpp>
 #include <weft/schedule/dsl.hpp>
 #include <weft/schedule/verify.hpp>
+#include <weft/schedules/dualpipe.hpp>
 #include <weft/schedules/one_f_one_b.hpp>
+#include <weft/schedules/zero_bubble_v.hpp>
 
 using namespace weft;
 
@@ -44,6 +48,157 @@ schedule pack(const layout& l, const model_desc& m) {
   return s;
 }
 
+// The reference model, written from docs/concepts.md and docs/legality.md alone: it shares no
+// code with the library's dependency tables (op_index, dependency_rules), so a bug there shows.
+
+using key = std::tuple<int, int, int, int, int, int>;  // kind, phase, mb, chunk, layer, split
+key key_of(const op& o) {
+  return {static_cast<int>(o.k), static_cast<int>(o.ph), o.mb, o.chunk, o.layer, o.split};
+}
+bool weighted(kind k) {
+  return k == kind::block || k == kind::attn || k == kind::mlp || k == kind::shared;
+}
+kind entry_of(const model_desc& m) { return m.stages.has(kind::block) ? kind::block : kind::attn; }
+std::vector<kind> exits_of(const model_desc& m) {  // the routed path's tail, and the shared expert
+  std::vector<kind> e{m.stages.has(kind::block)     ? kind::block
+                      : m.stages.has(kind::combine) ? kind::combine
+                      : m.stages.has(kind::mlp)     ? kind::mlp
+                                                    : kind::attn};
+  if (m.stages.has(kind::shared)) e.push_back(kind::shared);
+  return e;
+}
+int next_on_path(const model_desc& m, int mbv, int c) {
+  return c + 1 < m.end_chunk(mbv) ? c + 1 : -1;
+}
+int prev_on_path(const model_desc& m, int mbv, int c) {
+  return c > m.first_chunk(mbv) ? c - 1 : -1;
+}
+bool other_rank(const model_desc& m, int c, int other) {
+  return other >= 0 && m.rank_of(c) != m.rank_of(other);
+}
+// A forward send goes down the path, a backward send up; a receive is the other end.
+int peer_chunk(const model_desc& m, const op& o) {
+  const bool down = (o.k == kind::send) == (o.ph == phase::F);
+  const int peer = down ? next_on_path(m, o.mb, o.chunk) : prev_on_path(m, o.mb, o.chunk);
+  return other_rank(m, o.chunk, peer) ? peer : -1;
+}
+bool in_model(const model_desc& m, const op& o) {
+  if (o.mb >= m.micro || o.chunk >= m.chunks() || o.layer >= m.layers || o.split >= m.splits ||
+      o.lane >= lanes_per_class)
+    return false;
+  if (is_collective(o.k)) return true;
+  if (!m.carries(o.mb, o.chunk) || (o.ph != phase::F && !m.backward)) return false;
+  if (is_p2p(o.k))
+    return (o.ph == phase::F || o.ph == phase::B) && o.layer == 0 && o.split == 0 &&
+           peer_chunk(m, o) >= 0;
+  return m.stages.has(o.k) && (weighted(o.k) || o.ph == phase::F || o.ph == phase::B);
+}
+
+/// Every producer of `o`, from the rules of docs/concepts.md ("Derived dependencies").
+template <class Present>
+std::vector<op> producers_of(const model_desc& m, bool p2p, const op& o, Present present) {
+  std::vector<op> out;
+  const int mbv = o.mb, c = o.chunk, l = o.layer, sp = o.split;
+  const auto unit = [&](kind k, phase ph, int chunk_, int layer_, int split_) {
+    return make_op(k, ph, mbv, chunk_, layer_, split_);
+  };
+  // The op that carries a unit's input gradient: dX when the schedule splits it, else B.
+  const auto grad = [&](kind k, int chunk_, int layer_, int split_) {
+    const op x = unit(k, phase::dX, chunk_, layer_, split_);
+    return present(x) ? x : unit(k, phase::B, chunk_, layer_, split_);
+  };
+  const auto layer_outputs = [&](int chunk_, int layer_) {
+    for (int s2 = 0; s2 < m.splits; ++s2)
+      for (kind k : exits_of(m)) out.push_back(unit(k, phase::F, chunk_, layer_, s2));
+  };
+  const auto input_grads = [&](int chunk_, int layer_) {
+    for (int s2 = 0; s2 < m.splits; ++s2) out.push_back(grad(entry_of(m), chunk_, layer_, s2));
+  };
+  const auto output_grad = [&] {
+    if (l + 1 < m.layers) return input_grads(c, l + 1);
+    const int nc = next_on_path(m, mbv, c);
+    if (nc < 0) return layer_outputs(c, l);  // the loss
+    if (p2p && other_rank(m, c, nc)) return out.push_back(make_op(kind::recv, phase::B, mbv, c));
+    input_grads(nc, 0);
+  };
+  if (is_p2p(o.k)) {
+    if (o.k == kind::recv) return out;
+    if (o.ph == phase::F)
+      layer_outputs(c, m.layers - 1);
+    else
+      input_grads(c, 0);
+    return out;
+  }
+  if (is_collective(o.k)) {
+    if (o.k != kind::all_reduce || o.ph != phase::dW) return out;
+    for (int b = 0; b < m.micro; ++b) {
+      if (!m.carries(b, c)) continue;
+      for (int l2 = 0; l2 < m.layers; ++l2)
+        for (int s2 = 0; s2 < m.splits; ++s2)
+          for (int k = 0; k < kind_count; ++k) {
+            const kind kk = static_cast<kind>(k);
+            if (!m.stages.has(kk) || !weighted(kk)) continue;
+            const op fused = make_op(kk, phase::B, b, c, l2, s2);
+            out.push_back(present(fused) ? fused : make_op(kk, phase::dW, b, c, l2, s2));
+          }
+    }
+    return out;
+  }
+  const bool has_dispatch = m.stages.has(kind::dispatch), has_mlp = m.stages.has(kind::mlp);
+  if (o.ph == phase::F) {
+    switch (o.k) {
+      case kind::dispatch:
+      case kind::shared:
+        out.push_back(unit(kind::attn, phase::F, c, l, sp));
+        return out;
+      case kind::mlp:
+        out.push_back(unit(has_dispatch ? kind::dispatch : kind::attn, phase::F, c, l, sp));
+        return out;
+      case kind::combine:
+        out.push_back(unit(kind::mlp, phase::F, c, l, sp));
+        return out;
+      default:  // the layer's entry
+        if (l > 0) {
+          layer_outputs(c, l - 1);
+        } else if (const int pc = prev_on_path(m, mbv, c); pc >= 0) {
+          if (p2p && other_rank(m, c, pc))
+            out.push_back(make_op(kind::recv, phase::F, mbv, c));
+          else
+            layer_outputs(pc, m.layers - 1);
+        }
+        return out;
+    }
+  }
+  if (o.ph == phase::dW) {
+    out.push_back(unit(o.k, phase::dX, c, l, sp));
+    return out;
+  }
+  out.push_back(unit(o.k, phase::F, c, l, sp));  // its own saved activations
+  switch (o.k) {
+    case kind::mlp:
+      if (m.stages.has(kind::combine))
+        out.push_back(grad(kind::combine, c, l, sp));
+      else
+        output_grad();
+      return out;
+    case kind::dispatch:
+      out.push_back(grad(kind::mlp, c, l, sp));
+      return out;
+    case kind::attn:
+      if (o.k != entry_of(m)) return out;
+      if (has_dispatch)
+        out.push_back(grad(kind::dispatch, c, l, sp));
+      else if (has_mlp)
+        out.push_back(grad(kind::mlp, c, l, sp));
+      if (m.stages.has(kind::shared)) out.push_back(grad(kind::shared, c, l, sp));
+      if (!has_mlp) output_grad();
+      return out;
+    default:  // block, combine, shared: the gradient of the layer's output
+      output_grad();
+      return out;
+  }
+}
+
 // The reference: the set of rules a schedule breaks.
 std::set<rule> reference(const schedule& s, bool fragment, const assumptions& a) {
   std::set<rule> broken;
@@ -51,8 +206,6 @@ std::set<rule> reference(const schedule& s, bool fragment, const assumptions& a)
   if (validate(m) != model_error::none) return {rule::config};
   bool p2p = false;
   for (const op& o : s.ops) p2p = p2p || is_p2p(o.k);
-  const op_index ix(m, true);
-  const dependency_rules rules(ix, p2p);
 
   struct placed_op {
     op o;
@@ -63,25 +216,22 @@ std::set<rule> reference(const schedule& s, bool fragment, const assumptions& a)
   for (int r = 0; r < s.ranks(); ++r)
     for (int k = 0; k < s.slots(r); ++k)
       for (const op& o : s.slot(r, k)) all.push_back({o, r, k, all.size()});
-  std::map<std::uint32_t, std::vector<std::size_t>> by_id;
+  std::map<key, std::vector<std::size_t>> by_key;
   for (const placed_op& p : all) {
-    const std::uint32_t id = ix.id(p.o);
-    if (id == op_index::npos || p.o.lane >= lanes_per_class || m.rank_of(p.o.chunk) != p.rank) {
+    if (!in_model(m, p.o) || m.rank_of(p.o.chunk) != p.rank) {
       broken.insert(rule::complete);
       continue;
     }
-    by_id[id].push_back(p.index);
+    by_key[key_of(p.o)].push_back(p.index);
   }
-  const auto present = [&](const op& o) { return by_id.count(ix.raw_id(o)) > 0; };
-  const auto present_id = [&](std::uint32_t id) { return by_id.count(id) > 0; };
-  for (const auto& [id, v] : by_id)
+  const auto present = [&](const op& o) { return by_key.count(key_of(o)) > 0; };
+  for (const auto& [k, v] : by_key)
     if (v.size() > 1) broken.insert(rule::complete);
   for (const placed_op& p : all)
-    if (p.o.ph == phase::B && has_weights(p.o.k)) {
+    if (p.o.ph == phase::B && weighted(p.o.k)) {
       op x = p.o, w = p.o;
       x.ph = phase::dX;
       w.ph = phase::dW;
-      x.lane = w.lane = 0;
       if (present(x) || present(w)) broken.insert(rule::complete);
     }
   if (!fragment) {
@@ -90,15 +240,16 @@ std::set<rule> reference(const schedule& s, bool fragment, const assumptions& a)
         for (int l = 0; l < m.layers; ++l)
           for (int sp = 0; sp < m.splits; ++sp)
             for (int k = 0; k < kind_count; ++k) {
-              if (!ix.has_kind(static_cast<kind>(k))) continue;
-              const op f = make_op(static_cast<kind>(k), phase::F, mbv, c, l, sp);
+              const kind kk = static_cast<kind>(k);
+              if (!m.stages.has(kk) || !is_layer_stage(kk)) continue;
+              const op f = make_op(kk, phase::F, mbv, c, l, sp);
               if (!present(f)) broken.insert(rule::complete);
               if (!m.backward) continue;
               op b = f, x = f, w = f;
               b.ph = phase::B;
               x.ph = phase::dX;
               w.ph = phase::dW;
-              const bool ok = present(b) || (has_weights(f.k) && present(x) && present(w));
+              const bool ok = present(b) || (weighted(f.k) && present(x) && present(w));
               if (!ok) broken.insert(rule::complete);
             }
         if (p2p)
@@ -106,7 +257,7 @@ std::set<rule> reference(const schedule& s, bool fragment, const assumptions& a)
             for (phase ph : {phase::F, phase::B}) {
               if (ph == phase::B && !m.backward) continue;
               const op t = make_op(k, ph, mbv, c);
-              if (ix.transfer_peer(t) >= 0 && !present(t)) broken.insert(rule::complete);
+              if (peer_chunk(m, t) >= 0 && !present(t)) broken.insert(rule::complete);
             }
       }
   }
@@ -119,27 +270,28 @@ std::set<rule> reference(const schedule& s, bool fragment, const assumptions& a)
   // Rules 2 and 3, dependencies.
   if (broken.count(rule::complete) == 0)
     for (const placed_op& p : all)
-      rules.producers(p.o, present_id, [&](std::uint32_t pid, int) {
-        const auto it = by_id.find(pid);
-        if (it == by_id.end()) {
-          if (fragment && !a.cover(ix.op_of(pid))) broken.insert(rule::order);
-          return;
+      for (const op& need : producers_of(m, p2p, p.o, present)) {
+        const auto it = by_key.find(key_of(need));
+        if (it == by_key.end()) {
+          if (fragment && !a.cover(need)) broken.insert(rule::order);
+          continue;
         }
         const placed_op& q = all[it->second.front()];
-        if (q.rank != p.rank) return;
+        if (q.rank != p.rank) continue;
         if (q.slot == p.slot) broken.insert(rule::slot);
         if (q.slot > p.slot) broken.insert(rule::order);
-      });
+      }
   if (!broken.empty()) return broken;
 
-  // Rule 4: an explicit happens-before graph; matched transfers are one node.
+  // Rule 4: an explicit happens-before graph. Ops that start together are one node: a matched
+  // transfer (FIFO per channel), an overlapped whole-block forward/backward pair (one slot).
   const std::size_t n = all.size();
   std::vector<std::size_t> node(n);
   std::iota(node.begin(), node.end(), 0);
   std::map<std::pair<int, int>, std::vector<std::size_t>> sends, recvs;
   for (const placed_op& p : all) {
     if (!is_p2p(p.o.k)) continue;
-    const int peer = m.rank_of(ix.transfer_peer(p.o));
+    const int peer = m.rank_of(peer_chunk(m, p.o));
     if (p.o.k == kind::send)
       sends[{p.rank, peer}].push_back(p.index);
     else
@@ -155,22 +307,26 @@ std::set<rule> reference(const schedule& s, bool fragment, const assumptions& a)
     for (std::size_t k = 0; k < sv.size(); ++k) {
       const op& so = all[sv[k]].o;
       const op& ro = all[rv[k]].o;
-      if (ro.ph != so.ph || ro.mb != so.mb || ro.chunk != ix.transfer_peer(so))
+      if (ro.ph != so.ph || ro.mb != so.mb || ro.chunk != peer_chunk(m, so))
         return {rule::deadlock};
       node[rv[k]] = sv[k];
     }
   }
+  for (const placed_op& p : all)
+    for (const placed_op& q : all)
+      if (p.index < q.index && p.rank == q.rank && p.slot == q.slot && p.o.k == kind::block &&
+          q.o.k == kind::block && (p.o.ph == phase::F) != (q.o.ph == phase::F))
+        node[q.index] = p.index;
   std::vector<std::vector<std::size_t>> next(n);
   std::map<std::pair<int, int>, std::size_t> last_on_stream;
   for (const placed_op& p : all) {
-    const std::pair<int, int> key{p.rank, stream_index(stream_of(p.o))};
-    if (auto it = last_on_stream.find(key); it != last_on_stream.end())
+    const std::pair<int, int> stream{p.rank, stream_index(stream_of(p.o))};
+    if (auto it = last_on_stream.find(stream); it != last_on_stream.end())
       next[node[it->second]].push_back(node[p.index]);
-    last_on_stream[key] = p.index;
-    rules.producers(p.o, present_id, [&](std::uint32_t pid, int) {
-      const auto it = by_id.find(pid);
-      if (it != by_id.end()) next[node[it->second.front()]].push_back(node[p.index]);
-    });
+    last_on_stream[stream] = p.index;
+    for (const op& need : producers_of(m, p2p, p.o, present))
+      if (const auto it = by_key.find(key_of(need)); it != by_key.end())
+        next[node[it->second.front()]].push_back(node[p.index]);
   }
   std::vector<int> state(n, 0);  // 0 new, 1 on stack, 2 done
   bool cycle = false;
@@ -238,6 +394,17 @@ std::vector<base_case> bases() {
     }
   }
   b.push_back({"split backward 2x3", zb, false, {}});
+  // V placement (two chunks per rank) and bidirectional DualPipe, with overlapped pairs.
+  b.push_back({"zb-v 2x4", zb_v({.ranks = 2, .micro = 4}), false, {}});
+  b.push_back(
+      {"dualpipev moe fb-overlap 2x4",
+       dualpipev(
+           {.ranks = 2, .micro = 4, .stages = stage_set::moe(), .overlap = overlap_options{}}),
+       false,
+       {}});
+  b.push_back({"dualpipe 2x4", dualpipe({.ranks = 2, .micro = 4}), false, {}});
+  b.push_back(
+      {"dualpipe transfers 2x4", dualpipe({.ranks = 2, .micro = 4, .transfers = true}), false, {}});
   return b;
 }
 

@@ -302,8 +302,8 @@ TEST_CASE("bubbles as docs/schedules.md derives them: 1F1B, ZB-H1, ZB-V") {
   for (int P = 2; P <= 6; ++P) {
     CAPTURE(P);
     const int M = 2 * P + 2;
-    for (const auto& [F, dX, W] : {std::array{1.0, 1.0, 1.0}, std::array{2.0, 1.5, 0.5},
-                                   std::array{1.0, 2.0, 1.0}}) {
+    for (const auto& [F, dX, W] :
+         {std::array{1.0, 1.0, 1.0}, std::array{2.0, 1.5, 0.5}, std::array{1.0, 2.0, 1.0}}) {
       const double B = dX + W;
       const cost_model c = cost_model::pipeline(F, B, W);
       const double one = simulate(lower(one_f_one_b({.ranks = P, .micro = M})), c).makespan;
