@@ -1,6 +1,8 @@
-// The runtime's streams against two baselines, in one run: a plain std::thread worker with a
-// condition-variable queue, and TBB's flow graph. Per-op launch cost on one stream, the latency
-// of an event handed from one stream to another, and a chain of dependent ops on 2 workers.
+// The runtime's streams and the runner that drives them against two baselines, in one run: a
+// plain std::thread worker with a condition-variable queue, and TBB's flow graph. Per-op launch
+// cost on one stream, the latency of an event handed from one stream to another, and a chain of
+// dependent ops on 2 workers — as raw streams, and as a stream program the runner executes
+// through the one semantics (what every executor pays per op).
 #include <benchmark/benchmark.h>
 
 #include <chrono>
@@ -13,8 +15,10 @@
 #include <thread>
 #include <vector>
 
+#include <weft/exec/runner.hpp>
 #include <weft/rt/stream.hpp>
 #include <weft/rt/timer.hpp>
+#include <weft/sim/program.hpp>
 
 #if WEFT_BENCH_HAVE_TBB
 #include <tbb/flow_graph.h>
@@ -76,6 +80,39 @@ void streams_chain(benchmark::State& state) {
     e.back().wait();
   }
   benchmark::DoNotOptimize(value);
+  state.SetItemsProcessed(state.iterations() * chain);
+}
+
+// --- the runner: a stream program, readiness from the one semantics -----------------------
+
+/// One rank, forward only, `chain` layers of one block each: layer l needs layer l-1. Blocks of
+/// 100 layers alternate between compute lanes 0 and 1, as `streams_chain` alternates streams.
+const weft::program& chain_program() {
+  static const weft::program p = [] {
+    weft::schedule s(weft::model_desc{.ranks = 1, .micro = 1, .layers = chain, .backward = false});
+    s.add_rank();
+    for (int l = 0; l < chain; ++l)
+      s.add_slot(weft::make_op(weft::kind::block, weft::phase::F, 0, 0, l, 0, l / 100 % 2));
+    return weft::lower(s);
+  }();
+  return p;
+}
+
+struct empty_kernels {
+  std::int64_t* sink;
+  int comm_steps(const weft::op&) const { return 1; }
+  void operator()(weft::kinds::block, weft::phases::forward, weft::exec::run_call&) { ++*sink; }
+};
+
+void runner_chain(benchmark::State& state) {
+  const weft::program& p = chain_program();
+  std::int64_t sink = 0;
+  empty_kernels k{&sink};
+  weft::exec::run_options opt;
+  opt.workers = 2;
+  opt.comm_workers = 0;
+  for (auto _ : state) weft::exec::run_program(p, 1, k, opt);
+  benchmark::DoNotOptimize(sink);
   state.SetItemsProcessed(state.iterations() * chain);
 }
 
@@ -191,6 +228,7 @@ BENCHMARK(condvar_launch)->Unit(benchmark::kMicrosecond)->UseRealTime();
 BENCHMARK(streams_handoff)->Unit(benchmark::kMicrosecond)->UseRealTime();
 BENCHMARK(condvar_handoff)->Unit(benchmark::kMicrosecond)->UseRealTime();
 BENCHMARK(streams_chain)->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK(runner_chain)->Unit(benchmark::kMicrosecond)->UseRealTime();
 
 // How long a 150 us modelled delay really takes: the timer fires an event, a comm stream waiting
 // on it runs, the host sees it. What an emulated link adds on top of its model.

@@ -11,6 +11,7 @@
 #include <weft/schedules/zero_bubble_v.hpp>
 #include <weft/sim/calibrate.hpp>
 #include <weft/sim/metrics.hpp>
+#include <weft/sim/program.hpp>
 #include <weft/sim/shared_workers.hpp>
 
 using namespace weft;
@@ -275,9 +276,10 @@ TEST_CASE("the event latency of a timeline is found again from it") {
                                      .stages = stage_set::moe_with_shared(),
                                      .overlap = overlap_options{}}));
   const cost_model c = cost_model::deepseek_v3_like();
-  CHECK(measured_event_latency(p, simulate(p, c)) == 0);
+  const timeline t0 = simulate(p, c);
+  CHECK(measured_event_latency(p, t0, {t0.start.begin(), t0.start.end()}) == 0);
   const timeline t = simulate(p, c, {.event_latency = 0.03});
-  CHECK(measured_event_latency(p, t) == doctest::Approx(0.03));
+  CHECK(measured_event_latency(p, t, {t.start.begin(), t.start.end()}) == doctest::Approx(0.03));
 }
 
 TEST_CASE("replicas in the shared-worker simulator: copies share workers, all-to-alls meet") {

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include <weft/exec/dense_model.hpp>
+#include <weft/exec/run_result.hpp>
 #include <weft/exec/runner.hpp>
 
 namespace weft::exec {
@@ -33,7 +34,7 @@ class dense_executor {
     setup(m);
 
     kernels k{*this};
-    out.time = run_program(p, 1, k, opt_, &out.comm_span);
+    out.time = run_program(p, 1, k, opt_, &out.comm_span, &out.posted);
     finish(m, out);
     return out;
   }

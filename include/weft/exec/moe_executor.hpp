@@ -13,6 +13,7 @@
 #include <vector>
 
 #include <weft/exec/moe_model.hpp>
+#include <weft/exec/run_result.hpp>
 #include <weft/exec/runner.hpp>
 
 namespace weft::exec {
@@ -33,7 +34,7 @@ class moe_executor {
     check_fits(out.prog);
     setup(m);
     kernels k{*this};
-    out.time = run_program(out.prog, model_.cfg.replicas, k, opt_, &out.comm_span);
+    out.time = run_program(out.prog, model_.cfg.replicas, k, opt_, &out.comm_span, &out.posted);
     finish(m, out);
     return out;
   }

@@ -4,6 +4,7 @@
 
 #include <cstddef>
 
+#include <weft/exec/run_result.hpp>
 #include <weft/exec/runner.hpp>
 
 namespace weft::exec {

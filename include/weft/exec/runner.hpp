@@ -12,19 +12,19 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <exception>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <stdexcept>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include <weft/core/binding.hpp>
 #include <weft/core/error.hpp>
-#include <weft/nn/tensor.hpp>
 #include <weft/rt/inproc.hpp>
 #include <weft/rt/stream.hpp>
 #include <weft/schedule/program.hpp>
@@ -53,55 +53,6 @@ struct run_options {
 struct run_error : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
-
-template <class T>
-struct run_result {
-  T loss = 0;
-  program prog;
-  timeline time;  ///< measured (replica 0), in seconds from the start of the run
-  /// Per comm op (replica 0): seconds from the moment every party had started it (both ends of
-  /// a transfer, every member of a collective) to its completion — its own time, without the
-  /// wait for late peers. What `calibrated` takes for communication.
-  std::vector<double> comm_span;
-  /// Per model stage and layer, the gradient of every parameter (summed over micro-batches,
-  /// replicas and the chunks that carry the stage), in the layer's `each_param` order.
-  std::vector<std::vector<std::vector<nn::matrix<T>>>> grads;
-};
-
-/// The model stage chunk `c` carries: DualPipe carries the model twice, chunk c and
-/// c + chunks/2 hold the same stage.
-constexpr int stage_of_chunk(const model_desc& m, int c) noexcept {
-  return m.bidirectional && c >= m.chunks() / 2 ? c - m.chunks() / 2 : c;
-}
-
-/// Adds every parameter gradient of `layer` into `into` (one matrix per parameter, in
-/// `each_param` order), creating them on first use. Callers add in a fixed order, so repeated
-/// runs are equal bit for bit.
-template <class Layer, class T>
-void add_grads(Layer& layer, std::vector<nn::matrix<T>>& into) {
-  std::size_t k = 0;
-  layer.each_param([&](nn::param<T>& p) {
-    if (into.size() <= k) into.push_back(nn::matrix<T>::Zero(p.grad.rows(), p.grad.cols()));
-    into[k++] += p.grad;
-  });
-}
-
-/// The largest relative error (Frobenius norm of the difference over the reference's norm) of
-/// any parameter gradient of a run against a reference model that has run its `serial_step`.
-template <class T, class Model>
-double max_grad_rel_err(const run_result<T>& run, Model& reference) {
-  double worst = 0;
-  for (std::size_t s = 0; s < reference.stages.size(); ++s)
-    for (std::size_t l = 0; l < reference.stages[s].size(); ++l) {
-      std::size_t k = 0;
-      reference.stages[s][l].each_param([&](nn::param<T>& p) {
-        const nn::matrix<T>& g = run.grads.at(s).at(l).at(k++);
-        const double scale = std::max(1e-30, static_cast<double>(p.grad.norm()));
-        worst = std::max(worst, static_cast<double>((g - p.grad).norm()) / scale);
-      });
-    }
-  return worst;
-}
 
 /// What a kernel is told when the runner calls it. A compute kernel does its work; a comm
 /// kernel starts an operation on `comm` and leaves its completion event in `started`. An op
@@ -152,6 +103,17 @@ class atomic_counters {
   std::unique_ptr<std::atomic<std::uint32_t>[]> c_;
 };
 
+/// Per worker thread: the run and stream whose task it is running, and the unit of that stream
+/// that became ready meanwhile, to run next in the same task.
+struct follow_on {
+  const void* owner = nullptr;
+  std::uint32_t queue = 0, unit = 0xffffffffu;
+  static follow_on& here() noexcept {
+    thread_local follow_on f;
+    return f;
+  }
+};
+
 /// What the runner does as the semantics announces work: a comm op is posted as soon as it has
 /// arrived, a unit of compute runs once it is ready.
 struct launcher : readiness_events {
@@ -163,13 +125,17 @@ struct launcher : readiness_events {
 }  // namespace detail
 
 /// Runs `p` on `replicas` copies of each pipeline rank (world rank = rank * replicas + replica)
-/// and returns replica 0's timeline in seconds from the start. Throws `run_error` when an op
+/// and returns replica 0's timeline in seconds from the start: each op from the start of its
+/// unit (a transfer when its later end is posted, a collective when its last replica is) to its
+/// completion; the makespan covers every replica. `comm_span` receives, per comm op, that span;
+/// `posted`, per op, when the op itself was started on its stream. Throws `run_error` when an op
 /// throws (naming its rank and op) or when the run is not finished after `opt.timeout` (naming
 /// the op every unfinished rank waits at, and what it waits for); either way every stream is
 /// abandoned and every thread joined before it returns.
 template <run_binding Model>
 timeline run_program(const program& p, int replicas, Model& model, const run_options& opt,
-                     std::vector<double>* comm_span = nullptr) {
+                     std::vector<double>* comm_span = nullptr,
+                     std::vector<double>* posted = nullptr) {
   if (replicas < 1) throw std::invalid_argument("weft: run: replicas must be >= 1");
   const semantics g(p, {.replicas = replicas});
   const std::uint32_t n = g.size(), N = g.ops(), Q = g.queues();
@@ -216,11 +182,21 @@ timeline run_program(const program& p, int replicas, Model& model, const run_opt
   // Set once the run has failed or timed out: nothing more is launched, and what was already
   // queued returns at once, so the streams can be drained before this frame goes away.
   std::atomic<bool> stopping{false};
+  // The host sleeps until the last op completes (or a failure or the deadline).
+  std::atomic<std::uint32_t> remaining{N};
+  std::mutex done_m;
+  std::condition_variable done_cv;
   const auto complete = [&](std::uint32_t x) {
     finished_at[x] = now();
     completed[x].store(1);
+    if (remaining.fetch_sub(1) == 1) {
+      std::lock_guard lock(done_m);
+      done_cv.notify_all();
+    }
     st.complete(x, ev);
   };
+  // The op whose kernel threw, when it ran as a follow-on inside another unit's task.
+  std::atomic<std::uint32_t> failed_op{program::none};
   // A comm op (alone, or a member of a transfer or collective): started on its comm stream as
   // soon as it has arrived; the backend completes it when its peers are there too.
   ev.post = [&](std::uint32_t x) {
@@ -249,18 +225,39 @@ timeline run_program(const program& p, int replicas, Model& model, const run_opt
         },
         x);
   };
-  // A unit of compute: on its lead member's stream, every member's kernel in turn.
+  // A unit of compute: on its lead member's stream, every member's kernel in turn. When its
+  // completion makes the next op of the same stream ready, that op runs right here, in the same
+  // task (nothing else can be queued on the stream: its next op is the only one that waits for
+  // this one in stream order) — a dependent chain costs no queue hop per op.
   ev.run = [&](std::uint32_t u) {
     if (!g.computes(u) || stopping.load()) return;
+    detail::follow_on& next = detail::follow_on::here();
+    if (next.owner == &g && next.queue == g.queue_of(u) && next.unit == program::none) {
+      next.unit = u;
+      return;
+    }
     streams[g.queue_of(u)]->enqueue(
         [&, u] {
-          if (stopping.load()) return;
-          g.each_member(u, begin);
-          g.each_member(u, [&](std::uint32_t x) {
-            run_call c = call_for(x, 0);
-            invoke_kernel(model, c.op, c);
-          });
-          g.each_member(u, complete);
+          detail::follow_on& self = detail::follow_on::here();
+          const detail::follow_on saved = self;
+          self = {&g, g.queue_of(u), program::none};
+          for (std::uint32_t unit = u; unit != program::none && !stopping.load();) {
+            try {
+              g.each_member(unit, begin);
+              g.each_member(unit, [&](std::uint32_t x) {
+                run_call c = call_for(x, 0);
+                invoke_kernel(model, c.op, c);
+              });
+            } catch (...) {
+              failed_op.store(unit);
+              self = saved;
+              throw;
+            }
+            g.each_member(unit, complete);
+            unit = self.unit;
+            self.unit = program::none;
+          }
+          self = saved;
         },
         u);
   };
@@ -269,24 +266,17 @@ timeline run_program(const program& p, int replicas, Model& model, const run_opt
   // Wait until every op has completed, but stop early when an op has failed (its consumers
   // would wait for data that never comes) and give up at the deadline.
   const auto deadline = std::chrono::steady_clock::now() + opt.timeout;
-  const auto all_done = [&] {
-    for (std::uint32_t x = 0; x < N; ++x)
-      if (!completed[x].load()) return false;
-    return true;
-  };
-  bool finished = false;
-  while (!(finished = all_done()) && !pool.failed() &&
-         std::chrono::steady_clock::now() < deadline) {
-    bool idle = true;
-    for (auto& s : streams)
-      if (!s->synchronize_for(std::chrono::milliseconds(5))) {
-        idle = false;
-        break;
-      }
-    if (idle && !all_done()) {  // nothing runs and nothing is left to launch: stuck
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  {
+    std::unique_lock lock(done_m);
+    while (remaining.load() > 0 && !pool.failed()) {
+      const auto left = deadline - std::chrono::steady_clock::now();
+      if (left <= std::chrono::steady_clock::duration::zero()) break;
+      // A failure does not wake the host: look again every few milliseconds.
+      done_cv.wait_for(
+          lock, std::min<std::chrono::steady_clock::duration>(left, std::chrono::milliseconds(5)));
     }
   }
+  const bool finished = remaining.load() == 0;
   if (finished) {
     for (auto& s : streams) s->synchronize();  // the last completions are still returning
   } else {
@@ -303,7 +293,8 @@ timeline run_program(const program& p, int replicas, Model& model, const run_opt
   };
   if (pool.failed()) {
     const rt::task_failure f = pool.failure();
-    const auto x = static_cast<std::uint32_t>(f.tag);
+    const auto x =
+        failed_op.load() != program::none ? failed_op.load() : static_cast<std::uint32_t>(f.tag);
     throw run_error("weft: run: " + name_rank(world_rank(x)) + ", " + to_string(p.at(g.op_of(x))) +
                     " failed: " + detail::describe_exception(f.error));
   }
@@ -337,17 +328,20 @@ timeline run_program(const program& p, int replicas, Model& model, const run_opt
   time.start.assign(n, -1.0);
   time.finish.assign(n, -1.0);
   for (std::uint32_t i = 0; i < n; ++i) {
-    time.start[i] = started_at[i];
+    // A unit starts when its last member does (semantics.hpp): a transfer posted early starts
+    // when its peer is posted too, as the simulators count it.
+    double start = started_at[i];
+    g.each_member(g.unit_of(i), [&](std::uint32_t y) { start = std::max(start, started_at[y]); });
+    time.start[i] = std::min(start, finished_at[i]);
     time.finish[i] = finished_at[i];
-    time.makespan = std::max(time.makespan, finished_at[i]);
   }
+  for (std::uint32_t x = 0; x < N; ++x) time.makespan = std::max(time.makespan, finished_at[x]);
+  if (posted) posted->assign(started_at.begin(), started_at.begin() + n);
   if (comm_span) {
     comm_span->assign(n, 0.0);
     for (std::uint32_t i = 0; i < n; ++i) {
       if (stream_of(p.at(i).k) != stream_class::comm) continue;
-      double last = time.start[i];  // the last party to start: a transfer's peer, or a replica
-      g.each_member(g.unit_of(i), [&](std::uint32_t y) { last = std::max(last, started_at[y]); });
-      (*comm_span)[i] = std::max(0.0, time.finish[i] - last);
+      (*comm_span)[i] = std::max(0.0, time.finish[i] - time.start[i]);  // from the last party
     }
   }
   return time;

@@ -9,9 +9,8 @@
 #include <span>
 #include <vector>
 
+#include <weft/schedule/program.hpp>
 #include <weft/sim/cost.hpp>
-#include <weft/sim/program.hpp>
-#include <weft/sim/simulate.hpp>
 
 namespace weft {
 
@@ -39,20 +38,22 @@ inline cost_model calibrated(const program& p, const timeline& measured, cost_mo
 
 /// The median time from the last event a comm op waits for to the op starting, when that event
 /// was what held it back: how long the runtime takes to react to an event (`sim_options::
-/// event_latency`). Comm ops, because their streams rarely wait for a free worker; 0 if none
-/// waited.
-inline double measured_event_latency(const program& p, const timeline& measured) {
+/// event_latency`). Comm ops, because their streams rarely wait for a free worker; `posted` is
+/// when each op was started on its stream (the executor's `run_result::posted`; a transfer's
+/// start in the timeline waits for its peer too). 0 if none waited.
+inline double measured_event_latency(const program& p, const timeline& measured,
+                                     std::span<const double> posted) {
   std::vector<double> lag;
   for (std::uint32_t q = 0; q + 1 < p.queue_begin.size(); ++q) {
     double prev = 0;  // when the op before on the stream finished
     for (std::uint32_t k = p.queue_begin[q]; k < p.queue_begin[q + 1]; ++k) {
       const std::uint32_t i = p.queue[k];
-      if (measured.start[i] < 0) break;
+      if (posted[i] < 0) break;
       double ready = -1;
       for (std::uint32_t w = p.wait_begin[i]; w < p.wait_begin[i + 1]; ++w)
         ready = std::max(ready, measured.finish[p.waits[w]]);
       if (stream_of(p.at(i).k) == stream_class::comm && ready > prev)
-        lag.push_back(std::max(0.0, measured.start[i] - ready));
+        lag.push_back(std::max(0.0, posted[i] - ready));
       prev = measured.finish[i];
     }
   }

@@ -1,0 +1,67 @@
+// What a run of a model gives back: the loss, the program and its measured timeline, the comm
+// spans calibration reads, and every parameter gradient — with the helpers that sum gradients
+// in a fixed order and compare them with a serial reference. Eigen lives here, not in the runner.
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <vector>
+
+#include <weft/nn/tensor.hpp>
+#include <weft/schedule/program.hpp>
+
+namespace weft::exec {
+
+template <class T>
+struct run_result {
+  T loss = 0;
+  program prog;
+  timeline time;  ///< measured (replica 0), in seconds from the start of the run
+  /// Per comm op (replica 0): seconds from the moment every party had started it (both ends of
+  /// a transfer, every member of a collective) to its completion — its own time, without the
+  /// wait for late peers. What `calibrated` takes for communication.
+  std::vector<double> comm_span;
+  /// Per op (replica 0): when it was started on its stream — a comm op as soon as it arrived,
+  /// before its peers were there. What `measured_event_latency` reads.
+  std::vector<double> posted;
+  /// Per model stage and layer, the gradient of every parameter (summed over micro-batches,
+  /// replicas and the chunks that carry the stage), in the layer's `each_param` order.
+  std::vector<std::vector<std::vector<nn::matrix<T>>>> grads;
+};
+
+/// The model stage chunk `c` carries: DualPipe carries the model twice, chunk c and
+/// c + chunks/2 hold the same stage.
+constexpr int stage_of_chunk(const model_desc& m, int c) noexcept {
+  return m.bidirectional && c >= m.chunks() / 2 ? c - m.chunks() / 2 : c;
+}
+
+/// Adds every parameter gradient of `layer` into `into` (one matrix per parameter, in
+/// `each_param` order), creating them on first use. Callers add in a fixed order, so repeated
+/// runs are equal bit for bit.
+template <class Layer, class T>
+void add_grads(Layer& layer, std::vector<nn::matrix<T>>& into) {
+  std::size_t k = 0;
+  layer.each_param([&](nn::param<T>& p) {
+    if (into.size() <= k) into.push_back(nn::matrix<T>::Zero(p.grad.rows(), p.grad.cols()));
+    into[k++] += p.grad;
+  });
+}
+
+/// The largest relative error (Frobenius norm of the difference over the reference's norm) of
+/// any parameter gradient of a run against a reference model that has run its `serial_step`.
+template <class T, class Model>
+double max_grad_rel_err(const run_result<T>& run, Model& reference) {
+  double worst = 0;
+  for (std::size_t s = 0; s < reference.stages.size(); ++s)
+    for (std::size_t l = 0; l < reference.stages[s].size(); ++l) {
+      std::size_t k = 0;
+      reference.stages[s][l].each_param([&](nn::param<T>& p) {
+        const nn::matrix<T>& g = run.grads.at(s).at(l).at(k++);
+        const double scale = std::max(1e-30, static_cast<double>(p.grad.norm()));
+        worst = std::max(worst, static_cast<double>((g - p.grad).norm()) / scale);
+      });
+    }
+  return worst;
+}
+
+}  // namespace weft::exec
