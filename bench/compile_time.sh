@@ -10,10 +10,10 @@ cxx=${CXX:-g++}
 # What it takes beyond the compiler's default constexpr limits (docs/legality.md).
 if "$cxx" --version | grep -q clang; then
   big_flags="-fconstexpr-steps=2000000000"
-  default_limit=16384
+  default_limit=512
 else
   big_flags="-fconstexpr-ops-limit=1073741824 -fconstexpr-loop-limit=4194304"
-  default_limit=32768
+  default_limit=512
 fi
 timing=$(mktemp)
 trap 'rm -f "$timing"' EXIT

@@ -214,6 +214,13 @@ TEST_CASE(
       if (stream_of(p.at(i).k) == stream_class::compute)
         work += p.partner[i] != program::none ? c.pair() / 2 : c.of(p.at(i).k, p.at(i).ph);
     CHECK(simulate_on_workers(p, c, 1).makespan == doctest::Approx(work));
+    // The runtime's cost per unit of compute lands on the one worker once per unit.
+    std::uint32_t units = 0;
+    for (std::uint32_t i = 0; i < p.size(); ++i)
+      if (stream_of(p.at(i).k) == stream_class::compute)
+        units += p.partner[i] == program::none || i < p.partner[i] ? 1u : 0u;
+    CHECK(simulate_on_workers(p, c, 1, {.dispatch_overhead = 0.25}).makespan ==
+          doctest::Approx(work + 0.25 * units));
     const timeline plenty = simulate_on_workers(p, c, 64);
     CHECK_FALSE(plenty.deadlocked());
     // With a worker for every stream, sharing changes nothing: the same as a device per rank,

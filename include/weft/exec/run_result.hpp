@@ -24,6 +24,9 @@ struct run_result {
   /// Per op (replica 0): when it was started on its stream — a comm op as soon as it arrived,
   /// before its peers were there. What `measured_event_latency` reads.
   std::vector<double> posted;
+  /// The median time a worker spent between two units of compute when the second was already
+  /// ready: the runtime's own cost per unit (`sim_options::dispatch_overhead`).
+  double dispatch_gap = 0;
   /// Per model stage and layer, the gradient of every parameter (summed over micro-batches,
   /// replicas and the chunks that carry the stage), in the layer's `each_param` order.
   std::vector<std::vector<std::vector<nn::matrix<T>>>> grads;

@@ -128,14 +128,15 @@ struct launcher : readiness_events {
 /// and returns replica 0's timeline in seconds from the start: each op from the start of its
 /// unit (a transfer when its later end is posted, a collective when its last replica is) to its
 /// completion; the makespan covers every replica. `comm_span` receives, per comm op, that span;
-/// `posted`, per op, when the op itself was started on its stream. Throws `run_error` when an op
-/// throws (naming its rank and op) or when the run is not finished after `opt.timeout` (naming
-/// the op every unfinished rank waits at, and what it waits for); either way every stream is
-/// abandoned and every thread joined before it returns.
+/// `posted`, per op, when the op itself was started on its stream; `dispatch_gap`, the median
+/// time a worker spent between two units of compute when the second was already waiting. Throws
+/// `run_error` when an op throws (naming its rank and op) or when the run is not finished after
+/// `opt.timeout` (naming the op every unfinished rank waits at, and what it waits for); either way
+/// every stream is abandoned and every thread joined before it returns.
 template <run_binding Model>
 timeline run_program(const program& p, int replicas, Model& model, const run_options& opt,
                      std::vector<double>* comm_span = nullptr,
-                     std::vector<double>* posted = nullptr) {
+                     std::vector<double>* posted = nullptr, double* dispatch_gap = nullptr) {
   if (replicas < 1) throw std::invalid_argument("weft: run: replicas must be >= 1");
   const semantics g(p, {.replicas = replicas});
   const std::uint32_t n = g.size(), N = g.ops(), Q = g.queues();
@@ -148,6 +149,10 @@ timeline run_program(const program& p, int replicas, Model& model, const run_opt
         pool, comm ? rt::stream_role::comm : rt::stream_role::compute));
   }
   std::vector<double> started_at(N, -1.0), finished_at(N, -1.0);
+  // Per unit of compute (by its lead): when it became ready, and which worker thread ran it —
+  // to measure what the runtime spends between units (`dispatch_gap`).
+  std::vector<double> ready_at(N, -1.0);
+  std::vector<const void*> ran_on(N, nullptr);
   std::vector<std::atomic<std::uint8_t>> completed(N);
   const auto origin = std::chrono::steady_clock::now();
   const auto now = [origin] {
@@ -231,6 +236,7 @@ timeline run_program(const program& p, int replicas, Model& model, const run_opt
   // this one in stream order) — a dependent chain costs no queue hop per op.
   ev.run = [&](std::uint32_t u) {
     if (!g.computes(u) || stopping.load()) return;
+    ready_at[u] = now();
     detail::follow_on& next = detail::follow_on::here();
     if (next.owner == &g && next.queue == g.queue_of(u) && next.unit == program::none) {
       next.unit = u;
@@ -242,6 +248,7 @@ timeline run_program(const program& p, int replicas, Model& model, const run_opt
           const detail::follow_on saved = self;
           self = {&g, g.queue_of(u), program::none};
           for (std::uint32_t unit = u; unit != program::none && !stopping.load();) {
+            ran_on[unit] = &self;  // the thread's own follow-on record names the worker
             try {
               g.each_member(unit, begin);
               g.each_member(unit, [&](std::uint32_t x) {
@@ -337,6 +344,29 @@ timeline run_program(const program& p, int replicas, Model& model, const run_opt
   }
   for (std::uint32_t x = 0; x < N; ++x) time.makespan = std::max(time.makespan, finished_at[x]);
   if (posted) posted->assign(started_at.begin(), started_at.begin() + n);
+  if (dispatch_gap) {
+    // Per worker, units in the order it ran them; where a unit was ready before the worker's
+    // previous one finished, the time between them is the runtime's own cost per unit.
+    std::vector<std::uint32_t> units;
+    for (std::uint32_t x = 0; x < N; ++x)
+      if (ran_on[x] != nullptr) units.push_back(x);
+    std::sort(units.begin(), units.end(), [&](std::uint32_t a, std::uint32_t b) {
+      return ran_on[a] != ran_on[b] ? std::less<const void*>()(ran_on[a], ran_on[b])
+                                    : started_at[a] < started_at[b];
+    });
+    std::vector<double> gaps;
+    for (std::size_t k = 1; k < units.size(); ++k) {
+      const std::uint32_t prev = units[k - 1], x = units[k];
+      if (ran_on[prev] == ran_on[x] && ready_at[x] <= finished_at[prev])
+        gaps.push_back(std::max(0.0, started_at[x] - finished_at[prev]));
+    }
+    *dispatch_gap = 0;
+    if (!gaps.empty()) {
+      std::nth_element(gaps.begin(), gaps.begin() + static_cast<std::ptrdiff_t>(gaps.size() / 2),
+                       gaps.end());
+      *dispatch_gap = gaps[gaps.size() / 2];
+    }
+  }
   if (comm_span) {
     comm_span->assign(n, 0.0);
     for (std::uint32_t i = 0; i < n; ++i) {

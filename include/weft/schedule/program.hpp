@@ -183,10 +183,13 @@ constexpr void place_and_wait(const placed& p, program& prog, Misplaced&& mispla
 
 /// The second half: the schedule itself, partners (transfers paired in `partner`, and block
 /// pairs) and the queues, by counting sort: issue order within each (rank, stream).
-constexpr void finish_program(const placed& p, program& prog, buffer<std::uint32_t> partner) {
+/// `with_source` false leaves `program::source` empty, for a caller that keeps the schedule at
+/// hand (the checker; see `semantics`' second constructor).
+constexpr void finish_program(const placed& p, program& prog, buffer<std::uint32_t> partner,
+                              bool with_source = true) {
   const schedule& s = p.s;
   const auto n = static_cast<std::uint32_t>(s.ops.size());
-  prog.source = s;
+  if (with_source) prog.source = s;
   const op* ops = s.ops.data();
   for (std::uint32_t g = 0; g < s.slot_end.size(); ++g) {
     const std::uint32_t b = s.first_op(g), e = s.slot_end[g];

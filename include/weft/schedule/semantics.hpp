@@ -43,15 +43,22 @@ class semantics {
  public:
   static constexpr std::uint32_t none = program::none;
 
-  constexpr semantics(const program& p, semantics_options opt = {})
+  constexpr semantics(const program& p, semantics_options opt = {}) : semantics(p, p.source, opt) {}
+  /// The semantics of a program built from `source` whose own `source` was left empty (the
+  /// checker's, which has the schedule at hand and need not copy it).
+  constexpr semantics(const program& p, const schedule& source, semantics_options opt = {})
       : p_(p),
-        n_(static_cast<std::uint32_t>(p.size())),
+        s_(source),
+        n_(static_cast<std::uint32_t>(source.ops.size())),
         reps_(static_cast<std::uint32_t>(opt.replicas > 1 ? opt.replicas : 1)) {
     build_units();
     build_edges(opt.slot_barrier);
   }
 
   constexpr const program& prog() const noexcept { return p_; }
+  constexpr int ranks() const noexcept { return s_.ranks(); }
+  /// The op an op copy is a copy of.
+  constexpr const op& at(std::uint32_t x) const noexcept { return s_.ops[op_of(x)]; }
   constexpr std::uint32_t ops() const noexcept { return n_ * reps_; }  ///< op copies
   constexpr std::uint32_t size() const noexcept { return n_; }         ///< ops of the program
   constexpr int replicas() const noexcept { return static_cast<int>(reps_); }
@@ -95,7 +102,7 @@ class semantics {
   /// core, and each member is started by itself on its own rank as soon as it has arrived (the
   /// communication backend makes a transfer's ends and a collective's copies meet).
   constexpr bool computes(std::uint32_t u) const noexcept {
-    return stream_of(p_.at(op_of(u)).k) == stream_class::compute;
+    return stream_of(s_.ops[op_of(u)].k) == stream_class::compute;
   }
 
   /// What op copy `x` waits for: `fn(y, event)` per op copy whose completion it needs; `event`
@@ -121,6 +128,7 @@ class semantics {
   static constexpr std::uint32_t event_bit = 0x80000000u, index_mask = 0x7fffffffu;
 
   const program& p_;
+  const schedule& s_;
   std::uint32_t n_, reps_;
   buffer<std::uint32_t> lead_;  ///< per op copy: its unit's lead
   buffer<unit_kind> kind_;      ///< per lead: the unit's kind
@@ -135,7 +143,7 @@ class semantics {
     unit_kind* kinds = kind_.data();
     const std::uint32_t* partner = p_.partner.data();
     const std::uint8_t* stream = p_.stream.data();
-    const op* ops_ = p_.source.ops.data();
+    const op* ops_ = s_.ops.data();
     for (std::uint32_t i = 0; i < n; ++i) {
       const std::uint32_t j = partner[i];
       std::uint32_t l = i;
@@ -153,40 +161,44 @@ class semantics {
     }
   }
 
-  // Every wait as an edge (from, to | event bit), listed once, then sorted both ways by counting.
-  constexpr void build_edges(bool slot_barrier) {
-    const schedule& s = p_.source;
+  // Every wait as an edge, in two passes over the same loops: count per op copy, then place each
+  // edge at its op's cursor, the range's begin moving up (no copies of the offsets: constant
+  // evaluation pays for every array it allocates).
+  template <bool Fill>
+  constexpr void each_edge(bool slot_barrier) {
+    const schedule& s = s_;
     const std::uint32_t* queue = p_.queue.data();
     const std::uint32_t* qb = p_.queue_begin.data();
     const std::uint32_t* wb = p_.wait_begin.data();
     const std::uint32_t* waits = p_.waits.data();
-    const std::uint32_t Q = queues(), N = ops();
-    std::uint32_t E = reps_ * (n_ + static_cast<std::uint32_t>(p_.waits.size()));
-    if (slot_barrier)
-      for (int rk = 0; rk < s.ranks(); ++rk) {
-        std::uint32_t prev = 0;
-        for (std::uint32_t g = s.first_slot(rk); g < s.end_slot(rk); ++g) {
-          const std::uint32_t size = s.slot_end[g] - s.first_op(g);
-          if (size == 0) continue;
-          E += reps_ * size * prev;
-          prev = size;
-        }
-      }
-    buffer<std::uint32_t> from_buf(E), to_buf(E);
-    std::uint32_t* from = from_buf.data();
-    std::uint32_t* to = to_buf.data();
-    std::uint32_t e = 0;
+    std::uint32_t* ib = in_begin_.data();
+    std::uint32_t* ob = out_begin_.data();
+    std::uint32_t* in = in_.data();
+    std::uint32_t* out = out_.data();
+    const std::uint32_t Q = queues();
     for (std::uint32_t r = 0; r < reps_; ++r) {
       const std::uint32_t base = r * n_;
       for (std::uint32_t q = 0; q < Q; ++q)
-        for (std::uint32_t k = qb[q] + 1; k < qb[q + 1]; ++k, ++e) {
-          from[e] = queue[k - 1] + base;
-          to[e] = queue[k] + base;
+        for (std::uint32_t k = qb[q] + 1; k < qb[q + 1]; ++k) {
+          const std::uint32_t from = queue[k - 1] + base, to = queue[k] + base;
+          if constexpr (Fill) {
+            in[ib[to]++] = from;
+            out[ob[from]++] = to;
+          } else {
+            ++ib[to + 1];
+            ++ob[from + 1];
+          }
         }
       for (std::uint32_t i = 0; i < n_; ++i)
-        for (std::uint32_t w = wb[i]; w < wb[i + 1]; ++w, ++e) {
-          from[e] = waits[w] + base;
-          to[e] = (i + base) | event_bit;
+        for (std::uint32_t w = wb[i]; w < wb[i + 1]; ++w) {
+          const std::uint32_t from = waits[w] + base, to = i + base;
+          if constexpr (Fill) {
+            in[ib[to]++] = from | event_bit;
+            out[ob[from]++] = to | event_bit;
+          } else {
+            ++ib[to + 1];
+            ++ob[from + 1];
+          }
         }
       if (!slot_barrier) continue;
       for (int rk = 0; rk < s.ranks(); ++rk) {
@@ -195,40 +207,43 @@ class semantics {
           const std::uint32_t b = s.first_op(g), end = s.slot_end[g];
           if (b == end) continue;
           for (std::uint32_t i = b; i < end; ++i)
-            for (std::uint32_t j = prev_b; j < prev_e; ++j, ++e) {
-              from[e] = j + base;
-              to[e] = (i + base) | event_bit;
+            for (std::uint32_t j = prev_b; j < prev_e; ++j) {
+              const std::uint32_t from = j + base, to = i + base;
+              if constexpr (Fill) {
+                in[ib[to]++] = from | event_bit;
+                out[ob[from]++] = to | event_bit;
+              } else {
+                ++ib[to + 1];
+                ++ob[from + 1];
+              }
             }
           prev_b = b;
           prev_e = end;
         }
       }
     }
-    E = e;  // queues of one op add no edge
+  }
+
+  constexpr void build_edges(bool slot_barrier) {
+    const std::uint32_t N = ops();
     in_begin_.assign(N + 1, 0);
     out_begin_.assign(N + 1, 0);
+    each_edge<false>(slot_barrier);
     std::uint32_t* ib = in_begin_.data();
     std::uint32_t* ob = out_begin_.data();
-    for (e = 0; e < E; ++e) {
-      ++ib[(to[e] & index_mask) + 1];
-      ++ob[from[e] + 1];
-    }
-    for (std::uint32_t x = 0; x < N; ++x) {
+    for (std::uint32_t x = 0; x < N; ++x) {  // begins of the ranges: the fill's cursors
       ib[x + 1] += ib[x];
       ob[x + 1] += ob[x];
     }
-    in_.resize(E);
-    out_.resize(E);
-    buffer<std::uint32_t> fill_in = in_begin_, fill_out = out_begin_;
-    std::uint32_t* fi = fill_in.data();
-    std::uint32_t* fo = fill_out.data();
-    std::uint32_t* in = in_.data();
-    std::uint32_t* out = out_.data();
-    for (e = 0; e < E; ++e) {
-      const std::uint32_t t = to[e] & index_mask, bit = to[e] & event_bit;
-      in[fi[t]++] = from[e] | bit;
-      out[fo[from[e]]++] = to[e];
+    in_.resize(ib[N]);
+    out_.resize(ob[N]);
+    each_edge<true>(slot_barrier);
+    // Each cursor now stands at its range's end, the next range's begin: shift back into place.
+    for (std::uint32_t x = N; x > 0; --x) {
+      ib[x] = ib[x - 1];
+      ob[x] = ob[x - 1];
     }
+    ib[0] = ob[0] = 0;
   }
 };
 
@@ -310,7 +325,7 @@ class readiness {
 template <class Completed>
 constexpr buffer<std::uint32_t> stuck_ops(const semantics& g, const Completed& completed) {
   const program& p = g.prog();
-  buffer<std::uint32_t> out(static_cast<std::size_t>(p.ranks()), program::none);
+  buffer<std::uint32_t> out(static_cast<std::size_t>(g.ranks()), program::none);
   for (std::uint32_t q = 0; q < g.queues(); ++q)
     for (std::uint32_t k = p.queue_begin[q]; k < p.queue_begin[q + 1]; ++k) {
       const std::uint32_t i = p.queue[k];

@@ -284,8 +284,8 @@ class checker {
         return false;
       }
     }
-    finish_program(p, prog, static_cast<buffer<std::uint32_t>&&>(partner));
-    const semantics g(prog);
+    finish_program(p, prog, static_cast<buffer<std::uint32_t>&&>(partner), false);
+    const semantics g(prog, s_);
     readiness<> st(g);
     struct walk : readiness_events {
       buffer<std::uint32_t> ready_units;

@@ -47,7 +47,7 @@ inline timeline simulate_on_workers(const program& p, const cost_model& c, unsig
     double begin = at;
     const double cost = cost_of(g, c, u);
     if (g.computes(u)) {
-      begin = std::max(at, free_at.top());
+      begin = std::max(at, free_at.top()) + opt.dispatch_overhead;
       free_at.pop();
       free_at.push(begin + cost);
     }

@@ -23,6 +23,10 @@ struct sim_options {
   /// From an event firing to the op that waits for it starting: an event synchronisation on an
   /// accelerator, a thread waking up on the CPU runtime (`measured_event_latency` finds it).
   double event_latency = 0;
+  /// What a worker spends on each unit of compute besides its cost (taking it, starting it,
+  /// recording it): the CPU runtime's `run_result::dispatch_gap`. Only `simulate_on_workers`
+  /// has workers to charge it to.
+  double dispatch_overhead = 0;
 };
 
 /// How long a unit of work takes: an overlapped forward/backward pair its pair cost, any other
@@ -31,7 +35,7 @@ constexpr double cost_of(const semantics& g, const cost_model& c, std::uint32_t 
   if (g.kind_of(u) == unit_kind::pair) return c.pair();
   double t = 0;
   g.each_member(u, [&](std::uint32_t x) {
-    const op& o = g.prog().at(g.op_of(x));
+    const op& o = g.at(x);
     t = t > c.of(o.k, o.ph) ? t : c.of(o.k, o.ph);
   });
   return t;
