@@ -164,6 +164,17 @@ class semantics {
   // Every wait as an edge, in two passes over the same loops: count per op copy, then place each
   // edge at its op's cursor, the range's begin moving up (no copies of the offsets: constant
   // evaluation pays for every array it allocates).
+  // Counts an edge (first pass) or places it at both ends' cursors (second pass).
+  template <bool Fill>
+  constexpr void add_edge(std::uint32_t from, std::uint32_t to, std::uint32_t bit) {
+    if constexpr (Fill) {
+      in_[in_begin_[to]++] = from | bit;
+      out_[out_begin_[from]++] = to | bit;
+    } else {
+      ++in_begin_[to + 1];
+      ++out_begin_[from + 1];
+    }
+  }
   template <bool Fill>
   constexpr void each_edge(bool slot_barrier) {
     const schedule& s = s_;
@@ -171,35 +182,15 @@ class semantics {
     const std::uint32_t* qb = p_.queue_begin.data();
     const std::uint32_t* wb = p_.wait_begin.data();
     const std::uint32_t* waits = p_.waits.data();
-    std::uint32_t* ib = in_begin_.data();
-    std::uint32_t* ob = out_begin_.data();
-    std::uint32_t* in = in_.data();
-    std::uint32_t* out = out_.data();
     const std::uint32_t Q = queues();
     for (std::uint32_t r = 0; r < reps_; ++r) {
       const std::uint32_t base = r * n_;
       for (std::uint32_t q = 0; q < Q; ++q)
-        for (std::uint32_t k = qb[q] + 1; k < qb[q + 1]; ++k) {
-          const std::uint32_t from = queue[k - 1] + base, to = queue[k] + base;
-          if constexpr (Fill) {
-            in[ib[to]++] = from;
-            out[ob[from]++] = to;
-          } else {
-            ++ib[to + 1];
-            ++ob[from + 1];
-          }
-        }
+        for (std::uint32_t k = qb[q] + 1; k < qb[q + 1]; ++k)
+          add_edge<Fill>(queue[k - 1] + base, queue[k] + base, 0u);
       for (std::uint32_t i = 0; i < n_; ++i)
-        for (std::uint32_t w = wb[i]; w < wb[i + 1]; ++w) {
-          const std::uint32_t from = waits[w] + base, to = i + base;
-          if constexpr (Fill) {
-            in[ib[to]++] = from | event_bit;
-            out[ob[from]++] = to | event_bit;
-          } else {
-            ++ib[to + 1];
-            ++ob[from + 1];
-          }
-        }
+        for (std::uint32_t w = wb[i]; w < wb[i + 1]; ++w)
+          add_edge<Fill>(waits[w] + base, i + base, event_bit);
       if (!slot_barrier) continue;
       for (int rk = 0; rk < s.ranks(); ++rk) {
         std::uint32_t prev_b = 0, prev_e = 0;
@@ -207,16 +198,8 @@ class semantics {
           const std::uint32_t b = s.first_op(g), end = s.slot_end[g];
           if (b == end) continue;
           for (std::uint32_t i = b; i < end; ++i)
-            for (std::uint32_t j = prev_b; j < prev_e; ++j) {
-              const std::uint32_t from = j + base, to = i + base;
-              if constexpr (Fill) {
-                in[ib[to]++] = from | event_bit;
-                out[ob[from]++] = to | event_bit;
-              } else {
-                ++ib[to + 1];
-                ++ob[from + 1];
-              }
-            }
+            for (std::uint32_t j = prev_b; j < prev_e; ++j)
+              add_edge<Fill>(j + base, i + base, event_bit);
           prev_b = b;
           prev_e = end;
         }
