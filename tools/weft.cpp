@@ -35,7 +35,9 @@
 #include <weft/schedules/interleaved.hpp>
 #include <weft/schedules/one_f_one_b.hpp>
 #include <weft/schedules/zero_bubble_v.hpp>
+#include <weft/sim/calibrate.hpp>
 #include <weft/sim/metrics.hpp>
+#include <weft/sim/shared_workers.hpp>
 
 namespace {
 
@@ -388,7 +390,7 @@ weft::rt::delay_model delay_preset(const std::string& name) {
 /// Runs `s` with `Executor` on `model`, then the serial reference, and reports both.
 template <class Executor, class Model>
 int run_and_report(const request& q, const weft::schedule& s, Model& model,
-                   const weft::exec::run_options& opt, const std::string& what) {
+                   const weft::exec::run_options& opt, const std::string& what, int replicas) {
   Executor ex(model, opt);
   weft::exec::run_result<float> run;
   try {
@@ -402,15 +404,39 @@ int run_and_report(const request& q, const weft::schedule& s, Model& model,
   const float loss = model.serial_step();
   const double worst = weft::exec::max_grad_rel_err(run, model);
   const weft::step_metrics metrics = weft::measure(run.prog, run.time);
-  write_pictures(q, run.prog, run.time, 1e6, q.name + ", " + what + ", measured");
+  // The prediction of this very run: costs calibrated from it, the CPU runtime's workers and
+  // replicas, the same stream program through the same semantics.
+  const weft::cost_model cost = weft::calibrated(run.prog, run.time, {}, run.comm_span);
+  const weft::sim_options so{
+      .event_latency = weft::measured_event_latency(run.prog, run.time, run.posted),
+      .dispatch_overhead = run.dispatch_gap};
+  const weft::timeline predicted =
+      weft::simulate_on_workers(run.prog, cost, opt.workers, so, replicas);
+  if (!q.svg.empty()) {  // measured above predicted, on one time scale
+    std::ofstream out(q.svg);
+    if (!out) {
+      std::cerr << "weft: cannot write '" << q.svg << "'\n";
+      return 2;
+    }
+    weft::write_svg_compare(out, run.prog, run.time, "measured (s)", predicted,
+                            "predicted from the calibrated cost model (s)",
+                            {.title = q.name + ", " + what});
+  }
+  if (!q.trace.empty()) {
+    request trace_only = q;
+    trace_only.svg.clear();
+    write_pictures(trace_only, run.prog, run.time, 1e6, q.name + ", " + what + ", measured");
+  }
   std::ostringstream extra;
   extra << std::setprecision(9) << "\"loss\":" << run.loss << ",\"serial_loss\":" << loss
-        << ",\"max_grad_rel_err\":" << worst;
+        << ",\"max_grad_rel_err\":" << worst << ",\"predicted_makespan\":" << predicted.makespan;
   if (q.json) {
     print_json(std::cout, q.name, metrics, extra.str());
   } else {
     std::cout << what << "\n";
     print_text(std::cout, q.name, metrics);
+    std::cout << "predicted makespan " << predicted.makespan
+              << " (costs calibrated from this run)\n";
     std::cout << "loss " << run.loss << " (serial " << loss << "), max gradient relative error "
               << worst << " (times in seconds)\n";
   }
@@ -427,7 +453,7 @@ int run_command(const request& q) {
     if (q.ep > 1) bad_usage("--ep needs MoE layers (--moe or --fb-overlap)");
     weft::exec::dense_model<float> model({.stages = stages, .micro = q.micro});
     return run_and_report<weft::exec::dense_executor<float>>(
-        q, s, model, opt, "tiny dense model, " + std::to_string(q.pp) + " ranks");
+        q, s, model, opt, "tiny dense model, " + std::to_string(q.pp) + " ranks", 1);
   }
   const int ep = q.ep == 0 ? 2 : q.ep;
   weft::exec::moe_config cfg = weft::exec::demo_config();
@@ -445,7 +471,8 @@ int run_command(const request& q) {
   return run_and_report<weft::exec::moe_executor<float>>(
       q, s, *model, opt,
       "tiny MoE model, " + std::to_string(q.pp) + " pipeline ranks x " + std::to_string(ep) +
-          " expert-parallel = " + std::to_string(q.pp * ep) + " ranks");
+          " expert-parallel = " + std::to_string(q.pp * ep) + " ranks",
+      ep);
 }
 
 int compare_command(const request& q) {

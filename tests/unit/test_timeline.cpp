@@ -5,6 +5,7 @@
 #include <pugixml.hpp>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include <weft/io/timeline.hpp>
 #include <weft/schedules/dualpipe.hpp>
@@ -78,4 +79,40 @@ TEST_CASE("SVG timeline: a rectangle per op, placed by its start and length") {
   std::string last_tick;
   for (const pugi::xml_node t : svg.children("text")) last_tick = t.child_value();
   CHECK(std::stod(last_tick) == doctest::Approx(s.time.makespan));
+}
+
+TEST_CASE("SVG comparison: two timelines of one program, one above the other, one time scale") {
+  const sample s;
+  const timeline slower = simulate(s.prog, cost_model::pipeline(4, 8, 4, -1, 0.4, 1.0));
+  std::ostringstream out;
+  svg_style style;
+  style.width = 1000;
+  write_svg_compare(out, s.prog, s.time, "measured", slower, "predicted", style);
+  pugi::xml_document doc;
+  REQUIRE(doc.load_string(out.str().c_str()));
+  const pugi::xml_node svg = doc.child("svg");
+  const double left = svg.child("line").attribute("x1").as_double();
+  const double scale = 1000 / slower.makespan;  // the longer of the two spans the width
+  std::vector<double> top_y(s.prog.size(), -1);
+  int ops = 0;
+  for (const pugi::xml_node g : svg.children("g")) {
+    const auto i = static_cast<std::uint32_t>(g.attribute("data-op").as_uint());
+    const pugi::xml_node rect = g.child("rect");
+    const bool first = top_y[i] < 0;
+    const timeline& t = first ? s.time : slower;
+    CHECK(rect.attribute("x").as_double() ==
+          doctest::Approx(left + t.start[i] * scale).epsilon(1e-4));
+    if (first)
+      top_y[i] = rect.attribute("y").as_double();
+    else
+      CHECK(rect.attribute("y").as_double() > top_y[i]);  // the second picture is below
+    ++ops;
+  }
+  CHECK(ops == 2 * static_cast<int>(s.prog.size()));
+  bool measured = false, predicted = false;
+  for (const pugi::xml_node t : svg.children("text")) {
+    measured = measured || std::string(t.child_value()) == "measured";
+    predicted = predicted || std::string(t.child_value()) == "predicted";
+  }
+  CHECK((measured && predicted));
 }

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <ostream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -117,13 +118,24 @@ struct svg_style {
   double width = 1200;      ///< pixels for the whole step
   double lane_height = 18;  ///< pixels per stream lane
   std::string title;
+  /// The time the width stands for; 0: the timeline's makespan. Pictures drawn to compare
+  /// share one.
+  double time_span = 0;
 };
 
-/// Writes an SVG timeline: per rank a row of lanes, one per stream that has ops.
-inline void write_svg(std::ostream& out, const program& p, const timeline& t, svg_style st = {}) {
-  const double left = 110, top = 34, gap = 8;
-  const double scale = t.makespan > 0 ? st.width / t.makespan : 1;
+namespace detail {
+/// Draws the lanes, ops and time axis of a timeline from `top` down; returns the height used.
+inline double svg_timeline(std::ostream& out, const program& p, const timeline& t,
+                           const svg_style& st, double top, const std::string& caption) {
+  const double left = 110, gap = 8;
+  const double span = st.time_span > 0 ? st.time_span : t.makespan;
+  const double scale = span > 0 ? st.width / span : 1;
   const bool chunks = p.source.model.chunks() > p.ranks();
+  if (!caption.empty()) {
+    out << "<text x=\"4\" y=\"" << top + 12 << "\" font-size=\"12\">" << xml_escape(caption)
+        << "</text>\n";
+    top += 18;
+  }
   // Lanes: the streams each rank uses, compute first.
   std::vector<std::vector<int>> lanes(static_cast<std::size_t>(p.ranks()));
   double y = top;
@@ -136,35 +148,13 @@ inline void write_svg(std::ostream& out, const program& p, const timeline& t, sv
     row_y[static_cast<std::size_t>(r)] = y;
     y += static_cast<double>(lanes[static_cast<std::size_t>(r)].size()) * st.lane_height + gap;
   }
-  const double height = y + 30;
-  out << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << left + st.width + 20
-      << "\" height=\"" << height << "\" font-family=\"sans-serif\" font-size=\"10\">\n";
-  out << "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
-  if (!st.title.empty())
-    out << "<text x=\"" << left << "\" y=\"20\" font-size=\"14\">" << detail::xml_escape(st.title)
-        << "</text>\n";
-  {  // Legend: the kinds present, right-aligned on the title line.
-    bool present[kind_count] = {};
-    for (const op& o : p.source.ops) present[static_cast<int>(o.k)] = true;
-    present[static_cast<int>(kind::recv)] = false;  // drawn as "transfer" with send
-    double x = left + st.width;
-    for (int k = kind_count - 1; k >= 0; --k) {
-      if (!present[k]) continue;
-      const kind kk = static_cast<kind>(k);
-      const std::string name = kk == kind::send ? "transfer" : std::string(name_of(kk));
-      x -= 14 + 6.0 * static_cast<double>(name.size()) + 12;
-      out << "<rect class=\"legend\" x=\"" << x << "\" y=\"10\" width=\"12\" height=\"12\" fill=\""
-          << detail::colour_of(kk) << "\" stroke=\"#555\" stroke-width=\"0.5\"/><text x=\""
-          << x + 15 << "\" y=\"20\">" << name << "</text>\n";
-    }
-  }
   for (int r = 0; r < p.ranks(); ++r) {
     const auto& ls = lanes[static_cast<std::size_t>(r)];
     for (std::size_t k = 0; k < ls.size(); ++k) {
       const double ly =
           row_y[static_cast<std::size_t>(r)] + static_cast<double>(k) * st.lane_height;
       out << "<text x=\"4\" y=\"" << ly + st.lane_height * 0.7 << "\">rank " << r << " "
-          << detail::stream_name(ls[k]) << "</text>\n";
+          << stream_name(ls[k]) << "</text>\n";
     }
   }
   for (std::uint32_t i = 0; i < p.size(); ++i) {
@@ -174,11 +164,11 @@ inline void write_svg(std::ostream& out, const program& p, const timeline& t, sv
     const auto k = static_cast<double>(std::find(ls.begin(), ls.end(), p.stream[i]) - ls.begin());
     const double x = left + t.start[i] * scale, w = (t.finish[i] - t.start[i]) * scale;
     const double ly = row_y[p.rank[i]] + k * st.lane_height;
-    out << "<g class=\"op\" data-op=\"" << i << "\"><title>" << detail::xml_escape(to_string(o))
-        << " [" << t.start[i] << ", " << t.finish[i] << "]</title><rect x=\"" << x << "\" y=\""
-        << ly + 1 << "\" width=\"" << w << "\" height=\"" << st.lane_height - 2 << "\" fill=\""
-        << detail::colour_of(o.k) << "\" stroke=\"#555\" stroke-width=\"0.5\"/>";
-    const std::string label = detail::short_label(o, chunks);
+    out << "<g class=\"op\" data-op=\"" << i << "\"><title>" << xml_escape(to_string(o)) << " ["
+        << t.start[i] << ", " << t.finish[i] << "]</title><rect x=\"" << x << "\" y=\"" << ly + 1
+        << "\" width=\"" << w << "\" height=\"" << st.lane_height - 2 << "\" fill=\""
+        << colour_of(o.k) << "\" stroke=\"#555\" stroke-width=\"0.5\"/>";
+    const std::string label = short_label(o, chunks);
     if (w >= 6.0 * static_cast<double>(label.size()))
       out << "<text x=\"" << x + w / 2 << "\" y=\"" << ly + st.lane_height * 0.7
           << "\" text-anchor=\"middle\">" << label << "</text>";
@@ -192,9 +182,55 @@ inline void write_svg(std::ostream& out, const program& p, const timeline& t, sv
     const double x = left + st.width * k / 10.0;
     out << "<line x1=\"" << x << "\" y1=\"" << axis << "\" x2=\"" << x << "\" y2=\"" << axis + 4
         << "\" stroke=\"black\"/><text x=\"" << x << "\" y=\"" << axis + 16
-        << "\" text-anchor=\"middle\">" << t.makespan * k / 10.0 << "</text>\n";
+        << "\" text-anchor=\"middle\">" << span * k / 10.0 << "</text>\n";
   }
-  out << "</svg>\n";
+  return axis + 26;
+}
+
+/// The SVG's opening, background, title and legend (the kinds present).
+inline void svg_header(std::ostream& out, const program& p, const svg_style& st, double height) {
+  const double left = 110;
+  out << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << left + st.width + 20
+      << "\" height=\"" << height << "\" font-family=\"sans-serif\" font-size=\"10\">\n";
+  out << "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
+  if (!st.title.empty())
+    out << "<text x=\"" << left << "\" y=\"20\" font-size=\"14\">" << xml_escape(st.title)
+        << "</text>\n";
+  bool present[kind_count] = {};
+  for (const op& o : p.source.ops) present[static_cast<int>(o.k)] = true;
+  present[static_cast<int>(kind::recv)] = false;  // drawn as "transfer" with send
+  double x = left + st.width;
+  for (int k = kind_count - 1; k >= 0; --k) {
+    if (!present[k]) continue;
+    const kind kk = static_cast<kind>(k);
+    const std::string name = kk == kind::send ? "transfer" : std::string(name_of(kk));
+    x -= 14 + 6.0 * static_cast<double>(name.size()) + 12;
+    out << "<rect class=\"legend\" x=\"" << x << "\" y=\"10\" width=\"12\" height=\"12\" fill=\""
+        << colour_of(kk) << "\" stroke=\"#555\" stroke-width=\"0.5\"/><text x=\"" << x + 15
+        << "\" y=\"20\">" << name << "</text>\n";
+  }
+}
+}  // namespace detail
+
+/// Writes an SVG timeline: per rank a row of lanes, one per stream that has ops.
+inline void write_svg(std::ostream& out, const program& p, const timeline& t, svg_style st = {}) {
+  std::ostringstream body;
+  const double height = detail::svg_timeline(body, p, t, st, 34, "");
+  detail::svg_header(out, p, st, height);
+  out << body.str() << "</svg>\n";
+}
+
+/// Writes two timelines of one program one above the other on one time scale — measured and
+/// predicted, say — each under its caption.
+inline void write_svg_compare(std::ostream& out, const program& p, const timeline& upper,
+                              const std::string& upper_caption, const timeline& lower,
+                              const std::string& lower_caption, svg_style st = {}) {
+  if (st.time_span <= 0) st.time_span = std::max(upper.makespan, lower.makespan);
+  std::ostringstream body;
+  const double middle = detail::svg_timeline(body, p, upper, st, 34, upper_caption);
+  const double height = detail::svg_timeline(body, p, lower, st, middle + 6, lower_caption);
+  detail::svg_header(out, p, st, height);
+  out << body.str() << "</svg>\n";
 }
 
 }  // namespace weft
