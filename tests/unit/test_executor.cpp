@@ -2,6 +2,10 @@
 // reference; repeated runs are bit-for-bit equal; failures and hangs are reported, not hung on.
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <chrono>
+#include <thread>
+
 #include <weft/exec/executor.hpp>
 #include <weft/schedule/dsl.hpp>
 #include <weft/schedules/dualpipe.hpp>
@@ -141,4 +145,28 @@ TEST_CASE(
   reference.serial_step();
   const run_result<float> ok = dense_executor<float>(model, opt).run(one_comm_stream(false));
   CHECK(max_grad_rel_err(ok, reference) < 1e-5);
+}
+
+TEST_CASE(
+    "measured times: a transfer starts at its later end; the runtime's cost per unit is seen") {
+  dense_model<float> model({.stages = 2, .micro = 4});
+  run_options opt;
+  opt.workers = 1;
+  const run_result<float> quick =
+      dense_executor<float>(model, opt).run(one_f_one_b({.ranks = 2, .micro = 4}));
+  for (std::uint32_t i = 0; i < quick.prog.size(); ++i) {
+    const std::uint32_t j = quick.prog.partner[i];
+    if (!is_p2p(quick.prog.at(i).k) || j == program::none) continue;
+    CHECK(quick.time.start[i] == quick.time.start[j]);  // one unit: both ends start together
+    CHECK(quick.time.start[i] == std::max(quick.posted[i], quick.posted[j]));
+  }
+  // Work the runtime does for an op before it starts (here: before_op sleeping 3 ms) shows up as
+  // the gap between two units on the one worker.
+  opt.before_op = [](int, const op& o) {
+    if (o.k == kind::block) std::this_thread::sleep_for(std::chrono::milliseconds(3));
+  };
+  const run_result<float> slow =
+      dense_executor<float>(model, opt).run(one_f_one_b({.ranks = 2, .micro = 4}));
+  CHECK(slow.dispatch_gap >= 0.0025);
+  CHECK(quick.dispatch_gap < slow.dispatch_gap);
 }

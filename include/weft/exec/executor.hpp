@@ -12,6 +12,7 @@
 #include <weft/exec/dense_model.hpp>
 #include <weft/exec/run_result.hpp>
 #include <weft/exec/runner.hpp>
+#include <weft/sim/program.hpp>
 
 namespace weft::exec {
 

@@ -15,6 +15,7 @@
 #include <weft/exec/moe_model.hpp>
 #include <weft/exec/run_result.hpp>
 #include <weft/exec/runner.hpp>
+#include <weft/sim/program.hpp>
 
 namespace weft::exec {
 

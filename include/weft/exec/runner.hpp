@@ -30,7 +30,6 @@
 #include <weft/schedule/program.hpp>
 #include <weft/schedule/semantics.hpp>
 #include <weft/schedule/text.hpp>
-#include <weft/sim/program.hpp>
 
 namespace weft::exec {
 
