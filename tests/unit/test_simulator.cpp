@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 
+#include <weft/schedule/dsl.hpp>
 #include <weft/schedules/dualpipe.hpp>
 #include <weft/schedules/interleaved.hpp>
 #include <weft/schedules/one_f_one_b.hpp>
@@ -326,4 +327,22 @@ TEST_CASE("bubbles as docs/schedules.md derives them: 1F1B, ZB-H1, ZB-V") {
     const double v = simulate(lower(zb_v({.ranks = P, .micro = M})), c).makespan;
     CHECK(v - 2 * M * (1 + 2) == doctest::Approx((P - 1) * 1.0));
   }
+}
+
+TEST_CASE("lowering without the check still refuses what has no program") {
+  schedule twice = one_f_one_b({.ranks = 1, .micro = 1});
+  twice.add_slot(twice.ops[0]);
+  CHECK_THROWS_WITH_AS(lower_unchecked(twice),
+                       "weft: lower: block/F mb=0 is outside the model or repeated", config_error);
+  // Two sends on one channel received in the other order: FIFO pairs the wrong payloads.
+  const model_desc m{.ranks = 2, .micro = 2, .backward = false};
+  const schedule crossed =
+      with_model(ranks(slots(block(F, mb{0}), block(F, mb{1}), send(F, mb{0}), send(F, mb{1})),
+                       slots(recv(F, mb{1}, chunk{1}), recv(F, mb{0}, chunk{1}, lane{1}),
+                             block(F, mb{0}, chunk{1}), block(F, mb{1}, chunk{1}))),
+                 m);
+  CHECK_THROWS_WITH_AS(lower_unchecked(crossed),
+                       "weft: lower: send/F mb=0 is paired in FIFO order with recv/F mb=1 "
+                       "chunk=1, which carries other data",
+                       config_error);
 }

@@ -11,7 +11,7 @@
 namespace weft::detail {
 
 /// Per-op facts the rules and the lowering share, computed once. `pos`/`id` are filled by the
-/// caller (the checker as it meets duplicates; `index_ops` for a schedule known to be legal).
+/// caller as it meets each op (the checker and `lower` both refuse duplicates).
 struct placed {
   const schedule& s;
   op_index ix;
@@ -56,13 +56,5 @@ struct placed {
         [&](std::uint32_t pid, int) { fn(pos[pid], pid); });
   }
 };
-
-/// Fills `pos` and `id` of a schedule whose ops are inside the model and unique.
-constexpr void index_ops(placed& p) {
-  for (std::uint32_t i = 0; i < p.s.ops.size(); ++i) {
-    p.id[i] = p.ix.raw_id(p.s.ops[i]);
-    p.pos[p.id[i]] = i;
-  }
-}
 
 }  // namespace weft::detail

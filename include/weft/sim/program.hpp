@@ -39,16 +39,20 @@ constexpr program lower(const schedule& input, bool checked) {
   }
   const schedule s = crosses ? with_transfers(input) : input;
   placed p(s, collectives, p2p || crosses);
-  for (const op& o : s.ops)
+  for (std::uint32_t i = 0; i < s.ops.size(); ++i) {
+    const op& o = s.ops[i];
     if (p.ix.why_outside(o) != outside::none || p.has(o))
       throw config_error("weft: lower: " + to_string(o) + " is outside the model or repeated");
-    else
-      p.pos[p.ix.raw_id(o)] = 0;  // marked; `index_ops` fills the positions
-  index_ops(p);
+    p.id[i] = p.ix.raw_id(o);
+    p.pos[p.id[i]] = i;
+  }
   buffer<std::uint32_t> partner(s.ops.size(), program::none);
   if (const transfer_fault f = match_transfers(p, partner); f.what != fault::none)
     throw config_error("weft: lower: " + to_string(s.ops[f.subject]) +
-                       " has no transfer to pair with in FIFO order on its channel");
+                       (f.what == fault::mismatched_transfer
+                            ? " is paired in FIFO order with " + to_string(s.ops[f.other]) +
+                                  ", which carries other data"
+                            : " has no transfer to pair with in FIFO order on its channel"));
   return build_program(p, static_cast<buffer<std::uint32_t>&&>(partner));
 }
 }  // namespace detail
