@@ -104,14 +104,28 @@ struct empty_kernels {
   void operator()(weft::kinds::block, weft::phases::forward, weft::exec::run_call&) { ++*sink; }
 };
 
-void runner_chain(benchmark::State& state) {
-  const weft::program& p = chain_program();
-  std::int64_t sink = 0;
-  empty_kernels k{&sink};
+weft::exec::run_options chain_options() {
   weft::exec::run_options opt;
   opt.workers = 2;
   opt.comm_workers = 0;
-  for (auto _ : state) weft::exec::run_program(p, 1, k, opt);
+  return opt;
+}
+
+/// A runner built once, run step after step (what a trainer does): the per-op cost.
+void runner_chain(benchmark::State& state) {
+  std::int64_t sink = 0;
+  empty_kernels k{&sink};
+  weft::exec::runner r(chain_program(), 1, chain_options());
+  for (auto _ : state) r.run(k);
+  benchmark::DoNotOptimize(sink);
+  state.SetItemsProcessed(state.iterations() * chain);
+}
+
+/// `run_program`: a runner built for one run (semantics, threads, streams), per op.
+void runner_chain_once(benchmark::State& state) {
+  std::int64_t sink = 0;
+  empty_kernels k{&sink};
+  for (auto _ : state) weft::exec::run_program(chain_program(), 1, k, chain_options());
   benchmark::DoNotOptimize(sink);
   state.SetItemsProcessed(state.iterations() * chain);
 }
@@ -229,6 +243,7 @@ BENCHMARK(streams_handoff)->Unit(benchmark::kMicrosecond)->UseRealTime();
 BENCHMARK(condvar_handoff)->Unit(benchmark::kMicrosecond)->UseRealTime();
 BENCHMARK(streams_chain)->Unit(benchmark::kMicrosecond)->UseRealTime();
 BENCHMARK(runner_chain)->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK(runner_chain_once)->Unit(benchmark::kMicrosecond)->UseRealTime();
 
 // How long a 150 us modelled delay really takes: the timer fires an event, a comm stream waiting
 // on it runs, the host sees it. What an emulated link adds on top of its model.

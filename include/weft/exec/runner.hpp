@@ -25,6 +25,7 @@
 
 #include <weft/core/binding.hpp>
 #include <weft/core/error.hpp>
+#include <weft/rt/clock.hpp>
 #include <weft/rt/inproc.hpp>
 #include <weft/rt/stream.hpp>
 #include <weft/schedule/program.hpp>
@@ -102,11 +103,13 @@ class atomic_counters {
   std::unique_ptr<std::atomic<std::uint32_t>[]> c_;
 };
 
-/// Per worker thread: the run and stream whose task it is running, and the unit of that stream
-/// that became ready meanwhile, to run next in the same task.
+/// Per worker thread: the run and stream whose task it is running, the unit of that stream that
+/// became ready meanwhile (to run next in the same task), and the clock reading the thread took
+/// last (the moment an op completed is the moment what it readied became ready).
 struct follow_on {
   const void* owner = nullptr;
   std::uint32_t queue = 0, unit = 0xffffffffu;
+  rt::cycle_clock::ticks tick = 0;
   static follow_on& here() noexcept {
     thread_local follow_on f;
     return f;
@@ -114,52 +117,111 @@ struct follow_on {
 };
 
 /// What the runner does as the semantics announces work: a comm op is posted as soon as it has
-/// arrived, a unit of compute runs once it is ready.
+/// arrived, a unit of compute runs once it is ready. Both are handed the launcher itself, which
+/// the work they queue completes through.
+template <class Post, class Run>
 struct launcher : readiness_events {
   static constexpr bool announces_arrivals = true;
-  std::function<void(std::uint32_t)> post, run;
-  void arrived(std::uint32_t x) { post(x); }
-  void ready(std::uint32_t u) { run(u); }
+  Post post;
+  Run run;
+  void arrived(std::uint32_t x) { post(*this, x); }
+  void ready(std::uint32_t u) { run(*this, u); }
 };
 }  // namespace detail
 
-/// Runs `p` on `replicas` copies of each pipeline rank (world rank = rank * replicas + replica)
-/// and returns replica 0's timeline in seconds from the start: each op from the start of its
-/// unit (a transfer when its later end is posted, a collective when its last replica is) to its
-/// completion; the makespan covers every replica. `comm_span` receives, per comm op, that span;
-/// `posted`, per op, when the op itself was started on its stream; `dispatch_gap`, the median
-/// time a worker spent between two units of compute when the second was already waiting. Throws
-/// `run_error` when an op throws (naming its rank and op) or when the run is not finished after
-/// `opt.timeout` (naming the op every unfinished rank waits at, and what it waits for); either way
-/// every stream is abandoned and every thread joined before it returns.
-template <run_binding Model>
-timeline run_program(const program& p, int replicas, Model& model, const run_options& opt,
-                     std::vector<double>* comm_span = nullptr,
-                     std::vector<double>* posted = nullptr, double* dispatch_gap = nullptr) {
-  if (replicas < 1) throw std::invalid_argument("weft: run: replicas must be >= 1");
-  const semantics g(p, {.replicas = replicas});
-  const std::uint32_t n = g.size(), N = g.ops(), Q = g.queues();
-  rt::worker_pool pool(opt.workers, opt.comm_workers);
-  rt::inproc_world world(p.ranks() * replicas, opt.delay);
-  std::vector<std::unique_ptr<rt::stream>> streams;  // per queue copy
-  for (std::uint32_t q = 0; q < Q * static_cast<std::uint32_t>(replicas); ++q) {
-    const bool comm = q % Q % streams_per_rank >= lanes_per_class;
-    streams.push_back(std::make_unique<rt::stream>(
-        pool, comm ? rt::stream_role::comm : rt::stream_role::compute));
+/// Runs one lowered program, step after step: the semantics, the worker threads, the streams and
+/// the communication world are built once, and each `run` executes the whole program with a model
+/// (a trainer's step). `run_program` is one runner used once.
+class runner {
+ public:
+  /// Runs `p` on `replicas` copies of each pipeline rank (world rank = rank * replicas + replica).
+  runner(program p, int replicas = 1, run_options opt = {})
+      : p_(std::move(p)),
+        replicas_(replicas >= 1 ? replicas
+                                : throw std::invalid_argument("weft: run: replicas must be >= 1")),
+        opt_(std::move(opt)),
+        g_(p_, {.replicas = replicas_}),
+        pool_(opt_.workers, opt_.comm_workers),
+        world_(std::make_unique<rt::inproc_world>(p_.ranks() * replicas_, opt_.delay)) {
+    const std::uint32_t Q = g_.queues();
+    for (std::uint32_t q = 0; q < Q * static_cast<std::uint32_t>(replicas_); ++q) {
+      const bool comm = q % Q % streams_per_rank >= lanes_per_class;
+      streams_.push_back(std::make_unique<rt::stream>(
+          pool_, comm ? rt::stream_role::comm : rt::stream_role::compute));
+    }
+    // The run is over when every op that releases nothing has completed: every other op is
+    // something one of them waited for.
+    for (std::uint32_t x = 0; x < g_.ops(); ++x)
+      if (g_.release_count(x) == 0) ++sinks_;
+    rt::cycle_clock::start();
   }
-  std::vector<double> started_at(N, -1.0), finished_at(N, -1.0);
-  // Per unit of compute (by its lead): when it became ready, and which worker thread ran it —
-  // to measure what the runtime spends between units (`dispatch_gap`).
-  std::vector<double> ready_at(N, -1.0);
-  std::vector<const void*> ran_on(N, nullptr);
-  std::vector<std::atomic<std::uint8_t>> completed(N);
-  const auto origin = std::chrono::steady_clock::now();
-  const auto now = [origin] {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - origin).count();
-  };
-  const auto world_rank = [&](std::uint32_t x) {
-    return p.rank[g.op_of(x)] * replicas + g.replica_of(x);
-  };
+  runner(const runner&) = delete;
+  runner& operator=(const runner&) = delete;
+
+  const program& prog() const noexcept { return p_; }
+  const semantics& graph() const noexcept { return g_; }
+  int replicas() const noexcept { return replicas_; }
+
+  /// Runs the program once and returns replica 0's timeline in seconds from the start: each op
+  /// from the start of its unit (a transfer when its later end is posted, a collective when its
+  /// last replica is) to its completion; the makespan covers every replica. `comm_span`
+  /// receives, per comm op, that span; `posted`, per op, when the op itself was started on its
+  /// stream; `dispatch_gap`, the median time a worker spent between two units of compute when the
+  /// second was already waiting. Throws `run_error` when an op throws (naming its rank and op) or
+  /// when the run is not finished after the timeout (naming the op every unfinished rank waits
+  /// at, and what it waits for); either way every stream is abandoned before it returns, and the
+  /// runner can run again.
+  template <run_binding Model>
+  timeline run(Model& model, std::vector<double>* comm_span = nullptr,
+               std::vector<double>* posted = nullptr, double* dispatch_gap = nullptr);
+
+ private:
+  using ticks = rt::cycle_clock::ticks;
+  static constexpr ticks never = ~ticks{0};
+
+  program p_;
+  int replicas_;
+  run_options opt_;
+  semantics g_;
+  std::uint32_t sinks_ = 0;
+  rt::worker_pool pool_;
+  std::unique_ptr<rt::inproc_world> world_;
+  std::vector<std::unique_ptr<rt::stream>> streams_;  ///< per queue copy
+  // Per op copy, for one run: when it started and completed, when (as a unit of compute, by its
+  // lead) it became ready and which worker thread ran it — to measure what the runtime spends
+  // between units (`dispatch_gap`).
+  std::vector<ticks> started_, finished_, ready_;
+  std::vector<const void*> ran_on_;
+  std::vector<std::uint8_t> followed_;  ///< ran as a follow-on, in the task of the one before
+
+  std::string name_rank(int wr) const {
+    std::string s = "rank " + std::to_string(wr);
+    if (replicas_ > 1)
+      s += " (pipeline rank " + std::to_string(wr / replicas_) + ", replica " +
+           std::to_string(wr % replicas_) + ")";
+    return s;
+  }
+  int world_rank(std::uint32_t x) const {
+    return p_.rank[g_.op_of(x)] * replicas_ + g_.replica_of(x);
+  }
+};
+
+template <run_binding Model>
+timeline runner::run(Model& model, std::vector<double>* comm_span, std::vector<double>* posted,
+                     double* dispatch_gap) {
+  const program& p = p_;
+  const semantics& g = g_;
+  const std::uint32_t n = g.size(), N = g.ops(), Q = g.queues();
+  started_.assign(N, never);
+  finished_.assign(N, never);
+  ready_.assign(N, never);
+  ran_on_.assign(N, nullptr);
+  followed_.assign(N, 0);
+  ticks* const started_at = started_.data();
+  ticks* const finished_at = finished_.data();
+  ticks* const ready_at = ready_.data();
+  const void** const ran_on = ran_on_.data();
+  std::uint8_t* const followed = followed_.data();
   const auto call_for = [&](std::uint32_t x, int step) {
     const std::uint32_t i = g.op_of(x);
     run_call c;
@@ -167,45 +229,40 @@ timeline run_program(const program& p, int replicas, Model& model, const run_opt
     c.rank = p.rank[i];
     c.replica = g.replica_of(x);
     c.world_rank = world_rank(x);
-    c.comm = &world.at(c.world_rank);
+    c.comm = &world_->at(c.world_rank);
     c.step = step;
     if (is_p2p(c.op.k) && p.partner[i] != program::none) {
-      c.peer = p.rank[p.partner[i]] * replicas + c.replica;
+      c.peer = p.rank[p.partner[i]] * replicas_ + c.replica;
       c.tag = transfer_tag;
     }
     return c;
   };
-  const auto begin = [&](std::uint32_t x) {
-    if (opt.before_op) opt.before_op(world_rank(x), p.at(g.op_of(x)));
-    started_at[x] = now();
-  };
 
-  // Launching what the semantics says is ready. Called from workers as ops complete.
-  detail::launcher ev;
   readiness<detail::atomic_counters> st(g);
   // Set once the run has failed or timed out: nothing more is launched, and what was already
   // queued returns at once, so the streams can be drained before this frame goes away.
   std::atomic<bool> stopping{false};
   // The host sleeps until the last op completes (or a failure or the deadline).
-  std::atomic<std::uint32_t> remaining{N};
+  std::atomic<std::uint32_t> remaining{sinks_};
   std::mutex done_m;
   std::condition_variable done_cv;
-  const auto complete = [&](std::uint32_t x) {
-    finished_at[x] = now();
-    completed[x].store(1);
-    if (remaining.fetch_sub(1) == 1) {
+  // Op copy `x` completed at `t` (on the calling thread's clock reading): release what waits.
+  const auto complete = [&](std::uint32_t x, ticks t, auto& ev) {
+    finished_at[x] = t;
+    detail::follow_on::here().tick = t;
+    st.complete(x, ev);
+    if (g.release_count(x) == 0 && remaining.fetch_sub(1) == 1) {
       std::lock_guard lock(done_m);
       done_cv.notify_all();
     }
-    st.complete(x, ev);
   };
   // The op whose kernel threw, when it ran as a follow-on inside another unit's task.
   std::atomic<std::uint32_t> failed_op{program::none};
   // A comm op (alone, or a member of a transfer or collective): started on its comm stream as
   // soon as it has arrived; the backend completes it when its peers are there too.
-  ev.post = [&](std::uint32_t x) {
+  const auto post = [&](auto& ev, std::uint32_t x) {
     if (g.computes(g.unit_of(x)) || stopping.load()) return;
-    rt::stream& s = *streams[g.queue_of(x)];
+    rt::stream& s = *streams_[g.queue_of(x)];
     const op o = p.at(g.op_of(x));
     const int steps = std::max(1, model.comm_steps(o));
     for (int step = 0; step < steps; ++step)
@@ -216,7 +273,10 @@ timeline run_program(const program& p, int replicas, Model& model, const run_opt
               none.fire();
               return none;
             }
-            if (step == 0) begin(x);
+            if (step == 0) {
+              if (opt_.before_op) opt_.before_op(world_rank(x), o);
+              started_at[x] = rt::cycle_clock::now();
+            }
             run_call c = call_for(x, step);
             invoke_kernel(model, o, c);
             if (!c.started) throw std::logic_error("weft: run: a comm kernel started no operation");
@@ -225,31 +285,39 @@ timeline run_program(const program& p, int replicas, Model& model, const run_opt
           x);
     s.enqueue(
         [&, x] {
-          if (!stopping.load()) complete(x);
+          if (!stopping.load()) complete(x, rt::cycle_clock::now(), ev);
         },
         x);
   };
   // A unit of compute: on its lead member's stream, every member's kernel in turn. When its
   // completion makes the next op of the same stream ready, that op runs right here, in the same
   // task (nothing else can be queued on the stream: its next op is the only one that waits for
-  // this one in stream order) — a dependent chain costs no queue hop per op.
-  ev.run = [&](std::uint32_t u) {
+  // this one in stream order) — a dependent chain costs no queue hop per op, and one clock
+  // reading: an op of the chain starts when the one before it completed.
+  const auto run = [&](auto& ev, std::uint32_t u) {
     if (!g.computes(u) || stopping.load()) return;
-    ready_at[u] = now();
     detail::follow_on& next = detail::follow_on::here();
+    ready_at[u] = next.tick;
     if (next.owner == &g && next.queue == g.queue_of(u) && next.unit == program::none) {
       next.unit = u;
       return;
     }
-    streams[g.queue_of(u)]->enqueue(
+    streams_[g.queue_of(u)]->enqueue(
         [&, u] {
           detail::follow_on& self = detail::follow_on::here();
           const detail::follow_on saved = self;
-          self = {&g, g.queue_of(u), program::none};
+          self = {&g, g.queue_of(u), program::none, 0};
+          ticks t = rt::cycle_clock::now();
           for (std::uint32_t unit = u; unit != program::none && !stopping.load();) {
             ran_on[unit] = &self;  // the thread's own follow-on record names the worker
             try {
-              g.each_member(unit, begin);
+              if (opt_.before_op) {
+                g.each_member(unit, [&](std::uint32_t x) {
+                  opt_.before_op(world_rank(x), p.at(g.op_of(x)));
+                });
+                t = rt::cycle_clock::now();
+              }
+              g.each_member(unit, [&](std::uint32_t x) { started_at[x] = t; });
               g.each_member(unit, [&](std::uint32_t x) {
                 run_call c = call_for(x, 0);
                 invoke_kernel(model, c.op, c);
@@ -259,22 +327,27 @@ timeline run_program(const program& p, int replicas, Model& model, const run_opt
               self = saved;
               throw;
             }
-            g.each_member(unit, complete);
+            t = rt::cycle_clock::now();
+            g.each_member(unit, [&](std::uint32_t x) { complete(x, t, ev); });
             unit = self.unit;
             self.unit = program::none;
+            if (unit != program::none) followed[unit] = 1;
           }
           self = saved;
         },
         u);
   };
+  detail::launcher<decltype(post), decltype(run)> ev{{}, post, run};
+  const auto origin = rt::cycle_clock::now();
+  detail::follow_on::here().tick = origin;
   st.begin(ev);
 
   // Wait until every op has completed, but stop early when an op has failed (its consumers
   // would wait for data that never comes) and give up at the deadline.
-  const auto deadline = std::chrono::steady_clock::now() + opt.timeout;
+  const auto deadline = std::chrono::steady_clock::now() + opt_.timeout;
   {
     std::unique_lock lock(done_m);
-    while (remaining.load() > 0 && !pool.failed()) {
+    while (remaining.load() > 0 && !pool_.failed()) {
       const auto left = deadline - std::chrono::steady_clock::now();
       if (left <= std::chrono::steady_clock::duration::zero()) break;
       // A failure does not wake the host: look again every few milliseconds.
@@ -284,21 +357,24 @@ timeline run_program(const program& p, int replicas, Model& model, const run_opt
   }
   const bool finished = remaining.load() == 0;
   if (finished) {
-    for (auto& s : streams) s->synchronize();  // the last completions are still returning
+    for (auto& s : streams_) s->synchronize();  // the last completions are still returning
   } else {
     stopping.store(true);
     for (int pass = 0; pass < 2; ++pass)  // the second catches what the first one's tasks queued
-      for (auto& s : streams) s->abandon();
+      for (auto& s : streams_) s->abandon();
   }
-  const auto name_rank = [&](int wr) {
-    std::string s = "rank " + std::to_string(wr);
-    if (replicas > 1)
-      s += " (pipeline rank " + std::to_string(wr / replicas) + ", replica " +
-           std::to_string(wr % replicas) + ")";
-    return s;
-  };
-  if (pool.failed()) {
-    const rt::task_failure f = pool.failure();
+  struct {
+    const ticks* finish;
+    bool operator[](std::uint32_t x) const noexcept { return finish[x] != never; }
+  } const completed{finished_at};
+  if (!finished || pool_.failed()) {
+    // What a failed run left behind must not meet the next run: posted transfers, collectives
+    // half met. A fresh world, and the pool's failure forgotten once reported.
+    world_ = std::make_unique<rt::inproc_world>(p.ranks() * replicas_, opt_.delay);
+  }
+  if (pool_.failed()) {
+    const rt::task_failure f = pool_.failure();
+    pool_.clear_failure();
     const auto x =
         failed_op.load() != program::none ? failed_op.load() : static_cast<std::uint32_t>(f.tag);
     throw run_error("weft: run: " + name_rank(world_rank(x)) + ", " + to_string(p.at(g.op_of(x))) +
@@ -306,14 +382,14 @@ timeline run_program(const program& p, int replicas, Model& model, const run_opt
   }
   if (!finished) {
     std::string why =
-        "weft: run: not finished after " + std::to_string(opt.timeout.count()) + " ms; waiting:";
-    for (int rep = 0; rep < replicas; ++rep) {
+        "weft: run: not finished after " + std::to_string(opt_.timeout.count()) + " ms; waiting:";
+    for (int rep = 0; rep < replicas_; ++rep) {
       // Per rank of this replica, the first op at the head of one of its streams.
       std::vector<std::uint32_t> first(static_cast<std::size_t>(p.ranks()), program::none);
       for (std::uint32_t q = 0; q < Q; ++q)
         for (std::uint32_t k = p.queue_begin[q]; k < p.queue_begin[q + 1]; ++k) {
           const std::uint32_t x = g.copy(p.queue[k], rep);
-          if (completed[x].load()) continue;
+          if (completed[x]) continue;
           std::uint32_t& b = first[p.rank[p.queue[k]]];
           b = std::min(b, x);
           break;
@@ -321,8 +397,8 @@ timeline run_program(const program& p, int replicas, Model& model, const run_opt
       for (int r = 0; r < p.ranks(); ++r) {
         const std::uint32_t x = first[static_cast<std::size_t>(r)];
         if (x == program::none) continue;
-        why += "\n  " + name_rank(r * replicas + rep) + ": " + to_string(p.at(g.op_of(x)));
-        why += started_at[x] >= 0 ? " (started)" : st.has_arrived(x) ? " (ready)" : "";
+        why += "\n  " + name_rank(r * replicas_ + rep) + ": " + to_string(p.at(g.op_of(x)));
+        why += started_at[x] != never ? " (started)" : st.has_arrived(x) ? " (ready)" : "";
         if (const std::uint32_t w = waiting_for(st, completed, x); w != semantics::none)
           why += ", waits for " + to_string(p.at(g.op_of(w))) + " on " + name_rank(world_rank(w));
       }
@@ -330,22 +406,33 @@ timeline run_program(const program& p, int replicas, Model& model, const run_opt
     throw run_error(why);
   }
 
+  // Ticks to seconds from the start.
+  const double per_tick = rt::cycle_clock::seconds_per_tick();
+  const auto seconds = [&](ticks t) {
+    return t == never ? -1.0
+                      : static_cast<double>(static_cast<std::int64_t>(t - origin)) * per_tick;
+  };
   timeline time;
   time.start.assign(n, -1.0);
   time.finish.assign(n, -1.0);
   for (std::uint32_t i = 0; i < n; ++i) {
     // A unit starts when its last member does (semantics.hpp): a transfer posted early starts
     // when its peer is posted too, as the simulators count it.
-    double start = started_at[i];
+    ticks start = started_at[i];
     g.each_member(g.unit_of(i), [&](std::uint32_t y) { start = std::max(start, started_at[y]); });
-    time.start[i] = std::min(start, finished_at[i]);
-    time.finish[i] = finished_at[i];
+    time.start[i] = seconds(std::min(start, finished_at[i]));
+    time.finish[i] = seconds(finished_at[i]);
   }
-  for (std::uint32_t x = 0; x < N; ++x) time.makespan = std::max(time.makespan, finished_at[x]);
-  if (posted) posted->assign(started_at.begin(), started_at.begin() + n);
+  for (std::uint32_t x = 0; x < N; ++x)
+    time.makespan = std::max(time.makespan, seconds(finished_at[x]));
+  if (posted) {
+    posted->resize(n);
+    for (std::uint32_t i = 0; i < n; ++i) (*posted)[i] = seconds(started_at[i]);
+  }
   if (dispatch_gap) {
     // Per worker, units in the order it ran them; where a unit was ready before the worker's
-    // previous one finished, the time between them is the runtime's own cost per unit.
+    // previous one finished, the time between them is the runtime's own cost per unit. A
+    // follow-on costs nothing of the kind: it starts as the unit before it completes.
     std::vector<std::uint32_t> units;
     for (std::uint32_t x = 0; x < N; ++x)
       if (ran_on[x] != nullptr) units.push_back(x);
@@ -356,8 +443,8 @@ timeline run_program(const program& p, int replicas, Model& model, const run_opt
     std::vector<double> gaps;
     for (std::size_t k = 1; k < units.size(); ++k) {
       const std::uint32_t prev = units[k - 1], x = units[k];
-      if (ran_on[prev] == ran_on[x] && ready_at[x] <= finished_at[prev])
-        gaps.push_back(std::max(0.0, started_at[x] - finished_at[prev]));
+      if (ran_on[prev] == ran_on[x] && ready_at[x] <= finished_at[prev] && !followed[x])
+        gaps.push_back(std::max(0.0, seconds(started_at[x]) - seconds(finished_at[prev])));
     }
     *dispatch_gap = 0;
     if (!gaps.empty()) {
@@ -374,6 +461,16 @@ timeline run_program(const program& p, int replicas, Model& model, const run_opt
     }
   }
   return time;
+}
+
+/// One `runner` used once: runs `p` on `replicas` copies of each pipeline rank with `model`.
+template <run_binding Model>
+timeline run_program(const program& p, int replicas, Model& model, const run_options& opt,
+                     std::vector<double>* comm_span = nullptr,
+                     std::vector<double>* posted = nullptr, double* dispatch_gap = nullptr) {
+  if (replicas < 1) throw std::invalid_argument("weft: run: replicas must be >= 1");
+  runner r(p, replicas, opt);
+  return r.run(model, comm_span, posted, dispatch_gap);
 }
 
 }  // namespace weft::exec

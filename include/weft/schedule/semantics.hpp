@@ -121,6 +121,9 @@ class semantics {
   constexpr std::uint32_t wait_count(std::uint32_t x) const noexcept {
     return in_begin_[x + 1] - in_begin_[x];
   }
+  constexpr std::uint32_t release_count(std::uint32_t x) const noexcept {
+    return out_begin_[x + 1] - out_begin_[x];
+  }
 
  private:
   template <class>
@@ -271,6 +274,7 @@ class readiness {
   constexpr void complete(std::uint32_t x, Events& ev) {
     const std::uint32_t* out = g_.out_.data();
     const std::uint32_t* lead = g_.lead_.data();
+    const unit_kind* kind = g_.kind_.data();
     auto* pending = pending_.data();
     auto* missing = missing_.data();
     for (std::uint32_t e = g_.out_begin_[x], end = g_.out_begin_[x + 1]; e < end; ++e) {
@@ -279,7 +283,9 @@ class readiness {
       if (--pending[y] != 0) continue;
       // y arrives (written out here, not called: this loop runs once per wait of the program).
       if constexpr (Events::announces_arrivals) ev.arrived(y);
-      if (--missing[lead[y]] == 0) ev.ready(lead[y]);
+      // A unit of one member is ready as its member arrives: no counter to touch.
+      const std::uint32_t u = lead[y];
+      if (kind[u] == unit_kind::solo || --missing[u] == 0) ev.ready(u);
     }
   }
   /// Every member of unit `u` has completed.

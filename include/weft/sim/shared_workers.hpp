@@ -2,7 +2,9 @@
 // computes needs one of `workers` threads for its whole duration (an overlapped forward/backward
 // pair is one unit, on one worker); a transfer or collective holds none (it waits on a timer or
 // its peers). Units start in order of the time they become ready, the way the runtime's pool
-// takes ready work first come, first served. Readiness is semantics.hpp's, as in `simulate`,
+// takes ready work first come, first served — except that a worker finishing a unit whose
+// completion readies the next unit of the same stream runs that one at once, as the runtime's
+// runner does (exec/runner.hpp). Readiness is semantics.hpp's, as in `simulate`,
 // which gives every rank a device of its own instead.
 #pragma once
 
@@ -29,7 +31,19 @@ inline timeline simulate_on_workers(const program& p, const cost_model& c, unsig
   struct events : detail::timed_events {
     const semantics* g = nullptr;
     std::priority_queue<item, std::vector<item>, std::greater<>> ready_units;
-    void ready(std::uint32_t u) { ready_units.push({ready_at(*g, u), u}); }
+    // The runtime's follow-on: a worker finishing a unit of compute runs the next unit of the
+    // same stream at once, ahead of everything waiting, when that completion made it ready.
+    std::uint32_t finishing_queue = semantics::none, follow_on = semantics::none;
+    double finishing_at = 0;
+    void ready(std::uint32_t u) {
+      const double at = ready_at(*g, u);
+      if (follow_on == semantics::none && finishing_queue != semantics::none && g->computes(u) &&
+          g->queue_of(u) == finishing_queue && at <= finishing_at) {
+        follow_on = u;
+        return;
+      }
+      ready_units.push({at, u});
+    }
   } ev;
   ev.g = &g;
   ev.arrive.assign(g.ops(), 0.0);
@@ -40,24 +54,37 @@ inline timeline simulate_on_workers(const program& p, const cost_model& c, unsig
   buffer<double> start(g.ops(), -1.0);
   buffer<std::uint8_t> done(g.ops(), 0);
   std::uint32_t finished = 0;
-  st.begin(ev);
-  while (!ev.ready_units.empty()) {
-    const auto [at, u] = ev.ready_units.top();
-    ev.ready_units.pop();
-    double begin = at;
-    const double cost = cost_of(g, c, u);
-    if (g.computes(u)) {
-      begin = std::max(at, free_at.top()) + opt.dispatch_overhead;
-      free_at.pop();
-      free_at.push(begin + cost);
-    }
+  const auto run = [&](std::uint32_t u, double begin) {
+    const double end = begin + cost_of(g, c, u);
     g.each_member(u, [&](std::uint32_t x) {
       start[x] = begin;
-      ev.finish[x] = begin + cost;
+      ev.finish[x] = end;
       done[x] = 1;
     });
     finished += g.member_count(u);
-    st.complete_unit(u, ev);
+    return end;
+  };
+  st.begin(ev);
+  while (!ev.ready_units.empty()) {
+    auto [at, u] = ev.ready_units.top();
+    ev.ready_units.pop();
+    if (!g.computes(u)) {  // waits on a link or its peers, not on a worker
+      run(u, at);
+      st.complete_unit(u, ev);
+      continue;
+    }
+    double end = run(u, std::max(at, free_at.top()) + opt.dispatch_overhead);
+    free_at.pop();
+    for (;;) {  // the worker's units, as long as each readies the next of its stream
+      ev.finishing_queue = g.queue_of(u);
+      ev.finishing_at = end;
+      st.complete_unit(u, ev);
+      ev.finishing_queue = semantics::none;
+      u = std::exchange(ev.follow_on, semantics::none);
+      if (u == semantics::none) break;
+      end = run(u, end);
+    }
+    free_at.push(end);
   }
   timeline t;
   detail::settle(g, ev, start, done, finished, t);
