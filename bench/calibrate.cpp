@@ -76,7 +76,8 @@ void compare(const char* name, const schedule& s, const exec::moe_config& c, int
     const step_metrics got = measure(run.prog, run.time);
     const cost_model cost = calibrated(run.prog, run.time, link_costs(c), run.comm_span);
     const sim_options so{.event_latency = measured_event_latency(run.prog, run.time, run.posted),
-                         .dispatch_overhead = run.dispatch_gap};
+                         .dispatch_overhead = run.dispatch_gap,
+                         .wake_latency = run.wake_gap};
     const timeline sim = simulate_on_workers(run.prog, cost, workers, so, replicas);
     const step_metrics want = measure(run.prog, sim);
     step.push_back(got.makespan);

@@ -409,7 +409,8 @@ int run_and_report(const request& q, const weft::schedule& s, Model& model,
   const weft::cost_model cost = weft::calibrated(run.prog, run.time, {}, run.comm_span);
   const weft::sim_options so{
       .event_latency = weft::measured_event_latency(run.prog, run.time, run.posted),
-      .dispatch_overhead = run.dispatch_gap};
+      .dispatch_overhead = run.dispatch_gap,
+      .wake_latency = run.wake_gap};
   const weft::timeline predicted =
       weft::simulate_on_workers(run.prog, cost, opt.workers, so, replicas);
   if (!q.svg.empty()) {  // measured above predicted, on one time scale

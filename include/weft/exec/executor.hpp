@@ -35,7 +35,7 @@ class dense_executor {
     setup(m);
 
     kernels k{*this};
-    out.time = run_program(p, 1, k, opt_, &out.comm_span, &out.posted, &out.dispatch_gap);
+    out.time = run_program(p, 1, k, opt_, &out);
     finish(m, out);
     return out;
   }

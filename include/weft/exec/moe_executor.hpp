@@ -35,8 +35,7 @@ class moe_executor {
     check_fits(out.prog);
     setup(m);
     kernels k{*this};
-    out.time = run_program(out.prog, model_.cfg.replicas, k, opt_, &out.comm_span, &out.posted,
-                           &out.dispatch_gap);
+    out.time = run_program(out.prog, model_.cfg.replicas, k, opt_, &out);
     finish(m, out);
     return out;
   }

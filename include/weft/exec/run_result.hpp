@@ -1,32 +1,24 @@
-// What a run of a model gives back: the loss, the program and its measured timeline, the comm
-// spans calibration reads, and every parameter gradient — with the helpers that sum gradients
-// in a fixed order and compare them with a serial reference. Eigen lives here, not in the runner.
+// What a run of a model gives back: the loss, the program and its measured timeline, what
+// calibration reads (run_measures), and every parameter gradient — with the helpers that sum
+// gradients in a fixed order and compare them with a serial reference. Eigen lives here, not in the
+// runner.
 #pragma once
 
 #include <algorithm>
 #include <cstddef>
 #include <vector>
 
+#include <weft/exec/measures.hpp>
 #include <weft/nn/tensor.hpp>
 #include <weft/schedule/program.hpp>
 
 namespace weft::exec {
 
 template <class T>
-struct run_result {
+struct run_result : run_measures {
   T loss = 0;
   program prog;
   timeline time;  ///< measured (replica 0), in seconds from the start of the run
-  /// Per comm op (replica 0): seconds from the moment every party had started it (both ends of
-  /// a transfer, every member of a collective) to its completion — its own time, without the
-  /// wait for late peers. What `calibrated` takes for communication.
-  std::vector<double> comm_span;
-  /// Per op (replica 0): when it was started on its stream — a comm op as soon as it arrived,
-  /// before its peers were there. What `measured_event_latency` reads.
-  std::vector<double> posted;
-  /// The median time a worker spent between two units of compute when the second was already
-  /// ready: the runtime's own cost per unit (`sim_options::dispatch_overhead`).
-  double dispatch_gap = 0;
   /// Per model stage and layer, the gradient of every parameter (summed over micro-batches,
   /// replicas and the chunks that carry the stage), in the layer's `each_param` order.
   std::vector<std::vector<std::vector<nn::matrix<T>>>> grads;

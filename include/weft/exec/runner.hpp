@@ -25,6 +25,7 @@
 
 #include <weft/core/binding.hpp>
 #include <weft/core/error.hpp>
+#include <weft/exec/measures.hpp>
 #include <weft/rt/clock.hpp>
 #include <weft/rt/inproc.hpp>
 #include <weft/rt/stream.hpp>
@@ -109,6 +110,7 @@ class atomic_counters {
 struct follow_on {
   const void* owner = nullptr;
   std::uint32_t queue = 0, unit = 0xffffffffu;
+  std::uint32_t handoff = 0xffffffffu;  ///< a unit of another stream readied meanwhile
   rt::cycle_clock::ticks tick = 0;
   static follow_on& here() noexcept {
     thread_local follow_on f;
@@ -119,11 +121,12 @@ struct follow_on {
 /// What the runner does as the semantics announces work: a comm op is posted as soon as it has
 /// arrived, a unit of compute runs once it is ready. Both are handed the launcher itself, which
 /// the work they queue completes through.
-template <class Post, class Run>
+template <class Post, class Run, class Launch>
 struct launcher : readiness_events {
   static constexpr bool announces_arrivals = true;
   Post post;
   Run run;
+  Launch launch;
   void arrived(std::uint32_t x) { post(*this, x); }
   void ready(std::uint32_t u) { run(*this, u); }
 };
@@ -164,16 +167,13 @@ class runner {
 
   /// Runs the program once and returns replica 0's timeline in seconds from the start: each op
   /// from the start of its unit (a transfer when its later end is posted, a collective when its
-  /// last replica is) to its completion; the makespan covers every replica. `comm_span`
-  /// receives, per comm op, that span; `posted`, per op, when the op itself was started on its
-  /// stream; `dispatch_gap`, the median time a worker spent between two units of compute when the
-  /// second was already waiting. Throws `run_error` when an op throws (naming its rank and op) or
-  /// when the run is not finished after the timeout (naming the op every unfinished rank waits
-  /// at, and what it waits for); either way every stream is abandoned before it returns, and the
-  /// runner can run again.
+  /// last replica is) to its completion; the makespan covers every replica. `measures` receives
+  /// what calibrates a simulation of the run (exec/measures.hpp). Throws `run_error` when an op
+  /// throws (naming its rank and op) or when the run is not finished after the timeout (naming the
+  /// op every unfinished rank waits at, and what it waits for); either way every stream is
+  /// abandoned before it returns, and the runner can run again.
   template <run_binding Model>
-  timeline run(Model& model, std::vector<double>* comm_span = nullptr,
-               std::vector<double>* posted = nullptr, double* dispatch_gap = nullptr);
+  timeline run(Model& model, run_measures* measures = nullptr);
 
  private:
   using ticks = rt::cycle_clock::ticks;
@@ -207,8 +207,7 @@ class runner {
 };
 
 template <run_binding Model>
-timeline runner::run(Model& model, std::vector<double>* comm_span, std::vector<double>* posted,
-                     double* dispatch_gap) {
+timeline runner::run(Model& model, run_measures* measures) {
   const program& p = p_;
   const semantics& g = g_;
   const std::uint32_t n = g.size(), N = g.ops(), Q = g.queues();
@@ -296,48 +295,64 @@ timeline runner::run(Model& model, std::vector<double>* comm_span, std::vector<d
   // reading: an op of the chain starts when the one before it completed.
   const auto run = [&](auto& ev, std::uint32_t u) {
     if (!g.computes(u) || stopping.load()) return;
-    detail::follow_on& next = detail::follow_on::here();
-    ready_at[u] = next.tick;
-    if (next.owner == &g && next.queue == g.queue_of(u) && next.unit == program::none) {
-      next.unit = u;
-      return;
+    detail::follow_on& self = detail::follow_on::here();
+    ready_at[u] = self.tick;
+    if (self.owner == &g) {  // readied by a unit this thread is running: see below
+      if (self.queue == g.queue_of(u) && self.unit == program::none) {
+        self.unit = u;
+        return;
+      }
+      if (self.handoff == program::none) {
+        self.handoff = u;
+        return;
+      }
     }
-    streams_[g.queue_of(u)]->enqueue(
-        [&, u] {
-          detail::follow_on& self = detail::follow_on::here();
-          const detail::follow_on saved = self;
-          self = {&g, g.queue_of(u), program::none, 0};
-          ticks t = rt::cycle_clock::now();
-          for (std::uint32_t unit = u; unit != program::none && !stopping.load();) {
-            ran_on[unit] = &self;  // the thread's own follow-on record names the worker
-            try {
-              if (opt_.before_op) {
-                g.each_member(unit, [&](std::uint32_t x) {
-                  opt_.before_op(world_rank(x), p.at(g.op_of(x)));
-                });
-                t = rt::cycle_clock::now();
-              }
-              g.each_member(unit, [&](std::uint32_t x) { started_at[x] = t; });
-              g.each_member(unit, [&](std::uint32_t x) {
-                run_call c = call_for(x, 0);
-                invoke_kernel(model, c.op, c);
-              });
-            } catch (...) {
-              failed_op.store(unit);
-              self = saved;
-              throw;
-            }
-            t = rt::cycle_clock::now();
-            g.each_member(unit, [&](std::uint32_t x) { complete(x, t, ev); });
-            unit = self.unit;
-            self.unit = program::none;
-            if (unit != program::none) followed[unit] = 1;
-          }
-          self = saved;
-        },
-        u);
+    ev.launch(ev, u, false);
   };
-  detail::launcher<decltype(post), decltype(run)> ev{{}, post, run};
+  // Queues unit `u` on its stream. `next`: the calling worker is about to be free and runs it
+  // itself instead of waking another thread for it.
+  const auto launch = [&](auto& ev, std::uint32_t u, bool next) -> void {
+    auto task = [&, u] {
+      detail::follow_on& self = detail::follow_on::here();
+      const detail::follow_on saved = self;
+      self = {&g, g.queue_of(u), program::none, program::none, 0};
+      ticks t = rt::cycle_clock::now();
+      for (std::uint32_t unit = u; unit != program::none && !stopping.load();) {
+        ran_on[unit] = &self;  // the thread's own follow-on record names the worker
+        try {
+          if (opt_.before_op) {
+            g.each_member(
+                unit, [&](std::uint32_t x) { opt_.before_op(world_rank(x), p.at(g.op_of(x))); });
+            t = rt::cycle_clock::now();
+          }
+          g.each_member(unit, [&](std::uint32_t x) { started_at[x] = t; });
+          g.each_member(unit, [&](std::uint32_t x) {
+            run_call c = call_for(x, 0);
+            invoke_kernel(model, c.op, c);
+          });
+        } catch (...) {
+          failed_op.store(unit);
+          self = saved;
+          throw;
+        }
+        t = rt::cycle_clock::now();
+        g.each_member(unit, [&](std::uint32_t x) { complete(x, t, ev); });
+        unit = std::exchange(self.unit, program::none);
+        if (unit != program::none) followed[unit] = 1;
+        // A unit of another stream this completion readied: this worker takes it once it is
+        // free, unless its own stream goes on.
+        if (const std::uint32_t h = std::exchange(self.handoff, program::none); h != program::none)
+          ev.launch(ev, h, unit == program::none);
+      }
+      self = saved;
+    };
+    rt::stream& s = *streams_[g.queue_of(u)];
+    if (next)
+      s.enqueue_next(std::move(task), u);
+    else
+      s.enqueue(std::move(task), u);
+  };
+  detail::launcher<decltype(post), decltype(run), decltype(launch)> ev{{}, post, run, launch};
   const auto origin = rt::cycle_clock::now();
   detail::follow_on::here().tick = origin;
   st.begin(ev);
@@ -425,40 +440,44 @@ timeline runner::run(Model& model, std::vector<double>* comm_span, std::vector<d
   }
   for (std::uint32_t x = 0; x < N; ++x)
     time.makespan = std::max(time.makespan, seconds(finished_at[x]));
-  if (posted) {
-    posted->resize(n);
-    for (std::uint32_t i = 0; i < n; ++i) (*posted)[i] = seconds(started_at[i]);
+  if (!measures) return time;
+  measures->posted.resize(n);
+  for (std::uint32_t i = 0; i < n; ++i) measures->posted[i] = seconds(started_at[i]);
+  // Per worker, units in the order it ran them. Where a unit was ready before the worker's
+  // previous one finished, the time between them is the runtime's own cost per unit (a
+  // follow-on costs nothing of the kind: it starts as the unit before it completes); where the
+  // worker had finished before the unit was ready, the time from ready to start is its wake-up.
+  std::vector<std::uint32_t> units;
+  for (std::uint32_t x = 0; x < N; ++x)
+    if (ran_on[x] != nullptr) units.push_back(x);
+  std::sort(units.begin(), units.end(), [&](std::uint32_t a, std::uint32_t b) {
+    return ran_on[a] != ran_on[b] ? std::less<const void*>()(ran_on[a], ran_on[b])
+                                  : started_at[a] < started_at[b];
+  });
+  std::vector<double> gaps, wakes;
+  for (std::size_t k = 0; k < units.size(); ++k) {
+    const std::uint32_t x = units[k];
+    if (followed[x]) continue;
+    const bool first = k == 0 || ran_on[units[k - 1]] != ran_on[x];
+    if (!first && ready_at[x] <= finished_at[units[k - 1]])
+      gaps.push_back(std::max(0.0, seconds(started_at[x]) - seconds(finished_at[units[k - 1]])));
+    else
+      wakes.push_back(std::max(0.0, seconds(started_at[x]) - seconds(ready_at[x])));
   }
-  if (dispatch_gap) {
-    // Per worker, units in the order it ran them; where a unit was ready before the worker's
-    // previous one finished, the time between them is the runtime's own cost per unit. A
-    // follow-on costs nothing of the kind: it starts as the unit before it completes.
-    std::vector<std::uint32_t> units;
-    for (std::uint32_t x = 0; x < N; ++x)
-      if (ran_on[x] != nullptr) units.push_back(x);
-    std::sort(units.begin(), units.end(), [&](std::uint32_t a, std::uint32_t b) {
-      return ran_on[a] != ran_on[b] ? std::less<const void*>()(ran_on[a], ran_on[b])
-                                    : started_at[a] < started_at[b];
-    });
-    std::vector<double> gaps;
-    for (std::size_t k = 1; k < units.size(); ++k) {
-      const std::uint32_t prev = units[k - 1], x = units[k];
-      if (ran_on[prev] == ran_on[x] && ready_at[x] <= finished_at[prev] && !followed[x])
-        gaps.push_back(std::max(0.0, seconds(started_at[x]) - seconds(finished_at[prev])));
-    }
-    *dispatch_gap = 0;
-    if (!gaps.empty()) {
-      std::nth_element(gaps.begin(), gaps.begin() + static_cast<std::ptrdiff_t>(gaps.size() / 2),
-                       gaps.end());
-      *dispatch_gap = gaps[gaps.size() / 2];
-    }
-  }
-  if (comm_span) {
-    comm_span->assign(n, 0.0);
-    for (std::uint32_t i = 0; i < n; ++i) {
-      if (stream_of(p.at(i).k) != stream_class::comm) continue;
-      (*comm_span)[i] = std::max(0.0, time.finish[i] - time.start[i]);  // from the last party
-    }
+  // Means, not medians: a step adds these up along its critical path, and what an
+  // oversubscribed core adds lives in the tail a median would hide.
+  const auto mean = [](const std::vector<double>& v) {
+    double sum = 0;
+    for (const double x : v) sum += x;
+    return v.empty() ? 0.0 : sum / static_cast<double>(v.size());
+  };
+  measures->dispatch_gap = mean(gaps);
+  measures->wake_gap = mean(wakes);
+  measures->comm_span.assign(n, 0.0);
+  for (std::uint32_t i = 0; i < n; ++i) {
+    if (stream_of(p.at(i).k) != stream_class::comm) continue;
+    // From the last party to start it.
+    measures->comm_span[i] = std::max(0.0, time.finish[i] - time.start[i]);
   }
   return time;
 }
@@ -466,11 +485,10 @@ timeline runner::run(Model& model, std::vector<double>* comm_span, std::vector<d
 /// One `runner` used once: runs `p` on `replicas` copies of each pipeline rank with `model`.
 template <run_binding Model>
 timeline run_program(const program& p, int replicas, Model& model, const run_options& opt,
-                     std::vector<double>* comm_span = nullptr,
-                     std::vector<double>* posted = nullptr, double* dispatch_gap = nullptr) {
+                     run_measures* measures = nullptr) {
   if (replicas < 1) throw std::invalid_argument("weft: run: replicas must be >= 1");
   runner r(p, replicas, opt);
-  return r.run(model, comm_span, posted, dispatch_gap);
+  return r.run(model, measures);
 }
 
 }  // namespace weft::exec

@@ -186,6 +186,12 @@ class stream {
   void enqueue(std::function<void()> fn, std::uint64_t tag = 0) {
     push({entry::run, std::move(fn), {}, tag});
   }
+  /// As `enqueue`, called from a task of this stream's pool that is about to end: the calling
+  /// worker runs this stream next itself, where it would otherwise wake another thread for it
+  /// (work handed from one stream to another costs no sleep and no wake-up).
+  void enqueue_next(std::function<void()> fn, std::uint64_t tag = 0) {
+    push({entry::run, std::move(fn), {}, tag}, true);
+  }
   /// Runs `start`, which begins an asynchronous operation (a send, a collective) and returns the
   /// event of its completion; what follows waits for that event, holding no thread meanwhile.
   void enqueue_async(std::function<event()> start, std::uint64_t tag = 0) {
@@ -256,14 +262,19 @@ class stream {
     std::uint64_t tag;
   };
 
-  void push(entry e) {
+  void push(entry e, bool here = false) {
     bool schedule = false;
     {
       std::lock_guard lock(m_);
       queue_.push_back(std::move(e));
       if (!active_) active_ = schedule = true;
     }
-    if (schedule) pool_.schedule(this, pool_queue_);
+    if (!schedule) return;
+    detail::worker_local& w = detail::this_worker;
+    if (here && w.pool == &pool_ && w.queue == pool_queue_ && w.handoff == nullptr)
+      w.handoff = this;
+    else
+      pool_.schedule(this, pool_queue_);
   }
 
   /// Runs entries until the queue is empty or the head waits for an event that has not fired

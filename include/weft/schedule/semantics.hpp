@@ -18,6 +18,7 @@
 // has op copies x = i + r * size(); with one replica an op copy is an op.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 
 #include <weft/core/buffer.hpp>
@@ -256,8 +257,8 @@ class readiness {
  public:
   constexpr explicit readiness(const semantics& g) : g_(g), pending_(g.ops()), missing_(g.ops()) {
     for (std::uint32_t x = 0; x < g.ops(); ++x) {
-      pending_[x] = g.wait_count(x);
-      missing_[x] = g.unit_of(x) == x ? g.member_count(x) : 0u;
+      set(pending_, x, g.wait_count(x));
+      set(missing_, x, g.unit_of(x) == x ? g.member_count(x) : 0u);
     }
   }
 
@@ -299,6 +300,14 @@ class readiness {
  private:
   const semantics& g_;
   Counters pending_, missing_;
+
+  // Atomic counters are set before any thread shares them: a plain store, not a fenced one.
+  static constexpr void set(Counters& c, std::uint32_t x, std::uint32_t v) {
+    if constexpr (requires { c[x].store(v, std::memory_order_relaxed); })
+      c[x].store(v, std::memory_order_relaxed);
+    else
+      c[x] = v;
+  }
 
   template <class Events>
   constexpr void arrive(std::uint32_t x, Events& ev) {

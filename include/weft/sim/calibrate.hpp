@@ -36,7 +36,7 @@ inline cost_model calibrated(const program& p, const timeline& measured, cost_mo
   return base;
 }
 
-/// The median time from the last event a comm op waits for to the op starting, when that event
+/// The mean time from the last event a comm op waits for to the op starting, when that event
 /// was what held it back: how long the runtime takes to react to an event (`sim_options::
 /// event_latency`). Comm ops, because their streams rarely wait for a free worker; `posted` is
 /// when each op was started on its stream (the executor's `run_result::posted`; a transfer's
@@ -57,10 +57,11 @@ inline double measured_event_latency(const program& p, const timeline& measured,
       prev = measured.finish[i];
     }
   }
-  if (lag.empty()) return 0;
-  std::nth_element(lag.begin(), lag.begin() + static_cast<std::ptrdiff_t>(lag.size() / 2),
-                   lag.end());
-  return lag[lag.size() / 2];
+  // The mean, not the median: a step adds these up along its critical path, and what an
+  // oversubscribed core adds lives in the tail a median would hide.
+  double sum = 0;
+  for (const double x : lag) sum += x;
+  return lag.empty() ? 0.0 : sum / static_cast<double>(lag.size());
 }
 
 }  // namespace weft

@@ -3,13 +3,15 @@
 // pair is one unit, on one worker); a transfer or collective holds none (it waits on a timer or
 // its peers). Units start in order of the time they become ready, the way the runtime's pool
 // takes ready work first come, first served — except that a worker finishing a unit whose
-// completion readies the next unit of the same stream runs that one at once, as the runtime's
-// runner does (exec/runner.hpp). Readiness is semantics.hpp's, as in `simulate`,
+// completion readies the next unit of the same stream runs that one at once, and otherwise runs
+// next the first unit of another stream that completion readied, as the runtime's runner does
+// (exec/runner.hpp). Readiness is semantics.hpp's, as in `simulate`,
 // which gives every rank a device of its own instead.
 #pragma once
 
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <queue>
 #include <utility>
 #include <vector>
@@ -33,14 +35,22 @@ inline timeline simulate_on_workers(const program& p, const cost_model& c, unsig
     std::priority_queue<item, std::vector<item>, std::greater<>> ready_units;
     // The runtime's follow-on: a worker finishing a unit of compute runs the next unit of the
     // same stream at once, ahead of everything waiting, when that completion made it ready.
-    std::uint32_t finishing_queue = semantics::none, follow_on = semantics::none;
+    // Else the first unit of another stream that completion readied is the worker's next,
+    // after the runtime's cost per unit, ahead of everything waiting (no other worker wakes).
+    std::uint32_t finishing_queue = semantics::none, follow_on = semantics::none,
+                  handoff = semantics::none;
     double finishing_at = 0;
     void ready(std::uint32_t u) {
       const double at = ready_at(*g, u);
-      if (follow_on == semantics::none && finishing_queue != semantics::none && g->computes(u) &&
-          g->queue_of(u) == finishing_queue && at <= finishing_at) {
-        follow_on = u;
-        return;
+      if (finishing_queue != semantics::none && g->computes(u) && at <= finishing_at) {
+        if (follow_on == semantics::none && g->queue_of(u) == finishing_queue) {
+          follow_on = u;
+          return;
+        }
+        if (handoff == semantics::none) {
+          handoff = u;
+          return;
+        }
       }
       ready_units.push({at, u});
     }
@@ -50,7 +60,9 @@ inline timeline simulate_on_workers(const program& p, const cost_model& c, unsig
   ev.finish.assign(g.ops(), -1.0);
   ev.latency = opt.event_latency;
   std::priority_queue<double, std::vector<double>, std::greater<>> free_at;
-  for (unsigned w = 0; w < (workers ? workers : 1); ++w) free_at.push(0.0);
+  // Every worker starts idle: the first unit each takes wakes it up.
+  for (unsigned w = 0; w < (workers ? workers : 1); ++w)
+    free_at.push(-std::numeric_limits<double>::infinity());
   buffer<double> start(g.ops(), -1.0);
   buffer<std::uint8_t> done(g.ops(), 0);
   std::uint32_t finished = 0;
@@ -73,16 +85,27 @@ inline timeline simulate_on_workers(const program& p, const cost_model& c, unsig
       st.complete_unit(u, ev);
       continue;
     }
-    double end = run(u, std::max(at, free_at.top()) + opt.dispatch_overhead);
+    // A busy worker takes the unit when it is done, paying the runtime's cost per unit; an idle
+    // one wakes up for it.
+    const double free = free_at.top();
+    double end = run(u, free >= at ? free + opt.dispatch_overhead : at + opt.wake_latency);
     free_at.pop();
-    for (;;) {  // the worker's units, as long as each readies the next of its stream
+    for (;;) {  // the worker's units, as long as each readies its next
       ev.finishing_queue = g.queue_of(u);
       ev.finishing_at = end;
       st.complete_unit(u, ev);
       ev.finishing_queue = semantics::none;
       u = std::exchange(ev.follow_on, semantics::none);
-      if (u == semantics::none) break;
-      end = run(u, end);
+      const std::uint32_t h = std::exchange(ev.handoff, semantics::none);
+      if (u != semantics::none) {
+        if (h != semantics::none) ev.ready_units.push({ev.ready_at(g, h), h});
+        end = run(u, end);
+      } else if (h != semantics::none) {
+        u = h;
+        end = run(u, end + opt.dispatch_overhead);
+      } else {
+        break;
+      }
     }
     free_at.push(end);
   }

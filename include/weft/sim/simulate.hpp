@@ -27,6 +27,10 @@ struct sim_options {
   /// recording it): the CPU runtime's `run_result::dispatch_gap`. Only `simulate_on_workers`
   /// has workers to charge it to.
   double dispatch_overhead = 0;
+  /// What a worker that had nothing to do takes from a unit of compute becoming ready to
+  /// starting it (waking up): the CPU runtime's `run_measures::wake_gap`. Only
+  /// `simulate_on_workers` has workers to charge it to.
+  double wake_latency = 0;
 };
 
 /// How long a unit of work takes: an overlapped forward/backward pair its pair cost, any other
