@@ -128,6 +128,6 @@ int main(int argc, char** argv) {
                      .micro = micro,
                      .layers = 2,
                      .stages = moe,
-                     .overlap = overlap_options{}}),
+                     .overlap = overlap_options::all()}),
           config(2 * pipeline_ranks, 2), runs);
 }

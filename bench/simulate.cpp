@@ -20,7 +20,7 @@ const weft::schedule& big_schedule() {
                                                    .micro = 64,
                                                    .layers = 61,
                                                    .stages = weft::stage_set::moe_with_shared(),
-                                                   .overlap = weft::overlap_options{}});
+                                                   .overlap = weft::overlap_options::all()});
   return s;
 }
 const weft::program& big_program() {

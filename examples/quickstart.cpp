@@ -24,7 +24,7 @@ constexpr pipeline_params dual{.ranks = 4,
                                .micro = 8,
                                .stages = stage_set::moe_with_shared(),
                                .transfers = true,
-                               .overlap = overlap_options{}};
+                               .overlap = overlap_options::all()};
 static_assert(verify(dualpipev(dual)));
 
 int main() {

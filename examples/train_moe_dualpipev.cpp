@@ -85,7 +85,7 @@ int main(int argc, char** argv) {
                           .micro = micro,
                           .layers = layers_per_chunk,
                           .stages = moe,
-                          .overlap = overlap_options{}}),
+                          .overlap = overlap_options::all()}),
                model,
                {},
                {}};

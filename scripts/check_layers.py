@@ -4,7 +4,8 @@
 The layers, lowest first (docs/concepts.md): core < schedule < schedules < {sim, rt, io} < nn <
 {exec, cp, tp, search}; tools, examples, tests and benchmarks sit above everything. Folders on
 one level (sim, rt, io; exec, cp, tp, search) must not include each other at all: no edges
-between them, so no cycles. The umbrella header weft/weft.hpp may include anything.
+between them, so no cycles. The umbrella headers (weft/weft.hpp, weft/exec.hpp, ...) may include
+anything.
 """
 import pathlib
 import re
@@ -21,7 +22,7 @@ def main(root: pathlib.Path) -> int:
     for header in sorted((root / "include" / "weft").rglob("*.hpp")):
         rel = header.relative_to(root / "include" / "weft")
         if len(rel.parts) < 2:
-            continue  # the umbrella header
+            continue  # an umbrella header
         here = rel.parts[0]
         if here not in LEVEL:
             errors.append(f"{rel}: folder '{here}' has no layer (add it to scripts/check_layers.py)")

@@ -244,7 +244,7 @@ weft::schedule generate(const request& q, const std::string& name) {
                                  : q.shared_expert ? weft::stage_set::moe_with_shared()
                                                    : weft::stage_set::moe();
   const weft::overlap_options overlap =
-      q.fb_overlap ? weft::overlap_options{} : weft::overlap_options::none();
+      q.fb_overlap ? weft::overlap_options::all() : weft::overlap_options::none();
   const weft::pipeline_params p{.ranks = q.pp,
                                 .micro = q.micro,
                                 .layers = q.layers,

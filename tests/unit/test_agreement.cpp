@@ -40,7 +40,7 @@ config random_config(std::mt19937& rng) {
                               : pick(0, 1) ? stage_set::moe_with_shared()
                                            : stage_set::moe(),
                     .transfers = pick(0, 1) == 1,
-                    .overlap = moe && pick(0, 1) ? overlap_options{} : overlap_options::none()};
+                    .overlap = moe && pick(0, 1) ? overlap_options::all() : overlap_options::none()};
   std::string name = std::to_string(P) + " ranks, " + std::to_string(p.micro) + " micro, " +
                      (moe ? "moe" : "block") + (p.transfers ? ", transfers" : "") +
                      (p.overlap == overlap_options::none() ? "" : ", fb-overlap");

@@ -280,3 +280,26 @@ TEST_CASE("one worker runs units in the order the shared-worker simulator gives 
     for (std::size_t k = 0; k < p.size(); ++k) CHECK(model.ran[k] == p.at(by_start[k]));
   }
 }
+
+namespace {
+// Kernels for blocks only: the transfers lowering adds are missing.
+struct blocks_only_model {
+  int ran = 0;
+  int comm_steps(const op&) const { return 1; }
+  template <class Phase>
+  void operator()(kinds::block, Phase, run_call&) {
+    ++ran;
+  }
+};
+}  // namespace
+
+TEST_CASE("a model without a kernel the lowered program uses is refused before anything runs") {
+  runner r(lower(one_f_one_b({.ranks = 2, .micro = 2, .transfers = true})));
+  blocks_only_model model;
+  CHECK_THROWS_WITH_AS(r.run(model),
+                       "weft: run: the model has no kernel for send F, which the program uses: add "
+                       "`void operator()(weft::kinds::send, weft::phases::forward, "
+                       "weft::exec::run_call&)`",
+                       config_error);
+  CHECK(model.ran == 0);
+}

@@ -199,7 +199,7 @@ TEST_CASE("MoE fb-overlap: DeepSeek's pairs hide every all-to-all of the steady 
   pipeline_params paired = base;
   paired.overlap = {.pair_forward_backward = true, .split_dw = true, .self_overlap = false};
   pipeline_params full = base;
-  full.overlap = overlap_options{};
+  full.overlap = overlap_options::all();
 
   const auto [none_hidden, total] = hidden_all_to_all(dualpipev(base));
   CHECK(none_hidden == 0);  // the baseline issues one op per slot
@@ -279,4 +279,12 @@ TEST_CASE("generators reject impossible parameters, naming the rule") {
   CHECK(message_of([] {
           gpipe({.ranks = 2, .stages = stage_set{}});
         }).find("weft: gpipe: the stages do not form a layer") == 0);
+}
+
+TEST_CASE("overlap options: {} is the baseline, all() turns every part on") {
+  static_assert(overlap_options{} == overlap_options::none());
+  constexpr overlap_options all = overlap_options::all();
+  static_assert(all.pair_forward_backward && all.split_dw && all.self_overlap);
+  CHECK(dualpipev({.ranks = 2, .micro = 4, .stages = stage_set::moe(), .overlap = {}}).ops ==
+        dualpipev({.ranks = 2, .micro = 4, .stages = stage_set::moe()}).ops);
 }

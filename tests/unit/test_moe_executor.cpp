@@ -58,7 +58,7 @@ std::vector<case_> every_generator(int P, int M, int layers, overlap_options o) 
 TEST_CASE("every generator on MoE sub-stages, +- fb-overlap, 1 and 2 replicas: equals serial") {
   for (const int replicas : {1, 2})
     for (const bool fb : {false, true}) {
-      const overlap_options o = fb ? overlap_options{} : overlap_options::none();
+      const overlap_options o = fb ? overlap_options::all() : overlap_options::none();
       for (const case_& c : every_generator(2, 4, 2, o)) {
         const std::string what =
             c.name + (fb ? " +fb-overlap" : "") + ", replicas " + std::to_string(replicas);
@@ -78,7 +78,7 @@ TEST_CASE("every generator on MoE sub-stages, +- fb-overlap, 1 and 2 replicas: e
 TEST_CASE("MoE layers without a shared expert") {
   const stage_set st = stage_set::moe();
   for (const bool fb : {false, true}) {
-    const overlap_options o = fb ? overlap_options{} : overlap_options::none();
+    const overlap_options o = fb ? overlap_options::all() : overlap_options::none();
     for (const schedule& s : {one_f_one_b({.ranks = 2, .micro = 4, .stages = st, .overlap = o}),
                               zb_h1({.ranks = 2, .micro = 4, .stages = st, .overlap = o})}) {
       moe_model<float> model(

@@ -399,7 +399,7 @@ std::vector<base_case> bases() {
   b.push_back(
       {"dualpipev moe fb-overlap 2x4",
        dualpipev(
-           {.ranks = 2, .micro = 4, .stages = stage_set::moe(), .overlap = overlap_options{}}),
+           {.ranks = 2, .micro = 4, .stages = stage_set::moe(), .overlap = overlap_options::all()}),
        false,
        {}});
   b.push_back({"dualpipe 2x4", dualpipe({.ranks = 2, .micro = 4}), false, {}});

@@ -106,7 +106,7 @@ TEST_CASE("fb-overlap hides the all-to-all as the seed claims (slot-barrier exec
     const interleaved_params base{
         .ranks = 4, .micro = 16, .chunks = 2, .layers = 2, .stages = st, .extra_warmup = true};
     interleaved_params with = base;
-    with.overlap = overlap_options{};
+    with.overlap = overlap_options::all();
     const step_metrics off = run(interleaved(base), c, host_waits);
     const step_metrics on = run(interleaved(with), c, host_waits);
     constexpr int warmup = 0, steady = 1, cooldown = 2;
@@ -278,7 +278,7 @@ TEST_CASE("ranks sharing workers: an all-to-all waits on the link, holding no wo
   const program p = lower(dualpipev({.ranks = 2,
                                      .micro = 4,
                                      .stages = stage_set::moe_with_shared(),
-                                     .overlap = overlap_options{}}));
+                                     .overlap = overlap_options::all()}));
   double compute = 0, a2a = 0;
   for (std::uint32_t i = 0; i < p.size(); ++i) {
     const op& o = p.at(i);
@@ -318,7 +318,7 @@ TEST_CASE("the event latency of a timeline is found again from it") {
   const program p = lower(dualpipev({.ranks = 2,
                                      .micro = 4,
                                      .stages = stage_set::moe_with_shared(),
-                                     .overlap = overlap_options{}}));
+                                     .overlap = overlap_options::all()}));
   const cost_model c = cost_model::deepseek_v3_like();
   const timeline t0 = simulate(p, c);
   CHECK(measured_event_latency(p, t0, {t0.start.begin(), t0.start.end()}) == 0);

@@ -17,7 +17,7 @@ using namespace weft;
 namespace {
 struct sample {
   program prog = lower(dualpipev(
-      {.ranks = 2, .micro = 4, .stages = stage_set::moe(), .overlap = overlap_options{}}));
+      {.ranks = 2, .micro = 4, .stages = stage_set::moe(), .overlap = overlap_options::all()}));
   timeline time = simulate(prog, cost_model::pipeline(2, 4, 2, -1, 0.2, 0.5));
 };
 }  // namespace

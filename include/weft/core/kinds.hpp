@@ -100,6 +100,13 @@ using backward_dx = tag<phase::dX>;
 using backward_dw = tag<phase::dW>;
 }  // namespace phases
 
+/// The name of a phase's tag type in `weft::phases` (for messages that show code to write).
+constexpr std::string_view tag_name_of(phase p) noexcept {
+  constexpr std::string_view names[phase_count] = {"forward", "backward", "backward_dx",
+                                                   "backward_dw"};
+  return names[static_cast<int>(p)];
+}
+
 inline constexpr phases::forward F{};
 inline constexpr phases::backward B{};
 inline constexpr phases::backward_dx dX{};

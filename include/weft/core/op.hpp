@@ -11,15 +11,17 @@ namespace weft {
 
 /// A plain value: the checker and the interpreters work on arrays of these. Trivial on purpose
 /// (no member initialisers), so arrays of ops cost nothing to allocate in constant evaluation;
-/// `op{}` is all zeros: block, F, chunk 0, mb 0, layer 0, split 0, lane 0.
+/// `op{}` is all zeros: block, F, mb 0, chunk 0, layer 0, split 0, lane 0. The fields are in the
+/// order `make_op` takes them and text prints them, so an op shown as a template argument in a
+/// compiler's diagnostic (`weft::op{kind::mlp, phase::F, 1, 0, 0, 0, 0}`) reads the same way.
 struct op {
   kind k;
   phase ph;
+  std::uint16_t mb;     ///< micro-batch
   std::uint8_t chunk;   ///< model chunk (virtual pipeline stage), global over ranks
+  std::uint16_t layer;  ///< layer within the chunk
   std::uint8_t split;   ///< sequence split (AMPipe chunk)
   std::uint8_t lane;    ///< which stream of its class the op is issued on (0 = default)
-  std::uint16_t mb;     ///< micro-batch
-  std::uint16_t layer;  ///< layer within the chunk
 
   /// Identity ignores the lane: the same work on another stream is the same op.
   constexpr bool same_work(const op& o) const noexcept {
@@ -35,11 +37,11 @@ constexpr op make_op(kind k, phase ph, int mb_, int chunk_ = 0, int layer_ = 0, 
                      int lane_ = 0) noexcept {
   return {k,
           ph,
-          static_cast<std::uint8_t>(chunk_),
-          static_cast<std::uint8_t>(split_),
-          static_cast<std::uint8_t>(lane_),
           static_cast<std::uint16_t>(mb_),
-          static_cast<std::uint16_t>(layer_)};
+          static_cast<std::uint8_t>(chunk_),
+          static_cast<std::uint16_t>(layer_),
+          static_cast<std::uint8_t>(split_),
+          static_cast<std::uint8_t>(lane_)};
 }
 
 /// Streams of one rank: a class and a lane. Two ops in one slot must not share one.

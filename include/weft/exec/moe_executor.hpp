@@ -89,9 +89,6 @@ class moe_executor {
     std::vector<int> lane(static_cast<std::size_t>(p.ranks()), -1);
     for (std::uint32_t i = 0; i < p.size(); ++i) {
       const op& o = p.at(i);
-      if (!binds<kernels, run_call>(o.k, o.ph))
-        throw config_error("weft: run: the MoE model has no kernel for " +
-                           std::string(name_of(o.k)) + " " + std::string(name_of(o.ph)));
       if (o.k != kind::dispatch && o.k != kind::combine) continue;
       int& l = lane[p.rank[i]];
       if (l >= 0 && l != o.lane)

@@ -19,8 +19,10 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include <weft/core/binding.hpp>
@@ -75,11 +77,57 @@ struct run_call : kernel_call {
 /// (source, destination, tag) is the checker's FIFO matching per channel.
 inline constexpr int transfer_tag = 0;
 
-/// A model a runner can drive: one kernel per (kind, phase) it meets, taking a `run_call`.
+/// A model a runner can drive: an object with one kernel per (kind, phase) of the program,
+/// `void operator()(weft::kinds::K, weft::phases::P, weft::exec::run_call&)` (compute kernels do
+/// their work; comm kernels start an operation on `call.comm`, see `run_call`). Optionally:
+/// `int comm_steps(const op&)`, how many steps a comm op takes (1 without), and the transfer
+/// routing of `routes_transfers`. Whether every kernel the program needs is there is checked
+/// when a run starts (docs/custom-model.md).
 template <class Model>
-concept run_binding = requires(Model& m, const op& o) {
-  { m.comm_steps(o) } -> std::convertible_to<int>;
+concept run_binding = std::is_class_v<Model>;
+
+/// A model that leaves its pipeline transfers to the runner: it names the data each send carries
+/// and the buffer each receive lands in (per op: its micro-batch and chunk say which), and the
+/// runner posts them to the right peer with the right tag. Such a model needs no send or recv
+/// kernel. The data must stay untouched, and the buffer unread, until the transfer completes —
+/// which the program's waits guarantee for what its ops read and write.
+template <class Model>
+concept routes_transfers = requires(Model& m, const run_call& c) {
+  { m.outgoing(c) } -> std::convertible_to<std::span<const float>>;
+  { m.incoming(c) } -> std::convertible_to<std::span<float>>;
 };
+
+namespace detail {
+template <class Model>
+int comm_steps(Model& model, const op& o) {
+  if constexpr (requires { model.comm_steps(o); })
+    return std::max(1, static_cast<int>(model.comm_steps(o)));
+  else
+    return 1;
+}
+/// Calls the kernel of `call.op`: the model's own, or the runner's transfer for a model that
+/// routes its transfers through it.
+template <class Model>
+void call_kernel(Model& model, run_call& call) {
+  if constexpr (routes_transfers<Model>) {
+    if (call.op.k == kind::send) {
+      call.started = call.comm->isend(model.outgoing(call), call.peer, call.tag);
+      return;
+    }
+    if (call.op.k == kind::recv) {
+      call.started = call.comm->irecv(model.incoming(call), call.peer, call.tag);
+      return;
+    }
+  }
+  invoke_kernel(model, call.op, call);
+}
+/// Does `Model` have what the runner calls for (k, ph)?
+template <class Model>
+constexpr bool has_run_kernel(kind k, phase ph) {
+  if (routes_transfers<Model> && is_p2p(k)) return true;
+  return binds<Model, run_call>(k, ph);
+}
+}  // namespace detail
 
 namespace detail {
 inline std::string describe_exception(const std::exception_ptr& e) {
@@ -180,6 +228,7 @@ class runner {
   static constexpr ticks never = ~ticks{0};
 
   program p_;
+  kind_phase_set uses_ = uses_ops(p_.source.ops);
   int replicas_;
   run_options opt_;
   semantics g_;
@@ -210,6 +259,19 @@ template <run_binding Model>
 timeline runner::run(Model& model, run_measures* measures) {
   const program& p = p_;
   const semantics& g = g_;
+  // Before anything starts: a kernel for every (kind, phase) of the program — the transfers
+  // lowering added included, which a proof over the compute schedule does not see.
+  for (int k = 0; k < kind_count; ++k)
+    for (int ph = 0; ph < phase_count; ++ph)
+      if (uses_.has(static_cast<kind>(k), static_cast<phase>(ph)) &&
+          !detail::has_run_kernel<Model>(static_cast<kind>(k), static_cast<phase>(ph)))
+        throw config_error("weft: run: the model has no kernel for " +
+                           std::string(name_of(static_cast<kind>(k))) + " " +
+                           std::string(name_of(static_cast<phase>(ph))) +
+                           ", which the program uses: add `void operator()(weft::kinds::" +
+                           std::string(name_of(static_cast<kind>(k))) +
+                           ", weft::phases::" + std::string(tag_name_of(static_cast<phase>(ph))) +
+                           ", weft::exec::run_call&)`");
   const std::uint32_t n = g.size(), N = g.ops(), Q = g.queues();
   started_.assign(N, never);
   finished_.assign(N, never);
@@ -263,7 +325,7 @@ timeline runner::run(Model& model, run_measures* measures) {
     if (g.computes(g.unit_of(x)) || stopping.load()) return;
     rt::stream& s = *streams_[g.queue_of(x)];
     const op o = p.at(g.op_of(x));
-    const int steps = std::max(1, model.comm_steps(o));
+    const int steps = detail::comm_steps(model, o);
     for (int step = 0; step < steps; ++step)
       s.enqueue_async(
           [&, x, o, step] {
@@ -277,7 +339,7 @@ timeline runner::run(Model& model, run_measures* measures) {
               started_at[x] = rt::cycle_clock::now();
             }
             run_call c = call_for(x, step);
-            invoke_kernel(model, o, c);
+            detail::call_kernel(model, c);
             if (!c.started) throw std::logic_error("weft: run: a comm kernel started no operation");
             return *c.started;
           },
@@ -328,7 +390,7 @@ timeline runner::run(Model& model, run_measures* measures) {
           g.each_member(unit, [&](std::uint32_t x) { started_at[x] = t; });
           g.each_member(unit, [&](std::uint32_t x) {
             run_call c = call_for(x, 0);
-            invoke_kernel(model, c.op, c);
+            detail::call_kernel(model, c);
           });
         } catch (...) {
           failed_op.store(unit);

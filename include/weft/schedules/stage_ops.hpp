@@ -10,21 +10,23 @@
 
 namespace weft {
 
-/// Which parts of MoE fb-overlap a generator uses (seed: moe-fb-overlap). Everything off is the
-/// baseline: each chunk's forward and backward run op after op.
+/// Which parts of MoE fb-overlap a generator uses (seed: moe-fb-overlap). `overlap_options::
+/// none()` (and `{}`: every part off) is the baseline, each chunk's forward and backward op after
+/// op; `overlap_options::all()` turns every part on.
 struct overlap_options {
   /// Where a schedule overlaps a forward with a backward of another micro-batch, issue them
   /// layer by layer in pairs: attn-F ‖ combine-B, mlp-B ‖ dispatch-F, mlp-F ‖ dispatch-B,
   /// attn-B ‖ combine-F. Off: the forward, then the backward.
-  bool pair_forward_backward = true;
+  bool pair_forward_backward = false;
   /// In those pairs, split expert and attention backward into dX and dW; the expert dW hides
   /// dispatch-B and the attention dW runs last (where it hides pipeline transfers).
-  bool split_dw = true;
+  bool split_dw = false;
   /// Alone (warm-up, cool-down): the shared expert's forward hides dispatch-F, its backward
   /// hides combine-B, and the routed experts' dW hides dispatch-B.
-  bool self_overlap = true;
+  bool self_overlap = false;
 
-  static constexpr overlap_options none() noexcept { return {false, false, false}; }
+  static constexpr overlap_options none() noexcept { return {}; }
+  static constexpr overlap_options all() noexcept { return {true, true, true}; }
   friend constexpr bool operator==(const overlap_options&, const overlap_options&) = default;
 };
 

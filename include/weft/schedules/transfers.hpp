@@ -168,7 +168,8 @@ constexpr schedule merge_backward(const schedule& s) {
       if (a.size() == 1 && a[0].ph == phase::dX && i + 1 < s.slots(r)) {
         const auto b = s.slot(r, i + 1);
         if (b.size() == 1 && b[0].ph == phase::dW &&
-            b[0].same_work(op{a[0].k, phase::dW, a[0].chunk, a[0].split, 0, a[0].mb, a[0].layer})) {
+            b[0].same_work(
+                make_op(a[0].k, phase::dW, a[0].mb, a[0].chunk, a[0].layer, a[0].split))) {
           op fused = a[0];
           fused.ph = phase::B;
           t.add_slot(fused);
