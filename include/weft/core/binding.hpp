@@ -20,6 +20,7 @@
 #include <weft/core/error.hpp>
 #include <weft/core/kinds.hpp>
 #include <weft/core/op.hpp>
+#include <weft/core/uses.hpp>
 
 namespace weft {
 
@@ -36,30 +37,6 @@ concept has_kernel = kind_tag<Kind> && phase_tag<Phase> &&
   m(k, p, c);
 };
 
-/// The (kind, phase) pairs a schedule uses, as a structural value.
-struct kind_phase_set {
-  std::uint64_t bits = 0;
-  constexpr bool has(kind k, phase p) const noexcept {
-    return (bits >> (static_cast<int>(k) * phase_count + static_cast<int>(p))) & 1u;
-  }
-  constexpr kind_phase_set with(kind k, phase p) const noexcept {
-    return {bits | (std::uint64_t{1} << (static_cast<int>(k) * phase_count + static_cast<int>(p)))};
-  }
-  friend constexpr bool operator==(kind_phase_set, kind_phase_set) = default;
-};
-
-/// The (kind, phase) pairs of a range of ops (a schedule's `ops`, or any container of `op`).
-template <class Ops>
-constexpr kind_phase_set uses_ops(const Ops& ops) noexcept {
-  kind_phase_set s;
-  for (const op& o : ops) s = s.with(o.k, o.ph);
-  return s;
-}
-/// The (kind, phase) pairs anything with an `ops` member uses (a schedule, a fixed schedule).
-template <class Sched>
-requires requires(const Sched& s) { s.ops; }
-constexpr kind_phase_set uses(const Sched& s) noexcept { return uses_ops(s.ops); }
-
 namespace detail {
 inline constexpr auto all_kinds =
     boost::hana::tuple_t<kinds::block, kinds::attn, kinds::dispatch, kinds::mlp, kinds::combine,
@@ -70,17 +47,17 @@ inline constexpr auto all_phases = boost::hana::tuple_t<phases::forward, phases:
 }  // namespace detail
 
 namespace diag {
-template <class Model, class Kind, class Phase>
+template <class Model, class Kind, class Phase, class Call = kernel_call>
 struct model_lacks_kernel {
-  static_assert(has_kernel<Model, Kind, Phase>,
+  static_assert(has_kernel<Model, Kind, Phase, Call>,
                 "weft: model binding: the model has no kernel for a (kind, phase) the schedule "
-                "uses; add `void operator()(Kind, Phase, weft::kernel_call&)` (the model, kind "
-                "and phase are the arguments of 'model_lacks_kernel<Model, Kind, Phase>')");
+                "uses; add `void operator()(Kind, Phase, Call&)` (the model, kind, phase and "
+                "call are the arguments of 'model_lacks_kernel<Model, Kind, Phase, Call>')");
 };
 }  // namespace diag
 
 /// True when `Model` has a kernel for every pair in `Used`; otherwise compilation stops at the
-/// first missing pair with `diag::model_lacks_kernel<Model, Kind, Phase>`.
+/// first missing pair with `diag::model_lacks_kernel<Model, Kind, Phase, Call>`.
 template <class Model, kind_phase_set Used, class Call = kernel_call>
 inline constexpr bool binds_all = [] {
   bool all = true;
@@ -89,7 +66,7 @@ inline constexpr bool binds_all = [] {
     boost::hana::for_each(detail::all_phases, [&](auto p) {
       using Phase = typename std::remove_cvref_t<decltype(p)>::type;
       if constexpr (Used.has(Kind::value, Phase::value) && !has_kernel<Model, Kind, Phase, Call>) {
-        (void)sizeof(diag::model_lacks_kernel<Model, Kind, Phase>);
+        (void)sizeof(diag::model_lacks_kernel<Model, Kind, Phase, Call>);
         all = false;
       }
     });

@@ -97,6 +97,16 @@ concept routes_transfers = requires(Model& m, const run_call& c) {
   { m.incoming(c) } -> std::convertible_to<std::span<float>>;
 };
 
+/// True when `Model` has what a runner calls for every pair in `Used` (give it
+/// `uses_lowered(schedule)`: the transfers lowering adds included) — its kernels taking a
+/// `run_call`, send and recv covered by transfer routing where the model routes them. Otherwise
+/// compilation stops at the first missing pair, naming it (`diag::model_lacks_kernel`). The
+/// runner checks the same at run time before a run starts.
+template <class Model, kind_phase_set Used>
+inline constexpr bool runnable =
+    binds_all<Model, routes_transfers<Model> ? Used.without(kind::send).without(kind::recv) : Used,
+              run_call>;
+
 namespace detail {
 template <class Model>
 int comm_steps(Model& model, const op& o) {

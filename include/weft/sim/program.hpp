@@ -8,6 +8,7 @@
 
 #include <weft/core/buffer.hpp>
 #include <weft/core/error.hpp>
+#include <weft/core/uses.hpp>
 #include <weft/schedule/program.hpp>
 #include <weft/schedule/text.hpp>
 #include <weft/schedule/verify.hpp>
@@ -16,6 +17,18 @@
 namespace weft {
 
 namespace detail {
+/// Does lowering add transfers to `s`? When it has none of its own and some micro-batch's
+/// consecutive chunks sit on different ranks.
+constexpr bool adds_transfers(const schedule& s) {
+  for (const op& o : s.ops)
+    if (is_p2p(o.k)) return false;
+  const op_index ix(s.model, false);
+  for (int mbi = 0; mbi < s.model.micro; ++mbi)
+    for (int c = s.model.first_chunk(mbi); c < s.model.end_chunk(mbi); ++c)
+      if (ix.crosses_ranks(c, ix.next_chunk(mbi, c))) return true;
+  return false;
+}
+
 /// The stream program of a schedule, checked or not. Unchecked, only what lowering itself needs
 /// is required (ops inside the model, once each, transfers that pair up): an illegal schedule
 /// lowers and then hangs where the checker said it would — for tests of the runtime's timeout.
@@ -30,13 +43,7 @@ constexpr program lower(const schedule& input, bool checked) {
     if (!r.ok())
       throw config_error("weft: lower: the schedule is not legal: " + to_string(r.violations[0]));
   }
-  bool crosses = false;
-  if (!p2p) {
-    const op_index ix(input.model, false);
-    for (int mbi = 0; mbi < input.model.micro && !crosses; ++mbi)
-      for (int c = input.model.first_chunk(mbi); c < input.model.end_chunk(mbi); ++c)
-        crosses = crosses || ix.crosses_ranks(c, ix.next_chunk(mbi, c));
-  }
+  const bool crosses = !p2p && adds_transfers(input);
   const schedule s = crosses ? with_transfers(input) : input;
   placed p(s, collectives, p2p || crosses);
   for (std::uint32_t i = 0; i < s.ops.size(); ++i) {
@@ -56,6 +63,13 @@ constexpr program lower(const schedule& input, bool checked) {
   return build_program(p, static_cast<buffer<std::uint32_t>&&>(partner));
 }
 }  // namespace detail
+
+/// The (kind, phase) pairs a schedule's stream program uses: the schedule's own and those of
+/// the transfers lowering adds between ranks — what a model must have kernels for to run it
+/// (`exec::runnable`), where `uses(s)` sees the compute schedule only.
+constexpr kind_phase_set uses_lowered(const schedule& s) {
+  return detail::adds_transfers(s) ? uses(with_transfers(s)) : uses(s);
+}
 
 /// Lowers a legal schedule. Throws `config_error` with the checker's first violation when the
 /// schedule is not legal: an illegal schedule has no program.

@@ -1,6 +1,5 @@
 // A consumer of weft::exec: the built-in dense model under DualPipeV, gradients against its
-// serial run; weft/cp.hpp compiles with it too (weft::nn, which weft::exec carries).
-#include <weft/cp.hpp>
+// serial run.
 #include <weft/exec.hpp>
 
 #include <cstdio>
