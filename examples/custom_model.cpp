@@ -173,8 +173,9 @@ class toy_step {
 
 // Proven at compile time: the model has what the runner calls for every (kind, phase) a
 // lowered ZB-H1 uses — dX and dW included, the transfers routed by weft.
-static_assert(
-    weft::exec::runnable<toy_step, weft::uses_lowered(weft::zb_h1({.ranks = 4, .micro = 8}))>);
+constexpr weft::kind_phase_set zb_h1_uses =
+    weft::uses_lowered(weft::zb_h1({.ranks = 4, .micro = 8}));
+static_assert(weft::exec::runnable<toy_step, zb_h1_uses>);
 
 }  // namespace
 
