@@ -83,7 +83,7 @@ int run_suite(int seq) {
       adaptive_plan pl;
       for (int rep = 0; rep < 5; ++rep) {
         pl = plan_adaptive(m, cp);
-        ms.push_back(pl.seconds * 1e3);
+        ms.push_back(pl.planning_time.count() * 1e3);
       }
       std::sort(ms.begin(), ms.end());
       const int n = pl.coarse.size();

@@ -28,7 +28,7 @@ constexpr int pipeline_ranks = 2, replicas = 2, micro = 8;
 // By default one compute worker and one comm worker: with the timer that keeps 2 cores busy but
 // not oversubscribed (on an oversubscribed core every wake-up waits for a scheduler quantum).
 unsigned workers = 1;
-constexpr link_model ep_link = link_model::with_bandwidth(150e-6, 2e9);
+constexpr link_model ep_link = link_model::with_bandwidth(seconds(150e-6), 2e9);
 
 exec::moe_config config(int stages, int layers) {
   exec::moe_config c = exec::demo_config();
@@ -45,11 +45,11 @@ exec::moe_config config(int stages, int layers) {
 /// exchange), a transfer by its activation.
 cost_model link_costs(const exec::moe_config& c) {
   const double rows = c.tokens * c.top_k, f = sizeof(float);
-  const double a2a = collective::pairwise_all_to_all(ep_link, c.replicas, rows * c.width * f);
-  const double counts = collective::pairwise_all_to_all(ep_link, c.replicas, c.replicas * f);
-  const double dispatch =
+  const seconds a2a = collective::pairwise_all_to_all(ep_link, c.replicas, rows * c.width * f);
+  const seconds counts = collective::pairwise_all_to_all(ep_link, c.replicas, c.replicas * f);
+  const seconds dispatch =
       counts + collective::pairwise_all_to_all(ep_link, c.replicas, rows * (c.width + 1) * f);
-  const double p2p = collective::p2p(ep_link, double(c.tokens) * c.width * f);
+  const seconds p2p = collective::p2p(ep_link, double(c.tokens) * c.width * f);
   cost_model m;
   m.set(kind::dispatch, phase::F, dispatch)
       .set(kind::dispatch, phase::B, a2a)
@@ -80,11 +80,11 @@ void compare(const char* name, const schedule& s, const exec::moe_config& c, int
                          .wake_latency = run.wake_gap};
     const timeline sim = simulate_on_workers(run.prog, cost, workers, so, replicas);
     const step_metrics want = measure(run.prog, sim);
-    step.push_back(got.makespan);
-    predicted.push_back(want.makespan);
+    step.push_back(got.makespan.count());
+    predicted.push_back(want.makespan.count());
     for (int ph = 0; ph < 3; ++ph) {
-      exposed[ph].push_back(got.exposed_by_phase[ph]);
-      exposed_pred[ph].push_back(want.exposed_by_phase[ph]);
+      exposed[ph].push_back(got.exposed_by_phase[ph].count());
+      exposed_pred[ph].push_back(want.exposed_by_phase[ph].count());
     }
   }
   const double m = median(step), p = median(predicted);
@@ -104,8 +104,8 @@ int main(int argc, char** argv) {
       "%d ranks (%d pipeline x %d expert-parallel), %u compute + 1 comm workers, link %.0f us + "
       "%.1f GB/s, "
       "%d runs each, medians\n",
-      pipeline_ranks * replicas, pipeline_ranks, replicas, workers, ep_link.alpha * 1e6,
-      1e-9 / ep_link.beta, runs);
+      pipeline_ranks * replicas, pipeline_ranks, replicas, workers, ep_link.alpha.count() * 1e6,
+      1e-9 / ep_link.beta.count(), runs);
   std::printf("%-24s %12s %12s %9s   exposed comm, ms, measured / predicted\n", "schedule",
               "measured", "predicted", "error");
   std::printf("%-24s %12s %12s %9s   %15s   %15s   %15s\n", "", "", "", "", "warm-up", "steady",

@@ -46,11 +46,11 @@ void lower(benchmark::State& state) {
 
 void simulate(benchmark::State& state) {
   const weft::program& p = big_program();
-  const weft::cost_model c = weft::cost_model::deepseek_v3_like();
+  const weft::unit_cost_model c = weft::unit_cost_model::deepseek_v3_like();
   double makespan = 0;
   for (auto _ : state) {
-    const weft::timeline t = weft::simulate(p, c);
-    makespan = t.makespan;
+    const weft::unit_timeline t = weft::simulate(p, c);
+    makespan = t.makespan.count();
     benchmark::DoNotOptimize(t.finish.data());
   }
   state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations() * p.size()));
@@ -65,9 +65,9 @@ void simulate(benchmark::State& state) {
 
 void measure(benchmark::State& state) {
   const weft::program& p = big_program();
-  const weft::timeline t = weft::simulate(p, weft::cost_model::deepseek_v3_like());
+  const weft::unit_timeline t = weft::simulate(p, weft::unit_cost_model::deepseek_v3_like());
   for (auto _ : state) {
-    const weft::step_metrics m = weft::measure(p, t);
+    const weft::unit_step_metrics m = weft::measure(p, t);
     benchmark::DoNotOptimize(m.makespan);
   }
   state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations() * p.size()));

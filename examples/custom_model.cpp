@@ -199,7 +199,7 @@ int main() {
     const bool equal = got == want;
     failures += equal ? 0 : 1;
     std::printf("%-10s %2d stages on %d ranks, %3zu ops: %.2f ms, gradients %s the serial loop's\n",
-                n.name, d.chunks(), ranks, prog.size(), 1e3 * t.makespan,
+                n.name, d.chunks(), ranks, prog.size(), 1e3 * t.makespan.count(),
                 equal ? "equal" : "DIFFER from");
   }
   return failures == 0 ? 0 : 1;

@@ -100,7 +100,7 @@ int main(int argc, char** argv) {
   exec::run_options opt;
   opt.workers = 2;
   // 150 us and 2 GB/s per all-to-all or transfer: about an expert's compute here.
-  opt.delay = rt::delay_model{link_model::with_bandwidth(150e-6, 2e9)};
+  opt.delay = rt::delay_model{link_model::with_bandwidth(seconds(150e-6), 2e9)};
 
   std::printf("tiny MoE: %d stages x %d layers, %d experts (top-%d) + shared, %d micro-batches\n",
               tiny_moe().stages, layers_per_chunk, tiny_moe().experts, tiny_moe().top_k, micro);
@@ -116,8 +116,8 @@ int main(int argc, char** argv) {
     const double err = exec::max_grad_rel_err(dual.last, reference);
     std::printf(
         "%4d  loss %-19.6f %8.2f ms  loss %-19.6f %8.2f ms   (serial %.6f, grad err %.1e)\n", s + 1,
-        static_cast<double>(dual.last.loss), 1e3 * dual.metrics.back().makespan,
-        static_cast<double>(base.last.loss), 1e3 * base.metrics.back().makespan,
+        static_cast<double>(dual.last.loss), 1e3 * dual.metrics.back().makespan.count(),
+        static_cast<double>(base.last.loss), 1e3 * base.metrics.back().makespan.count(),
         static_cast<double>(serial), err);
   }
 
@@ -128,17 +128,19 @@ int main(int argc, char** argv) {
                 scale * base.median(fn), unit);
   };
   row(
-      "step time", [](const step_metrics& m) { return m.makespan; }, 1e3, "ms");
+      "step time", [](const step_metrics& m) { return m.makespan.count(); }, 1e3, "ms");
   row(
       "bubble", [](const step_metrics& m) { return m.bubble_ratio; }, 100, "%");
   row(
-      "exposed comm (all ranks)", [](const step_metrics& m) { return m.exposed_comm; }, 1e3, "ms");
+      "exposed comm (all ranks)", [](const step_metrics& m) { return m.exposed_comm.count(); }, 1e3,
+      "ms");
   row(
-      "  warm-up", [](const step_metrics& m) { return m.exposed_by_phase[0]; }, 1e3, "ms");
+      "  warm-up", [](const step_metrics& m) { return m.exposed_by_phase[0].count(); }, 1e3, "ms");
   row(
-      "  steady", [](const step_metrics& m) { return m.exposed_by_phase[1]; }, 1e3, "ms");
+      "  steady", [](const step_metrics& m) { return m.exposed_by_phase[1].count(); }, 1e3, "ms");
   row(
-      "  cool-down", [](const step_metrics& m) { return m.exposed_by_phase[2]; }, 1e3, "ms");
+      "  cool-down", [](const step_metrics& m) { return m.exposed_by_phase[2].count(); }, 1e3,
+      "ms");
 
   const std::string trace = dir + "train_moe_dualpipev.trace.json";
   const std::string svg = dir + "train_moe_dualpipev.svg";
@@ -147,7 +149,7 @@ int main(int argc, char** argv) {
     std::cerr << "cannot write " << trace << " or " << svg << "\n";
     return 1;
   }
-  write_chrome_trace(t, dual.last.prog, dual.last.time, 1e6);
+  write_chrome_trace(t, dual.last.prog, dual.last.time);
   write_svg(v, dual.last.prog, dual.last.time, {.title = "DualPipeV + fb-overlap, measured"});
   std::printf("\nwrote %s (chrome://tracing, Perfetto) and %s\n", trace.c_str(), svg.c_str());
 }

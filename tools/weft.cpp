@@ -11,6 +11,7 @@
 //
 // Exit codes: 0 legal (or generated, simulated), 1 illegal, 2 bad arguments or unreadable input.
 #include <charconv>
+#include <concepts>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -111,7 +112,7 @@ struct request {
   std::string format = "text";
   // simulate, compare
   std::vector<std::string> schedules;
-  weft::cost_model cost = weft::cost_model::pipeline(1, 2, 1);
+  weft::unit_cost_model cost = weft::unit_cost_model::pipeline({.F = 1, .B = 2, .W = 1});
   bool barrier = false, json = false;
   bool cost_is_rank_share = true;  ///< --cost: a rank's share; a preset: per chunk
   std::string trace, svg;
@@ -138,7 +139,7 @@ double parse_double(std::string_view what, std::string_view text) {
 }
 
 /// --cost F=1,B=2,W=1,FB=2.5,A2A=0.5,P2P=0.1
-weft::cost_model parse_cost(std::string_view text) {
+weft::unit_cost_model parse_cost(std::string_view text) {
   double F = 1, B = 2, W = 1, FB = -1, A2A = 0, P2P = 0;
   for (const std::string& item : split(text, ',')) {
     const std::size_t eq = item.find('=');
@@ -161,7 +162,8 @@ weft::cost_model parse_cost(std::string_view text) {
       bad_usage("--cost: unknown key '" + key + "' (F, B, W, FB, A2A, P2P)");
   }
   if (W > B) bad_usage("--cost: W (the dW part of B) cannot exceed B");
-  return weft::cost_model::pipeline(F, B, W, FB, P2P, A2A);
+  return weft::unit_cost_model::pipeline(
+      {.F = F, .B = B, .W = W, .FB = FB, .P2P = P2P, .A2A = A2A});
 }
 
 request parse_request(const std::vector<std::string_view>& args) {
@@ -209,7 +211,7 @@ request parse_request(const std::vector<std::string_view>& args) {
     } else if (a == "--preset") {
       const std::string_view name = text();
       if (name != "deepseek-v3") bad_usage("unknown preset '" + std::string(name) + "'");
-      q.cost = weft::cost_model::deepseek_v3_like();
+      q.cost = weft::unit_cost_model::deepseek_v3_like();
       q.cost_is_rank_share = false;
     } else if (a == "--barrier")
       q.barrier = true;
@@ -277,10 +279,11 @@ weft::schedule generate_or_exit(const request& q, const std::string& name) {
   }
 }
 
+/// --cost and the presets are unit-free (the DualPipe paper's F, B, W): so is the simulation.
 struct simulated {
   weft::program prog;
-  weft::timeline time;
-  weft::step_metrics metrics;
+  weft::unit_timeline time;
+  weft::unit_step_metrics metrics;
 };
 
 /// Lowers, simulates and measures; says what it does on big schedules, which take a while.
@@ -318,40 +321,61 @@ simulated simulate_or_exit(const request& q, const weft::schedule& s) {
   return out;
 }
 
-/// `extra`: more `"key":value` members for the top-level object, comma-separated.
-void print_json(std::ostream& os, const std::string& name, const weft::step_metrics& m,
+/// `extra`: more `"key":value` members for the top-level object, comma-separated. Times are
+/// counts of `time_unit`: seconds, or unit-free schedule units.
+template <weft::time_type T>
+void print_json(std::ostream& os, const std::string& name, const weft::basic_step_metrics<T>& m,
                 const std::string& extra = "") {
-  os << std::setprecision(10) << "{\"schedule\":\"" << name << "\",\"makespan\":" << m.makespan
-     << ",\"bubble_ratio\":" << m.bubble_ratio << ",\"exposed_comm\":" << m.exposed_comm
-     << ",\"exposed_comm_by_phase\":{\"warmup\":" << m.exposed_by_phase[0]
-     << ",\"steady\":" << m.exposed_by_phase[1] << ",\"cooldown\":" << m.exposed_by_phase[2]
-     << "},\"ranks\":[";
+  os << std::setprecision(10) << "{\"schedule\":\"" << name << "\",\"time_unit\":\""
+     << weft::unit_name<T>() << "\",\"makespan\":" << m.makespan.count()
+     << ",\"bubble_ratio\":" << m.bubble_ratio << ",\"exposed_comm\":" << m.exposed_comm.count()
+     << ",\"exposed_comm_by_phase\":{\"warmup\":" << m.exposed_by_phase[0].count()
+     << ",\"steady\":" << m.exposed_by_phase[1].count()
+     << ",\"cooldown\":" << m.exposed_by_phase[2].count() << "},\"ranks\":[";
   for (std::size_t r = 0; r < m.ranks.size(); ++r) {
-    const weft::rank_metrics& x = m.ranks[r];
-    os << (r ? "," : "") << "{\"rank\":" << r << ",\"busy\":" << x.busy << ",\"idle\":" << x.idle
-       << ",\"exposed_comm\":" << x.exposed_comm << ",\"peak_activations\":" << x.peak_activations
-       << ",\"stream_utilisation\":[";
+    const auto& x = m.ranks[r];
+    os << (r ? "," : "") << "{\"rank\":" << r << ",\"busy\":" << x.busy.count()
+       << ",\"idle\":" << x.idle.count() << ",\"exposed_comm\":" << x.exposed_comm.count()
+       << ",\"peak_activations\":" << x.peak_activations << ",\"stream_utilisation\":[";
     for (int st = 0; st < weft::streams_per_rank; ++st)
-      os << (st ? "," : "") << (m.makespan > 0 ? x.stream_busy[st] / m.makespan : 0.0);
+      os << (st ? "," : "") << (m.makespan > T{0} ? x.stream_busy[st] / m.makespan : 0.0);
     os << "]}";
   }
   os << "]" << (extra.empty() ? "" : ",") << extra << "}\n";
 }
 
-void print_text(std::ostream& os, const std::string& name, const weft::step_metrics& m) {
-  os << name << ": makespan " << m.makespan << ", bubble " << 100 * m.bubble_ratio
-     << "%, exposed comm " << m.exposed_comm << " (warm-up " << m.exposed_by_phase[0] << ", steady "
-     << m.exposed_by_phase[1] << ", cool-down " << m.exposed_by_phase[2] << ")\n";
+/// A time with its unit: "12.5 units", "3.21 ms".
+template <weft::time_type T>
+std::string show(T t) {
+  std::ostringstream os;
+  if constexpr (std::same_as<T, weft::seconds>)
+    os << t.count() * 1e3 << " ms";
+  else
+    os << t.count() << " units";
+  return os.str();
+}
+
+template <weft::time_type T>
+void print_text(std::ostream& os, const std::string& name, const weft::basic_step_metrics<T>& m) {
+  os << name << ": makespan " << show(m.makespan) << ", bubble " << 100 * m.bubble_ratio
+     << "%, exposed comm " << show(m.exposed_comm) << " (warm-up " << show(m.exposed_by_phase[0])
+     << ", steady " << show(m.exposed_by_phase[1]) << ", cool-down " << show(m.exposed_by_phase[2])
+     << ")\n";
   for (std::size_t r = 0; r < m.ranks.size(); ++r) {
-    const weft::rank_metrics& x = m.ranks[r];
-    os << "  rank " << r << ": busy " << x.busy << ", idle " << x.idle << ", exposed comm "
-       << x.exposed_comm << ", peak activations " << x.peak_activations << "\n";
+    const auto& x = m.ranks[r];
+    os << "  rank " << r << ": busy " << show(x.busy) << ", idle " << show(x.idle)
+       << ", exposed comm " << show(x.exposed_comm) << ", peak activations " << x.peak_activations
+       << "\n";
   }
 }
 
-/// --trace and --svg; `us_per_unit` converts the timeline's unit to microseconds.
-void write_pictures(const request& q, const weft::program& prog, const weft::timeline& time,
-                    double us_per_unit, const std::string& title) {
+/// The length a unit of schedule time is drawn with in a Chrome trace.
+constexpr weft::seconds trace_unit{1e-3};
+
+/// --trace and --svg.
+template <weft::time_type T>
+void write_pictures(const request& q, const weft::program& prog,
+                    const weft::basic_timeline<T>& time, const std::string& title) {
   const auto write = [&](const std::string& path, auto&& fn) {
     std::ofstream out(path);
     if (!out) {
@@ -361,7 +385,12 @@ void write_pictures(const request& q, const weft::program& prog, const weft::tim
     fn(out);
   };
   if (!q.trace.empty())
-    write(q.trace, [&](std::ostream& o) { weft::write_chrome_trace(o, prog, time, us_per_unit); });
+    write(q.trace, [&](std::ostream& o) {
+      if constexpr (std::same_as<T, weft::seconds>)
+        weft::write_chrome_trace(o, prog, time);
+      else
+        weft::write_chrome_trace(o, prog, time, trace_unit);
+    });
   if (!q.svg.empty())
     write(q.svg, [&](std::ostream& o) { weft::write_svg(o, prog, time, {.title = title}); });
 }
@@ -369,7 +398,7 @@ void write_pictures(const request& q, const weft::program& prog, const weft::tim
 int simulate_command(const request& q) {
   const weft::schedule s = generate_or_exit(q, q.name);
   const simulated sim = simulate_or_exit(q, s);
-  write_pictures(q, sim.prog, sim.time, 1000.0,
+  write_pictures(q, sim.prog, sim.time,
                  q.name + ", " + std::to_string(q.pp) + " ranks, " + std::to_string(q.micro) +
                      " micro-batches");
   if (q.json)
@@ -419,27 +448,28 @@ int run_and_report(const request& q, const weft::schedule& s, Model& model,
       std::cerr << "weft: cannot write '" << q.svg << "'\n";
       return 2;
     }
-    weft::write_svg_compare(out, run.prog, run.time, "measured (s)", predicted,
-                            "predicted from the calibrated cost model (s)",
+    weft::write_svg_compare(out, run.prog, run.time, "measured", predicted,
+                            "predicted from the calibrated cost model",
                             {.title = q.name + ", " + what});
   }
   if (!q.trace.empty()) {
     request trace_only = q;
     trace_only.svg.clear();
-    write_pictures(trace_only, run.prog, run.time, 1e6, q.name + ", " + what + ", measured");
+    write_pictures(trace_only, run.prog, run.time, q.name + ", " + what + ", measured");
   }
   std::ostringstream extra;
   extra << std::setprecision(9) << "\"loss\":" << run.loss << ",\"serial_loss\":" << loss
-        << ",\"max_grad_rel_err\":" << worst << ",\"predicted_makespan\":" << predicted.makespan;
+        << ",\"max_grad_rel_err\":" << worst
+        << ",\"predicted_makespan\":" << predicted.makespan.count();
   if (q.json) {
     print_json(std::cout, q.name, metrics, extra.str());
   } else {
     std::cout << what << "\n";
     print_text(std::cout, q.name, metrics);
-    std::cout << "predicted makespan " << predicted.makespan
+    std::cout << "predicted makespan " << show(predicted.makespan)
               << " (costs calibrated from this run)\n";
     std::cout << "loss " << run.loss << " (serial " << loss << "), max gradient relative error "
-              << worst << " (times in seconds)\n";
+              << worst << "\n";
   }
   return 0;
 }
@@ -477,18 +507,20 @@ int run_command(const request& q) {
 }
 
 int compare_command(const request& q) {
-  std::cout << std::left << std::setw(14) << "schedule" << std::right << std::setw(12) << "makespan"
+  std::cout << "times in schedule units (--cost)\n"
+            << std::left << std::setw(14) << "schedule" << std::right << std::setw(12) << "makespan"
             << std::setw(10) << "bubble" << std::setw(14) << "exposed comm" << std::setw(12)
             << "peak act."
             << "\n";
   for (const std::string& name : q.schedules) {
     const simulated sim = simulate_or_exit(q, generate_or_exit(q, name));
     int peak = 0;
-    for (const weft::rank_metrics& r : sim.metrics.ranks) peak = std::max(peak, r.peak_activations);
+    for (const auto& r : sim.metrics.ranks) peak = std::max(peak, r.peak_activations);
     std::cout << std::left << std::setw(14) << name << std::right << std::setw(12)
-              << sim.metrics.makespan << std::setw(9) << std::fixed << std::setprecision(1)
+              << sim.metrics.makespan.count() << std::setw(9) << std::fixed << std::setprecision(1)
               << 100 * sim.metrics.bubble_ratio << "%" << std::setw(14) << std::setprecision(3)
-              << sim.metrics.exposed_comm << std::setw(12) << peak << std::defaultfloat << "\n";
+              << sim.metrics.exposed_comm.count() << std::setw(12) << peak << std::defaultfloat
+              << "\n";
   }
   return 0;
 }
@@ -572,7 +604,7 @@ int plan_cp_command(const std::vector<std::string_view>& args) {
                       : std::string("kept the original order"))
               << "), rounds " << p.rounds << " (lower bound " << p.lower_bound
               << "), max comm units " << p.max_comm_units() << " (cap " << p.cap << "), planned in "
-              << pl.seconds * 1e3 << " ms\n";
+              << pl.planning_time.count() * 1e3 << " ms\n";
     for (int r = 0; r < p.rounds; ++r) {
       std::cout << "  round " << r << ":";
       for (int rank = 0; rank < cp; ++rank) {
@@ -596,7 +628,7 @@ int plan_cp_command(const std::vector<std::string_view>& args) {
             << ",\"tasks_before_remap\":" << pl.remapped.before.tasks
             << ",\"clusters\":" << pl.remapped.clusters << ",\"rounds\":" << p.rounds
             << ",\"lower_bound\":" << p.lower_bound << ",\"max_comm_units\":" << p.max_comm_units()
-            << ",\"cap\":" << p.cap << ",\"planning_ms\":" << pl.seconds * 1e3
+            << ",\"cap\":" << p.cap << ",\"planning_ms\":" << pl.planning_time.count() * 1e3
             << ",\"tokens_per_cell\":" << pl.tokens_per_cell
             << ",\"opt_seq\":" << list(pl.token_order()) << ",\"plan\":[";
   for (int r = 0; r <= p.rounds; ++r) {

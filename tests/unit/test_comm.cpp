@@ -125,7 +125,7 @@ TEST_CASE("collectives: a non-member and mismatched counts are errors") {
 }
 
 TEST_CASE("a modelled link delays completion by alpha + n beta") {
-  inproc_world w(2, delay_model{weft::link_model{.alpha = 0.03, .beta = 0}});
+  inproc_world w(2, delay_model{weft::link_model{.alpha = weft::seconds(0.03)}});
   std::vector<float> a(8, 1.0f), b(8);
   const auto t0 = std::chrono::steady_clock::now();
   event r = w.at(1).irecv(b, 0, 0);

@@ -155,7 +155,7 @@ TEST_CASE("MoE faults: a throwing expert names its replica; a stuck all-to-all t
   {
     moe_model<float> model({.stages = 2, .micro = 2, .replicas = 2});
     run_options opt;
-    opt.delay = rt::delay_model{link_model{.alpha = 3600, .beta = 0}};  // an hour per message
+    opt.delay = rt::delay_model{link_model{.alpha = seconds(3600)}};  // an hour per message
     opt.timeout = std::chrono::milliseconds(200);
     moe_executor<float> ex(model, opt);
     const auto t0 = std::chrono::steady_clock::now();
@@ -176,20 +176,20 @@ TEST_CASE("MoE faults: a throwing expert names its replica; a stuck all-to-all t
 TEST_CASE("comm spans leave out the wait for late peers; the calibrated cost is the link's") {
   moe_model<float> model({.stages = 2, .micro = 2, .replicas = 2});
   run_options opt;
-  const double alpha = 0.005;
-  opt.delay = rt::delay_model{link_model{.alpha = alpha, .beta = 0}};
+  const seconds alpha{0.005};
+  opt.delay = rt::delay_model{link_model{.alpha = alpha}};
   moe_executor<float> ex(model, opt);
   const run_result<float> run =
       ex.run(one_f_one_b({.ranks = 2, .micro = 2, .stages = stage_set::moe_with_shared()}));
   const program& p = run.prog;
   REQUIRE(run.comm_span.size() == p.size());
   for (std::uint32_t i = 0; i < p.size(); ++i) {
-    const double span = run.time.finish[i] - run.time.start[i];
+    const seconds span = run.time.duration_of(i);
     if (stream_of(p.at(i).k) == stream_class::compute) {
-      CHECK(run.comm_span[i] == 0);
+      CHECK(run.comm_span[i] == seconds(0));
       continue;
     }
-    CHECK(run.comm_span[i] <= span + 1e-12);
+    CHECK(run.comm_span[i] <= span + seconds(1e-12));
     CHECK(run.comm_span[i] >= 0.5 * alpha);  // every message crossed the link
   }
   const cost_model c = calibrated(p, run.time, cost_model{}, run.comm_span);
@@ -199,7 +199,7 @@ TEST_CASE("comm spans leave out the wait for late peers; the calibrated cost is 
       CHECK(c.of(k, ph) < 4 * alpha);
     }
   CHECK(c.of(kind::dispatch, phase::F) >= 1.5 * alpha);  // counts, then rows
-  CHECK(c.of(kind::attn, phase::F) > 0);
+  CHECK(c.of(kind::attn, phase::F) > seconds(0));
 }
 
 TEST_CASE("sgd_step moves every parameter against its gradient, and training lowers the loss") {

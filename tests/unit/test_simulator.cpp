@@ -15,20 +15,24 @@
 #include <weft/sim/program.hpp>
 #include <weft/sim/shared_workers.hpp>
 
+#include "time_approx.hpp"
+
 using namespace weft;
 
 namespace {
 
-step_metrics run(const schedule& s, const cost_model& c, sim_options o = {}) {
+template <time_type T>
+basic_step_metrics<T> run(const schedule& s, const basic_cost_model<T>& c,
+                          basic_sim_options<T> o = {}) {
   const program p = lower(s);
-  const timeline t = simulate(p, c, o);
+  const basic_timeline<T> t = simulate(p, c, o);
   REQUIRE(!t.deadlocked());
   return measure(p, t);
 }
 
-double max_idle(const step_metrics& m) {
-  double x = 0;
-  for (const rank_metrics& r : m.ranks) x = std::max(x, r.idle);
+units max_idle(const unit_step_metrics& m) {
+  units x = 0;
+  for (const auto& r : m.ranks) x = std::max(x, r.idle);
   return x;
 }
 
@@ -43,12 +47,12 @@ TEST_CASE("1F1B and ZB-H1 bubbles: (PP-1)(F+B) for any costs, (PP-1)(F+B-2W) for
           CAPTURE(B);
           CAPTURE(W);
           CAPTURE(P);
-          const cost_model c = cost_model::pipeline(F, B, W);
+          const unit_cost_model c = unit_cost_model::pipeline({.F = F, .B = B, .W = W});
           const pipeline_params p{.ranks = P, .micro = 3 * P};
-          for (const rank_metrics& r : run(one_f_one_b(p), c).ranks)
+          for (const auto& r : run(one_f_one_b(p), c).ranks)
             CHECK(r.idle == doctest::Approx((P - 1) * (F + B)));
           if (W > B - W) continue;  // ZB-H1's dW fills bubbles of the size of a dX pass
-          for (const rank_metrics& r : run(zb_h1(p), c).ranks)
+          for (const auto& r : run(zb_h1(p), c).ranks)
             CHECK(r.idle == doctest::Approx((P - 1) * (F + B - 2 * W)));
         }
 }
@@ -68,7 +72,7 @@ TEST_CASE("DualPipe and DualPipeV bubbles: (PP/2-1)(F&B+B-3W), where the formula
         CAPTURE(W);
         CAPTURE(FB);
         CAPTURE(P);
-        const cost_model c = cost_model::pipeline(F, B, W, FB);
+        const unit_cost_model c = unit_cost_model::pipeline({.F = F, .B = B, .W = W, .FB = FB});
         const pipeline_params p{.ranks = P, .micro = 4 * P};
         CHECK(max_idle(run(dualpipe(p), c)) == doctest::Approx((P / 2 - 1) * (FB + B - 3 * W)));
         // DualPipeV runs PP = 2P stages on P ranks.
@@ -78,7 +82,8 @@ TEST_CASE("DualPipe and DualPipeV bubbles: (PP/2-1)(F&B+B-3W), where the formula
 }
 
 TEST_CASE("DualPipe's formula is not exact when a forward costs more or less than dX") {
-  const cost_model c = cost_model::pipeline(2, 2, 1, 3);  // F = 2, dX = 1
+  const unit_cost_model c =
+      unit_cost_model::pipeline({.F = 2, .B = 2, .W = 1, .FB = 3});  // F = 2, dX = 1
   const double formula = (8 / 2 - 1) * (3 + 2 - 3 * 1);
   CHECK(max_idle(run(dualpipe({.ranks = 8, .micro = 32}), c)) > formula);
 }
@@ -91,29 +96,29 @@ TEST_CASE("interleaved 1F1B: bubble fraction (p-1)/(v m) for equal costs") {
         CAPTURE(V);
         CAPTURE(M);
         // A chunk is 1/V of a rank's layers: it costs 1/V of a stage.
-        const cost_model c = cost_model::pipeline(1.0 / V, 1.0 / V, 0.5 / V);
-        const step_metrics m = run(interleaved({.ranks = P, .micro = M, .chunks = V}), c);
+        const unit_cost_model c =
+            unit_cost_model::pipeline({.F = 1.0 / V, .B = 1.0 / V, .W = 0.5 / V});
+        const unit_step_metrics m = run(interleaved({.ranks = P, .micro = M, .chunks = V}), c);
         const double ideal = M * 2.0;
-        for (const rank_metrics& r : m.ranks)
-          CHECK(r.idle / ideal == doctest::Approx((P - 1.0) / (V * M)));
+        for (const auto& r : m.ranks) CHECK(r.idle / ideal == doctest::Approx((P - 1.0) / (V * M)));
       }
 }
 
 TEST_CASE("fb-overlap hides the all-to-all as the seed claims (slot-barrier execution)") {
-  const cost_model c = cost_model::deepseek_v3_like();
-  const sim_options host_waits{.slot_barrier = true};
+  const unit_cost_model c = unit_cost_model::deepseek_v3_like();
+  const unit_sim_options host_waits{.slot_barrier = true};
   for (const stage_set st : {stage_set::moe(), stage_set::moe_with_shared()}) {
     const interleaved_params base{
         .ranks = 4, .micro = 16, .chunks = 2, .layers = 2, .stages = st, .extra_warmup = true};
     interleaved_params with = base;
     with.overlap = overlap_options::all();
-    const step_metrics off = run(interleaved(base), c, host_waits);
-    const step_metrics on = run(interleaved(with), c, host_waits);
+    const unit_step_metrics off = run(interleaved(base), c, host_waits);
+    const unit_step_metrics on = run(interleaved(with), c, host_waits);
     constexpr int warmup = 0, steady = 1, cooldown = 2;
     for (const int ph : {warmup, steady, cooldown}) {
       CAPTURE(ph);
       // Off: every all-to-all is exposed.
-      CHECK(off.all_to_all_exposed_by_phase[ph] == doctest::Approx(off.all_to_all_by_phase[ph]));
+      CHECK(off.all_to_all_exposed_by_phase[ph] == testing::approx(off.all_to_all_by_phase[ph]));
     }
     // On: the steady phase hides all of it; warm-up and cool-down hide at least half with a
     // shared expert (the forward's combine has no compute of its micro-batch to hide behind).
@@ -142,7 +147,7 @@ TEST_CASE("a deadlocked program names the blocked op of every rank") {
   begin[p.size()] = static_cast<std::uint32_t>(waits.size());
   p.waits = waits;
   p.wait_begin = begin;
-  const timeline t = simulate(p, cost_model::pipeline(1, 2, 1));
+  const unit_timeline t = simulate(p, unit_cost_model::pipeline({.F = 1, .B = 2, .W = 1}));
   REQUIRE(t.deadlocked());
   CHECK(t.blocked[0] == first);
   CHECK(t.blocked[1] != program::none);
@@ -150,10 +155,10 @@ TEST_CASE("a deadlocked program names the blocked op of every rank") {
 
 TEST_CASE("metrics on a two-rank pipeline with communication") {
   // 1F1B on 2 ranks, 1 micro-batch: F0 | send | F1 B1 | send | B0, with a transfer of 0.5.
-  const cost_model c = cost_model::pipeline(1, 2, 1, -1, 0.5);
+  const unit_cost_model c = unit_cost_model::pipeline({.F = 1, .B = 2, .W = 1, .P2P = 0.5});
   const program p = lower(one_f_one_b({.ranks = 2, .micro = 1}));
-  const timeline t = simulate(p, c);
-  const step_metrics m = measure(p, t);
+  const unit_timeline t = simulate(p, c);
+  const unit_step_metrics m = measure(p, t);
   CHECK(m.makespan == doctest::Approx(1 + 0.5 + 1 + 2 + 0.5 + 2));
   CHECK(m.ranks[0].busy == doctest::Approx(3));
   CHECK(m.ranks[0].idle == doctest::Approx(4));
@@ -173,7 +178,7 @@ TEST_CASE("lowering refuses an illegal schedule with the rule") {
 }
 
 TEST_CASE("the alpha-beta model and its collectives") {
-  const link_model l{.alpha = 1e-5, .beta = 1e-9};  // 10 us, 1 GB/s
+  const link_model l{.alpha = seconds(1e-5), .beta = seconds(1e-9)};  // 10 us, 1 GB/s
   CHECK(collective::p2p(l, 1e6) == doctest::Approx(1e-5 + 1e-3));
   CHECK(collective::ring_all_gather(l, 4, 1e6) == doctest::Approx(3e-5 + 0.75e-3));
   CHECK(collective::ring_reduce_scatter(l, 4, 1e6) == doctest::Approx(3e-5 + 0.75e-3));
@@ -181,20 +186,21 @@ TEST_CASE("the alpha-beta model and its collectives") {
   CHECK(collective::pairwise_all_to_all(l, 8, 8e6) == doctest::Approx(7e-5 + 7e-3));
   // Across data centres, 5 ms per 1000 km of fibre on top of the base latency.
   CHECK(link_model::cross_dc(1000).alpha == doctest::Approx(10e-6 + 5e-3));
-  CHECK(link_model::cross_dc(0).alpha == doctest::Approx(link_model::inter_node().alpha));
+  CHECK(link_model::cross_dc(0).alpha == testing::approx(link_model::inter_node().alpha));
 
   cost_model c;
   c.set_flops(kind::attn, phase::F, 2e12, 1e15).set_comm(link_model::inter_node(), 8, 64e6, 16e6);
   CHECK(c.of(kind::attn, phase::F) == doctest::Approx(2e-3));
   CHECK(c.of(kind::dispatch, phase::B) ==
-        doctest::Approx(collective::pairwise_all_to_all(link_model::inter_node(), 8, 64e6)));
+        testing::approx(collective::pairwise_all_to_all(link_model::inter_node(), 8, 64e6)));
   CHECK(c.of(kind::recv, phase::F) ==
-        doctest::Approx(collective::p2p(link_model::inter_node(), 16e6)));
+        testing::approx(collective::p2p(link_model::inter_node(), 16e6)));
 }
 
 TEST_CASE("a slower cross-data-centre link shows up as exposed pipeline communication") {
   const pipeline_params p{.ranks = 4, .micro = 8};
-  cost_model near = cost_model::pipeline(1e-3, 2e-3, 1e-3);
+  using std::chrono_literals::operator""ms;
+  cost_model near = cost_model::pipeline({.F = 1ms, .B = 2ms, .W = 1ms});
   near.set_comm(link_model::inter_node(), 1, 0, 16e6);
   cost_model far = near;
   far.set_comm(link_model::cross_dc(1000), 1, 0, 16e6);
@@ -205,35 +211,35 @@ TEST_CASE("a slower cross-data-centre link shows up as exposed pipeline communic
 
 TEST_CASE(
     "ranks sharing workers: one worker serialises all compute, enough workers change nothing") {
-  const cost_model c = cost_model::pipeline(1, 2, 1, 2.5);
+  const unit_cost_model c = unit_cost_model::pipeline({.F = 1, .B = 2, .W = 1, .FB = 2.5});
   for (const schedule& s :
        {one_f_one_b({.ranks = 4, .micro = 8}), dualpipev({.ranks = 4, .micro = 8})}) {
     const program p = lower(s);
-    double work = 0;
+    units work = 0;
     // An overlapped forward/backward pair is one piece of work at the pair's cost.
     for (std::uint32_t i = 0; i < p.size(); ++i)
       if (stream_of(p.at(i).k) == stream_class::compute)
         work += p.partner[i] != program::none ? c.pair() / 2 : c.of(p.at(i).k, p.at(i).ph);
-    CHECK(simulate_on_workers(p, c, 1).makespan == doctest::Approx(work));
+    CHECK(simulate_on_workers(p, c, 1).makespan == testing::approx(work));
     // The runtime's cost per unit of compute lands on the one worker at most once per unit (a
     // follow-on, readied by the unit before it on its stream, starts as that one completes).
-    std::uint32_t units = 0;
+    std::uint32_t unit_count = 0;
     for (std::uint32_t i = 0; i < p.size(); ++i)
       if (stream_of(p.at(i).k) == stream_class::compute)
-        units += p.partner[i] == program::none || i < p.partner[i] ? 1u : 0u;
-    const double charged = simulate_on_workers(p, c, 1, {.dispatch_overhead = 0.25}).makespan;
+        unit_count += p.partner[i] == program::none || i < p.partner[i] ? 1u : 0u;
+    const units charged = simulate_on_workers(p, c, 1, {.dispatch_overhead = 0.25}).makespan;
     CHECK(charged >= work - 1e-9);
-    CHECK(charged <= work + 0.25 * units + 1e-9);
-    const timeline plenty = simulate_on_workers(p, c, 64);
+    CHECK(charged <= work + 0.25 * unit_count + 1e-9);
+    const unit_timeline plenty = simulate_on_workers(p, c, 64);
     CHECK_FALSE(plenty.deadlocked());
     // With a worker for every stream, sharing changes nothing: the same as a device per rank,
     // pairs included (one meaning of a pair in both simulators).
-    CHECK(plenty.makespan == doctest::Approx(simulate(p, c).makespan));
+    CHECK(plenty.makespan == testing::approx(simulate(p, c).makespan));
     for (std::uint32_t i = 0; i < p.size(); ++i) {
-      CHECK(plenty.start[i] == doctest::Approx(simulate(p, c).start[i]));
+      CHECK(plenty.start[i] == testing::approx(simulate(p, c).start[i]));
       if (p.partner[i] != program::none) CHECK(plenty.start[i] == plenty.start[p.partner[i]]);
     }
-    const double two = simulate_on_workers(p, c, 2).makespan;
+    const units two = simulate_on_workers(p, c, 2).makespan;
     CHECK(two <= work + 1e-9);
     CHECK(two >= plenty.makespan - 1e-9);
   }
@@ -249,9 +255,9 @@ TEST_CASE("ranks sharing workers: a unit readied by the one before it on its str
       s.add_slot(make_op(kind::block, phase::F, 0, 0, l, 0, alternate ? l % 2 : 0));
     return lower(s);
   };
-  const cost_model c = cost_model::pipeline(1, 2, 1);
+  const unit_cost_model c = unit_cost_model::pipeline({.F = 1, .B = 2, .W = 1});
   // A busy worker pays the runtime's cost per unit before the next; an idle one wakes up.
-  const sim_options charged{.dispatch_overhead = 0.25, .wake_latency = 0.5};
+  const unit_sim_options charged{.dispatch_overhead = 0.25, .wake_latency = 0.5};
   CHECK(simulate_on_workers(chain(false), c, 1, charged).makespan == doctest::Approx(10 + 0.5));
   CHECK(simulate_on_workers(chain(true), c, 1, charged).makespan ==
         doctest::Approx(10 + 0.5 + 9 * 0.25));
@@ -267,51 +273,52 @@ TEST_CASE("ranks sharing workers: a unit readied by the one before it on its str
   for (int l = 0; l < 4; ++l)
     for (int m = 0; m < 2; ++m) two.add_slot(make_op(kind::block, phase::F, m, 0, l, 0, m));
   const program q = lower(two);
-  const timeline t = simulate_on_workers(q, c, 1);
+  const unit_timeline t = simulate_on_workers(q, c, 1);
   for (std::uint32_t i = 0; i < q.size(); ++i)
     for (std::uint32_t j = 0; j < q.size(); ++j)
       if (q.at(i).mb == 0 && q.at(j).mb == 1) CHECK(t.finish[i] <= t.start[j] + 1e-9);
 }
 
 TEST_CASE("ranks sharing workers: an all-to-all waits on the link, holding no worker") {
-  const cost_model c = cost_model::pipeline(2, 4, 2, -1, 0.2, 0.5);
+  const unit_cost_model c =
+      unit_cost_model::pipeline({.F = 2, .B = 4, .W = 2, .P2P = 0.2, .A2A = 0.5});
   const program p = lower(dualpipev({.ranks = 2,
                                      .micro = 4,
                                      .stages = stage_set::moe_with_shared(),
                                      .overlap = overlap_options::all()}));
-  double compute = 0, a2a = 0;
+  units compute = 0, a2a = 0;
   for (std::uint32_t i = 0; i < p.size(); ++i) {
     const op& o = p.at(i);
     if (stream_of(o.k) == stream_class::compute) compute += c.of(o.k, o.ph);
     if (o.k == kind::dispatch || o.k == kind::combine) a2a += c.of(o.k, o.ph);
   }
-  const double one = simulate_on_workers(p, c, 1).makespan;
+  const units one = simulate_on_workers(p, c, 1).makespan;
   CHECK(one >= compute - 1e-9);
   CHECK(one < compute + a2a - 1e-9);  // all-to-alls ran beside compute on the one worker
 }
 
 TEST_CASE("a cost model calibrated from a timeline takes each compute op's mean duration") {
-  const cost_model truth = cost_model::deepseek_v3_like();
+  const cost_model truth = unit_cost_model::deepseek_v3_like().at(seconds(1e-3));
   const program p = lower(
       one_f_one_b({.ranks = 2, .micro = 4, .layers = 2, .stages = stage_set::moe_with_shared()}));
   const timeline t = simulate(p, truth);
   const cost_model got = calibrated(p, t, cost_model{});
   for (const kind k : {kind::attn, kind::mlp, kind::shared})
     for (const phase ph : {phase::F, phase::B})
-      CHECK(got.of(k, ph) == doctest::Approx(truth.of(k, ph)));
-  CHECK(got.of(kind::dispatch, phase::F) == 0);  // communication keeps the base's cost
-  CHECK(got.of(kind::attn, phase::dW) == 0);     // not in the schedule: the base's cost
+      CHECK(got.of(k, ph) == testing::approx(truth.of(k, ph)));
+  CHECK(got.of(kind::dispatch, phase::F) == seconds(0));  // comm keeps the base's cost
+  CHECK(got.of(kind::attn, phase::dW) == seconds(0));     // not in the schedule: the base's
 }
 
 TEST_CASE("event latency: every cross-stream wait on the critical path costs it once") {
   // GPipe, 2 ranks, 1 micro-batch: F -> send -> recv -> F -> B -> send -> recv -> B; the sends
   // wait for compute and the computes for receives: four events, one after the other.
   const program p = lower(gpipe({.ranks = 2, .micro = 1}));
-  const cost_model c = cost_model::pipeline(1, 2, 1, -1, 0.25);
-  const double base = simulate(p, c).makespan, L = 0.125;
-  CHECK(simulate(p, c, {.event_latency = L}).makespan == doctest::Approx(base + 4 * L));
+  const unit_cost_model c = unit_cost_model::pipeline({.F = 1, .B = 2, .W = 1, .P2P = 0.25});
+  const units base = simulate(p, c).makespan, L = 0.125;
+  CHECK(simulate(p, c, {.event_latency = L}).makespan == testing::approx(base + 4 * L));
   CHECK(simulate_on_workers(p, c, 1, {.event_latency = L}).makespan ==
-        doctest::Approx(base + 4 * L));
+        testing::approx(base + 4 * L));
 }
 
 TEST_CASE("the event latency of a timeline is found again from it") {
@@ -319,25 +326,25 @@ TEST_CASE("the event latency of a timeline is found again from it") {
                                      .micro = 4,
                                      .stages = stage_set::moe_with_shared(),
                                      .overlap = overlap_options::all()}));
-  const cost_model c = cost_model::deepseek_v3_like();
+  const cost_model c = unit_cost_model::deepseek_v3_like().at(seconds(1));
   const timeline t0 = simulate(p, c);
-  CHECK(measured_event_latency(p, t0, {t0.start.begin(), t0.start.end()}) == 0);
-  const timeline t = simulate(p, c, {.event_latency = 0.03});
+  CHECK(measured_event_latency(p, t0, {t0.start.begin(), t0.start.end()}) == seconds(0));
+  const timeline t = simulate(p, c, {.event_latency = seconds(0.03)});
   CHECK(measured_event_latency(p, t, {t.start.begin(), t.start.end()}) == doctest::Approx(0.03));
 }
 
 TEST_CASE("replicas in the shared-worker simulator: copies share workers, all-to-alls meet") {
-  const cost_model c = cost_model::deepseek_v3_like();
+  const unit_cost_model c = unit_cost_model::deepseek_v3_like();
   const program p =
       lower(one_f_one_b({.ranks = 2, .micro = 4, .stages = stage_set::moe_with_shared()}));
   // Plenty of workers: the copies run side by side, as one copy does.
   CHECK(simulate_on_workers(p, c, 64, {}, 3).makespan ==
-        doctest::Approx(simulate_on_workers(p, c, 64).makespan));
+        testing::approx(simulate_on_workers(p, c, 64).makespan));
   // One worker: every copy's compute runs on it, one after the other.
-  double compute = 0;
+  units compute = 0;
   for (std::uint32_t i = 0; i < p.size(); ++i)
     if (stream_of(p.at(i).k) == stream_class::compute) compute += c.of(p.at(i).k, p.at(i).ph);
-  const timeline one = simulate_on_workers(p, c, 1, {}, 2);
+  const unit_timeline one = simulate_on_workers(p, c, 1, {}, 2);
   CHECK(one.makespan >= 2 * compute - 1e-9);
   CHECK_FALSE(one.deadlocked());
 }
@@ -351,16 +358,16 @@ TEST_CASE("bubbles as docs/schedules.md derives them: 1F1B, ZB-H1, ZB-V") {
     for (const auto& [F, dX, W] :
          {std::array{1.0, 1.0, 1.0}, std::array{2.0, 1.5, 0.5}, std::array{1.0, 2.0, 1.0}}) {
       const double B = dX + W;
-      const cost_model c = cost_model::pipeline(F, B, W);
-      const double one = simulate(lower(one_f_one_b({.ranks = P, .micro = M})), c).makespan;
+      const unit_cost_model c = unit_cost_model::pipeline({.F = F, .B = B, .W = W});
+      const units one = simulate(lower(one_f_one_b({.ranks = P, .micro = M})), c).makespan;
       CHECK(one - M * (F + B) == doctest::Approx((P - 1) * (F + B)));
       // ZB-H1 when a dW fits the gaps it fills (W <= F, W <= dX): DeepSeek's ZB1P figure.
-      const double h1 = simulate(lower(zb_h1({.ranks = P, .micro = M})), c).makespan;
+      const units h1 = simulate(lower(zb_h1({.ranks = P, .micro = M})), c).makespan;
       CHECK(h1 - M * (F + B) == doctest::Approx((P - 1) * (F + B - 2 * W)));
     }
     // ZB-V with F = dX = W: the last rank waits (P-1)F for micro-batch 0, then is never idle.
-    const cost_model c = cost_model::pipeline(1, 2, 1);
-    const double v = simulate(lower(zb_v({.ranks = P, .micro = M})), c).makespan;
+    const unit_cost_model c = unit_cost_model::pipeline({.F = 1, .B = 2, .W = 1});
+    const units v = simulate(lower(zb_v({.ranks = P, .micro = M})), c).makespan;
     CHECK(v - 2 * M * (1 + 2) == doctest::Approx((P - 1) * 1.0));
   }
 }
@@ -381,4 +388,29 @@ TEST_CASE("lowering without the check still refuses what has no program") {
                        "weft: lower: send/F mb=0 is paired in FIFO order with recv/F mb=1 "
                        "chunk=1, which carries other data",
                        config_error);
+}
+
+TEST_CASE("one unit of time: named pipeline costs, unit-free tables scaled to seconds") {
+  // A chunk of 2 MoE layers: per layer half the chunk's F, split evenly between attention and
+  // experts, the shared expert an eighth of the layer on top.
+  const unit_cost_model u =
+      unit_cost_model::pipeline({.F = 4, .B = 8, .W = 2, .P2P = 0.5, .A2A = 0.25, .layers = 2});
+  CHECK(u.of(kind::block, phase::F) == 2);
+  CHECK(u.of(kind::attn, phase::F) == 1);
+  CHECK(u.of(kind::mlp, phase::dX) == doctest::Approx((8 - 2) / 2.0 / 2));
+  CHECK(u.of(kind::shared, phase::dW) == doctest::Approx(2 / 2.0 / 8));
+  CHECK(u.of(kind::dispatch, phase::B) == 0.25);
+  CHECK(u.of(kind::recv, phase::F) == 0.5);
+  CHECK(u.pair() == 2 + 4);  // no FB given: F + B of a layer
+  // A millisecond per unit: the same table in seconds, and the same step a thousandth as long.
+  const cost_model s = u.at(seconds(1e-3));
+  CHECK(s.of(kind::attn, phase::F) == testing::approx(seconds(1e-3)));
+  CHECK(s.fb_pair < seconds(0));  // "F + B" stays "F + B"
+  CHECK(s.pair() == testing::approx(seconds(6e-3)));
+  const program p = lower(one_f_one_b({.ranks = 2, .micro = 3}));
+  CHECK(simulate(p, s).makespan.count() == doctest::Approx(simulate(p, u).makespan.count() * 1e-3));
+  // Seconds from std::chrono's other units.
+  using namespace std::chrono_literals;
+  const cost_model c = cost_model::pipeline({.F = 1500us, .B = 3ms, .W = 1ms});
+  CHECK(c.of(kind::block, phase::F) == testing::approx(seconds(1.5e-3)));
 }

@@ -18,14 +18,17 @@ namespace {
 struct sample {
   program prog = lower(dualpipev(
       {.ranks = 2, .micro = 4, .stages = stage_set::moe(), .overlap = overlap_options::all()}));
-  timeline time = simulate(prog, cost_model::pipeline(2, 4, 2, -1, 0.2, 0.5));
+  // One unit of the formula costs a millisecond.
+  timeline time =
+      simulate(prog, unit_cost_model::pipeline({.F = 2, .B = 4, .W = 2, .P2P = 0.2, .A2A = 0.5})
+                         .at(seconds(1e-3)));
 };
 }  // namespace
 
 TEST_CASE("Chrome trace: a process per rank, a thread per stream, an event per op at its time") {
   const sample s;
   std::ostringstream out;
-  write_chrome_trace(out, s.prog, s.time, 1000.0);
+  write_chrome_trace(out, s.prog, s.time);
   const auto json = nlohmann::json::parse(out.str());
   int processes = 0, threads = 0, ops = 0;
   for (const auto& e : json.at("traceEvents")) {
@@ -39,9 +42,9 @@ TEST_CASE("Chrome trace: a process per rank, a thread per stream, an event per o
     const auto i = static_cast<std::uint32_t>(ops - 1);  // events come in program order
     CHECK(e.at("pid").get<int>() == s.prog.rank[i]);
     CHECK(e.at("tid").get<int>() == s.prog.stream[i]);
-    CHECK(e.at("ts").get<double>() == doctest::Approx(s.time.start[i] * 1000.0));
-    CHECK(e.at("dur").get<double>() ==
-          doctest::Approx((s.time.finish[i] - s.time.start[i]) * 1000.0));
+    // Microseconds, as the format counts.
+    CHECK(e.at("ts").get<double>() == doctest::Approx(s.time.start[i].count() * 1e6));
+    CHECK(e.at("dur").get<double>() == doctest::Approx(s.time.duration_of(i).count() * 1e6));
     CHECK(e.at("name").get<std::string>() == to_string(s.prog.at(i)));
   }
   CHECK(processes == 2);
@@ -61,29 +64,59 @@ TEST_CASE("SVG timeline: a rectangle per op, placed by its start and length") {
   REQUIRE(doc.load_string(out.str().c_str()));
   const pugi::xml_node svg = doc.child("svg");
   REQUIRE(svg);
-  const double scale = style.width / s.time.makespan;
+  const double scale = style.width / s.time.makespan.count();
   const double left = svg.child("line").attribute("x1").as_double();  // the time axis
   int ops = 0;
   for (const pugi::xml_node g : svg.children("g")) {
     const auto i = static_cast<std::uint32_t>(g.attribute("data-op").as_uint());
     const pugi::xml_node rect = g.child("rect");
     CHECK(rect.attribute("x").as_double() ==
-          doctest::Approx(left + s.time.start[i] * scale).epsilon(1e-4));
+          doctest::Approx(left + s.time.start[i].count() * scale).epsilon(1e-4));
     CHECK(rect.attribute("width").as_double() ==
-          doctest::Approx((s.time.finish[i] - s.time.start[i]) * scale).epsilon(1e-4));
+          doctest::Approx(s.time.duration_of(i).count() * scale).epsilon(1e-4));
     CHECK(std::string(g.child("title").child_value()).find(to_string(s.prog.at(i))) == 0);
     ++ops;
   }
   CHECK(ops == static_cast<int>(s.prog.size()));
-  // The axis ends at the makespan.
-  std::string last_tick;
-  for (const pugi::xml_node t : svg.children("text")) last_tick = t.child_value();
-  CHECK(std::stod(last_tick) == doctest::Approx(s.time.makespan));
+  // The axis ends at the makespan, in milliseconds (tens of them), and says so.
+  std::vector<std::string> texts;
+  for (const pugi::xml_node t : svg.children("text")) texts.emplace_back(t.child_value());
+  REQUIRE(texts.size() >= 2);
+  CHECK(texts.back() == "ms");
+  CHECK(std::stod(texts[texts.size() - 2]) == doctest::Approx(s.time.makespan.count() * 1e3));
+}
+
+TEST_CASE("pictures of unit-free time: the axis counts units, a trace needs their length") {
+  const sample s;
+  const unit_timeline t =
+      simulate(s.prog, unit_cost_model::pipeline({.F = 2, .B = 4, .W = 2, .P2P = 0.2, .A2A = 0.5}));
+  std::ostringstream svg_out;
+  write_svg(svg_out, s.prog, t);
+  pugi::xml_document doc;
+  REQUIRE(doc.load_string(svg_out.str().c_str()));
+  std::vector<std::string> texts;
+  for (const pugi::xml_node x : doc.child("svg").children("text"))
+    texts.emplace_back(x.child_value());
+  REQUIRE(texts.size() >= 2);
+  CHECK(texts.back() == "units");
+  CHECK(std::stod(texts[texts.size() - 2]) == doctest::Approx(t.makespan.count()));
+  // The same step as the millisecond one above: each unit stands for 1 ms.
+  std::ostringstream a, b;
+  write_chrome_trace(a, s.prog, t, seconds(1e-3));
+  write_chrome_trace(b, s.prog, s.time);
+  const auto ja = nlohmann::json::parse(a.str()), jb = nlohmann::json::parse(b.str());
+  REQUIRE(ja.at("traceEvents").size() == jb.at("traceEvents").size());
+  for (std::size_t k = 0; k < ja.at("traceEvents").size(); ++k)
+    if (ja["traceEvents"][k].at("ph") == "X")
+      CHECK(ja["traceEvents"][k].at("ts").get<double>() ==
+            doctest::Approx(jb["traceEvents"][k].at("ts").get<double>()));
 }
 
 TEST_CASE("SVG comparison: two timelines of one program, one above the other, one time scale") {
   const sample s;
-  const timeline slower = simulate(s.prog, cost_model::pipeline(4, 8, 4, -1, 0.4, 1.0));
+  const timeline slower =
+      simulate(s.prog, unit_cost_model::pipeline({.F = 4, .B = 8, .W = 4, .P2P = 0.4, .A2A = 1.0})
+                           .at(seconds(1e-3)));
   std::ostringstream out;
   svg_style style;
   style.width = 1000;
@@ -92,7 +125,7 @@ TEST_CASE("SVG comparison: two timelines of one program, one above the other, on
   REQUIRE(doc.load_string(out.str().c_str()));
   const pugi::xml_node svg = doc.child("svg");
   const double left = svg.child("line").attribute("x1").as_double();
-  const double scale = 1000 / slower.makespan;  // the longer of the two spans the width
+  const double scale = 1000 / slower.makespan.count();  // the longer of the two spans the width
   std::vector<double> top_y(s.prog.size(), -1);
   int ops = 0;
   for (const pugi::xml_node g : svg.children("g")) {
@@ -101,7 +134,7 @@ TEST_CASE("SVG comparison: two timelines of one program, one above the other, on
     const bool first = top_y[i] < 0;
     const timeline& t = first ? s.time : slower;
     CHECK(rect.attribute("x").as_double() ==
-          doctest::Approx(left + t.start[i] * scale).epsilon(1e-4));
+          doctest::Approx(left + t.start[i].count() * scale).epsilon(1e-4));
     if (first)
       top_y[i] = rect.attribute("y").as_double();
     else

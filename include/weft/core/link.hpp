@@ -3,40 +3,42 @@
 // with it) and the runtime (whose in-process backend emulates a link with it).
 #pragma once
 
+#include <weft/core/time.hpp>
+
 namespace weft {
 
-/// A link class: a message of n bytes takes alpha + n * beta seconds.
+/// A link class: a message of n bytes takes alpha + n * beta.
 struct link_model {
-  double alpha = 0;  ///< latency, s
-  double beta = 0;   ///< s per byte (1 / bandwidth)
+  seconds alpha{0};  ///< latency
+  seconds beta{0};   ///< time per byte (1 / bandwidth)
 
-  static constexpr link_model with_bandwidth(double alpha_s, double bytes_per_s) noexcept {
-    return {alpha_s, 1.0 / bytes_per_s};
+  static constexpr link_model with_bandwidth(seconds alpha, double bytes_per_s) noexcept {
+    return {alpha, seconds(1.0 / bytes_per_s)};
   }
   /// NVLink/HCCS-class link inside a node: 2 us, 150 GB/s.
-  static constexpr link_model intra_node() noexcept { return with_bandwidth(2e-6, 150e9); }
+  static constexpr link_model intra_node() noexcept { return with_bandwidth(seconds(2e-6), 150e9); }
   /// RDMA between nodes of a data centre: 10 us, 25 GB/s.
-  static constexpr link_model inter_node() noexcept { return with_bandwidth(10e-6, 25e9); }
+  static constexpr link_model inter_node() noexcept { return with_bandwidth(seconds(10e-6), 25e9); }
   /// Between data centres `km` apart: light in fibre adds 5 ms per 1000 km of latency.
   static constexpr link_model cross_dc(double km, double bytes_per_s = 12.5e9) noexcept {
-    return with_bandwidth(10e-6 + 5e-3 * km / 1000.0, bytes_per_s);
+    return with_bandwidth(seconds(10e-6 + 5e-3 * km / 1000.0), bytes_per_s);
   }
 };
 
 /// Collective times on `p` ranks for `n` bytes per rank (docs/metrics.md).
 namespace collective {
-constexpr double p2p(link_model l, double n) noexcept { return l.alpha + n * l.beta; }
-constexpr double ring_all_gather(link_model l, int p, double n) noexcept {
-  return (p - 1) * l.alpha + (p - 1) / static_cast<double>(p) * n * l.beta;
+constexpr seconds p2p(link_model l, double n) noexcept { return l.alpha + n * l.beta; }
+constexpr seconds ring_all_gather(link_model l, int p, double n) noexcept {
+  return (p - 1.0) * l.alpha + (p - 1) / static_cast<double>(p) * n * l.beta;
 }
-constexpr double ring_reduce_scatter(link_model l, int p, double n) noexcept {
+constexpr seconds ring_reduce_scatter(link_model l, int p, double n) noexcept {
   return ring_all_gather(l, p, n);
 }
-constexpr double ring_all_reduce(link_model l, int p, double n) noexcept {
-  return 2 * (p - 1) * l.alpha + 2 * (p - 1) / static_cast<double>(p) * n * l.beta;
+constexpr seconds ring_all_reduce(link_model l, int p, double n) noexcept {
+  return 2.0 * (p - 1) * l.alpha + 2 * (p - 1) / static_cast<double>(p) * n * l.beta;
 }
-constexpr double pairwise_all_to_all(link_model l, int p, double n) noexcept {
-  return (p - 1) * l.alpha + (p - 1) / static_cast<double>(p) * n * l.beta;
+constexpr seconds pairwise_all_to_all(link_model l, int p, double n) noexcept {
+  return (p - 1.0) * l.alpha + (p - 1) / static_cast<double>(p) * n * l.beta;
 }
 }  // namespace collective
 

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <vector>
 
+#include <weft/core/time.hpp>
 #include <weft/cp/mask.hpp>
 #include <weft/cp/plan.hpp>
 #include <weft/cp/remap.hpp>
@@ -24,7 +25,7 @@ struct adaptive_plan {
   remap_result remapped;         ///< the order (of coarse cells) and its scores
   dense_mask grid_before, grid;  ///< cp x cp, original order and chosen order
   cp_plan plan;
-  double seconds = 0;  ///< planning time, re-mapping included
+  seconds planning_time{0};  ///< re-mapping included
   /// The chosen order of the full sequence: each coarse cell's tokens, in order.
   std::vector<int> token_order() const {
     std::vector<int> out;
@@ -63,7 +64,7 @@ adaptive_plan plan_adaptive(const Mask& m, int cp, adaptive_options o = {}) {
   out.grid = grid(out.coarse, out.remapped.order, cp);
   if (!o.remap) out.remapped.before = out.remapped.after = score(out.grid);
   out.plan = plan_rounds(out.grid, o.planning);
-  out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  out.planning_time = std::chrono::steady_clock::now() - t0;
   return out;
 }
 

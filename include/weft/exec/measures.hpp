@@ -4,23 +4,25 @@
 
 #include <vector>
 
+#include <weft/core/time.hpp>
+
 namespace weft::exec {
 
 struct run_measures {
-  /// Per comm op (replica 0): seconds from the moment every party had started it (both ends of
+  /// Per comm op (replica 0): the time from the moment every party had started it (both ends of
   /// a transfer, every member of a collective) to its completion — its own time, without the
   /// wait for late peers. What `calibrated` takes for communication.
-  std::vector<double> comm_span;
+  std::vector<seconds> comm_span;
   /// Per op (replica 0): when it was started on its stream — a comm op as soon as it arrived,
   /// before its peers were there. What `measured_event_latency` reads.
-  std::vector<double> posted;
+  std::vector<seconds> posted;
   /// The mean time a worker spent between two units of compute when the second was already
   /// ready: the runtime's own cost per unit (`sim_options::dispatch_overhead`).
-  double dispatch_gap = 0;
+  seconds dispatch_gap{0};
   /// The mean time from a unit of compute becoming ready to its start when the worker that
   /// ran it had nothing to do meanwhile: how long an idle worker takes to wake up and start it
   /// (`sim_options::wake_latency`).
-  double wake_gap = 0;
+  seconds wake_gap{0};
 };
 
 }  // namespace weft::exec

@@ -495,26 +495,25 @@ timeline runner::run(Model& model, run_measures* measures) {
 
   // Ticks to seconds from the start.
   const double per_tick = rt::cycle_clock::seconds_per_tick();
-  const auto seconds = [&](ticks t) {
-    return t == never ? -1.0
-                      : static_cast<double>(static_cast<std::int64_t>(t - origin)) * per_tick;
+  const auto at = [&](ticks t) {
+    return weft::seconds(
+        t == never ? -1.0 : static_cast<double>(static_cast<std::int64_t>(t - origin)) * per_tick);
   };
   timeline time;
-  time.start.assign(n, -1.0);
-  time.finish.assign(n, -1.0);
+  time.start.assign(n, weft::seconds{-1});
+  time.finish.assign(n, weft::seconds{-1});
   for (std::uint32_t i = 0; i < n; ++i) {
     // A unit starts when its last member does (semantics.hpp): a transfer posted early starts
     // when its peer is posted too, as the simulators count it.
     ticks start = started_at[i];
     g.each_member(g.unit_of(i), [&](std::uint32_t y) { start = std::max(start, started_at[y]); });
-    time.start[i] = seconds(std::min(start, finished_at[i]));
-    time.finish[i] = seconds(finished_at[i]);
+    time.start[i] = at(std::min(start, finished_at[i]));
+    time.finish[i] = at(finished_at[i]);
   }
-  for (std::uint32_t x = 0; x < N; ++x)
-    time.makespan = std::max(time.makespan, seconds(finished_at[x]));
+  for (std::uint32_t x = 0; x < N; ++x) time.makespan = std::max(time.makespan, at(finished_at[x]));
   if (!measures) return time;
   measures->posted.resize(n);
-  for (std::uint32_t i = 0; i < n; ++i) measures->posted[i] = seconds(started_at[i]);
+  for (std::uint32_t i = 0; i < n; ++i) measures->posted[i] = at(started_at[i]);
   // Per worker, units in the order it ran them. Where a unit was ready before the worker's
   // previous one finished, the time between them is the runtime's own cost per unit (a
   // follow-on costs nothing of the kind: it starts as the unit before it completes); where the
@@ -526,30 +525,30 @@ timeline runner::run(Model& model, run_measures* measures) {
     return ran_on[a] != ran_on[b] ? std::less<const void*>()(ran_on[a], ran_on[b])
                                   : started_at[a] < started_at[b];
   });
-  std::vector<double> gaps, wakes;
+  std::vector<weft::seconds> gaps, wakes;
   for (std::size_t k = 0; k < units.size(); ++k) {
     const std::uint32_t x = units[k];
     if (followed[x]) continue;
     const bool first = k == 0 || ran_on[units[k - 1]] != ran_on[x];
     if (!first && ready_at[x] <= finished_at[units[k - 1]])
-      gaps.push_back(std::max(0.0, seconds(started_at[x]) - seconds(finished_at[units[k - 1]])));
+      gaps.push_back(std::max(weft::seconds{0}, at(started_at[x]) - at(finished_at[units[k - 1]])));
     else
-      wakes.push_back(std::max(0.0, seconds(started_at[x]) - seconds(ready_at[x])));
+      wakes.push_back(std::max(weft::seconds{0}, at(started_at[x]) - at(ready_at[x])));
   }
   // Means, not medians: a step adds these up along its critical path, and what an
   // oversubscribed core adds lives in the tail a median would hide.
-  const auto mean = [](const std::vector<double>& v) {
-    double sum = 0;
-    for (const double x : v) sum += x;
-    return v.empty() ? 0.0 : sum / static_cast<double>(v.size());
+  const auto mean = [](const std::vector<weft::seconds>& v) {
+    weft::seconds sum{0};
+    for (const weft::seconds x : v) sum += x;
+    return v.empty() ? sum : sum / static_cast<double>(v.size());
   };
   measures->dispatch_gap = mean(gaps);
   measures->wake_gap = mean(wakes);
-  measures->comm_span.assign(n, 0.0);
+  measures->comm_span.assign(n, weft::seconds{0});
   for (std::uint32_t i = 0; i < n; ++i) {
     if (stream_of(p.at(i).k) != stream_class::comm) continue;
     // From the last party to start it.
-    measures->comm_span[i] = std::max(0.0, time.finish[i] - time.start[i]);
+    measures->comm_span[i] = std::max(weft::seconds{0}, time.duration_of(i));
   }
   return time;
 }

@@ -5,10 +5,12 @@
 #pragma once
 
 #include <algorithm>
+#include <concepts>
 #include <cstdint>
 #include <ostream>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <weft/schedule/program.hpp>
@@ -79,9 +81,10 @@ inline std::string xml_escape(const std::string& s) {
 }
 }  // namespace detail
 
-/// Writes the Chrome trace event format; `us_per_unit` converts simulated time to microseconds.
-inline void write_chrome_trace(std::ostream& out, const program& p, const timeline& t,
-                               double us_per_unit = 1000.0) {
+namespace detail {
+template <time_type T>
+void chrome_trace(std::ostream& out, const program& p, const basic_timeline<T>& t,
+                  double us_per_count) {
   out << "{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n";
   bool first = true;
   const auto sep = [&] {
@@ -97,39 +100,67 @@ inline void write_chrome_trace(std::ostream& out, const program& p, const timeli
       if (p.queue_begin[q] == p.queue_begin[q + 1]) continue;
       sep();
       out << "{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":" << r << ",\"tid\":" << st
-          << ",\"args\":{\"name\":\"" << detail::stream_name(st) << "\"}}";
+          << ",\"args\":{\"name\":\"" << stream_name(st) << "\"}}";
     }
   }
   for (std::uint32_t i = 0; i < p.size(); ++i) {
-    if (t.start[i] < 0) continue;
+    if (!t.ran(i)) continue;
     const op& o = p.at(i);
     sep();
-    out << "{\"name\":\"" << detail::json_escape(to_string(o)) << "\",\"cat\":\"" << name_of(o.k)
-        << "\",\"ph\":\"X\",\"ts\":" << t.start[i] * us_per_unit
-        << ",\"dur\":" << (t.finish[i] - t.start[i]) * us_per_unit << ",\"pid\":" << p.rank[i]
+    out << "{\"name\":\"" << json_escape(to_string(o)) << "\",\"cat\":\"" << name_of(o.k)
+        << "\",\"ph\":\"X\",\"ts\":" << t.start[i].count() * us_per_count
+        << ",\"dur\":" << t.duration_of(i).count() * us_per_count << ",\"pid\":" << p.rank[i]
         << ",\"tid\":" << static_cast<int>(p.stream[i]) << ",\"args\":{\"mb\":" << o.mb
         << ",\"chunk\":" << static_cast<int>(o.chunk) << ",\"layer\":" << o.layer << ",\"phase\":\""
         << name_of(o.ph) << "\"}}";
   }
   out << "\n]}\n";
 }
+}  // namespace detail
 
-struct svg_style {
+/// Writes the Chrome trace event format (microseconds, as the format counts).
+inline void write_chrome_trace(std::ostream& out, const program& p, const timeline& t) {
+  detail::chrome_trace(out, p, t, 1e6);
+}
+/// A unit-free timeline, each unit standing for `per_unit`.
+inline void write_chrome_trace(std::ostream& out, const program& p, const unit_timeline& t,
+                               seconds per_unit) {
+  detail::chrome_trace(out, p, t, per_unit.count() * 1e6);
+}
+
+template <time_type T>
+struct basic_svg_style {
   double width = 1200;      ///< pixels for the whole step
   double lane_height = 18;  ///< pixels per stream lane
   std::string title;
   /// The time the width stands for; 0: the timeline's makespan. Pictures drawn to compare
   /// share one.
-  double time_span = 0;
+  T time_span{0};
 };
+using svg_style = basic_svg_style<seconds>;
+using unit_svg_style = basic_svg_style<units>;
 
 namespace detail {
 /// Draws the lanes, ops and time axis of a timeline from `top` down; returns the height used.
-inline double svg_timeline(std::ostream& out, const program& p, const timeline& t,
-                           const svg_style& st, double top, const std::string& caption) {
+/// The axis's unit and how many of it a count of T is: seconds read as s, ms or us.
+template <time_type T>
+std::pair<const char*, double> axis_unit(T span) {
+  if constexpr (std::same_as<T, units>) {
+    return {"units", 1.0};
+  } else {
+    if (span >= seconds(1)) return {"s", 1.0};
+    if (span >= seconds(1e-3)) return {"ms", 1e3};
+    return {"us", 1e6};
+  }
+}
+
+template <time_type T>
+double svg_timeline(std::ostream& out, const program& p, const basic_timeline<T>& t,
+                    const basic_svg_style<T>& st, double top, const std::string& caption) {
   const double left = 110, gap = 8;
-  const double span = st.time_span > 0 ? st.time_span : t.makespan;
-  const double scale = span > 0 ? st.width / span : 1;
+  const T span = st.time_span > T{0} ? st.time_span : t.makespan;
+  const double scale = span > T{0} ? st.width / span.count() : 1;
+  const auto [unit, per_count] = axis_unit(span);
   const bool chunks = p.source.model.chunks() > p.ranks();
   if (!caption.empty()) {
     out << "<text x=\"4\" y=\"" << top + 12 << "\" font-size=\"12\">" << xml_escape(caption)
@@ -158,16 +189,17 @@ inline double svg_timeline(std::ostream& out, const program& p, const timeline& 
     }
   }
   for (std::uint32_t i = 0; i < p.size(); ++i) {
-    if (t.start[i] < 0) continue;
+    if (!t.ran(i)) continue;
     const op& o = p.at(i);
     const auto& ls = lanes[p.rank[i]];
     const auto k = static_cast<double>(std::find(ls.begin(), ls.end(), p.stream[i]) - ls.begin());
-    const double x = left + t.start[i] * scale, w = (t.finish[i] - t.start[i]) * scale;
+    const double x = left + t.start[i].count() * scale, w = t.duration_of(i).count() * scale;
     const double ly = row_y[p.rank[i]] + k * st.lane_height;
     out << "<g class=\"op\" data-op=\"" << i << "\"><title>" << xml_escape(to_string(o)) << " ["
-        << t.start[i] << ", " << t.finish[i] << "]</title><rect x=\"" << x << "\" y=\"" << ly + 1
-        << "\" width=\"" << w << "\" height=\"" << st.lane_height - 2 << "\" fill=\""
-        << colour_of(o.k) << "\" stroke=\"#555\" stroke-width=\"0.5\"/>";
+        << t.start[i].count() * per_count << ", " << t.finish[i].count() * per_count << "] " << unit
+        << "</title><rect x=\"" << x << "\" y=\"" << ly + 1 << "\" width=\"" << w << "\" height=\""
+        << st.lane_height - 2 << "\" fill=\"" << colour_of(o.k)
+        << "\" stroke=\"#555\" stroke-width=\"0.5\"/>";
     const std::string label = short_label(o, chunks);
     if (w >= 6.0 * static_cast<double>(label.size()))
       out << "<text x=\"" << x + w / 2 << "\" y=\"" << ly + st.lane_height * 0.7
@@ -182,24 +214,27 @@ inline double svg_timeline(std::ostream& out, const program& p, const timeline& 
     const double x = left + st.width * k / 10.0;
     out << "<line x1=\"" << x << "\" y1=\"" << axis << "\" x2=\"" << x << "\" y2=\"" << axis + 4
         << "\" stroke=\"black\"/><text x=\"" << x << "\" y=\"" << axis + 16
-        << "\" text-anchor=\"middle\">" << span * k / 10.0 << "</text>\n";
+        << "\" text-anchor=\"middle\">" << span.count() * per_count * k / 10.0 << "</text>\n";
   }
+  out << "<text x=\"" << left + st.width + 4 << "\" y=\"" << axis + 16 << "\">" << unit
+      << "</text>\n";
   return axis + 26;
 }
 
 /// The SVG's opening, background, title and legend (the kinds present).
-inline void svg_header(std::ostream& out, const program& p, const svg_style& st, double height) {
+inline void svg_header(std::ostream& out, const program& p, double width, const std::string& title,
+                       double height) {
   const double left = 110;
-  out << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << left + st.width + 20
-      << "\" height=\"" << height << "\" font-family=\"sans-serif\" font-size=\"10\">\n";
+  out << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << left + width + 40 << "\" height=\""
+      << height << "\" font-family=\"sans-serif\" font-size=\"10\">\n";
   out << "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
-  if (!st.title.empty())
-    out << "<text x=\"" << left << "\" y=\"20\" font-size=\"14\">" << xml_escape(st.title)
+  if (!title.empty())
+    out << "<text x=\"" << left << "\" y=\"20\" font-size=\"14\">" << xml_escape(title)
         << "</text>\n";
   bool present[kind_count] = {};
   for (const op& o : p.source.ops) present[static_cast<int>(o.k)] = true;
   present[static_cast<int>(kind::recv)] = false;  // drawn as "transfer" with send
-  double x = left + st.width;
+  double x = left + width;
   for (int k = kind_count - 1; k >= 0; --k) {
     if (!present[k]) continue;
     const kind kk = static_cast<kind>(k);
@@ -213,23 +248,26 @@ inline void svg_header(std::ostream& out, const program& p, const svg_style& st,
 }  // namespace detail
 
 /// Writes an SVG timeline: per rank a row of lanes, one per stream that has ops.
-inline void write_svg(std::ostream& out, const program& p, const timeline& t, svg_style st = {}) {
+template <time_type T>
+void write_svg(std::ostream& out, const program& p, const basic_timeline<T>& t,
+               const basic_svg_style<T>& st = {}) {
   std::ostringstream body;
   const double height = detail::svg_timeline(body, p, t, st, 34, "");
-  detail::svg_header(out, p, st, height);
+  detail::svg_header(out, p, st.width, st.title, height);
   out << body.str() << "</svg>\n";
 }
 
 /// Writes two timelines of one program one above the other on one time scale — measured and
 /// predicted, say — each under its caption.
-inline void write_svg_compare(std::ostream& out, const program& p, const timeline& upper,
-                              const std::string& upper_caption, const timeline& lower,
-                              const std::string& lower_caption, svg_style st = {}) {
-  if (st.time_span <= 0) st.time_span = std::max(upper.makespan, lower.makespan);
+template <time_type T>
+void write_svg_compare(std::ostream& out, const program& p, const basic_timeline<T>& upper,
+                       const std::string& upper_caption, const basic_timeline<T>& lower,
+                       const std::string& lower_caption, basic_svg_style<T> st = {}) {
+  if (st.time_span <= T{0}) st.time_span = std::max(upper.makespan, lower.makespan);
   std::ostringstream body;
   const double middle = detail::svg_timeline(body, p, upper, st, 34, upper_caption);
   const double height = detail::svg_timeline(body, p, lower, st, middle + 6, lower_caption);
-  detail::svg_header(out, p, st, height);
+  detail::svg_header(out, p, st.width, st.title, height);
   out << body.str() << "</svg>\n";
 }
 

@@ -27,17 +27,18 @@ namespace weft::rt {
 struct delay_model {
   std::optional<link_model> on;
 
-  double p2p(std::size_t bytes) const {
-    return on ? collective::p2p(*on, static_cast<double>(bytes)) : 0.0;
+  seconds p2p(std::size_t bytes) const {
+    return on ? collective::p2p(*on, static_cast<double>(bytes)) : seconds{0};
   }
-  double all_to_all(int p, std::size_t bytes_per_rank) const {
-    return on ? collective::pairwise_all_to_all(*on, p, static_cast<double>(bytes_per_rank)) : 0.0;
+  seconds all_to_all(int p, std::size_t bytes_per_rank) const {
+    return on ? collective::pairwise_all_to_all(*on, p, static_cast<double>(bytes_per_rank))
+              : seconds{0};
   }
-  double all_reduce(int p, std::size_t bytes) const {
-    return on ? collective::ring_all_reduce(*on, p, static_cast<double>(bytes)) : 0.0;
+  seconds all_reduce(int p, std::size_t bytes) const {
+    return on ? collective::ring_all_reduce(*on, p, static_cast<double>(bytes)) : seconds{0};
   }
-  double all_gather(int p, std::size_t bytes) const {
-    return on ? collective::ring_all_gather(*on, p, static_cast<double>(bytes)) : 0.0;
+  seconds all_gather(int p, std::size_t bytes) const {
+    return on ? collective::ring_all_gather(*on, p, static_cast<double>(bytes)) : seconds{0};
   }
 };
 
@@ -80,9 +81,9 @@ class inproc_world {
     int arrived = 0;
   };
 
-  void complete_after(double seconds, const event& e) {
-    if (seconds <= 0) return e.fire();
-    timer_.fire_after(std::chrono::duration<double>(seconds), e);
+  void complete_after(seconds t, const event& e) {
+    if (t <= seconds{0}) return e.fire();
+    timer_.fire_after(t, e);
   }
 
   event send(int src, int dst, int tag, std::span<const float> data) {
@@ -126,7 +127,7 @@ class inproc_world {
                               ") meets a receive of " + std::to_string(n_to));
     }
     std::copy(from, from + n_from, to);
-    const double t = delay_.p2p(n_from * sizeof(float));
+    const seconds t = delay_.p2p(n_from * sizeof(float));
     complete_after(t, sent);
     complete_after(t, received);
   }
@@ -174,8 +175,8 @@ class inproc_world {
   }
   void carry_out(meeting& mt) {
     const auto p = static_cast<int>(mt.parts.size());
-    const auto finish = [&](double seconds) {
-      for (auto& part : mt.parts) complete_after(seconds, part.done);
+    const auto finish = [&](seconds t) {
+      for (auto& part : mt.parts) complete_after(t, part.done);
     };
     std::size_t bytes = 0;
     switch (mt.op) {
@@ -183,7 +184,7 @@ class inproc_world {
         for (std::size_t i = 0; i < mt.parts.size(); ++i)
           for (std::size_t j = 0; j < mt.parts.size(); ++j)
             if (mt.parts[i].send_counts[j] != mt.parts[j].recv_counts[i]) {
-              finish(0);
+              finish(seconds{0});
               throw std::length_error("weft: inproc: all-to-all member " + std::to_string(i) +
                                       " sends " + std::to_string(mt.parts[i].send_counts[j]) +
                                       " values to member " + std::to_string(j) +
@@ -207,7 +208,7 @@ class inproc_world {
         const std::size_t n = mt.parts[0].out.size();
         for (auto& part : mt.parts)
           if (part.out.size() != n) {
-            finish(0);
+            finish(seconds{0});
             throw std::length_error("weft: inproc: all-reduce buffers differ in length");
           }
         std::vector<float> sum(n, 0.0f);
@@ -220,7 +221,7 @@ class inproc_world {
         const std::size_t n = mt.parts[0].in.size();
         for (auto& part : mt.parts)
           if (part.in.size() != n || part.out.size() != n * mt.parts.size()) {
-            finish(0);
+            finish(seconds{0});
             throw std::length_error("weft: inproc: all-gather buffers do not fit");
           }
         for (auto& part : mt.parts)
@@ -233,7 +234,7 @@ class inproc_world {
         const std::size_t n = mt.parts[0].out.size();
         for (auto& part : mt.parts)
           if (part.out.size() != n || part.in.size() != n * mt.parts.size()) {
-            finish(0);
+            finish(seconds{0});
             throw std::length_error("weft: inproc: reduce-scatter buffers do not fit");
           }
         for (std::size_t j = 0; j < mt.parts.size(); ++j)

@@ -8,6 +8,7 @@
 #include <cstdint>
 
 #include <weft/core/buffer.hpp>
+#include <weft/core/time.hpp>
 #include <weft/schedule/placement.hpp>
 #include <weft/schedule/schedule.hpp>
 #include <weft/schedule/violation.hpp>
@@ -42,14 +43,22 @@ struct program {
 
 /// When each op of a program ran, simulated or measured: what the simulators and the executor
 /// produce alike, and what traces, pictures and metrics read.
-struct timeline {
-  buffer<double> start, finish;  ///< per op of the program; < 0 if it never ran
-  double makespan = 0;
+template <time_type T>
+struct basic_timeline {
+  using duration = T;
+  buffer<T> start, finish;  ///< per op of the program; negative if it never ran
+  T makespan{0};
   /// On a deadlock, per rank the first op (in issue order) that never completed (`program::none`
   /// for a rank that finished), else empty.
   buffer<std::uint32_t> blocked;
   constexpr bool deadlocked() const noexcept { return !blocked.empty(); }
+  constexpr bool ran(std::uint32_t i) const noexcept { return start[i] >= T{0}; }
+  constexpr T duration_of(std::uint32_t i) const noexcept { return finish[i] - start[i]; }
 };
+/// Simulated in seconds, or measured.
+using timeline = basic_timeline<seconds>;
+/// Simulated from unit-free costs.
+using unit_timeline = basic_timeline<units>;
 
 /// True for an overlapped whole-block pair: a forward and a backward in one slot on two compute
 /// lanes. They are one unit of work at the pair's cost (DualPipe's F&B): they start together on

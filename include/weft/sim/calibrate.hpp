@@ -15,24 +15,24 @@
 namespace weft {
 
 /// `base` with the compute costs replaced by their mean durations in `measured` (a timeline of
-/// `p`, as the executor records it) and, given `comm_span` (per op, seconds), the comm costs by
-/// its means. (kind, phase) pairs that did not run keep `base`'s cost.
+/// `p`, as the executor records it) and, given `comm_span` (per op), the comm costs by its
+/// means. (kind, phase) pairs that did not run keep `base`'s cost.
 inline cost_model calibrated(const program& p, const timeline& measured, cost_model base,
-                             std::span<const double> comm_span = {}) {
-  double sum[kind_count][phase_count] = {};
+                             std::span<const seconds> comm_span = {}) {
+  seconds sum[kind_count][phase_count] = {};
   std::uint32_t count[kind_count][phase_count] = {};
   for (std::uint32_t i = 0; i < p.size(); ++i) {
     const op& o = p.at(i);
-    if (measured.start[i] < 0) continue;
+    if (!measured.ran(i)) continue;
     const bool compute = stream_of(o.k) == stream_class::compute;
     if (!compute && comm_span.size() != p.size()) continue;
     const int k = static_cast<int>(o.k), ph = static_cast<int>(o.ph);
-    sum[k][ph] += compute ? measured.finish[i] - measured.start[i] : comm_span[i];
+    sum[k][ph] += compute ? measured.duration_of(i) : comm_span[i];
     ++count[k][ph];
   }
   for (int k = 0; k < kind_count; ++k)
     for (int ph = 0; ph < phase_count; ++ph)
-      if (count[k][ph] > 0) base.time[k][ph] = sum[k][ph] / count[k][ph];
+      if (count[k][ph] > 0) base.time[k][ph] = sum[k][ph] / static_cast<double>(count[k][ph]);
   return base;
 }
 
@@ -41,27 +41,27 @@ inline cost_model calibrated(const program& p, const timeline& measured, cost_mo
 /// event_latency`). Comm ops, because their streams rarely wait for a free worker; `posted` is
 /// when each op was started on its stream (the executor's `run_result::posted`; a transfer's
 /// start in the timeline waits for its peer too). 0 if none waited.
-inline double measured_event_latency(const program& p, const timeline& measured,
-                                     std::span<const double> posted) {
-  std::vector<double> lag;
+inline seconds measured_event_latency(const program& p, const timeline& measured,
+                                      std::span<const seconds> posted) {
+  std::vector<seconds> lag;
   for (std::uint32_t q = 0; q + 1 < p.queue_begin.size(); ++q) {
-    double prev = 0;  // when the op before on the stream finished
+    seconds prev{0};  // when the op before on the stream finished
     for (std::uint32_t k = p.queue_begin[q]; k < p.queue_begin[q + 1]; ++k) {
       const std::uint32_t i = p.queue[k];
-      if (posted[i] < 0) break;
-      double ready = -1;
+      if (posted[i] < seconds{0}) break;
+      seconds ready{-1};
       for (std::uint32_t w = p.wait_begin[i]; w < p.wait_begin[i + 1]; ++w)
         ready = std::max(ready, measured.finish[p.waits[w]]);
       if (stream_of(p.at(i).k) == stream_class::comm && ready > prev)
-        lag.push_back(std::max(0.0, posted[i] - ready));
+        lag.push_back(std::max(seconds{0}, posted[i] - ready));
       prev = measured.finish[i];
     }
   }
   // The mean, not the median: a step adds these up along its critical path, and what an
   // oversubscribed core adds lives in the tail a median would hide.
-  double sum = 0;
-  for (const double x : lag) sum += x;
-  return lag.empty() ? 0.0 : sum / static_cast<double>(lag.size());
+  seconds sum{0};
+  for (const seconds x : lag) sum += x;
+  return lag.empty() ? seconds{0} : sum / static_cast<double>(lag.size());
 }
 
 }  // namespace weft

@@ -17,37 +17,45 @@ namespace weft {
 enum class step_phase : std::uint8_t { warmup, steady, cooldown };
 inline constexpr int step_phase_count = 3;
 
-struct rank_metrics {
-  double busy = 0;          ///< time some compute stream of the rank is busy (a union)
-  double idle = 0;          ///< makespan - busy
-  double comm = 0;          ///< time some comm stream of the rank is busy (a union)
-  double exposed_comm = 0;  ///< comm time not covered by compute on the rank
-  double exposed_by_phase[step_phase_count] = {};
-  double all_to_all_by_phase[step_phase_count] = {};  ///< MoE dispatch/combine time, a union
-  double all_to_all_exposed_by_phase[step_phase_count] = {};
-  double phase_end[2] = {};                   ///< end of warm-up, end of steady phase
-  double stream_busy[streams_per_rank] = {};  ///< per stream, the sum of its ops' durations
+template <time_type T>
+struct basic_rank_metrics {
+  T busy{0};          ///< time some compute stream of the rank is busy (a union)
+  T idle{0};          ///< makespan - busy
+  T comm{0};          ///< time some comm stream of the rank is busy (a union)
+  T exposed_comm{0};  ///< comm time not covered by compute on the rank
+  T exposed_by_phase[step_phase_count] = {};
+  T all_to_all_by_phase[step_phase_count] = {};  ///< MoE dispatch/combine time, a union
+  T all_to_all_exposed_by_phase[step_phase_count] = {};
+  T phase_end[2] = {};                   ///< end of warm-up, end of steady phase
+  T stream_busy[streams_per_rank] = {};  ///< per stream, the sum of its ops' durations
   int peak_activations = 0;
 };
 
-struct step_metrics {
-  double makespan = 0;
+template <time_type T>
+struct basic_step_metrics {
+  using duration = T;
+  T makespan{0};
   double bubble_ratio = 0;  ///< sum of idle / (ranks * makespan)
-  double exposed_comm = 0;  ///< over all ranks
-  double exposed_by_phase[step_phase_count] = {};
-  double all_to_all_by_phase[step_phase_count] = {};
-  double all_to_all_exposed_by_phase[step_phase_count] = {};
-  std::vector<rank_metrics> ranks;
+  T exposed_comm{0};        ///< over all ranks
+  T exposed_by_phase[step_phase_count] = {};
+  T all_to_all_by_phase[step_phase_count] = {};
+  T all_to_all_exposed_by_phase[step_phase_count] = {};
+  std::vector<basic_rank_metrics<T>> ranks;
 };
+using rank_metrics = basic_rank_metrics<seconds>;
+using step_metrics = basic_step_metrics<seconds>;
+using unit_step_metrics = basic_step_metrics<units>;
 
 namespace detail {
-using interval = std::pair<double, double>;
+template <class T>
+using interval = std::pair<T, T>;
 
 /// Sorts and merges `v` into disjoint intervals.
-inline std::vector<interval> merged(std::vector<interval> v) {
+template <class T>
+std::vector<interval<T>> merged(std::vector<interval<T>> v) {
   std::sort(v.begin(), v.end());
-  std::vector<interval> out;
-  for (const interval& x : v) {
+  std::vector<interval<T>> out;
+  for (const interval<T>& x : v) {
     if (x.second <= x.first) continue;
     if (!out.empty() && x.first <= out.back().second)
       out.back().second = std::max(out.back().second, x.second);
@@ -56,16 +64,19 @@ inline std::vector<interval> merged(std::vector<interval> v) {
   }
   return out;
 }
-inline double length(const std::vector<interval>& v) {
-  double t = 0;
-  for (const interval& x : v) t += x.second - x.first;
+template <class T>
+T length(const std::vector<interval<T>>& v) {
+  T t{0};
+  for (const interval<T>& x : v) t += x.second - x.first;
   return t;
 }
 /// Parts of disjoint `a` not covered by disjoint `b`.
-inline std::vector<interval> minus(const std::vector<interval>& a, const std::vector<interval>& b) {
-  std::vector<interval> out;
+template <class T>
+std::vector<interval<T>> minus(const std::vector<interval<T>>& a,
+                               const std::vector<interval<T>>& b) {
+  std::vector<interval<T>> out;
   std::size_t j = 0;
-  for (interval x : a) {
+  for (interval<T> x : a) {
     while (j < b.size() && b[j].second <= x.first) ++j;
     for (std::size_t k = j; k < b.size() && b[k].first < x.second; ++k) {
       if (b[k].first > x.first) out.push_back({x.first, b[k].first});
@@ -76,27 +87,31 @@ inline std::vector<interval> minus(const std::vector<interval>& a, const std::ve
   }
   return out;
 }
-inline double clipped(const std::vector<interval>& v, double from, double to) {
-  double t = 0;
-  for (const interval& x : v) t += std::max(0.0, std::min(x.second, to) - std::max(x.first, from));
+template <class T>
+T clipped(const std::vector<interval<T>>& v, T from, T to) {
+  T t{0};
+  for (const interval<T>& x : v)
+    t += std::max(T{0}, std::min(x.second, to) - std::max(x.first, from));
   return t;
 }
 }  // namespace detail
 
-inline step_metrics measure(const program& p, const timeline& t) {
-  step_metrics m;
+template <time_type T>
+basic_step_metrics<T> measure(const program& p, const basic_timeline<T>& t) {
+  using interval = detail::interval<T>;
+  basic_step_metrics<T> m;
   m.makespan = t.makespan;
   const int R = p.ranks();
   m.ranks.resize(static_cast<std::size_t>(R));
-  std::vector<std::vector<detail::interval>> compute(static_cast<std::size_t>(R)),
+  std::vector<std::vector<interval>> compute(static_cast<std::size_t>(R)),
       comm(static_cast<std::size_t>(R)), a2a(static_cast<std::size_t>(R));
-  std::vector<double> first_backward(static_cast<std::size_t>(R), t.makespan),
-      last_forward(static_cast<std::size_t>(R), 0.0);
+  std::vector<T> first_backward(static_cast<std::size_t>(R), t.makespan),
+      last_forward(static_cast<std::size_t>(R), T{0});
   for (std::uint32_t i = 0; i < p.size(); ++i) {
-    if (t.start[i] < 0) continue;
+    if (!t.ran(i)) continue;
     const op& o = p.at(i);
     const std::size_t r = p.rank[i];
-    const detail::interval x{t.start[i], t.finish[i]};
+    const interval x{t.start[i], t.finish[i]};
     (stream_of(o.k) == stream_class::compute ? compute : comm)[r].push_back(x);
     if (o.k == kind::dispatch || o.k == kind::combine) a2a[r].push_back(x);
     m.ranks[r].stream_busy[p.stream[i]] += x.second - x.first;
@@ -107,9 +122,9 @@ inline step_metrics measure(const program& p, const timeline& t) {
       first_backward[r] = std::min(first_backward[r], x.first);
   }
   const buffer<int> peak = peak_live_activations(p.source);
-  double idle = 0;
+  T idle{0};
   for (std::size_t r = 0; r < static_cast<std::size_t>(R); ++r) {
-    rank_metrics& rm = m.ranks[r];
+    basic_rank_metrics<T>& rm = m.ranks[r];
     const auto busy = detail::merged(std::move(compute[r]));
     const auto talk = detail::merged(std::move(comm[r]));
     const auto exposed = detail::minus(talk, busy);
@@ -119,24 +134,22 @@ inline step_metrics measure(const program& p, const timeline& t) {
     rm.exposed_comm = detail::length(exposed);
     rm.phase_end[0] = std::min(first_backward[r], t.makespan);
     rm.phase_end[1] = std::max(last_forward[r], rm.phase_end[0]);
-    rm.exposed_by_phase[0] = detail::clipped(exposed, 0, rm.phase_end[0]);
-    rm.exposed_by_phase[1] = detail::clipped(exposed, rm.phase_end[0], rm.phase_end[1]);
-    rm.exposed_by_phase[2] = detail::clipped(exposed, rm.phase_end[1], t.makespan);
+    const T bounds[4] = {T{0}, rm.phase_end[0], rm.phase_end[1], t.makespan};
     const auto all_to_all = detail::merged(std::move(a2a[r]));
     const auto a2a_exposed = detail::minus(all_to_all, busy);
-    const double bounds[4] = {0, rm.phase_end[0], rm.phase_end[1], t.makespan};
     for (int ph = 0; ph < step_phase_count; ++ph) {
+      rm.exposed_by_phase[ph] = detail::clipped(exposed, bounds[ph], bounds[ph + 1]);
       rm.all_to_all_by_phase[ph] = detail::clipped(all_to_all, bounds[ph], bounds[ph + 1]);
       rm.all_to_all_exposed_by_phase[ph] = detail::clipped(a2a_exposed, bounds[ph], bounds[ph + 1]);
+      m.exposed_by_phase[ph] += rm.exposed_by_phase[ph];
       m.all_to_all_by_phase[ph] += rm.all_to_all_by_phase[ph];
       m.all_to_all_exposed_by_phase[ph] += rm.all_to_all_exposed_by_phase[ph];
     }
     rm.peak_activations = peak[r];
     idle += rm.idle;
     m.exposed_comm += rm.exposed_comm;
-    for (int ph = 0; ph < step_phase_count; ++ph) m.exposed_by_phase[ph] += rm.exposed_by_phase[ph];
   }
-  m.bubble_ratio = R > 0 && t.makespan > 0 ? idle / (R * t.makespan) : 0;
+  m.bubble_ratio = R > 0 && t.makespan > T{0} ? idle / (R * t.makespan) : 0;
   return m;
 }
 

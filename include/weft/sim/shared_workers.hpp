@@ -25,12 +25,14 @@ namespace weft {
 /// it): the copies compete for the same workers, a copy's transfers go to the same copy of the
 /// peer, and the copies of a collective start together, when the last of them is ready. Returns
 /// copy 0's timeline; its makespan covers every copy.
-inline timeline simulate_on_workers(const program& p, const cost_model& c, unsigned workers,
-                                    sim_options opt = {}, int replicas = 1) {
+template <time_type T>
+basic_timeline<T> simulate_on_workers(const program& p, const basic_cost_model<T>& c,
+                                      unsigned workers, basic_sim_options<T> opt = {},
+                                      int replicas = 1) {
   const semantics g(p, {.replicas = replicas, .slot_barrier = opt.slot_barrier});
   readiness<> st(g);
-  using item = std::pair<double, std::uint32_t>;  // (ready time, unit)
-  struct events : detail::timed_events {
+  using item = std::pair<T, std::uint32_t>;  // (ready time, unit)
+  struct events : detail::timed_events<T> {
     const semantics* g = nullptr;
     std::priority_queue<item, std::vector<item>, std::greater<>> ready_units;
     // The runtime's follow-on: a worker finishing a unit of compute runs the next unit of the
@@ -39,9 +41,9 @@ inline timeline simulate_on_workers(const program& p, const cost_model& c, unsig
     // after the runtime's cost per unit, ahead of everything waiting (no other worker wakes).
     std::uint32_t finishing_queue = semantics::none, follow_on = semantics::none,
                   handoff = semantics::none;
-    double finishing_at = 0;
+    T finishing_at{0};
     void ready(std::uint32_t u) {
-      const double at = ready_at(*g, u);
+      const T at = this->ready_at(*g, u);
       if (finishing_queue != semantics::none && g->computes(u) && at <= finishing_at) {
         if (follow_on == semantics::none && g->queue_of(u) == finishing_queue) {
           follow_on = u;
@@ -56,18 +58,18 @@ inline timeline simulate_on_workers(const program& p, const cost_model& c, unsig
     }
   } ev;
   ev.g = &g;
-  ev.arrive.assign(g.ops(), 0.0);
-  ev.finish.assign(g.ops(), -1.0);
+  ev.arrive.assign(g.ops(), T{0});
+  ev.finish.assign(g.ops(), T{-1});
   ev.latency = opt.event_latency;
-  std::priority_queue<double, std::vector<double>, std::greater<>> free_at;
+  std::priority_queue<T, std::vector<T>, std::greater<>> free_at;
   // Every worker starts idle: the first unit each takes wakes it up.
   for (unsigned w = 0; w < (workers ? workers : 1); ++w)
-    free_at.push(-std::numeric_limits<double>::infinity());
-  buffer<double> start(g.ops(), -1.0);
+    free_at.push(T{-std::numeric_limits<double>::infinity()});
+  buffer<T> start(g.ops(), T{-1});
   buffer<std::uint8_t> done(g.ops(), 0);
   std::uint32_t finished = 0;
-  const auto run = [&](std::uint32_t u, double begin) {
-    const double end = begin + cost_of(g, c, u);
+  const auto run = [&](std::uint32_t u, T begin) {
+    const T end = begin + cost_of(g, c, u);
     g.each_member(u, [&](std::uint32_t x) {
       start[x] = begin;
       ev.finish[x] = end;
@@ -87,8 +89,8 @@ inline timeline simulate_on_workers(const program& p, const cost_model& c, unsig
     }
     // A busy worker takes the unit when it is done, paying the runtime's cost per unit; an idle
     // one wakes up for it.
-    const double free = free_at.top();
-    double end = run(u, free >= at ? free + opt.dispatch_overhead : at + opt.wake_latency);
+    const T free = free_at.top();
+    T end = run(u, free >= at ? free + opt.dispatch_overhead : at + opt.wake_latency);
     free_at.pop();
     for (;;) {  // the worker's units, as long as each readies its next
       ev.finishing_queue = g.queue_of(u);
@@ -109,7 +111,7 @@ inline timeline simulate_on_workers(const program& p, const cost_model& c, unsig
     }
     free_at.push(end);
   }
-  timeline t;
+  basic_timeline<T> t;
   detail::settle(g, ev, start, done, finished, t);
   return t;
 }

@@ -15,29 +15,33 @@
 
 namespace weft {
 
-struct sim_options {
+template <time_type T>
+struct basic_sim_options {
   /// Each rank starts a slot only when its previous slot has finished: the host waits for every
   /// step, as a framework without overlap does (an all-to-all then blocks compute). Off: streams
   /// run independently, ordered only by their queues and events.
   bool slot_barrier = false;
   /// From an event firing to the op that waits for it starting: an event synchronisation on an
   /// accelerator, a thread waking up on the CPU runtime (`measured_event_latency` finds it).
-  double event_latency = 0;
+  T event_latency{0};
   /// What a worker spends on each unit of compute besides its cost (taking it, starting it,
   /// recording it): the CPU runtime's `run_result::dispatch_gap`. Only `simulate_on_workers`
   /// has workers to charge it to.
-  double dispatch_overhead = 0;
+  T dispatch_overhead{0};
   /// What a worker that had nothing to do takes from a unit of compute becoming ready to
   /// starting it (waking up): the CPU runtime's `run_measures::wake_gap`. Only
   /// `simulate_on_workers` has workers to charge it to.
-  double wake_latency = 0;
+  T wake_latency{0};
 };
+using sim_options = basic_sim_options<seconds>;
+using unit_sim_options = basic_sim_options<units>;
 
 /// How long a unit of work takes: an overlapped forward/backward pair its pair cost, any other
 /// unit the longest of its members (a transfer's two ends, a collective's copies).
-constexpr double cost_of(const semantics& g, const cost_model& c, std::uint32_t u) noexcept {
+template <time_type T>
+constexpr T cost_of(const semantics& g, const basic_cost_model<T>& c, std::uint32_t u) noexcept {
   if (g.kind_of(u) == unit_kind::pair) return c.pair();
-  double t = 0;
+  T t{0};
   g.each_member(u, [&](std::uint32_t x) {
     const op& o = g.at(x);
     t = t > c.of(o.k, o.ph) ? t : c.of(o.k, o.ph);
@@ -48,29 +52,30 @@ constexpr double cost_of(const semantics& g, const cost_model& c, std::uint32_t 
 namespace detail {
 /// Arrival times: each op copy arrives when the last thing it waits for completes (plus the
 /// event latency when that crosses streams). Drivers add what decides when a ready unit starts.
+template <time_type T>
 struct timed_events : readiness_events {
   static constexpr bool timed = true;
-  buffer<double> arrive;
-  buffer<double> finish;
-  double latency = 0;
+  buffer<T> arrive;
+  buffer<T> finish;
+  T latency{0};
   constexpr void released(std::uint32_t from, std::uint32_t to, bool event) {
-    const double at = finish[from] + (event ? latency : 0.0);
+    const T at = event ? finish[from] + latency : finish[from];
     arrive[to] = arrive[to] > at ? arrive[to] : at;
   }
-  constexpr double ready_at(const semantics& g, std::uint32_t u) const {
-    double t = 0;
+  constexpr T ready_at(const semantics& g, std::uint32_t u) const {
+    T t{0};
     g.each_member(u, [&](std::uint32_t x) { t = t > arrive[x] ? t : arrive[x]; });
     return t;
   }
 };
 
 /// Copy 0's part of a run's times, and on a deadlock what each rank is stuck at.
-template <class Done>
-constexpr void settle(const semantics& g, const timed_events& ev, const buffer<double>& start,
-                      const Done& done, std::uint32_t finished, timeline& t) {
+template <time_type T, class Done>
+constexpr void settle(const semantics& g, const timed_events<T>& ev, const buffer<T>& start,
+                      const Done& done, std::uint32_t finished, basic_timeline<T>& t) {
   const std::uint32_t n = g.size();
-  t.start.assign(n, -1.0);
-  t.finish.assign(n, -1.0);
+  t.start.assign(n, T{-1});
+  t.finish.assign(n, T{-1});
   for (std::uint32_t i = 0; i < n; ++i) {
     if (!done[i]) continue;
     t.start[i] = start[i];
@@ -82,24 +87,27 @@ constexpr void settle(const semantics& g, const timed_events& ev, const buffer<d
 }
 }  // namespace detail
 
-constexpr timeline simulate(const program& p, const cost_model& c, sim_options opt = {}) {
+/// Simulates `p` with costs `c`; times come out in the costs' type (seconds or units).
+template <time_type T>
+constexpr basic_timeline<T> simulate(const program& p, const basic_cost_model<T>& c,
+                                     basic_sim_options<T> opt = {}) {
   const semantics g(p, {.slot_barrier = opt.slot_barrier});
   readiness<> st(g);
-  struct events : detail::timed_events {
+  struct events : detail::timed_events<T> {
     buffer<std::uint32_t> ready_units;
     constexpr void ready(std::uint32_t u) { ready_units.push_back(u); }
   } ev;
-  ev.arrive.assign(g.ops(), 0.0);
-  ev.finish.assign(g.ops(), -1.0);
+  ev.arrive.assign(g.ops(), T{0});
+  ev.finish.assign(g.ops(), T{-1});
   ev.latency = opt.event_latency;
-  buffer<double> start(g.ops(), -1.0);
+  buffer<T> start(g.ops(), T{-1});
   buffer<std::uint8_t> done(g.ops(), 0);
   std::uint32_t finished = 0;
   st.begin(ev);
   while (!ev.ready_units.empty()) {
     const std::uint32_t u = ev.ready_units.back();
     ev.ready_units.pop_back();
-    const double begin = ev.ready_at(g, u), end = begin + cost_of(g, c, u);
+    const T begin = ev.ready_at(g, u), end = begin + cost_of(g, c, u);
     g.each_member(u, [&](std::uint32_t x) {
       start[x] = begin;
       ev.finish[x] = end;
@@ -108,7 +116,7 @@ constexpr timeline simulate(const program& p, const cost_model& c, sim_options o
     finished += g.member_count(u);
     st.complete_unit(u, ev);
   }
-  timeline t;
+  basic_timeline<T> t;
   detail::settle(g, ev, start, done, finished, t);
   return t;
 }

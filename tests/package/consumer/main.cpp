@@ -43,11 +43,11 @@ int main() {
   const schedule s = one_f_one_b({.ranks = 2, .micro = 4, .transfers = true});
   if (!check(s).ok()) return 1;
   const program p = lower(s);
-  const timeline predicted = simulate(p, cost_model::pipeline(1, 2, 1));
+  const unit_timeline predicted = simulate(p, unit_cost_model::pipeline({.F = 1, .B = 2, .W = 1}));
   exec::runner run(p, 1, {.workers = 2});
   counting_model model;
   const timeline measured = run.run(model);
-  std::printf("predicted %.1f units, ran %d blocks in %.3f ms\n", predicted.makespan, model.blocks,
-              1e3 * measured.makespan);
+  std::printf("predicted %.1f units, ran %d blocks in %.3f ms\n", predicted.makespan.count(),
+              model.blocks, 1e3 * measured.makespan.count());
   return model.blocks == 2 * 4 * 2 ? 0 : 1;
 }
