@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <chrono>
+#include <cmath>
 #include <numeric>
 #include <stdexcept>
 #include <thread>
@@ -45,13 +46,47 @@ TEST_CASE("point-to-point: mismatched lengths and unknown peers are errors") {
   std::vector<float> three(3), two(2);
   event r = w.at(1).irecv(two, 0, 0);
   CHECK_THROWS_WITH_AS(w.at(0).isend(three, 1, 0),
-                       "weft: inproc: a send of 3 values from rank 0 to rank 1 (tag 0) meets a "
-                       "receive of 2",
+                       "weft: inproc: a send of 3 fp32 values from rank 0 to rank 1 (tag 0) meets "
+                       "a receive of 2 fp32",
                        std::length_error);
   CHECK(r.done());  // nobody waits forever
   CHECK_THROWS_WITH_AS(w.at(0).isend(three, 5, 0),
                        "weft: inproc: send to rank 5, outside a world of 2", std::out_of_range);
   CHECK_THROWS_AS(inproc_world(0), std::invalid_argument);
+}
+
+TEST_CASE("fp64: point-to-point and sums keep every bit; a type mismatch is an error") {
+  inproc_world w(2);
+  // 1 + 2^-40 is not a float: a trip through fp32 would round it to 1.
+  const double fine = 1.0 + std::ldexp(1.0, -40);
+  std::vector<double> a{fine, -fine, 3}, got(3);
+  event r = w.at(1).irecv(got, 0, 0);
+  event s = w.at(0).isend(a, 1, 0);
+  r.wait();
+  s.wait();
+  CHECK(got == a);
+  std::vector<double> x0{fine, 1}, x1{fine, 2};
+  const std::vector<int> both{0, 1};
+  event e0 = w.at(0).all_reduce_sum(x0, both);
+  event e1 = w.at(1).all_reduce_sum(x1, both);
+  e0.wait();
+  e1.wait();
+  CHECK(x0 == std::vector<double>{2 * fine, 3});
+  CHECK(x1 == x0);
+  std::vector<float> narrow(3);
+  event rn = w.at(1).irecv(narrow, 0, 1);
+  CHECK_THROWS_WITH_AS(w.at(0).isend(a, 1, 1),
+                       "weft: inproc: a send of 3 fp64 values from rank 0 to rank 1 (tag 1) meets "
+                       "a receive of 3 fp32",
+                       std::length_error);
+  CHECK(rn.done());
+  std::vector<float> g0(2);
+  std::vector<double> g1(2);
+  event m0 = w.at(0).all_reduce_sum(g0, both);
+  CHECK_THROWS_WITH_AS(w.at(1).all_reduce_sum(g1, both),
+                       "weft: inproc: members of a collective pass different element types",
+                       std::length_error);
+  CHECK(m0.done());
 }
 
 TEST_CASE("collectives over a group: all-to-all(v), all-reduce, all-gather, reduce-scatter") {

@@ -63,6 +63,19 @@ TEST_CASE("every whole-block generator: loss and gradients equal the serial run"
   }
 }
 
+TEST_CASE("fp64: the dense executor equals the serial run to 1e-12") {
+  const int P = 4, M = 8;
+  for (const schedule& s : {one_f_one_b({.ranks = P, .micro = M}),
+                            zb_h1({.ranks = P, .micro = M, .transfers = true})}) {
+    dense_model<double> model({.stages = P, .micro = M, .seed = 11});
+    dense_executor<double> ex(model);
+    const run_result<double> run = ex.run(s);
+    const double loss = model.serial_step();
+    CHECK(run.loss == doctest::Approx(loss).epsilon(1e-12));
+    CHECK(max_grad_rel_err(run, model) < 1e-12);
+  }
+}
+
 TEST_CASE("a schedule that does not fit the model is refused") {
   dense_model<float> model({.stages = 4, .micro = 4});
   dense_executor<float> ex(model);

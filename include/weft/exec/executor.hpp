@@ -18,7 +18,7 @@ namespace weft::exec {
 
 template <class T>
 class dense_executor {
-  static_assert(std::is_same_v<T, float>, "weft: the runtime moves fp32 data");
+  static_assert(rt::wire_value<T>, "weft: the runtime moves fp32 or fp64 data");
 
  public:
   dense_executor(const dense_model<T>& model, run_options opt = {}) : model_(model), opt_(opt) {}

@@ -3,7 +3,7 @@
 // ranks x streams (runner.hpp), each op bound to its moe_layer sub-stage, dispatch and combine
 // as all-to-alls over the expert-parallel group of every pipeline rank, activations and
 // gradients between pipeline ranks as point-to-point transfers. The loss and every gradient
-// match the serial reference within float rounding; repeated runs are equal bit for bit.
+// match the serial reference within rounding (fp32 or fp64); repeated runs are equal bit for bit.
 #pragma once
 
 #include <cstddef>
@@ -21,7 +21,7 @@ namespace weft::exec {
 
 template <class T>
 class moe_executor {
-  static_assert(std::is_same_v<T, float>, "weft: the runtime moves fp32 data");
+  static_assert(rt::wire_value<T>, "weft: the runtime moves fp32 or fp64 data");
 
  public:
   moe_executor(const moe_model<T>& model, run_options opt = {}) : model_(model), opt_(opt) {}
@@ -47,7 +47,7 @@ class moe_executor {
   // One all-to-all's buffers; they stay put until its event fires. A layer's four all-to-alls
   // (dispatch and combine, forward and backward) follow one another, so they share one set.
   struct exchange {
-    std::vector<float> send, recv;
+    std::vector<T> send, recv;
     std::vector<std::size_t> send_counts, recv_counts;
   };
   struct layer_state {
@@ -162,7 +162,7 @@ class moe_executor {
     e.fire();
     return e;
   }
-  /// Starts an all-to-all of rows `width` floats wide: `send_rows[j]` rows to member j,
+  /// Starts an all-to-all of rows `width` values wide: `send_rows[j]` rows to member j,
   /// `recv_rows[j]` from member j.
   rt::event exchange_rows(const run_call& k, exchange& x, const std::vector<std::size_t>& send_rows,
                           const std::vector<std::size_t>& recv_rows, std::size_t width) {
@@ -172,12 +172,12 @@ class moe_executor {
     for (std::size_t j = 0; j < send_rows.size(); ++j) x.send_counts[j] = send_rows[j] * width;
     for (std::size_t j = 0; j < recv_rows.size(); ++j)
       total += x.recv_counts[j] = recv_rows[j] * width;
-    x.recv.assign(total, 0.0f);
+    x.recv.assign(total, T(0));
     return k.comm->all_to_all_v(x.send, x.send_counts, x.recv, x.recv_counts,
                                 members_[static_cast<std::size_t>(k.rank)]);
   }
   /// Appends rows of `m`, in `order` (or all rows in order when `order` is empty), to `out`.
-  static void pack(const nn::matrix<T>& m, const std::vector<int>* order, std::vector<float>& out) {
+  static void pack(const nn::matrix<T>& m, const std::vector<int>* order, std::vector<T>& out) {
     out.clear();
     const auto rows = static_cast<Eigen::Index>(order ? order->size() : std::size_t(m.rows()));
     for (Eigen::Index q = 0; q < rows; ++q) {
@@ -218,7 +218,7 @@ class moe_executor {
       for (const int pair : s.order) {
         const auto row = c.expert_in.row(pair);
         x.send.insert(x.send.end(), row.data(), row.data() + width);
-        x.send.push_back(static_cast<float>(c.chosen.expert[static_cast<std::size_t>(pair)]));
+        x.send.push_back(static_cast<T>(c.chosen.expert[static_cast<std::size_t>(pair)]));
       }
       k.started = exchange_rows(k, x, s.rows_to, s.rows_from, static_cast<std::size_t>(width) + 1);
       return;
@@ -228,7 +228,7 @@ class moe_executor {
     rows.in.resize(n, width);
     rows.expert.resize(static_cast<std::size_t>(n));
     for (Eigen::Index i = 0; i < n; ++i) {
-      const float* src = x.recv.data() + i * (width + 1);
+      const T* src = x.recv.data() + i * (width + 1);
       std::copy(src, src + width, rows.in.row(i).data());
       rows.expert[static_cast<std::size_t>(i)] = static_cast<int>(src[width]);
     }

@@ -93,8 +93,8 @@ concept run_binding = std::is_class_v<Model>;
 /// which the program's waits guarantee for what its ops read and write.
 template <class Model>
 concept routes_transfers = requires(Model& m, const run_call& c) {
-  { m.outgoing(c) } -> std::convertible_to<std::span<const float>>;
-  { m.incoming(c) } -> std::convertible_to<std::span<float>>;
+  { m.outgoing(c) } -> std::convertible_to<rt::const_data>;
+  { m.incoming(c) } -> std::convertible_to<rt::mutable_data>;
 };
 
 /// True when `Model` has what a runner calls for every pair in `Used` (give it

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <cstring>
 #include <deque>
 #include <map>
 #include <memory>
@@ -59,9 +60,8 @@ class inproc_world {
 
   // A posted point-to-point operation waiting for its partner.
   struct posted {
-    const float* send = nullptr;
-    float* recv = nullptr;
-    std::size_t n = 0;
+    const_data send;
+    mutable_data recv;
     event done;
   };
   struct channel {
@@ -71,8 +71,8 @@ class inproc_world {
   struct meeting {
     enum op_t { a2a, reduce, gather, scatter, sync } op;
     struct part {
-      std::span<const float> in{};
-      std::span<float> out{};
+      const_data in{};
+      mutable_data out{};
       std::span<const std::size_t> send_counts{}, recv_counts{};
       event done{};
       bool arrived = false;
@@ -86,48 +86,49 @@ class inproc_world {
     timer_.fire_after(t, e);
   }
 
-  event send(int src, int dst, int tag, std::span<const float> data) {
+  event send(int src, int dst, int tag, const_data data) {
     check_peer(dst, "send to");
     event done;
     std::unique_lock lock(m_);
     channel& ch = channels_[{src, dst, tag}];
     if (ch.recvs.empty()) {
-      ch.sends.push_back({data.data(), nullptr, data.size(), done});
+      ch.sends.push_back({data, {}, done});
       return done;
     }
     posted r = ch.recvs.front();
     ch.recvs.pop_front();
     lock.unlock();
-    match(src, dst, tag, data.data(), data.size(), r.recv, r.n, done, r.done);
+    match(src, dst, tag, data, r.recv, done, r.done);
     return done;
   }
-  event recv(int dst, int src, int tag, std::span<float> data) {
+  event recv(int dst, int src, int tag, mutable_data data) {
     check_peer(src, "receive from");
     event done;
     std::unique_lock lock(m_);
     channel& ch = channels_[{src, dst, tag}];
     if (ch.sends.empty()) {
-      ch.recvs.push_back({nullptr, data.data(), data.size(), done});
+      ch.recvs.push_back({{}, data, done});
       return done;
     }
     posted s = ch.sends.front();
     ch.sends.pop_front();
     lock.unlock();
-    match(src, dst, tag, s.send, s.n, data.data(), data.size(), s.done, done);
+    match(src, dst, tag, s.send, data, s.done, done);
     return done;
   }
-  void match(int src, int dst, int tag, const float* from, std::size_t n_from, float* to,
-             std::size_t n_to, const event& sent, const event& received) {
-    if (n_from != n_to) {
+  void match(int src, int dst, int tag, const_data from, mutable_data to, const event& sent,
+             const event& received) {
+    if (from.count != to.count || from.type != to.type) {
       sent.fire();  // nobody waits forever; the caller's task fails and stops the run
       received.fire();
-      throw std::length_error("weft: inproc: a send of " + std::to_string(n_from) +
-                              " values from rank " + std::to_string(src) + " to rank " +
-                              std::to_string(dst) + " (tag " + std::to_string(tag) +
-                              ") meets a receive of " + std::to_string(n_to));
+      throw std::length_error("weft: inproc: a send of " + std::to_string(from.count) + " " +
+                              name_of(from.type) + " values from rank " + std::to_string(src) +
+                              " to rank " + std::to_string(dst) + " (tag " + std::to_string(tag) +
+                              ") meets a receive of " + std::to_string(to.count) + " " +
+                              name_of(to.type));
     }
-    std::copy(from, from + n_from, to);
-    const seconds t = delay_.p2p(n_from * sizeof(float));
+    if (from.count > 0) std::memcpy(to.data, from.data, from.bytes());
+    const seconds t = delay_.p2p(from.bytes());
     complete_after(t, sent);
     complete_after(t, received);
   }
@@ -178,90 +179,109 @@ class inproc_world {
     const auto finish = [&](seconds t) {
       for (auto& part : mt.parts) complete_after(t, part.done);
     };
-    std::size_t bytes = 0;
+    const auto refuse = [&](const std::string& why) {
+      finish(seconds{0});
+      throw std::length_error("weft: inproc: " + why);
+    };
+    const element type = mt.op == meeting::reduce ? mt.parts[0].out.type : mt.parts[0].in.type;
+    for (const auto& part : mt.parts)
+      if ((mt.op != meeting::reduce && mt.op != meeting::sync && part.in.type != type) ||
+          (mt.op != meeting::sync && part.out.type != type))
+        refuse("members of a collective pass different element types");
+    const std::size_t size = size_of(type);
     switch (mt.op) {
       case meeting::a2a: {
         for (std::size_t i = 0; i < mt.parts.size(); ++i)
           for (std::size_t j = 0; j < mt.parts.size(); ++j)
-            if (mt.parts[i].send_counts[j] != mt.parts[j].recv_counts[i]) {
-              finish(seconds{0});
-              throw std::length_error("weft: inproc: all-to-all member " + std::to_string(i) +
-                                      " sends " + std::to_string(mt.parts[i].send_counts[j]) +
-                                      " values to member " + std::to_string(j) +
-                                      ", which expects " +
-                                      std::to_string(mt.parts[j].recv_counts[i]));
-            }
+            if (mt.parts[i].send_counts[j] != mt.parts[j].recv_counts[i])
+              refuse("all-to-all member " + std::to_string(i) + " sends " +
+                     std::to_string(mt.parts[i].send_counts[j]) + " values to member " +
+                     std::to_string(j) + ", which expects " +
+                     std::to_string(mt.parts[j].recv_counts[i]));
+        std::size_t bytes = 0;
         for (std::size_t j = 0; j < mt.parts.size(); ++j) {
           std::size_t at = 0;
           for (std::size_t i = 0; i < mt.parts.size(); ++i) {
             std::size_t from = 0;
             for (std::size_t k = 0; k < j; ++k) from += mt.parts[i].send_counts[k];
             const std::size_t n = mt.parts[i].send_counts[j];
-            std::copy_n(mt.parts[i].in.data() + from, n, mt.parts[j].out.data() + at);
+            if (n > 0)
+              std::memcpy(static_cast<std::byte*>(mt.parts[j].out.data) + at * size,
+                          static_cast<const std::byte*>(mt.parts[i].in.data) + from * size,
+                          n * size);
             at += n;
           }
-          bytes = std::max(bytes, at * sizeof(float));
+          bytes = std::max(bytes, at * size);
         }
         return finish(delay_.all_to_all(p, bytes));
       }
       case meeting::reduce: {
-        const std::size_t n = mt.parts[0].out.size();
+        const std::size_t n = mt.parts[0].out.count;
         for (auto& part : mt.parts)
-          if (part.out.size() != n) {
-            finish(seconds{0});
-            throw std::length_error("weft: inproc: all-reduce buffers differ in length");
-          }
-        std::vector<float> sum(n, 0.0f);
-        for (auto& part : mt.parts)  // member order: the same sum on every run
-          for (std::size_t k = 0; k < n; ++k) sum[k] += part.out[k];
-        for (auto& part : mt.parts) std::copy(sum.begin(), sum.end(), part.out.begin());
-        return finish(delay_.all_reduce(p, n * sizeof(float)));
+          if (part.out.count != n) refuse("all-reduce buffers differ in length");
+        // Member order: the same sum on every run.
+        if (type == element::f32)
+          all_reduce<float>(mt, n);
+        else
+          all_reduce<double>(mt, n);
+        return finish(delay_.all_reduce(p, n * size));
       }
       case meeting::gather: {
-        const std::size_t n = mt.parts[0].in.size();
+        const std::size_t n = mt.parts[0].in.count;
         for (auto& part : mt.parts)
-          if (part.in.size() != n || part.out.size() != n * mt.parts.size()) {
-            finish(seconds{0});
-            throw std::length_error("weft: inproc: all-gather buffers do not fit");
-          }
+          if (part.in.count != n || part.out.count != n * mt.parts.size())
+            refuse("all-gather buffers do not fit");
         for (auto& part : mt.parts)
           for (std::size_t i = 0; i < mt.parts.size(); ++i)
-            std::copy(mt.parts[i].in.begin(), mt.parts[i].in.end(),
-                      part.out.begin() + static_cast<std::ptrdiff_t>(i * n));
-        return finish(delay_.all_gather(p, n * sizeof(float)));
+            if (n > 0)
+              std::memcpy(static_cast<std::byte*>(part.out.data) + i * n * size,
+                          mt.parts[i].in.data, n * size);
+        return finish(delay_.all_gather(p, n * size));
       }
       case meeting::scatter: {
-        const std::size_t n = mt.parts[0].out.size();
+        const std::size_t n = mt.parts[0].out.count;
         for (auto& part : mt.parts)
-          if (part.out.size() != n || part.in.size() != n * mt.parts.size()) {
-            finish(seconds{0});
-            throw std::length_error("weft: inproc: reduce-scatter buffers do not fit");
-          }
-        for (std::size_t j = 0; j < mt.parts.size(); ++j)
-          for (std::size_t k = 0; k < n; ++k) {
-            float sum = 0;
-            for (auto& part : mt.parts) sum += part.in[j * n + k];
-            mt.parts[j].out[k] = sum;
-          }
-        return finish(delay_.all_gather(p, n * sizeof(float)));
+          if (part.out.count != n || part.in.count != n * mt.parts.size())
+            refuse("reduce-scatter buffers do not fit");
+        if (type == element::f32)
+          reduce_scatter<float>(mt, n);
+        else
+          reduce_scatter<double>(mt, n);
+        return finish(delay_.all_gather(p, n * size));
       }
       case meeting::sync:
         return finish(delay_.all_reduce(p, 0));
     }
+  }
+  template <wire_value T>
+  static void all_reduce(meeting& mt, std::size_t n) {
+    std::vector<T> sum(n, T(0));
+    for (auto& part : mt.parts)
+      for (std::size_t k = 0; k < n; ++k) sum[k] += static_cast<const T*>(part.out.data)[k];
+    for (auto& part : mt.parts) std::copy(sum.begin(), sum.end(), static_cast<T*>(part.out.data));
+  }
+  template <wire_value T>
+  static void reduce_scatter(meeting& mt, std::size_t n) {
+    for (std::size_t j = 0; j < mt.parts.size(); ++j)
+      for (std::size_t k = 0; k < n; ++k) {
+        T sum = 0;
+        for (auto& part : mt.parts) sum += static_cast<const T*>(part.in.data)[j * n + k];
+        static_cast<T*>(mt.parts[j].out.data)[k] = sum;
+      }
   }
 
   struct endpoint final : communicator {
     endpoint(inproc_world& w, int r) : world(w), me(r) {}
     int rank() const noexcept override { return me; }
     int size() const noexcept override { return world.size(); }
-    event isend(std::span<const float> data, int dst, int tag) override {
+    event isend(const_data data, int dst, int tag) override {
       return world.send(me, dst, tag, data);
     }
-    event irecv(std::span<float> data, int src, int tag) override {
+    event irecv(mutable_data data, int src, int tag) override {
       return world.recv(me, src, tag, data);
     }
-    event all_to_all_v(std::span<const float> send, std::span<const std::size_t> send_counts,
-                       std::span<float> recv, std::span<const std::size_t> recv_counts,
+    event all_to_all_v(const_data send, std::span<const std::size_t> send_counts, mutable_data recv,
+                       std::span<const std::size_t> recv_counts,
                        std::span<const int> members) override {
       if (send_counts.size() != members.size() || recv_counts.size() != members.size())
         throw std::invalid_argument("weft: inproc: all-to-all needs a count per member");
@@ -269,14 +289,13 @@ class inproc_world {
           me, meeting::a2a, members,
           {.in = send, .out = recv, .send_counts = send_counts, .recv_counts = recv_counts});
     }
-    event all_reduce_sum(std::span<float> data, std::span<const int> members) override {
+    event all_reduce_sum(mutable_data data, std::span<const int> members) override {
       return world.meet(me, meeting::reduce, members, {.out = data});
     }
-    event all_gather(std::span<const float> mine, std::span<float> all,
-                     std::span<const int> members) override {
+    event all_gather(const_data mine, mutable_data all, std::span<const int> members) override {
       return world.meet(me, meeting::gather, members, {.in = mine, .out = all});
     }
-    event reduce_scatter_sum(std::span<const float> all, std::span<float> mine,
+    event reduce_scatter_sum(const_data all, mutable_data mine,
                              std::span<const int> members) override {
       return world.meet(me, meeting::scatter, members, {.in = all, .out = mine});
     }
