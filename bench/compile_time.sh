@@ -1,11 +1,16 @@
 #!/usr/bin/env bash
-# Compile time and peak compiler memory of static_assert-verifying 1F1B schedules with MoE
-# sub-stages (P ranks x M micro-batches x L layers x 8 sub-stage ops), with $CXX (default g++;
-# clang++ works too), and of the containers behind them. Medians of REPS runs (default 5).
-# Usage: [CXX=clang++] bench/compile_time.sh [REPS]
+# Compile time and peak compiler memory, with $CXX (default g++; clang++ works too), medians of
+# REPS runs (default 5):
+#   proofs   static_assert-verifying 1F1B schedules with MoE sub-stages (P ranks x M micro-batches
+#            x L layers x 8 sub-stage ops), and the containers behind them (-fsyntax-only)
+#   headers  a file per public header using what it offers (bench/compile_use/), compiled and
+#            optimised (-O2) as a trainer's build compiles it; the executors header-only and with
+#            weft::exec_compiled (WEFT_SEPARATE_COMPILATION)
+# Usage: [CXX=clang++] bench/compile_time.sh [REPS] [proofs|headers|all]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 reps=${1:-5}
+what=${2:-all}
 cxx=${CXX:-g++}
 # What it takes beyond the compiler's default constexpr limits (docs/legality.md).
 if "$cxx" --version | grep -q clang; then
@@ -21,11 +26,13 @@ trap 'rm -f "$timing"' EXIT
 median() { sort -n | sed -n "$(((reps + 1) / 2))p"; }
 
 # measure SRC FLAGS... -> "<seconds> s <MB> MB" (medians), or "over limits" if it does not compile
+# (-fsyntax-only unless FLAGS ask for more, e.g. -c -O2 -o /dev/null)
 measure() {
-  local src=$1 times=() mems=() out
+  local src=$1 times=() mems=() out mode=-fsyntax-only
   shift
+  [[ " $* " == *" -c "* ]] && mode=
   for _ in $(seq "$reps"); do
-    if ! /usr/bin/time -o "$timing" -f "%e %M" "$cxx" -std=c++20 -Iinclude -fsyntax-only "$@" "$src" \
+    if ! /usr/bin/time -o "$timing" -f "%e %M" "$cxx" -std=c++20 -Iinclude $mode "$@" "$src" \
         >/dev/null 2>&1; then
       echo "over limits"
       return
@@ -38,6 +45,25 @@ measure() {
 }
 
 echo "$("$cxx" --version | head -1), $(nproc) cores, medians of $reps runs"
+
+if [ "$what" = headers ] || [ "$what" = all ]; then
+  eigen=(-isystem /usr/include/eigen3)
+  printf '%-44s %-22s\n' "a file using (bench/compile_use/), -O2" "time, peak memory"
+  for use in simulator weft runtime exec moe_executor cp; do
+    printf '%-44s %-22s\n' "$use.cpp" \
+      "$(measure bench/compile_use/$use.cpp "${eigen[@]}" -O2 -c -o /dev/null)"
+  done
+  for use in exec moe_executor; do
+    printf '%-44s %-22s\n' "$use.cpp with weft::exec_compiled" \
+      "$(measure bench/compile_use/$use.cpp "${eigen[@]}" -DWEFT_SEPARATE_COMPILATION -O2 -c \
+         -o /dev/null)"
+  done
+  printf '%-44s %-22s\n' "src/exec_compiled.cpp (once, float + double)" \
+    "$(measure src/exec_compiled.cpp "${eigen[@]}" -DWEFT_SEPARATE_COMPILATION -O2 -c -o /dev/null)"
+  echo
+fi
+[ "$what" = headers ] && exit 0
+
 printf '%-12s %8s %-22s %-22s %-22s\n' "P,M,L" "ops" "headers only" "generate" "verify"
 for cfg in "4 8 2" "8 32 4" "16 64 4" "16 128 8"; do
   set -- $cfg

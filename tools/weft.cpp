@@ -38,6 +38,7 @@
 #include <weft/schedules/zero_bubble_v.hpp>
 #include <weft/sim/calibrate.hpp>
 #include <weft/sim/metrics.hpp>
+#include <weft/sim/program.hpp>
 #include <weft/sim/shared_workers.hpp>
 
 namespace {
@@ -621,7 +622,10 @@ int plan_cp_command(const std::vector<std::string_view>& args) {
   }
   const auto list = [](const std::vector<int>& v) {
     std::string s = "[";
-    for (std::size_t i = 0; i < v.size(); ++i) s += (i ? "," : "") + std::to_string(v[i]);
+    for (std::size_t i = 0; i < v.size(); ++i) {
+      if (i) s += ',';
+      s += std::to_string(v[i]);
+    }
     return s + "]";
   };
   std::cout << "{\"tasks\":" << p.tasks.size()

@@ -7,8 +7,7 @@
 #include <cstdint>
 #include <vector>
 
-#include <weft/exec/seeded.hpp>
-#include <weft/exec/serial.hpp>
+#include <weft/config.hpp>
 #include <weft/nn/attention.hpp>
 #include <weft/nn/experts.hpp>
 #include <weft/nn/norm.hpp>
@@ -69,33 +68,20 @@ struct dense_model {
   std::vector<nn::matrix<T>> inputs, targets;       ///< [micro-batch]
   nn::attention_mask mask;
 
-  explicit dense_model(const dense_config& c) : cfg(c), mask(nn::causal_mask(c.tokens)) {
-    seeded_normal<T> random(c.seed);
-    for (int s = 0; s < c.stages; ++s) {
-      auto& stage = stages.emplace_back();
-      for (int l = 0; l < c.layers; ++l) {
-        dense_layer<T> layer;
-        init_attention(layer, c.width, c.heads, random);
-        init_mlp(layer.mlp, c.width, c.ffn, random);
-        stage.push_back(std::move(layer));
-      }
-    }
-    for (int m = 0; m < c.micro; ++m) {
-      inputs.push_back(random(c.tokens, c.width, 1.0));
-      targets.push_back(random(c.tokens, c.width, 1.0));
-    }
-  }
+  explicit dense_model(const dense_config& c);
 
   /// The loss and every gradient of a serial run: each micro-batch through every stage forward
   /// and back, one after the other. The reference a pipelined run must match.
-  T serial_step() {
-    T loss = 0;
-    zero_grads(stages);
-    for (int m = 0; m < cfg.micro; ++m)
-      loss += serial_pass(stages, inputs[static_cast<std::size_t>(m)], mask,
-                          targets[static_cast<std::size_t>(m)], T(cfg.micro));
-    return loss;
-  }
+  T serial_step();
 };
 
+#ifdef WEFT_SEPARATE_COMPILATION
+extern template struct dense_model<float>;
+extern template struct dense_model<double>;
+#endif
+
 }  // namespace weft::exec
+
+#ifndef WEFT_SEPARATE_COMPILATION
+#include <weft/exec/impl/dense_model.ipp>
+#endif

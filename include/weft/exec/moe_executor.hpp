@@ -6,409 +6,47 @@
 // match the serial reference within rounding (fp32 or fp64); repeated runs are equal bit for bit.
 #pragma once
 
-#include <cstddef>
-#include <stdexcept>
-#include <string>
-#include <type_traits>
-#include <vector>
+#include <memory>
 
+#include <weft/config.hpp>
 #include <weft/exec/moe_model.hpp>
 #include <weft/exec/run_result.hpp>
 #include <weft/exec/runner.hpp>
-#include <weft/sim/program.hpp>
+#include <weft/schedule/schedule.hpp>
 
 namespace weft::exec {
 
+namespace detail {
+template <class T>
+class moe_run;
+}
+
+/// Runs schedules of MoE sub-stages on `model`, fp32 or fp64.
 template <class T>
 class moe_executor {
   static_assert(rt::wire_value<T>, "weft: the runtime moves fp32 or fp64 data");
 
  public:
-  moe_executor(const moe_model<T>& model, run_options opt = {}) : model_(model), opt_(opt) {}
+  explicit moe_executor(const moe_model<T>& model, run_options opt = {});
+  ~moe_executor();
+  moe_executor(moe_executor&&) noexcept;
+  moe_executor& operator=(moe_executor&&) noexcept;
 
   /// Runs `s` on ranks x replicas (world rank = rank * replicas + replica). Throws
   /// `config_error` when the schedule does not fit the model, `run_error` when the run fails.
-  run_result<T> run(const schedule& s) {
-    run_result<T> out;
-    out.prog = lower(s);
-    const model_desc& m = out.prog.source.model;
-    check_fits(out.prog);
-    setup(m);
-    kernels k{*this};
-    out.time = run_program(out.prog, model_.cfg.replicas, k, opt_, &out);
-    finish(m, out);
-    return out;
-  }
-
-  /// An op's sub-stage kernels, one per (kind, phase), for `binds`/`binds_all`.
-  struct kernels;
+  run_result<T> run(const schedule& s);
 
  private:
-  // One all-to-all's buffers; they stay put until its event fires. A layer's four all-to-alls
-  // (dispatch and combine, forward and backward) follow one another, so they share one set.
-  struct exchange {
-    std::vector<T> send, recv;
-    std::vector<std::size_t> send_counts, recv_counts;
-  };
-  struct layer_state {
-    typename moe_layer<T>::context ctx;
-    /// Token side: the (token, k) pairs in the order they are sent, grouped by the replica that
-    /// holds their expert; how many go to each replica; how many rows arrive from each.
-    std::vector<int> order;
-    std::vector<std::size_t> rows_to, rows_from;
-    exchange a2a;
-    nn::matrix<T> dx;  ///< the layer's input gradient (attn B or dX)
-  };
-  struct unit {  // one (replica, micro-batch, chunk)
-    std::vector<layer_state> layers;
-    std::vector<moe_layer<T>> grad;  ///< this unit's weight gradients, kept apart
-    nn::matrix<T> in_act, in_grad, out_act;
-  };
-
-  void check_fits(const program& p) const {
-    const model_desc& m = p.source.model;
-    const moe_config& c = model_.cfg;
-    const stage_set want = c.shared_expert ? stage_set::moe_with_shared() : stage_set::moe();
-    if (!(m.stages == want))
-      throw config_error(std::string("weft: run: the MoE model runs schedules of its sub-stages "
-                                     "(attn, dispatch, mlp, combine") +
-                         (c.shared_expert ? ", shared" : "") + ")");
-    if (m.splits != 1)
-      throw config_error("weft: run: the MoE model does not split sequences (splits = 1)");
-    if (m.micro != c.micro)
-      throw config_error("weft: run: the schedule has " + std::to_string(m.micro) +
-                         " micro-batches, the model " + std::to_string(c.micro));
-    if (m.layers != c.layers)
-      throw config_error("weft: run: the schedule has " + std::to_string(m.layers) +
-                         " layers per chunk, the model " + std::to_string(c.layers));
-    if (stage_of_chunk(m, m.chunks() - 1) + 1 != c.stages)
-      throw config_error("weft: run: the schedule's chunks do not carry the model's " +
-                         std::to_string(c.stages) + " stages");
-    // Every member of an expert-parallel group issues the group's all-to-alls in one order only
-    // if they all come from one stream of the rank.
-    std::vector<int> lane(static_cast<std::size_t>(p.ranks()), -1);
-    for (std::uint32_t i = 0; i < p.size(); ++i) {
-      const op& o = p.at(i);
-      if (o.k != kind::dispatch && o.k != kind::combine) continue;
-      int& l = lane[p.rank[i]];
-      if (l >= 0 && l != o.lane)
-        throw config_error("weft: run: rank " + std::to_string(p.rank[i]) +
-                           " issues all-to-alls on comm lanes " + std::to_string(l) + " and " +
-                           std::to_string(o.lane) +
-                           "; a group's all-to-alls must come from one stream in one order");
-      l = o.lane;
-    }
-  }
-
-  void setup(const model_desc& m) {
-    m_ = m;
-    ix_ = op_index(m, false);
-    const int R = model_.cfg.replicas;
-    units_.assign(static_cast<std::size_t>(R * m.micro * m.chunks()), unit{});
-    for (int r = 0; r < R; ++r)
-      for (int mb = 0; mb < m.micro; ++mb)
-        for (int c = m.first_chunk(mb); c < m.end_chunk(mb); ++c) {
-          unit& u = at(r, mb, c);
-          u.layers.resize(static_cast<std::size_t>(m.layers));
-          u.grad = stage(c);
-          for (auto& layer : u.grad) layer.each_param([](nn::param<T>& pr) { pr.zero_grad(); });
-        }
-    members_.assign(static_cast<std::size_t>(m.ranks), {});
-    for (int rank = 0; rank < m.ranks; ++rank)
-      for (int r = 0; r < R; ++r) members_[static_cast<std::size_t>(rank)].push_back(rank * R + r);
-  }
-
-  unit& at(int r, int mb, int c) {
-    return units_[static_cast<std::size_t>((r * m_.micro + mb) * m_.chunks() + c)];
-  }
-  layer_state& state(const run_call& k) {
-    return at(k.replica, k.op.mb, k.op.chunk).layers[k.op.layer];
-  }
-  const std::vector<moe_layer<T>>& stage(int c) const {
-    return model_.stages[static_cast<std::size_t>(stage_of_chunk(m_, c))];
-  }
-  const moe_layer<T>& layer(const op& o) const { return stage(o.chunk)[o.layer]; }
-  moe_layer<T>& grad_layer(const run_call& k) {
-    return at(k.replica, k.op.mb, k.op.chunk).grad[k.op.layer];
-  }
-
-  // Activations and gradients between layers and chunks. Layer outputs are not stored: each
-  // consumer computes h + routed + shared from the layer's context, which no op rewrites after
-  // combine F and shared F (what every consumer waits for).
-  nn::matrix<T> output(int r, int mb, int c, int l) {
-    return stage(c)[static_cast<std::size_t>(l)].output(
-        at(r, mb, c).layers[static_cast<std::size_t>(l)].ctx);
-  }
-  nn::matrix<T> input(int r, int mb, int c, int l) {
-    if (l > 0) return output(r, mb, c, l - 1);
-    if (c == m_.first_chunk(mb))
-      return model_.inputs[static_cast<std::size_t>(r)][static_cast<std::size_t>(mb)];
-    if (ix_.crosses_ranks(c, c - 1)) return at(r, mb, c).in_act;
-    return output(r, mb, c - 1, m_.layers - 1);
-  }
-  nn::matrix<T> output_grad(int r, int mb, int c, int l) {
-    if (l + 1 < m_.layers) return at(r, mb, c).layers[static_cast<std::size_t>(l + 1)].dx;
-    if (c == m_.end_chunk(mb) - 1)
-      return nn::mse_loss<T>::gradient(output(r, mb, c, l), target(r, mb)) / model_.loss_divisor();
-    if (ix_.crosses_ranks(c, c + 1)) return at(r, mb, c).in_grad;
-    return at(r, mb, c + 1).layers[0].dx;
-  }
-  const nn::matrix<T>& target(int r, int mb) const {
-    return model_.targets[static_cast<std::size_t>(r)][static_cast<std::size_t>(mb)];
-  }
-
-  static rt::event fired() {
-    rt::event e;
-    e.fire();
-    return e;
-  }
-  /// Starts an all-to-all of rows `width` values wide: `send_rows[j]` rows to member j,
-  /// `recv_rows[j]` from member j.
-  rt::event exchange_rows(const run_call& k, exchange& x, const std::vector<std::size_t>& send_rows,
-                          const std::vector<std::size_t>& recv_rows, std::size_t width) {
-    x.send_counts.resize(send_rows.size());
-    x.recv_counts.resize(recv_rows.size());
-    std::size_t total = 0;
-    for (std::size_t j = 0; j < send_rows.size(); ++j) x.send_counts[j] = send_rows[j] * width;
-    for (std::size_t j = 0; j < recv_rows.size(); ++j)
-      total += x.recv_counts[j] = recv_rows[j] * width;
-    x.recv.assign(total, T(0));
-    return k.comm->all_to_all_v(x.send, x.send_counts, x.recv, x.recv_counts,
-                                members_[static_cast<std::size_t>(k.rank)]);
-  }
-  /// Appends rows of `m`, in `order` (or all rows in order when `order` is empty), to `out`.
-  static void pack(const nn::matrix<T>& m, const std::vector<int>* order, std::vector<T>& out) {
-    out.clear();
-    const auto rows = static_cast<Eigen::Index>(order ? order->size() : std::size_t(m.rows()));
-    for (Eigen::Index q = 0; q < rows; ++q) {
-      const Eigen::Index i = order ? (*order)[static_cast<std::size_t>(q)] : q;
-      out.insert(out.end(), m.row(i).data(), m.row(i).data() + m.cols());
-    }
-  }
-
-  // The sub-stages. Each all-to-all is a few steps on its comm stream: start the exchange,
-  // then, once it is complete, place what arrived (so the data is in place when the op's event
-  // fires and the consumers run).
-
-  void dispatch_forward(run_call& k) {
-    layer_state& s = state(k);
-    auto& c = s.ctx;
-    const Eigen::Index width = c.z.cols();
-    const auto R = static_cast<std::size_t>(model_.cfg.replicas);
-    exchange& x = s.a2a;
-    if (k.step == 0) {  // how many rows go where, so every member can size what it receives
-      s.order.resize(c.chosen.expert.size());
-      s.rows_to.assign(R, 0);
-      std::size_t q = 0;
-      for (std::size_t to = 0; to < R; ++to)
-        for (std::size_t pair = 0; pair < c.chosen.expert.size(); ++pair)
-          if (static_cast<std::size_t>(model_.owner(c.chosen.expert[pair])) == to) {
-            s.order[q++] = static_cast<int>(pair);
-            ++s.rows_to[to];
-          }
-      x.send.assign(s.rows_to.begin(), s.rows_to.end());
-      k.started =
-          exchange_rows(k, x, std::vector<std::size_t>(R, 1), std::vector<std::size_t>(R, 1), 1);
-      return;
-    }
-    if (k.step == 1) {  // the rows, each with its expert's number in an extra column
-      s.rows_from.resize(R);
-      for (std::size_t j = 0; j < R; ++j) s.rows_from[j] = static_cast<std::size_t>(x.recv[j]);
-      x.send.clear();
-      for (const int pair : s.order) {
-        const auto row = c.expert_in.row(pair);
-        x.send.insert(x.send.end(), row.data(), row.data() + width);
-        x.send.push_back(static_cast<T>(c.chosen.expert[static_cast<std::size_t>(pair)]));
-      }
-      k.started = exchange_rows(k, x, s.rows_to, s.rows_from, static_cast<std::size_t>(width) + 1);
-      return;
-    }
-    auto& rows = c.rows;  // the expert side: what this replica's experts process
-    const auto n = static_cast<Eigen::Index>(x.recv.size()) / (width + 1);
-    rows.in.resize(n, width);
-    rows.expert.resize(static_cast<std::size_t>(n));
-    for (Eigen::Index i = 0; i < n; ++i) {
-      const T* src = x.recv.data() + i * (width + 1);
-      std::copy(src, src + width, rows.in.row(i).data());
-      rows.expert[static_cast<std::size_t>(i)] = static_cast<int>(src[width]);
-    }
-    k.started = fired();
-  }
-
-  void combine_forward(run_call& k) {
-    auto& c = state(k).ctx;
-    rows_to_tokens(k, c.rows.out, c.routed_out);
-  }
-
-  void combine_backward(run_call& k) {
-    layer_state& s = state(k);
-    auto& c = s.ctx;
-    if (k.step == 0) {
-      layer(k.op).combine_backward(output_grad(k.replica, k.op.mb, k.op.chunk, k.op.layer), c);
-      pack(c.dexpert_out, &s.order, s.a2a.send);
-      k.started = exchange_rows(k, s.a2a, s.rows_to, s.rows_from, c.z.cols());
-      return;
-    }
-    const auto& x = s.a2a.recv;
-    c.rows.dout.resize(static_cast<Eigen::Index>(x.size()) / c.z.cols(), c.z.cols());
-    std::copy(x.begin(), x.end(), c.rows.dout.data());
-    k.started = fired();
-  }
-
-  void dispatch_backward(run_call& k) {
-    auto& c = state(k).ctx;
-    rows_to_tokens(k, c.rows.din, c.dexpert_in);
-  }
-
-  /// combine F and dispatch B: the expert side's rows back to the replicas their tokens live on,
-  /// then into pair order there.
-  void rows_to_tokens(run_call& k, const nn::matrix<T>& rows, nn::matrix<T>& into) {
-    layer_state& s = state(k);
-    const Eigen::Index width = s.ctx.z.cols();
-    if (k.step == 0) {
-      pack(rows, nullptr, s.a2a.send);
-      k.started = exchange_rows(k, s.a2a, s.rows_from, s.rows_to, static_cast<std::size_t>(width));
-      return;
-    }
-    unpack(s, into, width);
-    k.started = fired();
-  }
-
-  /// Token side: the rows that came back, into pair order.
-  static void unpack(const layer_state& s, nn::matrix<T>& into, Eigen::Index width) {
-    into.resize(static_cast<Eigen::Index>(s.order.size()), width);
-    for (std::size_t q = 0; q < s.order.size(); ++q)
-      std::copy(s.a2a.recv.data() + static_cast<Eigen::Index>(q) * width,
-                s.a2a.recv.data() + static_cast<Eigen::Index>(q + 1) * width,
-                into.row(s.order[q]).data());
-  }
-
-  /// A pipeline transfer: the chunk's output (F) or input gradient (B), to or from the peer the
-  /// runner paired it with (FIFO per channel, as the checker pairs them).
-  rt::event transfer(const run_call& k) {
-    const op& o = k.op;
-    unit& u = at(k.replica, o.mb, o.chunk);
-    if (o.k == kind::send) {
-      if (o.ph == phase::F) u.out_act = output(k.replica, o.mb, o.chunk, m_.layers - 1);
-      const nn::matrix<T>& data = o.ph == phase::F ? u.out_act : u.layers[0].dx;
-      return k.comm->isend({data.data(), static_cast<std::size_t>(data.size())}, k.peer, k.tag);
-    }
-    nn::matrix<T>& into = o.ph == phase::F ? u.in_act : u.in_grad;
-    into.resize(model_.cfg.tokens, model_.cfg.width);
-    return k.comm->irecv({into.data(), static_cast<std::size_t>(into.size())}, k.peer, k.tag);
-  }
-
-  /// After the run: the loss, and each stage's gradients summed over micro-batches, then
-  /// chunks, then replicas — a fixed order, so repeated runs agree bit for bit.
-  void finish(const model_desc& m, run_result<T>& out) {
-    const int R = model_.cfg.replicas;
-    out.loss = 0;
-    for (int mb = 0; mb < m.micro; ++mb)
-      for (int r = 0; r < R; ++r) {
-        const int last = m.end_chunk(mb) - 1;
-        out.loss += nn::mse_loss<T>::value(output(r, mb, last, m.layers - 1), target(r, mb)) /
-                    model_.loss_divisor();
-      }
-    out.grads.assign(static_cast<std::size_t>(model_.cfg.stages), {});
-    for (int st = 0; st < model_.cfg.stages; ++st) {
-      auto& g = out.grads[static_cast<std::size_t>(st)];
-      g.resize(static_cast<std::size_t>(model_.cfg.layers));
-      for (int mb = 0; mb < m.micro; ++mb)
-        for (int c = m.first_chunk(mb); c < m.end_chunk(mb); ++c) {
-          if (stage_of_chunk(m, c) != st) continue;
-          for (int r = 0; r < R; ++r)
-            for (int l = 0; l < m.layers; ++l)
-              add_grads(at(r, mb, c).grad[static_cast<std::size_t>(l)],
-                        g[static_cast<std::size_t>(l)]);
-        }
-    }
-  }
-
-  const moe_model<T>& model_;
-  run_options opt_;
-  model_desc m_;
-  op_index ix_{model_desc{}, false};  ///< of `m_`, for the run
-  std::vector<unit> units_;
-  std::vector<std::vector<int>> members_;  ///< per pipeline rank: its expert-parallel group
+  std::unique_ptr<detail::moe_run<T>> run_;
 };
 
-template <class T>
-struct moe_executor<T>::kernels {
-  moe_executor& ex;
-
-  /// The all-to-alls take steps: dispatch F exchanges counts, then rows, then places them;
-  /// the others exchange rows, then place them.
-  int comm_steps(const op& o) const {
-    if (o.k == kind::dispatch && o.ph == phase::F) return 3;
-    return o.k == kind::dispatch || o.k == kind::combine ? 2 : 1;
-  }
-
-  // attn: attention, its norms and the router.
-  void operator()(kinds::attn, phases::forward, run_call& k) {
-    ex.layer(k.op).attn_forward(ex.input(k.replica, k.op.mb, k.op.chunk, k.op.layer),
-                                ex.model_.mask, ex.state(k).ctx);
-  }
-  void operator()(kinds::attn, phases::backward, run_call& k) {
-    (*this)(kinds::attn{}, phases::backward_dx{}, k);
-    (*this)(kinds::attn{}, phases::backward_dw{}, k);
-  }
-  void operator()(kinds::attn, phases::backward_dx, run_call& k) {
-    layer_state& s = ex.state(k);
-    s.dx = ex.layer(k.op).attn_backward_dx(
-        ex.output_grad(k.replica, k.op.mb, k.op.chunk, k.op.layer), s.ctx);
-  }
-  void operator()(kinds::attn, phases::backward_dw, run_call& k) {
-    ex.grad_layer(k).attn_backward_dw(ex.state(k).ctx);
-  }
-
-  // mlp: the routed experts on the rows this replica received.
-  void operator()(kinds::mlp, phases::forward, run_call& k) {
-    ex.layer(k.op).mlp_forward(ex.state(k).ctx.rows);
-  }
-  void operator()(kinds::mlp, phases::backward, run_call& k) {
-    (*this)(kinds::mlp{}, phases::backward_dx{}, k);
-    (*this)(kinds::mlp{}, phases::backward_dw{}, k);
-  }
-  void operator()(kinds::mlp, phases::backward_dx, run_call& k) {
-    ex.layer(k.op).mlp_backward_dx(ex.state(k).ctx.rows);
-  }
-  void operator()(kinds::mlp, phases::backward_dw, run_call& k) {
-    ex.grad_layer(k).mlp_backward_dw(ex.state(k).ctx.rows);
-  }
-
-  // shared: the shared expert, beside the routed path.
-  void operator()(kinds::shared, phases::forward, run_call& k) {
-    ex.layer(k.op).shared_forward(ex.state(k).ctx);
-  }
-  void operator()(kinds::shared, phases::backward, run_call& k) {
-    (*this)(kinds::shared{}, phases::backward_dx{}, k);
-    (*this)(kinds::shared{}, phases::backward_dw{}, k);
-  }
-  void operator()(kinds::shared, phases::backward_dx, run_call& k) {
-    ex.layer(k.op).shared_backward_dx(ex.output_grad(k.replica, k.op.mb, k.op.chunk, k.op.layer),
-                                      ex.state(k).ctx);
-  }
-  void operator()(kinds::shared, phases::backward_dw, run_call& k) {
-    ex.grad_layer(k).shared_backward_dw(ex.state(k).ctx);
-  }
-
-  // dispatch and combine: all-to-alls over the expert-parallel group.
-  void operator()(kinds::dispatch, phases::forward, run_call& k) { ex.dispatch_forward(k); }
-  void operator()(kinds::dispatch, phases::backward, run_call& k) { ex.dispatch_backward(k); }
-  void operator()(kinds::combine, phases::forward, run_call& k) { ex.combine_forward(k); }
-  void operator()(kinds::combine, phases::backward, run_call& k) { ex.combine_backward(k); }
-
-  // Pipeline transfers.
-  template <phase_tag P>
-  requires(P::value == phase::F || P::value == phase::B) void operator()(kinds::send, P,
-                                                                         run_call& k) {
-    k.started = ex.transfer(k);
-  }
-  template <phase_tag P>
-  requires(P::value == phase::F || P::value == phase::B) void operator()(kinds::recv, P,
-                                                                         run_call& k) {
-    k.started = ex.transfer(k);
-  }
-};
+#ifdef WEFT_SEPARATE_COMPILATION
+extern template class moe_executor<float>;
+extern template class moe_executor<double>;
+#endif
 
 }  // namespace weft::exec
+
+#ifndef WEFT_SEPARATE_COMPILATION
+#include <weft/exec/impl/moe_executor.ipp>
+#endif

@@ -11,10 +11,9 @@
 #include <string>
 #include <vector>
 
+#include <weft/config.hpp>
 #include <weft/core/error.hpp>
 #include <weft/exec/moe_layer.hpp>
-#include <weft/exec/seeded.hpp>
-#include <weft/exec/serial.hpp>
 #include <weft/nn/experts.hpp>
 
 namespace weft::exec {
@@ -68,31 +67,7 @@ struct moe_model {
   std::vector<std::vector<nn::matrix<T>>> inputs, targets;  ///< [replica][micro-batch]
   nn::attention_mask mask;
 
-  explicit moe_model(const moe_config& c) : cfg(c) {
-    validate_config(c);
-    mask = nn::causal_mask(c.tokens);
-    seeded_normal<T> random(c.seed);
-    for (int s = 0; s < c.stages; ++s) {
-      auto& stage = stages.emplace_back();
-      for (int l = 0; l < c.layers; ++l) {
-        moe_layer<T> layer;
-        init_attention(layer, c.width, c.heads, random);
-        layer.route.w = nn::param<T>(random(c.width, c.experts, 1.0 / std::sqrt(double(c.width))));
-        layer.route.k = c.top_k;
-        layer.experts.resize(static_cast<std::size_t>(c.experts));
-        for (auto& e : layer.experts) init_mlp(e, c.width, c.ffn, random);
-        if (c.shared_expert) init_mlp(layer.shared, c.width, c.ffn, random);
-        stage.push_back(std::move(layer));
-      }
-    }
-    inputs.resize(static_cast<std::size_t>(c.replicas));
-    targets.resize(static_cast<std::size_t>(c.replicas));
-    for (int r = 0; r < c.replicas; ++r)
-      for (int m = 0; m < c.micro; ++m) {
-        inputs[static_cast<std::size_t>(r)].push_back(random(c.tokens, c.width, 1.0));
-        targets[static_cast<std::size_t>(r)].push_back(random(c.tokens, c.width, 1.0));
-      }
-  }
+  explicit moe_model(const moe_config& c);
 
   /// The replica that holds routed expert `e`.
   int owner(int e) const noexcept { return e / (cfg.experts / cfg.replicas); }
@@ -103,16 +78,16 @@ struct moe_model {
   /// stage forward and back, one after the other, all experts local. Replicated parameters get
   /// the sum over replicas (what a data-parallel all-reduce gives); an expert gets every token
   /// routed to it. The reference a distributed run must match.
-  T serial_step() {
-    T loss = 0;
-    zero_grads(stages);
-    for (int m = 0; m < cfg.micro; ++m)
-      for (int r = 0; r < cfg.replicas; ++r)
-        loss += serial_pass(
-            stages, inputs[static_cast<std::size_t>(r)][static_cast<std::size_t>(m)], mask,
-            targets[static_cast<std::size_t>(r)][static_cast<std::size_t>(m)], loss_divisor());
-    return loss;
-  }
+  T serial_step();
 };
 
+#ifdef WEFT_SEPARATE_COMPILATION
+extern template struct moe_model<float>;
+extern template struct moe_model<double>;
+#endif
+
 }  // namespace weft::exec
+
+#ifndef WEFT_SEPARATE_COMPILATION
+#include <weft/exec/impl/moe_model.ipp>
+#endif

@@ -25,6 +25,7 @@
 #include <type_traits>
 #include <vector>
 
+#include <weft/config.hpp>
 #include <weft/core/binding.hpp>
 #include <weft/core/error.hpp>
 #include <weft/exec/measures.hpp>
@@ -137,6 +138,21 @@ constexpr bool has_run_kernel(kind k, phase ph) {
   if (routes_transfers<Model> && is_p2p(k)) return true;
   return binds<Model, run_call>(k, ph);
 }
+/// A model as the runner's loop sees it: its kernels behind one call each, so that the loop is
+/// compiled once rather than once per model (an indirect call per op costs nanoseconds).
+struct bound_model {
+  void* self = nullptr;
+  void (*call)(void*, run_call&) = nullptr;
+  int (*steps)(void*, const op&) = nullptr;
+  bool (*has)(kind, phase) = nullptr;
+
+  template <class Model>
+  static bound_model of(Model& m) {
+    return {&m, [](void* s, run_call& c) { call_kernel(*static_cast<Model*>(s), c); },
+            [](void* s, const op& o) { return comm_steps(*static_cast<Model*>(s), o); },
+            [](kind k, phase ph) { return has_run_kernel<Model>(k, ph); }};
+  }
+};
 }  // namespace detail
 
 namespace detail {
@@ -156,6 +172,9 @@ class atomic_counters {
   explicit atomic_counters(std::size_t n) : c_(std::make_unique<std::atomic<std::uint32_t>[]>(n)) {}
   std::atomic<std::uint32_t>& operator[](std::size_t i) noexcept { return c_[i]; }
   std::atomic<std::uint32_t>* data() noexcept { return c_.get(); }
+  void set_relaxed(std::size_t i, std::uint32_t v) noexcept {
+    c_[i].store(v, std::memory_order_relaxed);
+  }
   const std::atomic<std::uint32_t>& operator[](std::size_t i) const noexcept { return c_[i]; }
 
  private:
@@ -196,26 +215,7 @@ struct launcher : readiness_events {
 class runner {
  public:
   /// Runs `p` on `replicas` copies of each pipeline rank (world rank = rank * replicas + replica).
-  runner(program p, int replicas = 1, run_options opt = {})
-      : p_(std::move(p)),
-        replicas_(replicas >= 1 ? replicas
-                                : throw std::invalid_argument("weft: run: replicas must be >= 1")),
-        opt_(std::move(opt)),
-        g_(p_, {.replicas = replicas_}),
-        pool_(opt_.workers, opt_.comm_workers),
-        world_(std::make_unique<rt::inproc_world>(p_.ranks() * replicas_, opt_.delay)) {
-    const std::uint32_t Q = g_.queues();
-    for (std::uint32_t q = 0; q < Q * static_cast<std::uint32_t>(replicas_); ++q) {
-      const bool comm = q % Q % streams_per_rank >= lanes_per_class;
-      streams_.push_back(std::make_unique<rt::stream>(
-          pool_, comm ? rt::stream_role::comm : rt::stream_role::compute));
-    }
-    // The run is over when every op that releases nothing has completed: every other op is
-    // something one of them waited for.
-    for (std::uint32_t x = 0; x < g_.ops(); ++x)
-      if (g_.release_count(x) == 0) ++sinks_;
-    rt::cycle_clock::start();
-  }
+  WEFT_DECL runner(program p, int replicas = 1, run_options opt = {});
   runner(const runner&) = delete;
   runner& operator=(const runner&) = delete;
 
@@ -231,9 +231,14 @@ class runner {
   /// op every unfinished rank waits at, and what it waits for); either way every stream is
   /// abandoned before it returns, and the runner can run again.
   template <run_binding Model>
-  timeline run(Model& model, run_measures* measures = nullptr);
+  timeline run(Model& model, run_measures* measures = nullptr) {
+    return run_bound(detail::bound_model::of(model), measures);
+  }
 
  private:
+  /// The loop itself, compiled once for every model.
+  WEFT_DECL timeline run_bound(const detail::bound_model& model, run_measures* measures);
+
   using ticks = rt::cycle_clock::ticks;
   static constexpr ticks never = ~ticks{0};
 
@@ -265,294 +270,6 @@ class runner {
   }
 };
 
-template <run_binding Model>
-timeline runner::run(Model& model, run_measures* measures) {
-  const program& p = p_;
-  const semantics& g = g_;
-  // Before anything starts: a kernel for every (kind, phase) of the program — the transfers
-  // lowering added included, which a proof over the compute schedule does not see.
-  for (int k = 0; k < kind_count; ++k)
-    for (int ph = 0; ph < phase_count; ++ph)
-      if (uses_.has(static_cast<kind>(k), static_cast<phase>(ph)) &&
-          !detail::has_run_kernel<Model>(static_cast<kind>(k), static_cast<phase>(ph)))
-        throw config_error("weft: run: the model has no kernel for " +
-                           std::string(name_of(static_cast<kind>(k))) + " " +
-                           std::string(name_of(static_cast<phase>(ph))) +
-                           ", which the program uses: add `void operator()(weft::kinds::" +
-                           std::string(name_of(static_cast<kind>(k))) +
-                           ", weft::phases::" + std::string(tag_name_of(static_cast<phase>(ph))) +
-                           ", weft::exec::run_call&)`");
-  const std::uint32_t n = g.size(), N = g.ops(), Q = g.queues();
-  started_.assign(N, never);
-  finished_.assign(N, never);
-  ready_.assign(N, never);
-  ran_on_.assign(N, nullptr);
-  followed_.assign(N, 0);
-  ticks* const started_at = started_.data();
-  ticks* const finished_at = finished_.data();
-  ticks* const ready_at = ready_.data();
-  const void** const ran_on = ran_on_.data();
-  std::uint8_t* const followed = followed_.data();
-  const auto call_for = [&](std::uint32_t x, int step) {
-    const std::uint32_t i = g.op_of(x);
-    run_call c;
-    c.op = p.at(i);
-    c.rank = p.rank[i];
-    c.replica = g.replica_of(x);
-    c.world_rank = world_rank(x);
-    c.comm = &world_->at(c.world_rank);
-    c.step = step;
-    if (is_p2p(c.op.k) && p.partner[i] != program::none) {
-      c.peer = p.rank[p.partner[i]] * replicas_ + c.replica;
-      c.tag = transfer_tag;
-    }
-    return c;
-  };
-
-  readiness<detail::atomic_counters> st(g);
-  // Set once the run has failed or timed out: nothing more is launched, and what was already
-  // queued returns at once, so the streams can be drained before this frame goes away.
-  std::atomic<bool> stopping{false};
-  // The host sleeps until the last op completes (or a failure or the deadline).
-  std::atomic<std::uint32_t> remaining{sinks_};
-  std::mutex done_m;
-  std::condition_variable done_cv;
-  // Op copy `x` completed at `t` (on the calling thread's clock reading): release what waits.
-  const auto complete = [&](std::uint32_t x, ticks t, auto& ev) {
-    finished_at[x] = t;
-    detail::follow_on::here().tick = t;
-    st.complete(x, ev);
-    if (g.release_count(x) == 0 && remaining.fetch_sub(1) == 1) {
-      std::lock_guard lock(done_m);
-      done_cv.notify_all();
-    }
-  };
-  // The op whose kernel threw, when it ran as a follow-on inside another unit's task.
-  std::atomic<std::uint32_t> failed_op{program::none};
-  // A comm op (alone, or a member of a transfer or collective): started on its comm stream as
-  // soon as it has arrived; the backend completes it when its peers are there too.
-  const auto post = [&](auto& ev, std::uint32_t x) {
-    if (g.computes(g.unit_of(x)) || stopping.load()) return;
-    rt::stream& s = *streams_[g.queue_of(x)];
-    const op o = p.at(g.op_of(x));
-    const int steps = detail::comm_steps(model, o);
-    for (int step = 0; step < steps; ++step)
-      s.enqueue_async(
-          [&, x, o, step] {
-            if (stopping.load()) {
-              rt::event none;
-              none.fire();
-              return none;
-            }
-            if (step == 0) {
-              if (opt_.before_op) opt_.before_op(world_rank(x), o);
-              started_at[x] = rt::cycle_clock::now();
-            }
-            run_call c = call_for(x, step);
-            detail::call_kernel(model, c);
-            if (!c.started) throw std::logic_error("weft: run: a comm kernel started no operation");
-            return *c.started;
-          },
-          x);
-    s.enqueue(
-        [&, x] {
-          if (!stopping.load()) complete(x, rt::cycle_clock::now(), ev);
-        },
-        x);
-  };
-  // A unit of compute: on its lead member's stream, every member's kernel in turn. When its
-  // completion makes the next op of the same stream ready, that op runs right here, in the same
-  // task (nothing else can be queued on the stream: its next op is the only one that waits for
-  // this one in stream order) — a dependent chain costs no queue hop per op, and one clock
-  // reading: an op of the chain starts when the one before it completed.
-  const auto run = [&](auto& ev, std::uint32_t u) {
-    if (!g.computes(u) || stopping.load()) return;
-    detail::follow_on& self = detail::follow_on::here();
-    ready_at[u] = self.tick;
-    if (self.owner == &g) {  // readied by a unit this thread is running: see below
-      if (self.queue == g.queue_of(u) && self.unit == program::none) {
-        self.unit = u;
-        return;
-      }
-      if (self.handoff == program::none) {
-        self.handoff = u;
-        return;
-      }
-    }
-    ev.launch(ev, u, false);
-  };
-  // Queues unit `u` on its stream. `next`: the calling worker is about to be free and runs it
-  // itself instead of waking another thread for it.
-  const auto launch = [&](auto& ev, std::uint32_t u, bool next) -> void {
-    auto task = [&, u] {
-      detail::follow_on& self = detail::follow_on::here();
-      const detail::follow_on saved = self;
-      self = {&g, g.queue_of(u), program::none, program::none, 0};
-      ticks t = rt::cycle_clock::now();
-      for (std::uint32_t unit = u; unit != program::none && !stopping.load();) {
-        ran_on[unit] = &self;  // the thread's own follow-on record names the worker
-        try {
-          if (opt_.before_op) {
-            g.each_member(
-                unit, [&](std::uint32_t x) { opt_.before_op(world_rank(x), p.at(g.op_of(x))); });
-            t = rt::cycle_clock::now();
-          }
-          g.each_member(unit, [&](std::uint32_t x) { started_at[x] = t; });
-          g.each_member(unit, [&](std::uint32_t x) {
-            run_call c = call_for(x, 0);
-            detail::call_kernel(model, c);
-          });
-        } catch (...) {
-          failed_op.store(unit);
-          self = saved;
-          throw;
-        }
-        t = rt::cycle_clock::now();
-        g.each_member(unit, [&](std::uint32_t x) { complete(x, t, ev); });
-        unit = std::exchange(self.unit, program::none);
-        if (unit != program::none) followed[unit] = 1;
-        // A unit of another stream this completion readied: this worker takes it once it is
-        // free, unless its own stream goes on.
-        if (const std::uint32_t h = std::exchange(self.handoff, program::none); h != program::none)
-          ev.launch(ev, h, unit == program::none);
-      }
-      self = saved;
-    };
-    rt::stream& s = *streams_[g.queue_of(u)];
-    if (next)
-      s.enqueue_next(std::move(task), u);
-    else
-      s.enqueue(std::move(task), u);
-  };
-  detail::launcher<decltype(post), decltype(run), decltype(launch)> ev{{}, post, run, launch};
-  const auto origin = rt::cycle_clock::now();
-  detail::follow_on::here().tick = origin;
-  st.begin(ev);
-
-  // Wait until every op has completed, but stop early when an op has failed (its consumers
-  // would wait for data that never comes) and give up at the deadline.
-  const auto deadline = std::chrono::steady_clock::now() + opt_.timeout;
-  {
-    std::unique_lock lock(done_m);
-    while (remaining.load() > 0 && !pool_.failed()) {
-      const auto left = deadline - std::chrono::steady_clock::now();
-      if (left <= std::chrono::steady_clock::duration::zero()) break;
-      // A failure does not wake the host: look again every few milliseconds.
-      done_cv.wait_for(
-          lock, std::min<std::chrono::steady_clock::duration>(left, std::chrono::milliseconds(5)));
-    }
-  }
-  const bool finished = remaining.load() == 0;
-  if (finished) {
-    for (auto& s : streams_) s->synchronize();  // the last completions are still returning
-  } else {
-    stopping.store(true);
-    for (int pass = 0; pass < 2; ++pass)  // the second catches what the first one's tasks queued
-      for (auto& s : streams_) s->abandon();
-  }
-  struct {
-    const ticks* finish;
-    bool operator[](std::uint32_t x) const noexcept { return finish[x] != never; }
-  } const completed{finished_at};
-  if (!finished || pool_.failed()) {
-    // What a failed run left behind must not meet the next run: posted transfers, collectives
-    // half met. A fresh world, and the pool's failure forgotten once reported.
-    world_ = std::make_unique<rt::inproc_world>(p.ranks() * replicas_, opt_.delay);
-  }
-  if (pool_.failed()) {
-    const rt::task_failure f = pool_.failure();
-    pool_.clear_failure();
-    const auto x =
-        failed_op.load() != program::none ? failed_op.load() : static_cast<std::uint32_t>(f.tag);
-    throw run_error("weft: run: " + name_rank(world_rank(x)) + ", " + to_string(p.at(g.op_of(x))) +
-                    " failed: " + detail::describe_exception(f.error));
-  }
-  if (!finished) {
-    std::string why =
-        "weft: run: not finished after " + std::to_string(opt_.timeout.count()) + " ms; waiting:";
-    for (int rep = 0; rep < replicas_; ++rep) {
-      // Per rank of this replica, the first op at the head of one of its streams.
-      std::vector<std::uint32_t> first(static_cast<std::size_t>(p.ranks()), program::none);
-      for (std::uint32_t q = 0; q < Q; ++q)
-        for (std::uint32_t k = p.queue_begin[q]; k < p.queue_begin[q + 1]; ++k) {
-          const std::uint32_t x = g.copy(p.queue[k], rep);
-          if (completed[x]) continue;
-          std::uint32_t& b = first[p.rank[p.queue[k]]];
-          b = std::min(b, x);
-          break;
-        }
-      for (int r = 0; r < p.ranks(); ++r) {
-        const std::uint32_t x = first[static_cast<std::size_t>(r)];
-        if (x == program::none) continue;
-        why += "\n  " + name_rank(r * replicas_ + rep) + ": " + to_string(p.at(g.op_of(x)));
-        why += started_at[x] != never ? " (started)" : st.has_arrived(x) ? " (ready)" : "";
-        if (const std::uint32_t w = waiting_for(st, completed, x); w != semantics::none)
-          why += ", waits for " + to_string(p.at(g.op_of(w))) + " on " + name_rank(world_rank(w));
-      }
-    }
-    throw run_error(why);
-  }
-
-  // Ticks to seconds from the start.
-  const double per_tick = rt::cycle_clock::seconds_per_tick();
-  const auto at = [&](ticks t) {
-    return weft::seconds(
-        t == never ? -1.0 : static_cast<double>(static_cast<std::int64_t>(t - origin)) * per_tick);
-  };
-  timeline time;
-  time.start.assign(n, weft::seconds{-1});
-  time.finish.assign(n, weft::seconds{-1});
-  for (std::uint32_t i = 0; i < n; ++i) {
-    // A unit starts when its last member does (semantics.hpp): a transfer posted early starts
-    // when its peer is posted too, as the simulators count it.
-    ticks start = started_at[i];
-    g.each_member(g.unit_of(i), [&](std::uint32_t y) { start = std::max(start, started_at[y]); });
-    time.start[i] = at(std::min(start, finished_at[i]));
-    time.finish[i] = at(finished_at[i]);
-  }
-  for (std::uint32_t x = 0; x < N; ++x) time.makespan = std::max(time.makespan, at(finished_at[x]));
-  if (!measures) return time;
-  measures->posted.resize(n);
-  for (std::uint32_t i = 0; i < n; ++i) measures->posted[i] = at(started_at[i]);
-  // Per worker, units in the order it ran them. Where a unit was ready before the worker's
-  // previous one finished, the time between them is the runtime's own cost per unit (a
-  // follow-on costs nothing of the kind: it starts as the unit before it completes); where the
-  // worker had finished before the unit was ready, the time from ready to start is its wake-up.
-  std::vector<std::uint32_t> units;
-  for (std::uint32_t x = 0; x < N; ++x)
-    if (ran_on[x] != nullptr) units.push_back(x);
-  std::sort(units.begin(), units.end(), [&](std::uint32_t a, std::uint32_t b) {
-    return ran_on[a] != ran_on[b] ? std::less<const void*>()(ran_on[a], ran_on[b])
-                                  : started_at[a] < started_at[b];
-  });
-  std::vector<weft::seconds> gaps, wakes;
-  for (std::size_t k = 0; k < units.size(); ++k) {
-    const std::uint32_t x = units[k];
-    if (followed[x]) continue;
-    const bool first = k == 0 || ran_on[units[k - 1]] != ran_on[x];
-    if (!first && ready_at[x] <= finished_at[units[k - 1]])
-      gaps.push_back(std::max(weft::seconds{0}, at(started_at[x]) - at(finished_at[units[k - 1]])));
-    else
-      wakes.push_back(std::max(weft::seconds{0}, at(started_at[x]) - at(ready_at[x])));
-  }
-  // Means, not medians: a step adds these up along its critical path, and what an
-  // oversubscribed core adds lives in the tail a median would hide.
-  const auto mean = [](const std::vector<weft::seconds>& v) {
-    weft::seconds sum{0};
-    for (const weft::seconds x : v) sum += x;
-    return v.empty() ? sum : sum / static_cast<double>(v.size());
-  };
-  measures->dispatch_gap = mean(gaps);
-  measures->wake_gap = mean(wakes);
-  measures->comm_span.assign(n, weft::seconds{0});
-  for (std::uint32_t i = 0; i < n; ++i) {
-    if (stream_of(p.at(i).k) != stream_class::comm) continue;
-    // From the last party to start it.
-    measures->comm_span[i] = std::max(weft::seconds{0}, time.duration_of(i));
-  }
-  return time;
-}
-
 /// One `runner` used once: runs `p` on `replicas` copies of each pipeline rank with `model`.
 template <run_binding Model>
 timeline run_program(const program& p, int replicas, Model& model, const run_options& opt,
@@ -563,3 +280,7 @@ timeline run_program(const program& p, int replicas, Model& model, const run_opt
 }
 
 }  // namespace weft::exec
+
+#ifndef WEFT_SEPARATE_COMPILATION
+#include <weft/exec/impl/runner.ipp>
+#endif

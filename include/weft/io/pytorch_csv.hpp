@@ -207,7 +207,10 @@ inline std::string action_text(const op& o) {
   if (o.k == kind::send || o.k == kind::recv) {
     kind_text = std::string(o.k == kind::send ? "SEND_" : "RECV_") + (o.ph == phase::F ? "F" : "B");
   } else {
-    kind_text = o.ph == phase::F ? "F" : o.ph == phase::B ? "B" : o.ph == phase::dX ? "I" : "W";
+    kind_text.push_back(o.ph == phase::F    ? 'F'
+                        : o.ph == phase::B  ? 'B'
+                        : o.ph == phase::dX ? 'I'
+                                            : 'W');
   }
   return std::to_string(o.chunk) + kind_text + std::to_string(o.mb);
 }

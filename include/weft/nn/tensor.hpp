@@ -2,7 +2,7 @@
 // are templates on the scalar (float for runs, double for gradient checks).
 #pragma once
 
-#include <Eigen/Dense>
+#include <Eigen/Core>
 
 namespace weft::nn {
 

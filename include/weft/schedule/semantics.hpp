@@ -18,7 +18,6 @@
 // has op copies x = i + r * size(); with one replica an op copy is an op.
 #pragma once
 
-#include <atomic>
 #include <cstdint>
 
 #include <weft/core/buffer.hpp>
@@ -301,10 +300,11 @@ class readiness {
   const semantics& g_;
   Counters pending_, missing_;
 
-  // Atomic counters are set before any thread shares them: a plain store, not a fenced one.
+  // Atomic counters are set before any thread shares them: a plain store, not a fenced one
+  // (`set_relaxed`; this header leaves <atomic> to the runner, which owns them).
   static constexpr void set(Counters& c, std::uint32_t x, std::uint32_t v) {
-    if constexpr (requires { c[x].store(v, std::memory_order_relaxed); })
-      c[x].store(v, std::memory_order_relaxed);
+    if constexpr (requires { c.set_relaxed(x, v); })
+      c.set_relaxed(x, v);
     else
       c[x] = v;
   }
