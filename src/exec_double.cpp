@@ -1,0 +1,18 @@
+// weft::exec_compiled: the built-in dense and MoE models and their executors for double.
+#include <weft/exec/impl/dense_model.ipp>
+#include <weft/exec/impl/executor.ipp>
+#include <weft/exec/impl/moe_executor.ipp>
+#include <weft/exec/impl/moe_model.ipp>
+
+#ifndef WEFT_SEPARATE_COMPILATION
+#error "weft::exec_compiled is built with WEFT_SEPARATE_COMPILATION"
+#endif
+
+namespace weft::exec {
+
+template struct dense_model<double>;
+template struct moe_model<double>;
+template class dense_executor<double>;
+template class moe_executor<double>;
+
+}  // namespace weft::exec

@@ -1,0 +1,18 @@
+// weft::exec_compiled: the built-in dense and MoE models and their executors for float.
+#include <weft/exec/impl/dense_model.ipp>
+#include <weft/exec/impl/executor.ipp>
+#include <weft/exec/impl/moe_executor.ipp>
+#include <weft/exec/impl/moe_model.ipp>
+
+#ifndef WEFT_SEPARATE_COMPILATION
+#error "weft::exec_compiled is built with WEFT_SEPARATE_COMPILATION"
+#endif
+
+namespace weft::exec {
+
+template struct dense_model<float>;
+template struct moe_model<float>;
+template class dense_executor<float>;
+template class moe_executor<float>;
+
+}  // namespace weft::exec
