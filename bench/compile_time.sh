@@ -58,9 +58,11 @@ if [ "$what" = headers ] || [ "$what" = all ]; then
       "$(measure bench/compile_use/$use.cpp "${eigen[@]}" -DWEFT_SEPARATE_COMPILATION -O2 -c \
          -o /dev/null)"
   done
-  for part in runner float double; do  # weft::exec_compiled, built once
-    printf '%-44s %-22s\n' "src/exec_$part.cpp (weft::exec_compiled)" \
-      "$(measure src/exec_$part.cpp "${eigen[@]}" -DWEFT_SEPARATE_COMPILATION -O2 -c -o /dev/null)"
+  printf '%-44s %-22s\n' "simulator.cpp with weft::compiled" \
+    "$(measure bench/compile_use/simulator.cpp -DWEFT_SEPARATE_COMPILATION -O2 -c -o /dev/null)"
+  for part in core runner exec_float exec_double; do  # the libraries, built once
+    printf '%-44s %-22s\n' "src/$part.cpp" \
+      "$(measure src/$part.cpp "${eigen[@]}" -DWEFT_SEPARATE_COMPILATION -O2 -c -o /dev/null)"
   done
   echo
 fi

@@ -1,4 +1,5 @@
-// weft::exec_compiled: the built-in dense and MoE models and their executors for float.
+// weft::exec_compiled: the built-in dense and MoE models and their executors for float (the other
+// element type in a file of its own: the two build in parallel, 800 MB each).
 #include <weft/exec/impl/dense_model.ipp>
 #include <weft/exec/impl/executor.ipp>
 #include <weft/exec/impl/moe_executor.ipp>

@@ -5,7 +5,9 @@
 
 #include <cstdint>
 #include <string>
+#include <type_traits>
 
+#include <weft/config.hpp>
 #include <weft/core/buffer.hpp>
 #include <weft/core/error.hpp>
 #include <weft/core/uses.hpp>
@@ -71,12 +73,30 @@ constexpr kind_phase_set uses_lowered(const schedule& s) {
   return detail::adds_transfers(s) ? uses(with_transfers(s)) : uses(s);
 }
 
+namespace detail {
+/// `lower` at run time: this file's function in header-only builds; with
+/// WEFT_SEPARATE_COMPILATION compiled once into `weft::compiled`, so that a file which lowers at
+/// run time does not compile the checker and the program builder again (most of a simulating
+/// file's build time; docs/benchmarks.md).
+WEFT_DECL program lower_at_run_time(const schedule& input, bool checked);
+}  // namespace detail
+
 /// Lowers a legal schedule. Throws `config_error` with the checker's first violation when the
 /// schedule is not legal: an illegal schedule has no program.
-constexpr program lower(const schedule& input) { return detail::lower(input, true); }
+constexpr program lower(const schedule& input) {
+  if (std::is_constant_evaluated()) return detail::lower(input, true);
+  return detail::lower_at_run_time(input, true);
+}
 
 /// Lowers without the legality check — for testing what the runtime does with a schedule the
 /// checker rejects. Throws `config_error` only when no program can be built at all.
-constexpr program lower_unchecked(const schedule& input) { return detail::lower(input, false); }
+constexpr program lower_unchecked(const schedule& input) {
+  if (std::is_constant_evaluated()) return detail::lower(input, false);
+  return detail::lower_at_run_time(input, false);
+}
 
 }  // namespace weft
+
+#ifndef WEFT_SEPARATE_COMPILATION
+#include <weft/sim/impl/program.ipp>
+#endif

@@ -1,5 +1,5 @@
 // The runner's loop (exec/runner.hpp): part of the header in header-only builds, compiled once
-// into `weft::exec_compiled` with WEFT_SEPARATE_COMPILATION.
+// into `weft::compiled` with WEFT_SEPARATE_COMPILATION.
 #pragma once
 
 #include <algorithm>

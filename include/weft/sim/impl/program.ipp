@@ -1,0 +1,13 @@
+// Lowering at run time (sim/program.hpp): part of the header in header-only builds, compiled
+// once into `weft::compiled` with WEFT_SEPARATE_COMPILATION.
+#pragma once
+
+#include <weft/sim/program.hpp>
+
+namespace weft::detail {
+
+WEFT_DECL program lower_at_run_time(const schedule& input, bool checked) {
+  return lower(input, checked);
+}
+
+}  // namespace weft::detail
