@@ -278,7 +278,7 @@ TEST_CASE("generators reject impossible parameters, naming the rule") {
         "weft: dualpipe: micro must be >= 2 * ranks");
   CHECK(message_of([] {
           gpipe({.ranks = 2, .stages = stage_set{}});
-        }).find("weft: gpipe: the stages do not form a layer") == 0);
+        }) == "weft: gpipe: a layer needs at least one stage kind");
 }
 
 TEST_CASE("overlap options: {} is the baseline, all() turns every part on") {

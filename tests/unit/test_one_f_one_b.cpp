@@ -63,5 +63,5 @@ TEST_CASE("1F1B rejects impossible parameters") {
   CHECK_THROWS_AS(one_f_one_b({.ranks = 2, .micro = 2, .layers = 0}), config_error);
   CHECK_THROWS_WITH(
       one_f_one_b({.ranks = 2, .micro = 2, .stages = stage_set{}.with(kind::dispatch)}),
-      doctest::Contains("stages"));
+      "weft: 1f1b: sub-stage layers start with attn");
 }

@@ -171,6 +171,33 @@ TEST_CASE("malformed input names row and column") {
         std::string::npos);
 }
 
+TEST_CASE("numbers beyond an op id's range are refused, not wrapped") {
+  // A micro-batch number is 16 bits: 65536 once read as micro-batch 0, and the file was legal.
+  CHECK(error_of("0F65536,0B65536\n") ==
+        "weft: csv row 1, column 1: '0F65536': micro-batch numbers go up to 65534");
+  CHECK(error_of("0F0,0B65535\n") ==
+        "weft: csv row 1, column 2: '0B65535': micro-batch numbers go up to 65534");
+  CHECK(error_of("255F0\n") == "weft: csv row 1, column 1: '255F0': stage numbers go up to 254");
+  CHECK(parse("0F65534\n").model.micro == 65535);
+}
+
+TEST_CASE("a small file costs memory by its ops, not by the model it declares") {
+  // Ten bytes declaring 255 stages and 65535 micro-batches: more ids than a model may have.
+  const report huge = check(parse("254F65534\n"));
+  REQUIRE(huge.violations.size() == 1);
+  CHECK(huge.violations[0].code == rule::config);
+  CHECK(static_cast<model_error>(huge.violations[0].value) == model_error::too_many_ops);
+  // Within the cap (16 stages x 60001 micro-batches: 7.7M ids), the checker's id table is sized
+  // by the one op present, and rule 1 names what is missing, capped.
+  const schedule s = parse("15F60000\n");
+  const detail::placed p(s, false, false);
+  CHECK(p.ix.size > 7'000'000);
+  CHECK(p.pos.capacity() <= 64);
+  const report r = check(s, {.max_violations = 20});
+  CHECK(r.violations.size() == 20);
+  CHECK(r.violations[0].what == fault::missing);
+}
+
 TEST_CASE("only whole-chunk schedules have a CSV form") {
   std::ostringstream out;
   CHECK_THROWS_AS(

@@ -239,6 +239,21 @@ TEST_CASE("rule 6: impossible model descriptions") {
         model_error::bidirectional_needs_even);
 }
 
+TEST_CASE("rule 6: the id space of a model is capped, computed in 64 bits") {
+  // 255 chunks x 65535 micro-batches x 65535 layers overflows 32 bits many times over.
+  const model_desc huge{.ranks = 255, .micro = 65535, .layers = 65535};
+  CHECK(id_space(huge, false) == 65535ull * 255 * 65535 * 4 + 65535ull * 255 * 4);
+  CHECK(validate(huge) == model_error::too_many_ops);
+  // 64 ranks, 4096 micro-batches, 64 MoE layers: 268M ids, refused before anything is built.
+  const model_desc moe{.ranks = 64, .micro = 4096, .layers = 64, .stages = stage_set::moe()};
+  CHECK(validate(moe) == model_error::too_many_ops);
+  CHECK_THROWS_WITH_AS(one_f_one_b({.ranks = 64, .micro = 4096, .layers = 64,
+                                    .stages = stage_set::moe()}),
+                       doctest::Contains("more than 2^26 op ids"), config_error);
+  // Just under the cap is fine.
+  CHECK(validate(model_desc{.ranks = 16, .micro = 4096, .layers = 16}) == model_error::none);
+}
+
 TEST_CASE("the report collects every violation up to a limit") {
   const schedule s =
       with_model(slots(block(F, mb{0}) | block(F, mb{1}), block(F, mb{0}), block(F, mb{2})),

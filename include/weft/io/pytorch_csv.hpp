@@ -84,6 +84,8 @@ inline op parse_action(std::string_view cell, int row, int col) {
     if (!mb || !s.empty())
       throw csv_error(row, col, "'" + text + "' does not end with a micro-batch number");
     if (*stage > 254) throw csv_error(row, col, "'" + text + "': stage numbers go up to 254");
+    if (*mb > 65534)
+      throw csv_error(row, col, "'" + text + "': micro-batch numbers go up to 65534");
     return make_op(a.k, a.ph, *mb, *stage);  // transfers get their lanes with the model
   }
   throw csv_error(row, col,

@@ -38,11 +38,15 @@ struct op_index {
     K = 0;
     for (int i = 0; i < kind_count; ++i)
       kpos[i] = static_cast<std::int8_t>(m.stages.has(static_cast<kind>(i)) ? K++ : -1);
-    const std::uint32_t per_mb = static_cast<std::uint32_t>(S * m.layers * m.splits);
-    units = static_cast<std::uint32_t>(m.micro) * per_mb * static_cast<std::uint32_t>(K);
+    // In 64 bits, then narrowed: `validate` caps a model's id space at max_op_ids (< 2^32).
+    const std::uint64_t per_mb = static_cast<std::uint64_t>(S) *
+                                 static_cast<std::uint64_t>(m.layers) *
+                                 static_cast<std::uint64_t>(m.splits);
+    units = static_cast<std::uint32_t>(static_cast<std::uint64_t>(m.micro) * per_mb *
+                                       static_cast<std::uint64_t>(K));
     p2p_base = units * phase_count;
     coll_base = p2p_base + static_cast<std::uint32_t>(m.micro * S * 4);
-    size = coll_base + (with_collectives ? static_cast<std::uint32_t>(m.micro) * per_mb * 12u : 0u);
+    size = static_cast<std::uint32_t>(id_space(m, with_collectives));
   }
 
   constexpr bool has_kind(kind k) const noexcept { return kpos[static_cast<int>(k)] >= 0; }

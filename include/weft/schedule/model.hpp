@@ -91,6 +91,7 @@ enum class model_error : std::uint8_t {
   stages_comm_without_mlp,
   stages_not_layer_kinds,
   bad_memory_bound,
+  too_many_ops,
 };
 
 constexpr std::string_view describe(model_error e) noexcept {
@@ -123,8 +124,28 @@ constexpr std::string_view describe(model_error e) noexcept {
       return "only block, attn, dispatch, mlp, combine and shared make up a layer";
     case model_error::bad_memory_bound:
       return "max_live must be >= 0";
+    case model_error::too_many_ops:
+      return "the model has more than 2^26 op ids (micro x chunks x layers x splits x stage "
+             "kinds x phases, plus transfers and collectives); see docs/limits.md";
   }
   return "unknown";
+}
+
+/// Ops are numbered densely per model (op_index) in 32 bits; a model may have at most this many
+/// ids, so the numbering never wraps and the arrays sized by it stay bounded. Generous: DeepSeek-V3
+/// on 16 ranks (V placement, 2 layers per chunk) with 1024 micro-batches uses about 2.2M.
+inline constexpr std::uint64_t max_op_ids = std::uint64_t{1} << 26;
+
+/// The size of a model's dense id space, in 64 bits: per (micro-batch, chunk, layer, split) one
+/// id per stage kind and phase, then four transfer ids per (micro-batch, chunk), then (when
+/// `with_collectives`) twelve collective ids per (micro-batch, chunk, layer, split). Meaningful
+/// for a model whose fields are in range (`validate` checks those first).
+constexpr std::uint64_t id_space(const model_desc& m, bool with_collectives) noexcept {
+  const auto u = [](int v) { return static_cast<std::uint64_t>(v < 0 ? 0 : v); };
+  const std::uint64_t per_mb = u(m.chunks()) * u(m.layers) * u(m.splits);
+  const std::uint64_t units = u(m.micro) * per_mb * u(m.stages.size());
+  return units * phase_count + u(m.micro) * u(m.chunks()) * 4 +
+         (with_collectives ? u(m.micro) * per_mb * 12 : 0);
 }
 
 constexpr model_error validate(const model_desc& m) noexcept {
@@ -146,6 +167,7 @@ constexpr model_error validate(const model_desc& m) noexcept {
   if ((s.has(kind::dispatch) || s.has(kind::combine)) && !s.has(kind::mlp))
     return model_error::stages_comm_without_mlp;
   if (m.max_live < 0) return model_error::bad_memory_bound;
+  if (id_space(m, true) > max_op_ids) return model_error::too_many_ops;
   return model_error::none;
 }
 

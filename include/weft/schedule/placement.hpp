@@ -10,6 +10,56 @@
 
 namespace weft::detail {
 
+/// Dense id -> position of the op in the schedule (`op_index::npos`: absent). A flat array when
+/// the model's id space is within a small factor of the ops present (every generated or complete
+/// schedule); otherwise an open-addressing table sized by the ops, so a ten-byte file declaring
+/// 255 stages and 65535 micro-batches costs kilobytes, not the id space (docs/limits.md).
+class id_positions {
+ public:
+  static constexpr std::uint32_t npos = op_index::npos;
+
+  constexpr id_positions(std::uint32_t id_space, std::size_t ops) {
+    if (id_space <= 16 * ops + 4096) {
+      dense_ = true;
+      slots_.assign(id_space, npos);
+      return;
+    }
+    std::size_t cap = 16;
+    while (cap < 2 * ops) cap *= 2;
+    mask_ = static_cast<std::uint32_t>(cap - 1);
+    keys_.assign(cap, npos);
+    slots_.assign(cap, npos);
+  }
+
+  constexpr std::uint32_t operator[](std::uint32_t id) const noexcept {
+    if (dense_) return slots_[id];
+    for (std::uint32_t h = hash(id);; h = (h + 1) & mask_) {
+      if (keys_[h] == id) return slots_[h];
+      if (keys_[h] == npos) return npos;
+    }
+  }
+  constexpr void set(std::uint32_t id, std::uint32_t position) noexcept {
+    if (dense_) {
+      slots_[id] = position;
+      return;
+    }
+    std::uint32_t h = hash(id);
+    while (keys_[h] != npos && keys_[h] != id) h = (h + 1) & mask_;
+    keys_[h] = id;
+    slots_[h] = position;
+  }
+  /// How many entries it holds room for: the id space, or about twice the ops.
+  constexpr std::size_t capacity() const noexcept { return slots_.size(); }
+
+ private:
+  constexpr std::uint32_t hash(std::uint32_t id) const noexcept {
+    return (id * 2654435761u) & mask_;  // Knuth's multiplicative hash; the table never fills
+  }
+  bool dense_ = false;
+  std::uint32_t mask_ = 0;
+  buffer<std::uint32_t> keys_, slots_;
+};
+
 /// Per-op facts the rules and the lowering share, computed once. `pos`/`id` are filled by the
 /// caller as it meets each op (the checker and `lower` both refuse duplicates).
 struct placed {
@@ -18,7 +68,7 @@ struct placed {
   bool explicit_p2p = false;
   dependency_rules rules;
   buffer<std::uint32_t> rank_of, slot_of;  // slot: counted from 0 on its rank
-  buffer<std::uint32_t> pos;               // dense id -> op position
+  id_positions pos;                        // dense id -> op position
   buffer<std::uint32_t> id;                // op position -> dense id (npos if outside)
 
   constexpr placed(const schedule& sched, bool collectives, bool p2p)
@@ -28,7 +78,7 @@ struct placed {
         rules(ix, p2p),
         rank_of(sched.ops.size()),
         slot_of(sched.ops.size()),
-        pos(ix.size, op_index::npos),
+        pos(ix.size, sched.ops.size()),
         id(sched.ops.size(), op_index::npos) {
     std::uint32_t g = 0, i = 0;
     for (int r = 0; r < s.ranks(); ++r)

@@ -156,7 +156,7 @@ constexpr void place_and_wait(const placed& p, program& prog, Misplaced&& mispla
   std::uint32_t* wait_begin = prog.wait_begin.data();
   const std::uint32_t* rank_of = p.rank_of.data();
   const std::uint32_t* slot_of = p.slot_of.data();
-  const std::uint32_t* pos = p.pos.data();
+  const id_positions& pos = p.pos;
   const std::uint32_t* id = p.id.data();
   const op* ops = s.ops.data();
   for (std::uint32_t i = 0; i < n; ++i) {
@@ -166,7 +166,7 @@ constexpr void place_and_wait(const placed& p, program& prog, Misplaced&& mispla
   }
   std::uint32_t w = 0;
   std::uint32_t* waits = prog.waits.data();
-  const auto has = [pos](std::uint32_t pid) { return pos[pid] != op_index::npos; };
+  const auto has = [&pos](std::uint32_t pid) { return pos[pid] != op_index::npos; };
   for (std::uint32_t i = 0; i < n; ++i) {
     wait_begin[i] = w;
     if (id[i] == op_index::npos) continue;  // outside the model: rule 1 has said so

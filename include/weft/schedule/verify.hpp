@@ -165,7 +165,7 @@ class checker {
           return false;
         continue;
       }
-      p.pos[id] = i;
+      p.pos.set(id, i);
       p.id[i] = id;
     }
     for (std::uint32_t i = 0; i < s_.ops.size(); ++i) {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 
 #include <weft/core/error.hpp>
 #include <weft/schedule/model.hpp>
@@ -26,8 +27,8 @@ struct pipeline_params {
 namespace gen {
 
 /// Throws "weft: <schedule>: <why>".
-[[noreturn]] inline void reject(const char* schedule_name, const char* why) {
-  throw config_error(std::string("weft: ") + schedule_name + ": " + why);
+[[noreturn]] inline void reject(const char* schedule_name, std::string_view why) {
+  throw config_error(std::string("weft: ") + schedule_name + ": " + std::string(why));
 }
 
 /// Throws unless `p` describes a pipeline at all; `m` is the model the generator derived from it.
@@ -36,8 +37,7 @@ constexpr void check_common(const char* name, const pipeline_params& p, const mo
   if (p.micro < 1 || p.micro > 65535) reject(name, "micro must be in [1, 65535]");
   if (p.layers < 1 || p.layers > 65535) reject(name, "layers must be in [1, 65535]");
   if (m.chunks() > 255) reject(name, "at most 255 model chunks (ranks x chunks per rank)");
-  if (validate(m) != model_error::none)
-    reject(name, "the stages do not form a layer (see weft::validate and weft::describe)");
+  if (const model_error e = validate(m); e != model_error::none) reject(name, describe(e));
 }
 
 /// The model of a V-shaped schedule (two chunks per rank: r and 2·ranks-1-r), checked, with the

@@ -40,6 +40,8 @@ constexpr program lower(const schedule& input, bool checked) {
     p2p = p2p || is_p2p(o.k);
     collectives = collectives || is_collective(o.k);
   }
+  if (const model_error e = validate(input.model); e != model_error::none)
+    throw config_error("weft: lower: " + std::string(describe(e)));
   if (checked) {
     const report r = check(input);
     if (!r.ok())
@@ -53,7 +55,7 @@ constexpr program lower(const schedule& input, bool checked) {
     if (p.ix.why_outside(o) != outside::none || p.has(o))
       throw config_error("weft: lower: " + to_string(o) + " is outside the model or repeated");
     p.id[i] = p.ix.raw_id(o);
-    p.pos[p.id[i]] = i;
+    p.pos.set(p.id[i], i);
   }
   buffer<std::uint32_t> partner(s.ops.size(), program::none);
   if (const transfer_fault f = match_transfers(p, partner); f.what != fault::none)
