@@ -16,12 +16,19 @@ if(WEFT_BUILD_TESTS OR WEFT_BUILD_EXAMPLES OR WEFT_BUILD_TOOLS)
   weft_require(Eigen3_FOUND "Eigen 3 (weft/nn kernels)" "libeigen3-dev")
 endif()
 
+# The Chrome trace (weft/io/chrome_trace.hpp) and the tool's --json are written with it.
+find_package(nlohmann_json 3.10 QUIET CONFIG)
+weft_require(nlohmann_json_FOUND "nlohmann/json" "nlohmann-json3-dev")
+
+if(WEFT_BUILD_TOOLS)
+  find_package(CLI11 QUIET CONFIG)
+  weft_require(CLI11_FOUND "CLI11 (the weft tool's command line)" "libcli11-dev")
+endif()
+
 if(WEFT_BUILD_TESTS)
   find_package(doctest QUIET CONFIG)
   weft_require(doctest_FOUND "doctest" "doctest-dev")
-  # The picture tests parse what weft writes.
-  find_package(nlohmann_json QUIET CONFIG)
-  weft_require(nlohmann_json_FOUND "nlohmann/json (tests)" "nlohmann-json3-dev")
+  # The picture tests parse what weft writes (nlohmann/json above).
   find_package(pugixml QUIET CONFIG)
   weft_require(pugixml_FOUND "pugixml (tests)" "libpugixml-dev")
 endif()

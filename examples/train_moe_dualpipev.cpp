@@ -15,6 +15,7 @@
 
 #include <weft/exec/moe_executor.hpp>
 #include <weft/exec/optimizer.hpp>
+#include <weft/io/chrome_trace.hpp>
 #include <weft/io/timeline.hpp>
 #include <weft/schedules/dualpipe.hpp>
 #include <weft/schedules/one_f_one_b.hpp>

@@ -12,6 +12,7 @@
 #include <weft/core/kinds.hpp>
 #include <weft/core/link.hpp>
 #include <weft/core/op.hpp>
+#include <weft/io/chrome_trace.hpp>
 #include <weft/io/format.hpp>
 #include <weft/io/pytorch_csv.hpp>
 #include <weft/io/timeline.hpp>

@@ -79,16 +79,53 @@ TEST_CASE("bad masks and sizes are refused by name") {
   CHECK_THROWS_WITH_AS(masks::by_name("zigzag", 64),
                        doctest::Contains("weft: mask: unknown family 'zigzag'"), config_error);
   CHECK_THROWS_WITH_AS(masks::by_name("window:w=0", 64),
-                       "weft: mask: window: w must be a whole number in [1, 64]", config_error);
+                       "weft: mask: window: w needs a whole number in [1, 64], got '0'",
+                       config_error);
   CHECK_THROWS_WITH_AS(masks::by_name("window:width=4", 64),
-                       "weft: mask: window has no parameter 'width'", config_error);
+                       "weft: mask: window: unknown key 'width' (w)", config_error);
   CHECK_THROWS_WITH_AS(masks::by_name("random:density=2", 64),
-                       "weft: mask: random: density must be in [0, 1]", config_error);
+                       "weft: mask: random: density needs a number in [0, 1], got '2'",
+                       config_error);
   range_mask bad = masks::causal(16);
   bad.blocks.push_back({0, 20, 0, 4});
   CHECK_THROWS_WITH_AS(coarsen(bad, 8),
                        "weft: mask: block [0, 20) x [0, 4) is outside a 16-token mask",
                        config_error);
+}
+
+TEST_CASE("hostile mask parameters are refused before anything is built") {
+  // NaN and infinities once reached float-to-int casts (undefined behaviour).
+  CHECK_THROWS_WITH_AS(masks::by_name("random:density=nan", 64),
+                       "weft: mask: random: density needs a number in [0, 1], got 'nan'",
+                       config_error);
+  CHECK_THROWS_WITH_AS(masks::by_name("window:w=1e300", 64),
+                       "weft: mask: window: w needs a whole number in [1, 64], got '1e300'",
+                       config_error);
+  CHECK_THROWS_WITH_AS(masks::by_name("window:w=99999999999999999999", 64),
+                       doctest::Contains("w needs a whole number"), config_error);
+  CHECK_THROWS_WITH_AS(masks::by_name("window:w=4,w=8", 64), "weft: mask: window: w is given twice",
+                       config_error);
+  CHECK_THROWS_WITH_AS(masks::by_name("causal:w=4", 64),
+                       "weft: mask: causal: unknown key 'w' (it takes none)", config_error);
+  // Sizes: a sequence past 2^24 tokens, block counts past 2^20 (once a hang and bad_alloc).
+  CHECK_THROWS_WITH_AS(masks::by_name("causal", max_tokens + 1),
+                       doctest::Contains("the sequence length must be in [1, 16777216]"),
+                       config_error);
+  CHECK_THROWS_WITH_AS(masks::by_name("random:b=1", 1 << 20),
+                       "weft: mask: random: these parameters make 1099511627776 blocks, over the "
+                       "limit of 1048576",
+                       config_error);
+  CHECK_THROWS_WITH_AS(masks::by_name("interleaved-documents:n=1", 1 << 20),
+                       doctest::Contains("over the limit"), config_error);
+  CHECK_THROWS_WITH_AS(masks::by_name("causal-blockwise:b=1", 1 << 24),
+                       doctest::Contains("over the limit"), config_error);
+  // The largest allowed sequence still builds a range mask in no time: no S x S storage.
+  CHECK(masks::by_name("causal", max_tokens).blocks.size() == 1);
+  // A dense form past 2^26 entries is refused with a pointer to coarsening.
+  CHECK_THROWS_WITH_AS(dense_mask(200000), doctest::Contains("plan on a coarse grid"),
+                       config_error);
+  CHECK_THROWS_WITH_AS(plan_adaptive(masks::causal(200000), 8, {.coarse = 0}),
+                       doctest::Contains("over the limit of 67108864 entries"), config_error);
 }
 
 TEST_CASE("MindSpeed's reference grids: rounds at the lower bound where the cap allows") {

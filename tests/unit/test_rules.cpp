@@ -247,9 +247,9 @@ TEST_CASE("rule 6: the id space of a model is capped, computed in 64 bits") {
   // 64 ranks, 4096 micro-batches, 64 MoE layers: 268M ids, refused before anything is built.
   const model_desc moe{.ranks = 64, .micro = 4096, .layers = 64, .stages = stage_set::moe()};
   CHECK(validate(moe) == model_error::too_many_ops);
-  CHECK_THROWS_WITH_AS(one_f_one_b({.ranks = 64, .micro = 4096, .layers = 64,
-                                    .stages = stage_set::moe()}),
-                       doctest::Contains("more than 2^26 op ids"), config_error);
+  CHECK_THROWS_WITH_AS(
+      one_f_one_b({.ranks = 64, .micro = 4096, .layers = 64, .stages = stage_set::moe()}),
+      doctest::Contains("more than 2^26 op ids"), config_error);
   // Just under the cap is fine.
   CHECK(validate(model_desc{.ranks = 16, .micro = 4096, .layers = 16}) == model_error::none);
 }

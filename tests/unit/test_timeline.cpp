@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include <weft/io/chrome_trace.hpp>
 #include <weft/io/timeline.hpp>
 #include <weft/schedules/dualpipe.hpp>
 #include <weft/sim/program.hpp>

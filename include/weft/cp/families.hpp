@@ -2,7 +2,6 @@
 // (`FAMILY[:key=value,...]`, docs/adaptive-cp.md).
 #pragma once
 
-#include <charconv>
 #include <cstdint>
 #include <random>
 #include <string>
@@ -10,6 +9,7 @@
 #include <vector>
 
 #include <weft/core/error.hpp>
+#include <weft/core/key_values.hpp>
 #include <weft/cp/mask.hpp>
 
 namespace weft::cp::masks {
@@ -96,85 +96,82 @@ inline range_mask random_blocks(int s, int b, double density, std::uint64_t seed
 /// `global-window:g=G,w=W`, `documents:n=N` (full) and `causal-documents:n=N`,
 /// `interleaved-documents:n=N`, `shared-question:q=Q,n=N` (N equal answers),
 /// `causal-blockwise:b=B`, `prefix-lm:p=P`, `random:density=D,b=B,seed=X`. Sizes default to a
-/// fraction of the sequence (docs/adaptive-cp.md); throws `config_error` naming what is wrong.
+/// fraction of the sequence (docs/adaptive-cp.md). Throws `config_error` naming what is wrong,
+/// before building anything: a sequence beyond `max_tokens`, a parameter that is not a finite
+/// number in range, or a mask of more than `max_blocks` blocks (docs/limits.md).
 inline range_mask by_name(std::string_view spec, int s) {
-  if (s < 1) throw config_error("weft: mask: the sequence length must be >= 1");
+  if (s < 1 || s > max_tokens)
+    throw config_error("weft: mask: the sequence length must be in [1, " +
+                       std::to_string(max_tokens) + "], got " + std::to_string(s));
   const std::size_t colon = spec.find(':');
   const std::string family(spec.substr(0, colon));
-  std::vector<std::pair<std::string, std::string>> kv;
-  if (colon != std::string_view::npos) {
-    std::string_view rest = spec.substr(colon + 1);
-    while (!rest.empty()) {
-      const std::size_t comma = rest.find(',');
-      const std::string_view item = rest.substr(0, comma);
-      const std::size_t eq = item.find('=');
-      if (eq == std::string_view::npos)
-        throw config_error("weft: mask: '" + std::string(item) + "' is not key=value");
-      kv.emplace_back(std::string(item.substr(0, eq)), std::string(item.substr(eq + 1)));
-      rest = comma == std::string_view::npos ? std::string_view{} : rest.substr(comma + 1);
-    }
-  }
-  std::vector<bool> used(kv.size(), false);
-  const auto number = [&](const char* key, double fallback) {
-    for (std::size_t i = 0; i < kv.size(); ++i)
-      if (kv[i].first == key) {
-        used[i] = true;
-        double v = 0;
-        const std::string& t = kv[i].second;
-        const auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
-        if (ec != std::errc{} || end != t.data() + t.size() || v < 0)
-          throw config_error("weft: mask: " + family + ": " + key +
-                             " needs a non-negative number, got '" + t + "'");
-        return v;
-      }
-    return fallback;
-  };
+  key_values kv(colon == std::string_view::npos ? std::string_view{} : spec.substr(colon + 1),
+                "mask: " + family);
   const auto count = [&](const char* key, int fallback, int lo, int hi) {
-    const double v = number(key, fallback);
-    if (v != static_cast<int>(v) || v < lo || v > hi)
-      throw config_error("weft: mask: " + family + ": " + key + " must be a whole number in [" +
-                         std::to_string(lo) + ", " + std::to_string(hi) + "]");
-    return static_cast<int>(v);
+    return static_cast<int>(kv.whole(key, fallback, lo, hi));
   };
+  // Families whose block count grows with the sequence: refuse before building.
+  const auto at_most = [&](long long blocks) {
+    if (blocks > max_blocks)
+      kv.fail("these parameters make " + std::to_string(blocks) + " blocks, over the limit of " +
+              std::to_string(max_blocks));
+  };
+  const auto blocks_of = [](long long n, long long per) { return (n + per - 1) / per; };
   range_mask m;
+  std::string_view known;
   if (family == "full") {
     m = full(s);
   } else if (family == "causal") {
     m = causal(s);
   } else if (family == "window") {
+    known = "w";
     m = sliding_window(s, count("w", std::max(1, s / 8), 1, s));
   } else if (family == "bidir-window") {
+    known = "w";
     m = bidirectional_window(s, count("w", std::max(1, s / 16), 1, s));
   } else if (family == "global-window") {
+    known = "g, w";
     const int g = count("g", std::max(1, s / 64), 0, s);
     m = global_window(s, g, count("w", std::max(1, s / 16), 1, s));
   } else if (family == "documents" || family == "causal-documents") {
-    m = documents(equal_lengths(s, count("n", 8, 1, s)), family == "causal-documents");
+    known = "n";
+    const int n = count("n", std::min(8, s), 1, s);
+    at_most(n);
+    m = documents(equal_lengths(s, n), family == "causal-documents");
   } else if (family == "interleaved-documents") {
-    m = interleaved_documents(s, count("n", 8, 1, s));
+    known = "n";
+    const int n = count("n", std::min(8, s), 1, s);
+    at_most(2 * blocks_of(s, n));
+    m = interleaved_documents(s, n);
   } else if (family == "shared-question") {
-    const int q = count("q", s / 4, 1, s);
-    const int n = count("n", 4, 1, std::max(1, s - q));
-    if (q == s) throw config_error("weft: mask: shared-question: no tokens left for answers");
+    known = "q, n";
+    const int q = count("q", std::max(1, s / 4), 1, s);
+    if (q == s) kv.fail("no tokens left for answers");
+    const int n = count("n", std::min(4, s - q), 1, s - q);
+    at_most(1 + 2LL * n);
     m = shared_question(q, equal_lengths(s - q, n));
   } else if (family == "causal-blockwise") {
-    m = causal_blockwise(s, count("b", std::max(1, s / 16), 1, s));
+    known = "b";
+    const int b = count("b", std::max(1, s / 16), 1, s);
+    at_most(blocks_of(s, b));
+    m = causal_blockwise(s, b);
   } else if (family == "prefix-lm") {
+    known = "p";
     m = prefix_lm(s, count("p", s / 4, 0, s));
   } else if (family == "random") {
-    const double d = number("density", 0.3);
-    if (d > 1) throw config_error("weft: mask: random: density must be in [0, 1]");
+    known = "density, b, seed";
+    const double d = kv.number("density", 0.3, 0, 1);
     const int b = count("b", std::max(1, s / 16), 1, s);
-    m = random_blocks(s, b, d, static_cast<std::uint64_t>(count("seed", 1, 0, 1 << 30)));
+    const auto seed = static_cast<std::uint64_t>(count("seed", 1, 0, 1 << 30));
+    at_most(blocks_of(s, b) * blocks_of(s, b));
+    m = random_blocks(s, b, d, seed);
   } else {
     throw config_error("weft: mask: unknown family '" + family +
                        "' (full, causal, window, bidir-window, global-window, documents, "
                        "causal-documents, interleaved-documents, shared-question, "
                        "causal-blockwise, prefix-lm, random)");
   }
-  for (std::size_t i = 0; i < kv.size(); ++i)
-    if (!used[i])
-      throw config_error("weft: mask: " + family + " has no parameter '" + kv[i].first + "'");
+  kv.finish(known);
   return m;
 }
 

@@ -15,12 +15,24 @@
 
 namespace weft::cp {
 
+/// Limits that keep a mask's cost bounded before anything is allocated (docs/limits.md): a
+/// sequence of at most 2^24 tokens (so token arithmetic stays in `int`), a dense mask of at most
+/// 2^26 entries (64 MB; 8192 x 8192), a range mask of at most 2^20 blocks.
+inline constexpr int max_tokens = 1 << 24;
+inline constexpr std::size_t max_dense_entries = std::size_t{1} << 26;
+inline constexpr int max_blocks = 1 << 20;
+
 /// A square boolean mask, row-major: entry (q, k) is true when query q attends to key k.
 class dense_mask {
  public:
   dense_mask() = default;
   explicit dense_mask(int size) : n_(size) {
     if (size < 1) throw config_error("weft: mask: the size must be >= 1");
+    if (static_cast<std::size_t>(size) * static_cast<std::size_t>(size) > max_dense_entries)
+      throw config_error("weft: mask: a dense " + std::to_string(size) + " x " +
+                         std::to_string(size) + " mask is over the limit of " +
+                         std::to_string(max_dense_entries) +
+                         " entries; plan on a coarse grid (--coarse) instead");
     bits_.assign(static_cast<std::size_t>(size) * static_cast<std::size_t>(size), 0);
   }
   int size() const noexcept { return n_; }

@@ -46,10 +46,14 @@ inline range_mask read_mask_file(std::istream& in) {
     if (word == "size") {
       if (sized) throw mask_file_error(line, "a second 'size'");
       m.size = integer("the sequence length");
-      if (m.size < 1) throw mask_file_error(line, "the sequence length must be >= 1");
+      if (m.size < 1 || m.size > max_tokens)
+        throw mask_file_error(
+            line, "the sequence length must be in [1, " + std::to_string(max_tokens) + "]");
       sized = true;
     } else if (word == "block") {
       if (!sized) throw mask_file_error(line, "'block' before 'size'");
+      if (m.blocks.size() >= static_cast<std::size_t>(max_blocks))
+        throw mask_file_error(line, "more than " + std::to_string(max_blocks) + " blocks");
       mask_block b;
       b.q_begin = integer("q_begin");
       b.q_end = integer("q_end");

@@ -9,12 +9,14 @@
 #pragma once
 
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <random>
 #include <string>
 #include <vector>
 
 #include <weft/core/error.hpp>
+#include <weft/core/time.hpp>
 #include <weft/cp/mask.hpp>
 
 namespace weft::cp {
@@ -25,9 +27,12 @@ inline constexpr int kv_units = 2, q_units = 1, o_units = 1;
 
 struct plan_options {
   int cap = 6;  ///< units a rank may send plus receive in one round
-  /// Randomised greedy attempts per round count before trying one more round.
+  /// Randomised greedy attempts per round count before trying more rounds.
   int attempts = 256;
   std::uint64_t seed = 7;
+  /// Wall-clock time the search may take; then the best valid plan found so far is returned
+  /// (`cp_plan::budget_exhausted`). A plan always exists: one task every other round.
+  seconds budget{2};
 };
 
 struct cp_task {
@@ -51,6 +56,9 @@ struct cp_plan {
   std::vector<cp_task> tasks;  ///< every non-empty grid cell, row by row
   int rounds = 0;
   int lower_bound = 0;  ///< ceil(tasks / cp)
+  /// The search ran out of `plan_options::budget`: the plan is valid, maybe not the fewest rounds
+  /// the planner could find with more time.
+  bool budget_exhausted = false;
   /// [round][rank]: the task it runs, or -1.
   std::vector<std::vector<int>> run;
   /// [round][rank]: its transfers. One more round than `rounds`: the last returns outputs.
@@ -104,9 +112,9 @@ inline int cost_of(const cp_task& t, int p, cost_item out[4]) {
 }
 
 /// One randomised greedy pass with `rounds` rounds; true if every task found a place.
-inline bool greedy(const std::vector<cp_task>& tasks, int cp, int rounds, int cap,
-                   std::mt19937_64& rng, std::vector<std::vector<int>>& run,
-                   std::vector<int>& runner) {
+inline bool greedy(const std::vector<cp_task>& tasks, const std::vector<std::vector<int>>& tasks_of,
+                   int cp, int rounds, int cap, std::mt19937_64& rng,
+                   std::vector<std::vector<int>>& run, std::vector<int>& runner) {
   const auto T = static_cast<int>(tasks.size());
   std::vector<int> used(static_cast<std::size_t>((rounds + 1) * cp), 0);
   const auto units = [&](int r, int p) -> int& {
@@ -134,10 +142,9 @@ inline bool greedy(const std::vector<cp_task>& tasks, int cp, int rounds, int ca
     for (const int p : ranks) {
       int best = -1;
       double best_key = -1;
-      for (int x = 0; x < T; ++x) {
+      for (const int x : tasks_of[static_cast<std::size_t>(p)]) {  // the tasks p may run
         if (runner[static_cast<std::size_t>(x)] >= 0) continue;
         const cp_task& t = tasks[static_cast<std::size_t>(x)];
-        if (t.q != p && t.kv != p) continue;
         cost_item c[4];
         const int n = cost_of(t, p, c);
         bool fits = true;
@@ -192,25 +199,61 @@ inline cp_plan plan_rounds(const dense_mask& g, plan_options o = {}) {
                        " units per rank and round leaves no way to move a block; work crosses "
                        "ranks, so the cap must be >= " +
                        std::to_string(q_units));
+  std::vector<std::vector<int>> tasks_of(static_cast<std::size_t>(pl.cp));
+  for (int x = 0; x < T; ++x) {
+    const cp_task& t = pl.tasks[static_cast<std::size_t>(x)];
+    tasks_of[static_cast<std::size_t>(t.q)].push_back(x);
+    if (t.kv != t.q) tasks_of[static_cast<std::size_t>(t.kv)].push_back(x);
+  }
+  // The fewest rounds the randomised greedy fills: from the lower bound up in growing steps
+  // (a few attempts each, so a plan is in hand early), then bisect down to the failure below
+  // it with every attempt; all within the budget.
+  const int attempts = std::max(1, o.attempts), probe = std::min(attempts, 4);
+  const auto deadline = std::chrono::steady_clock::now() +
+                        std::chrono::duration_cast<std::chrono::steady_clock::duration>(o.budget);
   std::mt19937_64 rng(o.seed);
-  std::vector<std::vector<int>> run;
+  std::vector<std::vector<int>> run, best_run;
   std::vector<int> runner;
-  int rounds = pl.lower_bound;
-  for (;; ++rounds) {
-    bool found = false;
-    for (int a = 0; a < std::max(1, o.attempts) && !found; ++a)
-      found = detail::greedy(pl.tasks, pl.cp, rounds, o.cap, rng, run, runner);
-    if (found) break;
-    if (rounds >= 2 * T + 1) {
-      // Always possible with a cap of one: one task every other round, its query brought over.
-      rounds = 2 * T;
-      run.assign(static_cast<std::size_t>(rounds),
-                 std::vector<int>(static_cast<std::size_t>(pl.cp), -1));
-      for (int x = 0; x < T; ++x)
-        run[static_cast<std::size_t>(2 * x)]
-           [static_cast<std::size_t>(pl.tasks[static_cast<std::size_t>(x)].kv)] = x;
+  const auto fits_in = [&](int rounds, int attempts) {
+    for (int a = 0; a < attempts; ++a) {
+      if (detail::greedy(pl.tasks, tasks_of, pl.cp, rounds, o.cap, rng, run, runner)) return true;
+      if (std::chrono::steady_clock::now() >= deadline) {
+        pl.budget_exhausted = true;
+        return false;
+      }
+    }
+    return false;
+  };
+  const int always = std::max(2 * T, pl.lower_bound);  // one task every other round
+  int best = -1, failed = pl.lower_bound - 1;
+  for (int step = 1, r = pl.lower_bound; r < always && !pl.budget_exhausted; step *= 2) {
+    if (fits_in(r, probe)) {
+      best = r;
+      best_run = run;
       break;
     }
+    failed = r;
+    r = std::min(always, pl.lower_bound + step);
+  }
+  failed = pl.lower_bound - 1;  // what failed a few attempts may take more
+  while (best >= 0 && best - failed > 1 && !pl.budget_exhausted) {
+    const int mid = failed + (best - failed) / 2;
+    if (fits_in(mid, attempts)) {
+      best = mid;
+      best_run = run;
+    } else {
+      failed = mid;
+    }
+  }
+  int rounds = best;
+  run = best_run;
+  if (best < 0) {
+    rounds = always;
+    run.assign(static_cast<std::size_t>(rounds),
+               std::vector<int>(static_cast<std::size_t>(pl.cp), -1));
+    for (int x = 0; x < T; ++x)
+      run[static_cast<std::size_t>(2 * x)]
+         [static_cast<std::size_t>(pl.tasks[static_cast<std::size_t>(x)].kv)] = x;
   }
   pl.rounds = rounds;
   pl.run = run;

@@ -2,6 +2,7 @@
 // one per line come from schedule/text.hpp).
 #pragma once
 
+#include <cstddef>
 #include <ostream>
 
 #include <weft/schedule/schedule.hpp>
@@ -16,6 +17,19 @@ inline std::ostream& operator<<(std::ostream& os, const report& r) {
   for (const violation& v : r.violations) os << to_string(v) << '\n';
   for (const violation& v : r.blocked) os << "  blocked: " << to_string(v) << '\n';
   return os;
+}
+
+/// As above, the first `limit` violations only, then "... and N more" (N counts what the check
+/// collected; see check_options::max_violations).
+inline void print_report(std::ostream& os, const report& r, std::size_t limit) {
+  if (r.ok()) {
+    os << "weft: legal\n";
+    return;
+  }
+  const std::size_t n = r.violations.size();
+  for (std::size_t i = 0; i < n && i < limit; ++i) os << to_string(r.violations[i]) << '\n';
+  if (n > limit) os << "weft: ... and " << n - limit << " more\n";
+  for (const violation& v : r.blocked) os << "  blocked: " << to_string(v) << '\n';
 }
 
 /// Each rank's slots, one per line, the ops of a slot joined by " | ".

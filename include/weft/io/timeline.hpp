@@ -1,7 +1,6 @@
-// Pictures of a simulated step: Chrome trace event JSON (one process per rank, one thread per
-// stream; opens in Perfetto and chrome://tracing) and an SVG timeline in the style of the seeds'
-// figures (rank rows, a lane per stream, colour per stage kind, phase and micro-batch on each op,
-// a time axis).
+// Pictures of a simulated step: an SVG timeline in the style of the seeds' figures (rank rows, a
+// lane per stream, colour per stage kind, phase and micro-batch on each op, a time axis). The
+// Chrome trace is in chrome_trace.hpp.
 #pragma once
 
 #include <algorithm>
@@ -57,14 +56,6 @@ inline std::string short_label(const op& o, bool chunks) {
   if (chunks) s = std::to_string(o.chunk) + s;
   return s;
 }
-inline std::string json_escape(const std::string& s) {
-  std::string out;
-  for (const char c : s) {
-    if (c == '"' || c == '\\') out += '\\';
-    out += c;
-  }
-  return out;
-}
 inline std::string xml_escape(const std::string& s) {
   std::string out;
   for (const char c : s) {
@@ -80,53 +71,6 @@ inline std::string xml_escape(const std::string& s) {
   return out;
 }
 }  // namespace detail
-
-namespace detail {
-template <time_type T>
-void chrome_trace(std::ostream& out, const program& p, const basic_timeline<T>& t,
-                  double us_per_count) {
-  out << "{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n";
-  bool first = true;
-  const auto sep = [&] {
-    if (!first) out << ",\n";
-    first = false;
-  };
-  for (int r = 0; r < p.ranks(); ++r) {
-    sep();
-    out << "{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":" << r << ",\"args\":{\"name\":\"rank "
-        << r << "\"}}";
-    for (int st = 0; st < streams_per_rank; ++st) {
-      const std::uint32_t q = program::queue_of(r, st);
-      if (p.queue_begin[q] == p.queue_begin[q + 1]) continue;
-      sep();
-      out << "{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":" << r << ",\"tid\":" << st
-          << ",\"args\":{\"name\":\"" << stream_name(st) << "\"}}";
-    }
-  }
-  for (std::uint32_t i = 0; i < p.size(); ++i) {
-    if (!t.ran(i)) continue;
-    const op& o = p.at(i);
-    sep();
-    out << "{\"name\":\"" << json_escape(to_string(o)) << "\",\"cat\":\"" << name_of(o.k)
-        << "\",\"ph\":\"X\",\"ts\":" << t.start[i].count() * us_per_count
-        << ",\"dur\":" << t.duration_of(i).count() * us_per_count << ",\"pid\":" << p.rank[i]
-        << ",\"tid\":" << static_cast<int>(p.stream[i]) << ",\"args\":{\"mb\":" << o.mb
-        << ",\"chunk\":" << static_cast<int>(o.chunk) << ",\"layer\":" << o.layer << ",\"phase\":\""
-        << name_of(o.ph) << "\"}}";
-  }
-  out << "\n]}\n";
-}
-}  // namespace detail
-
-/// Writes the Chrome trace event format (microseconds, as the format counts).
-inline void write_chrome_trace(std::ostream& out, const program& p, const timeline& t) {
-  detail::chrome_trace(out, p, t, 1e6);
-}
-/// A unit-free timeline, each unit standing for `per_unit`.
-inline void write_chrome_trace(std::ostream& out, const program& p, const unit_timeline& t,
-                               seconds per_unit) {
-  detail::chrome_trace(out, p, t, per_unit.count() * 1e6);
-}
 
 template <time_type T>
 struct basic_svg_style {

@@ -1,0 +1,248 @@
+// The weft tool's command line on CLI11: one subcommand per task, each with its own options
+// and --help; typed, ranged values; a flag a subcommand does not take is an error.
+#include "cli.hpp"
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cstdint>
+#include <exception>
+#include <string>
+#include <string_view>
+
+#include <weft/core/error.hpp>
+#include <weft/core/key_values.hpp>
+#include <weft/cp/mask.hpp>
+
+#ifndef WEFT_VERSION
+#define WEFT_VERSION "unknown"
+#endif
+
+namespace weft::cli {
+
+const char* version() { return WEFT_VERSION; }
+
+namespace {
+
+const std::vector<std::string> schedule_names = {"gpipe", "1f1b",     "interleaved", "zb-h1",
+                                                 "zb-v",  "dualpipe", "dualpipev"};
+
+/// --cost F=1,B=2,W=1,FB=2.5,A2A=0.5,P2P=0.1: finite, non-negative, W within B.
+costs parse_costs(const std::string& text) {
+  key_values kv(text, "--cost");
+  constexpr double most = 1e12;
+  costs c;
+  c.F = kv.number("F", c.F, 0, most);
+  c.B = kv.number("B", c.B, 0, most);
+  c.W = kv.number("W", c.W, 0, most);
+  c.FB = kv.number("FB", c.FB, 0, most);
+  c.A2A = kv.number("A2A", c.A2A, 0, most);
+  c.P2P = kv.number("P2P", c.P2P, 0, most);
+  kv.finish("F, B, W, FB, A2A, P2P");
+  if (c.W > c.B) kv.fail("W (the dW part of B) cannot exceed B");
+  return c;
+}
+
+/// The options every pipeline subcommand takes; `one_schedule` false for compare.
+void pipeline_options(CLI::App& sub, request& q, bool one_schedule) {
+  if (one_schedule)
+    sub.add_option("--schedule", q.schedule,
+                   "gpipe, 1f1b, interleaved, zb-h1, zb-v, dualpipe, dualpipev")
+        ->required()
+        ->check(CLI::IsMember(schedule_names));
+  else
+    sub.add_option("--schedules", q.schedules, "schedules to compare, comma-separated")
+        ->required()
+        ->delimiter(',')
+        ->check(CLI::IsMember(schedule_names));
+  sub.add_option("--pp", q.pp, "pipeline ranks (devices); zb-v, dualpipe(v) put 2 chunks on each")
+      ->required()
+      ->check(CLI::Range(1, 255));
+  sub.add_option("--micro", q.micro, "micro-batches per step")
+      ->required()
+      ->check(CLI::Range(1, 65535));
+  sub.add_option("--chunks", q.chunks, "model chunks per rank, for interleaved (default 2)")
+      ->check(CLI::Range(1, 255));
+  sub.add_option("--layers", q.layers, "layers per model chunk (default 1)")
+      ->check(CLI::Range(1, 65535));
+  sub.add_flag("--moe", q.moe, "layers of MoE sub-stages: attn, dispatch, mlp, combine");
+  sub.add_flag("--shared-expert", q.shared_expert,
+               "MoE layers with a shared expert beside the routed ones");
+  sub.add_flag("--fb-overlap", q.fb_overlap,
+               "MoE sub-stages, forward/backward pairs overlapped per layer (DeepSeek)");
+  sub.add_flag("--transfers", q.transfers, "explicit send/recv ops, placed as PyTorch places them");
+}
+
+void cost_options(CLI::App& sub, request& q, std::string& cost_text) {
+  auto* cost = sub.add_option(
+      "--cost", cost_text,
+      "a rank's share of the model: F forward, B full backward, W its dW part, FB an overlapped F "
+      "and B, A2A one all-to-all, P2P one pipeline transfer (default F=1,B=2,W=1)");
+  sub.add_option("--preset", q.preset,
+                 "deepseek-v3: MoE costs per chunk layer, each all-to-all no longer than its "
+                 "compute partner")
+      ->check(CLI::IsMember({"deepseek-v3"}))
+      ->excludes(cost);
+  sub.add_flag("--barrier", q.barrier, "each rank waits for a slot before the next");
+}
+
+void output_options(CLI::App& sub, request& q, bool pictures) {
+  sub.add_flag("--json", q.json, "print the result as JSON");
+  if (!pictures) return;
+  sub.add_option("--trace", q.trace, "write a Chrome trace (Perfetto) of the step");
+  sub.add_option("--svg", q.svg, "write an SVG timeline");
+}
+
+/// Checks CLI11 cannot express: options that apply to some values of another only.
+void check_combinations(const request& q) {
+  const auto bad = [](const std::string& why) { throw config_error("weft: " + why); };
+  const bool interleaved_asked =
+      q.schedule == "interleaved" ||
+      std::find(q.schedules.begin(), q.schedules.end(), "interleaved") != q.schedules.end();
+  if (q.chunks != 2 && !interleaved_asked) bad("--chunks applies to the interleaved schedule only");
+  if (q.command == "generate" && q.format == "csv" && (q.moe || q.shared_expert))
+    bad("PyTorch's CSV holds whole-chunk actions; --moe and --shared-expert need --format text");
+  if (q.command == "run" && q.ep > 1 && !(q.moe || q.shared_expert || q.fb_overlap))
+    bad("--ep needs MoE layers (--moe or --fb-overlap)");
+  if (q.command == "plan-cp") {
+    if (q.mask.empty() == q.mask_file.empty()) bad("give one of --mask and --mask-file");
+    if (!q.mask.empty() && q.seq == 0) bad("--seq S is required with --mask");
+  }
+}
+
+}  // namespace
+
+parsed parse(int argc, const char* const* argv) {
+  parsed r;
+  request& q = r.q;
+  CLI::App app{"weft: verify, simulate and run compute/communication overlap schedules", "weft"};
+  app.set_version_flag("--version", std::string("weft ") + version());
+  app.require_subcommand(1);
+  app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::Throw);
+  app.footer("Exit codes: 0 done (legal), 1 illegal, 2 bad input. Each subcommand has --help.");
+
+  std::string cost_text;
+  auto* generate = app.add_subcommand("generate", "print a schedule");
+  pipeline_options(*generate, q, true);
+  generate
+      ->add_option("--format", q.format,
+                   "text: slots (default); csv: PyTorch's schedule CSV (whole chunks only; with "
+                   "--fb-overlap, OVERLAP_F_B cells)")
+      ->check(CLI::IsMember({"text", "csv"}));
+
+  auto* check = app.add_subcommand("check", "check a generated schedule: exit 0 legal, 1 illegal");
+  pipeline_options(*check, q, true);
+  check->add_option("--max-live", q.max_live, "rule 5: live activations per rank (0: no bound)")
+      ->check(CLI::Range(0, 1 << 30));
+  output_options(*check, q, false);
+
+  auto* verify = app.add_subcommand(
+      "verify", "read a PyTorch schedule CSV and check it: exit 0 legal, 1 illegal, 2 unreadable");
+  verify->add_option("file", q.file, "the CSV file")->required();
+  output_options(*verify, q, false);
+
+  auto* simulate = app.add_subcommand(
+      "simulate", "run a schedule over simulated time: makespan, bubble, exposed communication");
+  pipeline_options(*simulate, q, true);
+  cost_options(*simulate, q, cost_text);
+  output_options(*simulate, q, true);
+
+  auto* compare = app.add_subcommand("compare", "simulate several schedules side by side");
+  pipeline_options(*compare, q, false);
+  cost_options(*compare, q, cost_text);
+  output_options(*compare, q, false);
+
+  auto* run = app.add_subcommand(
+      "run",
+      "train a tiny model one step on in-process ranks (dense for whole blocks, MoE for "
+      "sub-stages): measured metrics, the prediction, loss and gradient error against serial");
+  pipeline_options(*run, q, true);
+  run->add_option("--ep", q.ep,
+                  "expert-parallel replicas of each pipeline rank (default 2 with MoE layers)")
+      ->check(CLI::Range(1, 64));
+  run->add_option("--delay-model", q.delay, "the emulated link for transfers and all-to-alls")
+      ->check(CLI::IsMember({"none", "intra-node", "inter-node", "cross-dc"}));
+  output_options(*run, q, true);
+
+  auto* plan = app.add_subcommand(
+      "plan-cp",
+      "plan adaptive context parallelism for a mask: re-map the sequence, schedule its (query, "
+      "key/value) blocks in rounds under a cap per rank and round (docs/adaptive-cp.md)");
+  auto* mask = plan->add_option(
+      "--mask", q.mask,
+      "FAMILY[:K=V,...]: full, causal, window, bidir-window, global-window, documents, "
+      "causal-documents, interleaved-documents, shared-question, causal-blockwise, prefix-lm, "
+      "random");
+  plan->add_option("--mask-file", q.mask_file, "a mask in weft's text form")->excludes(mask);
+  plan->add_option("--seq", q.seq, "sequence length in tokens")
+      ->check(CLI::Range(1, cp::max_tokens));
+  plan->add_option("--cp", q.cp, "context-parallel ranks")->required()->check(CLI::Range(1, 4096));
+  plan->add_option("--cap", q.cap, "communication units per rank and round (default 6)")
+      ->check(CLI::Range(0, 1 << 20));
+  plan->add_option("--coarse", q.coarse,
+                   "plan on a C x C coarse mask (default 1024; 0: the full mask)")
+      ->check(CLI::Range(0, 8192));
+  plan->add_flag(
+      "--no-remap", [&q](std::int64_t) { q.remap = false; },
+      "keep the original order (a mask already local, e.g. windows)");
+  plan->add_option("--budget-s", q.budget_s,
+                   "planning time budget in seconds (default 2): the best plan found by then")
+      ->check(CLI::Range(0.001, 3600.0));
+  output_options(*plan, q, false);
+  plan->add_option("--svg", q.svg, "write the re-mapped mask as SVG");
+
+  try {
+    if (argc <= 1) {
+      r.err = app.help();
+      r.exit_code = exit_bad_input;
+      return r;
+    }
+    if (const std::string_view first = argv[1]; !first.empty() && first[0] != '-') {
+      bool known = false;
+      for (const CLI::App* s : app.get_subcommands({})) known = known || s->get_name() == first;
+      if (!known) {
+        r.err = "weft: unknown subcommand '" + std::string(first) +
+                "' (generate, check, verify, simulate, compare, run, plan-cp)\nrun 'weft --help' "
+                "for the options\n";
+        r.exit_code = exit_bad_input;
+        return r;
+      }
+    }
+    app.parse(argc, argv);
+    for (const CLI::App* sub : app.get_subcommands()) q.command = sub->get_name();
+    if (!cost_text.empty()) q.cost = parse_costs(cost_text);
+    check_combinations(q);
+    r.run = true;
+    return r;
+  } catch (const CLI::CallForHelp&) {
+    r.out = app.help();
+  } catch (const CLI::CallForAllHelp&) {
+    r.out = app.help("", CLI::AppFormatMode::All);
+  } catch (const CLI::CallForVersion&) {
+    r.out = std::string("weft ") + version() + "\n";
+  } catch (const std::exception& e) {
+    std::string sub = "weft";
+    const CLI::App* where = &app;
+    for (const CLI::App* s : app.get_subcommands()) {
+      sub += " " + s->get_name();
+      where = s;
+    }
+    // Options the subcommand does not take come first: they may be why a required one is
+    // missing. Named in the order given.
+    std::string extras, positionals;
+    for (const std::string& a : where->remaining()) {
+      std::string& list = a.rfind("-", 0) == 0 ? extras : positionals;
+      list += (list.empty() ? "" : ", ") + (&list == &extras ? a : "'" + a + "'");
+    }
+    if (extras.empty()) extras = positionals;  // else they are the values of those options
+    std::string why = e.what();
+    if (!extras.empty())
+      why = sub + " does not take " + extras;
+    else if (why.rfind("weft: ", 0) != 0)
+      why = sub + ": " + why;
+    r.err = why + "\nrun '" + sub + " --help' for the options\n";
+    r.exit_code = exit_bad_input;
+  }
+  return r;
+}
+
+}  // namespace weft::cli

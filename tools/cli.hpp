@@ -1,0 +1,69 @@
+// The weft tool's command line: what each subcommand was asked to do, parsed and range-checked
+// (CLI11), with no side effects, so the fuzzer can drive it as the tool does.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace weft::cli {
+
+/// Exit codes: 0 done (legal, generated, simulated), 1 illegal, 2 bad input.
+inline constexpr int exit_ok = 0, exit_illegal = 1, exit_bad_input = 2;
+
+/// How many violations `check` and `verify` print (and put in `--json`) before "and N more".
+inline constexpr std::size_t violations_shown = 20;
+
+/// `--cost F=..,B=..`: a rank's share of the model, in schedule units.
+struct costs {
+  double F = 1, B = 2, W = 1, FB = -1, A2A = 0, P2P = 0;
+};
+
+struct request {
+  std::string command;  ///< generate, check, verify, simulate, compare, run, plan-cp
+
+  // The pipeline (generate, check, simulate, compare, run).
+  std::string schedule;                ///< --schedule
+  std::vector<std::string> schedules;  ///< compare: --schedules
+  int pp = 0, micro = 0, chunks = 2, layers = 1;
+  bool moe = false, shared_expert = false, fb_overlap = false, transfers = false;
+  std::string format = "text";  ///< generate
+  int max_live = 0;             ///< check
+
+  // simulate, compare
+  costs cost;
+  std::string preset;  ///< "" or deepseek-v3
+  bool barrier = false;
+
+  // run
+  int ep = 0;  ///< expert-parallel replicas; 0: 2 with MoE layers
+  std::string delay = "none";
+
+  // output
+  bool json = false;
+  std::string trace, svg;
+
+  // verify
+  std::string file;
+
+  // plan-cp
+  std::string mask, mask_file;
+  int seq = 0, cp = 0, cap = 6, coarse = 1024;
+  bool remap = true;
+  double budget_s = 2;  ///< plan-cp: planning time budget
+};
+
+/// The outcome of parsing: a request to carry out, or an exit code with what to print.
+struct parsed {
+  bool run = false;  ///< true: carry out `q`; false: print `out`/`err`, exit with `exit_code`
+  int exit_code = exit_ok;
+  std::string out, err;
+  request q;
+};
+
+/// Parses `argv` (argv[0] is the program). Never exits and never throws for bad input.
+parsed parse(int argc, const char* const* argv);
+
+/// The version `weft --version` prints.
+const char* version();
+
+}  // namespace weft::cli
