@@ -1,6 +1,7 @@
 // The pictures: the Chrome trace and the SVG parse, and say what the timeline says.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 #include <pugixml.hpp>
 #include <sstream>
@@ -10,6 +11,7 @@
 #include <weft/io/chrome_trace.hpp>
 #include <weft/io/timeline.hpp>
 #include <weft/schedules/dualpipe.hpp>
+#include <weft/schedules/one_f_one_b.hpp>
 #include <weft/sim/program.hpp>
 #include <weft/sim/simulate.hpp>
 
@@ -54,6 +56,30 @@ TEST_CASE("Chrome trace: a process per rank, a thread per stream, an event per o
   for (std::uint32_t q = 0; q + 1 < s.prog.queue_begin.size(); ++q)
     used_streams += s.prog.queue_begin[q] != s.prog.queue_begin[q + 1];
   CHECK(threads == used_streams);
+}
+
+TEST_CASE("Chrome trace: full precision, so ops of a long step never appear to overlap") {
+  // 60000 micro-batches: times up to ~1.8e8 microseconds, where six significant digits (the
+  // stream default) round starts onto the op before. The events are one per line; the last
+  // thousands, where times are largest, are parsed and checked.
+  const program prog = lower(one_f_one_b({.ranks = 1, .micro = 60000}));
+  const unit_timeline t = simulate(prog, unit_cost_model::pipeline({.F = 1, .B = 2, .W = 1}));
+  std::ostringstream out;
+  write_chrome_trace(out, prog, t, seconds(1e-3));
+  std::vector<std::string> lines;
+  std::istringstream in(out.str());
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  REQUIRE(lines.size() == prog.size() + 4);  // the header, a process, a thread, ops, the end
+  double end = -1;
+  for (std::size_t i = lines.size() - 4000; i + 1 < lines.size(); ++i) {
+    std::string text = lines[i];
+    if (text.back() == ',') text.pop_back();
+    const auto e = nlohmann::json::parse(text);
+    const double ts = e.at("ts").get<double>(), dur = e.at("dur").get<double>();
+    if (ts < end) FAIL("an op starts before the one before it ends: " << e);
+    end = ts + dur;
+  }
+  CHECK(end == doctest::Approx(60000 * 3 * 1e3));
 }
 
 TEST_CASE("SVG timeline: a rectangle per op, placed by its start and length") {
