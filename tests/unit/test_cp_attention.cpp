@@ -3,10 +3,13 @@
 // without re-mapping; repeated runs are equal bit for bit.
 #include <doctest/doctest.h>
 
+#include <chrono>
 #include <cmath>
 #include <limits>
 #include <random>
+#include <stdexcept>
 #include <string>
+#include <thread>
 
 #include <weft/cp/attention.hpp>
 #include <weft/cp/families.hpp>
@@ -119,4 +122,54 @@ TEST_CASE("a plan that does not fit the mask, and inputs of the wrong size, are 
                        "weft: cp attention: backward before forward", config_error);
   CHECK_THROWS_WITH_AS(run.forward(random(12, 4, 1), random(16, 4, 2), random(16, 4, 3)),
                        "weft: cp attention: Q has 12 rows, the mask 16 tokens", config_error);
+}
+
+TEST_CASE("a failing rank stops the run: the first error, with its rank and round") {
+  const int s = 32;
+  const dense_mask m = masks::causal(s).dense();
+  const cp_plan plan = plan_rounds(grid(m, identity_order(s), 4));
+  REQUIRE(plan.rounds >= 2);
+  const mat q = random(s, 4, 1), k = random(s, 4, 2), v = random(s, 4, 3);
+  {  // a throwing kernel on rank 2 in round 1: no std::terminate, no hang
+    cp_attention_options o;
+    o.on_task = [](int rank, int round, bool) {
+      if (rank == 2 && round == 1) throw std::runtime_error("kernel failed");
+    };
+    cp_attention run(m, identity_order(s), plan, o);
+    try {
+      run.forward(q, k, v);
+      FAIL("the run should fail");
+    } catch (const cp_run_error& e) {
+      CHECK(std::string(e.what()) == "weft: cp attention: rank 2, forward round 1: kernel failed");
+      CHECK(e.rank == 2);
+      CHECK(e.round == 1);
+      CHECK(e.step == "forward");
+      CHECK(e.cause);
+    }
+    // The forward failed: there is nothing to run the backward of.
+    CHECK_THROWS_WITH_AS(run.backward(random(s, 4, 4)),
+                         "weft: cp attention: backward before forward", config_error);
+  }
+  {  // a rank that stalls past the deadline: its peers time out, naming what they wait for
+    cp_attention_options o;
+    o.timeout = seconds(0.2);
+    o.on_task = [](int rank, int round, bool backward) {
+      if (backward && rank == 0 && round == 0)
+        std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+    };
+    cp_attention run(m, identity_order(s), plan, o);
+    run.forward(q, k, v);
+    const auto t0 = std::chrono::steady_clock::now();
+    try {
+      run.backward(random(s, 4, 4));
+      FAIL("the run should time out");
+    } catch (const cp_run_error& e) {
+      CHECK(e.step == "backward");
+      CHECK(e.rank != 0);
+      CHECK(std::string(e.what()).find("timed out after 0.2") != std::string::npos);
+      CHECK(std::string(e.what()).find("waiting to ") != std::string::npos);
+      CHECK(!e.cause);
+    }
+    CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(10));
+  }
 }

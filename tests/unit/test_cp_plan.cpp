@@ -198,7 +198,7 @@ TEST_CASE("the validator catches every kind of broken plan") {
     bool kv_pulled = false;
     for (const auto& round : good.moves)
       for (const transfers& t : round) kv_pulled = kv_pulled || !t.recv_kv_src.empty();
-    if (kv_pulled) CHECK(first(p).find("is not there") != std::string::npos);
+    if (kv_pulled) CHECK(first(p).find("its task needs KV from rank") != std::string::npos);
   }
   {  // over the cap
     cp_plan p = good;
@@ -208,8 +208,91 @@ TEST_CASE("the validator catches every kind of broken plan") {
   {  // a receive nobody sends
     cp_plan p = good;
     p.moves[0][0].recv_o_src.push_back(2);
-    CHECK(first(p).find("receives an output from rank 2, which does not send it") !=
+    CHECK(first(p) ==
+          "weft: plan: round 0, rank 0: receives an output nobody computed for it, "
+          "from rank 2");
+  }
+}
+
+TEST_CASE("the validator checks any plan: shape, ranges, sends against receives both ways") {
+  const dense_mask g = grid_of(masks::causal(8), 4);
+  const cp_plan good = checked_plan(g, {.cap = 2});
+  REQUIRE(good.rounds >= 2);
+  const auto first = [&](const cp_plan& p) {
+    const auto bad = validate(p, g);
+    return bad.empty() ? std::string() : bad.front();
+  };
+  {  // rows shorter than cp: once read past the end of the row
+    cp_plan p = good;
+    p.run[1].pop_back();
+    CHECK(first(p) == "weft: plan: round 1 does not have a row of 4 ranks");
+    cp_plan q = good;
+    q.moves[2].resize(2);
+    CHECK(first(q) == "weft: plan: round 2 does not have a row of 4 ranks");
+  }
+  {  // a task outside the grid: once wrote past the end of the count table
+    cp_plan p = good;
+    p.tasks[0] = {7, 0};
+    CHECK(first(p) == "weft: plan: task 0 (7, 0) is outside the 4 x 4 grid");
+    cp_plan q = good;
+    q.run[0][0] = 99;
+    CHECK(first(q) == "weft: plan: round 0, rank 0: no task 99");
+    cp_plan n = good;
+    n.moves[0][1].send_q_dst.push_back(-3);
+    CHECK(first(n) ==
+          "weft: plan: round 0, rank 1: a transfer with rank -3, outside the plan's "
+          "ranks");
+  }
+  // Find a round where some rank receives Q, to corrupt.
+  int r0 = -1, p0 = -1;
+  for (int r = 0; r < good.rounds && r0 < 0; ++r)
+    for (int p = 0; p < 4 && r0 < 0; ++p)
+      if (!good.moves[static_cast<std::size_t>(r)][static_cast<std::size_t>(p)]
+               .recv_q_src.empty()) {
+        r0 = r;
+        p0 = p;
+      }
+  REQUIRE(r0 >= 0);
+  const auto r = static_cast<std::size_t>(r0), p = static_cast<std::size_t>(p0);
+  const int src = good.moves[r][p].recv_q_src[0];
+  {  // a send nobody receives: the sender once blocked forever in wait()
+    cp_plan bad = good;
+    bad.moves[r][static_cast<std::size_t>(src)].send_q_dst.push_back(p0 == 0 ? 1 : 0);
+    CHECK(first(bad).find("sends Q no task uses, to rank") != std::string::npos);
+  }
+  {  // two receives into one buffer
+    cp_plan bad = good;
+    bad.moves[r][p].recv_q_src.push_back(src);
+    bad.moves[r][static_cast<std::size_t>(src)].send_q_dst.push_back(p0);
+    CHECK(first(bad) == "weft: plan: round " + std::to_string(r0) + ", rank " + std::to_string(p0) +
+                            ": Q is received more than once; a rank has one buffer per operand "
+                            "and round");
+  }
+  {  // a receive whose send was dropped
+    cp_plan bad = good;
+    bad.moves[r][static_cast<std::size_t>(src)].send_q_dst.clear();
+    CHECK(first(bad).find("does not send its Q to rank " + std::to_string(p0)) !=
           std::string::npos);
+  }
+  {  // a transfer in the last round, where no task runs
+    cp_plan bad = good;
+    bad.moves.back()[0].send_kv_dst.push_back(1);
+    bad.moves.back()[1].recv_kv_src.push_back(0);
+    CHECK(first(bad) == "weft: plan: round " + std::to_string(bad.rounds) +
+                            ", rank 0: sends KV no task uses, to rank 1");
+  }
+  {  // a task on a rank that holds neither operand
+    cp_plan bad = good;
+    for (std::size_t x = 0; x < bad.tasks.size(); ++x)
+      if (bad.tasks[x] == cp_task{3, 2}) {
+        for (auto& row : bad.run)
+          for (int& y : row)
+            if (y == static_cast<int>(x)) y = -1;
+        bad.run[0][0] = static_cast<int>(x);
+      }
+    CHECK(first(bad) ==
+          "weft: plan: task (3, 2) in round 0, rank 0: a rank that holds neither "
+          "operand");
   }
 }
 

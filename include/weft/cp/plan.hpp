@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <iterator>
 #include <random>
 #include <string>
 #include <vector>
@@ -266,50 +267,85 @@ inline cp_plan plan_rounds(const dense_mask& g, plan_options o = {}) {
   return pl;
 }
 
-/// Everything wrong with `pl` as a plan for grid `g`: each task exactly once, at most one task
-/// per rank and round, every operand on the rank that uses it (held, or received that round
-/// from its holder), every partial output returned to its owner the round after, every
-/// receive matched by a send, the cap kept. Empty when the plan is valid.
+/// Everything wrong with `pl` as a plan for grid `g` (empty when it is valid), for any plan —
+/// built by hand, read from a file, corrupted: first its shape (tables of `rounds` rows of `cp`
+/// ranks, tasks and peers inside the grid), then its contents: each task exactly once, at most
+/// one task per rank and round, tasks only where an operand lives; the transfers exactly those
+/// the tasks imply — each receive matched by its send and each send by its receive, one Q and one
+/// KV receive per rank and round (a second would land in the same buffer), every operand where
+/// it is used, every partial output returned to its owner the round after; the cap kept.
+/// `cp_attention` runs only a plan that passes, so a valid plan cannot hang it.
 inline std::vector<std::string> validate(const cp_plan& pl, const dense_mask& g) {
   std::vector<std::string> bad;
   const auto say = [&](const std::string& s) { bad.push_back("weft: plan: " + s); };
   const int cp = pl.cp;
-  if (g.size() != cp) {
+  const auto at = [](const auto& v, int i) -> const auto& {
+    return v[static_cast<std::size_t>(i)];
+  };
+  const auto name = [](int r, int p) {
+    return "round " + std::to_string(r) + ", rank " + std::to_string(p);
+  };
+  // Shape: nothing below indexes outside what the plan holds.
+  if (cp < 1 || g.size() != cp) {
     say("the grid is " + std::to_string(g.size()) + " x " + std::to_string(g.size()) +
         ", the plan is for " + std::to_string(cp) + " ranks");
     return bad;
   }
-  if (static_cast<int>(pl.run.size()) != pl.rounds ||
+  if (pl.rounds < 0 || static_cast<int>(pl.run.size()) != pl.rounds ||
       static_cast<int>(pl.moves.size()) != pl.rounds + 1) {
     say("the plan's tables do not have its " + std::to_string(pl.rounds) + " rounds");
     return bad;
   }
-  std::vector<int> seen(static_cast<std::size_t>(cp * cp), 0);
-  const auto has = [](const std::vector<int>& v, int x) {
-    return std::find(v.begin(), v.end(), x) != v.end();
-  };
+  for (int r = 0; r <= pl.rounds; ++r)
+    if ((r < pl.rounds && static_cast<int>(at(pl.run, r).size()) != cp) ||
+        static_cast<int>(at(pl.moves, r).size()) != cp) {
+      say("round " + std::to_string(r) + " does not have a row of " + std::to_string(cp) +
+          " ranks");
+      return bad;
+    }
+  for (std::size_t x = 0; x < pl.tasks.size(); ++x) {
+    const cp_task& t = pl.tasks[x];
+    if (t.q < 0 || t.q >= cp || t.kv < 0 || t.kv >= cp) {
+      say("task " + std::to_string(x) + " (" + std::to_string(t.q) + ", " + std::to_string(t.kv) +
+          ") is outside the " + std::to_string(cp) + " x " + std::to_string(cp) + " grid");
+      return bad;
+    }
+  }
+  for (int r = 0; r <= pl.rounds; ++r)
+    for (int p = 0; p < cp; ++p) {
+      const transfers& t = at(at(pl.moves, r), p);
+      for (const auto* list : {&t.recv_q_src, &t.recv_kv_src, &t.recv_o_src, &t.send_q_dst,
+                               &t.send_kv_dst, &t.send_o_dst})
+        for (const int peer : *list)
+          if (peer < 0 || peer >= cp || peer == p) {
+            say(name(r, p) + ": a transfer with rank " + std::to_string(peer) +
+                (peer == p ? ", itself" : ", outside the plan's ranks"));
+            return bad;
+          }
+      if (r < pl.rounds)
+        if (const int x = at(at(pl.run, r), p); x < -1 || x >= static_cast<int>(pl.tasks.size())) {
+          say(name(r, p) + ": no task " + std::to_string(x));
+          return bad;
+        }
+    }
+
+  // Contents. The transfers the tasks imply, to compare with the plan's.
+  cp_plan implied;
+  implied.moves.assign(static_cast<std::size_t>(pl.rounds + 1),
+                       std::vector<transfers>(static_cast<std::size_t>(cp)));
+  std::vector<int> seen(static_cast<std::size_t>(cp) * static_cast<std::size_t>(cp), 0);
   for (int r = 0; r < pl.rounds; ++r)
     for (int p = 0; p < cp; ++p) {
-      const int x = pl.run[static_cast<std::size_t>(r)][static_cast<std::size_t>(p)];
+      const int x = at(at(pl.run, r), p);
       if (x < 0) continue;
-      if (x >= static_cast<int>(pl.tasks.size())) {
-        say("round " + std::to_string(r) + ", rank " + std::to_string(p) + ": no task " +
-            std::to_string(x));
+      const cp_task t = at(pl.tasks, x);
+      ++seen[static_cast<std::size_t>(t.q * cp + t.kv)];
+      if (p != t.q && p != t.kv) {
+        say("task (" + std::to_string(t.q) + ", " + std::to_string(t.kv) + ") in " + name(r, p) +
+            ": a rank that holds neither operand");
         continue;
       }
-      const cp_task t = pl.tasks[static_cast<std::size_t>(x)];
-      const std::string where = "task (" + std::to_string(t.q) + ", " + std::to_string(t.kv) +
-                                ") in round " + std::to_string(r) + " on rank " + std::to_string(p);
-      ++seen[static_cast<std::size_t>(t.q * cp + t.kv)];
-      const transfers& mine = pl.moves[static_cast<std::size_t>(r)][static_cast<std::size_t>(p)];
-      if (p != t.kv && !has(mine.recv_kv_src, t.kv))
-        say(where + ": KV " + std::to_string(t.kv) + " is not there");
-      if (p != t.q && !has(mine.recv_q_src, t.q))
-        say(where + ": Q " + std::to_string(t.q) + " is not there");
-      if (p != t.q &&
-          !has(pl.moves[static_cast<std::size_t>(r + 1)][static_cast<std::size_t>(p)].send_o_dst,
-               t.q))
-        say(where + ": its output is not returned to rank " + std::to_string(t.q));
+      detail::add_moves(implied, t, p, r);
     }
   for (int i = 0; i < cp; ++i)
     for (int j = 0; j < cp; ++j) {
@@ -320,26 +356,41 @@ inline std::vector<std::string> validate(const cp_plan& pl, const dense_mask& g)
       if (!g(i, j) && n != 0)
         say("(" + std::to_string(i) + ", " + std::to_string(j) + ") is not a task but runs");
     }
+  // Per round, rank and kind: the plan's peers against the implied ones, as multisets.
+  const auto compare = [&](int r, int p, std::vector<int> planned, std::vector<int> needed,
+                           const std::string& missing, const std::string& extra) {
+    std::sort(planned.begin(), planned.end());
+    std::sort(needed.begin(), needed.end());
+    std::vector<int> lack, surplus;
+    std::set_difference(needed.begin(), needed.end(), planned.begin(), planned.end(),
+                        std::back_inserter(lack));
+    std::set_difference(planned.begin(), planned.end(), needed.begin(), needed.end(),
+                        std::back_inserter(surplus));
+    for (const int peer : lack) say(name(r, p) + ": " + missing + std::to_string(peer));
+    for (const int peer : surplus) say(name(r, p) + ": " + extra + std::to_string(peer));
+  };
   for (int r = 0; r <= pl.rounds; ++r)
     for (int p = 0; p < cp; ++p) {
-      const transfers& t = pl.moves[static_cast<std::size_t>(r)][static_cast<std::size_t>(p)];
-      const std::string where = "round " + std::to_string(r) + ", rank " + std::to_string(p);
+      const transfers& t = at(at(pl.moves, r), p);
+      const transfers& need = at(at(implied.moves, r), p);
+      if (t.recv_q_src.size() > 1 || t.recv_kv_src.size() > 1)
+        say(name(r, p) + ": " + (t.recv_q_src.size() > 1 ? "Q" : "KV") +
+            " is received more than once; a rank has one buffer per operand and round");
+      compare(r, p, t.recv_kv_src, need.recv_kv_src, "its task needs KV from rank ",
+              "receives KV no task of its uses, from rank ");
+      compare(r, p, t.recv_q_src, need.recv_q_src, "its task needs Q from rank ",
+              "receives Q no task of its uses, from rank ");
+      compare(r, p, t.recv_o_src, need.recv_o_src, "does not receive its output back from rank ",
+              "receives an output nobody computed for it, from rank ");
+      compare(r, p, t.send_kv_dst, need.send_kv_dst, "does not send its KV to rank ",
+              "sends KV no task uses, to rank ");
+      compare(r, p, t.send_q_dst, need.send_q_dst, "does not send its Q to rank ",
+              "sends Q no task uses, to rank ");
+      compare(r, p, t.send_o_dst, need.send_o_dst, "does not return an output to rank ",
+              "returns an output it did not compute, to rank ");
       if (t.units() > pl.cap)
-        say(where + ": " + std::to_string(t.units()) + " units exceed the cap of " +
+        say(name(r, p) + ": " + std::to_string(t.units()) + " units exceed the cap of " +
             std::to_string(pl.cap));
-      const auto& row = pl.moves[static_cast<std::size_t>(r)];
-      const auto matched = [&](const std::vector<int>& recv, auto send_of, const char* what) {
-        for (const int s : recv)
-          if (s < 0 || s >= cp || !has(send_of(row[static_cast<std::size_t>(s)]), p))
-            say(where + ": receives " + what + " from rank " + std::to_string(s) +
-                ", which does not send it");
-      };
-      matched(
-          t.recv_q_src, [](const transfers& x) { return x.send_q_dst; }, "Q");
-      matched(
-          t.recv_kv_src, [](const transfers& x) { return x.send_kv_dst; }, "KV");
-      matched(
-          t.recv_o_src, [](const transfers& x) { return x.send_o_dst; }, "an output");
     }
   return bad;
 }

@@ -50,6 +50,12 @@ class event {
     std::unique_lock lock(state_->m);
     state_->host.wait(lock, [&] { return state_->fired; });
   }
+  /// As `wait`, giving up after `timeout`; true if the event fired.
+  template <class Rep, class Period>
+  bool wait_for(std::chrono::duration<Rep, Period> timeout) const {
+    std::unique_lock lock(state_->m);
+    return state_->host.wait_for(lock, timeout, [&] { return state_->fired; });
+  }
   /// Fires the event now, from any thread (a timer, a communication backend).
   void fire() const { fire(*state_); }
 
