@@ -3,10 +3,12 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <sstream>
 #include <string>
 #include <utility>
 
 #include <weft/core/error.hpp>
+#include <weft/io/pytorch_csv.hpp>
 #include <weft/schedule/memory.hpp>
 #include <weft/schedule/verify.hpp>
 #include <weft/schedules/dualpipe.hpp>
@@ -57,7 +59,8 @@ TEST_CASE("every generator is legal and complete, up to 64 ranks x 256 micro-bat
         CHECK(verify(s));
         check_complete(s, P * M);
       }
-      if (M % P == 0)
+      // PyTorch's rounds: any micro that splits into max(1, M / P) rounds of equal size.
+      if (M % std::max(1, M / P) == 0)
         for (int V : {1, 2, 4}) {
           if (P * V > 255) continue;
           CAPTURE(V);
@@ -253,15 +256,41 @@ TEST_CASE("MoE fb-overlap: the pair of one layer, as the seed draws it") {
   FAIL("no pair found");
 }
 
+namespace {
+std::string to_csv(const schedule& s) {
+  std::ostringstream out;
+  write_pytorch_csv(out, s);
+  return out.str();
+}
+}  // namespace
+
+TEST_CASE("interleaved with micro-batches not a multiple of ranks, in PyTorch's order") {
+  // ScheduleInterleaved1F1B, 2 ranks, 2 stages each, 3 micro-batches: one round of 3. Derived by
+  // hand from its rules: rank r warms up with (V-1)*3 + 2*(P-1-r) forwards (5 and 3), forward
+  // step k runs local stage (k / 3) % 2, backward step j local stage 1 - (j / 3) % 2, micro-batch
+  // numbers counting up per stage.
+  CHECK(to_csv(interleaved({.ranks = 2, .micro = 3, .chunks = 2})) ==
+        "0F0,0F1,0F2,2F0,2F1,2F2,2B0,2B1,2B2,0B0,0B1,0B2\n"
+        "1F0,1F1,1F2,3F0,3B0,3F1,3B1,3F2,3B2,1B0,1B1,1B2\n");
+  // PyTorch's own example: 4 ranks, 10 micro-batches (2 rounds of 5); legal, complete.
+  const schedule s = interleaved({.ranks = 4, .micro = 10, .chunks = 2});
+  CHECK(verify(s));
+  check_complete(s, 4 * 10 * 2);
+  // Rank 3 warms up with (2-1)*5 + 0 forwards: stage 3 for micro-batches 0-4, then stage 7.
+  CHECK(to_csv(s).find("3F0,3F1,3F2,3F3,3F4,7F0,7B0,") != std::string::npos);
+}
+
 TEST_CASE("generators reject impossible parameters, naming the rule") {
   CHECK(message_of([] { gpipe({.ranks = 0}); }) == "weft: gpipe: ranks must be in [1, 255]");
   CHECK(message_of([] { one_f_one_b({.ranks = 2, .micro = 0}); }) ==
         "weft: 1f1b: micro must be in [1, 65535]");
   CHECK(message_of([] { zb_h1({.ranks = 2, .layers = 0}); }) ==
         "weft: zb-h1: layers must be in [1, 65535]");
+  // 6 micro-batches on 4 ranks make one round of 6... which PyTorch accepts; 7 on 3 make 2
+  // rounds that do not split it.
   CHECK(message_of([] {
-          interleaved({.ranks = 4, .micro = 6, .chunks = 2});
-        }).find("weft: interleaved: micro must be a multiple of ranks") == 0);
+          interleaved({.ranks = 3, .micro = 7, .chunks = 2});
+        }).find("weft: interleaved: micro must be a multiple of the rounds") == 0);
   CHECK(message_of([] { interleaved({.ranks = 4, .micro = 8, .chunks = 0}); }) ==
         "weft: interleaved: chunks (per rank) must be >= 1");
   CHECK(message_of([] { interleaved({.ranks = 128, .micro = 128, .chunks = 2}); }) ==
@@ -276,9 +305,8 @@ TEST_CASE("generators reject impossible parameters, naming the rule") {
         "weft: dualpipe: micro must be even (half for each direction)");
   CHECK(message_of([] { dualpipe({.ranks = 4, .micro = 6}); }) ==
         "weft: dualpipe: micro must be >= 2 * ranks");
-  CHECK(message_of([] {
-          gpipe({.ranks = 2, .stages = stage_set{}});
-        }) == "weft: gpipe: a layer needs at least one stage kind");
+  CHECK(message_of([] { gpipe({.ranks = 2, .stages = stage_set{}}); }) ==
+        "weft: gpipe: a layer needs at least one stage kind");
 }
 
 TEST_CASE("overlap options: {} is the baseline, all() turns every part on") {

@@ -2,7 +2,9 @@
 // PyTorch's action for action, schedules round-trip, malformed input names row and column.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 
@@ -13,6 +15,8 @@
 #include <weft/schedules/one_f_one_b.hpp>
 #include <weft/schedules/transfers.hpp>
 #include <weft/schedules/zero_bubble_v.hpp>
+#include <weft/sim/program.hpp>
+#include <weft/sim/unit_steps.hpp>
 
 using namespace weft;
 
@@ -89,8 +93,7 @@ TEST_CASE("schedules round-trip through the CSV form") {
   for (const schedule& s :
        {one_f_one_b({.ranks = 4, .micro = 8}), zb_h1({.ranks = 3, .micro = 6}),
         interleaved({.ranks = 2, .micro = 4, .chunks = 2}), dualpipev({.ranks = 2, .micro = 6}),
-        zb_v({.ranks = 3, .micro = 6}), dualpipe({.ranks = 2, .micro = 4}),
-        one_f_one_b({.ranks = 3, .micro = 4, .transfers = true})}) {
+        zb_v({.ranks = 3, .micro = 6}), one_f_one_b({.ranks = 3, .micro = 4, .transfers = true})}) {
     const std::string text = csv_of(s);
     const schedule back = parse(text);
     CHECK(back.ops == s.ops);
@@ -116,18 +119,70 @@ TEST_CASE("lowering ZB1P's compute file to compute + comms gives PyTorch's comms
   CHECK(check(lowered).ok());
 }
 
-TEST_CASE("lowering PyTorch's small send/recv fixtures") {
-  // test_schedule.py's simple_2_rank_2_stage and v_2_rank_4_stage cases, lowered as they are:
-  // an idle step takes a round there.
-  CHECK(csv_of(with_transfers(parse("0F0,0F1,   ,0B0,   ,0B1\n   ,1F0,1B0,1F1,1B1,   \n"))) ==
-        "0F0,0SEND_F0,0F1,0SEND_F1,0RECV_B0,0B0,0RECV_B1,0B1\n"
-        "1RECV_F0,1RECV_F1,1F0,1B0,1SEND_B0,1F1,1B1,1SEND_B1\n");
-  CHECK(csv_of(with_transfers(parse("0F0,0F1,   ,3F0,3B0,3F1,3B1,0B0,3W0,0B1,3W1,0W0,0W1\n"
-                                    "   ,1F0,2F0,1F1,2F1,2B0,1B0,2B1,1B1,2W0,2W1,1W0,1W1\n"))) ==
-        "0F0,0SEND_F0,0F1,0SEND_F1,3RECV_F0,3F0,3B0,3SEND_B0,3RECV_F1,3F1,3B1,3SEND_B1,0RECV_B0,"
-        "0B0,3W0,0RECV_B1,0B1,3W1,0W0,0W1\n"
-        "1RECV_F0,1RECV_F1,1F0,2F0,2SEND_F0,1F1,2RECV_B0,2F1,2SEND_F1,2B0,2RECV_B1,1B0,1SEND_B0,"
-        "2B1,1B1,1SEND_B1,2W0,2W1,1W0,1W1\n");
+namespace {
+/// A case's rows ("0": [cells], "1": [...]) as CSV text.
+std::string rows_of(const nlohmann::json& ranks) {
+  std::string text;
+  for (int r = 0; r < static_cast<int>(ranks.size()); ++r) {
+    bool first = true;
+    for (const auto& cell : ranks.at(std::to_string(r))) {
+      if (!first) text += ',';
+      text += cell.get<std::string>();
+      first = false;
+    }
+    text += '\n';
+  }
+  return text;
+}
+/// PyTorch's unit-step count of a schedule, through weft's lowering and semantics.
+int steps_of(const schedule& s) {
+  const unit_step_result r = unit_steps(lower_unchecked(s));
+  REQUIRE(!r.stuck);
+  return r.steps;
+}
+}  // namespace
+
+TEST_CASE("PyTorch's send/recv fixtures: weft lowers them as PyTorch does, in as many steps") {
+  // test_schedule.py's cases, read from the fixture file itself: compute rows, the rows with
+  // transfers PyTorch's _add_send_recv makes of them, and the steps its simulator counts.
+  std::ifstream in(std::string(WEFT_TEST_DATA) + "/pytorch/pytorch_test_send_recv_fixtures.json");
+  REQUIRE(in);
+  const auto fixtures = nlohmann::json::parse(in);
+  int cases = 0;
+  for (const auto& c : fixtures.at("cases")) {
+    if (!c.contains("compute")) continue;
+    CAPTURE(c.at("schedule").get<std::string>());
+    const schedule compute = parse(rows_of(c.at("compute")));
+    CHECK(compute.model.chunks() == c.at("num_stages").get<int>());
+    for (int stage = 0; stage < compute.model.chunks(); ++stage)
+      CHECK(compute.model.rank_of(stage) == c.at("stage_to_rank").at(stage).get<int>());
+    const schedule lowered = with_transfers(compute);
+    CHECK(csv_of(lowered) == rows_of(c.at("comms")));
+    // (v_2_rank_4_stage follows full backwards with W actions: weft's rule 1 refuses a unit's
+    // backward in two forms, so both forms of that case are illegal alike.)
+    CHECK(check(lowered).ok() == check(compute).ok());
+    CHECK(steps_of(parse(rows_of(c.at("comms")))) == c.at("simulated_steps").get<int>());
+    // Lowering compute alone (weft adds the transfers) takes the same steps.
+    CHECK(steps_of(compute) == c.at("simulated_steps").get<int>());
+    ++cases;
+  }
+  CHECK(cases == 2);
+  // The ZB1P file: PyTorch's simulator finishes its lowered form in 113 steps.
+  const auto zb1p = std::find_if(fixtures.at("cases").begin(), fixtures.at("cases").end(),
+                                 [](const auto& c) { return !c.contains("compute"); });
+  REQUIRE(zb1p != fixtures.at("cases").end());
+  CHECK(steps_of(parse(slurp("pytorch_zb1p_2rank_2stagep_comms.csv"))) ==
+        zb1p->at("simulated_steps").get<int>());
+}
+
+TEST_CASE("unit steps: a schedule that cannot finish is stuck, not counted") {
+  // Both ranks receive before they send: in PyTorch's simulator, "not progressing".
+  const program p =
+      lower_unchecked(parse("0F0,0SEND_F0,0RECV_B0,0B0\n1RECV_F0,1F0,1B0,1SEND_B0\n"));
+  CHECK(!unit_steps(p).stuck);
+  const program q =
+      lower_unchecked(parse("0RECV_B0,0F0,0SEND_F0,0B0\n1RECV_F0,1F0,1B0,1SEND_B0\n"));
+  CHECK(unit_steps(q).stuck);
 }
 
 TEST_CASE("merging a dX with the dW right after it, as PyTorch's _merge_bw") {
@@ -196,6 +251,23 @@ TEST_CASE("a small file costs memory by its ops, not by the model it declares") 
   const report r = check(s, {.max_violations = 20});
   CHECK(r.violations.size() == 20);
   CHECK(r.violations[0].what == fault::missing);
+}
+
+TEST_CASE("every generator's CSV reads back legal, or is refused with the reason") {
+  const pipeline_params p{.ranks = 4, .micro = 8};
+  for (const schedule& s : {gpipe(p), one_f_one_b(p), zb_h1(p), zb_v(p), dualpipev(p),
+                            interleaved({.ranks = 4, .micro = 8, .chunks = 2}),
+                            interleaved({.ranks = 4, .micro = 10, .chunks = 3}),
+                            one_f_one_b({.ranks = 4, .micro = 8, .transfers = true})}) {
+    const schedule back = parse(csv_of(s));
+    CHECK(check(back).ok());
+    CHECK(back.model.chunks() == s.model.chunks());
+  }
+  // DualPipe's micro-batches enter at both ends: PyTorch's format cannot say so.
+  std::ostringstream out;
+  CHECK_THROWS_WITH_AS(write_pytorch_csv(out, dualpipe(p)),
+                       doctest::Contains("DualPipe's two directions have no form in PyTorch's CSV"),
+                       config_error);
 }
 
 TEST_CASE("only whole-chunk schedules have a CSV form") {

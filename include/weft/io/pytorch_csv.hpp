@@ -226,6 +226,10 @@ inline void write_pytorch_csv(std::ostream& out, const schedule& s) {
     throw config_error(
         "weft: csv: PyTorch's format holds whole-chunk actions; this schedule has layers, "
         "sub-stages or splits");
+  if (m.bidirectional)
+    throw config_error(
+        "weft: csv: DualPipe's two directions have no form in PyTorch's CSV, where every "
+        "micro-batch passes the stages from the first (use dualpipev, or --format text)");
   for (int r = 0; r < s.ranks(); ++r) {
     for (int i = 0; i < s.slots(r); ++i) {
       const auto slot = s.slot(r, i);

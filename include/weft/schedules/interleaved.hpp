@@ -1,5 +1,5 @@
 // Interleaved 1F1B (Megatron's virtual pipeline, VPP): `chunks` model chunks per rank in loop
-// placement (chunk c on rank c % ranks), micro-batches in groups of `ranks`.
+// placement (chunk c on rank c % ranks), micro-batches in rounds of equal size.
 #pragma once
 
 #include <weft/schedules/builder.hpp>
@@ -22,12 +22,14 @@ struct interleaved_params {
   bool extra_warmup = false;
 };
 
-/// Megatron's interleaved schedule. Virtual micro-batch k runs on local chunk
-/// (k mod ranks*chunks) / ranks (backwards: chunks - 1 - that) of micro-batch
-/// (k / (ranks*chunks)) * ranks + k mod ranks; rank r warms up with
-/// 2 (ranks - r - 1) + (chunks - 1) ranks forwards (+1 with `extra_warmup`), then alternates.
-/// Rules: micro must be a multiple of ranks (micro-batches go through the chunks in groups of
-/// `ranks`). Bubble (ranks - 1) / (chunks * micro + ranks - 1).
+/// Megatron's interleaved schedule, with PyTorch's rounds (`ScheduleInterleaved1F1B`): the
+/// micro-batches pass the chunks in max(1, micro / ranks) rounds of G = micro / rounds each.
+/// Virtual micro-batch k runs on local chunk (k mod G*chunks) / G (backwards: chunks - 1 - that)
+/// of micro-batch (k / (G*chunks)) * G + k mod G; rank r warms up with
+/// 2 (ranks - r - 1) + (chunks - 1) G forwards (+1 with `extra_warmup`), then alternates.
+/// With micro a multiple of ranks, G = ranks: Megatron's order. Rule: micro must be a multiple
+/// of the rounds (as PyTorch: pp 4 takes 10 micro-batches in 2 rounds of 5, not 11).
+/// Bubble (ranks - 1) / (chunks * micro + ranks - 1) when G = ranks.
 constexpr schedule interleaved(const interleaved_params& p) {
   const pipeline_params common{p.ranks, p.micro, p.layers, p.stages, p.transfers, p.overlap};
   if (p.chunks < 1) gen::reject("interleaved", "chunks (per rank) must be >= 1");
@@ -37,20 +39,21 @@ constexpr schedule interleaved(const interleaved_params& p) {
                      .layers = p.layers,
                      .stages = p.stages};
   gen::check_common("interleaved", common, m);
-  if (p.micro % p.ranks != 0)
+  const int rounds = p.micro / p.ranks > 1 ? p.micro / p.ranks : 1;
+  if (p.micro % rounds != 0)
     gen::reject("interleaved",
-                "micro must be a multiple of ranks: micro-batches pass the chunks in groups of "
-                "`ranks`");
-  const int P = p.ranks, V = p.chunks, total = p.micro * V;
-  const auto mb_of = [&](int k) { return (k / (P * V)) * P + k % P; };
+                "micro must be a multiple of the rounds, max(1, micro / ranks): micro-batches "
+                "pass the chunks in rounds of equal size");
+  const int P = p.ranks, V = p.chunks, G = p.micro / rounds, total = p.micro * V;
+  const auto mb_of = [&](int k) { return (k / (G * V)) * G + k % G; };
   const auto local_chunk = [&](int k, bool forward) {
-    const int v = (k % (P * V)) / P;
+    const int v = (k % (G * V)) / G;
     return forward ? v : V - 1 - v;
   };
   gen::pipeline_builder b(m, p.overlap);
   for (int r = 0; r < P; ++r) {
     b.add_rank();
-    int warmup = 2 * (P - r - 1) + (V - 1) * P + (p.extra_warmup ? 1 : 0);
+    int warmup = 2 * (P - r - 1) + (V - 1) * G + (p.extra_warmup ? 1 : 0);
     if (warmup > total) warmup = total;
     const auto forward = [&](int k) { b.forward(mb_of(k), local_chunk(k, true) * P + r); };
     const auto backward = [&](int k) { b.backward(mb_of(k), local_chunk(k, false) * P + r); };
