@@ -1,0 +1,37 @@
+// libFuzzer harness: the weft tool's command line. The input is the arguments, separated by NUL
+// bytes; parsing must end in a request or an exit code with a message, and the KEY=VALUE lists
+// and mask families it accepts must build or refuse cleanly.
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <weft/core/error.hpp>
+#include <weft/cp/families.hpp>
+#include "cli.hpp"
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  std::vector<std::string> args{"weft"};
+  std::string cur;
+  for (std::size_t i = 0; i < size && args.size() < 64; ++i) {
+    if (data[i] == 0) {
+      args.push_back(cur);
+      cur.clear();
+    } else {
+      cur.push_back(static_cast<char>(data[i]));
+    }
+  }
+  if (!cur.empty()) args.push_back(cur);
+  std::vector<const char*> argv;
+  for (const std::string& a : args) argv.push_back(a.c_str());
+  const weft::cli::parsed p = weft::cli::parse(static_cast<int>(argv.size()), argv.data());
+  if (!p.run && p.exit_code == 0 && p.out.empty()) __builtin_trap();  // a stop says something
+  if (!p.run && p.exit_code != 0 && p.err.empty()) __builtin_trap();
+  if (p.run && !p.q.mask.empty()) {
+    try {
+      (void)weft::cp::masks::by_name(p.q.mask, p.q.seq < 4096 ? p.q.seq : 4096);
+    } catch (const weft::config_error&) {
+    }
+  }
+  return 0;
+}
