@@ -16,6 +16,13 @@ if(WEFT_BUILD_TESTS OR WEFT_BUILD_EXAMPLES OR WEFT_BUILD_TOOLS)
   weft_require(Eigen3_FOUND "Eigen 3 (weft/nn kernels)" "libeigen3-dev")
 endif()
 
+# range-v3 where ranges read better than loops in code compiled once (the MoE executor's
+# grouping, the tool's lists); its package config takes no version (it wants an exact match).
+find_package(range-v3 QUIET CONFIG)
+if(TARGET Eigen3::Eigen OR WEFT_BUILD_TOOLS)
+  weft_require(range-v3_FOUND "range-v3" "librange-v3-dev")
+endif()
+
 # The Chrome trace (weft/io/chrome_trace.hpp) and the tool's --json are written with it.
 find_package(nlohmann_json 3.10 QUIET CONFIG)
 weft_require(nlohmann_json_FOUND "nlohmann/json" "nlohmann-json3-dev")

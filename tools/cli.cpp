@@ -6,6 +6,10 @@
 #include <algorithm>
 #include <cstdint>
 #include <exception>
+#include <range/v3/range/conversion.hpp>
+#include <range/v3/view/filter.hpp>
+#include <range/v3/view/join.hpp>
+#include <range/v3/view/transform.hpp>
 #include <string>
 #include <string_view>
 
@@ -228,12 +232,16 @@ parsed parse(int argc, const char* const* argv) {
     }
     // Options the subcommand does not take come first: they may be why a required one is
     // missing. Named in the order given.
-    std::string extras, positionals;
-    for (const std::string& a : where->remaining()) {
-      std::string& list = a.rfind("-", 0) == 0 ? extras : positionals;
-      list += (list.empty() ? "" : ", ") + (&list == &extras ? a : "'" + a + "'");
-    }
-    if (extras.empty()) extras = positionals;  // else they are the values of those options
+    namespace rv = ranges::views;
+    const std::vector<std::string> rest = where->remaining();
+    const auto is_option = [](const std::string& a) { return a.rfind("-", 0) == 0; };
+    const auto quoted = [](const std::string& a) { return "'" + a + "'"; };
+    const auto listed = [](auto&& words) {
+      return words | rv::join(std::string(", ")) | ranges::to<std::string>();
+    };
+    // Options first; bare words only when there are none (else they are those options' values).
+    std::string extras = listed(rest | rv::filter(is_option));
+    if (extras.empty()) extras = listed(rest | rv::transform(quoted));
     std::string why = e.what();
     if (!extras.empty())
       why = sub + " does not take " + extras;

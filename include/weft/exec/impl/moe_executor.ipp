@@ -3,6 +3,10 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
+#include <range/v3/action/stable_sort.hpp>
+#include <range/v3/range/conversion.hpp>
+#include <range/v3/view/iota.hpp>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -189,15 +193,16 @@ class moe_run {
     const auto R = static_cast<std::size_t>(model_.cfg.replicas);
     exchange& x = s.a2a;
     if (k.step == 0) {  // how many rows go where, so every member can size what it receives
-      s.order.resize(c.chosen.expert.size());
+      // The (token, k) pairs grouped by the replica owning their expert, in token order within
+      // a group, and the group sizes.
+      const auto owner_of = [&](int pair) {
+        return static_cast<std::size_t>(
+            model_.owner(c.chosen.expert[static_cast<std::size_t>(pair)]));
+      };
+      s.order = ranges::views::iota(0, static_cast<int>(c.chosen.expert.size())) |
+                ranges::to<std::vector>() | ranges::actions::stable_sort(std::less<>{}, owner_of);
       s.rows_to.assign(R, 0);
-      std::size_t q = 0;
-      for (std::size_t to = 0; to < R; ++to)
-        for (std::size_t pair = 0; pair < c.chosen.expert.size(); ++pair)
-          if (static_cast<std::size_t>(model_.owner(c.chosen.expert[pair])) == to) {
-            s.order[q++] = static_cast<int>(pair);
-            ++s.rows_to[to];
-          }
+      for (const int pair : s.order) ++s.rows_to[owner_of(pair)];
       x.send.assign(s.rows_to.begin(), s.rows_to.end());
       k.started =
           exchange_rows(k, x, std::vector<std::size_t>(R, 1), std::vector<std::size_t>(R, 1), 1);
