@@ -358,7 +358,7 @@ inline std::vector<std::string> validate(const cp_plan& pl, const dense_mask& g)
     }
   // Per round, rank and kind: the plan's peers against the implied ones, as multisets.
   const auto compare = [&](int r, int p, std::vector<int> planned, std::vector<int> needed,
-                           const std::string& missing, const std::string& extra) {
+                           const char* missing, const char* extra) {
     std::sort(planned.begin(), planned.end());
     std::sort(needed.begin(), needed.end());
     std::vector<int> lack, surplus;
@@ -369,6 +369,23 @@ inline std::vector<std::string> validate(const cp_plan& pl, const dense_mask& g)
     for (const int peer : lack) say(name(r, p) + ": " + missing + std::to_string(peer));
     for (const int peer : surplus) say(name(r, p) + ": " + extra + std::to_string(peer));
   };
+  // Each list of a rank's transfers, and what to say when a peer is missing from it or extra.
+  struct transfer_list {
+    std::vector<int> transfers::*peers;
+    const char *missing, *extra;
+  };
+  static constexpr transfer_list lists[] = {
+      {&transfers::recv_kv_src, "its task needs KV from rank ",
+       "receives KV no task of its uses, from rank "},
+      {&transfers::recv_q_src, "its task needs Q from rank ",
+       "receives Q no task of its uses, from rank "},
+      {&transfers::recv_o_src, "does not receive its output back from rank ",
+       "receives an output nobody computed for it, from rank "},
+      {&transfers::send_kv_dst, "does not send its KV to rank ", "sends KV no task uses, to rank "},
+      {&transfers::send_q_dst, "does not send its Q to rank ", "sends Q no task uses, to rank "},
+      {&transfers::send_o_dst, "does not return an output to rank ",
+       "returns an output it did not compute, to rank "},
+  };
   for (int r = 0; r <= pl.rounds; ++r)
     for (int p = 0; p < cp; ++p) {
       const transfers& t = at(at(pl.moves, r), p);
@@ -376,18 +393,8 @@ inline std::vector<std::string> validate(const cp_plan& pl, const dense_mask& g)
       if (t.recv_q_src.size() > 1 || t.recv_kv_src.size() > 1)
         say(name(r, p) + ": " + (t.recv_q_src.size() > 1 ? "Q" : "KV") +
             " is received more than once; a rank has one buffer per operand and round");
-      compare(r, p, t.recv_kv_src, need.recv_kv_src, "its task needs KV from rank ",
-              "receives KV no task of its uses, from rank ");
-      compare(r, p, t.recv_q_src, need.recv_q_src, "its task needs Q from rank ",
-              "receives Q no task of its uses, from rank ");
-      compare(r, p, t.recv_o_src, need.recv_o_src, "does not receive its output back from rank ",
-              "receives an output nobody computed for it, from rank ");
-      compare(r, p, t.send_kv_dst, need.send_kv_dst, "does not send its KV to rank ",
-              "sends KV no task uses, to rank ");
-      compare(r, p, t.send_q_dst, need.send_q_dst, "does not send its Q to rank ",
-              "sends Q no task uses, to rank ");
-      compare(r, p, t.send_o_dst, need.send_o_dst, "does not return an output to rank ",
-              "returns an output it did not compute, to rank ");
+      for (const transfer_list& l : lists)
+        compare(r, p, t.*l.peers, need.*l.peers, l.missing, l.extra);
       if (t.units() > pl.cap)
         say(name(r, p) + ": " + std::to_string(t.units()) + " units exceed the cap of " +
             std::to_string(pl.cap));
