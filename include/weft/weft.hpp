@@ -1,6 +1,7 @@
 // Everything of weft that needs nothing beyond the `weft::weft` target (the standard library and
 // Boost.Hana): schedules and their vocabulary, the checker, the generators, transfers, the
-// stream program, both simulators, metrics, calibration, PyTorch CSV, text, traces and pictures.
+// stream program, both simulators, metrics, calibration, PyTorch CSV, text, SVG pictures. The
+// Chrome trace (weft/io/chrome_trace.hpp, nlohmann-json) is included where it is written.
 // The rest comes in by part, each with the target that carries its dependencies:
 //   weft/runtime.hpp  streams, the in-process backend, the runner (weft::weft: threads)
 //   weft/exec.hpp     the built-in models and executors, reference kernels (weft::exec: Eigen)
@@ -12,7 +13,6 @@
 #include <weft/core/kinds.hpp>
 #include <weft/core/link.hpp>
 #include <weft/core/op.hpp>
-#include <weft/io/chrome_trace.hpp>
 #include <weft/io/format.hpp>
 #include <weft/io/pytorch_csv.hpp>
 #include <weft/io/timeline.hpp>
