@@ -36,8 +36,6 @@ class key_values {
     }
   }
 
-  bool has(std::string_view key) const noexcept { return find(key) != nullptr; }
-
   /// The value of `key` as a finite number in [lo, hi], or `fallback` when absent.
   double number(std::string_view key, double fallback, double lo, double hi) {
     entry* e = find(key);
@@ -89,11 +87,6 @@ class key_values {
 
   entry* find(std::string_view key) noexcept {
     for (entry& e : items_)
-      if (e.key == key) return &e;
-    return nullptr;
-  }
-  const entry* find(std::string_view key) const noexcept {
-    for (const entry& e : items_)
       if (e.key == key) return &e;
     return nullptr;
   }

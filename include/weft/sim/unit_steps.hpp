@@ -20,7 +20,6 @@ namespace weft {
 struct unit_step_result {
   int steps = 0;       ///< steps until every rank has issued its last slot
   bool stuck = false;  ///< a step in which no rank could go: the program cannot finish
-  buffer<int> idle;    ///< per rank: steps it waited
 };
 
 constexpr unit_step_result unit_steps(const program& p) {
@@ -28,7 +27,6 @@ constexpr unit_step_result unit_steps(const program& p) {
   const schedule& s = p.source;
   const int R = s.ranks();
   unit_step_result out;
-  out.idle.assign(static_cast<std::size_t>(R), 0);
   buffer<std::uint8_t> gone(p.size(), 0);
   buffer<std::uint32_t> next(static_cast<std::size_t>(R), 0);  // next slot, counted on its rank
   const auto can_go = [&](int r) {
@@ -81,8 +79,6 @@ constexpr unit_step_result unit_steps(const program& p) {
       return out;
     }
     ++out.steps;
-    for (int r = 0; r < R; ++r)
-      out.idle[static_cast<std::size_t>(r)] += waited[static_cast<std::size_t>(r)];
   }
 }
 
