@@ -50,18 +50,17 @@ struct moe_layer {
   /// the sub-stages below, one after the other; dispatch and combine are local moves here.
   nn::matrix<T> forward(const nn::matrix<T>& x, const nn::attention_mask& mask, context& c) const {
     attn_forward(x, mask, c);
-    c.rows.expert = c.chosen.expert;  // dispatch F
-    c.rows.in = c.expert_in;
+    local_dispatch(c);
     mlp_forward(c.rows);
-    c.routed_out = c.rows.out;  // combine F
+    local_combine(c);
     shared_forward(c);
     return output(c);
   }
   nn::matrix<T> backward_dx(const nn::matrix<T>& dy, context& c) const {
     combine_backward(dy, c);
-    c.rows.dout = c.dexpert_out;  // combine B
+    local_combine_backward(c);
     mlp_backward_dx(c.rows);
-    c.dexpert_in = c.rows.din;  // dispatch B
+    local_dispatch_backward(c);
     shared_backward_dx(dy, c);
     return attn_backward_dx(dy, c);
   }
@@ -71,14 +70,57 @@ struct moe_layer {
     shared_backward_dw(c);
   }
 
+  /// AMPipe on one rank: the sequence in `cs.size()` chunks of equal length, each through every
+  /// sub-stage with its own context (queries of its rows, keys and values of all of `x`); the
+  /// output is the chunks' outputs one after the other.
+  nn::matrix<T> forward_chunked(const nn::matrix<T>& x, const nn::attention_mask& mask,
+                                std::vector<context>& cs) const {
+    const auto len = x.rows() / static_cast<Eigen::Index>(cs.size());
+    nn::matrix<T> y(x.rows(), x.cols());
+    for (std::size_t i = 0; i < cs.size(); ++i) {
+      context& c = cs[i];
+      attn_forward(x, mask, c, static_cast<Eigen::Index>(i) * len, len);
+      local_dispatch(c);
+      mlp_forward(c.rows);
+      local_combine(c);
+      shared_forward(c);
+      y.middleRows(static_cast<Eigen::Index>(i) * len, len) = output(c);
+    }
+    return y;
+  }
+  /// The input gradient of `forward_chunked`: every chunk's (which reaches all rows through the
+  /// keys and values) summed in chunk order.
+  nn::matrix<T> backward_dx_chunked(const nn::matrix<T>& dy, std::vector<context>& cs) const {
+    const auto len = dy.rows() / static_cast<Eigen::Index>(cs.size());
+    nn::matrix<T> dx = nn::matrix<T>::Zero(dy.rows(), dy.cols());
+    for (std::size_t i = 0; i < cs.size(); ++i) {
+      const nn::matrix<T> dyc = dy.middleRows(static_cast<Eigen::Index>(i) * len, len);
+      context& c = cs[i];
+      combine_backward(dyc, c);
+      local_combine_backward(c);
+      mlp_backward_dx(c.rows);
+      local_dispatch_backward(c);
+      shared_backward_dx(dyc, c);
+      dx += attn_backward_dx(dyc, c);
+    }
+    return dx;
+  }
+  void backward_dw_chunked(const std::vector<context>& cs) {
+    for (const context& c : cs) backward_dw(c);
+  }
+
   // The sub-stages. An executor runs them as separate ops in any order the dependencies allow
   // (the shared expert beside dispatch, dW deferred, ...) and gets the same results bit for bit;
   // dispatch and combine move `expert_in`/`routed_out` forward and `dexpert_out`/`dexpert_in`
   // backward through the communication interface.
 
-  /// attn (F): attention with its norm, the router, the rows each chosen expert gets.
-  void attn_forward(const nn::matrix<T>& x, const nn::attention_mask& mask, context& c) const {
-    c.h = x + attn.forward(norm1.forward(x, c.n1), mask, c.a);
+  /// attn (F): attention with its norm, the router, the rows each chosen expert gets — of the
+  /// tokens [first, first + rows) (all of them by default; an AMPipe chunk otherwise), whose
+  /// queries attend to every token of `x`.
+  void attn_forward(const nn::matrix<T>& x, const nn::attention_mask& mask, context& c,
+                    Eigen::Index first = 0, Eigen::Index rows = -1) const {
+    if (rows < 0) rows = x.rows();
+    c.h = x.middleRows(first, rows) + attn.forward(norm1.forward(x, c.n1), mask, c.a, first, rows);
     c.z = norm2.forward(c.h, c.n2);
     c.chosen = route.forward(c.z, c.r);
     const int k = route.k;
@@ -104,7 +146,9 @@ struct moe_layer {
     nn::matrix<T> y = c.h;
     const int k = route.k;
     for (Eigen::Index i = 0; i < y.rows(); ++i)
-      for (int j = 0; j < k; ++j) y.row(i) += c.chosen.gate(i, j) * c.routed_out.row(i * k + j);
+      for (int j = 0; j < k; ++j)
+        if (c.chosen.kept[static_cast<std::size_t>(i * k + j)])
+          y.row(i) += c.chosen.gate(i, j) * c.routed_out.row(i * k + j);
     return has_shared() ? nn::matrix<T>(y + c.shared_out) : y;
   }
 
@@ -115,6 +159,11 @@ struct moe_layer {
     c.dexpert_out.resize(dy.rows() * k, dy.cols());
     for (Eigen::Index i = 0; i < dy.rows(); ++i)
       for (int j = 0; j < k; ++j) {
+        if (!c.chosen.kept[static_cast<std::size_t>(i * k + j)]) {  // dropped: no gradient
+          c.dgate(i, j) = 0;
+          c.dexpert_out.row(i * k + j).setZero();
+          continue;
+        }
         c.dgate(i, j) = dy.row(i).dot(c.routed_out.row(i * k + j));
         c.dexpert_out.row(i * k + j) = c.chosen.gate(i, j) * dy.row(i);
       }
@@ -138,7 +187,9 @@ struct moe_layer {
     if (has_shared()) shared.backward_dw(c.s);
   }
   /// attn (dX): gathers the expert and shared gradients (dispatch has brought `dexpert_in`
-  /// back), through the router, the norms and attention.
+  /// back), through the router, the norms and attention. `dy` is the gradient of this op's
+  /// tokens; the result is of every token of the layer's input (an AMPipe chunk's keys and
+  /// values are all of them), to be summed over the chunks.
   nn::matrix<T> attn_backward_dx(const nn::matrix<T>& dy, context& c) const {
     const int k = route.k;
     nn::matrix<T> dz = has_shared() ? c.dz_shared : nn::matrix<T>::Zero(c.z.rows(), c.z.cols());
@@ -146,7 +197,10 @@ struct moe_layer {
       for (int j = 0; j < k; ++j) dz.row(i) += c.dexpert_in.row(i * k + j);
     dz += route.backward_dx(c.dgate, c.r);
     const nn::matrix<T> dh = dy + norm2.backward_dx(dz, c.n2);
-    return dh + norm1.backward_dx(attn.backward_dx(dh, c.a), c.n1);
+    if (dh.rows() == c.a.x.rows()) return dh + norm1.backward_dx(attn.backward_dx(dh, c.a), c.n1);
+    nn::matrix<T> dx = norm1.backward_dx(attn.backward_dx(dh, c.a), c.n1);
+    dx.middleRows(c.a.first, dh.rows()) += dh;
+    return dx;
   }
   void attn_backward_dw(const context& c) {
     norm1.backward_dw(c.n1);
@@ -171,7 +225,41 @@ struct moe_layer {
     }
   }
 
+  /// The (token, choice) pairs the router kept, in pair order.
+  static std::vector<int> kept_pairs(const context& c) {
+    std::vector<int> kept;
+    for (std::size_t q = 0; q < c.chosen.kept.size(); ++q)
+      if (c.chosen.kept[q]) kept.push_back(static_cast<int>(q));
+    return kept;
+  }
+
  private:
+  // dispatch and combine on one rank: the kept pairs' rows to the experts and back.
+  static void local_dispatch(context& c) {
+    const std::vector<int> kept = kept_pairs(c);
+    c.rows.expert.resize(kept.size());
+    c.rows.in.resize(static_cast<Eigen::Index>(kept.size()), c.expert_in.cols());
+    for (std::size_t q = 0; q < kept.size(); ++q) {
+      c.rows.expert[q] = c.chosen.expert[static_cast<std::size_t>(kept[q])];
+      c.rows.in.row(static_cast<Eigen::Index>(q)) = c.expert_in.row(kept[q]);
+    }
+  }
+  static void local_combine(context& c) { scatter_pairs(c, c.rows.out, c.routed_out); }
+  static void local_combine_backward(context& c) {
+    const std::vector<int> kept = kept_pairs(c);
+    c.rows.dout.resize(static_cast<Eigen::Index>(kept.size()), c.dexpert_out.cols());
+    for (std::size_t q = 0; q < kept.size(); ++q)
+      c.rows.dout.row(static_cast<Eigen::Index>(q)) = c.dexpert_out.row(kept[q]);
+  }
+  static void local_dispatch_backward(context& c) { scatter_pairs(c, c.rows.din, c.dexpert_in); }
+  /// Rows of the kept pairs back into pair order; a dropped pair's row is zero.
+  static void scatter_pairs(const context& c, const nn::matrix<T>& rows, nn::matrix<T>& into) {
+    const std::vector<int> kept = kept_pairs(c);
+    into = nn::matrix<T>::Zero(static_cast<Eigen::Index>(c.chosen.kept.size()), rows.cols());
+    for (std::size_t q = 0; q < kept.size(); ++q)
+      into.row(kept[q]) = rows.row(static_cast<Eigen::Index>(q));
+  }
+
   const nn::expert_mlp<T>& expert(const expert_rows& b, Eigen::Index row) const {
     return experts[static_cast<std::size_t>(b.expert[static_cast<std::size_t>(row)])];
   }

@@ -30,6 +30,9 @@ struct moe_config {
   bool shared_expert = true;
   int micro = 4;
   int replicas = 1;  ///< expert-parallel degree
+  /// Routing capacity (nn::router): 0 is dropless, so AMPipe's chunks change nothing; > 0 caps
+  /// each expert per routing call — per AMPipe chunk, as MindSpeed computes it.
+  double capacity_factor = 0;
   std::uint64_t seed = 1;
 };
 
@@ -58,6 +61,8 @@ inline void validate_config(const moe_config& c) {
   need(c.experts >= 1 && c.top_k >= 1 && c.top_k <= c.experts, "top_k must be in [1, experts]");
   need(c.replicas >= 1 && c.experts % c.replicas == 0,
        "replicas (expert parallelism) must divide experts");
+  need(c.capacity_factor >= 0 && c.capacity_factor <= 1e6,
+       "capacity_factor must be 0 (dropless) or a positive factor");
 }
 
 template <class T>
@@ -77,8 +82,10 @@ struct moe_model {
   /// The loss and every gradient of a serial run: each micro-batch of each replica through every
   /// stage forward and back, one after the other, all experts local. Replicated parameters get
   /// the sum over replicas (what a data-parallel all-reduce gives); an expert gets every token
-  /// routed to it. The reference a distributed run must match.
-  T serial_step();
+  /// routed to it. The reference a distributed run must match. With `degree` > 1 every layer runs
+  /// as AMPipe's chunks (moe_layer::forward_chunked): the same numbers up to rounding when
+  /// routing is dropless, the per-chunk capacity's when it is not.
+  T serial_step(int degree = 1);
 };
 
 #ifdef WEFT_SEPARATE_COMPILATION

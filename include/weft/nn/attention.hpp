@@ -1,5 +1,8 @@
 // Multi-head self-attention with a mask (causal or any boolean pattern). A query row that may
-// attend to no key gets a zero output (and passes no gradient), rather than NaN.
+// attend to no key gets a zero output (and passes no gradient), rather than NaN. The queries may
+// be a run of rows of the input while the keys and values are all of it (AMPipe's sequence
+// chunks): the chunks' outputs concatenated, and their input gradients summed, are the whole
+// sequence's.
 #pragma once
 
 #include <cmath>
@@ -28,33 +31,44 @@ struct attention {
 
   struct context {
     matrix<T> x, q, k, v, o, dy, dq, dk, dv;
-    std::vector<matrix<T>> p;  ///< per head: softmax probabilities
+    std::vector<matrix<T>> p;  ///< per head: softmax probabilities, queries x keys
+    Eigen::Index first = 0;    ///< the queries are rows [first, first + q.rows()) of x
   };
 
+  /// Attention of every row of `x` (the whole sequence).
   matrix<T> forward(const matrix<T>& x, const attention_mask& mask, context& c) const {
+    return forward(x, mask, c, 0, x.rows());
+  }
+  /// Attention of query rows [first, first + rows) of `x` over all of `x`, with the same rows of
+  /// `mask` (a causal mask gives the chunk its offset): a `rows` x width output.
+  matrix<T> forward(const matrix<T>& x, const attention_mask& mask, context& c, Eigen::Index first,
+                    Eigen::Index rows) const {
     const Eigen::Index s = x.rows(), d = x.cols(), dh = d / heads;
     if (d % heads != 0) throw std::invalid_argument("weft: attention: heads must divide the width");
     if (mask.rows() != s || mask.cols() != s)
       throw std::invalid_argument("weft: attention: the mask must be tokens x tokens");
+    if (first < 0 || rows < 0 || first + rows > s)
+      throw std::invalid_argument("weft: attention: the query rows must lie within the tokens");
     const T scale = T(1) / std::sqrt(T(dh));
     c.x = x;
-    c.q = x * wq.value;
+    c.first = first;
+    c.q = x.middleRows(first, rows) * wq.value;
     c.k = x * wk.value;
     c.v = x * wv.value;
-    c.o = matrix<T>::Zero(s, d);
+    c.o = matrix<T>::Zero(rows, d);
     c.p.assign(static_cast<std::size_t>(heads), matrix<T>());
     for (int h = 0; h < heads; ++h) {
       matrix<T> sc = c.q.middleCols(h * dh, dh) * c.k.middleCols(h * dh, dh).transpose() * scale;
       matrix<T>& p = c.p[static_cast<std::size_t>(h)];
-      p = matrix<T>::Zero(s, s);
-      for (Eigen::Index i = 0; i < s; ++i) {
+      p = matrix<T>::Zero(rows, s);
+      for (Eigen::Index i = 0; i < rows; ++i) {
         T top = -std::numeric_limits<T>::infinity();
         for (Eigen::Index j = 0; j < s; ++j)
-          if (mask(i, j)) top = std::max(top, sc(i, j));
+          if (mask(first + i, j)) top = std::max(top, sc(i, j));
         if (top == -std::numeric_limits<T>::infinity()) continue;  // attends to nothing
         T sum = 0;
         for (Eigen::Index j = 0; j < s; ++j)
-          if (mask(i, j)) sum += p(i, j) = std::exp(sc(i, j) - top);
+          if (mask(first + i, j)) sum += p(i, j) = std::exp(sc(i, j) - top);
         p.row(i) /= sum;
       }
       c.o.middleCols(h * dh, dh) = p * c.v.middleCols(h * dh, dh);
@@ -62,12 +76,13 @@ struct attention {
     return c.o * wo.value;
   }
 
+  /// The gradient of every row of x (not only the query rows: keys and values are all of x).
   matrix<T> backward_dx(const matrix<T>& dy, context& c) const {
-    const Eigen::Index s = c.x.rows(), d = c.x.cols(), dh = d / heads;
+    const Eigen::Index s = c.x.rows(), n = c.q.rows(), d = c.x.cols(), dh = d / heads;
     const T scale = T(1) / std::sqrt(T(dh));
     c.dy = dy;
     const matrix<T> dout = dy * wo.value.transpose();
-    c.dq = matrix<T>::Zero(s, d);
+    c.dq = matrix<T>::Zero(n, d);
     c.dk = matrix<T>::Zero(s, d);
     c.dv = matrix<T>::Zero(s, d);
     for (int h = 0; h < heads; ++h) {
@@ -80,11 +95,16 @@ struct attention {
       c.dq.middleCols(h * dh, dh) = ds * c.k.middleCols(h * dh, dh);
       c.dk.middleCols(h * dh, dh) = ds.transpose() * c.q.middleCols(h * dh, dh);
     }
-    return c.dq * wq.value.transpose() + c.dk * wk.value.transpose() + c.dv * wv.value.transpose();
+    if (n == s)
+      return c.dq * wq.value.transpose() + c.dk * wk.value.transpose() +
+             c.dv * wv.value.transpose();
+    matrix<T> dx = c.dk * wk.value.transpose() + c.dv * wv.value.transpose();
+    dx.middleRows(c.first, n) += c.dq * wq.value.transpose();
+    return dx;
   }
 
   void backward_dw(const context& c) {
-    wq.grad.noalias() += c.x.transpose() * c.dq;
+    wq.grad.noalias() += c.x.middleRows(c.first, c.q.rows()).transpose() * c.dq;
     wk.grad.noalias() += c.x.transpose() * c.dk;
     wv.grad.noalias() += c.x.transpose() * c.dv;
     wo.grad.noalias() += c.o.transpose() * c.dy;

@@ -14,15 +14,34 @@ namespace weft::nn {
 
 /// Top-k routing: softmax over experts, the k largest probabilities (ties to the lower expert
 /// index, so every run routes alike) become the gates of the chosen experts.
+///
+/// Dropless by default: every (token, choice) pair reaches its expert. With a capacity factor
+/// cf > 0 an expert takes at most C = max(min_capacity, ceil(tokens * k / experts * cf)) pairs,
+/// at most `tokens`, of one routing call, first choices before second ones and each in token
+/// order (DeepSpeed's top-k gating); a dropped pair contributes nothing and gets no gradient.
+/// C counts the tokens of one call: the whole sequence, or one AMPipe chunk — so with a capacity
+/// chunking changes which pairs are dropped (what MindSpeed's AMPipe does), dropless it does not.
 template <class T>
 struct router {
   param<T> w;  ///< d x experts
   int k = 1;
+  double capacity_factor = 0;  ///< 0: dropless
+  int min_capacity = 0;
 
   struct choice {
-    std::vector<int> expert;  ///< tokens x k
-    matrix<T> gate;           ///< tokens x k
+    std::vector<int> expert;          ///< tokens x k
+    matrix<T> gate;                   ///< tokens x k
+    std::vector<unsigned char> kept;  ///< tokens x k: 0 where the capacity dropped the pair
   };
+
+  /// Pairs an expert takes from a call routing `tokens` tokens (`tokens * k` when dropless).
+  long long capacity(long long tokens) const {
+    const long long experts = w.value.cols();
+    if (capacity_factor <= 0) return tokens * k;
+    const auto c = static_cast<long long>(std::ceil(
+        static_cast<double>(tokens) * k / static_cast<double>(experts) * capacity_factor));
+    return std::min(tokens, std::max<long long>(c, min_capacity));
+  }
   struct context {
     matrix<T> x, probs, dlogits;
     choice chosen;
@@ -49,6 +68,17 @@ struct router {
         c.chosen.expert[static_cast<std::size_t>(i * k + j)] = order[static_cast<std::size_t>(j)];
         c.chosen.gate(i, j) = c.probs(i, order[static_cast<std::size_t>(j)]);
       }
+    }
+    c.chosen.kept.assign(static_cast<std::size_t>(n * k), 1);
+    if (capacity_factor > 0) {
+      const long long cap = capacity(n);
+      std::vector<long long> taken(static_cast<std::size_t>(e), 0);
+      for (int j = 0; j < k; ++j)
+        for (Eigen::Index i = 0; i < n; ++i) {
+          const auto pair = static_cast<std::size_t>(i * k + j);
+          if (taken[static_cast<std::size_t>(c.chosen.expert[pair])]++ >= cap)
+            c.chosen.kept[pair] = 0;
+        }
     }
     return c.chosen;
   }

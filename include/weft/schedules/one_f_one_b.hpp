@@ -10,7 +10,11 @@ using one_f_one_b_params = pipeline_params;
 
 namespace gen {
 constexpr model_desc single_chunk_model(const pipeline_params& p) noexcept {
-  return {.ranks = p.ranks, .micro = p.micro, .layers = p.layers, .stages = p.stages};
+  return {.ranks = p.ranks,
+          .micro = p.micro,
+          .layers = p.layers,
+          .stages = p.stages,
+          .splits = p.splits};
 }
 }  // namespace gen
 

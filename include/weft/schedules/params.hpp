@@ -22,6 +22,9 @@ struct pipeline_params {
   bool transfers = false;  ///< lower to explicit send/recv ops (`with_transfers`)
   /// MoE fb-overlap for sub-stage layers; the default is the baseline (none).
   overlap_options overlap = overlap_options::none();
+  /// AMPipe degree: each micro-batch's sequence in this many chunks, an op's `split` (their
+  /// order: `overlap.pipeline_splits`).
+  int splits = 1;
 };
 
 namespace gen {
@@ -50,7 +53,8 @@ constexpr model_desc vee_model(const char* name, const pipeline_params& p,
                      .bidirectional = bidirectional,
                      .micro = p.micro,
                      .layers = p.layers,
-                     .stages = p.stages};
+                     .stages = p.stages,
+                     .splits = p.splits};
   check_common(name, p, m);
   if (p.micro < 2 * p.ranks) reject(name, "micro must be >= 2 * ranks");
   return m;

@@ -6,6 +6,7 @@
 #include <cstdint>
 
 #include <weft/core/buffer.hpp>
+#include <weft/core/error.hpp>
 #include <weft/schedule/schedule.hpp>
 
 namespace weft {
@@ -24,9 +25,16 @@ struct overlap_options {
   /// Alone (warm-up, cool-down): the shared expert's forward hides dispatch-F, its backward
   /// hides combine-B, and the routed experts' dW hides dispatch-B.
   bool self_overlap = false;
+  /// AMPipe (seed: ampipe), for a model whose micro-batches are split along the sequence
+  /// (`splits` > 1): each layer's forward runs every split's attention (dispatching each as
+  /// soon as it is routed), then every split's experts (combining each as soon as it is done),
+  /// so dispatch(s) hides behind attention(s+1) and combine(s) behind experts(s+1); the
+  /// backward mirrors it over the splits last to first (combine-B of all, experts, attention).
+  /// Off: each split's sub-stages one after the other, which hides nothing.
+  bool pipeline_splits = false;
 
   static constexpr overlap_options none() noexcept { return {}; }
-  static constexpr overlap_options all() noexcept { return {true, true, true}; }
+  static constexpr overlap_options all() noexcept { return {true, true, true, true}; }
   friend constexpr bool operator==(const overlap_options&, const overlap_options&) = default;
 };
 
@@ -104,12 +112,120 @@ struct layer_shape {
   }
 };
 
+/// An op of a layer's split chain, for `merge_streams`.
+struct chain_op {
+  kind k;
+  phase ph;
+  int split;
+};
+
+/// Does `a` need `b` within one layer: the sub-stage chain of one split (forward
+/// attn -> dispatch -> mlp -> combine and attn -> shared; backward combine -> mlp -> dispatch ->
+/// attn, shared -> attn, dX -> dW).
+constexpr bool needs_in_layer(const chain_op& a, const chain_op& b) {
+  if (a.split != b.split) return false;
+  if (a.ph == phase::F) {
+    if (b.ph != phase::F) return false;
+    switch (a.k) {
+      case kind::dispatch:
+      case kind::shared:
+        return b.k == kind::attn;
+      case kind::mlp:
+        return b.k == kind::dispatch;
+      case kind::combine:
+        return b.k == kind::mlp;
+      default:
+        return false;
+    }
+  }
+  if (b.ph == phase::F) return false;
+  if (a.ph == phase::dW) return b.k == a.k && b.ph == phase::dX;
+  switch (a.k) {
+    case kind::mlp:
+      return b.k == kind::combine;
+    case kind::dispatch:
+      return b.k == kind::mlp && b.ph != phase::dW;
+    case kind::attn:
+      return (b.k == kind::dispatch || b.k == kind::shared) && b.ph != phase::dW;
+    default:
+      return false;
+  }
+}
+
+/// Slots for one layer from its compute-stream ops and its comm-stream ops, each list in stream
+/// order: each slot issues the next op of each list whose in-layer producers are in earlier
+/// slots, so a comm op shares a slot with the compute op it hides behind.
+constexpr void merge_streams(pattern& p, int layer, const buffer<chain_op>& compute,
+                             const buffer<chain_op>& comm, int whose) {
+  std::size_t i = 0, j = 0;
+  const auto ready = [&](const chain_op& x) {
+    // Every producer of x in either list must already have been issued.
+    for (std::size_t q = i; q < compute.size(); ++q)
+      if (needs_in_layer(x, compute[q])) return false;
+    for (std::size_t q = j; q < comm.size(); ++q)
+      if (needs_in_layer(x, comm[q])) return false;
+    return true;
+  };
+  while (i < compute.size() || j < comm.size()) {
+    const bool a = i < compute.size() && ready(compute[i]);
+    const bool b = j < comm.size() && ready(comm[j]);
+    if (!a && !b) throw config_error("weft: ampipe: the split order is not a dependency order");
+    if (a) p.add(compute[i].k, compute[i].ph, layer, compute[i].split, whose);
+    if (b) p.add(comm[j].k, comm[j].ph, layer, comm[j].split, whose);
+    p.close();
+    i += a ? 1 : 0;
+    j += b ? 1 : 0;
+  }
+}
+
+/// AMPipe's forward of one layer (overlap_options::pipeline_splits): the attention of every
+/// split, then the shared expert of every split, then the routed experts, on the compute stream;
+/// the dispatches, then the combines, on the comm stream.
+constexpr void pipelined_forward(pattern& p, const model_desc& m, int layer, int whose) {
+  buffer<chain_op> compute, comm;
+  for (int sp = 0; sp < m.splits; ++sp) compute.push_back({kind::attn, phase::F, sp});
+  if (m.stages.has(kind::shared))
+    for (int sp = 0; sp < m.splits; ++sp) compute.push_back({kind::shared, phase::F, sp});
+  for (int sp = 0; sp < m.splits; ++sp) {
+    compute.push_back({kind::mlp, phase::F, sp});
+    comm.push_back({kind::dispatch, phase::F, sp});
+  }
+  for (int sp = 0; sp < m.splits; ++sp) comm.push_back({kind::combine, phase::F, sp});
+  merge_streams(p, layer, compute, comm, whose);
+}
+
+/// AMPipe's backward of one layer, splits last to first: the shared expert's and the routed
+/// experts' backward, then attention's, on the compute stream (a fused B with self-overlap
+/// splits the experts into dX and dW, the dW after every dX); every combine-B, then every
+/// dispatch-B, on the comm stream. `ph` is B or dX as in `backward_pattern`.
+constexpr void pipelined_backward(pattern& p, const model_desc& m, overlap_options o, phase ph,
+                                  int layer, int whose) {
+  buffer<chain_op> compute, comm;
+  const int D = m.splits;
+  const bool split_experts = ph == phase::B && o.self_overlap;
+  const phase expert_ph = split_experts ? phase::dX : ph;
+  if (m.stages.has(kind::shared))
+    for (int sp = D - 1; sp >= 0; --sp) compute.push_back({kind::shared, ph, sp});
+  for (int sp = D - 1; sp >= 0; --sp) compute.push_back({kind::mlp, expert_ph, sp});
+  if (split_experts)
+    for (int sp = D - 1; sp >= 0; --sp) compute.push_back({kind::mlp, phase::dW, sp});
+  for (int sp = D - 1; sp >= 0; --sp) compute.push_back({kind::attn, ph, sp});
+  for (int sp = D - 1; sp >= 0; --sp) comm.push_back({kind::combine, phase::B, sp});
+  for (int sp = D - 1; sp >= 0; --sp) comm.push_back({kind::dispatch, phase::B, sp});
+  merge_streams(p, layer, compute, comm, whose);
+}
+
 /// One chunk's forward: per layer, per split, the kinds in order; with self-overlap, the shared
-/// expert beside dispatch.
+/// expert beside dispatch; with AMPipe (`pipeline_splits`, MoE layers in several splits), the
+/// splits pipelined.
 constexpr pattern forward_pattern(const model_desc& m, overlap_options o, int whose = 0) {
   const layer_shape ls(m.stages);
   pattern p;
-  for (int l = 0; l < m.layers; ++l)
+  for (int l = 0; l < m.layers; ++l) {
+    if (o.pipeline_splits && ls.moe && m.splits > 1) {
+      pipelined_forward(p, m, l, whose);
+      continue;
+    }
     for (int sp = 0; sp < m.splits; ++sp) {
       if (o.self_overlap && ls.moe && ls.shared) {
         p.slot(kind::attn, phase::F, l, sp, whose);
@@ -122,6 +238,7 @@ constexpr pattern forward_pattern(const model_desc& m, overlap_options o, int wh
       }
       for (int j = 0; j < ls.n; ++j) p.slot(ls.k[j], phase::F, l, sp, whose);
     }
+  }
   return p;
 }
 
@@ -134,7 +251,11 @@ constexpr pattern backward_pattern(const model_desc& m, overlap_options o, phase
                                    int whose = 0) {
   const layer_shape ls(m.stages);
   pattern p;
-  for (int l = m.layers - 1; l >= 0; --l)
+  for (int l = m.layers - 1; l >= 0; --l) {
+    if (o.pipeline_splits && ls.moe && m.splits > 1 && ph != phase::dW) {
+      pipelined_backward(p, m, o, ph, l, whose);
+      continue;
+    }
     for (int sp = m.splits - 1; sp >= 0; --sp) {
       if (ph == phase::B && o.self_overlap && ls.moe) {
         p.add(kind::combine, phase::B, l, sp, whose);
@@ -166,6 +287,7 @@ constexpr pattern backward_pattern(const model_desc& m, overlap_options o, phase
           p.slot(k, phase::B, l, sp, whose);
       }
     }
+  }
   return p;
 }
 

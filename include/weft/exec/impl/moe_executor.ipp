@@ -5,8 +5,6 @@
 #include <cstddef>
 #include <functional>
 #include <range/v3/action/stable_sort.hpp>
-#include <range/v3/range/conversion.hpp>
-#include <range/v3/view/iota.hpp>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -53,12 +51,14 @@ class moe_run {
     std::vector<int> order;
     std::vector<std::size_t> rows_to, rows_from;
     exchange a2a;
-    nn::matrix<T> dx;  ///< the layer's input gradient (attn B or dX)
+    /// This split's part of the layer's input gradient (attn B or dX): of every token, since
+    /// its queries attended to all of them; the layer's is the sum over its splits.
+    nn::matrix<T> dx;
   };
-  struct unit {  // one (replica, micro-batch, chunk)
-    std::vector<layer_state> layers;
-    std::vector<moe_layer<T>> grad;  ///< this unit's weight gradients, kept apart
-    nn::matrix<T> in_act, in_grad, out_act;
+  struct unit {                       // one (replica, micro-batch, chunk)
+    std::vector<layer_state> layers;  ///< [layer * splits + split]
+    std::vector<moe_layer<T>> grad;   ///< this unit's weight gradients, kept apart
+    nn::matrix<T> in_act, in_grad, out_act, out_grad;
   };
 
   void check_fits(const program& p) const {
@@ -69,8 +69,10 @@ class moe_run {
       throw config_error(std::string("weft: run: the MoE model runs schedules of its sub-stages "
                                      "(attn, dispatch, mlp, combine") +
                          (c.shared_expert ? ", shared" : "") + ")");
-    if (m.splits != 1)
-      throw config_error("weft: run: the MoE model does not split sequences (splits = 1)");
+    if (c.tokens % m.splits != 0)
+      throw config_error("weft: run: the AMPipe degree (splits = " + std::to_string(m.splits) +
+                         ") must divide the tokens per micro-batch (" + std::to_string(c.tokens) +
+                         ")");
     if (m.micro != c.micro)
       throw config_error("weft: run: the schedule has " + std::to_string(m.micro) +
                          " micro-batches, the model " + std::to_string(c.micro));
@@ -105,7 +107,7 @@ class moe_run {
       for (int mb = 0; mb < m.micro; ++mb)
         for (int c = m.first_chunk(mb); c < m.end_chunk(mb); ++c) {
           unit& u = at(r, mb, c);
-          u.layers.resize(static_cast<std::size_t>(m.layers));
+          u.layers.resize(static_cast<std::size_t>(m.layers * m.splits));
           u.grad = stage(c);
           for (auto& layer : u.grad) layer.each_param([](nn::param<T>& pr) { pr.zero_grad(); });
         }
@@ -117,9 +119,15 @@ class moe_run {
   unit& at(int r, int mb, int c) {
     return units_[static_cast<std::size_t>((r * m_.micro + mb) * m_.chunks() + c)];
   }
-  layer_state& state(const run_call& k) {
-    return at(k.replica, k.op.mb, k.op.chunk).layers[k.op.layer];
+  layer_state& state(int r, int mb, int c, int l, int sp) {
+    return at(r, mb, c).layers[static_cast<std::size_t>(l * m_.splits + sp)];
   }
+  layer_state& state(const run_call& k) {
+    return state(k.replica, k.op.mb, k.op.chunk, k.op.layer, k.op.split);
+  }
+  /// An AMPipe chunk's tokens: rows [split * rows, (split + 1) * rows) of the micro-batch.
+  Eigen::Index split_rows() const { return model_.cfg.tokens / m_.splits; }
+  Eigen::Index first_row(const op& o) const { return o.split * split_rows(); }
   const std::vector<moe_layer<T>>& stage(int c) const {
     return model_.stages[static_cast<std::size_t>(stage_of_chunk(m_, c))];
   }
@@ -129,11 +137,22 @@ class moe_run {
   }
 
   // Activations and gradients between layers and chunks. Layer outputs are not stored: each
-  // consumer computes h + routed + shared from the layer's context, which no op rewrites after
-  // combine F and shared F (what every consumer waits for).
+  // consumer computes h + routed + shared from the layer's contexts (one per split, its rows of
+  // the output), which no op rewrites after combine F and shared F (what every consumer waits
+  // for). Likewise a layer's input gradient is summed from its splits' where it is needed.
   nn::matrix<T> output(int r, int mb, int c, int l) {
-    return stage(c)[static_cast<std::size_t>(l)].output(
-        at(r, mb, c).layers[static_cast<std::size_t>(l)].ctx);
+    const auto& lay = stage(c)[static_cast<std::size_t>(l)];
+    if (m_.splits == 1) return lay.output(state(r, mb, c, l, 0).ctx);
+    nn::matrix<T> y(model_.cfg.tokens, model_.cfg.width);
+    for (int sp = 0; sp < m_.splits; ++sp)
+      y.middleRows(sp * split_rows(), split_rows()) = lay.output(state(r, mb, c, l, sp).ctx);
+    return y;
+  }
+  nn::matrix<T> input_grad(int r, int mb, int c, int l) {
+    if (m_.splits == 1) return state(r, mb, c, l, 0).dx;
+    nn::matrix<T> dx = state(r, mb, c, l, 0).dx;
+    for (int sp = 1; sp < m_.splits; ++sp) dx += state(r, mb, c, l, sp).dx;
+    return dx;
   }
   nn::matrix<T> input(int r, int mb, int c, int l) {
     if (l > 0) return output(r, mb, c, l - 1);
@@ -143,11 +162,17 @@ class moe_run {
     return output(r, mb, c - 1, m_.layers - 1);
   }
   nn::matrix<T> output_grad(int r, int mb, int c, int l) {
-    if (l + 1 < m_.layers) return at(r, mb, c).layers[static_cast<std::size_t>(l + 1)].dx;
+    if (l + 1 < m_.layers) return input_grad(r, mb, c, l + 1);
     if (c == m_.end_chunk(mb) - 1)
       return nn::mse_loss<T>::gradient(output(r, mb, c, l), target(r, mb)) / model_.loss_divisor();
     if (ix_.crosses_ranks(c, c + 1)) return at(r, mb, c).in_grad;
-    return at(r, mb, c + 1).layers[0].dx;
+    return input_grad(r, mb, c + 1, 0);
+  }
+  /// The output gradient of an op's own tokens (its split's rows).
+  nn::matrix<T> op_output_grad(const run_call& k) {
+    const nn::matrix<T> g = output_grad(k.replica, k.op.mb, k.op.chunk, k.op.layer);
+    if (m_.splits == 1) return g;
+    return g.middleRows(first_row(k.op), split_rows());
   }
   const nn::matrix<T>& target(int r, int mb) const {
     return model_.targets[static_cast<std::size_t>(r)][static_cast<std::size_t>(mb)];
@@ -199,8 +224,7 @@ class moe_run {
         return static_cast<std::size_t>(
             model_.owner(c.chosen.expert[static_cast<std::size_t>(pair)]));
       };
-      s.order = ranges::views::iota(0, static_cast<int>(c.chosen.expert.size())) |
-                ranges::to<std::vector>() | ranges::actions::stable_sort(std::less<>{}, owner_of);
+      s.order = moe_layer<T>::kept_pairs(c) | ranges::actions::stable_sort(std::less<>{}, owner_of);
       s.rows_to.assign(R, 0);
       for (const int pair : s.order) ++s.rows_to[owner_of(pair)];
       x.send.assign(s.rows_to.begin(), s.rows_to.end());
@@ -241,7 +265,7 @@ class moe_run {
     layer_state& s = state(k);
     auto& c = s.ctx;
     if (k.step == 0) {
-      layer(k.op).combine_backward(output_grad(k.replica, k.op.mb, k.op.chunk, k.op.layer), c);
+      layer(k.op).combine_backward(op_output_grad(k), c);
       pack(c.dexpert_out, &s.order, s.a2a.send);
       k.started = exchange_rows(k, s.a2a, s.rows_to, s.rows_from, c.z.cols());
       return;
@@ -272,8 +296,9 @@ class moe_run {
   }
 
   /// Token side: the rows that came back, into pair order.
+  /// Pairs the capacity dropped did not travel: their rows are zero.
   static void unpack(const layer_state& s, nn::matrix<T>& into, Eigen::Index width) {
-    into.resize(static_cast<Eigen::Index>(s.order.size()), width);
+    into = nn::matrix<T>::Zero(static_cast<Eigen::Index>(s.ctx.chosen.kept.size()), width);
     for (std::size_t q = 0; q < s.order.size(); ++q)
       std::copy(s.a2a.recv.data() + static_cast<Eigen::Index>(q) * width,
                 s.a2a.recv.data() + static_cast<Eigen::Index>(q + 1) * width,
@@ -286,8 +311,11 @@ class moe_run {
     const op& o = k.op;
     unit& u = at(k.replica, o.mb, o.chunk);
     if (o.k == kind::send) {
-      if (o.ph == phase::F) u.out_act = output(k.replica, o.mb, o.chunk, m_.layers - 1);
-      const nn::matrix<T>& data = o.ph == phase::F ? u.out_act : u.layers[0].dx;
+      if (o.ph == phase::F)
+        u.out_act = output(k.replica, o.mb, o.chunk, m_.layers - 1);
+      else
+        u.out_grad = input_grad(k.replica, o.mb, o.chunk, 0);
+      const nn::matrix<T>& data = o.ph == phase::F ? u.out_act : u.out_grad;
       return k.comm->isend({data.data(), static_cast<std::size_t>(data.size())}, k.peer, k.tag);
     }
     nn::matrix<T>& into = o.ph == phase::F ? u.in_act : u.in_grad;
@@ -343,7 +371,8 @@ struct moe_run<T>::kernels {
   // attn: attention, its norms and the router.
   void operator()(kinds::attn, phases::forward, run_call& k) {
     ex.layer(k.op).attn_forward(ex.input(k.replica, k.op.mb, k.op.chunk, k.op.layer),
-                                ex.model_.mask, ex.state(k).ctx);
+                                ex.model_.mask, ex.state(k).ctx, ex.first_row(k.op),
+                                ex.split_rows());
   }
   void operator()(kinds::attn, phases::backward, run_call& k) {
     (*this)(kinds::attn{}, phases::backward_dx{}, k);
@@ -351,8 +380,7 @@ struct moe_run<T>::kernels {
   }
   void operator()(kinds::attn, phases::backward_dx, run_call& k) {
     layer_state& s = ex.state(k);
-    s.dx = ex.layer(k.op).attn_backward_dx(
-        ex.output_grad(k.replica, k.op.mb, k.op.chunk, k.op.layer), s.ctx);
+    s.dx = ex.layer(k.op).attn_backward_dx(ex.op_output_grad(k), s.ctx);
   }
   void operator()(kinds::attn, phases::backward_dw, run_call& k) {
     ex.grad_layer(k).attn_backward_dw(ex.state(k).ctx);
@@ -382,8 +410,7 @@ struct moe_run<T>::kernels {
     (*this)(kinds::shared{}, phases::backward_dw{}, k);
   }
   void operator()(kinds::shared, phases::backward_dx, run_call& k) {
-    ex.layer(k.op).shared_backward_dx(ex.output_grad(k.replica, k.op.mb, k.op.chunk, k.op.layer),
-                                      ex.state(k).ctx);
+    ex.layer(k.op).shared_backward_dx(ex.op_output_grad(k), ex.state(k).ctx);
   }
   void operator()(kinds::shared, phases::backward_dw, run_call& k) {
     ex.grad_layer(k).shared_backward_dw(ex.state(k).ctx);

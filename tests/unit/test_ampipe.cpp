@@ -1,0 +1,284 @@
+// AMPipe (seed: ampipe): a MoE layer split along the sequence gives the whole layer's output and
+// gradients for any degree and mask; routing capacity per chunk is the one thing chunking
+// changes; the split pipeline is a schedule the checker proves and the executor runs exactly.
+#include <doctest/doctest.h>
+
+#include <random>
+#include <string>
+#include <vector>
+
+#include <weft/exec/moe_executor.hpp>
+#include <weft/exec/seeded.hpp>
+#include <weft/schedule/verify.hpp>
+#include <weft/schedules/dualpipe.hpp>
+#include <weft/schedules/interleaved.hpp>
+#include <weft/schedules/one_f_one_b.hpp>
+
+using namespace weft;
+using namespace weft::exec;
+
+namespace {
+
+template <class T>
+double rel_err(const nn::matrix<T>& got, const nn::matrix<T>& want) {
+  const double scale = static_cast<double>(want.norm());
+  return static_cast<double>((got - want).norm()) / (scale > 0 ? scale : 1.0);
+}
+
+/// A layer of the MoE model with every gradient zeroed.
+template <class T>
+moe_layer<T> fresh_layer(std::uint64_t seed, double capacity = 0) {
+  moe_model<T> model(
+      {.stages = 1, .tokens = 12, .width = 8, .capacity_factor = capacity, .seed = seed});
+  moe_layer<T> layer = model.stages[0][0];
+  layer.each_param([](nn::param<T>& p) { p.zero_grad(); });
+  return layer;
+}
+
+/// A mask that is neither causal nor full: random, with one query row that sees nothing.
+nn::attention_mask general_mask(Eigen::Index s) {
+  std::mt19937 gen(3);
+  nn::attention_mask m(s, s);
+  for (Eigen::Index i = 0; i < s; ++i)
+    for (Eigen::Index j = 0; j < s; ++j) m(i, j) = (gen() % 3) != 0;
+  for (Eigen::Index j = 0; j < s; ++j) m(s / 2, j) = false;
+  return m;
+}
+
+template <class T>
+struct layer_result {
+  nn::matrix<T> y, dx;
+  std::vector<nn::matrix<T>> grads;
+};
+
+/// Forward and backward of one layer, whole (degree 1) or in `degree` chunks.
+template <class T>
+layer_result<T> run_layer(int degree, const nn::attention_mask& mask, double capacity = 0) {
+  moe_layer<T> layer = fresh_layer<T>(11, capacity);
+  seeded_normal<T> random(5);
+  const nn::matrix<T> x = random(12, 8, 1.0), dy = random(12, 8, 1.0);
+  layer_result<T> r;
+  if (degree == 1) {
+    typename moe_layer<T>::context c;
+    r.y = layer.forward(x, mask, c);
+    r.dx = layer.backward_dx(dy, c);
+    layer.backward_dw(c);
+  } else {
+    std::vector<typename moe_layer<T>::context> cs(static_cast<std::size_t>(degree));
+    r.y = layer.forward_chunked(x, mask, cs);
+    r.dx = layer.backward_dx_chunked(dy, cs);
+    layer.backward_dw_chunked(cs);
+  }
+  layer.each_param([&](nn::param<T>& p) { r.grads.push_back(p.grad); });
+  return r;
+}
+
+template <class T>
+double worst_gap(const layer_result<T>& a, const layer_result<T>& b) {
+  double worst = std::max(rel_err(a.y, b.y), rel_err(a.dx, b.dx));
+  for (std::size_t i = 0; i < a.grads.size(); ++i)
+    worst = std::max(worst, rel_err(a.grads[i], b.grads[i]));
+  return worst;
+}
+
+}  // namespace
+
+TEST_CASE("a layer in D chunks equals the whole layer: output, input and weight gradients") {
+  for (const bool causal : {true, false}) {
+    const nn::attention_mask mask = causal ? nn::causal_mask(12) : general_mask(12);
+    const auto whole = run_layer<double>(1, mask);
+    const auto whole_f = run_layer<float>(1, mask);
+    for (const int D : {2, 3, 4, 6, 12}) {
+      CAPTURE(causal);
+      CAPTURE(D);
+      CHECK(worst_gap(run_layer<double>(D, mask), whole) < 1e-12);
+      CHECK(worst_gap(run_layer<float>(D, mask), whole_f) < 1e-5);
+    }
+  }
+}
+
+TEST_CASE("a chunk's queries see every key: dropping the other chunks' keys would differ") {
+  // The second half of a causal sequence attends to the first: its attention output depends on
+  // the first half's tokens, which the chunked layer must therefore read in full.
+  moe_layer<double> layer = fresh_layer<double>(11);
+  seeded_normal<double> random(5);
+  nn::matrix<double> x = random(12, 8, 1.0);
+  const nn::attention_mask mask = nn::causal_mask(12);
+  typename moe_layer<double>::context c;
+  layer.attn_forward(x, mask, c, 6, 6);
+  const nn::matrix<double> h = c.h;
+  x.row(0) = random(1, 8, 1.0);  // a token of the first chunk (not a multiple: norms rescale)
+  layer.attn_forward(x, mask, c, 6, 6);
+  CHECK(rel_err(c.h, h) > 1e-3);
+  CHECK_THROWS_AS(layer.attn_forward(x, mask, c, 8, 6), std::invalid_argument);
+}
+
+TEST_CASE("capacity: per routing call, first choices first, so chunking changes what is dropped") {
+  // Four tokens that all prefer expert 0, then expert 1 (width 1, positive inputs).
+  nn::router<double> r;
+  r.w = nn::param<double>(nn::matrix<double>{{4.0, 2.0, 0.0, -2.0}});
+  r.k = 2;
+  r.capacity_factor = 1;
+  nn::matrix<double> x(4, 1);
+  x << 1, 1, 1, 1;
+  typename nn::router<double>::context c;
+  // Whole sequence: C = ceil(4 * 2 / 4 * 1) = 2 per expert; tokens 0 and 1 reach expert 0 and
+  // expert 1, tokens 2 and 3 reach neither.
+  CHECK(r.capacity(4) == 2);
+  auto whole = r.forward(x, c);
+  CHECK(whole.kept == std::vector<unsigned char>{1, 1, 1, 1, 0, 0, 0, 0});
+  // Two chunks of two tokens: C = 1 per chunk, so tokens 0 and 2 are kept, 1 and 3 dropped.
+  CHECK(r.capacity(2) == 1);
+  auto first = r.forward(x.topRows(2), c);
+  auto second = r.forward(x.bottomRows(2), c);
+  CHECK(first.kept == std::vector<unsigned char>{1, 1, 0, 0});
+  CHECK(second.kept == std::vector<unsigned char>{1, 1, 0, 0});
+  // Second choices queue behind every first choice: with C = 3 the third token's second choice
+  // (expert 1) is kept, the fourth token's first choice (expert 0) is not.
+  r.capacity_factor = 1.5;
+  CHECK(r.capacity(4) == 3);
+  CHECK(r.forward(x, c).kept == std::vector<unsigned char>{1, 1, 1, 1, 1, 1, 0, 0});
+  r.min_capacity = 4;
+  CHECK(r.capacity(4) == 4);
+  r.capacity_factor = 0;  // dropless
+  CHECK(r.capacity(4) == 8);
+}
+
+TEST_CASE("with a capacity the chunked layer routes per chunk; dropless it equals the whole") {
+  const nn::attention_mask mask = nn::causal_mask(12);
+  CHECK(worst_gap(run_layer<double>(1, mask, 1.0), run_layer<double>(1, mask)) > 1e-3);
+  CHECK(worst_gap(run_layer<double>(2, mask, 1.0), run_layer<double>(1, mask, 1.0)) > 1e-3);
+}
+
+namespace {
+
+std::vector<std::string> layer_order(const schedule& s, int rank) {
+  std::vector<std::string> out;
+  for (int k = 0; k < s.slots(rank); ++k) {
+    std::string slot;
+    for (const op& o : s.slot(rank, k)) {
+      if (o.mb != 0 || o.layer != 0) return out;
+      if (!slot.empty()) slot += '|';
+      slot.append(name_of(o.k)).append(name_of(o.ph)).append(std::to_string(o.split));
+    }
+    out.push_back(slot);
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("the seed's order: dispatch(s) beside attention(s+1), combine(s) beside experts(s+1)") {
+  const pipeline_params p{.ranks = 1,
+                          .micro = 1,
+                          .stages = stage_set::moe(),
+                          .overlap = {.pipeline_splits = true},
+                          .splits = 3};
+  const schedule s = one_f_one_b(p);
+  CHECK(layer_order(s, 0) ==
+        std::vector<std::string>{"attnF0", "attnF1|dispatchF0", "attnF2|dispatchF1",
+                                 "mlpF0|dispatchF2", "mlpF1|combineF0", "mlpF2|combineF1",
+                                 "combineF2", "combineB2", "mlpB2|combineB1", "mlpB1|combineB0",
+                                 "mlpB0|dispatchB2", "attnB2|dispatchB1", "attnB1|dispatchB0",
+                                 "attnB0"});
+  CHECK(check(s).ok());
+}
+
+namespace {
+
+struct ampipe_case {
+  std::string name;
+  schedule s;
+  int stages;
+};
+
+std::vector<ampipe_case> ampipe_schedules(int D, overlap_options o) {
+  const pipeline_params p{.ranks = 2,
+                          .micro = 4,
+                          .layers = 2,
+                          .stages = stage_set::moe_with_shared(),
+                          .overlap = o,
+                          .splits = D};
+  return {{"1f1b", one_f_one_b(p), 2},
+          {"dualpipev", dualpipev(p), 4},
+          {"interleaved",
+           interleaved({.ranks = 2,
+                        .micro = 4,
+                        .chunks = 2,
+                        .layers = 2,
+                        .stages = stage_set::moe_with_shared(),
+                        .overlap = o,
+                        .splits = D}),
+           4}};
+}
+
+const overlap_options ampipe_only{.pipeline_splits = true};
+
+}  // namespace
+
+TEST_CASE("AMPipe schedules (1F1B, DualPipeV, interleaved; D = 2, 3) are legal and run exactly") {
+  for (const int D : {2, 3})
+    for (const overlap_options o : {overlap_options::none(), ampipe_only, overlap_options::all()})
+      for (const ampipe_case& c : ampipe_schedules(D, o)) {
+        const std::string what = c.name + " D=" + std::to_string(D) +
+                                 (o.pipeline_splits ? " pipelined" : "") +
+                                 (o.pair_forward_backward ? " +fb-overlap" : "");
+        CAPTURE(what);
+        REQUIRE(check(c.s).ok());
+        moe_model<float> model(
+            {.stages = c.stages, .layers = 2, .tokens = 12, .micro = 4, .replicas = 2, .seed = 5});
+        moe_executor<float> ex(model);
+        const run_result<float> run = ex.run(c.s);
+        const float loss = model.serial_step();
+        CHECK(run.loss == doctest::Approx(loss).epsilon(1e-5));
+        CHECK(max_grad_rel_err(run, model) < 1e-5);
+      }
+}
+
+TEST_CASE("in fp64 an AMPipe run equals the unsplit serial reference to 1e-12") {
+  for (const ampipe_case& c : ampipe_schedules(3, overlap_options::all())) {
+    CAPTURE(c.name);
+    moe_model<double> model(
+        {.stages = c.stages, .layers = 2, .tokens = 12, .micro = 4, .replicas = 2, .seed = 5});
+    moe_executor<double> ex(model);
+    const run_result<double> run = ex.run(c.s);
+    const double loss = model.serial_step();
+    CHECK(run.loss == doctest::Approx(loss).epsilon(1e-12));
+    CHECK(max_grad_rel_err(run, model) < 1e-12);
+  }
+}
+
+TEST_CASE("with a capacity an AMPipe run routes per chunk: the chunked reference, not the whole") {
+  const schedule s = one_f_one_b({.ranks = 2,
+                                  .micro = 2,
+                                  .stages = stage_set::moe_with_shared(),
+                                  .overlap = ampipe_only,
+                                  .splits = 2});
+  moe_model<double> model(
+      {.stages = 2, .tokens = 12, .micro = 2, .replicas = 2, .capacity_factor = 1.0, .seed = 5});
+  moe_executor<double> ex(model);
+  const run_result<double> run = ex.run(s);
+  const double chunked = model.serial_step(2);
+  CHECK(run.loss == doctest::Approx(chunked).epsilon(1e-12));
+  CHECK(max_grad_rel_err(run, model) < 1e-12);
+  const double whole = model.serial_step(1);
+  CHECK(std::abs(run.loss - whole) > 1e-6 * std::abs(whole));
+  CHECK(max_grad_rel_err(run, model) > 1e-3);
+}
+
+TEST_CASE("AMPipe configurations that cannot work are refused by name") {
+  moe_model<float> model({.stages = 2, .tokens = 8, .micro = 2});
+  moe_executor<float> ex(model);
+  CHECK_THROWS_WITH_AS(
+      ex.run(one_f_one_b(
+          {.ranks = 2, .micro = 2, .stages = stage_set::moe_with_shared(), .splits = 3})),
+      "weft: run: the AMPipe degree (splits = 3) must divide the tokens per "
+      "micro-batch (8)",
+      config_error);
+  CHECK_THROWS_WITH_AS(model.serial_step(3),
+                       "weft: moe model: the AMPipe degree (3) must divide the tokens per "
+                       "micro-batch (8)",
+                       config_error);
+  CHECK_THROWS_WITH_AS(one_f_one_b({.ranks = 2, .micro = 2, .splits = 256}),
+                       "weft: 1f1b: splits must be in [1, 255]", config_error);
+}
