@@ -46,23 +46,24 @@ costs parse_costs(const std::string& text) {
   return c;
 }
 
-/// The options every pipeline subcommand takes; `one_schedule` false for compare.
-void pipeline_options(CLI::App& sub, request& q, bool one_schedule) {
+/// The options every pipeline subcommand takes; `one_schedule` false for compare. `scenario`:
+/// a preset may stand for the whole pipeline (simulate's ampipe-16p), so --schedule, --pp and
+/// --micro are required only without it (check_combinations).
+void pipeline_options(CLI::App& sub, request& q, bool one_schedule, bool scenario = false) {
+  const auto required = [&](CLI::Option* o) { return scenario ? o : o->required(); };
   if (one_schedule)
-    sub.add_option("--schedule", q.schedule,
-                   "gpipe, 1f1b, interleaved, zb-h1, zb-v, dualpipe, dualpipev")
-        ->required()
+    required(sub.add_option("--schedule", q.schedule,
+                            "gpipe, 1f1b, interleaved, zb-h1, zb-v, dualpipe, dualpipev"))
         ->check(CLI::IsMember(schedule_names));
   else
     sub.add_option("--schedules", q.schedules, "schedules to compare, comma-separated")
         ->required()
         ->delimiter(',')
         ->check(CLI::IsMember(schedule_names));
-  sub.add_option("--pp", q.pp, "pipeline ranks (devices); zb-v, dualpipe(v) put 2 chunks on each")
-      ->required()
+  required(sub.add_option("--pp", q.pp,
+                          "pipeline ranks (devices); zb-v, dualpipe(v) put 2 chunks on each"))
       ->check(CLI::Range(1, 255));
-  sub.add_option("--micro", q.micro, "micro-batches per step")
-      ->required()
+  required(sub.add_option("--micro", q.micro, "micro-batches per step"))
       ->check(CLI::Range(1, 65535));
   sub.add_option("--chunks", q.chunks, "model chunks per rank, for interleaved (default 2)")
       ->check(CLI::Range(1, 255));
@@ -74,6 +75,20 @@ void pipeline_options(CLI::App& sub, request& q, bool one_schedule) {
   sub.add_flag("--fb-overlap", q.fb_overlap,
                "MoE sub-stages, forward/backward pairs overlapped per layer (DeepSeek)");
   sub.add_flag("--transfers", q.transfers, "explicit send/recv ops, placed as PyTorch places them");
+  sub.add_option("--ampipe-degree", q.ampipe_degree,
+                 "AMPipe: each micro-batch's sequence in D chunks, their attention and experts "
+                 "pipelined so all-to-alls hide (docs/ampipe.md); auto: the best degree "
+                 "(ampipe-16p)")
+      ->check(CLI::Range(1, 255) | CLI::IsMember({"auto"}));
+  sub.add_option("--pipe-experts-multi-data", q.multi_data,
+                 "pipe-experts: the routed experts' inputs in N pieces (N / D per chunk), "
+                 "all-to-alls pipelined with expert compute")
+      ->check(CLI::Range(1, 255));
+  sub.add_flag("--pipe-experts-multi-stream", q.multi_stream,
+               "pipe-experts: each layer's second all-to-all on a second comm stream");
+  sub.add_flag("--ampipe-tp-sp-comm-overlap", q.tp_sp_overlap,
+               "AMPipe: all-to-alls per chunk and local expert, the experts' all-gather and "
+               "reduce-scatter pipelined with their compute");
 }
 
 void cost_options(CLI::App& sub, request& q, std::string& cost_text) {
@@ -83,8 +98,9 @@ void cost_options(CLI::App& sub, request& q, std::string& cost_text) {
       "and B, A2A one all-to-all, P2P one pipeline transfer (default F=1,B=2,W=1)");
   sub.add_option("--preset", q.preset,
                  "deepseek-v3: MoE costs per chunk layer, each all-to-all no longer than its "
-                 "compute partner")
-      ->check(CLI::IsMember({"deepseek-v3"}))
+                 "compute partner; ampipe-16p (simulate): the AMPipe seed's 16-device 128k run, "
+                 "a whole scenario (docs/ampipe.md)")
+      ->check(CLI::IsMember({"deepseek-v3", "ampipe-16p"}))
       ->excludes(cost);
   sub.add_flag("--barrier", q.barrier, "each rank waits for a slot before the next");
 }
@@ -107,6 +123,24 @@ void check_combinations(const request& q) {
     bad("PyTorch's CSV holds whole-chunk actions; --moe and --shared-expert need --format text");
   if (q.command == "run" && q.ep > 1 && !(q.moe || q.shared_expert || q.fb_overlap))
     bad("--ep needs MoE layers (--moe or --fb-overlap)");
+  const bool scenario = q.preset == "ampipe-16p";
+  if (scenario && q.command != "simulate") bad("--preset ampipe-16p is simulate's");
+  if (q.command == "simulate" && !scenario) {
+    if (q.schedule.empty()) throw CLI::RequiredError("--schedule");
+    if (q.pp == 0) throw CLI::RequiredError("--pp");
+    if (q.micro == 0) throw CLI::RequiredError("--micro");
+  }
+  if (scenario && (!q.schedule.empty() || q.pp != 0 || q.micro != 0 || q.layers != 1 || q.moe ||
+                   q.shared_expert || q.fb_overlap || q.transfers || q.barrier))
+    bad("--preset ampipe-16p is a whole scenario (pp 1, 2 MoE layers, its own schedule); it takes "
+        "no --schedule, --pp, --micro, --layers, --moe, --shared-expert, --fb-overlap, "
+        "--transfers or --barrier");
+  if (q.ampipe() && !scenario && !(q.moe || q.shared_expert || q.fb_overlap))
+    bad("AMPipe and pipe-experts split MoE layers: add --moe (or --shared-expert)");
+  if (q.ampipe_degree == "auto" && !scenario)
+    bad("--ampipe-degree auto needs a cost model of the sequence: --preset ampipe-16p");
+  if (q.command == "generate" && q.format == "csv" && q.ampipe())
+    bad("PyTorch's CSV holds whole-chunk actions; AMPipe's splits need --format text");
   if (q.command == "plan-cp") {
     if (q.mask.empty() == q.mask_file.empty()) bad("give one of --mask and --mask-file");
     if (!q.mask.empty() && q.seq == 0) bad("--seq S is required with --mask");
@@ -146,7 +180,7 @@ parsed parse(int argc, const char* const* argv) {
 
   auto* simulate = app.add_subcommand(
       "simulate", "run a schedule over simulated time: makespan, bubble, exposed communication");
-  pipeline_options(*simulate, q, true);
+  pipeline_options(*simulate, q, true, true);
   cost_options(*simulate, q, cost_text);
   output_options(*simulate, q, true);
 

@@ -29,9 +29,19 @@ struct request {
   std::string format = "text";  ///< generate
   int max_live = 0;             ///< check
 
+  // AMPipe and pipe-experts (seed: ampipe), on MoE layers or the ampipe-16p preset.
+  std::string ampipe_degree = "1";  ///< --ampipe-degree: 1..255, or auto (ampipe-16p)
+  int multi_data = 1;               ///< --pipe-experts-multi-data
+  bool multi_stream = false;        ///< --pipe-experts-multi-stream
+  bool tp_sp_overlap = false;       ///< --ampipe-tp-sp-comm-overlap
+  /// The AMPipe degree as a number (0 for auto).
+  int degree() const { return ampipe_degree == "auto" ? 0 : std::stoi(ampipe_degree); }
+  bool pipe_experts() const { return multi_data > 1 || multi_stream; }
+  bool ampipe() const { return degree() != 1 || pipe_experts() || tp_sp_overlap; }
+
   // simulate, compare
   costs cost;
-  std::string preset;  ///< "" or deepseek-v3
+  std::string preset;  ///< "", deepseek-v3 or ampipe-16p
   bool barrier = false;
 
   // run

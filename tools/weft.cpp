@@ -27,10 +27,12 @@
 #include <weft/io/format.hpp>
 #include <weft/io/pytorch_csv.hpp>
 #include <weft/io/timeline.hpp>
+#include <weft/schedules/ampipe.hpp>
 #include <weft/schedules/dualpipe.hpp>
 #include <weft/schedules/interleaved.hpp>
 #include <weft/schedules/one_f_one_b.hpp>
 #include <weft/schedules/zero_bubble_v.hpp>
+#include <weft/sim/ampipe_preset.hpp>
 #include <weft/sim/calibrate.hpp>
 #include <weft/sim/metrics.hpp>
 #include <weft/sim/program.hpp>
@@ -54,6 +56,24 @@ std::ofstream open_for_writing(const std::string& path) {
   return out;
 }
 
+/// AMPipe's switches laid out (weft::resolve, the seed's rules) for the demo MoE model `run`
+/// trains: its tokens per micro-batch (0 for the other commands, which have no sequence) and its
+/// experts over the expert-parallel replicas. Prints the seed's warning when pipe-experts does
+/// not apply.
+weft::ampipe_layout ampipe_of(const request& q) {
+  const weft::exec::moe_config demo = weft::exec::demo_config();
+  const int ep = q.ep == 0 ? 2 : q.ep;
+  weft::ampipe_layout lay = weft::resolve({.seq = q.command == "run" ? demo.tokens : 0,
+                                           .local_experts = std::max(1, demo.experts / ep),
+                                           .degree = q.degree(),
+                                           .tp_sp_overlap = q.tp_sp_overlap,
+                                           .pipe_experts = q.pipe_experts(),
+                                           .multi_data = q.multi_data,
+                                           .multi_stream = q.multi_stream});
+  if (!lay.warning.empty()) std::cerr << lay.warning << "\n";
+  return lay;
+}
+
 weft::schedule generate(const request& q, const std::string& name) {
   // PyTorch's CSV is the pipeline-level view: there fb-overlap shows as OVERLAP_F_B cells, each
   // expanded per layer when the schedule runs with MoE sub-stages.
@@ -61,14 +81,19 @@ weft::schedule generate(const request& q, const std::string& name) {
   const weft::stage_set stages = !sub_stages       ? weft::stage_set::whole_block()
                                  : q.shared_expert ? weft::stage_set::moe_with_shared()
                                                    : weft::stage_set::moe();
-  const weft::overlap_options overlap =
+  const weft::ampipe_layout lay = ampipe_of(q);
+  weft::overlap_options overlap =
       q.fb_overlap ? weft::overlap_options::all() : weft::overlap_options::none();
+  overlap.pipeline_splits = lay.overlap.pipeline_splits;
+  overlap.multi_stream_all_to_all = lay.overlap.multi_stream_all_to_all;
   const weft::pipeline_params p{.ranks = q.pp,
                                 .micro = q.micro,
                                 .layers = q.layers,
                                 .stages = stages,
                                 .transfers = q.transfers,
-                                .overlap = overlap};
+                                .overlap = overlap,
+                                .splits = lay.splits,
+                                .pieces = lay.pieces};
   if (name == "gpipe") return weft::gpipe(p);
   if (name == "1f1b") return weft::one_f_one_b(p);
   if (name == "zb-h1") return weft::zb_h1(p);
@@ -82,7 +107,9 @@ weft::schedule generate(const request& q, const std::string& name) {
                             .stages = stages,
                             .transfers = q.transfers,
                             .overlap = overlap,
-                            .extra_warmup = q.fb_overlap});
+                            .extra_warmup = q.fb_overlap,
+                            .splits = lay.splits,
+                            .pieces = lay.pieces});
 }
 
 weft::unit_cost_model cost_of(const request& q) {
@@ -262,7 +289,83 @@ int verify_command(const request& q) {
   return report_check(q, weft::check(s, tool_check));
 }
 
+/// simulate --preset ampipe-16p: the seed's scenario with the switches asked for, beside its
+/// baseline (degree 1, no pipe-experts); with --ampipe-degree auto, every degree the seed's rules
+/// take, and the fastest.
+int ampipe_command(const request& q) {
+  const weft::moe_mesh_facts f;
+  const weft::cost_model cost = weft::ampipe_cost_model(f);
+  struct result {
+    weft::ampipe_layout layout;
+    weft::program prog;
+    weft::timeline time;
+  };
+  const auto simulate_with = [&](int degree) {
+    result r;
+    const weft::schedule s = weft::ampipe_schedule(f,
+                                                   {.degree = degree,
+                                                    .tp_sp_overlap = q.tp_sp_overlap,
+                                                    .pipe_experts = q.pipe_experts(),
+                                                    .multi_data = q.multi_data,
+                                                    .multi_stream = q.multi_stream},
+                                                   &r.layout);
+    r.prog = weft::lower(s);
+    r.time = weft::simulate(r.prog, cost);
+    return r;
+  };
+  const weft::seconds baseline =
+      weft::simulate(weft::lower(weft::ampipe_schedule(f, {})), cost).makespan;
+  json sweep = json::array();
+  std::optional<result> best;
+  if (q.degree() == 0) {
+    for (int d = 1; d <= 16; ++d) {
+      try {
+        result r = simulate_with(d);
+        sweep.push_back({{"degree", d}, {"makespan", r.time.makespan.count()}});
+        if (!best || r.time.makespan < best->time.makespan) best = std::move(r);
+      } catch (const weft::config_error&) {  // a degree the rules refuse: not a candidate
+      }
+    }
+  } else {
+    best = simulate_with(q.degree());
+  }
+  const result& r = *best;
+  if (!r.layout.warning.empty()) std::cerr << r.layout.warning << "\n";
+  const weft::step_metrics metrics = weft::measure(r.prog, r.time);
+  const double tflops = weft::step_flops(f) / r.time.makespan.count() / 1e12;
+  const double gain = baseline / r.time.makespan - 1;
+  const std::string what =
+      "ampipe-16p, degree " + std::to_string(r.layout.splits) + ", " +
+      std::to_string(r.layout.pieces) + " piece(s) per chunk" +
+      (r.layout.overlap.multi_stream_all_to_all ? ", two all-to-all streams" : "");
+  write_pictures(q.trace, q.svg, r.prog, r.time, what);
+  if (q.json) {
+    json j = metrics_json("ampipe-16p", metrics);
+    j["degree"] = r.layout.splits;
+    j["pieces_per_chunk"] = r.layout.pieces;
+    j["pipe_experts"] = r.layout.pipe_experts;
+    j["multi_stream"] = r.layout.overlap.multi_stream_all_to_all;
+    j["tp_sp_overlap"] = q.tp_sp_overlap;
+    j["tflops_per_device"] = tflops;
+    j["baseline_makespan"] = baseline.count();
+    j["gain"] = gain;
+    if (!sweep.empty()) j["sweep"] = sweep;
+    std::cout << j.dump() << "\n";
+    return weft::cli::exit_ok;
+  }
+  std::cout << what << ": " << std::fixed << std::setprecision(2) << tflops
+            << " TFLOP/s per device, " << 100 * gain << "% over the baseline ("
+            << baseline.count() * 1e3 << " ms)" << std::defaultfloat << "\n";
+  for (const json& d : sweep)
+    std::cout << "  degree " << d["degree"].get<int>() << ": " << std::fixed << std::setprecision(1)
+              << d["makespan"].get<double>() * 1e3 << " ms\n"
+              << std::defaultfloat;
+  print_text(std::cout, "ampipe-16p", metrics);
+  return weft::cli::exit_ok;
+}
+
 int simulate_command(const request& q) {
+  if (q.preset == "ampipe-16p") return ampipe_command(q);
   const weft::schedule s = generate(q, q.schedule);
   const simulated sim = simulate(q, s);
   write_pictures(q.trace, q.svg, sim.prog, sim.time,

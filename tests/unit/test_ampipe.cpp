@@ -13,6 +13,9 @@
 #include <weft/schedules/dualpipe.hpp>
 #include <weft/schedules/interleaved.hpp>
 #include <weft/schedules/one_f_one_b.hpp>
+#include <weft/sim/ampipe_preset.hpp>
+#include <weft/sim/program.hpp>
+#include <weft/sim/simulate.hpp>
 
 using namespace weft;
 using namespace weft::exec;
@@ -281,4 +284,179 @@ TEST_CASE("AMPipe configurations that cannot work are refused by name") {
                        config_error);
   CHECK_THROWS_WITH_AS(one_f_one_b({.ranks = 2, .micro = 2, .splits = 256}),
                        "weft: 1f1b: splits must be in [1, 255]", config_error);
+}
+
+TEST_CASE("pipe-experts: pieces pipelined, combines on a second stream with multi-stream") {
+  const pipeline_params p{.ranks = 1,
+                          .micro = 1,
+                          .stages = stage_set::moe(),
+                          .overlap = {.multi_stream_all_to_all = true},
+                          .pieces = 2};
+  const schedule s = one_f_one_b(p);
+  CHECK(layer_order(s, 0) == std::vector<std::string>{"attnF0", "dispatchF0", "mlpF0|dispatchF1",
+                                                      "mlpF1|combineF0", "combineF1", "combineB1",
+                                                      "mlpB1|combineB0", "mlpB0|dispatchB1",
+                                                      "dispatchB0", "attnB0"});
+  // The combines (forward) and the dispatches backward run on the second all-to-all lane.
+  for (const op& o : s.ops)
+    if ((o.k == kind::combine && o.ph == phase::F) || (o.k == kind::dispatch && o.ph == phase::B))
+      CHECK(o.lane == gen::second_all_to_all_lane);
+  CHECK(check(s).ok());
+}
+
+TEST_CASE("AMPipe with pipe-experts (D = 1, 2; N = 2, 3; one or two streams) runs exactly") {
+  struct cfg {
+    int D, P;
+    bool pipelined, multi;
+  };
+  for (const cfg k : {cfg{1, 2, false, true}, cfg{1, 3, false, false}, cfg{2, 2, true, true},
+                      cfg{2, 3, true, false}, cfg{3, 2, false, true}}) {
+    const overlap_options o{
+        .self_overlap = true, .pipeline_splits = k.pipelined, .multi_stream_all_to_all = k.multi};
+    const pipeline_params p{.ranks = 2,
+                            .micro = 4,
+                            .layers = 2,
+                            .stages = stage_set::moe_with_shared(),
+                            .overlap = o,
+                            .splits = k.D,
+                            .pieces = k.P};
+    for (const ampipe_case& c :
+         {ampipe_case{"1f1b", one_f_one_b(p), 2}, ampipe_case{"dualpipev", dualpipev(p), 4},
+          ampipe_case{"zb-h1", zb_h1(p), 2}}) {
+      const std::string what = c.name + " D=" + std::to_string(k.D) +
+                               " N=" + std::to_string(k.D * k.P) + (k.multi ? " multi" : "");
+      CAPTURE(what);
+      REQUIRE(check(c.s).ok());
+      moe_model<double> model(
+          {.stages = c.stages, .layers = 2, .tokens = 12, .micro = 4, .replicas = 2, .seed = 5});
+      moe_executor<double> ex(model);
+      const run_result<double> run = ex.run(c.s);
+      const double loss = model.serial_step();
+      CHECK(run.loss == doctest::Approx(loss).epsilon(1e-12));
+      CHECK(max_grad_rel_err(run, model) < 1e-12);
+    }
+  }
+}
+
+TEST_CASE("pipe-experts configurations that cannot work are refused by name") {
+  CHECK_THROWS_WITH_AS(one_f_one_b({.ranks = 2,
+                                    .micro = 2,
+                                    .stages = stage_set::moe(),
+                                    .overlap = overlap_options::all(),
+                                    .pieces = 2}),
+                       "weft: 1f1b: pipe-experts pieces do not combine with fb-overlap's "
+                       "forward/backward pairing (overlap.pair_forward_backward)",
+                       config_error);
+  CHECK_THROWS_WITH_AS(one_f_one_b({.ranks = 2, .micro = 2, .pieces = 2}),
+                       "weft: 1f1b: pieces (pipe-experts) cut the routed-expert path: the layer "
+                       "needs dispatch, mlp and combine",
+                       config_error);
+  moe_model<float> model({.stages = 2, .tokens = 12, .micro = 2});
+  moe_executor<float> ex(model);
+  CHECK_THROWS_WITH_AS(ex.run(one_f_one_b({.ranks = 2,
+                                           .micro = 2,
+                                           .stages = stage_set::moe_with_shared(),
+                                           .splits = 2,
+                                           .pieces = 4})),
+                       "weft: run: pipe-experts pieces (4) must divide the tokens of an AMPipe "
+                       "chunk (6)",
+                       config_error);
+}
+
+// ---- The seed's rules and the ampipe-16p scenario (simulation) ----
+
+TEST_CASE("the seed's rules: divisibility, multi-stream with SP, when pipe-experts applies") {
+  const auto refuses = [](ampipe_config c, const char* why) {
+    CHECK_THROWS_WITH_AS(resolve(c), why, config_error);
+  };
+  refuses({.seq = 1000, .degree = 3},
+          "weft: ampipe: the sequence length (1000) must be divisible by --ampipe-degree (3)");
+  refuses({.seq = 1000, .cp = 2, .degree = 4},
+          "weft: ampipe: with context parallelism the sequence length (1000) must be divisible "
+          "by 2 x degree x cp (16)");
+  refuses({.seq = 1000, .tp = 8, .sequence_parallel = true, .degree = 2},
+          "weft: ampipe: with sequence parallelism the sequence length (1000) must be divisible "
+          "by degree x tp (16)");
+  refuses({.seq = 1024, .tp = 8, .pipe_experts = true, .multi_data = 2, .multi_stream = true},
+          "weft: ampipe: --pipe-experts-multi-stream needs --sequence-parallel");
+  refuses({.degree = 0}, "weft: ampipe: --ampipe-degree must be in [1, 255]");
+  refuses({.local_experts = 16, .degree = 16, .tp_sp_overlap = true},
+          "weft: ampipe: degree x pieces must be at most 255");
+  // MindSpeed takes only degree 2 with context parallelism; weft's chunks are exact for any.
+  CHECK(resolve({.seq = 131072, .cp = 2, .degree = 4}).splits == 4);
+
+  // Pipe-experts: N a multiple of D and N > D, or N >= D with multi-stream.
+  const ampipe_layout four = resolve({.degree = 2, .pipe_experts = true, .multi_data = 4});
+  CHECK(four.pipe_experts);
+  CHECK(four.pieces == 2);
+  CHECK_FALSE(four.overlap.multi_stream_all_to_all);
+  const ampipe_layout equal = resolve({.degree = 2, .pipe_experts = true, .multi_data = 2});
+  CHECK_FALSE(equal.pipe_experts);
+  CHECK(equal.pieces == 1);
+  CHECK(equal.warning.find("pipe-experts is not applied") != std::string::npos);
+  const ampipe_layout streams =
+      resolve({.degree = 2, .pipe_experts = true, .multi_data = 2, .multi_stream = true});
+  CHECK(streams.pipe_experts);
+  CHECK(streams.pieces == 1);
+  CHECK(streams.overlap.multi_stream_all_to_all);
+  CHECK_FALSE(resolve({.degree = 2, .pipe_experts = true, .multi_data = 3}).pipe_experts);
+  // MindSpeed's precedence slip turned pipe-experts on for N > D without --use-pipe-experts.
+  CHECK(resolve({.degree = 2, .multi_data = 4}).pieces == 1);
+  // tp-sp overlap: the all-to-alls per chunk and local expert.
+  CHECK(resolve({.local_experts = 2, .degree = 2, .tp_sp_overlap = true}).pieces == 2);
+  CHECK(resolve({.local_experts = 2,
+                 .degree = 2,
+                 .tp_sp_overlap = true,
+                 .pipe_experts = true,
+                 .multi_data = 4,
+                 .multi_stream = true})
+            .pieces == 4);
+}
+
+TEST_CASE("a split op costs its share: causal attention by its keys, latencies whole") {
+  cost_model c;
+  c.set(kind::attn, phase::F, seconds(10)).set(kind::dispatch, phase::F, seconds(4));
+  c.causal_share = 0.5;
+  c.fixed[static_cast<int>(kind::dispatch)][static_cast<int>(phase::F)] = seconds(1);
+  const model_desc m{.stages = stage_set::moe(), .splits = 2, .pieces = 2};
+  // Half the attention is causal: split 0 sees a quarter of the key-query pairs, split 1 three.
+  CHECK(c.of(attn(F, split{0}), m).count() == doctest::Approx(10 * (0.25 + 0.25 * 0.5)));
+  CHECK(c.of(attn(F, split{1}), m).count() == doctest::Approx(10 * (0.25 + 0.25 * 1.5)));
+  // A piece is a quarter of the all-to-all's bytes; its latency is whole.
+  CHECK(c.of(dispatch(F, split{3}), m).count() == doctest::Approx(3.0 / 4 + 1));
+  CHECK(c.of(dispatch(F), model_desc{.stages = stage_set::moe()}).count() == 4);
+}
+
+TEST_CASE("ampipe-16p: the layer's work from the seed's shapes; the baseline is all serial") {
+  const moe_mesh_facts f;
+  const moe_mesh_layer l = layer_costs(f);
+  // Per device: a CP slice of 65536 tokens, TP 8. QKV and projection 4 h^2 (+ router h x 4);
+  // causal scores 2 S^2 h / (cp tp); experts: 2 choices x 4 h x 4h per token.
+  CHECK(l.attention_flops == doctest::Approx(9.896409956352e12));
+  CHECK(l.causal_flops == doctest::Approx(2.6388279066624e13));
+  CHECK(l.expert_flops == doctest::Approx(3.9582418599936e13));
+  // One all-to-all: 8192 tokens x 2 choices x 12288 x 2 bytes, half to the other machine at
+  // 25 GB/s (plus 10 us).
+  CHECK(l.all_to_all.count() == doctest::Approx(8192.0 * 2 * 12288 * 2 / 2 / 25e9 + 10e-6));
+
+  // Degree 1 without pipe-experts on one rank: nothing overlaps, the step is the sum of the
+  // ops' costs (each layer's four sub-stages forward and backward).
+  const cost_model c = ampipe_cost_model(f);
+  double sum = 0;
+  for (const kind k : {kind::attn, kind::dispatch, kind::mlp, kind::combine})
+    for (const phase ph : {phase::F, phase::B}) sum += c.of(k, ph).count();
+  const timeline base = simulate(lower(ampipe_schedule(f, {})), c);
+  CHECK(base.makespan.count() == doctest::Approx(2 * sum));
+
+  // Every option hides some of it; AMPipe with tp-sp overlap more than pipe-experts alone.
+  const auto step = [&](ampipe_config s) {
+    return simulate(lower(ampipe_schedule(f, s)), c).makespan.count();
+  };
+  const double pipe_experts = step({.pipe_experts = true, .multi_data = 2, .multi_stream = true});
+  const double ampipe = step({.degree = 2, .tp_sp_overlap = true});
+  CHECK(pipe_experts < base.makespan.count());
+  CHECK(ampipe < pipe_experts);
+  // The chunks' dK/dV sums grow with the degree: past some degree, splitting costs more than
+  // the little communication left to hide.
+  CHECK(step({.degree = 16, .tp_sp_overlap = true}) > step({.degree = 4, .tp_sp_overlap = true}));
 }

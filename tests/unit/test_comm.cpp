@@ -67,8 +67,8 @@ TEST_CASE("fp64: point-to-point and sums keep every bit; a type mismatch is an e
   CHECK(got == a);
   std::vector<double> x0{fine, 1}, x1{fine, 2};
   const std::vector<int> both{0, 1};
-  event e0 = w.at(0).all_reduce_sum(x0, both);
-  event e1 = w.at(1).all_reduce_sum(x1, both);
+  event e0 = w.at(0).all_reduce_sum(x0, both, 0);
+  event e1 = w.at(1).all_reduce_sum(x1, both, 0);
   e0.wait();
   e1.wait();
   CHECK(x0 == std::vector<double>{2 * fine, 3});
@@ -82,8 +82,8 @@ TEST_CASE("fp64: point-to-point and sums keep every bit; a type mismatch is an e
   CHECK(rn.done());
   std::vector<float> g0(2);
   std::vector<double> g1(2);
-  event m0 = w.at(0).all_reduce_sum(g0, both);
-  CHECK_THROWS_WITH_AS(w.at(1).all_reduce_sum(g1, both),
+  event m0 = w.at(0).all_reduce_sum(g0, both, 0);
+  CHECK_THROWS_WITH_AS(w.at(1).all_reduce_sum(g1, both, 0),
                        "weft: inproc: members of a collective pass different element types",
                        std::length_error);
   CHECK(m0.done());
@@ -105,28 +105,28 @@ TEST_CASE("collectives over a group: all-to-all(v), all-reduce, all-gather, redu
     }
     auto& out = a2a_out[static_cast<std::size_t>(r)];
     out.resize(static_cast<std::size_t>(n * (r + 1)));
-    c.all_to_all_v(send, send_counts, out, recv_counts, group).wait();
+    c.all_to_all_v(send, send_counts, out, recv_counts, group, 0).wait();
 
     auto& red = reduced[static_cast<std::size_t>(r)];
     red = {static_cast<float>(r), 1.0f};
-    c.all_reduce_sum(red, group).wait();
+    c.all_reduce_sum(red, group, 0).wait();
 
     auto& gat = gathered[static_cast<std::size_t>(r)];
     gat.resize(n);
     const float mine = static_cast<float>(10 * r);
-    c.all_gather(std::span<const float>(&mine, 1), gat, group).wait();
+    c.all_gather(std::span<const float>(&mine, 1), gat, group, 0).wait();
 
     std::vector<float> all(n, static_cast<float>(r));
     auto& sc = scattered[static_cast<std::size_t>(r)];
     sc.resize(1);
-    c.reduce_scatter_sum(all, sc, group).wait();
+    c.reduce_scatter_sum(all, sc, group, 0).wait();
 
     if (r == 1 || r == 3) {
       auto& ps = pair_sum[static_cast<std::size_t>(r)];
       ps = {static_cast<float>(r)};
-      c.all_reduce_sum(ps, pair).wait();
+      c.all_reduce_sum(ps, pair, 0).wait();
     }
-    c.barrier(group).wait();
+    c.barrier(group, 0).wait();
   });
   for (int r = 0; r < n; ++r) {
     const auto& out = a2a_out[static_cast<std::size_t>(r)];
@@ -145,18 +145,35 @@ TEST_CASE("collectives: a non-member and mismatched counts are errors") {
   inproc_world w(2);
   std::vector<float> x(1);
   const std::vector<int> only_zero{0};
-  CHECK_THROWS_WITH_AS(w.at(1).all_reduce_sum(x, only_zero),
+  CHECK_THROWS_WITH_AS(w.at(1).all_reduce_sum(x, only_zero, 0),
                        "weft: inproc: rank 1 joins a collective of a group it is not in",
                        std::invalid_argument);
   const std::vector<int> both{0, 1};
   std::vector<float> send(2), recv(2);
   const std::vector<std::size_t> one_each{1, 1}, wrong{2, 0};
-  event first = w.at(0).all_to_all_v(send, one_each, recv, one_each, both);
-  CHECK_THROWS_WITH_AS(w.at(1).all_to_all_v(send, wrong, recv, one_each, both),
+  event first = w.at(0).all_to_all_v(send, one_each, recv, one_each, both, 0);
+  CHECK_THROWS_WITH_AS(w.at(1).all_to_all_v(send, wrong, recv, one_each, both, 0),
                        "weft: inproc: all-to-all member 1 sends 2 values to member 0, which "
                        "expects 1",
                        std::length_error);
   CHECK(first.done());
+}
+
+TEST_CASE("channels: one group's collectives on two streams meet by channel, in any order") {
+  // Member 0 issues channel 1's sum before channel 0's, member 1 the other way round: by order
+  // alone they would pair the wrong calls; by channel each meets its own.
+  inproc_world w(2);
+  const std::vector<int> both{0, 1};
+  std::vector<float> a0{1}, b0{10}, a1{2}, b1{20};
+  event e0 = w.at(0).all_reduce_sum(b0, both, 1);
+  event e1 = w.at(0).all_reduce_sum(a0, both, 0);
+  event e2 = w.at(1).all_reduce_sum(a1, both, 0);
+  event e3 = w.at(1).all_reduce_sum(b1, both, 1);
+  for (event* e : {&e0, &e1, &e2, &e3}) e->wait();
+  CHECK(a0 == std::vector<float>{3});
+  CHECK(a1 == std::vector<float>{3});
+  CHECK(b0 == std::vector<float>{30});
+  CHECK(b1 == std::vector<float>{30});
 }
 
 TEST_CASE("a modelled link delays completion by alpha + n beta") {
@@ -177,32 +194,32 @@ TEST_CASE("collectives: buffers that do not fit, and different collectives, are 
   {
     inproc_world w(2);
     std::vector<float> one(1), two(2);
-    event first = w.at(0).all_reduce_sum(one, both);
-    CHECK_THROWS_WITH_AS(w.at(1).all_reduce_sum(two, both),
+    event first = w.at(0).all_reduce_sum(one, both, 0);
+    CHECK_THROWS_WITH_AS(w.at(1).all_reduce_sum(two, both, 0),
                          "weft: inproc: all-reduce buffers differ in length", std::length_error);
     CHECK(first.done());
   }
   {
     inproc_world w(2);
     std::vector<float> mine(1), all_wrong(3);
-    event first = w.at(0).all_gather(mine, all_wrong, both);
-    CHECK_THROWS_WITH_AS(w.at(1).all_gather(mine, all_wrong, both),
+    event first = w.at(0).all_gather(mine, all_wrong, both, 0);
+    CHECK_THROWS_WITH_AS(w.at(1).all_gather(mine, all_wrong, both, 0),
                          "weft: inproc: all-gather buffers do not fit", std::length_error);
     CHECK(first.done());
   }
   {
     inproc_world w(2);
     std::vector<float> all(4), mine(1);
-    event first = w.at(0).reduce_scatter_sum(all, mine, both);
-    CHECK_THROWS_WITH_AS(w.at(1).reduce_scatter_sum(all, mine, both),
+    event first = w.at(0).reduce_scatter_sum(all, mine, both, 0);
+    CHECK_THROWS_WITH_AS(w.at(1).reduce_scatter_sum(all, mine, both, 0),
                          "weft: inproc: reduce-scatter buffers do not fit", std::length_error);
     CHECK(first.done());
   }
   {
     inproc_world w(2);
     std::vector<float> x(1);
-    event first = w.at(0).all_reduce_sum(x, both);
-    CHECK_THROWS_WITH_AS(w.at(1).barrier(both),
+    event first = w.at(0).all_reduce_sum(x, both, 0);
+    CHECK_THROWS_WITH_AS(w.at(1).barrier(both, 0),
                          "weft: inproc: members of a group call different collectives",
                          std::logic_error);
     CHECK(first.done());

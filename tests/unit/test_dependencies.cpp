@@ -163,3 +163,38 @@ TEST_CASE("dense ids round-trip and reject ops outside the model") {
   CHECK(ix.why_outside(send(F, mb{0}, chunk{3})) == outside::no_transfer);  // the last chunk
   CHECK(ix.why_outside(send(F, mb{0}, layer{1})) == outside::p2p_fields);
 }
+
+TEST_CASE(
+    "pipe-experts pieces: piece j of split s follows split s's attention, which gathers them") {
+  // Two splits of three pieces: parts 0-2 belong to split 0, parts 3-5 to split 1.
+  const model_desc m{.ranks = 1,
+                     .micro = 1,
+                     .layers = 2,
+                     .stages = stage_set::moe_with_shared(),
+                     .splits = 2,
+                     .pieces = 3};
+  CHECK(same(producers(m, dispatch(F, split{4})), {attn(F, split{1})}));
+  CHECK(same(producers(m, mlp(F, split{4})), {dispatch(F, split{4})}));
+  CHECK(same(producers(m, combine(F, split{5})), {mlp(F, split{5})}));
+  CHECK(same(producers(m, shared_expert(F, split{1})), {attn(F, split{1})}));
+  // The next layer reads every piece's combine and every split's shared expert.
+  CHECK(same(producers(m, attn(F, layer{1})),
+             {combine(F, split{0}), combine(F, split{1}), combine(F, split{2}),
+              combine(F, split{3}), combine(F, split{4}), combine(F, split{5}),
+              shared_expert(F, split{0}), shared_expert(F, split{1})}));
+  CHECK(same(producers(m, attn(B, split{1})),
+             {attn(F, split{1}), dispatch(B, split{3}), dispatch(B, split{4}),
+              dispatch(B, split{5}), shared_expert(B, split{1})}));
+  CHECK(same(producers(m, mlp(B, split{2}, layer{1})),
+             {mlp(F, split{2}, layer{1}), combine(B, split{2}, layer{1})}));
+  // Pieces cut the routed path only: attention has splits, not parts.
+  const op_index ix(m, true);
+  CHECK(ix.why_outside(attn(F, split{2})) == outside::split);
+  CHECK(ix.why_outside(mlp(F, split{5})) == outside::none);
+  CHECK(ix.why_outside(mlp(F, split{6})) == outside::split);
+  for (const op& o : {dispatch(B, split{5}, layer{1}).value, attn(dW, split{1}).value})
+    CHECK(ix.op_of(ix.id(o)) == o);
+  CHECK(validate({.stages = stage_set::dense(), .pieces = 2}) == model_error::pieces_need_experts);
+  CHECK(validate({.stages = stage_set::moe(), .splits = 16, .pieces = 16}) ==
+        model_error::bad_pieces);
+}

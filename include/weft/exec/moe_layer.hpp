@@ -124,9 +124,15 @@ struct moe_layer {
     c.z = norm2.forward(c.h, c.n2);
     c.chosen = route.forward(c.z, c.r);
     const int k = route.k;
-    c.expert_in.resize(c.z.rows() * k, c.z.cols());
+    const Eigen::Index pairs = c.z.rows() * k, d = c.z.cols();
+    c.expert_in.resize(pairs, d);
     for (Eigen::Index i = 0; i < c.z.rows(); ++i)
       for (int j = 0; j < k; ++j) c.expert_in.row(i * k + j) = c.z.row(i);
+    // What the routed path's pieces fill in later, each its own rows (zero where dropped).
+    c.routed_out = nn::matrix<T>::Zero(pairs, d);
+    c.dexpert_in = nn::matrix<T>::Zero(pairs, d);
+    c.dexpert_out = nn::matrix<T>::Zero(pairs, d);
+    c.dgate = nn::matrix<T>::Zero(c.z.rows(), k);
   }
   /// mlp (F): each row through its expert, one row at a time, so a row's result does not
   /// depend on which other rows share the batch (on one rank or spread over many).
@@ -154,10 +160,14 @@ struct moe_layer {
 
   /// combine (B): the gradient of each expert output row, and of each gate.
   void combine_backward(const nn::matrix<T>& dy, context& c) const {
+    combine_backward(dy, c, 0, dy.rows());
+  }
+  /// The same for tokens [first, first + rows) of the op's (a pipe-experts piece); `dy` is the
+  /// gradient of all of them.
+  void combine_backward(const nn::matrix<T>& dy, context& c, Eigen::Index first,
+                        Eigen::Index rows) const {
     const int k = route.k;
-    c.dgate.resize(dy.rows(), k);
-    c.dexpert_out.resize(dy.rows() * k, dy.cols());
-    for (Eigen::Index i = 0; i < dy.rows(); ++i)
+    for (Eigen::Index i = first; i < first + rows; ++i)
       for (int j = 0; j < k; ++j) {
         if (!c.chosen.kept[static_cast<std::size_t>(i * k + j)]) {  // dropped: no gradient
           c.dgate(i, j) = 0;

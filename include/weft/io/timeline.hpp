@@ -46,7 +46,7 @@ inline const char* colour_of(kind k) {
   }
 }
 /// "F3", "B3", "W3", "I3" (PyTorch's letters for dX/dW), and the chunk when there are several.
-inline std::string short_label(const op& o, bool chunks) {
+inline std::string short_label(const op& o, bool chunks, bool splits) {
   const char letter = o.ph == phase::F    ? 'F'
                       : o.ph == phase::B  ? 'B'
                       : o.ph == phase::dX ? 'I'
@@ -54,6 +54,7 @@ inline std::string short_label(const op& o, bool chunks) {
   std::string s(1, letter);
   s += std::to_string(o.mb);
   if (chunks) s = std::to_string(o.chunk) + s;
+  if (splits) s += "." + std::to_string(o.split);  // AMPipe chunk (or pipe-experts piece)
   return s;
 }
 inline std::string xml_escape(const std::string& s) {
@@ -144,7 +145,7 @@ double svg_timeline(std::ostream& out, const program& p, const basic_timeline<T>
         << "</title><rect x=\"" << x << "\" y=\"" << ly + 1 << "\" width=\"" << w << "\" height=\""
         << st.lane_height - 2 << "\" fill=\"" << colour_of(o.k)
         << "\" stroke=\"#555\" stroke-width=\"0.5\"/>";
-    const std::string label = short_label(o, chunks);
+    const std::string label = short_label(o, chunks, p.source.model.parts() > 1);
     if (w >= 6.0 * static_cast<double>(label.size()))
       out << "<text x=\"" << x + w / 2 << "\" y=\"" << ly + st.lane_height * 0.7
           << "\" text-anchor=\"middle\">" << label << "</text>";
@@ -201,18 +202,29 @@ void write_svg(std::ostream& out, const program& p, const basic_timeline<T>& t,
   out << body.str() << "</svg>\n";
 }
 
+/// Writes two timelines one above the other on one time scale, each under its caption: of two
+/// programs (two schedules of one step, say), the legend the upper one's.
+template <time_type T>
+void write_svg_compare(std::ostream& out, const program& upper_program,
+                       const basic_timeline<T>& upper, const std::string& upper_caption,
+                       const program& lower_program, const basic_timeline<T>& lower,
+                       const std::string& lower_caption, basic_svg_style<T> st = {}) {
+  if (st.time_span <= T{0}) st.time_span = std::max(upper.makespan, lower.makespan);
+  std::ostringstream body;
+  const double middle = detail::svg_timeline(body, upper_program, upper, st, 34, upper_caption);
+  const double height =
+      detail::svg_timeline(body, lower_program, lower, st, middle + 6, lower_caption);
+  detail::svg_header(out, upper_program, st.width, st.title, height);
+  out << body.str() << "</svg>\n";
+}
+
 /// Writes two timelines of one program one above the other on one time scale — measured and
 /// predicted, say — each under its caption.
 template <time_type T>
 void write_svg_compare(std::ostream& out, const program& p, const basic_timeline<T>& upper,
                        const std::string& upper_caption, const basic_timeline<T>& lower,
                        const std::string& lower_caption, basic_svg_style<T> st = {}) {
-  if (st.time_span <= T{0}) st.time_span = std::max(upper.makespan, lower.makespan);
-  std::ostringstream body;
-  const double middle = detail::svg_timeline(body, p, upper, st, 34, upper_caption);
-  const double height = detail::svg_timeline(body, p, lower, st, middle + 6, lower_caption);
-  detail::svg_header(out, p, st.width, st.title, height);
-  out << body.str() << "</svg>\n";
+  write_svg_compare(out, p, upper, upper_caption, p, lower, lower_caption, st);
 }
 
 }  // namespace weft

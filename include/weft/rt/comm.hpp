@@ -77,7 +77,9 @@ struct mutable_data {
 /// One rank's end of a world of ranks. Buffers passed to an operation must stay valid, and must
 /// not be read (receive side) or written (send side), until its event fires — as with MPI's
 /// nonblocking calls. `members` lists the ranks of a collective's group, the same list on every
-/// member; each member calls a group's collectives in the same order.
+/// member; `channel` tells apart streams that issue a group's collectives concurrently (each
+/// (group, channel) is a communicator of its own, as MPI's duplicated communicators are); each
+/// member calls the collectives of a (group, channel) in the same order.
 class communicator {
  public:
   virtual ~communicator() = default;
@@ -94,15 +96,16 @@ class communicator {
   /// buffers hold one element type.
   virtual event all_to_all_v(const_data send, std::span<const std::size_t> send_counts,
                              mutable_data recv, std::span<const std::size_t> recv_counts,
-                             std::span<const int> members) = 0;
+                             std::span<const int> members, int channel) = 0;
   /// Element-wise sum over the members, in place.
-  virtual event all_reduce_sum(mutable_data data, std::span<const int> members) = 0;
+  virtual event all_reduce_sum(mutable_data data, std::span<const int> members, int channel) = 0;
   /// `all` receives every member's `mine`, in member order.
-  virtual event all_gather(const_data mine, mutable_data all, std::span<const int> members) = 0;
+  virtual event all_gather(const_data mine, mutable_data all, std::span<const int> members,
+                           int channel) = 0;
   /// The element-wise sum of every member's `all`; member j receives the j-th slice in `mine`.
-  virtual event reduce_scatter_sum(const_data all, mutable_data mine,
-                                   std::span<const int> members) = 0;
-  virtual event barrier(std::span<const int> members) = 0;
+  virtual event reduce_scatter_sum(const_data all, mutable_data mine, std::span<const int> members,
+                                   int channel) = 0;
+  virtual event barrier(std::span<const int> members, int channel) = 0;
 };
 
 }  // namespace weft::rt

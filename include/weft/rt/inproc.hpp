@@ -140,14 +140,16 @@ class inproc_world {
   }
 
   /// Joins the group's current meeting; the last member to arrive carries it out.
-  event meet(int rank, meeting::op_t op, std::span<const int> members, meeting::part mine) {
+  event meet(int rank, meeting::op_t op, std::span<const int> members, int channel,
+             meeting::part mine) {
     const auto me = std::find(members.begin(), members.end(), rank);
     if (me == members.end())
       throw std::invalid_argument("weft: inproc: rank " + std::to_string(rank) +
                                   " joins a collective of a group it is not in");
     for (const int r : members) check_peer(r, "meet");
     const auto index = static_cast<std::size_t>(me - members.begin());
-    const std::vector<int> key(members.begin(), members.end());
+    std::vector<int> key(members.begin(), members.end());
+    key.push_back(channel);  // a (group, channel) is a communicator of its own
     event done;
     mine.done = done;
     mine.arrived = true;
@@ -281,26 +283,27 @@ class inproc_world {
       return world.recv(me, src, tag, data);
     }
     event all_to_all_v(const_data send, std::span<const std::size_t> send_counts, mutable_data recv,
-                       std::span<const std::size_t> recv_counts,
-                       std::span<const int> members) override {
+                       std::span<const std::size_t> recv_counts, std::span<const int> members,
+                       int channel) override {
       if (send_counts.size() != members.size() || recv_counts.size() != members.size())
         throw std::invalid_argument("weft: inproc: all-to-all needs a count per member");
       return world.meet(
-          me, meeting::a2a, members,
+          me, meeting::a2a, members, channel,
           {.in = send, .out = recv, .send_counts = send_counts, .recv_counts = recv_counts});
     }
-    event all_reduce_sum(mutable_data data, std::span<const int> members) override {
-      return world.meet(me, meeting::reduce, members, {.out = data});
+    event all_reduce_sum(mutable_data data, std::span<const int> members, int channel) override {
+      return world.meet(me, meeting::reduce, members, channel, {.out = data});
     }
-    event all_gather(const_data mine, mutable_data all, std::span<const int> members) override {
-      return world.meet(me, meeting::gather, members, {.in = mine, .out = all});
+    event all_gather(const_data mine, mutable_data all, std::span<const int> members,
+                     int channel) override {
+      return world.meet(me, meeting::gather, members, channel, {.in = mine, .out = all});
     }
-    event reduce_scatter_sum(const_data all, mutable_data mine,
-                             std::span<const int> members) override {
-      return world.meet(me, meeting::scatter, members, {.in = all, .out = mine});
+    event reduce_scatter_sum(const_data all, mutable_data mine, std::span<const int> members,
+                             int channel) override {
+      return world.meet(me, meeting::scatter, members, channel, {.in = all, .out = mine});
     }
-    event barrier(std::span<const int> members) override {
-      return world.meet(me, meeting::sync, members, {});
+    event barrier(std::span<const int> members, int channel) override {
+      return world.meet(me, meeting::sync, members, channel, {});
     }
     inproc_world& world;
     int me;

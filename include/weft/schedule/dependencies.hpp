@@ -31,17 +31,19 @@ struct op_index {
 
   model_desc m;
   int S = 1, K = 1;
+  int parts = 1;  ///< values of `split`: splits x pieces (the expert path's; the others' fewer)
   std::int8_t kpos[kind_count] = {};
   std::uint32_t units = 0, p2p_base = 0, coll_base = 0, size = 0;
 
-  constexpr op_index(const model_desc& model, bool with_collectives) : m(model), S(model.chunks()) {
+  constexpr op_index(const model_desc& model, bool with_collectives)
+      : m(model), S(model.chunks()), parts(model.parts()) {
     K = 0;
     for (int i = 0; i < kind_count; ++i)
       kpos[i] = static_cast<std::int8_t>(m.stages.has(static_cast<kind>(i)) ? K++ : -1);
     // In 64 bits, then narrowed: `validate` caps a model's id space at max_op_ids (< 2^32).
     const std::uint64_t per_mb = static_cast<std::uint64_t>(S) *
                                  static_cast<std::uint64_t>(m.layers) *
-                                 static_cast<std::uint64_t>(m.splits);
+                                 static_cast<std::uint64_t>(parts);
     units = static_cast<std::uint32_t>(static_cast<std::uint64_t>(m.micro) * per_mb *
                                        static_cast<std::uint64_t>(K));
     p2p_base = units * phase_count;
@@ -53,7 +55,7 @@ struct op_index {
 
   /// The position of a layer-stage op's (mb, chunk, layer, split, kind), phase excluded.
   constexpr std::uint32_t unit(int mb, int c, int l, int sp, kind k) const noexcept {
-    return static_cast<std::uint32_t>(((mb * S + c) * m.layers + l) * m.splits + sp) *
+    return static_cast<std::uint32_t>(((mb * S + c) * m.layers + l) * parts + sp) *
                static_cast<std::uint32_t>(K) +
            static_cast<std::uint32_t>(kpos[static_cast<int>(k)]);
   }
@@ -79,7 +81,7 @@ struct op_index {
     if (o.mb >= m.micro) return outside::micro_batch;
     if (o.chunk >= S) return outside::chunk;
     if (o.layer >= m.layers) return outside::layer;
-    if (o.split >= m.splits) return outside::split;
+    if (o.split >= m.parts_of(o.k)) return outside::split;
     if (is_collective(o.k)) return outside::none;
     if (!m.carries(o.mb, o.chunk)) return outside::off_path;
     if (o.ph != phase::F && !m.backward) return outside::phase;
@@ -107,8 +109,8 @@ struct op_index {
       const auto k =
           static_cast<kind>(static_cast<int>(kind::all_reduce) + static_cast<int>(v % 3));
       v /= 3;
-      const int sp = static_cast<int>(v % static_cast<std::uint32_t>(m.splits));
-      v /= static_cast<std::uint32_t>(m.splits);
+      const int sp = static_cast<int>(v % static_cast<std::uint32_t>(parts));
+      v /= static_cast<std::uint32_t>(parts);
       const int l = static_cast<int>(v % static_cast<std::uint32_t>(m.layers));
       v /= static_cast<std::uint32_t>(m.layers);
       return make_op(k, ph, static_cast<int>(v / static_cast<std::uint32_t>(S)),
@@ -127,8 +129,8 @@ struct op_index {
     v /= phase_count;
     const int kp = static_cast<int>(v % static_cast<std::uint32_t>(K));
     v /= static_cast<std::uint32_t>(K);
-    const int sp = static_cast<int>(v % static_cast<std::uint32_t>(m.splits));
-    v /= static_cast<std::uint32_t>(m.splits);
+    const int sp = static_cast<int>(v % static_cast<std::uint32_t>(parts));
+    v /= static_cast<std::uint32_t>(parts);
     const int l = static_cast<int>(v % static_cast<std::uint32_t>(m.layers));
     v /= static_cast<std::uint32_t>(m.layers);
     kind k = kind::block;
@@ -146,8 +148,8 @@ struct op_index {
              static_cast<std::uint32_t>(((o.mb * S + o.chunk) * 2 + (o.ph == phase::B)) * 2 +
                                         (o.k == kind::recv));
     if (is_collective(o.k)) {
-      const auto u = static_cast<std::uint32_t>(
-          ((o.mb * S + o.chunk) * m.layers + o.layer) * m.splits + o.split);
+      const auto u =
+          static_cast<std::uint32_t>(((o.mb * S + o.chunk) * m.layers + o.layer) * parts + o.split);
       const auto c =
           static_cast<std::uint32_t>(static_cast<int>(o.k) - static_cast<int>(kind::all_reduce));
       return coll_base + (u * 3 + c) * phase_count + ph;
@@ -165,7 +167,9 @@ struct op_index {
 /// splits: attention mixes tokens), the first layer of a chunk the last layer of the previous
 /// chunk on the micro-batch's path, or the local `recv` when the schedule carries transfers.
 /// Backward mirrors it from the loss (the last chunk's forward output), each backward op also
-/// needs its own forward, and dW needs its dX.
+/// needs its own forward, and dW needs its dX. With pipe-experts pieces, piece j of split s
+/// (`split` s * pieces + j of dispatch, mlp, combine) follows attention of split s, whose
+/// backward gathers every piece's.
 class dependency_rules {
  public:
   constexpr dependency_rules(const op_index& ix, bool explicit_p2p) noexcept
@@ -184,7 +188,8 @@ class dependency_rules {
     const int P = phase_count;
     kstride_ = P;
     sstride_ = P * ix.K;
-    lstride_ = sstride_ * ix.m.splits;
+    lstride_ = sstride_ * ix.parts;
+    pieces_ = ix.m.pieces;
     cstride_ = lstride_ * ix.m.layers;
     mstride_ = cstride_ * ix.S;
     // Forward inputs within a layer, as id distances: dispatch and shared after attn, mlp after
@@ -193,6 +198,7 @@ class dependency_rules {
       const int kp = ix.kpos[k];
       if (kp < 0 || kp == entry_) continue;
       const kind kk = static_cast<kind>(k);
+      if (kk == kind::dispatch && pieces_ > 1) continue;  // a piece's attn is another split's
       const int from = kk == kind::mlp && dispatch_ >= 0 ? dispatch_
                        : kk == kind::combine             ? mlp_
                                                          : entry_;
@@ -206,7 +212,7 @@ class dependency_rules {
     };
     single(kind::dispatch, mlp_);
     single(kind::mlp, combine_);
-    if (shared_ < 0) single(kind::attn, dispatch_ >= 0 ? dispatch_ : mlp_);
+    if (shared_ < 0 && pieces_ == 1) single(kind::attn, dispatch_ >= 0 ? dispatch_ : mlp_);
   }
 
   /// Id distance from a forward op back to its in-layer input; -1 for a layer's entry.
@@ -238,6 +244,8 @@ class dependency_rules {
     if (is_collective(o.k)) return collective(o, has, fn);
     const int l = o.layer;
     const int kp = ix_.kpos[static_cast<int>(o.k)];
+    if (o.ph == phase::F && kp == dispatch_)  // a piece: its split's attention
+      return fn(part_id(id, o.split, o.split / pieces_, dispatch_, entry_), c);
     switch (o.ph) {
       case phase::F: {
         if (l > 0) return outputs(mbv, c, l - 1, phase::F, fn);
@@ -259,7 +267,11 @@ class dependency_rules {
             id - static_cast<std::uint32_t>(static_cast<int>(o.ph) + kp * kstride_);
         if (o.k == kind::attn) {  // gradients from the routed path and the shared expert
           if (dispatch_ >= 0)
-            fn(bx(unit0 + dispatch_ * kstride_, has), c);
+            for (int j = 0; j < pieces_; ++j)
+              fn(bx(unit0 + static_cast<std::uint32_t>((o.split * (pieces_ - 1) + j) * sstride_ +
+                                                       dispatch_ * kstride_),
+                    has),
+                 c);
           else if (mlp_ >= 0)
             fn(bx(unit0 + mlp_ * kstride_, has), c);
           if (shared_ >= 0) fn(bx(unit0 + shared_ * kstride_, has), c);
@@ -282,6 +294,7 @@ class dependency_rules {
  private:
   const op_index& ix_;
   bool explicit_;
+  int pieces_ = 1;
   int entry_ = 0, exit_ = 0, shared_ = -1, dispatch_ = -1, mlp_ = -1, combine_ = -1;
   int kstride_ = 0, sstride_ = 0, lstride_ = 0, cstride_ = 0, mstride_ = 0;
   int fwd_from_[kind_count] = {-1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1};
@@ -289,6 +302,13 @@ class dependency_rules {
 
   constexpr std::uint32_t unit_id(int mbv, int c, int l) const noexcept {
     return static_cast<std::uint32_t>(mbv * mstride_ + c * cstride_ + l * lstride_);
+  }
+  /// The id of kind position `to_kp` at part `to_split` of the unit whose op at kind position
+  /// `kp`, part `split`, has id `id` (same phase).
+  constexpr std::uint32_t part_id(std::uint32_t id, int split, int to_split, int kp,
+                                  int to_kp) const noexcept {
+    return id - static_cast<std::uint32_t>(split * sstride_ + kp * kstride_) +
+           static_cast<std::uint32_t>(to_split * sstride_ + to_kp * kstride_);
   }
   constexpr std::uint32_t transfer_id(kind k, phase ph, int mbv, int c) const noexcept {
     return ix_.raw_id(make_op(k, ph, mbv, c));
@@ -299,15 +319,16 @@ class dependency_rules {
   static constexpr std::uint32_t bx(std::uint32_t unit_f, Has& has) {
     return has(unit_f + 2) ? unit_f + 2 : unit_f + 1;
   }
-  // Every output of a layer (all splits), in phase `ph`.
+  // Every output of a layer (all splits, all pieces), in phase `ph`.
   template <class Fn>
   constexpr void outputs(int mbv, int c, int l, phase ph, Fn& fn) const {
     const std::uint32_t base = unit_id(mbv, c, l) + static_cast<std::uint32_t>(ph);
-    for (int sp = 0; sp < ix_.m.splits; ++sp) {
-      const std::uint32_t u = base + static_cast<std::uint32_t>(sp * sstride_);
-      fn(u + static_cast<std::uint32_t>(exit_ * kstride_), c);
-      if (shared_ >= 0) fn(u + static_cast<std::uint32_t>(shared_ * kstride_), c);
-    }
+    const int exits = exit_ == combine_ ? ix_.parts : ix_.m.splits;
+    for (int sp = 0; sp < exits; ++sp)
+      fn(base + static_cast<std::uint32_t>(sp * sstride_ + exit_ * kstride_), c);
+    if (shared_ >= 0)
+      for (int sp = 0; sp < ix_.m.splits; ++sp)
+        fn(base + static_cast<std::uint32_t>(sp * sstride_ + shared_ * kstride_), c);
   }
   // The input gradients of a layer (its entry's backward, all splits).
   template <class Has, class Fn>
@@ -335,10 +356,11 @@ class dependency_rules {
     for (int mbi = 0; mbi < m.micro; ++mbi) {
       if (!m.carries(mbi, o.chunk)) continue;
       for (int l = 0; l < m.layers; ++l)
-        for (int sp = 0; sp < m.splits; ++sp)
+        for (int sp = 0; sp < ix_.parts; ++sp)
           for (int k = 0; k < kind_count; ++k) {
             const int kp = ix_.kpos[k];
             if (kp < 0 || !has_weights(static_cast<kind>(k))) continue;
+            if (sp >= m.parts_of(static_cast<kind>(k))) continue;
             const std::uint32_t f = unit_id(mbi, o.chunk, l) +
                                     static_cast<std::uint32_t>(sp * sstride_ + kp * kstride_);
             fn(has(f + 1) ? f + 1 : f + 3, static_cast<int>(o.chunk));

@@ -52,11 +52,22 @@ struct model_desc {
   int micro = 1;
   int layers = 1;  ///< layers per chunk
   stage_set stages = stage_set::whole_block();
-  int splits = 1;        ///< sequence splits per micro-batch (AMPipe)
+  int splits = 1;  ///< sequence splits per micro-batch (AMPipe)
+  /// Pipe-experts multi-data: each split's routed-expert path (dispatch, mlp, combine) in this
+  /// many pieces of its tokens. Those kinds' `split` then numbers pieces over the micro-batch:
+  /// piece j of split s is split s * pieces + j.
+  int pieces = 1;
   bool backward = true;  ///< training: every forward op has a backward
   int max_live = 0;      ///< rule 5: bound on live activations per rank, 0 = no bound
 
   constexpr int chunks() const noexcept { return ranks * chunks_per_rank; }
+  /// How many values an op's `split` takes: splits, times pieces for the routed-expert path.
+  constexpr int parts() const noexcept { return splits * pieces; }
+  constexpr int parts_of(kind k) const noexcept { return in_pieces(k) ? parts() : splits; }
+  /// The routed-expert path's kinds, which pipe-experts cuts into pieces.
+  static constexpr bool in_pieces(kind k) noexcept {
+    return k == kind::dispatch || k == kind::mlp || k == kind::combine || is_collective(k);
+  }
 
   constexpr int rank_of(int c) const noexcept {
     if (place == placement::vee) return c < ranks ? c : 2 * ranks - 1 - c;
@@ -83,6 +94,8 @@ enum class model_error : std::uint8_t {
   bad_micro,
   bad_layers,
   bad_splits,
+  bad_pieces,
+  pieces_need_experts,
   vee_needs_two_chunks,
   bidirectional_needs_even,
   stages_empty,
@@ -108,6 +121,11 @@ constexpr std::string_view describe(model_error e) noexcept {
       return "layers must be in [1, 65535]";
     case model_error::bad_splits:
       return "splits must be in [1, 255]";
+    case model_error::bad_pieces:
+      return "pieces must be >= 1 and splits x pieces <= 255";
+    case model_error::pieces_need_experts:
+      return "pieces (pipe-experts) cut the routed-expert path: the layer needs dispatch, mlp and "
+             "combine";
     case model_error::vee_needs_two_chunks:
       return "V placement needs exactly 2 chunks per rank";
     case model_error::bidirectional_needs_even:
@@ -125,8 +143,8 @@ constexpr std::string_view describe(model_error e) noexcept {
     case model_error::bad_memory_bound:
       return "max_live must be >= 0";
     case model_error::too_many_ops:
-      return "the model has more than 2^26 op ids (micro x chunks x layers x splits x stage "
-             "kinds x phases, plus transfers and collectives); see docs/limits.md";
+      return "the model has more than 2^26 op ids (micro x chunks x layers x splits x pieces x "
+             "stage kinds x phases, plus transfers and collectives); see docs/limits.md";
   }
   return "unknown";
 }
@@ -136,13 +154,14 @@ constexpr std::string_view describe(model_error e) noexcept {
 /// on 16 ranks (V placement, 2 layers per chunk) with 1024 micro-batches uses about 2.2M.
 inline constexpr std::uint64_t max_op_ids = std::uint64_t{1} << 26;
 
-/// The size of a model's dense id space, in 64 bits: per (micro-batch, chunk, layer, split) one
-/// id per stage kind and phase, then four transfer ids per (micro-batch, chunk), then (when
-/// `with_collectives`) twelve collective ids per (micro-batch, chunk, layer, split). Meaningful
+/// The size of a model's dense id space, in 64 bits: per (micro-batch, chunk, layer, part) one
+/// id per stage kind and phase (parts: splits x pieces), then four transfer ids per
+/// (micro-batch, chunk), then (when `with_collectives`) twelve collective ids per (micro-batch,
+/// chunk, layer, part). Meaningful
 /// for a model whose fields are in range (`validate` checks those first).
 constexpr std::uint64_t id_space(const model_desc& m, bool with_collectives) noexcept {
   const auto u = [](int v) { return static_cast<std::uint64_t>(v < 0 ? 0 : v); };
-  const std::uint64_t per_mb = u(m.chunks()) * u(m.layers) * u(m.splits);
+  const std::uint64_t per_mb = u(m.chunks()) * u(m.layers) * u(m.splits) * u(m.pieces);
   const std::uint64_t units = u(m.micro) * per_mb * u(m.stages.size());
   return units * phase_count + u(m.micro) * u(m.chunks()) * 4 +
          (with_collectives ? u(m.micro) * per_mb * 12 : 0);
@@ -154,6 +173,7 @@ constexpr model_error validate(const model_desc& m) noexcept {
   if (m.micro < 1 || m.micro > 65535) return model_error::bad_micro;
   if (m.layers < 1 || m.layers > 65535) return model_error::bad_layers;
   if (m.splits < 1 || m.splits > 255) return model_error::bad_splits;
+  if (m.pieces < 1 || m.pieces > 255 || m.splits * m.pieces > 255) return model_error::bad_pieces;
   if (m.place == placement::vee && m.chunks_per_rank != 2) return model_error::vee_needs_two_chunks;
   if (m.bidirectional && (m.chunks() % 2 != 0 || m.micro % 2 != 0))
     return model_error::bidirectional_needs_even;
@@ -166,6 +186,9 @@ constexpr model_error validate(const model_desc& m) noexcept {
   if (!s.has(kind::block) && !s.has(kind::attn)) return model_error::stages_need_attn;
   if ((s.has(kind::dispatch) || s.has(kind::combine)) && !s.has(kind::mlp))
     return model_error::stages_comm_without_mlp;
+  if (m.pieces > 1 &&
+      !(s.has(kind::dispatch) && s.has(kind::mlp) && s.has(kind::combine) && s.has(kind::attn)))
+    return model_error::pieces_need_experts;
   if (m.max_live < 0) return model_error::bad_memory_bound;
   if (id_space(m, true) > max_op_ids) return model_error::too_many_ops;
   return model_error::none;

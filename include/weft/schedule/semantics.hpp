@@ -57,6 +57,7 @@ class semantics {
 
   constexpr const program& prog() const noexcept { return p_; }
   constexpr int ranks() const noexcept { return s_.ranks(); }
+  constexpr const model_desc& model() const noexcept { return s_.model; }
   /// The op an op copy is a copy of.
   constexpr const op& at(std::uint32_t x) const noexcept { return s_.ops[op_of(x)]; }
   constexpr std::uint32_t ops() const noexcept { return n_ * reps_; }  ///< op copies

@@ -195,9 +195,10 @@ class checker {
     for (int mbi = 0; mbi < m.micro; ++mbi)
       for (int c = m.first_chunk(mbi); c < m.end_chunk(mbi); ++c) {
         for (int l = 0; l < m.layers; ++l)
-          for (int sp = 0; sp < m.splits; ++sp)
+          for (int sp = 0; sp < m.parts(); ++sp)
             for (int k = 0; k < kind_count; ++k) {
               if (!p.ix.has_kind(static_cast<kind>(k))) continue;
+              if (sp >= m.parts_of(static_cast<kind>(k))) continue;
               op o = make_op(static_cast<kind>(k), phase::F, mbi, c, l, sp);
               if (!missing(p, o)) return false;
               if (!m.backward) continue;

@@ -20,8 +20,9 @@ struct interleaved_params {
   /// each steady-phase forward can be overlapped with a backward of another micro-batch; the
   /// steady phase then issues them as overlapped pairs.
   bool extra_warmup = false;
-  /// AMPipe degree, as `pipeline_params::splits`.
+  /// AMPipe degree and pipe-experts pieces, as in `pipeline_params`.
   int splits = 1;
+  int pieces = 1;
 };
 
 /// Megatron's interleaved schedule, with PyTorch's rounds (`ScheduleInterleaved1F1B`): the
@@ -34,14 +35,15 @@ struct interleaved_params {
 /// Bubble (ranks - 1) / (chunks * micro + ranks - 1) when G = ranks.
 constexpr schedule interleaved(const interleaved_params& p) {
   const pipeline_params common{p.ranks,     p.micro,   p.layers, p.stages,
-                               p.transfers, p.overlap, p.splits};
+                               p.transfers, p.overlap, p.splits, p.pieces};
   if (p.chunks < 1) gen::reject("interleaved", "chunks (per rank) must be >= 1");
   const model_desc m{.ranks = p.ranks,
                      .chunks_per_rank = p.chunks,
                      .micro = p.micro,
                      .layers = p.layers,
                      .stages = p.stages,
-                     .splits = p.splits};
+                     .splits = p.splits,
+                     .pieces = p.pieces};
   gen::check_common("interleaved", common, m);
   const int rounds = p.micro / p.ranks > 1 ? p.micro / p.ranks : 1;
   if (p.micro % rounds != 0)

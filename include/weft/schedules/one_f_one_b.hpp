@@ -14,7 +14,8 @@ constexpr model_desc single_chunk_model(const pipeline_params& p) noexcept {
           .micro = p.micro,
           .layers = p.layers,
           .stages = p.stages,
-          .splits = p.splits};
+          .splits = p.splits,
+          .pieces = p.pieces};
 }
 }  // namespace gen
 

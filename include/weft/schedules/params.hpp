@@ -25,6 +25,8 @@ struct pipeline_params {
   /// AMPipe degree: each micro-batch's sequence in this many chunks, an op's `split` (their
   /// order: `overlap.pipeline_splits`).
   int splits = 1;
+  /// Pipe-experts multi-data: each split's routed-expert path in this many pieces (model_desc).
+  int pieces = 1;
 };
 
 namespace gen {
@@ -41,6 +43,10 @@ constexpr void check_common(const char* name, const pipeline_params& p, const mo
   if (p.layers < 1 || p.layers > 65535) reject(name, "layers must be in [1, 65535]");
   if (m.chunks() > 255) reject(name, "at most 255 model chunks (ranks x chunks per rank)");
   if (const model_error e = validate(m); e != model_error::none) reject(name, describe(e));
+  if (m.pieces > 1 && p.overlap.pair_forward_backward)
+    reject(name,
+           "pipe-experts pieces do not combine with fb-overlap's forward/backward pairing "
+           "(overlap.pair_forward_backward)");
 }
 
 /// The model of a V-shaped schedule (two chunks per rank: r and 2·ranks-1-r), checked, with the
@@ -54,7 +60,8 @@ constexpr model_desc vee_model(const char* name, const pipeline_params& p,
                      .micro = p.micro,
                      .layers = p.layers,
                      .stages = p.stages,
-                     .splits = p.splits};
+                     .splits = p.splits,
+                     .pieces = p.pieces};
   check_common(name, p, m);
   if (p.micro < 2 * p.ranks) reject(name, "micro must be >= 2 * ranks");
   return m;

@@ -32,9 +32,13 @@ struct overlap_options {
   /// backward mirrors it over the splits last to first (combine-B of all, experts, attention).
   /// Off: each split's sub-stages one after the other, which hides nothing.
   bool pipeline_splits = false;
+  /// Pipe-experts multi-stream (seed: ampipe): where a layer's routed-expert path runs in pieces
+  /// (`pieces` > 1) or pipelined splits, its second all-to-all of each direction (combine-F,
+  /// dispatch-B) runs on a second comm stream, so it never queues behind the first.
+  bool multi_stream_all_to_all = false;
 
   static constexpr overlap_options none() noexcept { return {}; }
-  static constexpr overlap_options all() noexcept { return {true, true, true, true}; }
+  static constexpr overlap_options all() noexcept { return {true, true, true, true, true}; }
   friend constexpr bool operator==(const overlap_options&, const overlap_options&) = default;
 };
 
@@ -48,6 +52,9 @@ inline constexpr int all_to_all_lane = 0;
 inline constexpr int send_lane = 1;
 inline constexpr int recv_from_lower_lane = 2;
 inline constexpr int recv_from_higher_lane = 3;
+/// Pipe-experts multi-stream: a layer's second all-to-all of each direction (combine forward,
+/// dispatch backward) on a comm stream of its own, so it never queues behind the first.
+inline constexpr int second_all_to_all_lane = 4;
 
 /// A run of slots for one or two (micro-batch, chunk) pairs, built once per model and stamped
 /// per use: an op's `mb` field says whose it is (0: the forward's, 1: the backward's); `chunk`
@@ -112,18 +119,25 @@ struct layer_shape {
   }
 };
 
-/// An op of a layer's split chain, for `merge_streams`.
+/// An op of a layer's sub-stage chains, for `merge_streams`: its `split` is its own part (a
+/// piece's for the routed-expert path).
 struct chain_op {
   kind k;
   phase ph;
   int split;
+  int lane = 0;
 };
 
 /// Does `a` need `b` within one layer: the sub-stage chain of one split (forward
 /// attn -> dispatch -> mlp -> combine and attn -> shared; backward combine -> mlp -> dispatch ->
-/// attn, shared -> attn, dX -> dW).
-constexpr bool needs_in_layer(const chain_op& a, const chain_op& b) {
-  if (a.split != b.split) return false;
+/// attn, shared -> attn, dX -> dW), piece j of split s (part s * pieces + j) on split s's.
+constexpr bool needs_in_layer(const chain_op& a, const chain_op& b, int pieces) {
+  const auto owner = [&](const chain_op& x) {
+    return model_desc::in_pieces(x.k) ? x.split / pieces : x.split;
+  };
+  if (model_desc::in_pieces(a.k) && model_desc::in_pieces(b.k) ? a.split != b.split
+                                                               : owner(a) != owner(b))
+    return false;
   if (a.ph == phase::F) {
     if (b.ph != phase::F) return false;
     switch (a.k) {
@@ -152,67 +166,95 @@ constexpr bool needs_in_layer(const chain_op& a, const chain_op& b) {
   }
 }
 
-/// Slots for one layer from its compute-stream ops and its comm-stream ops, each list in stream
-/// order: each slot issues the next op of each list whose in-layer producers are in earlier
-/// slots, so a comm op shares a slot with the compute op it hides behind.
-constexpr void merge_streams(pattern& p, int layer, const buffer<chain_op>& compute,
-                             const buffer<chain_op>& comm, int whose) {
-  std::size_t i = 0, j = 0;
+/// Streams of a layer's pipelined sub-stages: compute, the all-to-all lane, and with
+/// multi-stream a second all-to-all lane.
+struct layer_streams {
+  buffer<chain_op> list[3];
+};
+
+/// Slots for one layer from the ops of each stream, each list in stream order: each slot issues
+/// the next op of every list whose in-layer producers are in earlier slots, so a comm op shares
+/// a slot with the compute op it hides behind.
+constexpr void merge_streams(pattern& p, int layer, const layer_streams& st, int pieces,
+                             int whose) {
+  std::size_t at[3] = {0, 0, 0};
   const auto ready = [&](const chain_op& x) {
-    // Every producer of x in either list must already have been issued.
-    for (std::size_t q = i; q < compute.size(); ++q)
-      if (needs_in_layer(x, compute[q])) return false;
-    for (std::size_t q = j; q < comm.size(); ++q)
-      if (needs_in_layer(x, comm[q])) return false;
+    for (int q = 0; q < 3; ++q)
+      for (std::size_t i = at[q]; i < st.list[q].size(); ++i)
+        if (needs_in_layer(x, st.list[q][i], pieces)) return false;
     return true;
   };
-  while (i < compute.size() || j < comm.size()) {
-    const bool a = i < compute.size() && ready(compute[i]);
-    const bool b = j < comm.size() && ready(comm[j]);
-    if (!a && !b) throw config_error("weft: ampipe: the split order is not a dependency order");
-    if (a) p.add(compute[i].k, compute[i].ph, layer, compute[i].split, whose);
-    if (b) p.add(comm[j].k, comm[j].ph, layer, comm[j].split, whose);
+  for (;;) {
+    bool take[3] = {false, false, false}, any = false, left = false;
+    for (int q = 0; q < 3; ++q) {
+      if (at[q] >= st.list[q].size()) continue;
+      left = true;
+      take[q] = ready(st.list[q][at[q]]);
+      any = any || take[q];
+    }
+    if (!left) return;
+    if (!any) throw config_error("weft: ampipe: the sub-stage order is not a dependency order");
+    for (int q = 0; q < 3; ++q)
+      if (take[q]) {
+        const chain_op& x = st.list[q][at[q]++];
+        p.add(x.k, x.ph, layer, x.split, whose, x.lane);
+      }
     p.close();
-    i += a ? 1 : 0;
-    j += b ? 1 : 0;
   }
 }
 
-/// AMPipe's forward of one layer (overlap_options::pipeline_splits): the attention of every
-/// split, then the shared expert of every split, then the routed experts, on the compute stream;
-/// the dispatches, then the combines, on the comm stream.
-constexpr void pipelined_forward(pattern& p, const model_desc& m, int layer, int whose) {
-  buffer<chain_op> compute, comm;
-  for (int sp = 0; sp < m.splits; ++sp) compute.push_back({kind::attn, phase::F, sp});
+/// Is a layer's forward or backward pipelined over its splits (AMPipe) or pieces (pipe-experts)?
+constexpr bool pipelined_layers(const model_desc& m, overlap_options o) {
+  const layer_shape ls(m.stages);
+  return ls.moe && ((o.pipeline_splits && m.splits > 1) || m.pieces > 1);
+}
+
+/// The lane of a layer's second all-to-all (combine-F, dispatch-B).
+constexpr int second_a2a_lane(overlap_options o) {
+  return o.multi_stream_all_to_all ? second_all_to_all_lane : all_to_all_lane;
+}
+
+/// A pipelined layer's forward for splits [first, end) (all of them with AMPipe, one at a time
+/// without): the attention of every split, then the shared expert of every split, then the
+/// routed experts of every piece, on the compute stream; the dispatches, then the combines, on
+/// the all-to-all lane (the combines on a second lane with multi-stream).
+constexpr void pipelined_forward(pattern& p, const model_desc& m, overlap_options o, int layer,
+                                 int first, int end, int whose) {
+  layer_streams st;
+  const int P = m.pieces, lane2 = second_a2a_lane(o);
+  for (int sp = first; sp < end; ++sp) st.list[0].push_back({kind::attn, phase::F, sp});
   if (m.stages.has(kind::shared))
-    for (int sp = 0; sp < m.splits; ++sp) compute.push_back({kind::shared, phase::F, sp});
-  for (int sp = 0; sp < m.splits; ++sp) {
-    compute.push_back({kind::mlp, phase::F, sp});
-    comm.push_back({kind::dispatch, phase::F, sp});
+    for (int sp = first; sp < end; ++sp) st.list[0].push_back({kind::shared, phase::F, sp});
+  for (int q = first * P; q < end * P; ++q) {
+    st.list[0].push_back({kind::mlp, phase::F, q});
+    st.list[1].push_back({kind::dispatch, phase::F, q});
   }
-  for (int sp = 0; sp < m.splits; ++sp) comm.push_back({kind::combine, phase::F, sp});
-  merge_streams(p, layer, compute, comm, whose);
+  for (int q = first * P; q < end * P; ++q)
+    st.list[lane2 == 0 ? 1 : 2].push_back({kind::combine, phase::F, q, lane2});
+  merge_streams(p, layer, st, P, whose);
 }
 
-/// AMPipe's backward of one layer, splits last to first: the shared expert's and the routed
-/// experts' backward, then attention's, on the compute stream (a fused B with self-overlap
-/// splits the experts into dX and dW, the dW after every dX); every combine-B, then every
-/// dispatch-B, on the comm stream. `ph` is B or dX as in `backward_pattern`.
+/// A pipelined layer's backward for splits [first, end), last to first: the shared expert's and
+/// the routed experts' backward, then attention's, on the compute stream (a fused B with
+/// self-overlap splits the experts into dX and dW, the dW after every dX); every combine-B, then
+/// every dispatch-B, on the all-to-all lane (the dispatch-Bs on a second lane with
+/// multi-stream). `ph` is B or dX as in `backward_pattern`.
 constexpr void pipelined_backward(pattern& p, const model_desc& m, overlap_options o, phase ph,
-                                  int layer, int whose) {
-  buffer<chain_op> compute, comm;
-  const int D = m.splits;
+                                  int layer, int first, int end, int whose) {
+  layer_streams st;
+  const int P = m.pieces, lane2 = second_a2a_lane(o);
   const bool split_experts = ph == phase::B && o.self_overlap;
   const phase expert_ph = split_experts ? phase::dX : ph;
   if (m.stages.has(kind::shared))
-    for (int sp = D - 1; sp >= 0; --sp) compute.push_back({kind::shared, ph, sp});
-  for (int sp = D - 1; sp >= 0; --sp) compute.push_back({kind::mlp, expert_ph, sp});
+    for (int sp = end - 1; sp >= first; --sp) st.list[0].push_back({kind::shared, ph, sp});
+  for (int q = end * P - 1; q >= first * P; --q) st.list[0].push_back({kind::mlp, expert_ph, q});
   if (split_experts)
-    for (int sp = D - 1; sp >= 0; --sp) compute.push_back({kind::mlp, phase::dW, sp});
-  for (int sp = D - 1; sp >= 0; --sp) compute.push_back({kind::attn, ph, sp});
-  for (int sp = D - 1; sp >= 0; --sp) comm.push_back({kind::combine, phase::B, sp});
-  for (int sp = D - 1; sp >= 0; --sp) comm.push_back({kind::dispatch, phase::B, sp});
-  merge_streams(p, layer, compute, comm, whose);
+    for (int q = end * P - 1; q >= first * P; --q) st.list[0].push_back({kind::mlp, phase::dW, q});
+  for (int sp = end - 1; sp >= first; --sp) st.list[0].push_back({kind::attn, ph, sp});
+  for (int q = end * P - 1; q >= first * P; --q) st.list[1].push_back({kind::combine, phase::B, q});
+  for (int q = end * P - 1; q >= first * P; --q)
+    st.list[lane2 == 0 ? 1 : 2].push_back({kind::dispatch, phase::B, q, lane2});
+  merge_streams(p, layer, st, P, whose);
 }
 
 /// One chunk's forward: per layer, per split, the kinds in order; with self-overlap, the shared
@@ -222,8 +264,11 @@ constexpr pattern forward_pattern(const model_desc& m, overlap_options o, int wh
   const layer_shape ls(m.stages);
   pattern p;
   for (int l = 0; l < m.layers; ++l) {
-    if (o.pipeline_splits && ls.moe && m.splits > 1) {
-      pipelined_forward(p, m, l, whose);
+    if (pipelined_layers(m, o)) {
+      if (o.pipeline_splits)
+        pipelined_forward(p, m, o, l, 0, m.splits, whose);
+      else
+        for (int sp = 0; sp < m.splits; ++sp) pipelined_forward(p, m, o, l, sp, sp + 1, whose);
       continue;
     }
     for (int sp = 0; sp < m.splits; ++sp) {
@@ -252,8 +297,12 @@ constexpr pattern backward_pattern(const model_desc& m, overlap_options o, phase
   const layer_shape ls(m.stages);
   pattern p;
   for (int l = m.layers - 1; l >= 0; --l) {
-    if (o.pipeline_splits && ls.moe && m.splits > 1 && ph != phase::dW) {
-      pipelined_backward(p, m, o, ph, l, whose);
+    if (pipelined_layers(m, o) && ph != phase::dW) {
+      if (o.pipeline_splits)
+        pipelined_backward(p, m, o, ph, l, 0, m.splits, whose);
+      else
+        for (int sp = m.splits - 1; sp >= 0; --sp)
+          pipelined_backward(p, m, o, ph, l, sp, sp + 1, whose);
       continue;
     }
     for (int sp = m.splits - 1; sp >= 0; --sp) {
@@ -281,10 +330,11 @@ constexpr pattern backward_pattern(const model_desc& m, overlap_options o, phase
       }
       for (int j = ls.n - 1; j >= 0; --j) {
         const kind k = ls.k[j];
-        if (ph == phase::B || has_weights(k))
-          p.slot(k, ph, l, sp, whose);
-        else if (ph == phase::dX)
-          p.slot(k, phase::B, l, sp, whose);
+        if (!(ph == phase::B || ph == phase::dX || has_weights(k))) continue;
+        // The routed-expert path's pieces of this split, last to first.
+        const int P = model_desc::in_pieces(k) ? m.pieces : 1;
+        for (int q = (sp + 1) * P - 1; q >= sp * P; --q)
+          p.slot(k, ph == phase::B || has_weights(k) ? ph : phase::B, l, q, whose);
       }
     }
   }

@@ -29,7 +29,7 @@ namespace detail {
 struct chunk_ends {
   kind entry, tail;
   bool shared;
-  int last_layer, splits;
+  int last_layer, splits, tails;  ///< tails: the tail kind's parts (pieces of the expert path)
 
   constexpr explicit chunk_ends(const model_desc& m) noexcept
       : entry(m.stages.has(kind::block) ? kind::block : kind::attn),
@@ -39,7 +39,8 @@ struct chunk_ends {
                                            : kind::attn),
         shared(m.stages.has(kind::shared)),
         last_layer(m.layers - 1),
-        splits(m.splits) {}
+        splits(m.splits),
+        tails(m.parts_of(tail)) {}
 
   constexpr bool is_exit(const op& o) const noexcept {
     return o.layer == last_layer && (o.k == tail || (shared && o.k == kind::shared));
@@ -57,7 +58,7 @@ struct chunk_ends {
     return o.ph == phase::F ? is_exit(o) : backward(o) && is_entry(o);
   }
   constexpr int outputs(phase ph) const noexcept {
-    return ph == phase::F ? splits * (shared ? 2 : 1) : splits;
+    return ph == phase::F ? tails + (shared ? splits : 0) : splits;
   }
 };
 

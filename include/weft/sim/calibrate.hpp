@@ -16,7 +16,9 @@ namespace weft {
 
 /// `base` with the compute costs replaced by their mean durations in `measured` (a timeline of
 /// `p`, as the executor records it) and, given `comm_span` (per op), the comm costs by its
-/// means. (kind, phase) pairs that did not run keep `base`'s cost.
+/// means. (kind, phase) pairs that did not run keep `base`'s cost. A table's time is of a
+/// layer's whole sub-stage (cost.hpp): an op of one of n AMPipe splits or pieces counts n times
+/// its duration, so the calibrated table gives each op its mean back.
 inline cost_model calibrated(const program& p, const timeline& measured, cost_model base,
                              std::span<const seconds> comm_span = {}) {
   seconds sum[kind_count][phase_count] = {};
@@ -27,7 +29,8 @@ inline cost_model calibrated(const program& p, const timeline& measured, cost_mo
     const bool compute = stream_of(o.k) == stream_class::compute;
     if (!compute && comm_span.size() != p.size()) continue;
     const int k = static_cast<int>(o.k), ph = static_cast<int>(o.ph);
-    sum[k][ph] += compute ? measured.duration_of(i) : comm_span[i];
+    const double parts = is_p2p(o.k) ? 1 : p.source.model.parts_of(o.k);
+    sum[k][ph] += (compute ? measured.duration_of(i) : comm_span[i]) * parts;
     ++count[k][ph];
   }
   for (int k = 0; k < kind_count; ++k)

@@ -9,6 +9,7 @@
 
 #include <weft/core/kinds.hpp>
 #include <weft/core/link.hpp>
+#include <weft/core/op.hpp>
 #include <weft/core/time.hpp>
 #include <weft/schedule/model.hpp>
 
@@ -32,12 +33,33 @@ template <time_type T>
 struct basic_cost_model {
   using duration = T;
 
+  /// Per (kind, phase): the time of a layer's whole sub-stage for one micro-batch.
   T time[kind_count][phase_count] = {};
+  /// The part of `time` that does not shrink when an op does a share of its layer's work
+  /// (AMPipe splits, pipe-experts pieces): a link's latency, kernel launches, the casts and adds
+  /// a split brings. 0: every share costs its fraction.
+  T fixed[kind_count][phase_count] = {};
+  /// The share of attention's time spent on causal scores: split s of D pays its fraction of it
+  /// in proportion (2s + 1) / D, since its queries see s + 1/2 chunks of keys on average.
+  double causal_share = 0;
   /// An overlapped whole-block forward/backward pair (DualPipe's F&B); < 0: F + B.
   T fb_pair{-1};
 
   constexpr T of(kind k, phase ph) const noexcept {
     return time[static_cast<int>(k)][static_cast<int>(ph)];
+  }
+  /// What op `o` of model `m` costs: `of(kind, phase)` when it is its layer's whole sub-stage;
+  /// for one of n splits (or pieces) its share of the part that shrinks plus the fixed part.
+  /// Transfers carry whole chunks and cost the same at any split.
+  constexpr T of(const op& o, const model_desc& m) const noexcept {
+    const T t = of(o.k, o.ph);
+    const int n = m.parts_of(o.k);
+    if (n <= 1 || is_p2p(o.k)) return t;
+    const T f = fixed[static_cast<int>(o.k)][static_cast<int>(o.ph)];
+    double share = 1.0 / n;
+    if (o.k == kind::attn)
+      share *= (1 - causal_share) + causal_share * (2.0 * o.split + 1) / m.splits;
+    return (t - f) * share + f;
   }
   constexpr basic_cost_model& set(kind k, phase ph, T t) noexcept {
     time[static_cast<int>(k)][static_cast<int>(ph)] = t;
@@ -65,7 +87,10 @@ struct basic_cost_model {
     basic_cost_model c = *this;
     for (int k = 0; k < kind_count; ++k)
       if (stream_of(static_cast<kind>(k)) == stream_class::compute)
-        for (int ph = 0; ph < phase_count; ++ph) c.time[k][ph] *= f;
+        for (int ph = 0; ph < phase_count; ++ph) {
+          c.time[k][ph] *= f;
+          c.fixed[k][ph] *= f;
+        }
     if (c.fb_pair >= T{0}) c.fb_pair *= f;
     return c;
   }
@@ -102,7 +127,11 @@ struct basic_cost_model {
       seconds per_unit) const noexcept requires std::same_as<T, units> {
     basic_cost_model<seconds> c;
     for (int k = 0; k < kind_count; ++k)
-      for (int ph = 0; ph < phase_count; ++ph) c.time[k][ph] = time[k][ph].at(per_unit);
+      for (int ph = 0; ph < phase_count; ++ph) {
+        c.time[k][ph] = time[k][ph].at(per_unit);
+        c.fixed[k][ph] = fixed[k][ph].at(per_unit);
+      }
+    c.causal_share = causal_share;
     c.fb_pair = fb_pair >= T{0} ? fb_pair.at(per_unit) : seconds(-1);
     return c;
   }

@@ -44,7 +44,8 @@ constexpr T cost_of(const semantics& g, const basic_cost_model<T>& c, std::uint3
   T t{0};
   g.each_member(u, [&](std::uint32_t x) {
     const op& o = g.at(x);
-    t = t > c.of(o.k, o.ph) ? t : c.of(o.k, o.ph);
+    const T own = c.of(o, g.model());
+    t = t > own ? t : own;
   });
   return t;
 }

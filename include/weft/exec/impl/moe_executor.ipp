@@ -46,17 +46,22 @@ class moe_run {
   };
   struct layer_state {
     typename moe_layer<T>::context ctx;
-    /// Token side: the (token, k) pairs in the order they are sent, grouped by the replica that
-    /// holds their expert; how many go to each replica; how many rows arrive from each.
-    std::vector<int> order;
-    std::vector<std::size_t> rows_to, rows_from;
-    exchange a2a;
     /// This split's part of the layer's input gradient (attn B or dX): of every token, since
     /// its queries attended to all of them; the layer's is the sum over its splits.
     nn::matrix<T> dx;
   };
+  /// One piece of a split's routed-expert path (the whole split without pipe-experts): its
+  /// tokens' (token, k) pairs in the order they are sent, grouped by the replica that holds
+  /// their expert; how many go to and come from each replica; the rows its experts process.
+  struct piece_state {
+    std::vector<int> order;
+    std::vector<std::size_t> rows_to, rows_from;
+    exchange a2a;
+    typename moe_layer<T>::expert_rows rows;
+  };
   struct unit {                       // one (replica, micro-batch, chunk)
     std::vector<layer_state> layers;  ///< [layer * splits + split]
+    std::vector<piece_state> pieces;  ///< [layer * parts + part]
     std::vector<moe_layer<T>> grad;   ///< this unit's weight gradients, kept apart
     nn::matrix<T> in_act, in_grad, out_act, out_grad;
   };
@@ -82,20 +87,13 @@ class moe_run {
     if (stage_of_chunk(m, m.chunks() - 1) + 1 != c.stages)
       throw config_error("weft: run: the schedule's chunks do not carry the model's " +
                          std::to_string(c.stages) + " stages");
-    // Every member of an expert-parallel group issues the group's all-to-alls in one order only
-    // if they all come from one stream of the rank.
-    std::vector<int> lane(static_cast<std::size_t>(p.ranks()), -1);
-    for (std::uint32_t i = 0; i < p.size(); ++i) {
-      const op& o = p.at(i);
-      if (o.k != kind::dispatch && o.k != kind::combine) continue;
-      int& l = lane[p.rank[i]];
-      if (l >= 0 && l != o.lane)
-        throw config_error("weft: run: rank " + std::to_string(p.rank[i]) +
-                           " issues all-to-alls on comm lanes " + std::to_string(l) + " and " +
-                           std::to_string(o.lane) +
-                           "; a group's all-to-alls must come from one stream in one order");
-      l = o.lane;
-    }
+    if ((c.tokens / m.splits) % m.pieces != 0)
+      throw config_error("weft: run: pipe-experts pieces (" + std::to_string(m.pieces) +
+                         ") must divide the tokens of an AMPipe chunk (" +
+                         std::to_string(c.tokens / m.splits) + ")");
+    // The replicas of a pipeline rank run one stream program, so each comm lane issues its
+    // all-to-alls in one order on every member of the group; the lane is the collective's
+    // channel (rt::communicator), so two lanes may interleave theirs freely.
   }
 
   void setup(const model_desc& m) {
@@ -108,6 +106,7 @@ class moe_run {
         for (int c = m.first_chunk(mb); c < m.end_chunk(mb); ++c) {
           unit& u = at(r, mb, c);
           u.layers.resize(static_cast<std::size_t>(m.layers * m.splits));
+          u.pieces.resize(static_cast<std::size_t>(m.layers * m.parts()));
           u.grad = stage(c);
           for (auto& layer : u.grad) layer.each_param([](nn::param<T>& pr) { pr.zero_grad(); });
         }
@@ -122,12 +121,23 @@ class moe_run {
   layer_state& state(int r, int mb, int c, int l, int sp) {
     return at(r, mb, c).layers[static_cast<std::size_t>(l * m_.splits + sp)];
   }
-  layer_state& state(const run_call& k) {
-    return state(k.replica, k.op.mb, k.op.chunk, k.op.layer, k.op.split);
+  /// The split an op belongs to (a piece's split for the routed-expert path).
+  int split_of(const op& o) const {
+    return model_desc::in_pieces(o.k) ? o.split / m_.pieces : o.split;
   }
+  layer_state& state(const run_call& k) {
+    return state(k.replica, k.op.mb, k.op.chunk, k.op.layer, split_of(k.op));
+  }
+  piece_state& piece(const run_call& k) {
+    return at(k.replica, k.op.mb, k.op.chunk)
+        .pieces[static_cast<std::size_t>(k.op.layer * m_.parts() + k.op.split)];
+  }
+  /// A piece's tokens within its split: rows [first, first + rows) of the split's.
+  Eigen::Index piece_rows() const { return split_rows() / m_.pieces; }
+  Eigen::Index piece_first(const op& o) const { return o.split % m_.pieces * piece_rows(); }
   /// An AMPipe chunk's tokens: rows [split * rows, (split + 1) * rows) of the micro-batch.
   Eigen::Index split_rows() const { return model_.cfg.tokens / m_.splits; }
-  Eigen::Index first_row(const op& o) const { return o.split * split_rows(); }
+  Eigen::Index first_row(const op& o) const { return split_of(o) * split_rows(); }
   const std::vector<moe_layer<T>>& stage(int c) const {
     return model_.stages[static_cast<std::size_t>(stage_of_chunk(m_, c))];
   }
@@ -195,7 +205,7 @@ class moe_run {
       total += x.recv_counts[j] = recv_rows[j] * width;
     x.recv.assign(total, T(0));
     return k.comm->all_to_all_v(x.send, x.send_counts, x.recv, x.recv_counts,
-                                members_[static_cast<std::size_t>(k.rank)]);
+                                members_[static_cast<std::size_t>(k.rank)], k.op.lane);
   }
   /// Appends rows of `m`, in `order` (or all rows in order when `order` is empty), to `out`.
   static void pack(const nn::matrix<T>& m, const std::vector<int>* order, std::vector<T>& out) {
@@ -212,19 +222,25 @@ class moe_run {
   // fires and the consumers run).
 
   void dispatch_forward(run_call& k) {
-    layer_state& s = state(k);
-    auto& c = s.ctx;
+    auto& c = state(k).ctx;
+    piece_state& s = piece(k);
     const Eigen::Index width = c.z.cols();
     const auto R = static_cast<std::size_t>(model_.cfg.replicas);
     exchange& x = s.a2a;
     if (k.step == 0) {  // how many rows go where, so every member can size what it receives
-      // The (token, k) pairs grouped by the replica owning their expert, in token order within
-      // a group, and the group sizes.
+      // The piece's kept (token, k) pairs grouped by the replica owning their expert, in token
+      // order within a group, and the group sizes.
       const auto owner_of = [&](int pair) {
         return static_cast<std::size_t>(
             model_.owner(c.chosen.expert[static_cast<std::size_t>(pair)]));
       };
-      s.order = moe_layer<T>::kept_pairs(c) | ranges::actions::stable_sort(std::less<>{}, owner_of);
+      const int k_ = layer(k.op).route.k;
+      const auto first = static_cast<int>(piece_first(k.op)) * k_;
+      const auto last = first + static_cast<int>(piece_rows()) * k_;
+      s.order.clear();
+      for (int pair = first; pair < last; ++pair)
+        if (c.chosen.kept[static_cast<std::size_t>(pair)]) s.order.push_back(pair);
+      s.order |= ranges::actions::stable_sort(std::less<>{}, owner_of);
       s.rows_to.assign(R, 0);
       for (const int pair : s.order) ++s.rows_to[owner_of(pair)];
       x.send.assign(s.rows_to.begin(), s.rows_to.end());
@@ -244,7 +260,7 @@ class moe_run {
       k.started = exchange_rows(k, x, s.rows_to, s.rows_from, static_cast<std::size_t>(width) + 1);
       return;
     }
-    auto& rows = c.rows;  // the expert side: what this replica's experts process
+    auto& rows = s.rows;  // the expert side: what this replica's experts process
     const auto n = static_cast<Eigen::Index>(x.recv.size()) / (width + 1);
     rows.in.resize(n, width);
     rows.expert.resize(static_cast<std::size_t>(n));
@@ -257,52 +273,48 @@ class moe_run {
   }
 
   void combine_forward(run_call& k) {
-    auto& c = state(k).ctx;
-    rows_to_tokens(k, c.rows.out, c.routed_out);
+    rows_to_tokens(k, piece(k).rows.out, state(k).ctx.routed_out);
   }
 
   void combine_backward(run_call& k) {
-    layer_state& s = state(k);
-    auto& c = s.ctx;
+    auto& c = state(k).ctx;
+    piece_state& s = piece(k);
+    const Eigen::Index width = c.z.cols();
     if (k.step == 0) {
-      layer(k.op).combine_backward(op_output_grad(k), c);
+      // The gradient of the piece's tokens' outputs: its rows of the split's.
+      const nn::matrix<T> dy = op_output_grad(k);
+      layer(k.op).combine_backward(dy, c, piece_first(k.op), piece_rows());
       pack(c.dexpert_out, &s.order, s.a2a.send);
-      k.started = exchange_rows(k, s.a2a, s.rows_to, s.rows_from, c.z.cols());
+      k.started = exchange_rows(k, s.a2a, s.rows_to, s.rows_from, static_cast<std::size_t>(width));
       return;
     }
     const auto& x = s.a2a.recv;
-    c.rows.dout.resize(static_cast<Eigen::Index>(x.size()) / c.z.cols(), c.z.cols());
-    std::copy(x.begin(), x.end(), c.rows.dout.data());
+    s.rows.dout.resize(static_cast<Eigen::Index>(x.size()) / width, width);
+    std::copy(x.begin(), x.end(), s.rows.dout.data());
     k.started = fired();
   }
 
   void dispatch_backward(run_call& k) {
-    auto& c = state(k).ctx;
-    rows_to_tokens(k, c.rows.din, c.dexpert_in);
+    rows_to_tokens(k, piece(k).rows.din, state(k).ctx.dexpert_in);
   }
 
   /// combine F and dispatch B: the expert side's rows back to the replicas their tokens live on,
-  /// then into pair order there.
+  /// then into pair order there. Each piece writes only its own pairs' rows (sized by attn F,
+  /// zero for pairs the capacity dropped), so pieces on different streams never touch a row
+  /// twice.
   void rows_to_tokens(run_call& k, const nn::matrix<T>& rows, nn::matrix<T>& into) {
-    layer_state& s = state(k);
-    const Eigen::Index width = s.ctx.z.cols();
+    piece_state& s = piece(k);
+    const Eigen::Index width = into.cols();
     if (k.step == 0) {
       pack(rows, nullptr, s.a2a.send);
       k.started = exchange_rows(k, s.a2a, s.rows_from, s.rows_to, static_cast<std::size_t>(width));
       return;
     }
-    unpack(s, into, width);
-    k.started = fired();
-  }
-
-  /// Token side: the rows that came back, into pair order.
-  /// Pairs the capacity dropped did not travel: their rows are zero.
-  static void unpack(const layer_state& s, nn::matrix<T>& into, Eigen::Index width) {
-    into = nn::matrix<T>::Zero(static_cast<Eigen::Index>(s.ctx.chosen.kept.size()), width);
     for (std::size_t q = 0; q < s.order.size(); ++q)
       std::copy(s.a2a.recv.data() + static_cast<Eigen::Index>(q) * width,
                 s.a2a.recv.data() + static_cast<Eigen::Index>(q + 1) * width,
                 into.row(s.order[q]).data());
+    k.started = fired();
   }
 
   /// A pipeline transfer: the chunk's output (F) or input gradient (B), to or from the peer the
@@ -388,17 +400,17 @@ struct moe_run<T>::kernels {
 
   // mlp: the routed experts on the rows this replica received.
   void operator()(kinds::mlp, phases::forward, run_call& k) {
-    ex.layer(k.op).mlp_forward(ex.state(k).ctx.rows);
+    ex.layer(k.op).mlp_forward(ex.piece(k).rows);
   }
   void operator()(kinds::mlp, phases::backward, run_call& k) {
     (*this)(kinds::mlp{}, phases::backward_dx{}, k);
     (*this)(kinds::mlp{}, phases::backward_dw{}, k);
   }
   void operator()(kinds::mlp, phases::backward_dx, run_call& k) {
-    ex.layer(k.op).mlp_backward_dx(ex.state(k).ctx.rows);
+    ex.layer(k.op).mlp_backward_dx(ex.piece(k).rows);
   }
   void operator()(kinds::mlp, phases::backward_dw, run_call& k) {
-    ex.grad_layer(k).mlp_backward_dw(ex.state(k).ctx.rows);
+    ex.grad_layer(k).mlp_backward_dw(ex.piece(k).rows);
   }
 
   // shared: the shared expert, beside the routed path.

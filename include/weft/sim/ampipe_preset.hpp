@@ -1,0 +1,142 @@
+// The seed's AMPipe scenario (seed: ampipe, "双机16P"): a MoE layer's costs on a device mesh,
+// derived from public facts — the layer's FLOPs, a device's throughput, its memory bandwidth,
+// link bandwidths — with one parameter set for every configuration, and the schedule each of
+// AMPipe's switches gives. Nothing is fitted to the seed's table (docs/ampipe.md compares).
+#pragma once
+
+#include <cmath>
+#include <vector>
+
+#include <weft/core/link.hpp>
+#include <weft/schedule/schedule.hpp>
+#include <weft/schedules/ampipe.hpp>
+#include <weft/schedules/one_f_one_b.hpp>
+#include <weft/sim/cost.hpp>
+
+namespace weft {
+
+/// A MoE transformer on a device mesh. The defaults are the seed's run: 2 machines x 8 devices,
+/// sequence 128k, hidden 12288 (GPT-3 175B's width: 96 heads, FFN 4 x hidden), 2 layers, 4
+/// experts top-2, ep 2, tp 8, cp 2, sequence parallel, full recompute; devices and links as
+/// published for Ascend 910B servers (Atlas 800T A2).
+struct moe_mesh_facts {
+  double seq = 131072;  ///< tokens per micro-batch
+  double hidden = 12288;
+  double ffn = 4 * 12288.0;  ///< each routed expert's inner width
+  int layers = 2;
+  int experts = 4, top_k = 2;
+  int tp = 8, cp = 2, ep = 2;
+  bool sequence_parallel = true;
+  bool full_recompute = true;  ///< each layer's forward runs again in its backward
+  double bytes_per_value = 2;  ///< bf16 activations
+  double accum_bytes = 4;      ///< fp32 gradient partials (what AMPipe's chunks sum)
+  /// A device: 313 TFLOP/s dense fp16 peak; 60% of it sustained by large matmuls and flash
+  /// attention; 1.6 TB/s HBM.
+  double peak_flops = 313e12;
+  double efficiency = 0.6;
+  double memory_bytes_per_s = 1.6e12;
+  /// Tensor parallelism runs inside a machine (HCCS), expert parallelism across the two
+  /// machines (one 200 Gb/s RoCE port per device).
+  link_model tp_link = link_model::intra_node();
+  link_model ep_link = link_model::inter_node();
+
+  /// Tokens one device holds between TP regions (sequence-parallel shard of its CP slice).
+  constexpr double local_tokens() const noexcept { return seq / cp / (sequence_parallel ? tp : 1); }
+};
+
+/// Per-device work and costs of one layer (forward), for the docs and the tests.
+struct moe_mesh_layer {
+  double attention_flops = 0;  ///< QKV, projection, router
+  double causal_flops = 0;     ///< causal scores and their weighted sum
+  double expert_flops = 0;     ///< the routed experts' matmuls
+  seconds attention{0}, causal{0}, experts{0};
+  seconds sp_comm{0};     ///< attention's all-gather and reduce-scatter (or all-reduce)
+  seconds all_to_all{0};  ///< one all-to-all over the expert-parallel group
+  seconds mlp_gather{0};  ///< the experts' all-gather (sequence parallelism), or reduce-scatter
+  seconds chunk_sum{0};   ///< one chunk's full-size dK/dV partials cast and added (AMPipe)
+};
+
+constexpr moe_mesh_layer layer_costs(const moe_mesh_facts& f) noexcept {
+  moe_mesh_layer c;
+  const double h = f.hidden, tokens = f.seq / f.cp, rate = f.peak_flops * f.efficiency;
+  c.attention_flops = 2 * tokens * (4 * h * h + h * f.experts) / f.tp;
+  c.causal_flops = 2 * f.seq * f.seq * h / (f.cp * f.tp);  // 4 S^2 h, half of it causal
+  c.expert_flops = tokens * f.top_k * 4 * h * f.ffn / f.tp;
+  c.attention = seconds(c.attention_flops / rate);
+  c.causal = seconds(c.causal_flops / rate);
+  c.experts = seconds(c.expert_flops / rate);
+  const double activations = tokens * h * f.bytes_per_value;  // one CP slice, all of TP's
+  c.sp_comm = f.sequence_parallel ? 2.0 * collective::ring_all_gather(f.tp_link, f.tp, activations)
+                                  : collective::ring_all_reduce(f.tp_link, f.tp, activations);
+  c.all_to_all = collective::pairwise_all_to_all(
+      f.ep_link, f.ep, f.local_tokens() * f.top_k * h * f.bytes_per_value);
+  c.mlp_gather = f.sequence_parallel
+                     ? collective::ring_all_gather(f.tp_link, f.tp, activations * f.top_k)
+                     : seconds(0);
+  // dK and dV of every token (this rank's heads), read, added to and written back.
+  c.chunk_sum = seconds(3 * tokens * 2 * h / f.tp * f.accum_bytes / f.memory_bytes_per_s);
+  return c;
+}
+
+/// The cost table: per (kind, phase) a layer's whole sub-stage; splits and pieces take their
+/// share (cost.hpp), latencies and the chunk sums stay whole. attn holds attention, its norms,
+/// the router and the sequence-parallel all-gather/reduce-scatter around it; dispatch holds the
+/// all-to-all and the experts' all-gather, combine the reduce-scatter and the all-to-all (the
+/// order they run in); mlp the experts. A backward recomputes its forward first under full
+/// recompute, so it costs its forward (communication included) on top.
+constexpr cost_model ampipe_cost_model(const moe_mesh_facts& f) noexcept {
+  const moe_mesh_layer l = layer_costs(f);
+  const double again = f.full_recompute ? 1 : 0;
+  cost_model c;
+  const seconds attn_f = l.attention + l.causal + l.sp_comm;
+  const seconds attn_b = 2.0 * (l.attention + l.causal) + l.sp_comm + again * attn_f;
+  c.set(kind::attn, phase::F, attn_f).set(kind::attn, phase::B, attn_b);
+  c.causal_share = l.causal / attn_f;
+  c.set(kind::mlp, phase::F, l.experts).set(kind::mlp, phase::B, (2 + again) * l.experts);
+  const seconds a2a_f = l.all_to_all + l.mlp_gather;
+  for (kind k : {kind::dispatch, kind::combine})
+    c.set(k, phase::F, a2a_f).set(k, phase::B, (1 + again) * a2a_f);
+  // What does not shrink with a chunk: link latencies; a chunk's dK/dV sum in the backward.
+  const seconds latency = (f.ep - 1.0) * f.ep_link.alpha +
+                          (f.sequence_parallel ? (f.tp - 1.0) * f.tp_link.alpha : seconds(0));
+  for (kind k : {kind::dispatch, kind::combine}) {
+    c.fixed[static_cast<int>(k)][static_cast<int>(phase::F)] = latency;
+    c.fixed[static_cast<int>(k)][static_cast<int>(phase::B)] = (1 + again) * latency;
+  }
+  c.fixed[static_cast<int>(kind::attn)][static_cast<int>(phase::B)] = l.chunk_sum;
+  return c;
+}
+
+/// The model FLOPs of one micro-batch on one device, as Megatron-LM counts them for its TFLOP/s:
+/// forward and backward, 3 x the forward, the recomputed forward not counted.
+constexpr double step_flops(const moe_mesh_facts& f) noexcept {
+  const moe_mesh_layer l = layer_costs(f);
+  return f.layers * 3 * (l.attention_flops + l.causal_flops + l.expert_flops);
+}
+
+/// The seed's switches on the scenario: the configuration the rules check.
+constexpr ampipe_config scenario_config(const moe_mesh_facts& f, ampipe_config switches) noexcept {
+  switches.seq = static_cast<long long>(f.seq);
+  switches.tp = f.tp;
+  switches.cp = f.cp;
+  switches.sequence_parallel = f.sequence_parallel;
+  switches.local_experts = f.experts / f.ep;
+  return switches;
+}
+
+/// One training step of the scenario (pp 1: a micro-batch's forward, then its backward) with
+/// AMPipe's switches laid out; throws `config_error` for a configuration the rules refuse.
+inline schedule ampipe_schedule(const moe_mesh_facts& f, const ampipe_config& switches,
+                                ampipe_layout* layout = nullptr) {
+  const ampipe_layout lay = resolve(scenario_config(f, switches));
+  if (layout) *layout = lay;
+  return one_f_one_b({.ranks = 1,
+                      .micro = 1,
+                      .layers = f.layers,
+                      .stages = stage_set::moe(),
+                      .overlap = lay.overlap,
+                      .splits = lay.splits,
+                      .pieces = lay.pieces});
+}
+
+}  // namespace weft
