@@ -217,6 +217,20 @@ std::vector<ampipe_case> ampipe_schedules(int D, overlap_options o) {
 
 const overlap_options ampipe_only{.pipeline_splits = true};
 
+/// Proves `c` legal, runs it on 2 x 2 in-process ranks (12 tokens, 2 layers, 4 micro-batches)
+/// and compares loss and gradients with the unsplit serial reference.
+template <class T>
+void runs_exactly(const ampipe_case& c, double tolerance) {
+  REQUIRE(check(c.s).ok());
+  moe_model<T> model(
+      {.stages = c.stages, .layers = 2, .tokens = 12, .micro = 4, .replicas = 2, .seed = 5});
+  moe_executor<T> ex(model);
+  const run_result<T> run = ex.run(c.s);
+  const T loss = model.serial_step();
+  CHECK(run.loss == doctest::Approx(loss).epsilon(tolerance));
+  CHECK(max_grad_rel_err(run, model) < tolerance);
+}
+
 }  // namespace
 
 TEST_CASE("AMPipe schedules (1F1B, DualPipeV, interleaved; D = 2, 3) are legal and run exactly") {
@@ -227,27 +241,14 @@ TEST_CASE("AMPipe schedules (1F1B, DualPipeV, interleaved; D = 2, 3) are legal a
                                  (o.pipeline_splits ? " pipelined" : "") +
                                  (o.pair_forward_backward ? " +fb-overlap" : "");
         CAPTURE(what);
-        REQUIRE(check(c.s).ok());
-        moe_model<float> model(
-            {.stages = c.stages, .layers = 2, .tokens = 12, .micro = 4, .replicas = 2, .seed = 5});
-        moe_executor<float> ex(model);
-        const run_result<float> run = ex.run(c.s);
-        const float loss = model.serial_step();
-        CHECK(run.loss == doctest::Approx(loss).epsilon(1e-5));
-        CHECK(max_grad_rel_err(run, model) < 1e-5);
+        runs_exactly<float>(c, 1e-5);
       }
 }
 
 TEST_CASE("in fp64 an AMPipe run equals the unsplit serial reference to 1e-12") {
   for (const ampipe_case& c : ampipe_schedules(3, overlap_options::all())) {
     CAPTURE(c.name);
-    moe_model<double> model(
-        {.stages = c.stages, .layers = 2, .tokens = 12, .micro = 4, .replicas = 2, .seed = 5});
-    moe_executor<double> ex(model);
-    const run_result<double> run = ex.run(c.s);
-    const double loss = model.serial_step();
-    CHECK(run.loss == doctest::Approx(loss).epsilon(1e-12));
-    CHECK(max_grad_rel_err(run, model) < 1e-12);
+    runs_exactly<double>(c, 1e-12);
   }
 }
 
@@ -326,14 +327,7 @@ TEST_CASE("AMPipe with pipe-experts (D = 1, 2; N = 2, 3; one or two streams) run
       const std::string what = c.name + " D=" + std::to_string(k.D) +
                                " N=" + std::to_string(k.D * k.P) + (k.multi ? " multi" : "");
       CAPTURE(what);
-      REQUIRE(check(c.s).ok());
-      moe_model<double> model(
-          {.stages = c.stages, .layers = 2, .tokens = 12, .micro = 4, .replicas = 2, .seed = 5});
-      moe_executor<double> ex(model);
-      const run_result<double> run = ex.run(c.s);
-      const double loss = model.serial_step();
-      CHECK(run.loss == doctest::Approx(loss).epsilon(1e-12));
-      CHECK(max_grad_rel_err(run, model) < 1e-12);
+      runs_exactly<double>(c, 1e-12);
     }
   }
 }

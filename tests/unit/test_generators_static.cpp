@@ -59,6 +59,22 @@ template struct proven_grid<8>;
 // Sub-stages too.
 static_assert(verify(dualpipev({.ranks = 4, .micro = 10, .stages = stage_set::moe()})));
 
+// AMPipe: the seed's split order with pipe-experts pieces on two all-to-all streams, and with
+// DeepSeek's fb-overlap pairs per split, proven by the compiler (docs/ampipe.md).
+static_assert(verify(one_f_one_b(
+    {.ranks = 2,
+     .micro = 4,
+     .layers = 2,
+     .stages = stage_set::moe_with_shared(),
+     .overlap = {.self_overlap = true, .pipeline_splits = true, .multi_stream_all_to_all = true},
+     .splits = 2,
+     .pieces = 2})));
+static_assert(verify(dualpipev({.ranks = 2,
+                                .micro = 4,
+                                .stages = stage_set::moe_with_shared(),
+                                .overlap = overlap_options::all(),
+                                .splits = 3})));
+
 }  // namespace
 
 TEST_CASE("the grid that holds at compile time holds at run time") {
