@@ -4,7 +4,9 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <exception>
 #include <range/v3/range/conversion.hpp>
 #include <range/v3/view/filter.hpp>
@@ -44,6 +46,35 @@ costs parse_costs(const std::string& text) {
   kv.finish("F, B, W, FB, A2A, P2P");
   if (c.W > c.B) kv.fail("W (the dW part of B) cannot exceed B");
   return c;
+}
+
+/// A number of `--delay-model cross-dc:KM:RATIO`: all of `text`, finite, in [lo, hi].
+double delay_number(const std::string& text, const char* what, double lo, double hi,
+                    const char* range) {
+  const auto bad = [&] {
+    throw config_error("weft: --delay-model: the " + std::string(what) + " must be a number in " +
+                       range + ", not '" + text + "'");
+  };
+  if (text.empty()) bad();
+  char* end = nullptr;
+  const double v = std::strtod(text.c_str(), &end);
+  if (end != text.c_str() + text.size() || !std::isfinite(v) || v < lo || v > hi) bad();
+  return v;
+}
+
+/// --delay-model: a link class, cross-dc with its distance and convergence ratio.
+void parse_delay(request& q) {
+  const std::string& d = q.delay;
+  if (d == "none" || d == "intra-node" || d == "inter-node" || d == "cross-dc") return;
+  if (d.rfind("cross-dc:", 0) != 0)
+    throw config_error("weft: --delay-model: '" + d +
+                       "' is not none, intra-node, inter-node or cross-dc[:KM[:RATIO]]");
+  const std::string rest = d.substr(9);
+  const std::size_t colon = rest.find(':');
+  q.delay_km = delay_number(rest.substr(0, colon), "distance (km)", 0, 40075, "[0, 40075]");
+  if (colon != std::string::npos)
+    q.delay_ratio = delay_number(rest.substr(colon + 1), "convergence ratio", 1, 1e6, "[1, 1e6]");
+  q.delay = "cross-dc";
 }
 
 /// The options every pipeline subcommand takes; `one_schedule` false for compare. `scenario`:
@@ -197,8 +228,10 @@ parsed parse(int argc, const char* const* argv) {
   run->add_option("--ep", q.ep,
                   "expert-parallel replicas of each pipeline rank (default 2 with MoE layers)")
       ->check(CLI::Range(1, 64));
-  run->add_option("--delay-model", q.delay, "the emulated link for transfers and all-to-alls")
-      ->check(CLI::IsMember({"none", "intra-node", "inter-node", "cross-dc"}));
+  run->add_option("--delay-model", q.delay,
+                  "the emulated link for transfers and all-to-alls: none, intra-node, inter-node, "
+                  "or cross-dc[:KM[:RATIO]] (data centres KM apart, 1000 by default; bandwidth / "
+                  "RATIO, 1 by default)");
   output_options(*run, q, true);
 
   auto* plan = app.add_subcommand(
@@ -248,6 +281,7 @@ parsed parse(int argc, const char* const* argv) {
     app.parse(argc, argv);
     for (const CLI::App* sub : app.get_subcommands()) q.command = sub->get_name();
     if (!cost_text.empty()) q.cost = parse_costs(cost_text);
+    parse_delay(q);
     check_combinations(q);
     r.run = true;
     return r;

@@ -46,7 +46,9 @@ struct request {
 
   // run
   int ep = 0;  ///< expert-parallel replicas; 0: 2 with MoE layers
-  std::string delay = "none";
+  std::string delay = "none";  ///< none, intra-node, inter-node or cross-dc[:KM[:RATIO]]
+  double delay_km = 1000;      ///< cross-dc: distance between the data centres
+  double delay_ratio = 1;      ///< cross-dc: the interconnect's bandwidth convergence ratio
 
   // output
   bool json = false;

@@ -412,10 +412,11 @@ int compare_command(const request& q) {
   return weft::cli::exit_ok;
 }
 
-weft::rt::delay_model delay_preset(const std::string& name) {
+weft::rt::delay_model delay_preset(const request& q) {
+  const std::string& name = q.delay;
   if (name == "intra-node") return {weft::link_model::intra_node()};
   if (name == "inter-node") return {weft::link_model::inter_node()};
-  if (name == "cross-dc") return {weft::link_model::cross_dc(1000)};
+  if (name == "cross-dc") return {weft::link_model::cross_dc(q.delay_km, q.delay_ratio)};
   return {};
 }
 
@@ -472,7 +473,7 @@ int run_and_report(const request& q, const weft::schedule& s, Model& model,
 int run_command(const request& q) {
   const weft::schedule s = generate(q, q.schedule);
   weft::exec::run_options opt;
-  opt.delay = delay_preset(q.delay);
+  opt.delay = delay_preset(q);
   const weft::model_desc& m = s.model;
   const int stages = m.bidirectional ? m.chunks() / 2 : m.chunks();
   if (m.stages == weft::stage_set::whole_block()) {

@@ -19,9 +19,13 @@ struct link_model {
   static constexpr link_model intra_node() noexcept { return with_bandwidth(seconds(2e-6), 150e9); }
   /// RDMA between nodes of a data centre: 10 us, 25 GB/s.
   static constexpr link_model inter_node() noexcept { return with_bandwidth(seconds(10e-6), 25e9); }
-  /// Between data centres `km` apart: light in fibre adds 5 ms per 1000 km of latency.
-  static constexpr link_model cross_dc(double km, double bytes_per_s = 12.5e9) noexcept {
-    return with_bandwidth(seconds(10e-6 + 5e-3 * km / 1000.0), bytes_per_s);
+  /// Between data centres `km` apart (seed: pp-cross-dc-comm-overlap): the inter-node link's
+  /// latency plus 5 ms per 1000 km of fibre, and its bandwidth divided by the interconnect's
+  /// convergence ratio (what a device's port gets of the links between the centres when every
+  /// device sends at once; 1: the full port).
+  static constexpr link_model cross_dc(double km, double bandwidth_ratio = 1) noexcept {
+    const link_model dc = inter_node();
+    return {dc.alpha + seconds(5e-3 * km / 1000.0), dc.beta * bandwidth_ratio};
   }
 };
 
