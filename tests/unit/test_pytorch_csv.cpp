@@ -285,3 +285,24 @@ TEST_CASE("with_transfers refuses schedules it cannot lower") {
                        doctest::Contains("weft: with_transfers: no rank can issue its next slot"),
                        config_error);
 }
+
+TEST_CASE("transfer lanes: per peer, one stream, or ping/pong by rank parity") {
+  const schedule s = interleaved({.ranks = 4, .micro = 8, .chunks = 2});
+  for (const p2p_lanes lanes : {p2p_lanes::per_peer, p2p_lanes::single, p2p_lanes::ping_pong}) {
+    const schedule t = with_transfers(s, lanes);
+    CHECK(check(t).ok());
+    const op_index ix(t.model, false);
+    for (int r = 0; r < t.ranks(); ++r)
+      for (const op& o : t.rank_ops(r)) {
+        if (!is_p2p(o.k)) continue;
+        if (lanes == p2p_lanes::single) CHECK(o.lane == gen::send_lane);
+        if (lanes == p2p_lanes::ping_pong) {
+          // Even ranks receive on ping and send on pong, odd ranks the reverse: a send and the
+          // receive it meets (on the neighbour, of the other parity) share a lane.
+          const bool even = r % 2 == 0, receives = o.k == kind::recv;
+          CHECK(o.lane == (even == receives ? ping_lane : pong_lane));
+        }
+        if (lanes == p2p_lanes::per_peer && o.k == kind::send) CHECK(o.lane == gen::send_lane);
+      }
+  }
+}

@@ -13,11 +13,37 @@
 
 namespace weft {
 
-/// The comm lane of a transfer (stage_ops.hpp): sends on `gen::send_lane`, receives on a lane
-/// per neighbour.
-constexpr int transfer_lane(const op_index& ix, const op& o) noexcept {
+/// Which comm streams a pipeline's transfers use.
+enum class p2p_lanes : std::uint8_t {
+  /// Sends on `gen::send_lane`, receives on a lane per neighbour (PyTorch's communicator per
+  /// peer): a send never queues behind a receive, nor one neighbour's data behind the other's.
+  per_peer,
+  /// Every send and receive on one stream (Megatron's default p2p): each waits for the one
+  /// before it, so a blocked send holds back the receive after it.
+  single,
+  /// Ping/pong (seed: pp-cross-dc-comm-overlap): even ranks receive on ping and send on pong, odd
+  /// ranks the reverse, so a send and its matching receive share a stream (a communicator) and a
+  /// rank's sends never queue behind its receives.
+  ping_pong,
+};
+
+/// The comm lanes of ping and pong (stage_ops.hpp's send lane and the first receive lane).
+inline constexpr int ping_lane = gen::send_lane, pong_lane = gen::recv_from_lower_lane;
+
+/// The comm lane of a transfer (stage_ops.hpp).
+constexpr int transfer_lane(const op_index& ix, const op& o,
+                            p2p_lanes lanes = p2p_lanes::per_peer) noexcept {
+  const int here = ix.m.rank_of(o.chunk);
+  switch (lanes) {
+    case p2p_lanes::single:
+      return gen::send_lane;
+    case p2p_lanes::ping_pong:
+      return (here % 2 == 0) == (o.k == kind::recv) ? ping_lane : pong_lane;
+    case p2p_lanes::per_peer:
+      break;
+  }
   if (o.k == kind::send) return gen::send_lane;
-  const int from = ix.m.rank_of(ix.transfer_peer(o)), here = ix.m.rank_of(o.chunk);
+  const int from = ix.m.rank_of(ix.transfer_peer(o));
   return from < here ? gen::recv_from_lower_lane : gen::recv_from_higher_lane;
 }
 
@@ -70,7 +96,7 @@ struct chunk_ends {
 /// another rank, the rank sends and the consumer's rank posts the matching receive. Sends use
 /// comm lanes of `transfer_lane`. Empty slots (idle steps) take a round
 /// and vanish. Throws `config_error` when some rank can never issue its next slot.
-constexpr schedule with_transfers(const schedule& s) {
+constexpr schedule with_transfers(const schedule& s, p2p_lanes lanes = p2p_lanes::per_peer) {
   const model_desc& m = s.model;
   const op_index ix(m, false);
   const detail::chunk_ends ends(m);
@@ -88,7 +114,7 @@ constexpr schedule with_transfers(const schedule& s) {
 
   const auto transfer = [&](kind k, phase ph, const op& o) {
     op t = make_op(k, ph, o.mb, o.chunk);
-    if (ix.transfer_peer(t) >= 0) t.lane = static_cast<std::uint8_t>(transfer_lane(ix, t));
+    if (ix.transfer_peer(t) >= 0) t.lane = static_cast<std::uint8_t>(transfer_lane(ix, t, lanes));
     return t;
   };
   const auto issue = [&](std::size_t r, const op& o) {
@@ -129,7 +155,7 @@ constexpr schedule with_transfers(const schedule& s) {
         if (--left_ops != 0) continue;
         issue(r, snd);
         op rcv = make_op(kind::recv, ph_of(o), o.mb, peer);
-        rcv.lane = static_cast<std::uint8_t>(transfer_lane(ix, rcv));
+        rcv.lane = static_cast<std::uint8_t>(transfer_lane(ix, rcv, lanes));
         posted[ix.raw_id(rcv) - ix.p2p_base] = 1;
         issue(static_cast<std::size_t>(m.rank_of(peer)), rcv);
       }
