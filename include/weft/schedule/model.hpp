@@ -68,6 +68,10 @@ struct model_desc {
   static constexpr bool in_pieces(kind k) noexcept {
     return k == kind::dispatch || k == kind::mlp || k == kind::combine || is_collective(k);
   }
+  /// The sequence split a layer op of kind `k` and `split` belongs to (a piece's split).
+  constexpr int split_of(kind k, int split) const noexcept {
+    return in_pieces(k) ? split / pieces : split;
+  }
 
   constexpr int rank_of(int c) const noexcept {
     if (place == placement::vee) return c < ranks ? c : 2 * ranks - 1 - c;

@@ -132,9 +132,8 @@ struct chain_op {
 /// attn -> dispatch -> mlp -> combine and attn -> shared; backward combine -> mlp -> dispatch ->
 /// attn, shared -> attn, dX -> dW), piece j of split s (part s * pieces + j) on split s's.
 constexpr bool needs_in_layer(const chain_op& a, const chain_op& b, int pieces) {
-  const auto owner = [&](const chain_op& x) {
-    return model_desc::in_pieces(x.k) ? x.split / pieces : x.split;
-  };
+  const model_desc m{.pieces = pieces};
+  const auto owner = [&](const chain_op& x) { return m.split_of(x.k, x.split); };
   if (model_desc::in_pieces(a.k) && model_desc::in_pieces(b.k) ? a.split != b.split
                                                                : owner(a) != owner(b))
     return false;

@@ -122,9 +122,7 @@ class moe_run {
     return at(r, mb, c).layers[static_cast<std::size_t>(l * m_.splits + sp)];
   }
   /// The split an op belongs to (a piece's split for the routed-expert path).
-  int split_of(const op& o) const {
-    return model_desc::in_pieces(o.k) ? o.split / m_.pieces : o.split;
-  }
+  int split_of(const op& o) const { return m_.split_of(o.k, o.split); }
   layer_state& state(const run_call& k) {
     return state(k.replica, k.op.mb, k.op.chunk, k.op.layer, split_of(k.op));
   }
@@ -159,7 +157,6 @@ class moe_run {
     return y;
   }
   nn::matrix<T> input_grad(int r, int mb, int c, int l) {
-    if (m_.splits == 1) return state(r, mb, c, l, 0).dx;
     nn::matrix<T> dx = state(r, mb, c, l, 0).dx;
     for (int sp = 1; sp < m_.splits; ++sp) dx += state(r, mb, c, l, sp).dx;
     return dx;
