@@ -72,8 +72,11 @@ void parse_delay(request& q) {
   const std::string rest = d.substr(9);
   const std::size_t colon = rest.find(':');
   q.delay_km = delay_number(rest.substr(0, colon), "distance (km)", 0, 40075, "[0, 40075]");
-  if (colon != std::string::npos)
+  q.delay_km_given = true;
+  if (colon != std::string::npos) {
     q.delay_ratio = delay_number(rest.substr(colon + 1), "convergence ratio", 1, 1e6, "[1, 1e6]");
+    q.delay_ratio_given = true;
+  }
   q.delay = "cross-dc";
 }
 
@@ -120,6 +123,22 @@ void pipeline_options(CLI::App& sub, request& q, bool one_schedule, bool scenari
   sub.add_flag("--ampipe-tp-sp-comm-overlap", q.tp_sp_overlap,
                "AMPipe: all-to-alls per chunk and local expert, the experts' all-gather and "
                "reduce-scatter pipelined with their compute");
+  sub.add_option("--p2p", q.p2p,
+                 "how transfers are issued: pytorch (default; a stream per peer), megatron (one "
+                 "stream, receives after the previous step of their direction), blocking "
+                 "(megatron, the host waiting for each); docs/cross-dc.md")
+      ->check(CLI::IsMember({"pytorch", "megatron", "blocking"}));
+  sub.add_flag("--overlap-p2p,--overlap-warmup-cooldown-communication", q.overlap_p2p,
+               "cross-DC: receives posted a step early in warm-up and cool-down (Megatron's "
+               "lowering)");
+  sub.add_flag("--multi-stream,--use-multi-stream", q.p2p_multi_stream,
+               "cross-DC: sends and receives on ping/pong streams by rank parity (needs "
+               "--overlap-p2p)");
+  sub.add_flag("--log-allreduce", q.log_allreduce,
+               "each micro-batch's loss all-reduced for logging on the last stage, awaited by its "
+               "backward");
+  sub.add_flag("--async-log-allreduce", q.async_log_allreduce,
+               "the logging all-reduce awaited only at the end of the step");
 }
 
 void cost_options(CLI::App& sub, request& q, std::string& cost_text) {
@@ -130,8 +149,9 @@ void cost_options(CLI::App& sub, request& q, std::string& cost_text) {
   sub.add_option("--preset", q.preset,
                  "deepseek-v3: MoE costs per chunk layer, each all-to-all no longer than its "
                  "compute partner; ampipe-16p (simulate): the AMPipe seed's 16-device 128k run, "
-                 "a whole scenario (docs/ampipe.md)")
-      ->check(CLI::IsMember({"deepseek-v3", "ampipe-16p"}))
+                 "a whole scenario (docs/ampipe.md); llama2-70b-xdc (simulate): llama2-70B over "
+                 "two data centres, tp 8 pp 8, --chunks V (docs/cross-dc.md)")
+      ->check(CLI::IsMember({"deepseek-v3", "ampipe-16p", "llama2-70b-xdc"}))
       ->excludes(cost);
   sub.add_flag("--barrier", q.barrier, "each rank waits for a slot before the next");
 }
@@ -149,23 +169,47 @@ void check_combinations(const request& q) {
   const bool interleaved_asked =
       q.schedule == "interleaved" ||
       std::find(q.schedules.begin(), q.schedules.end(), "interleaved") != q.schedules.end();
-  if (q.chunks != 2 && !interleaved_asked) bad("--chunks applies to the interleaved schedule only");
+  if (q.chunks != 2 && !interleaved_asked && q.preset != "llama2-70b-xdc")
+    bad("--chunks applies to the interleaved schedule (and --preset llama2-70b-xdc) only");
   if (q.command == "generate" && q.format == "csv" && (q.moe || q.shared_expert))
     bad("PyTorch's CSV holds whole-chunk actions; --moe and --shared-expert need --format text");
   if (q.command == "run" && q.ep > 1 && !(q.moe || q.shared_expert || q.fb_overlap))
     bad("--ep needs MoE layers (--moe or --fb-overlap)");
-  const bool scenario = q.preset == "ampipe-16p";
-  if (scenario && q.command != "simulate") bad("--preset ampipe-16p is simulate's");
+  const bool xdc = q.preset == "llama2-70b-xdc";
+  if (xdc && q.command != "simulate") bad("--preset llama2-70b-xdc is simulate's");
+  if (xdc && (!q.schedule.empty() || q.pp != 0 || q.layers != 1 || q.moe || q.shared_expert ||
+              q.fb_overlap || q.transfers || q.barrier || q.ampipe() || q.p2p != "pytorch"))
+    bad("--preset llama2-70b-xdc is a whole scenario (Megatron's interleaved schedule on pp 8, "
+        "tp 8); it takes --chunks, --micro, --delay-model and the seed's switches "
+        "(--overlap-p2p, --multi-stream, --log-allreduce, --async-log-allreduce) only");
+  if (q.command == "simulate" && xdc && (q.delay == "intra-node"))
+    bad("--delay-model intra-node: pipeline stages of llama2-70b-xdc are on different machines; "
+        "use inter-node or cross-dc[:KM[:RATIO]]");
+  if (q.command == "simulate" && q.delay != "none" && !xdc)
+    bad("--delay-model in simulate prices a scenario in seconds: --preset llama2-70b-xdc (--cost "
+        "is unit-free)");
+  if (q.p2p_multi_stream && !q.overlap_p2p)
+    bad("--use-multi-stream option must be enabled together with "
+        "--overlap-warmup-cooldown-communication (--multi-stream needs --overlap-p2p)");
+  if (q.p2p == "blocking" && q.overlap_p2p)
+    bad("--p2p blocking and --overlap-p2p contradict each other: a receive posted early is one "
+        "the host does not wait for");
+  if (q.log_allreduce && q.async_log_allreduce)
+    bad("--log-allreduce and --async-log-allreduce: give one (the second makes the first "
+        "asynchronous)");
+  const bool scenario = q.preset == "ampipe-16p" || xdc;
+  if (q.preset == "ampipe-16p" && q.command != "simulate") bad("--preset ampipe-16p is simulate's");
   if (q.command == "simulate" && !scenario) {
     if (q.schedule.empty()) throw CLI::RequiredError("--schedule");
     if (q.pp == 0) throw CLI::RequiredError("--pp");
     if (q.micro == 0) throw CLI::RequiredError("--micro");
   }
-  if (scenario && (!q.schedule.empty() || q.pp != 0 || q.micro != 0 || q.layers != 1 || q.moe ||
-                   q.shared_expert || q.fb_overlap || q.transfers || q.barrier))
+  if (q.preset == "ampipe-16p" &&
+      (!q.schedule.empty() || q.pp != 0 || q.micro != 0 || q.layers != 1 || q.moe ||
+       q.shared_expert || q.fb_overlap || q.transfers || q.barrier || q.p2p_options()))
     bad("--preset ampipe-16p is a whole scenario (pp 1, 2 MoE layers, its own schedule); it takes "
         "no --schedule, --pp, --micro, --layers, --moe, --shared-expert, --fb-overlap, "
-        "--transfers or --barrier");
+        "--transfers, --barrier or p2p options");
   if (q.ampipe() && !scenario && !(q.moe || q.shared_expert || q.fb_overlap))
     bad("AMPipe and pipe-experts split MoE layers: add --moe (or --shared-expert)");
   if (q.ampipe_degree == "auto" && !scenario)
@@ -213,6 +257,10 @@ parsed parse(int argc, const char* const* argv) {
       "simulate", "run a schedule over simulated time: makespan, bubble, exposed communication");
   pipeline_options(*simulate, q, true, true);
   cost_options(*simulate, q, cost_text);
+  simulate->add_option("--delay-model", q.delay,
+                       "with --preset llama2-70b-xdc, the link between the data centres: "
+                       "cross-dc[:KM[:RATIO]] (default the seed's 960 km, ratio 128), or "
+                       "inter-node (one data centre)");
   output_options(*simulate, q, true);
 
   auto* compare = app.add_subcommand("compare", "simulate several schedules side by side");

@@ -39,16 +39,29 @@ struct request {
   bool pipe_experts() const { return multi_data > 1 || multi_stream; }
   bool ampipe() const { return degree() != 1 || pipe_experts() || tp_sp_overlap; }
 
+  // Pipeline transfers (seed: pp-cross-dc-comm-overlap).
+  std::string p2p = "pytorch";       ///< --p2p: pytorch, megatron or blocking
+  bool overlap_p2p = false;          ///< --overlap-p2p
+  bool p2p_multi_stream = false;     ///< --multi-stream
+  bool log_allreduce = false;        ///< --log-allreduce
+  bool async_log_allreduce = false;  ///< --async-log-allreduce
+  bool p2p_options() const {
+    return p2p != "pytorch" || overlap_p2p || p2p_multi_stream || log_allreduce ||
+           async_log_allreduce;
+  }
+
   // simulate, compare
   costs cost;
-  std::string preset;  ///< "", deepseek-v3 or ampipe-16p
+  std::string preset;  ///< "", deepseek-v3, ampipe-16p or llama2-70b-xdc
   bool barrier = false;
 
   // run
-  int ep = 0;  ///< expert-parallel replicas; 0: 2 with MoE layers
-  std::string delay = "none";  ///< none, intra-node, inter-node or cross-dc[:KM[:RATIO]]
-  double delay_km = 1000;      ///< cross-dc: distance between the data centres
-  double delay_ratio = 1;      ///< cross-dc: the interconnect's bandwidth convergence ratio
+  int ep = 0;                      ///< expert-parallel replicas; 0: 2 with MoE layers
+  std::string delay = "none";      ///< none, intra-node, inter-node or cross-dc[:KM[:RATIO]]
+  bool delay_km_given = false;     ///< cross-dc:KM named the distance
+  double delay_km = 1000;          ///< cross-dc: distance between the data centres
+  double delay_ratio = 1;          ///< cross-dc: the interconnect's bandwidth convergence ratio
+  bool delay_ratio_given = false;  ///< cross-dc:KM:RATIO named the ratio
 
   // output
   bool json = false;

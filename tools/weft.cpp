@@ -37,6 +37,7 @@
 #include <weft/sim/metrics.hpp>
 #include <weft/sim/program.hpp>
 #include <weft/sim/shared_workers.hpp>
+#include <weft/sim/xdc_preset.hpp>
 #include "cli.hpp"
 
 namespace {
@@ -74,6 +75,16 @@ weft::ampipe_layout ampipe_of(const request& q) {
   return lay;
 }
 
+/// The p2p options asked for (seed: pp-cross-dc-comm-overlap).
+weft::p2p_options p2p_of(const request& q) {
+  return {.megatron = q.p2p == "megatron",
+          .blocking = q.p2p == "blocking",
+          .overlap_p2p = q.overlap_p2p,
+          .multi_stream = q.p2p_multi_stream,
+          .log_allreduce = q.log_allreduce,
+          .async_log_allreduce = q.async_log_allreduce};
+}
+
 weft::schedule generate(const request& q, const std::string& name) {
   // PyTorch's CSV is the pipeline-level view: there fb-overlap shows as OVERLAP_F_B cells, each
   // expanded per layer when the schedule runs with MoE sub-stages.
@@ -93,7 +104,8 @@ weft::schedule generate(const request& q, const std::string& name) {
                                 .transfers = q.transfers,
                                 .overlap = overlap,
                                 .splits = lay.splits,
-                                .pieces = lay.pieces};
+                                .pieces = lay.pieces,
+                                .p2p = p2p_of(q)};
   if (name == "gpipe") return weft::gpipe(p);
   if (name == "1f1b") return weft::one_f_one_b(p);
   if (name == "zb-h1") return weft::zb_h1(p);
@@ -109,7 +121,8 @@ weft::schedule generate(const request& q, const std::string& name) {
                             .overlap = overlap,
                             .extra_warmup = q.fb_overlap,
                             .splits = lay.splits,
-                            .pieces = lay.pieces});
+                            .pieces = lay.pieces,
+                            .p2p = p2p_of(q)});
 }
 
 weft::unit_cost_model cost_of(const request& q) {
@@ -274,7 +287,15 @@ int generate_command(const request& q) {
 int check_command(const request& q) {
   weft::schedule s = generate(q, q.schedule);
   s.model.max_live = q.max_live;
-  return report_check(q, weft::check(s, tool_check));
+  const weft::report r = weft::check(s, tool_check);
+  const bool deadlock =
+      std::any_of(r.violations.begin(), r.violations.end(),
+                  [](const weft::violation& v) { return v.code == weft::rule::deadlock; });
+  if (deadlock && q.overlap_p2p && !q.p2p_multi_stream)
+    std::cerr << "weft: hint: receives posted early (--overlap-p2p) on one p2p stream deadlock "
+                 "where two neighbours both receive before they send; add --multi-stream "
+                 "(ping/pong streams, docs/cross-dc.md)\n";
+  return report_check(q, r);
 }
 
 int verify_command(const request& q) {
@@ -364,8 +385,56 @@ int ampipe_command(const request& q) {
   return weft::cli::exit_ok;
 }
 
+/// simulate --preset llama2-70b-xdc: the seed's cross-DC scenario with the switches asked for,
+/// beside Megatron's baseline on the same links.
+int xdc_command(const request& q) {
+  weft::xdc_facts f;
+  if (f.layers % (f.pp * q.chunks) != 0)
+    throw weft::config_error("weft: llama2-70b-xdc: --chunks must divide the " +
+                             std::to_string(f.layers / f.pp) +
+                             " layers of a pipeline rank (1, 2, 5 or 10)");
+  f.chunks = q.chunks;
+  if (q.micro != 0) f.micro = q.micro;
+  if (q.delay == "inter-node") f.sites = 1;
+  if (q.delay_km_given) f.km = q.delay_km;
+  if (q.delay_ratio_given) f.ratio = q.delay_ratio;
+  const weft::cost_model cost = weft::xdc_cost_model(f);
+  weft::p2p_options switches = p2p_of(q);
+  const weft::program prog = weft::lower(weft::xdc_schedule(f, switches));
+  const weft::timeline time = weft::simulate(prog, cost);
+  const weft::seconds baseline =
+      weft::simulate(weft::lower(weft::xdc_schedule(f, {})), cost).makespan;
+  const weft::step_metrics metrics = weft::measure(prog, time);
+  const double reduction = 1 - time.makespan / baseline;
+  std::string what = "llama2-70b-xdc, VP " + std::to_string(f.chunks) + ", " +
+                     std::to_string(f.micro) + " micro-batches";
+  if (f.sites > 1) what += ", data centres " + std::to_string(static_cast<int>(f.km)) + " km apart";
+  write_pictures(q.trace, q.svg, prog, time, what);
+  if (q.json) {
+    json j = metrics_json("llama2-70b-xdc", metrics);
+    j["chunks"] = f.chunks;
+    j["micro"] = f.micro;
+    j["km"] = f.sites > 1 ? f.km : 0.0;
+    j["ratio"] = f.ratio;
+    j["overlap_p2p"] = switches.overlap_p2p;
+    j["multi_stream"] = switches.multi_stream;
+    j["async_log_allreduce"] = switches.async_log_allreduce;
+    j["baseline_makespan"] = baseline.count();
+    j["reduction"] = reduction;
+    j["tflops_per_device"] = weft::xdc_step_flops(f) / time.makespan.count() / 1e12;
+    std::cout << j.dump() << "\n";
+    return weft::cli::exit_ok;
+  }
+  std::cout << what << ": " << std::fixed << std::setprecision(1) << time.makespan.count() * 1e3
+            << " ms per step, Megatron's baseline " << baseline.count() * 1e3 << " ms ("
+            << 100 * reduction << "% less)" << std::defaultfloat << "\n";
+  print_text(std::cout, "llama2-70b-xdc", metrics);
+  return weft::cli::exit_ok;
+}
+
 int simulate_command(const request& q) {
   if (q.preset == "ampipe-16p") return ampipe_command(q);
+  if (q.preset == "llama2-70b-xdc") return xdc_command(q);
   const weft::schedule s = generate(q, q.schedule);
   const simulated sim = simulate(q, s);
   write_pictures(q.trace, q.svg, sim.prog, sim.time,
@@ -412,18 +481,41 @@ int compare_command(const request& q) {
   return weft::cli::exit_ok;
 }
 
-weft::rt::delay_model delay_preset(const request& q) {
+/// The emulated links of `run`: one class, or with cross-dc two data centres, each holding half
+/// the pipeline ranks (and their expert-parallel replicas), linked inside by the inter-node link.
+weft::rt::delay_model delay_preset(const request& q, int replicas) {
   const std::string& name = q.delay;
   if (name == "intra-node") return {weft::link_model::intra_node()};
   if (name == "inter-node") return {weft::link_model::inter_node()};
-  if (name == "cross-dc") return {weft::link_model::cross_dc(q.delay_km, q.delay_ratio)};
+  if (name == "cross-dc")
+    return {.on = weft::link_model::inter_node(),
+            .site_ranks = q.pp >= 2 ? q.pp / 2 * replicas : 0,
+            .far = weft::link_model::cross_dc(q.delay_km, q.delay_ratio)};
   return {};
+}
+
+/// What the emulated links make a pipeline transfer of `bytes` cost, for the prediction:
+/// calibration keeps these with two link classes (weft::calibrated).
+weft::cost_model link_costs(const weft::rt::delay_model& d, int replicas, double bytes) {
+  weft::cost_model c;
+  if (!d.on) return c;
+  const weft::seconds near = weft::collective::p2p(*d.on, bytes);
+  for (weft::kind k : {weft::kind::send, weft::kind::recv})
+    c.set(k, weft::phase::F, near).set(k, weft::phase::B, near);
+  c.p2p_latency = d.on->alpha;
+  if (d.site_ranks > 0) {
+    c.site_ranks = d.site_ranks / replicas;
+    c.far_p2p = weft::collective::p2p(d.far, bytes);
+    c.far_p2p_latency = d.far.alpha;
+  }
+  return c;
 }
 
 /// Runs `s` with `Executor` on `model`, then the serial reference, and reports both.
 template <class Executor, class Model>
 int run_and_report(const request& q, const weft::schedule& s, Model& model,
-                   const weft::exec::run_options& opt, const std::string& what, int replicas) {
+                   const weft::exec::run_options& opt, const std::string& what, int replicas,
+                   double transfer_bytes) {
   Executor ex(model, opt);
   weft::exec::run_result<float> run;
   try {
@@ -438,7 +530,8 @@ int run_and_report(const request& q, const weft::schedule& s, Model& model,
   const weft::step_metrics metrics = weft::measure(run.prog, run.time);
   // The prediction of this very run: costs calibrated from it, the CPU runtime's workers and
   // replicas, the same stream program through the same semantics.
-  const weft::cost_model cost = weft::calibrated(run.prog, run.time, {}, run.comm_span);
+  const weft::cost_model cost = weft::calibrated(
+      run.prog, run.time, link_costs(opt.delay, replicas, transfer_bytes), run.comm_span);
   const weft::sim_options so{
       .event_latency = weft::measured_event_latency(run.prog, run.time, run.posted),
       .dispatch_overhead = run.dispatch_gap,
@@ -473,15 +566,17 @@ int run_and_report(const request& q, const weft::schedule& s, Model& model,
 int run_command(const request& q) {
   const weft::schedule s = generate(q, q.schedule);
   weft::exec::run_options opt;
-  opt.delay = delay_preset(q);
   const weft::model_desc& m = s.model;
   const int stages = m.bidirectional ? m.chunks() / 2 : m.chunks();
   if (m.stages == weft::stage_set::whole_block()) {
+    opt.delay = delay_preset(q, 1);
     weft::exec::dense_model<float> model({.stages = stages, .micro = q.micro});
+    const double bytes = 4.0 * model.cfg.tokens * model.cfg.width;
     return run_and_report<weft::exec::dense_executor<float>>(
-        q, s, model, opt, "tiny dense model, " + std::to_string(q.pp) + " ranks", 1);
+        q, s, model, opt, "tiny dense model, " + std::to_string(q.pp) + " ranks", 1, bytes);
   }
   const int ep = q.ep == 0 ? 2 : q.ep;
+  opt.delay = delay_preset(q, ep);
   weft::exec::moe_config cfg = weft::exec::demo_config();
   cfg.stages = stages;
   cfg.layers = q.layers;
@@ -493,7 +588,7 @@ int run_command(const request& q) {
       q, s, model, opt,
       "tiny MoE model, " + std::to_string(q.pp) + " pipeline ranks x " + std::to_string(ep) +
           " expert-parallel = " + std::to_string(q.pp * ep) + " ranks",
-      ep);
+      ep, 4.0 * cfg.tokens * cfg.width);
 }
 
 int plan_cp_command(const request& q) {

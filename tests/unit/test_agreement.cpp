@@ -26,8 +26,43 @@ struct config {
   schedule s;
 };
 
+/// Legal p2p options: PyTorch's (none), Megatron's, blocking (1F1B only: Megatron blocks
+/// without a virtual pipeline), the seed's early receives on ping/pong streams; with or
+/// without a loss all-reduce, blocking or not.
+p2p_options random_p2p(std::mt19937& rng, bool one_chunk) {
+  const auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  p2p_options o;
+  switch (pick(0, one_chunk ? 3 : 2)) {
+    case 1:
+      o.megatron = true;
+      break;
+    case 2:
+      o.overlap_p2p = o.multi_stream = true;
+      break;
+    case 3:
+      o.blocking = true;
+      break;
+    default:
+      break;
+  }
+  const int loss = pick(0, 2);
+  o.log_allreduce = loss == 1;
+  o.async_log_allreduce = loss == 2;
+  return o;
+}
+
+std::string describe(const p2p_options& o) {
+  std::string s = o.megatron ? ", megatron p2p" : o.blocking ? ", blocking p2p" : "";
+  if (o.overlap_p2p) s += ", early receives, ping/pong";
+  if (o.log_allreduce || o.async_log_allreduce)
+    s += o.async_log_allreduce ? ", async loss all-reduce" : ", loss all-reduce";
+  return s;
+}
+
 /// A random configuration of a random generator: ranks, micro-batches, layers, block or MoE
-/// sub-stages (with or without a shared expert), fb-overlap on or off, transfers on or off.
+/// sub-stages (with or without a shared expert), fb-overlap on or off, transfers on or off;
+/// for 1F1B and interleaved, transfers issued PyTorch's, Megatron's or the cross-DC seed's way,
+/// with a loss all-reduce or not.
 config random_config(std::mt19937& rng) {
   const auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
   const int family = pick(0, 6);
@@ -49,19 +84,22 @@ config random_config(std::mt19937& rng) {
     case 0:
       return {"gpipe, " + name, gpipe(p)};
     case 1:
-      return {"1f1b, " + name, one_f_one_b(p)};
+      p.p2p = random_p2p(rng, true);
+      return {"1f1b, " + name + describe(p.p2p), one_f_one_b(p)};
     case 2:
       p.overlap = overlap_options::none();
       return {"zb-h1, " + name, zb_h1(p)};
     case 3: {
       p.micro = P * pick(1, 3);
-      return {"interleaved, " + name, interleaved({.ranks = P,
-                                                   .micro = p.micro,
-                                                   .chunks = 2,
-                                                   .layers = p.layers,
-                                                   .stages = p.stages,
-                                                   .transfers = p.transfers,
-                                                   .overlap = p.overlap})};
+      p.p2p = random_p2p(rng, false);
+      return {"interleaved, " + name + describe(p.p2p), interleaved({.ranks = P,
+                                                                     .micro = p.micro,
+                                                                     .chunks = 2,
+                                                                     .layers = p.layers,
+                                                                     .stages = p.stages,
+                                                                     .transfers = p.transfers,
+                                                                     .overlap = p.overlap,
+                                                                     .p2p = p.p2p})};
     }
     case 4:
       p.overlap = overlap_options::none();

@@ -189,6 +189,34 @@ TEST_CASE("a modelled link delays completion by alpha + n beta") {
   CHECK(b == a);
 }
 
+TEST_CASE("sites: a transfer between them takes the far link; a late receive its latency more") {
+  // Ranks 0-1 and 2-3; inside a site 1 ms, between sites 40 ms.
+  const delay_model d{.on = weft::link_model{.alpha = weft::seconds(0.001)},
+                      .site_ranks = 2,
+                      .far = weft::link_model{.alpha = weft::seconds(0.04)}};
+  CHECK(d.p2p(64, 0, 1) == weft::seconds(0.001));
+  CHECK(d.p2p(64, 1, 2) == weft::seconds(0.04));
+  CHECK(d.handshake(3, 0) == weft::seconds(0.04));
+  inproc_world w(4, d);
+  std::vector<float> a(8, 1.0f), b(8);
+  // The receive first: the data leaves when the send is posted, 40 ms on the far link.
+  auto t0 = std::chrono::steady_clock::now();
+  event r = w.at(2).irecv(b, 1, 0);
+  event s = w.at(1).isend(a, 2, 0);
+  r.wait();
+  s.wait();
+  const auto early = std::chrono::steady_clock::now() - t0;
+  CHECK(early >= 40ms);
+  // The send first: the receive's clear-to-send crosses first, 80 ms in all.
+  t0 = std::chrono::steady_clock::now();
+  s = w.at(1).isend(a, 2, 0);
+  r = w.at(2).irecv(b, 1, 0);
+  r.wait();
+  s.wait();
+  CHECK(std::chrono::steady_clock::now() - t0 >= 80ms);
+  CHECK(b == a);
+}
+
 TEST_CASE("collectives: buffers that do not fit, and different collectives, are errors") {
   const std::vector<int> both{0, 1};
   {

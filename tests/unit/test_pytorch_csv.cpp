@@ -289,7 +289,7 @@ TEST_CASE("with_transfers refuses schedules it cannot lower") {
 TEST_CASE("transfer lanes: per peer, one stream, or ping/pong by rank parity") {
   const schedule s = interleaved({.ranks = 4, .micro = 8, .chunks = 2});
   for (const p2p_lanes lanes : {p2p_lanes::per_peer, p2p_lanes::single, p2p_lanes::ping_pong}) {
-    const schedule t = with_transfers(s, lanes);
+    const schedule t = with_transfers(s, {.lanes = lanes});
     CHECK(check(t).ok());
     const op_index ix(t.model, false);
     for (int r = 0; r < t.ranks(); ++r)

@@ -50,7 +50,7 @@ struct stream_id {
   std::uint8_t lane = 0;
   friend constexpr bool operator==(const stream_id&, const stream_id&) = default;
 };
-inline constexpr int lanes_per_class = 5;
+inline constexpr int lanes_per_class = 6;
 inline constexpr int streams_per_rank = 2 * lanes_per_class;
 
 constexpr stream_id stream_of(const op& o) noexcept { return {stream_of(o.k), o.lane}; }

@@ -24,12 +24,30 @@
 
 namespace weft::rt {
 
-/// How long an operation takes on the emulated link: none (instant), or the alpha-beta model.
+/// How long an operation takes on the emulated link: none (instant), or the alpha-beta model;
+/// with sites, transfers between two of them on the `far` link.
 struct delay_model {
   std::optional<link_model> on;
+  /// Sites (data centres): world ranks [0, site_ranks) are the first, and so on; 0: one site.
+  int site_ranks = 0;
+  link_model far{};
 
-  seconds p2p(std::size_t bytes) const {
-    return on ? collective::p2p(*on, static_cast<double>(bytes)) : seconds{0};
+  bool crosses_sites(int a, int b) const noexcept {
+    return site_ranks > 0 && a / site_ranks != b / site_ranks;
+  }
+  /// The link a transfer from `src` to `dst` takes, if any.
+  std::optional<link_model> link(int src, int dst) const {
+    if (on && crosses_sites(src, dst)) return far;
+    return on;
+  }
+  seconds p2p(std::size_t bytes, int src = 0, int dst = 0) const {
+    const auto l = link(src, dst);
+    return l ? collective::p2p(*l, static_cast<double>(bytes)) : seconds{0};
+  }
+  /// A receive posted after its send: its clear-to-send crosses the link first (rendezvous).
+  seconds handshake(int src, int dst) const {
+    const auto l = link(src, dst);
+    return l ? l->alpha : seconds{0};
   }
   seconds all_to_all(int p, std::size_t bytes_per_rank) const {
     return on ? collective::pairwise_all_to_all(*on, p, static_cast<double>(bytes_per_rank))
@@ -98,7 +116,7 @@ class inproc_world {
     posted r = ch.recvs.front();
     ch.recvs.pop_front();
     lock.unlock();
-    match(src, dst, tag, data, r.recv, done, r.done);
+    match(src, dst, tag, data, r.recv, done, r.done, false);
     return done;
   }
   event recv(int dst, int src, int tag, mutable_data data) {
@@ -113,11 +131,13 @@ class inproc_world {
     posted s = ch.sends.front();
     ch.sends.pop_front();
     lock.unlock();
-    match(src, dst, tag, s.send, data, s.done, done);
+    match(src, dst, tag, s.send, data, s.done, done, true);
     return done;
   }
+  // `late_receive`: the receive was posted after the send, so the sender learns of it a link
+  // latency later before the data flows.
   void match(int src, int dst, int tag, const_data from, mutable_data to, const event& sent,
-             const event& received) {
+             const event& received, bool late_receive) {
     if (from.count != to.count || from.type != to.type) {
       sent.fire();  // nobody waits forever; the caller's task fails and stops the run
       received.fire();
@@ -128,7 +148,8 @@ class inproc_world {
                               name_of(to.type));
     }
     if (from.count > 0) std::memcpy(to.data, from.data, from.bytes());
-    const seconds t = delay_.p2p(from.bytes());
+    const seconds t = delay_.p2p(from.bytes(), src, dst) +
+                      (late_receive ? delay_.handshake(src, dst) : seconds{0});
     complete_after(t, sent);
     complete_after(t, received);
   }

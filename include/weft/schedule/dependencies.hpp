@@ -61,19 +61,14 @@ struct op_index {
   }
 
   /// Next / previous chunk on a micro-batch's path, or -1.
-  constexpr int next_chunk(int mb, int c) const noexcept {
-    return c + 1 < m.end_chunk(mb) ? c + 1 : -1;
-  }
-  constexpr int prev_chunk(int mb, int c) const noexcept {
-    return c - 1 >= m.first_chunk(mb) ? c - 1 : -1;
-  }
+  constexpr int next_chunk(int mb, int c) const noexcept { return m.next_chunk(mb, c); }
+  constexpr int prev_chunk(int mb, int c) const noexcept { return m.prev_chunk(mb, c); }
   constexpr bool crosses_ranks(int c, int other) const noexcept {
     return other >= 0 && m.rank_of(c) != m.rank_of(other);
   }
   /// The chunk a transfer op exchanges data with, or -1 if no transfer exists there.
   constexpr int transfer_peer(const op& o) const noexcept {
-    const bool downstream = (o.k == kind::send) == (o.ph == phase::F);
-    const int peer = downstream ? next_chunk(o.mb, o.chunk) : prev_chunk(o.mb, o.chunk);
+    const int peer = m.transfer_peer_chunk(o.k, o.ph, o.mb, o.chunk);
     return crosses_ranks(o.chunk, peer) ? peer : -1;
   }
 
@@ -342,17 +337,25 @@ class dependency_rules {
   constexpr void output_grad(int mbv, int c, int l, Has& has, Fn& fn) const {
     if (l + 1 < ix_.m.layers) return input_grads(mbv, c, l + 1, has, fn);
     const int nc = ix_.next_chunk(mbv, c);
-    if (nc < 0) return outputs(mbv, c, l, phase::F, fn);  // the loss needs the whole output
+    if (nc < 0) {  // the loss needs the whole output, and a blocking loss all-reduce its end
+      if (ix_.m.loss == loss_reduce::blocking)
+        fn(ix_.raw_id(make_op(kind::all_reduce, phase::F, mbv, c)), c);
+      return outputs(mbv, c, l, phase::F, fn);
+    }
     if (explicit_ && ix_.crosses_ranks(c, nc))
       return fn(transfer_id(kind::recv, phase::B, mbv, c), c);
     input_grads(mbv, nc, 0, has, fn);
   }
-  // A gradient all-reduce (phase dW) follows every weight gradient of its chunk; other
-  // collectives carry no derived dependencies.
+  // A gradient all-reduce (phase dW) follows every weight gradient of its chunk; a loss
+  // all-reduce (phase F, on a micro-batch's last chunk) its forward's output; other collectives
+  // carry no derived dependencies.
   template <class Has, class Fn>
   constexpr void collective(const op& o, Has& has, Fn& fn) const {
-    if (o.k != kind::all_reduce || o.ph != phase::dW) return;
     const model_desc& m = ix_.m;
+    if (o.k == kind::all_reduce && o.ph == phase::F && m.loss != loss_reduce::none &&
+        ix_.next_chunk(o.mb, o.chunk) < 0 && m.carries(o.mb, o.chunk))
+      return outputs(o.mb, o.chunk, m.layers - 1, phase::F, fn);
+    if (o.k != kind::all_reduce || o.ph != phase::dW) return;
     for (int mbi = 0; mbi < m.micro; ++mbi) {
       if (!m.carries(mbi, o.chunk)) continue;
       for (int l = 0; l < m.layers; ++l)

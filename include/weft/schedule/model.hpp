@@ -42,6 +42,31 @@ enum class placement : std::uint8_t {
   vee,   ///< two chunks per rank: rank r holds r and 2*ranks-1-r (ZB-V, DualPipeV, DualPipe)
 };
 
+/// Whether a step all-reduces each micro-batch's loss over the data-parallel group for logging,
+/// and who waits for it.
+enum class loss_reduce : std::uint8_t {
+  none,
+  /// Megatron's loss function: the all-reduce returns before the loss does, so the micro-batch's
+  /// backward waits for it.
+  blocking,
+  /// Seed's `--async-log-allreduce`: launched and left running; only the end of the step (the
+  /// logging) waits for it.
+  async,
+};
+
+/// What the host waits for of a rank's transfers.
+enum class transfer_wait : std::uint8_t {
+  /// Only the data an op needs: its receive (PyTorch's events).
+  data,
+  /// An op that needs a receive waits for every transfer issued together with it (a run of
+  /// transfers between two computing slots): Megatron's `wait()` on the handles of a combined
+  /// `send_forward_recv_forward`-style call, its sends included.
+  exchange,
+  /// Every op waits for every transfer its rank issued before it: Megatron without
+  /// `overlap_p2p_comm`, which it turns off without a virtual pipeline.
+  host,
+};
+
 struct model_desc {
   int ranks = 1;
   int chunks_per_rank = 1;
@@ -58,7 +83,12 @@ struct model_desc {
   /// piece j of split s is split s * pieces + j.
   int pieces = 1;
   bool backward = true;  ///< training: every forward op has a backward
-  int max_live = 0;      ///< rule 5: bound on live activations per rank, 0 = no bound
+  /// The loss all-reduce for logging (seed: pp-cross-dc-comm-overlap): one all_reduce/F per
+  /// micro-batch on the last chunk, after its forward.
+  loss_reduce loss = loss_reduce::none;
+  /// What a step waits for of the transfers before it (semantics.hpp).
+  transfer_wait waits = transfer_wait::data;
+  int max_live = 0;  ///< rule 5: bound on live activations per rank, 0 = no bound
 
   constexpr int chunks() const noexcept { return ranks * chunks_per_rank; }
   /// How many values an op's `split` takes: splits, times pieces for the routed-expert path.
@@ -86,6 +116,19 @@ struct model_desc {
   }
   constexpr bool carries(int m, int c) const noexcept {
     return c >= first_chunk(m) && c < end_chunk(m);
+  }
+  /// Next / previous chunk on micro-batch `m`'s path, or -1.
+  constexpr int next_chunk(int m, int c) const noexcept {
+    return c + 1 < end_chunk(m) ? c + 1 : -1;
+  }
+  constexpr int prev_chunk(int m, int c) const noexcept {
+    return c - 1 >= first_chunk(m) ? c - 1 : -1;
+  }
+  /// The chunk a transfer of kind `k` (send or recv) and phase `ph` (F: activations go down
+  /// the path, B: gradients come up) exchanges data with, from chunk `c`; -1 at the path's end.
+  constexpr int transfer_peer_chunk(kind k, phase ph, int m, int c) const noexcept {
+    const bool downstream = (k == kind::send) == (ph == phase::F);
+    return downstream ? next_chunk(m, c) : prev_chunk(m, c);
   }
   friend constexpr bool operator==(const model_desc&, const model_desc&) = default;
 };

@@ -10,8 +10,9 @@
 // - An op arrives when everything it waits for has completed: the op before it on its stream
 //   (every stream is an in-order queue that runs an op only after the previous one completed,
 //   communication streams included: a transfer blocks its stream until it is done), the events of
-//   its producers on other streams and ranks, and with a slot barrier every op of the rank's
-//   previous slot.
+//   its producers on other streams and ranks, with a slot barrier every op of the rank's
+//   previous slot, and as model_desc::waits says, the other transfers issued with a receive it
+//   needs (`exchange`) or every transfer its rank issued before it (`host`).
 // - A unit is ready when all its members have arrived.
 //
 // A program run `replicas` times (each rank copied; copy r's transfers go to copy r of the peer)
@@ -195,6 +196,8 @@ class semantics {
       for (std::uint32_t i = 0; i < n_; ++i)
         for (std::uint32_t w = wb[i]; w < wb[i + 1]; ++w)
           add_edge<Fill>(waits[w] + base, i + base, event_bit);
+      if (s.model.waits == transfer_wait::host) blocking_transfers<Fill>(base);
+      if (s.model.waits == transfer_wait::exchange) exchanges<Fill>(base);
       if (!slot_barrier) continue;
       for (int rk = 0; rk < s.ranks(); ++rk) {
         std::uint32_t prev_b = 0, prev_e = 0;
@@ -209,6 +212,50 @@ class semantics {
         }
       }
     }
+  }
+
+  // A blocking transfer: the first op after it (in issue order) on each other stream of its rank
+  // waits for it; the streams' order makes every later op wait.
+  template <bool Fill>
+  constexpr void blocking_transfers(std::uint32_t base) {
+    const schedule& s = s_;
+    const std::uint8_t* stream = p_.stream.data();
+    for (int rk = 0; rk < s.ranks(); ++rk) {
+      const std::uint32_t b = s.first_op(s.first_slot(rk));
+      const std::uint32_t e = s.end_slot(rk) == 0 ? 0 : s.slot_end[s.end_slot(rk) - 1];
+      std::uint32_t next[streams_per_rank];
+      for (std::uint32_t& n : next) n = none;
+      for (std::uint32_t i = e; i-- > b;) {
+        if (is_p2p(s.ops[i].k))
+          for (int st = 0; st < streams_per_rank; ++st)
+            if (st != stream[i] && next[st] != none)
+              add_edge<Fill>(i + base, next[st] + base, event_bit);
+        next[stream[i]] = i;
+      }
+    }
+  }
+
+  // An op that needs a receive of its rank waits for the other transfers of the receive's
+  // exchange: the run of transfers, in issue order, the receive is part of.
+  template <bool Fill>
+  constexpr void exchanges(std::uint32_t base) {
+    const schedule& s = s_;
+    const op* ops_ = s.ops.data();
+    const std::uint32_t* wb = p_.wait_begin.data();
+    const std::uint32_t* waits = p_.waits.data();
+    const std::uint16_t* rank = p_.rank.data();
+    for (std::uint32_t i = 0; i < n_; ++i)
+      for (std::uint32_t w = wb[i]; w < wb[i + 1]; ++w) {
+        const std::uint32_t x = waits[w];
+        if (ops_[x].k != kind::recv || rank[x] != rank[i] || is_p2p(ops_[i].k)) continue;
+        const std::uint32_t first = s.first_op(s.first_slot(rank[x]));
+        const std::uint32_t end = s.slot_end[s.end_slot(rank[x]) - 1];
+        std::uint32_t b = x, e = x + 1;
+        while (b > first && is_p2p(ops_[b - 1].k)) --b;
+        while (e < end && is_p2p(ops_[e].k)) ++e;
+        for (std::uint32_t y = b; y < e; ++y)
+          if (y != x) add_edge<Fill>(y + base, i + base, event_bit);
+      }
   }
 
   constexpr void build_edges(bool slot_barrier) {

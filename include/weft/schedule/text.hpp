@@ -48,7 +48,7 @@ inline std::string_view describe(outside why) noexcept {
     case outside::p2p_fields:
       return "transfers carry whole chunks: layer and split must be 0";
     case outside::lane:
-      return "its lane is >= 4";
+      return "its lane is >= 6 (lanes_per_class)";
   }
   return "unknown";
 }

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <weft/schedule/schedule.hpp>
+#include <weft/schedules/params.hpp>
 #include <weft/schedules/stage_ops.hpp>
 #include <weft/schedules/transfers.hpp>
 
@@ -37,8 +38,13 @@ class pipeline_builder {
 
   constexpr void add_rank() { s_.add_rank(); }
 
-  /// The forward of (mb, chunk).
-  constexpr void forward(int mb, int chunk) { stamp(s_, forward_, mb, chunk); }
+  /// The forward of (mb, chunk), and after a micro-batch's last chunk the loss all-reduce for
+  /// logging when the model has one (on its own lane, so nothing else queues behind it).
+  constexpr void forward(int mb, int chunk) {
+    stamp(s_, forward_, mb, chunk);
+    if (s_.model.loss != loss_reduce::none && chunk + 1 == s_.model.end_chunk(mb))
+      s_.add_slot(make_op(kind::all_reduce, phase::F, mb, chunk, 0, 0, loss_lane));
+  }
   /// The fused backward (B) of (mb, chunk).
   constexpr void backward(int mb, int chunk) { stamp(s_, backward_, mb, chunk); }
   /// The input-gradient half (dX, PyTorch's I) of a split backward.
@@ -57,11 +63,16 @@ class pipeline_builder {
   pattern forward_, backward_, input_, weight_, overlapped_;
 };
 
-/// The schedule built so far, lowered to explicit transfers when `transfers` asks for them.
-constexpr schedule finish(pipeline_builder& b, bool transfers) {
+/// The schedule built so far, lowered to explicit transfers when `p` asks for them (`transfers`,
+/// or any p2p option); `interleaved`: Megatron's interleaved lowering for `p.p2p.megatron`, with
+/// each rank's warm-up forwards in `warmup`.
+constexpr schedule finish(pipeline_builder& b, const pipeline_params& p, bool interleaved = false,
+                          buffer<std::uint16_t> warmup = {}) {
   schedule s = b.take();
-  if (transfers) return with_transfers(s);
-  return s;
+  if (!p.transfers && !p.p2p.lowers()) return s;
+  transfer_options o = p.p2p.transfers(interleaved);
+  o.warmup = static_cast<buffer<std::uint16_t>&&>(warmup);
+  return with_transfers(s, static_cast<transfer_options&&>(o));
 }
 
 }  // namespace weft::gen

@@ -98,7 +98,7 @@ constexpr schedule dualpipev(const pipeline_params& p) {
                         .R = p.ranks,
                         .n = p.micro});
   }
-  return gen::finish(b, p.transfers);
+  return gen::finish(b, p);
 }
 
 /// DualPipe (DeepSeek-V3): bidirectional, 2·ranks chunks; micro-batches [0, micro/2) enter at
@@ -119,7 +119,7 @@ constexpr schedule dualpipe(const pipeline_params& p) {
                         .R = P / 2,
                         .n = half});
   }
-  return gen::finish(b, p.transfers);
+  return gen::finish(b, p);
 }
 
 }  // namespace weft

@@ -23,6 +23,8 @@ struct interleaved_params {
   /// AMPipe degree and pipe-experts pieces, as in `pipeline_params`.
   int splits = 1;
   int pieces = 1;
+  /// How transfers are issued, as in `pipeline_params`.
+  p2p_options p2p{};
 };
 
 /// Megatron's interleaved schedule, with PyTorch's rounds (`ScheduleInterleaved1F1B`): the
@@ -34,8 +36,8 @@ struct interleaved_params {
 /// of the rounds (as PyTorch: pp 4 takes 10 micro-batches in 2 rounds of 5, not 11).
 /// Bubble (ranks - 1) / (chunks * micro + ranks - 1) when G = ranks.
 constexpr schedule interleaved(const interleaved_params& p) {
-  const pipeline_params common{p.ranks,     p.micro,   p.layers, p.stages,
-                               p.transfers, p.overlap, p.splits, p.pieces};
+  const pipeline_params common{p.ranks,   p.micro,  p.layers, p.stages, p.transfers,
+                               p.overlap, p.splits, p.pieces, p.p2p};
   if (p.chunks < 1) gen::reject("interleaved", "chunks (per rank) must be >= 1");
   const model_desc m{.ranks = p.ranks,
                      .chunks_per_rank = p.chunks,
@@ -43,8 +45,15 @@ constexpr schedule interleaved(const interleaved_params& p) {
                      .layers = p.layers,
                      .stages = p.stages,
                      .splits = p.splits,
-                     .pieces = p.pieces};
+                     .pieces = p.pieces,
+                     .loss = p.p2p.loss(),
+                     .waits = p.p2p.waits()};
   gen::check_common("interleaved", common, m);
+  if ((p.p2p.megatron || p.p2p.overlap_p2p || p.p2p.multi_stream) && p.micro % p.ranks != 0)
+    gen::reject("interleaved",
+                "Megatron's p2p and the seed's take micro-batches in multiples of the ranks "
+                "(micro % ranks == 0): with rounds of another size, ping/pong streams deadlock "
+                "(checked: ranks 8, micro 22)");
   const int rounds = p.micro / p.ranks > 1 ? p.micro / p.ranks : 1;
   if (p.micro % rounds != 0)
     gen::reject("interleaved",
@@ -57,10 +66,12 @@ constexpr schedule interleaved(const interleaved_params& p) {
     return forward ? v : V - 1 - v;
   };
   gen::pipeline_builder b(m, p.overlap);
+  buffer<std::uint16_t> warmups(static_cast<std::size_t>(P), 0);
   for (int r = 0; r < P; ++r) {
     b.add_rank();
     int warmup = 2 * (P - r - 1) + (V - 1) * G + (p.extra_warmup ? 1 : 0);
     if (warmup > total) warmup = total;
+    warmups[static_cast<std::size_t>(r)] = static_cast<std::uint16_t>(warmup);
     const auto forward = [&](int k) { b.forward(mb_of(k), local_chunk(k, true) * P + r); };
     const auto backward = [&](int k) { b.backward(mb_of(k), local_chunk(k, false) * P + r); };
     for (int k = 0; k < warmup; ++k) forward(k);
@@ -76,7 +87,7 @@ constexpr schedule interleaved(const interleaved_params& p) {
     }
     for (int k = total - warmup; k < total; ++k) backward(k);
   }
-  return gen::finish(b, p.transfers);
+  return gen::finish(b, common, true, static_cast<buffer<std::uint16_t>&&>(warmups));
 }
 
 }  // namespace weft

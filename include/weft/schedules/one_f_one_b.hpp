@@ -15,7 +15,9 @@ constexpr model_desc single_chunk_model(const pipeline_params& p) noexcept {
           .layers = p.layers,
           .stages = p.stages,
           .splits = p.splits,
-          .pieces = p.pieces};
+          .pieces = p.pieces,
+          .loss = p.p2p.loss(),
+          .waits = p.p2p.waits()};
 }
 }  // namespace gen
 
@@ -30,7 +32,7 @@ constexpr schedule gpipe(const pipeline_params& p) {
     for (int i = 0; i < p.micro; ++i) b.forward(i, r);
     for (int i = 0; i < p.micro; ++i) b.backward(i, r);
   }
-  return gen::finish(b, p.transfers);
+  return gen::finish(b, p);
 }
 
 /// 1F1B: after a warm-up of (ranks - rank - 1) forwards, each rank alternates one forward and
@@ -50,7 +52,7 @@ constexpr schedule one_f_one_b(const pipeline_params& p) {
     }
     for (int i = p.micro - warmup; i < p.micro; ++i) b.backward(i, r);
   }
-  return gen::finish(b, p.transfers);
+  return gen::finish(b, p);
 }
 
 /// ZB-H1 (zero bubble, Qi et al. 2023): 1F1B with each backward split into dX and dW, and the
@@ -79,7 +81,7 @@ constexpr schedule zb_h1(const pipeline_params& p) {
     }
     while (weights < p.micro) b.backward_weight(weights++, r);
   }
-  return gen::finish(b, p.transfers);
+  return gen::finish(b, p);
 }
 
 }  // namespace weft

@@ -9,8 +9,60 @@
 #include <weft/core/error.hpp>
 #include <weft/schedule/model.hpp>
 #include <weft/schedules/stage_ops.hpp>
+#include <weft/schedules/transfers.hpp>
 
 namespace weft {
+
+/// How a pipeline's transfers are issued, for links where they cost (seed:
+/// pp-cross-dc-comm-overlap). The default is PyTorch's lowering; `megatron` is Megatron's
+/// (one p2p stream, each receive posted after the previous step of its direction), the
+/// baseline the seed improves on (receives at use in 1F1B, after the previous step of their
+/// direction in the interleaved schedule); the seed's options are changes to that one, so setting
+/// either selects it. Any option here lowers the schedule to explicit transfers.
+struct p2p_options {
+  bool megatron = false;
+  /// Megatron's lowering with the host waiting for every transfer (`transfer_wait::host`):
+  /// Megatron without `overlap_p2p_comm`, which it turns off without a virtual pipeline.
+  bool blocking = false;
+  /// Receives posted a step earlier in warm-up and cool-down (`receive_posting::early`; seed:
+  /// `--overlap-warmup-cooldown-communication`).
+  bool overlap_p2p = false;
+  /// Ping/pong streams by rank parity (`p2p_lanes::ping_pong`; seed: `--use-multi-stream`).
+  bool multi_stream = false;
+  /// Each micro-batch's loss all-reduced for logging on the last stage, and awaited by its
+  /// backward (`loss_reduce::blocking`, Megatron's loss function) ...
+  bool log_allreduce = false;
+  /// ... or only at the end of the step (`loss_reduce::async`; seed: `--async-log-allreduce`).
+  bool async_log_allreduce = false;
+
+  constexpr bool lowers() const noexcept {
+    return megatron || blocking || overlap_p2p || multi_stream || log_allreduce ||
+           async_log_allreduce;
+  }
+  /// Who waits for a transfer: Megatron's compute stream for the whole exchange a receive came
+  /// with (its handles hold the sends too); blocking ones, the host; the seed's and PyTorch's,
+  /// only the ops that need the data (the seed waits on its receives' handles alone and leaves
+  /// sends to their own stream).
+  constexpr transfer_wait waits() const noexcept {
+    if (blocking) return transfer_wait::host;
+    if (overlap_p2p || multi_stream) return transfer_wait::data;
+    return megatron ? transfer_wait::exchange : transfer_wait::data;
+  }
+  constexpr loss_reduce loss() const noexcept {
+    return async_log_allreduce ? loss_reduce::async
+           : log_allreduce     ? loss_reduce::blocking
+                               : loss_reduce::none;
+  }
+  /// The lowering for a generator; `interleaved`: Megatron's interleaved code (the seed's, at
+  /// any number of chunks), else its 1F1B.
+  constexpr transfer_options transfers(bool interleaved) const {
+    if (!megatron && !blocking && !overlap_p2p && !multi_stream) return {};
+    return {.lanes = multi_stream ? p2p_lanes::ping_pong : p2p_lanes::single,
+            .receives = overlap_p2p   ? receive_posting::early
+                        : interleaved ? receive_posting::after_previous
+                                      : receive_posting::at_use};
+  }
+};
 
 /// The parameters shared by every generator. `ranks` counts devices, as in PyTorch: V-shaped
 /// schedules put two chunks on each.
@@ -27,6 +79,8 @@ struct pipeline_params {
   int splits = 1;
   /// Pipe-experts multi-data: each split's routed-expert path in this many pieces (model_desc).
   int pieces = 1;
+  /// How transfers are issued (Megatron's way, the seed's cross-DC options); default PyTorch's.
+  p2p_options p2p{};
 };
 
 namespace gen {
@@ -43,6 +97,15 @@ constexpr void check_common(const char* name, const pipeline_params& p, const mo
   if (p.layers < 1 || p.layers > 65535) reject(name, "layers must be in [1, 65535]");
   if (m.chunks() > 255) reject(name, "at most 255 model chunks (ranks x chunks per rank)");
   if (const model_error e = validate(m); e != model_error::none) reject(name, describe(e));
+  if (p.p2p.multi_stream && !p.p2p.overlap_p2p)
+    reject(name,
+           "--use-multi-stream option must be enabled together with "
+           "--overlap-warmup-cooldown-communication (p2p.multi_stream needs p2p.overlap_p2p: "
+           "ping/pong streams are the seed's change to the early-receive schedule)");
+  if (p.p2p.blocking && p.p2p.overlap_p2p)
+    reject(name,
+           "p2p.blocking and p2p.overlap_p2p contradict each other: a receive posted early is "
+           "one the host does not wait for");
   if (m.pieces > 1 && p.overlap.pair_forward_backward)
     reject(name,
            "pipe-experts pieces do not combine with fb-overlap's forward/backward pairing "
@@ -61,7 +124,9 @@ constexpr model_desc vee_model(const char* name, const pipeline_params& p,
                      .layers = p.layers,
                      .stages = p.stages,
                      .splits = p.splits,
-                     .pieces = p.pieces};
+                     .pieces = p.pieces,
+                     .loss = p.p2p.loss(),
+                     .waits = p.p2p.waits()};
   check_common(name, p, m);
   if (p.micro < 2 * p.ranks) reject(name, "micro must be >= 2 * ranks");
   return m;

@@ -55,6 +55,8 @@ inline constexpr int recv_from_higher_lane = 3;
 /// Pipe-experts multi-stream: a layer's second all-to-all of each direction (combine forward,
 /// dispatch backward) on a comm stream of its own, so it never queues behind the first.
 inline constexpr int second_all_to_all_lane = 4;
+/// The loss all-reduce for logging (seed: pp-cross-dc-comm-overlap) on the last stage.
+inline constexpr int loss_lane = 5;
 
 /// A run of slots for one or two (micro-batch, chunk) pairs, built once per model and stamped
 /// per use: an op's `mb` field says whose it is (0: the forward's, 1: the backward's); `chunk`

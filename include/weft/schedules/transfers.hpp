@@ -90,38 +90,100 @@ struct chunk_ends {
 
 }  // namespace detail
 
-/// Adds explicit transfers to a schedule without them, as PyTorch's `_add_send_recv` does: in
-/// rounds, each rank in turn issues its next slot once the receives that slot needs have been
-/// posted on it; after a slot that finishes a chunk's forward (backward) for a consumer on
-/// another rank, the rank sends and the consumer's rank posts the matching receive. Sends use
-/// comm lanes of `transfer_lane`. Empty slots (idle steps) take a round
-/// and vanish. Throws `config_error` when some rank can never issue its next slot.
-constexpr schedule with_transfers(const schedule& s, p2p_lanes lanes = p2p_lanes::per_peer) {
-  const model_desc& m = s.model;
-  const op_index ix(m, false);
-  const detail::chunk_ends ends(m);
-  const auto R = static_cast<std::size_t>(s.ranks());
-  for (const op& o : s.ops)
-    if (is_p2p(o.k)) throw config_error("weft: with_transfers: the schedule already has transfers");
+/// Where a rank posts the receive of a step's input (a step: a chunk's forward or backward, or
+/// an overlapped pair, with all its sub-stage slots).
+enum class receive_posting : std::uint8_t {
+  /// PyTorch's `_add_send_recv`: when the producing rank sends (ranks advance in rounds).
+  when_sent,
+  /// Megatron's 1F1B (`forward_backward_pipelining_without_interleaving`): right before the
+  /// step that needs it, with the previous step's send (`send_forward_recv_backward`, ...).
+  at_use,
+  /// Megatron's interleaved schedule (`overlap_p2p_comm`): right after the previous step of the
+  /// same direction and its send — in the 1F1B phase one step ahead, in warm-up and cool-down
+  /// just before its use; the first backward's with the last warm-up step (right before it when
+  /// the warm-up holds every forward; `transfer_options::warmup`).
+  after_previous,
+  /// Early (seed: pp-cross-dc-comm-overlap, `--overlap-warmup-cooldown-communication`): before
+  /// the step preceding its consumer, so the data arrives while that step computes; in the
+  /// 1F1B phase the same as Megatron's, in warm-up and cool-down one step earlier.
+  early,
+};
 
-  // Per rank: the lowered ops, slot ends, and which receives it has posted (by p2p id).
+/// How `with_transfers` lowers: which streams carry transfers, where receives are posted.
+struct transfer_options {
+  p2p_lanes lanes = p2p_lanes::per_peer;
+  receive_posting receives = receive_posting::when_sent;
+  /// `after_previous`: per rank, how many forwards its warm-up runs (the generator's count).
+  /// Megatron posts the first backward's receive with the last warm-up step, or, when the
+  /// warm-up holds every forward, right before that backward. Empty: the latter.
+  buffer<std::uint16_t> warmup{};
+};
+
+namespace detail {
+
+/// The lowering's shared parts: the ops a transfer of a rank's slot needs and gives.
+struct transfer_lowering {
+  const schedule& s;
+  const model_desc& m;
+  op_index ix;
+  chunk_ends ends;
+  transfer_options opt;
+
+  constexpr explicit transfer_lowering(const schedule& sched, transfer_options o)
+      : s(sched), m(sched.model), ix(sched.model, false), ends(sched.model), opt(o) {
+    for (const op& x : s.ops)
+      if (is_p2p(x.k))
+        throw config_error("weft: with_transfers: the schedule already has transfers");
+  }
+  static constexpr phase direction(const op& o) noexcept {
+    return o.ph == phase::F ? phase::F : phase::B;
+  }
+  /// A transfer of kind `k` for the input (recv) or output (send) of op `o`, on its lane.
+  constexpr op transfer(kind k, const op& o) const {
+    op t = make_op(k, direction(o), o.mb, o.chunk);
+    if (ix.transfer_peer(t) >= 0)
+      t.lane = static_cast<std::uint8_t>(transfer_lane(ix, t, opt.lanes));
+    return t;
+  }
+  constexpr std::uint32_t p2p_slot(const op& t) const { return ix.raw_id(t) - ix.p2p_base; }
+  constexpr std::uint32_t p2p_count() const { return ix.size - ix.p2p_base; }
+};
+
+/// A lowered schedule from per-rank op lists and their slot ends.
+constexpr schedule assemble(const model_desc& m, const buffer<buffer<op>>& out,
+                            const buffer<buffer<std::uint32_t>>& ends_of) {
+  schedule t(m);
+  std::size_t n = 0;
+  for (const auto& r : out) n += r.size();
+  t.reserve(n, n);
+  for (std::size_t r = 0; r < out.size(); ++r) {
+    t.add_rank();
+    std::uint32_t b = 0;
+    for (const std::uint32_t e : ends_of[r]) {
+      for (; b < e; ++b) t.push(out[r][b]);
+      t.close_slot();
+    }
+  }
+  return t;
+}
+
+// PyTorch's placement: in rounds, each rank in turn issues its next slot once the receives that
+// slot needs have been posted on it; after a slot that finishes a chunk's forward (backward) for
+// a consumer on another rank, the rank sends and the consumer's rank posts the matching receive.
+// Empty slots (idle steps) take a round and vanish.
+constexpr schedule lower_when_sent(const transfer_lowering& L) {
+  const schedule& s = L.s;
+  const auto R = static_cast<std::size_t>(s.ranks());
   buffer<buffer<op>> out(R);
   buffer<buffer<std::uint32_t>> ends_of(R);
-  buffer<std::uint8_t> posted(ix.size - ix.p2p_base, 0);
-  buffer<std::uint32_t> outputs_left(ix.size - ix.p2p_base, 0);  // per send, ops still to run
-  buffer<std::uint32_t> next(R, 0);  // each rank's next slot (global numbering)
+  buffer<std::uint8_t> posted(L.p2p_count(), 0);
+  buffer<std::uint32_t> outputs_left(L.p2p_count(), 0);  // per send, ops still to run
+  buffer<std::uint32_t> next(R, 0);                      // each rank's next slot (global numbering)
   for (std::size_t r = 0; r < R; ++r) next[r] = s.first_slot(static_cast<int>(r));
-
-  const auto transfer = [&](kind k, phase ph, const op& o) {
-    op t = make_op(k, ph, o.mb, o.chunk);
-    if (ix.transfer_peer(t) >= 0) t.lane = static_cast<std::uint8_t>(transfer_lane(ix, t, lanes));
-    return t;
-  };
   const auto issue = [&](std::size_t r, const op& o) {
     out[r].push_back(o);
     ends_of[r].push_back(static_cast<std::uint32_t>(out[r].size()));
   };
-  const auto ph_of = [](const op& o) { return o.ph == phase::F ? phase::F : phase::B; };
 
   for (bool left = true; left;) {
     left = false;
@@ -133,9 +195,9 @@ constexpr schedule with_transfers(const schedule& s, p2p_lanes lanes = p2p_lanes
       bool ready = true;
       for (std::uint32_t i = s.first_op(g); i < s.slot_end[g]; ++i) {
         const op& o = s.ops[i];
-        if (!ends.takes_input(o)) continue;
-        const op want = transfer(kind::recv, ph_of(o), o);
-        if (ix.transfer_peer(want) >= 0 && !posted[ix.raw_id(want) - ix.p2p_base]) ready = false;
+        if (!L.ends.takes_input(o)) continue;
+        const op want = L.transfer(kind::recv, o);
+        if (L.ix.transfer_peer(want) >= 0 && !posted[L.p2p_slot(want)]) ready = false;
       }
       if (!ready) continue;
       progress = true;
@@ -145,19 +207,19 @@ constexpr schedule with_transfers(const schedule& s, p2p_lanes lanes = p2p_lanes
       ends_of[r].push_back(static_cast<std::uint32_t>(out[r].size()));
       for (std::uint32_t i = s.first_op(g); i < s.slot_end[g]; ++i) {
         const op& o = s.ops[i];
-        if (!ends.gives_output(o)) continue;
-        const op snd = transfer(kind::send, ph_of(o), o);
-        const int peer = ix.transfer_peer(snd);
+        if (!L.ends.gives_output(o)) continue;
+        const op snd = L.transfer(kind::send, o);
+        const int peer = L.ix.transfer_peer(snd);
         if (peer < 0) continue;
         // Send once the last op that makes the output has run.
-        std::uint32_t& left_ops = outputs_left[ix.raw_id(snd) - ix.p2p_base];
-        if (left_ops == 0) left_ops = static_cast<std::uint32_t>(ends.outputs(ph_of(o)));
+        std::uint32_t& left_ops = outputs_left[L.p2p_slot(snd)];
+        if (left_ops == 0) left_ops = static_cast<std::uint32_t>(L.ends.outputs(L.direction(o)));
         if (--left_ops != 0) continue;
         issue(r, snd);
-        op rcv = make_op(kind::recv, ph_of(o), o.mb, peer);
-        rcv.lane = static_cast<std::uint8_t>(transfer_lane(ix, rcv, lanes));
-        posted[ix.raw_id(rcv) - ix.p2p_base] = 1;
-        issue(static_cast<std::size_t>(m.rank_of(peer)), rcv);
+        op rcv = make_op(kind::recv, L.direction(o), o.mb, peer);
+        rcv.lane = static_cast<std::uint8_t>(transfer_lane(L.ix, rcv, L.opt.lanes));
+        posted[L.p2p_slot(rcv)] = 1;
+        issue(static_cast<std::size_t>(L.m.rank_of(peer)), rcv);
       }
     }
     if (left && !progress)
@@ -165,20 +227,135 @@ constexpr schedule with_transfers(const schedule& s, p2p_lanes lanes = p2p_lanes
           "weft: with_transfers: no rank can issue its next slot: each waits for an input that "
           "is never sent (check the compute schedule first)");
   }
+  return assemble(L.m, out, ends_of);
+}
 
-  schedule t(m);
-  std::size_t n = 0;
-  for (std::size_t r = 0; r < R; ++r) n += out[r].size();
-  t.reserve(n, n);
+// Megatron's and the seed's placement, rank by rank: each rank's slots grouped into steps (runs
+// of slots that share a (micro-batch, chunk, direction)); a send right after the slot that
+// completes its output; the receive of a step's input before the step `receives` names.
+constexpr schedule lower_by_steps(const transfer_lowering& L) {
+  const schedule& s = L.s;
+  const auto R = static_cast<std::size_t>(s.ranks());
+  buffer<buffer<op>> out(R);
+  buffer<buffer<std::uint32_t>> ends_of(R);
+  buffer<std::uint32_t> outputs_left(L.p2p_count(), 0);
+  buffer<std::uint8_t> wanted(L.p2p_count(), 0);
+  const auto issue = [&](std::size_t r, const op& o) {
+    out[r].push_back(o);
+    ends_of[r].push_back(static_cast<std::uint32_t>(out[r].size()));
+  };
+  const auto key = [](const op& o) {
+    using L_t = detail::transfer_lowering;
+    return (static_cast<std::uint32_t>(o.mb) << 9) | (static_cast<std::uint32_t>(o.chunk) << 1) |
+           (L_t::direction(o) == phase::F ? 0u : 1u);
+  };
   for (std::size_t r = 0; r < R; ++r) {
-    t.add_rank();
-    std::uint32_t b = 0;
-    for (const std::uint32_t e : ends_of[r]) {
-      for (; b < e; ++b) t.push(out[r][b]);
-      t.close_slot();
+    const int rank = static_cast<int>(r);
+    // Steps: the first slot of each, and what directions each computes in.
+    buffer<std::uint32_t> step_begin;  // global slot numbers
+    buffer<std::uint8_t> dirs;         // bit 0: a forward, bit 1: a backward
+    std::uint32_t prev_b = 0, prev_e = 0;
+    for (std::uint32_t g = s.first_slot(rank); g < s.end_slot(rank); ++g) {
+      const std::uint32_t b = s.first_op(g), e = s.slot_end[g];
+      if (b == e) continue;  // an idle step: nothing to lower
+      bool continues = prev_e != prev_b;
+      if (continues) {
+        continues = false;
+        for (std::uint32_t i = b; i < e && !continues; ++i)
+          for (std::uint32_t j = prev_b; j < prev_e && !continues; ++j)
+            continues = key(s.ops[i]) == key(s.ops[j]);
+      }
+      if (!continues) {
+        step_begin.push_back(g);
+        dirs.push_back(0);
+      }
+      for (std::uint32_t i = b; i < e; ++i)
+        dirs.back() |= L.direction(s.ops[i]) == phase::F ? 1 : 2;
+      prev_b = b;
+      prev_e = e;
     }
+    const auto steps = static_cast<std::uint32_t>(step_begin.size());
+    // Where each step's receives go: before step `post`.
+    const auto post_before = [&](std::uint32_t J, phase d) -> std::uint32_t {
+      if (L.opt.receives == receive_posting::early) return J > 0 ? J - 1 : 0;
+      if (L.opt.receives == receive_posting::at_use) return J;
+      const std::uint8_t bit = d == phase::F ? 1 : 2;
+      for (std::uint32_t I = J; I-- > 0;)
+        if (dirs[I] & bit) return I + 1;
+      if (d == phase::F) return 0;
+      // The first backward's: with the last warm-up step (before the step after it), or right
+      // before the backward when the warm-up holds every forward.
+      const std::uint32_t w = r < L.opt.warmup.size() ? L.opt.warmup[r] : J;
+      return w < J ? w : J;
+    };
+    buffer<buffer<op>> receives_before(steps);
+    for (std::uint32_t J = 0; J < steps; ++J) {
+      const std::uint32_t end = J + 1 < steps ? step_begin[J + 1] : s.end_slot(rank);
+      for (std::uint32_t g = step_begin[J]; g < end; ++g)
+        for (std::uint32_t i = s.first_op(g); i < s.slot_end[g]; ++i) {
+          const op& o = s.ops[i];
+          if (!L.ends.takes_input(o)) continue;
+          const op rcv = L.transfer(kind::recv, o);
+          if (L.ix.transfer_peer(rcv) < 0 || wanted[L.p2p_slot(rcv)]) continue;
+          wanted[L.p2p_slot(rcv)] = 1;
+          receives_before[post_before(J, L.direction(o))].push_back(rcv);
+        }
+    }
+    // What a rank issues together after step J - 1 (its sends) and before step J (the receives
+    // posted there), in Megatron's order (`_p2p_ops`): even ranks send downstream, receive from
+    // upstream, send upstream, receive from downstream; odd ranks receive before each send. On
+    // one FIFO stream two neighbours then always meet: each send faces the receive it matches.
+    buffer<op> group;
+    const auto flush = [&] {
+      const auto order = [&](const op& t) {
+        const int dir = t.ph == phase::F ? 0 : 2;  // F: to next / from prev; B: the reverse
+        const bool sends = t.k == kind::send;
+        return dir + (rank % 2 == 0 ? (sends ? 0 : 1) : (sends ? 1 : 0));
+      };
+      for (int pass = 0; pass < 4; ++pass)
+        for (const op& t : group)
+          if (order(t) == pass) issue(r, t);
+      group.clear();
+    };
+    for (std::uint32_t J = 0; J < steps; ++J) {
+      for (const op& rcv : receives_before[J]) group.push_back(rcv);
+      flush();
+      const std::uint32_t end = J + 1 < steps ? step_begin[J + 1] : s.end_slot(rank);
+      for (std::uint32_t g = step_begin[J]; g < end; ++g) {
+        if (s.first_op(g) == s.slot_end[g]) continue;
+        for (std::uint32_t i = s.first_op(g); i < s.slot_end[g]; ++i) out[r].push_back(s.ops[i]);
+        ends_of[r].push_back(static_cast<std::uint32_t>(out[r].size()));
+        for (std::uint32_t i = s.first_op(g); i < s.slot_end[g]; ++i) {
+          const op& o = s.ops[i];
+          if (!L.ends.gives_output(o)) continue;
+          const op snd = L.transfer(kind::send, o);
+          if (L.ix.transfer_peer(snd) < 0) continue;
+          std::uint32_t& left_ops = outputs_left[L.p2p_slot(snd)];
+          if (left_ops == 0) left_ops = static_cast<std::uint32_t>(L.ends.outputs(L.direction(o)));
+          if (--left_ops == 0) group.push_back(snd);
+        }
+      }
+    }
+    flush();
   }
-  return t;
+  return assemble(L.m, out, ends_of);
+}
+
+}  // namespace detail
+
+/// Adds explicit transfers to a schedule without them: a send after the slot that completes a
+/// chunk's output for a consumer on another rank, the matching receive on the consumer's rank
+/// where `o.receives` says (PyTorch's `_add_send_recv` by default), each transfer on the comm
+/// lane `transfer_lane` gives for `o.lanes`. Whether the result can run (no rank waits forever)
+/// is the checker's rule 4 to prove: posting receives early on one stream can deadlock.
+/// Throws `config_error` when the schedule has transfers already, or (PyTorch placement) when
+/// some rank can never issue its next slot.
+constexpr schedule with_transfers(const schedule& s, transfer_options o = {}) {
+  const detail::transfer_lowering L(s, o);
+  // Two returns, not `?:` of two calls: g++ 12 then frees the result's storage in constant
+  // evaluation ("use of allocated storage after deallocation").
+  if (o.receives == receive_posting::when_sent) return detail::lower_when_sent(L);
+  return detail::lower_by_steps(L);
 }
 
 /// PyTorch's `_merge_bw`: a dX immediately followed (next slot, same rank) by the dW of the same

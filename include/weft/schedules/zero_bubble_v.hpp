@@ -53,7 +53,7 @@ constexpr schedule zb_v(const pipeline_params& p) {
     while (w1 < b1) b.backward_weight(w1++, c1);
     while (w0 < b0) b.backward_weight(w0++, c0);
   }
-  return gen::finish(b, p.transfers);
+  return gen::finish(b, p);
 }
 
 }  // namespace weft

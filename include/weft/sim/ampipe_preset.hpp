@@ -12,6 +12,7 @@
 #include <weft/schedules/ampipe.hpp>
 #include <weft/schedules/one_f_one_b.hpp>
 #include <weft/sim/cost.hpp>
+#include <weft/sim/device.hpp>
 
 namespace weft {
 
@@ -30,11 +31,10 @@ struct moe_mesh_facts {
   bool full_recompute = true;  ///< each layer's forward runs again in its backward
   double bytes_per_value = 2;  ///< bf16 activations
   double accum_bytes = 4;      ///< fp32 gradient partials (what AMPipe's chunks sum)
-  /// A device: 313 TFLOP/s dense fp16 peak; 60% of it sustained by large matmuls and flash
-  /// attention; 1.6 TB/s HBM.
-  double peak_flops = 313e12;
-  double efficiency = 0.6;
-  double memory_bytes_per_s = 1.6e12;
+  /// A device (sim/device.hpp): its peak, the share of it sustained, its HBM bandwidth.
+  double peak_flops = ascend_910b.peak_flops;
+  double efficiency = ascend_910b.efficiency;
+  double memory_bytes_per_s = ascend_910b.memory_bytes_per_s;
   /// Tensor parallelism runs inside a machine (HCCS), expert parallelism across the two
   /// machines (one 200 Gb/s RoCE port per device).
   link_model tp_link = link_model::intra_node();

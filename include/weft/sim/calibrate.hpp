@@ -18,7 +18,9 @@ namespace weft {
 /// `p`, as the executor records it) and, given `comm_span` (per op), the comm costs by its
 /// means. (kind, phase) pairs that did not run keep `base`'s cost. A table's time is of a
 /// layer's whole sub-stage (cost.hpp): an op of one of n AMPipe splits or pieces counts n times
-/// its duration, so the calibrated table gives each op its mean back.
+/// its duration, so the calibrated table gives each op its mean back. With sites (`base.
+/// site_ranks`), transfers keep `base`'s costs: one mean cannot stand for two links, and an
+/// emulated link's costs are the link model's.
 inline cost_model calibrated(const program& p, const timeline& measured, cost_model base,
                              std::span<const seconds> comm_span = {}) {
   seconds sum[kind_count][phase_count] = {};
@@ -28,6 +30,7 @@ inline cost_model calibrated(const program& p, const timeline& measured, cost_mo
     if (!measured.ran(i)) continue;
     const bool compute = stream_of(o.k) == stream_class::compute;
     if (!compute && comm_span.size() != p.size()) continue;
+    if (is_p2p(o.k) && base.site_ranks > 0) continue;
     const int k = static_cast<int>(o.k), ph = static_cast<int>(o.ph);
     const double parts = is_p2p(o.k) ? 1 : p.source.model.parts_of(o.k);
     sum[k][ph] += (compute ? measured.duration_of(i) : comm_span[i]) * parts;

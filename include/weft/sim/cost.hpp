@@ -44,17 +44,42 @@ struct basic_cost_model {
   double causal_share = 0;
   /// An overlapped whole-block forward/backward pair (DualPipe's F&B); < 0: F + B.
   T fb_pair{-1};
+  /// Sites (data centres): pipeline ranks [0, site_ranks) are the first, the next site_ranks
+  /// the second, and so on; 0: one site. A transfer between two sites costs `far_p2p` (both
+  /// phases) instead of the send/recv time.
+  int site_ranks = 0;
+  T far_p2p{0};
+  /// A transfer's rendezvous: a receive posted after its send reaches the sender this much
+  /// later (its clear-to-send crosses the link), inside a site and between sites. 0: at once.
+  T p2p_latency{0}, far_p2p_latency{0};
+
+  /// When a transfer can start, given when its send and its receive (`recv`) arrived.
+  constexpr T transfer_start(const op& recv, const model_desc& m, T send_at,
+                             T recv_at) const noexcept {
+    const int peer = m.transfer_peer_chunk(recv.k, recv.ph, recv.mb, recv.chunk);
+    const bool far = peer >= 0 && crosses_sites(m.rank_of(recv.chunk), m.rank_of(peer));
+    const T at = recv_at + (far ? far_p2p_latency : p2p_latency);
+    return send_at > at ? send_at : at;
+  }
+
+  constexpr bool crosses_sites(int rank_a, int rank_b) const noexcept {
+    return site_ranks > 0 && rank_a / site_ranks != rank_b / site_ranks;
+  }
 
   constexpr T of(kind k, phase ph) const noexcept {
     return time[static_cast<int>(k)][static_cast<int>(ph)];
   }
   /// What op `o` of model `m` costs: `of(kind, phase)` when it is its layer's whole sub-stage;
   /// for one of n splits (or pieces) its share of the part that shrinks plus the fixed part.
-  /// Transfers carry whole chunks and cost the same at any split.
+  /// Transfers carry whole chunks and cost the same at any split; between sites `far_p2p`.
   constexpr T of(const op& o, const model_desc& m) const noexcept {
     const T t = of(o.k, o.ph);
+    if (is_p2p(o.k)) {
+      const int peer = m.transfer_peer_chunk(o.k, o.ph, o.mb, o.chunk);
+      return peer >= 0 && crosses_sites(m.rank_of(o.chunk), m.rank_of(peer)) ? far_p2p : t;
+    }
     const int n = m.parts_of(o.k);
-    if (n <= 1 || is_p2p(o.k)) return t;
+    if (n <= 1) return t;
     const T f = fixed[static_cast<int>(o.k)][static_cast<int>(o.ph)];
     double share = 1.0 / n;
     if (o.k == kind::attn)
@@ -133,6 +158,10 @@ struct basic_cost_model {
       }
     c.causal_share = causal_share;
     c.fb_pair = fb_pair >= T{0} ? fb_pair.at(per_unit) : seconds(-1);
+    c.site_ranks = site_ranks;
+    c.far_p2p = far_p2p.at(per_unit);
+    c.p2p_latency = p2p_latency.at(per_unit);
+    c.far_p2p_latency = far_p2p_latency.at(per_unit);
     return c;
   }
 

@@ -69,7 +69,7 @@ basic_timeline<T> simulate_on_workers(const program& p, const basic_cost_model<T
   buffer<std::uint8_t> done(g.ops(), 0);
   std::uint32_t finished = 0;
   const auto run = [&](std::uint32_t u, T begin) {
-    const T end = begin + cost_of(g, c, u);
+    const T end = begin + span_of(g, c, ev.arrive, u);
     g.each_member(u, [&](std::uint32_t x) {
       start[x] = begin;
       ev.finish[x] = end;

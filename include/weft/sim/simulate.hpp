@@ -50,6 +50,28 @@ constexpr T cost_of(const semantics& g, const basic_cost_model<T>& c, std::uint3
   return t;
 }
 
+/// How long unit `u` lasts from its start (when its last member arrived, `arrive`): its cost,
+/// and for a transfer whose receive arrived after its send, before that the receive's
+/// clear-to-send crossing the link (a rendezvous protocol sends nothing before the receiver
+/// has a buffer ready; `cost_model::transfer_start`).
+template <time_type T>
+constexpr T span_of(const semantics& g, const basic_cost_model<T>& c, const buffer<T>& arrive,
+                    std::uint32_t u) noexcept {
+  if (g.kind_of(u) != unit_kind::transfer) return cost_of(g, c, u);
+  T send_at{0}, recv_at{0};
+  std::uint32_t r = u;
+  g.each_member(u, [&](std::uint32_t x) {
+    if (g.at(x).k == kind::recv) {
+      recv_at = arrive[x];
+      r = x;
+    } else {
+      send_at = arrive[x];
+    }
+  });
+  const T begin = send_at > recv_at ? send_at : recv_at;
+  return c.transfer_start(g.at(r), g.model(), send_at, recv_at) - begin + cost_of(g, c, u);
+}
+
 namespace detail {
 /// Arrival times: each op copy arrives when the last thing it waits for completes (plus the
 /// event latency when that crosses streams). Drivers add what decides when a ready unit starts.
@@ -108,7 +130,7 @@ constexpr basic_timeline<T> simulate(const program& p, const basic_cost_model<T>
   while (!ev.ready_units.empty()) {
     const std::uint32_t u = ev.ready_units.back();
     ev.ready_units.pop_back();
-    const T begin = ev.ready_at(g, u), end = begin + cost_of(g, c, u);
+    const T begin = ev.ready_at(g, u), end = begin + span_of(g, c, ev.arrive, u);
     g.each_member(u, [&](std::uint32_t x) {
       start[x] = begin;
       ev.finish[x] = end;

@@ -53,6 +53,11 @@ class dense_run {
                                                                            run_call& c) {
       c.started = ex.transfer(c);
     }
+    /// The loss all-reduce for logging (seed: pp-cross-dc-comm-overlap).
+    template <phase_tag P>
+    requires(P::value == phase::F) void operator()(kinds::all_reduce, P, run_call& c) {
+      c.started = ex.log_loss(c);
+    }
   };
 
   struct unit {  // one (micro-batch, chunk)
@@ -60,6 +65,7 @@ class dense_run {
     std::vector<dense_layer<T>> grad;  ///< this unit's weight gradients, kept apart
     nn::matrix<T> in_act, out_act, in_grad, out_grad;
     T loss = 0;
+    T logged = 0;  ///< the loss as the logging all-reduce leaves it
   };
 
   void check_fits(const model_desc& m) const {
@@ -140,6 +146,15 @@ class dense_run {
     }
     nn::matrix<T>& into = c.op.ph == phase::F ? u.in_act : u.in_grad;
     return c.comm->irecv({into.data(), static_cast<std::size_t>(into.size())}, c.peer, c.tag);
+  }
+
+  /// The micro-batch's loss summed over the data-parallel group for logging. The dense model
+  /// has no data parallelism: the group is the rank itself, and the sum its own loss.
+  rt::event log_loss(const run_call& c) {
+    unit& u = at(c.op.mb, c.op.chunk);
+    u.logged = u.loss;
+    const int members[1] = {c.world_rank};
+    return c.comm->all_reduce_sum({&u.logged, 1}, members, c.op.lane);
   }
 
   /// After the run: the loss, and each stage's gradients summed in micro-batch order, as the

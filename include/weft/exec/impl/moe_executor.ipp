@@ -64,6 +64,7 @@ class moe_run {
     std::vector<piece_state> pieces;  ///< [layer * parts + part]
     std::vector<moe_layer<T>> grad;   ///< this unit's weight gradients, kept apart
     nn::matrix<T> in_act, in_grad, out_act, out_grad;
+    T logged = 0;  ///< the micro-batch's loss as the logging all-reduce leaves it
   };
 
   void check_fits(const program& p) const {
@@ -332,6 +333,18 @@ class moe_run {
     return k.comm->irecv({into.data(), static_cast<std::size_t>(into.size())}, k.peer, k.tag);
   }
 
+  /// The loss all-reduce for logging (seed: pp-cross-dc-comm-overlap): this replica's
+  /// micro-batch loss summed over the replicas, the data-parallel group of the layers outside
+  /// the experts.
+  rt::event log_loss(const run_call& k) {
+    unit& u = at(k.replica, k.op.mb, k.op.chunk);
+    u.logged = nn::mse_loss<T>::value(output(k.replica, k.op.mb, k.op.chunk, m_.layers - 1),
+                                      target(k.replica, k.op.mb)) /
+               model_.loss_divisor();
+    return k.comm->all_reduce_sum({&u.logged, 1}, members_[static_cast<std::size_t>(k.rank)],
+                                  k.op.lane);
+  }
+
   /// After the run: the loss, and each stage's gradients summed over micro-batches, then
   /// chunks, then replicas — a fixed order, so repeated runs agree bit for bit.
   void finish(const model_desc& m, run_result<T>& out) {
@@ -441,6 +454,12 @@ struct moe_run<T>::kernels {
   requires(P::value == phase::F || P::value == phase::B) void operator()(kinds::recv, P,
                                                                          run_call& k) {
     k.started = ex.transfer(k);
+  }
+
+  /// The loss all-reduce for logging.
+  template <phase_tag P>
+  requires(P::value == phase::F) void operator()(kinds::all_reduce, P, run_call& k) {
+    k.started = ex.log_loss(k);
   }
 };
 

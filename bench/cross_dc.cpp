@@ -1,0 +1,217 @@
+// Pipeline transfers across data centres (seed: pp-cross-dc-comm-overlap), two ways.
+//
+//   cross_dc table [SVG]   the seed's table on the llama2-70b-xdc scenario (simulated from
+//                          public facts, docs/cross-dc.md) beside the seed's step times, and what
+//                          each modelled mechanism adds; SVG gets the warm-up of VP 2 (8
+//                          micro-batches) before and after the seed's switches;
+//   cross_dc executed [RUNS [SVG]]
+//                          a small dense model (pp 4 over two emulated data centres, 2 chunks per
+//                          rank) trained one step on in-process ranks, Megatron's lowering against
+//                          the seed's: measured step and exposed pipeline communication per phase
+//                          beside the prediction from costs calibrated on the same run (medians of
+//                          RUNS, 5 by default), gradients against the serial run; SVG gets both
+//                          measured timelines.
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include <weft/exec/executor.hpp>
+#include <weft/io/timeline.hpp>
+#include <weft/schedules/interleaved.hpp>
+#include <weft/sim/calibrate.hpp>
+#include <weft/sim/metrics.hpp>
+#include <weft/sim/program.hpp>
+#include <weft/sim/shared_workers.hpp>
+#include <weft/sim/simulate.hpp>
+#include <weft/sim/xdc_preset.hpp>
+
+using namespace weft;
+
+namespace {
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+double step_ms(const xdc_facts& f, const cost_model& c, p2p_options o) {
+  const timeline t = simulate(lower(xdc_schedule(f, o)), c);
+  return 1e3 * t.makespan.count();
+}
+
+int table(const char* svg) {
+  struct row {
+    int vp;
+    double base, opt;  // the seed's step times, ms
+  };
+  const row rows[] = {{5, 15923.4, 12343.7}, {2, 12723.5, 12345.4}, {1, 15286.0, 12814.6}};
+  const p2p_options seed{.overlap_p2p = true, .multi_stream = true};
+  std::printf("llama2-70b-xdc: tp 8, pp 8, dp 1, 960 km, ratio 128, %d micro-batches\n",
+              xdc_facts{}.micro);
+  std::printf("%4s %12s %12s %10s | %12s %12s %10s\n", "VP", "base ms", "opt ms", "reduction",
+              "seed base", "seed opt", "seed red.");
+  for (const row& r : rows) {
+    xdc_facts f;
+    f.chunks = r.vp;
+    const cost_model c = xdc_cost_model(f);
+    const double b = step_ms(f, c, {}), o = step_ms(f, c, seed);
+    std::printf("%4d %12.1f %12.1f %9.1f%% | %12.1f %12.1f %9.1f%%\n", r.vp, b, o,
+                100 * (1 - o / b), r.base, r.opt, 100 * (1 - r.opt / r.base));
+  }
+  // What each mechanism of the model is worth: the same table without it.
+  std::printf("\nablation: reduction (base -> opt ms) with one mechanism taken out\n");
+  std::printf("%-44s %22s %22s %22s\n", "", "VP 5", "VP 2", "VP 1");
+  const auto line = [&](const char* name, auto&& change) {
+    std::printf("%-44s", name);
+    for (const row& r : rows) {
+      xdc_facts f;
+      f.chunks = r.vp;
+      cost_model c = xdc_cost_model(f);
+      p2p_options base{}, opt = seed;
+      change(f, c, base, opt);
+      const timeline tb = simulate(lower_unchecked(xdc_schedule(f, base)), c);
+      const timeline to = simulate(lower_unchecked(xdc_schedule(f, opt)), c);
+      if (tb.deadlocked() || to.deadlocked()) {
+        std::printf(" %22s", "deadlock");
+        continue;
+      }
+      const double b = 1e3 * tb.makespan.count(), o = 1e3 * to.makespan.count();
+      std::printf(" %5.1f%% (%6.0f->%6.0f)", 100 * (1 - o / b), b, o);
+    }
+    std::printf("\n");
+  };
+  line("the model", [](xdc_facts&, cost_model&, p2p_options&, p2p_options&) {});
+  line("no rendezvous (a late receive costs nothing)",
+       [](xdc_facts&, cost_model& c, p2p_options&, p2p_options&) {
+         c.p2p_latency = c.far_p2p_latency = seconds(0);
+       });
+  line("no tensor-parallel communication",
+       [](xdc_facts& f, cost_model& c, p2p_options&, p2p_options&) {
+         const cost_model full = xdc_cost_model(f);
+         const double n = f.layers_per_chunk();
+         const seconds comm = n * xdc_tp_comm(f);
+         c.set(kind::block, phase::F, full.of(kind::block, phase::F) - comm)
+             .set(kind::block, phase::B, full.of(kind::block, phase::B) - comm);
+       });
+  line("one data centre (no cross-DC link)",
+       [](xdc_facts& f, cost_model& c, p2p_options&, p2p_options&) {
+         f.sites = 1;
+         c = xdc_cost_model(f);
+       });
+  line("early receives, one stream: deadlocks (rule 4)",
+       [](xdc_facts&, cost_model&, p2p_options&, p2p_options& o) { o.multi_stream = false; });
+  if (svg) {
+    xdc_facts f;
+    f.chunks = 2;
+    f.micro = 8;
+    const cost_model c = xdc_cost_model(f);
+    const program a = lower(xdc_schedule(f, {})), b = lower(xdc_schedule(f, seed));
+    std::ofstream out(svg);
+    write_svg_compare(out, a, simulate(a, c),
+                      "Megatron: receives after the previous step, one stream", b, simulate(b, c),
+                      "the seed: receives a step earlier, ping/pong streams",
+                      {.title = "llama2-70b-xdc, VP 2, 8 micro-batches, ranks 0-3 | 4-7 in two "
+                                "data centres 960 km apart, simulated"});
+  }
+  return 0;
+}
+
+// The emulated sites: ranks 0-1 and 2-3, 2 ms apart at 0.2 GB/s between them; inside, the
+// inter-node link.
+constexpr int ranks = 4, chunks = 2, micro = 8;
+
+int executed(int runs, const char* svg) {
+  exec::dense_config cfg;
+  cfg.stages = ranks * chunks;
+  cfg.tokens = 64;
+  cfg.width = 64;
+  cfg.ffn = 256;
+  cfg.micro = micro;
+  cfg.seed = 5;
+  const exec::dense_model<float> model(cfg);
+  exec::dense_model<float> reference(cfg);  // the serial run, for the gradients
+  reference.serial_step();
+  const link_model far = link_model::with_bandwidth(seconds(2e-3), 0.2e9);
+  rt::delay_model delay{.on = link_model::inter_node(), .site_ranks = ranks / 2, .far = far};
+  const double bytes = 4.0 * cfg.tokens * cfg.width;
+  cost_model links;
+  for (kind k : {kind::send, kind::recv})
+    links.set(k, phase::F, collective::p2p(*delay.on, bytes))
+        .set(k, phase::B, collective::p2p(*delay.on, bytes));
+  links.p2p_latency = delay.on->alpha;
+  links.site_ranks = delay.site_ranks;
+  links.far_p2p = collective::p2p(far, bytes);
+  links.far_p2p_latency = far.alpha;
+  std::printf(
+      "small dense model: pp %d x %d chunks, %d micro-batches of %d tokens, width %d; ranks 0-%d "
+      "| %d-%d in two sites, %.1f ms + %.2f GB/s between; %d runs each, medians\n",
+      ranks, chunks, micro, cfg.tokens, cfg.width, ranks / 2 - 1, ranks / 2, ranks - 1,
+      far.alpha.count() * 1e3, 1e-9 / far.beta.count(), runs);
+  std::printf("%-22s %20s %44s %11s\n", "", "step ms (meas / pred)",
+              "exposed p2p ms: warm-up, steady, cool-down (m / p)", "grad error");
+  struct variant {
+    const char* name;
+    p2p_options o;
+  };
+  const variant variants[] = {
+      {"megatron", {.megatron = true}},
+      {"seed (early, ping/pong)", {.overlap_p2p = true, .multi_stream = true}}};
+  struct kept {
+    program prog;
+    timeline time;
+  };
+  std::vector<kept> pictures;
+  for (const variant& v : variants) {
+    const schedule s = interleaved({.ranks = ranks, .micro = micro, .chunks = chunks, .p2p = v.o});
+    exec::run_options opt;
+    opt.delay = delay;
+    exec::dense_executor<float> ex(model, opt);
+    std::vector<double> step, pred, ex_m[3], ex_p[3];
+    double worst = 0;
+    for (int r = 0; r < runs; ++r) {
+      exec::run_result<float> run = ex.run(s);
+      const cost_model cost = calibrated(run.prog, run.time, links, run.comm_span);
+      const sim_options so{.event_latency = measured_event_latency(run.prog, run.time, run.posted),
+                           .dispatch_overhead = run.dispatch_gap,
+                           .wake_latency = run.wake_gap};
+      const timeline sim = simulate_on_workers(run.prog, cost, opt.workers, so);
+      const step_metrics got = measure(run.prog, run.time), want = measure(run.prog, sim);
+      step.push_back(got.makespan.count());
+      pred.push_back(want.makespan.count());
+      for (int ph = 0; ph < 3; ++ph) {
+        ex_m[ph].push_back(got.exposed_by_phase[ph].count());
+        ex_p[ph].push_back(want.exposed_by_phase[ph].count());
+      }
+      worst = std::max(worst, exec::max_grad_rel_err(run, reference));
+      if (r == 0) pictures.push_back({run.prog, run.time});
+    }
+    std::printf("%-22s %9.2f / %8.2f   %6.2f / %6.2f  %6.2f / %6.2f  %6.2f / %6.2f %11.1e\n",
+                v.name, 1e3 * median(step), 1e3 * median(pred), 1e3 * median(ex_m[0]),
+                1e3 * median(ex_p[0]), 1e3 * median(ex_m[1]), 1e3 * median(ex_p[1]),
+                1e3 * median(ex_m[2]), 1e3 * median(ex_p[2]), worst);
+  }
+  if (svg && pictures.size() == 2) {
+    std::ofstream out(svg);
+    write_svg_compare(out, pictures[0].prog, pictures[0].time,
+                      "Megatron: receives after the previous step, one p2p stream",
+                      pictures[1].prog, pictures[1].time,
+                      "the seed: receives a step earlier, ping/pong streams",
+                      {.title = "small dense model, pp 4 x 2 chunks over two emulated data "
+                                "centres, measured"});
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::string mode = argc > 1 ? argv[1] : "table";
+  if (mode == "table") return table(argc > 2 ? argv[2] : nullptr);
+  if (mode == "executed")
+    return executed(argc > 2 ? std::max(1, std::atoi(argv[2])) : 5, argc > 3 ? argv[3] : nullptr);
+  std::fprintf(stderr, "usage: cross_dc table [SVG] | cross_dc executed [RUNS [SVG]]\n");
+  return 2;
+}

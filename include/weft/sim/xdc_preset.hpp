@@ -1,0 +1,125 @@
+// The seed's cross-data-centre scenario (seed: pp-cross-dc-comm-overlap): llama2-70B with
+// TP 8, PP 8, DP 1 over two data centres 960 km apart, interleaved 1F1B at 1, 2 or 5 chunks per
+// rank. Costs come from public facts — the model's FLOPs and activation sizes, a device's
+// throughput, link latencies and bandwidths — with one parameter set for every row of the
+// seed's table; nothing is fitted to it (docs/cross-dc.md compares).
+#pragma once
+
+#include <weft/core/link.hpp>
+#include <weft/schedule/schedule.hpp>
+#include <weft/schedules/interleaved.hpp>
+#include <weft/schedules/one_f_one_b.hpp>
+#include <weft/sim/cost.hpp>
+#include <weft/sim/device.hpp>
+
+namespace weft {
+
+/// llama2-70B (Touvron et al. 2023, the released config) trained with Megatron's interleaved
+/// schedule on Ascend 910B servers split over two data centres.
+struct xdc_facts {
+  // The model.
+  int layers = 80;
+  double hidden = 8192;
+  double ffn = 28672;  ///< SwiGLU inner width (three matrices)
+  int heads = 64, kv_heads = 8;
+  double seq = 4096;
+  int micro_batch_size = 1;
+  // The run (seed's table): tp 8, pp 8, dp 1; sequence parallelism with tp (Megatron sends a
+  // pipeline activation of seq / tp tokens per device then).
+  int tp = 8, pp = 8, dp = 1;
+  int chunks = 1;  ///< virtual pipeline size (the table's VP)
+  /// Micro-batches per step. The seed does not give its batch; 64 (a global batch of 64
+  /// sequences, 8 per pipeline rank: the seed's rule wants a multiple of pp) is our assumption.
+  int micro = 64;
+  bool sequence_parallel = true;
+  double bytes_per_value = 2;  ///< bf16 activations
+  device_facts device = ascend_910b;
+  // The data centres: the pipeline ranks split in two halves, one per site, `km` apart; every
+  // device's 200 Gb/s port converges `ratio` to 1 onto the links between the sites.
+  double km = 960;
+  double ratio = 128;
+  int sites = 2;
+
+  constexpr int devices() const noexcept { return tp * pp * dp; }
+  constexpr int layers_per_chunk() const noexcept { return layers / (pp * chunks); }
+};
+
+/// Per device, one layer's forward FLOPs for one micro-batch: QKV (grouped-query: K and V at
+/// kv_heads), the causal half of scores and weighted sum (flash attention skips the masked
+/// half), the output projection, the three SwiGLU matrices; tensor parallelism splits all of it.
+constexpr double xdc_layer_flops(const xdc_facts& f) noexcept {
+  const double h = f.hidden, tokens = f.seq * f.micro_batch_size;
+  const double kv = h * f.kv_heads / f.heads;
+  const double per_token = 2 * h * (h + 2 * kv)  // QKV
+                           + 2 * f.seq * h       // causal half of 4 s h
+                           + 2 * h * h           // output projection
+                           + 2 * 3 * h * f.ffn;  // gate, up, down
+  return per_token * tokens / f.tp;
+}
+
+/// The bytes one device sends per pipeline transfer: its activation (or gradient) shard.
+constexpr double xdc_p2p_bytes(const xdc_facts& f) noexcept {
+  const double tokens = f.seq * f.micro_batch_size / (f.sequence_parallel ? f.tp : 1);
+  return tokens * f.hidden * f.bytes_per_value;
+}
+
+/// The link between the sites as one tensor-parallel group sees it: a transfer between two
+/// stages moves one group's `tp` shards at once, and those share their site's uplink — the
+/// site's `devices() / sites` ports converged `ratio` to 1 — so each device gets
+/// ratio x tp / (devices per site) less than its port (the seed's 128 becomes 32 at 64
+/// devices); latency 5 ms per 1000 km on top of the inter-node link's (link_model::cross_dc).
+constexpr link_model xdc_link(const xdc_facts& f) noexcept {
+  const double per_site = static_cast<double>(f.devices()) / f.sites;
+  return link_model::cross_dc(f.km, f.ratio * f.tp / per_site);
+}
+
+/// One layer's tensor-parallel communication in a forward: with sequence parallelism an
+/// all-gather before attention and before the MLP and a reduce-scatter after each (without it,
+/// two all-reduces), inside a machine; Megatron does not hide them.
+constexpr seconds xdc_tp_comm(const xdc_facts& f) noexcept {
+  const double full = f.seq * f.micro_batch_size * f.hidden * f.bytes_per_value;
+  const link_model l = link_model::intra_node();
+  return f.sequence_parallel ? 4.0 * collective::ring_all_gather(l, f.tp, full)
+                             : 2.0 * collective::ring_all_reduce(l, f.tp, full);
+}
+
+/// The cost table of one chunk (its layers as one block): a layer's forward from its FLOPs at
+/// the device's sustained rate plus its TP communication, its backward twice the compute plus
+/// the mirrored communication (no recompute: the activations of the deepest warm-up fit in
+/// 64 GB, docs/cross-dc.md); transfers inside a site on the inter-node link, between sites on
+/// `xdc_link`; the loss all-reduce over dp ranks between the sites.
+constexpr cost_model xdc_cost_model(const xdc_facts& f) noexcept {
+  const seconds compute(xdc_layer_flops(f) / f.device.sustained_flops());
+  const double n = f.layers_per_chunk();
+  cost_model c;
+  c.set(kind::block, phase::F, n * (compute + xdc_tp_comm(f)))
+      .set(kind::block, phase::B, n * (2.0 * compute + xdc_tp_comm(f)));
+  const seconds near = collective::p2p(link_model::inter_node(), xdc_p2p_bytes(f));
+  for (kind k : {kind::send, kind::recv}) c.set(k, phase::F, near).set(k, phase::B, near);
+  c.site_ranks = f.pp / f.sites;
+  c.far_p2p = collective::p2p(xdc_link(f), xdc_p2p_bytes(f));
+  c.p2p_latency = link_model::inter_node().alpha;
+  c.far_p2p_latency = xdc_link(f).alpha;
+  c.set(kind::all_reduce, phase::F, collective::ring_all_reduce(xdc_link(f), f.dp, 4));
+  return c;
+}
+
+/// The model FLOPs of one step on one device (forward and backward, 3 x the forward).
+constexpr double xdc_step_flops(const xdc_facts& f) noexcept {
+  return 3.0 * xdc_layer_flops(f) * f.layers_per_chunk() * f.chunks * f.micro;
+}
+
+/// One step of the scenario with the seed's switches. Without them, Megatron: its interleaved
+/// schedule with `overlap_p2p_comm` at VP > 1; at VP 1 its 1F1B, where it turns that overlap off
+/// (blocking transfers). With `overlap_p2p`, the seed's schedule: Megatron's interleaved code at
+/// any VP (the seed lets VP 1 through).
+constexpr schedule xdc_schedule(const xdc_facts& f, p2p_options switches) {
+  switches.megatron = true;
+  if (f.chunks == 1 && !switches.overlap_p2p) {
+    switches.blocking = true;
+    return one_f_one_b({.ranks = f.pp, .micro = f.micro, .p2p = switches});
+  }
+  return interleaved({.ranks = f.pp, .micro = f.micro, .chunks = f.chunks, .p2p = switches});
+}
+
+}  // namespace weft

@@ -1,0 +1,311 @@
+// Pipeline transfers across data centres (seed: pp-cross-dc-comm-overlap): Megatron's and the
+// seed's lowerings op by op, the deadlock the seed's second stream avoids, who waits for a
+// transfer, the rendezvous, links between sites, the loss all-reduce, and the seed's table.
+#include <doctest/doctest.h>
+
+#include <string>
+#include <vector>
+
+#include <weft/core/error.hpp>
+#include <weft/schedule/semantics.hpp>
+#include <weft/schedule/text.hpp>
+#include <weft/schedule/verify.hpp>
+#include <weft/schedules/interleaved.hpp>
+#include <weft/schedules/one_f_one_b.hpp>
+#include <weft/sim/program.hpp>
+#include <weft/sim/simulate.hpp>
+#include <weft/sim/xdc_preset.hpp>
+
+#include "time_approx.hpp"
+
+using namespace weft;
+
+namespace {
+
+/// A rank's ops as text, one per op: "F0", "B1", "sF0" (send), "rB1" (receive), "ar0".
+std::vector<std::string> trace(const schedule& s, int r) {
+  std::vector<std::string> out;
+  for (const op& o : s.rank_ops(r)) {
+    std::string t = o.k == kind::send ? "s" : o.k == kind::recv ? "r" : "";
+    if (o.k == kind::all_reduce)
+      t = "ar";
+    else
+      t += o.ph == phase::F ? "F" : "B";
+    out.push_back(t + std::to_string(o.mb));
+  }
+  return out;
+}
+
+using strings = std::vector<std::string>;
+
+}  // namespace
+
+TEST_CASE("Megatron's 1F1B lowering: each receive right before its step, odd ranks first") {
+  // Rank 0 (even) sends before it receives; rank 1 (odd) receives before it sends, in the same
+  // exchange — Megatron's `_p2p_ops` order, so one FIFO stream per rank never deadlocks.
+  const schedule s = one_f_one_b({.ranks = 2, .micro = 2, .p2p = {.megatron = true}});
+  CHECK(trace(s, 0) == strings{"F0", "sF0", "F1", "sF1", "rB0", "B0", "rB1", "B1"});
+  CHECK(trace(s, 1) == strings{"rF0", "F0", "B0", "rF1", "sB0", "F1", "B1", "sB1"});
+  for (const op& o : s.ops)
+    if (is_p2p(o.k)) CHECK(o.lane == gen::send_lane);  // one stream
+  CHECK(s.model.waits == transfer_wait::exchange);
+  CHECK(check(s).ok());
+}
+
+TEST_CASE("the seed's early receives: each posted before the step preceding its consumer") {
+  // Rank 0: B0's receive goes before F1, B1's before B0. Rank 1: F1's before B0.
+  const schedule s =
+      one_f_one_b({.ranks = 2, .micro = 2, .p2p = {.overlap_p2p = true, .multi_stream = true}});
+  CHECK(trace(s, 0) == strings{"F0", "sF0", "rB0", "F1", "sF1", "rB1", "B0", "B1"});
+  CHECK(trace(s, 1) == strings{"rF0", "F0", "rF1", "B0", "sB0", "F1", "B1", "sB1"});
+  // Ping/pong: even ranks receive on ping and send on pong, odd ranks the reverse.
+  for (int r = 0; r < 2; ++r)
+    for (const op& o : s.rank_ops(r))
+      if (is_p2p(o.k))
+        CHECK(o.lane == ((r % 2 == 0) == (o.k == kind::recv) ? ping_lane : pong_lane));
+  CHECK(s.model.waits == transfer_wait::data);
+  CHECK(check(s).ok());
+}
+
+TEST_CASE("interleaved, Megatron's placement: a direction's next receive after its last step") {
+  // 2 ranks, 2 chunks, 4 micro-batches: rank 1 warms up with 2 (2 - 1 - 1) + (2 - 1) 2 = 2
+  // forwards of chunk 1. Each forward's receive comes in the exchange after the forward before
+  // it — in warm-up just before its use; rank 1 is odd, so it receives, then sends.
+  const schedule s = interleaved({.ranks = 2, .micro = 4, .chunks = 2, .p2p = {.megatron = true}});
+  CHECK(check(s).ok());
+  const strings r1 = trace(s, 1);
+  CHECK(strings(r1.begin(), r1.begin() + 7) ==
+        strings{"rF0", "F0", "rF1", "sF0", "F1", "rF0", "sF1"});
+  // In the 1F1B phase the next forward's receive comes a step ahead: rF2 (chunk 1) is posted
+  // after F1 (chunk 3), before B1 (chunk 3).
+  const std::size_t b1 = 13;
+  CHECK(r1[b1] == "B1");
+  CHECK(r1[b1 - 1] == "rF2");
+  CHECK(r1[b1 - 2] == "F1");
+}
+
+TEST_CASE("early receives on one blocking stream deadlock; ping/pong streams do not") {
+  // Both neighbours post a receive before their send on one FIFO stream: rank 0 waits in rB0
+  // for rank 1's sB0, which waits behind rank 1's rF1, which waits for rank 0's sF1, behind rB0.
+  const pipeline_params one{
+      .ranks = 2, .micro = 2, .p2p = {.overlap_p2p = true}};  // no multi_stream: one stream
+  const schedule bad = one_f_one_b(one);
+  const violation v = diagnose(bad);
+  REQUIRE(v.code == rule::deadlock);
+  const std::string msg = to_string(v);
+  CHECK(msg.find("rank 0") != std::string::npos);
+  CHECK(msg.find("rank 1") != std::string::npos);
+  CHECK(msg.find("recv/B mb=0") != std::string::npos);
+  CHECK(msg.find("send/B mb=0") != std::string::npos);
+  // The simulator stops there too, naming what each rank is stuck at.
+  const timeline t = simulate(lower_unchecked(bad), cost_model::pipeline({.F = seconds(1)}));
+  REQUIRE(t.deadlocked());
+  CHECK(to_string(bad.ops[t.blocked[0]]) == "recv/B mb=0 lane=1");
+  CHECK(to_string(bad.ops[t.blocked[1]]) == "recv/F mb=1 chunk=1 lane=1");
+}
+
+TEST_CASE("Megatron's lowerings and the seed's are legal for every pipeline Megatron runs") {
+  // Interleaved: micro-batches in multiples of the ranks (Megatron's rule), every-forward
+  // warm-ups (micro = ranks) included; 1F1B: any count.
+  const p2p_options seed{.overlap_p2p = true, .multi_stream = true};
+  for (int P : {2, 3, 4, 5, 8})
+    for (int V : {1, 2, 3, 5})
+      for (int M = P; M <= 3 * P; M += P) {
+        CAPTURE(P);
+        CAPTURE(V);
+        CAPTURE(M);
+        CHECK(check(interleaved({.ranks = P, .micro = M, .chunks = V, .p2p = seed})).ok());
+        CHECK(check(interleaved({.ranks = P, .micro = M, .chunks = V, .p2p = {.megatron = true}}))
+                  .ok());
+      }
+  for (int P : {2, 3, 4, 5, 8})
+    for (int M = 1; M <= 3 * P; ++M) {
+      CAPTURE(P);
+      CAPTURE(M);
+      CHECK(check(one_f_one_b({.ranks = P, .micro = M, .p2p = seed})).ok());
+      CHECK(check(one_f_one_b({.ranks = P, .micro = M, .p2p = {.megatron = true}})).ok());
+      CHECK(check(one_f_one_b({.ranks = P, .micro = M, .p2p = {.blocking = true}})).ok());
+    }
+}
+
+TEST_CASE("the seed's rules on its switches") {
+  CHECK_THROWS_WITH_AS(
+      interleaved({.ranks = 4, .micro = 8, .chunks = 2, .p2p = {.multi_stream = true}}),
+      doctest::Contains("--use-multi-stream option must be enabled together with "
+                        "--overlap-warmup-cooldown-communication"),
+      config_error);
+  CHECK_THROWS_WITH_AS(
+      one_f_one_b({.ranks = 4, .micro = 8, .p2p = {.blocking = true, .overlap_p2p = true}}),
+      doctest::Contains("p2p.blocking and p2p.overlap_p2p contradict each other"), config_error);
+  // Micro-batches in multiples of the ranks: with PyTorch's rounds of 11 on 8 ranks, the seed's
+  // ping/pong streams deadlock; the rule keeps them out.
+  CHECK_THROWS_WITH_AS(
+      interleaved({.ranks = 8, .micro = 22, .chunks = 2, .p2p = {.megatron = true}}),
+      doctest::Contains("micro % ranks == 0"), config_error);
+  CHECK(check(interleaved({.ranks = 8, .micro = 22, .chunks = 2, .transfers = true})).ok());
+}
+
+TEST_CASE("who waits for a transfer: the data's consumer, its exchange, or the host") {
+  const auto waits_for = [](const schedule& s, int rank, const std::string& who,
+                            const std::string& what) {
+    const program p = lower(s);
+    const semantics g(p);
+    const strings names = trace(s, rank);
+    const std::uint32_t base = s.first_op(s.first_slot(rank));
+    std::uint32_t i = 0, j = 0;
+    for (std::uint32_t k = 0; k < names.size(); ++k) {
+      if (names[k] == who) i = base + k;
+      if (names[k] == what) j = base + k;
+    }
+    bool found = false;
+    g.each_wait(i, [&](std::uint32_t y, bool) { found = found || y == j; });
+    return found;
+  };
+  // Megatron: rank 1's F1 needs rF1, issued with sB0 in one exchange: it waits for both.
+  const schedule meg = one_f_one_b({.ranks = 2, .micro = 2, .p2p = {.megatron = true}});
+  CHECK(waits_for(meg, 1, "F1", "rF1"));
+  CHECK(waits_for(meg, 1, "F1", "sB0"));
+  // PyTorch's lowering and the seed's: only the receive.
+  const schedule seed =
+      one_f_one_b({.ranks = 2, .micro = 2, .p2p = {.overlap_p2p = true, .multi_stream = true}});
+  CHECK(waits_for(seed, 1, "F1", "rF1"));
+  CHECK_FALSE(waits_for(seed, 1, "B0", "rF1"));
+  // Blocking (Megatron without overlap_p2p_comm): the op after a send waits for it.
+  const schedule blk = one_f_one_b({.ranks = 2, .micro = 2, .p2p = {.blocking = true}});
+  CHECK(blk.model.waits == transfer_wait::host);
+  CHECK(waits_for(blk, 0, "F1", "sF0"));
+  CHECK_FALSE(waits_for(meg, 0, "F1", "sF0"));
+}
+
+TEST_CASE("a receive's clear-to-send crosses the link before the data does") {
+  // Rank 1 posts its receive of micro-batch 0 at 0; rank 0 sends at 1 (after F0): the data
+  // leaves at max(1, 0 + latency) and arrives 0.5 later. The transfer counts from 1, when both
+  // ends were there: the link is busy with the handshake meanwhile.
+  cost_model c = cost_model::pipeline({.F = seconds(1), .B = seconds(2), .P2P = seconds(0.5)});
+  for (const double latency : {0.0, 0.25, 3.0}) {
+    c.p2p_latency = seconds(latency);
+    const schedule s = one_f_one_b({.ranks = 2, .micro = 1, .p2p = {.megatron = true}});
+    const program p = lower(s);
+    const timeline t = simulate(p, c);
+    REQUIRE(!t.deadlocked());
+    for (std::uint32_t i = 0; i < p.size(); ++i)
+      if (p.at(i).k == kind::send && p.at(i).ph == phase::F) {
+        CHECK(t.start[i] == doctest::Approx(1));
+        CHECK(t.finish[i] == doctest::Approx(std::max(1.0, latency) + 0.5));
+      }
+  }
+  // The whole step with latency L: F0's data lands at a = max(1, L) + 0.5; rank 0 posts rB0
+  // then (behind sF0 on its one stream), rank 1 sends B0 at a + 3 (F0, B0); the gradient leaves
+  // at max(a + 3, a + L) and rank 0's B0 takes 2 more.
+  for (const double L : {0.0, 3.0, 5.0}) {
+    c.p2p_latency = seconds(L);
+    const double a = std::max(1.0, L) + 0.5;
+    const timeline t =
+        simulate(lower(one_f_one_b({.ranks = 2, .micro = 1, .p2p = {.megatron = true}})), c);
+    CHECK(t.makespan == doctest::Approx(std::max(a + 3, a + L) + 0.5 + 2));
+  }
+}
+
+TEST_CASE("links between sites: a transfer across costs the far link, within the near one") {
+  cost_model c = cost_model::pipeline({.F = seconds(1), .P2P = seconds(0.001)});
+  c.site_ranks = 2;
+  c.far_p2p = seconds(0.5);
+  const model_desc m{.ranks = 4, .chunks_per_rank = 2, .micro = 1};
+  // Chunk 1 (rank 1) -> chunk 2 (rank 2) crosses; chunk 0 -> 1 does not; chunk 3 (rank 3) ->
+  // chunk 4 (rank 0) wraps around the interleaved placement and crosses back.
+  CHECK(c.of(make_op(kind::send, phase::F, 0, 1), m) == testing::approx(seconds(0.5)));
+  CHECK(c.of(make_op(kind::recv, phase::F, 0, 2), m) == testing::approx(seconds(0.5)));
+  CHECK(c.of(make_op(kind::send, phase::F, 0, 0), m) == testing::approx(seconds(0.001)));
+  CHECK(c.of(make_op(kind::send, phase::F, 0, 3), m) == testing::approx(seconds(0.5)));
+  CHECK(c.of(make_op(kind::send, phase::B, 0, 2), m) == testing::approx(seconds(0.5)));
+  CHECK(c.of(make_op(kind::send, phase::B, 0, 1), m) == testing::approx(seconds(0.001)));
+  c.site_ranks = 0;  // one site
+  CHECK(c.of(make_op(kind::send, phase::F, 0, 1), m) == testing::approx(seconds(0.001)));
+}
+
+TEST_CASE("the loss all-reduce: awaited by its backward, or only by the end of the step") {
+  // One rank, F = 1, B = 2, the all-reduce 5: blocking, F0 [0,1] ar0 [1,6] B0 [6,8] F1 [8,9]
+  // ar1 [9,14] B1 [14,16]; async, B0 [1,3] F1 [3,4] B1 [4,6] while ar0 [1,6] ar1 [6,11].
+  unit_cost_model c = unit_cost_model::pipeline({.F = 1, .B = 2});
+  c.set(kind::all_reduce, phase::F, 5);
+  const schedule blocking = one_f_one_b({.ranks = 1, .micro = 2, .p2p = {.log_allreduce = true}});
+  const schedule async =
+      one_f_one_b({.ranks = 1, .micro = 2, .p2p = {.async_log_allreduce = true}});
+  CHECK(trace(blocking, 0) == strings{"F0", "ar0", "B0", "F1", "ar1", "B1"});
+  CHECK(blocking.model.loss == loss_reduce::blocking);
+  CHECK(async.model.loss == loss_reduce::async);
+  CHECK(check(blocking).ok());
+  CHECK(check(async).ok());
+  CHECK(simulate(lower(blocking), c).makespan == doctest::Approx(16));
+  CHECK(simulate(lower(async), c).makespan == doctest::Approx(11));
+  // On a pipeline, only the last stage reduces: one all-reduce per micro-batch, on its lane.
+  const schedule p = interleaved(
+      {.ranks = 4,
+       .micro = 8,
+       .chunks = 2,
+       .p2p = {.overlap_p2p = true, .multi_stream = true, .async_log_allreduce = true}});
+  CHECK(check(p).ok());
+  int reductions = 0;
+  for (int r = 0; r < 4; ++r)
+    for (const op& o : p.rank_ops(r))
+      if (o.k == kind::all_reduce) {
+        ++reductions;
+        CHECK(r == 3);
+        CHECK(o.chunk == 7);
+        CHECK(o.lane == gen::loss_lane);
+      }
+  CHECK(reductions == 8);
+}
+
+TEST_CASE("llama2-70B across two data centres: the preset's costs from public facts") {
+  const xdc_facts f;
+  // Per token and layer: QKV 2h(h + 2h/8), causal scores 2 s h, projection 2h^2, SwiGLU 6 h f.
+  const double h = 8192,
+               per_token = 2 * h * (h + 2 * h / 8) + 2 * 4096 * h + 2 * h * h + 6 * h * 28672;
+  CHECK(xdc_layer_flops(f) == doctest::Approx(per_token * 4096 / 8));
+  CHECK(xdc_p2p_bytes(f) == doctest::Approx(4096.0 / 8 * h * 2));  // seq / tp tokens, bf16
+  // One TP group's 8 ports share their site's 32 ports' uplink, converged 128:1.
+  const link_model l = xdc_link(f);
+  CHECK(l.alpha == testing::approx(link_model::inter_node().alpha + seconds(4.8e-3)));
+  CHECK(l.beta == testing::approx(link_model::inter_node().beta * 32.0));
+  CHECK(f.layers_per_chunk() == 10);
+  const cost_model c = xdc_cost_model(f);
+  CHECK(c.site_ranks == 4);
+  CHECK(c.far_p2p == testing::approx(collective::p2p(l, xdc_p2p_bytes(f))));
+  CHECK(c.far_p2p_latency == testing::approx(l.alpha));
+}
+
+TEST_CASE("the seed's table: step times and the seed's reductions, VP 5 / 2 / 1") {
+  struct row {
+    int vp;
+    double base_ms, opt_ms;  // the seed's step times
+  };
+  const row rows[] = {{5, 15923.4, 12343.7}, {2, 12723.5, 12345.4}, {1, 15286.0, 12814.6}};
+  double reduction[3] = {};
+  for (int i = 0; i < 3; ++i) {
+    xdc_facts f;
+    f.chunks = rows[i].vp;
+    const cost_model c = xdc_cost_model(f);
+    const timeline base = simulate(lower(xdc_schedule(f, {})), c);
+    const timeline opt =
+        simulate(lower(xdc_schedule(f, {.overlap_p2p = true, .multi_stream = true})), c);
+    REQUIRE(!base.deadlocked());
+    REQUIRE(!opt.deadlocked());
+    const double b = base.makespan.count() * 1e3, o = opt.makespan.count() * 1e3;
+    CAPTURE(rows[i].vp);
+    CAPTURE(b);
+    CAPTURE(o);
+    // Baselines within 15 % of the seed's, optimised steps too.
+    CHECK(b == doctest::Approx(rows[i].base_ms).epsilon(0.15));
+    CHECK(o == doctest::Approx(rows[i].opt_ms).epsilon(0.15));
+    reduction[i] = 100 * (1 - o / b);
+  }
+  const double seed[3] = {22.5, 3.0, 16.2};
+  // VP 2 and VP 1 within 3 points of the seed's reductions; VP 5 falls short (no link
+  // contention in the simulator, docs/cross-dc.md) but stays the largest.
+  CHECK(reduction[1] == doctest::Approx(seed[1]).epsilon(3.0 / seed[1]));
+  CHECK(reduction[2] == doctest::Approx(seed[2]).epsilon(3.0 / seed[2]));
+  CHECK(reduction[0] > reduction[2]);
+  CHECK(reduction[2] > reduction[1]);
+  CHECK(reduction[0] > 15);
+}
