@@ -147,6 +147,17 @@ struct transfer_lowering {
   }
   constexpr std::uint32_t p2p_slot(const op& t) const { return ix.raw_id(t) - ix.p2p_base; }
   constexpr std::uint32_t p2p_count() const { return ix.size - ix.p2p_base; }
+  /// Calls `fn(send)` for the send op `o` completes: the chunk's output to another rank, once
+  /// the last of the ops that make it has run (`outputs_left` counts them per send).
+  template <class Fn>
+  constexpr void on_output(const op& o, buffer<std::uint32_t>& outputs_left, Fn&& fn) const {
+    if (!ends.gives_output(o)) return;
+    const op snd = transfer(kind::send, o);
+    if (ix.transfer_peer(snd) < 0) return;
+    std::uint32_t& left = outputs_left[p2p_slot(snd)];
+    if (left == 0) left = static_cast<std::uint32_t>(ends.outputs(direction(o)));
+    if (--left == 0) fn(snd);
+  }
 };
 
 /// A lowered schedule from per-rank op lists and their slot ends.
@@ -205,22 +216,15 @@ constexpr schedule lower_when_sent(const transfer_lowering& L) {
       if (s.first_op(g) == s.slot_end[g]) continue;  // an idle step
       for (std::uint32_t i = s.first_op(g); i < s.slot_end[g]; ++i) out[r].push_back(s.ops[i]);
       ends_of[r].push_back(static_cast<std::uint32_t>(out[r].size()));
-      for (std::uint32_t i = s.first_op(g); i < s.slot_end[g]; ++i) {
-        const op& o = s.ops[i];
-        if (!L.ends.gives_output(o)) continue;
-        const op snd = L.transfer(kind::send, o);
-        const int peer = L.ix.transfer_peer(snd);
-        if (peer < 0) continue;
-        // Send once the last op that makes the output has run.
-        std::uint32_t& left_ops = outputs_left[L.p2p_slot(snd)];
-        if (left_ops == 0) left_ops = static_cast<std::uint32_t>(L.ends.outputs(L.direction(o)));
-        if (--left_ops != 0) continue;
-        issue(r, snd);
-        op rcv = make_op(kind::recv, L.direction(o), o.mb, peer);
-        rcv.lane = static_cast<std::uint8_t>(transfer_lane(L.ix, rcv, L.opt.lanes));
-        posted[L.p2p_slot(rcv)] = 1;
-        issue(static_cast<std::size_t>(L.m.rank_of(peer)), rcv);
-      }
+      for (std::uint32_t i = s.first_op(g); i < s.slot_end[g]; ++i)
+        L.on_output(s.ops[i], outputs_left, [&](const op& snd) {
+          issue(r, snd);
+          const int peer = L.ix.transfer_peer(snd);
+          op rcv = make_op(kind::recv, snd.ph, snd.mb, peer);
+          rcv.lane = static_cast<std::uint8_t>(transfer_lane(L.ix, rcv, L.opt.lanes));
+          posted[L.p2p_slot(rcv)] = 1;
+          issue(static_cast<std::size_t>(L.m.rank_of(peer)), rcv);
+        });
     }
     if (left && !progress)
       throw config_error(
@@ -325,15 +329,8 @@ constexpr schedule lower_by_steps(const transfer_lowering& L) {
         if (s.first_op(g) == s.slot_end[g]) continue;
         for (std::uint32_t i = s.first_op(g); i < s.slot_end[g]; ++i) out[r].push_back(s.ops[i]);
         ends_of[r].push_back(static_cast<std::uint32_t>(out[r].size()));
-        for (std::uint32_t i = s.first_op(g); i < s.slot_end[g]; ++i) {
-          const op& o = s.ops[i];
-          if (!L.ends.gives_output(o)) continue;
-          const op snd = L.transfer(kind::send, o);
-          if (L.ix.transfer_peer(snd) < 0) continue;
-          std::uint32_t& left_ops = outputs_left[L.p2p_slot(snd)];
-          if (left_ops == 0) left_ops = static_cast<std::uint32_t>(L.ends.outputs(L.direction(o)));
-          if (--left_ops == 0) group.push_back(snd);
-        }
+        for (std::uint32_t i = s.first_op(g); i < s.slot_end[g]; ++i)
+          L.on_output(s.ops[i], outputs_left, [&](const op& snd) { group.push_back(snd); });
       }
     }
     flush();
