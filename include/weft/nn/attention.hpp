@@ -24,6 +24,58 @@ inline attention_mask causal_mask(Eigen::Index s) {
   return m;
 }
 
+/// Scaled softmax attention, head by head (width d = heads x dh), of queries `q` — rows [first,
+/// first + q.rows()) of the sequence — over keys `k` and values `v` (every row), where `mask`
+/// allows: the output, and each head's probabilities in `p` (queries x keys).
+template <class T>
+matrix<T> attend(const matrix<T>& q, const matrix<T>& k, const matrix<T>& v,
+                 const attention_mask& mask, Eigen::Index first, int heads,
+                 std::vector<matrix<T>>& p) {
+  const Eigen::Index rows = q.rows(), s = k.rows(), d = q.cols(), dh = d / heads;
+  const T scale = T(1) / std::sqrt(T(dh));
+  matrix<T> o = matrix<T>::Zero(rows, d);
+  p.assign(static_cast<std::size_t>(heads), matrix<T>());
+  for (int h = 0; h < heads; ++h) {
+    matrix<T> sc = q.middleCols(h * dh, dh) * k.middleCols(h * dh, dh).transpose() * scale;
+    matrix<T>& ph = p[static_cast<std::size_t>(h)];
+    ph = matrix<T>::Zero(rows, s);
+    for (Eigen::Index i = 0; i < rows; ++i) {
+      T top = -std::numeric_limits<T>::infinity();
+      for (Eigen::Index j = 0; j < s; ++j)
+        if (mask(first + i, j)) top = std::max(top, sc(i, j));
+      if (top == -std::numeric_limits<T>::infinity()) continue;  // attends to nothing
+      T sum = 0;
+      for (Eigen::Index j = 0; j < s; ++j)
+        if (mask(first + i, j)) sum += ph(i, j) = std::exp(sc(i, j) - top);
+      ph.row(i) /= sum;
+    }
+    o.middleCols(h * dh, dh) = ph * v.middleCols(h * dh, dh);
+  }
+  return o;
+}
+
+/// The backward of `attend`: from the output's gradient `dout`, the gradients of q, k and v.
+template <class T>
+void attend_backward(const matrix<T>& dout, const matrix<T>& q, const matrix<T>& k,
+                     const matrix<T>& v, const std::vector<matrix<T>>& p, int heads, matrix<T>& dq,
+                     matrix<T>& dk, matrix<T>& dv) {
+  const Eigen::Index s = k.rows(), n = q.rows(), d = q.cols(), dh = d / heads;
+  const T scale = T(1) / std::sqrt(T(dh));
+  dq = matrix<T>::Zero(n, d);
+  dk = matrix<T>::Zero(s, d);
+  dv = matrix<T>::Zero(s, d);
+  for (int h = 0; h < heads; ++h) {
+    const matrix<T>& ph = p[static_cast<std::size_t>(h)];
+    const auto doh = dout.middleCols(h * dh, dh);
+    const matrix<T> dp = doh * v.middleCols(h * dh, dh).transpose();
+    dv.middleCols(h * dh, dh) = ph.transpose() * doh;
+    const matrix<T> rows = (dp.array() * ph.array()).rowwise().sum().matrix();
+    const matrix<T> ds = (ph.array() * (dp.colwise() - rows.col(0)).array()).matrix() * scale;
+    dq.middleCols(h * dh, dh) = ds * k.middleCols(h * dh, dh);
+    dk.middleCols(h * dh, dh) = ds.transpose() * q.middleCols(h * dh, dh);
+  }
+}
+
 template <class T>
 struct attention {
   param<T> wq, wk, wv, wo;  ///< d x d each
@@ -43,58 +95,26 @@ struct attention {
   /// `mask` (a causal mask gives the chunk its offset): a `rows` x width output.
   matrix<T> forward(const matrix<T>& x, const attention_mask& mask, context& c, Eigen::Index first,
                     Eigen::Index rows) const {
-    const Eigen::Index s = x.rows(), d = x.cols(), dh = d / heads;
+    const Eigen::Index s = x.rows(), d = x.cols();
     if (d % heads != 0) throw std::invalid_argument("weft: attention: heads must divide the width");
     if (mask.rows() != s || mask.cols() != s)
       throw std::invalid_argument("weft: attention: the mask must be tokens x tokens");
     if (first < 0 || rows < 0 || first + rows > s)
       throw std::invalid_argument("weft: attention: the query rows must lie within the tokens");
-    const T scale = T(1) / std::sqrt(T(dh));
     c.x = x;
     c.first = first;
     c.q = x.middleRows(first, rows) * wq.value;
     c.k = x * wk.value;
     c.v = x * wv.value;
-    c.o = matrix<T>::Zero(rows, d);
-    c.p.assign(static_cast<std::size_t>(heads), matrix<T>());
-    for (int h = 0; h < heads; ++h) {
-      matrix<T> sc = c.q.middleCols(h * dh, dh) * c.k.middleCols(h * dh, dh).transpose() * scale;
-      matrix<T>& p = c.p[static_cast<std::size_t>(h)];
-      p = matrix<T>::Zero(rows, s);
-      for (Eigen::Index i = 0; i < rows; ++i) {
-        T top = -std::numeric_limits<T>::infinity();
-        for (Eigen::Index j = 0; j < s; ++j)
-          if (mask(first + i, j)) top = std::max(top, sc(i, j));
-        if (top == -std::numeric_limits<T>::infinity()) continue;  // attends to nothing
-        T sum = 0;
-        for (Eigen::Index j = 0; j < s; ++j)
-          if (mask(first + i, j)) sum += p(i, j) = std::exp(sc(i, j) - top);
-        p.row(i) /= sum;
-      }
-      c.o.middleCols(h * dh, dh) = p * c.v.middleCols(h * dh, dh);
-    }
+    c.o = attend(c.q, c.k, c.v, mask, first, heads, c.p);
     return c.o * wo.value;
   }
 
   /// The gradient of every row of x (not only the query rows: keys and values are all of x).
   matrix<T> backward_dx(const matrix<T>& dy, context& c) const {
-    const Eigen::Index s = c.x.rows(), n = c.q.rows(), d = c.x.cols(), dh = d / heads;
-    const T scale = T(1) / std::sqrt(T(dh));
+    const Eigen::Index s = c.x.rows(), n = c.q.rows();
     c.dy = dy;
-    const matrix<T> dout = dy * wo.value.transpose();
-    c.dq = matrix<T>::Zero(n, d);
-    c.dk = matrix<T>::Zero(s, d);
-    c.dv = matrix<T>::Zero(s, d);
-    for (int h = 0; h < heads; ++h) {
-      const matrix<T>& p = c.p[static_cast<std::size_t>(h)];
-      const auto doh = dout.middleCols(h * dh, dh);
-      const matrix<T> dp = doh * c.v.middleCols(h * dh, dh).transpose();
-      c.dv.middleCols(h * dh, dh) = p.transpose() * doh;
-      const matrix<T> rows = (dp.array() * p.array()).rowwise().sum().matrix();
-      const matrix<T> ds = (p.array() * (dp.colwise() - rows.col(0)).array()).matrix() * scale;
-      c.dq.middleCols(h * dh, dh) = ds * c.k.middleCols(h * dh, dh);
-      c.dk.middleCols(h * dh, dh) = ds.transpose() * c.q.middleCols(h * dh, dh);
-    }
+    attend_backward<T>(dy * wo.value.transpose(), c.q, c.k, c.v, c.p, heads, c.dq, c.dk, c.dv);
     if (n == s)
       return c.dq * wq.value.transpose() + c.dk * wk.value.transpose() +
              c.dv * wv.value.transpose();

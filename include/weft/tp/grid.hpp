@@ -1,0 +1,60 @@
+// 2D tensor parallelism's groups (seed: tp-2d): tp = tp_x · tp_y ranks as a grid. Rank r sits at
+// x = r mod tp_x, y = r div tp_x: the TP-X groups are contiguous runs of tp_x ranks (same y), the
+// TP-Y groups stride by tp_x (same x), as MindSpeed builds them.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <weft/core/error.hpp>
+
+namespace weft::tp {
+
+struct grid {
+  int tp_x = 2, tp_y = 2;
+  int base = 0;  ///< the world rank of grid rank 0
+
+  constexpr int size() const noexcept { return tp_x * tp_y; }
+  constexpr int x_of(int r) const noexcept { return (r - base) % tp_x; }
+  constexpr int y_of(int r) const noexcept { return (r - base) / tp_x; }
+  constexpr int rank_at(int x, int y) const noexcept { return base + y * tp_x + x; }
+
+  /// The TP-X group of world rank `r` (its row of the grid, in x order).
+  std::vector<int> x_group(int r) const {
+    std::vector<int> g;
+    for (int x = 0; x < tp_x; ++x) g.push_back(rank_at(x, y_of(r)));
+    return g;
+  }
+  /// The TP-Y group of world rank `r` (its column, in y order).
+  std::vector<int> y_group(int r) const {
+    std::vector<int> g;
+    for (int y = 0; y < tp_y; ++y) g.push_back(rank_at(x_of(r), y));
+    return g;
+  }
+};
+
+/// Throws `config_error` unless `tp` = tp_x · tp_y with both > 1 (the seed's "need satisfy
+/// tp = tp_x * tp_y", N1 > 1, N2 > 1).
+inline grid make_grid(int tp, int tp_x, int tp_y) {
+  const auto bad = [](const std::string& why) { throw config_error("weft: tp-2d: " + why); };
+  if (tp_x < 2 || tp_y < 2)
+    bad("tp_x and tp_y must both be > 1 (tp_x = " + std::to_string(tp_x) +
+        ", tp_y = " + std::to_string(tp_y) + "); with one of them 1 use 1D tensor parallelism");
+  if (tp_x > 4096 || tp_y > 4096 || tp_x * tp_y != tp)
+    bad("need satisfy tp = tp_x * tp_y (tp = " + std::to_string(tp) +
+        ", tp_x = " + std::to_string(tp_x) + ", tp_y = " + std::to_string(tp_y) + ")");
+  return {.tp_x = tp_x, .tp_y = tp_y};
+}
+
+/// A 2D-sharded linear layer's sizes, checked as MindSpeed checks them: the input width over the
+/// reduce-scatter group, the output width over the all-gather group.
+inline void check_linear(int in, int out, int ag, int rs) {
+  if (in % rs != 0)
+    throw config_error("weft: tp-2d: input size should be divisible by tp-y (" +
+                       std::to_string(in) + " over " + std::to_string(rs) + ")");
+  if (out % ag != 0)
+    throw config_error("weft: tp-2d: output size should be divisible by tp-x (" +
+                       std::to_string(out) + " over " + std::to_string(ag) + ")");
+}
+
+}  // namespace weft::tp
