@@ -238,6 +238,74 @@ TEST_CASE(
   });
 }
 
+TEST_CASE_TEMPLATE("1D tensor parallelism is the grid tp x 1: the same layers, exact", T, float,
+                   double) {
+  const double tol = std::is_same_v<T, float> ? 1e-5 : 1e-12;
+  for (const int tp : {2, 4, 6}) {
+    CAPTURE(tp);
+    const grid g = one_d_grid(tp);
+    std::mt19937 rng(9);
+    const Eigen::Index s = 24, H = 48, F = 96;
+    const mat<T> x = random<T>(s, H, rng), w1 = random<T>(H, F, rng), w2 = random<T>(F, H, rng);
+    const mat<T> y = gelu(mat<T>(x * w1)) * w2;
+    nn::attention<T> ref;
+    ref.heads = 12;
+    ref.wq = nn::param<T>(random<T>(H, H, rng, 0.2));
+    ref.wk = nn::param<T>(random<T>(H, H, rng, 0.2));
+    ref.wv = nn::param<T>(random<T>(H, H, rng, 0.2));
+    ref.wo = nn::param<T>(random<T>(H, H, rng, 0.2));
+    typename nn::attention<T>::context c0;
+    const mat<T> ya = ref.forward(x, nn::causal_mask(s), c0);
+    on_grid<T>(g, [&](rank_comm<T>& rc) {
+      mlp2d<T> m = mlp2d<T>::shard(w1, w2, rc);
+      typename mlp2d<T>::context c;
+      CHECK(rel_err(m.forward(rc, block_of(x, g, rc.x(), 0), c), block_of(y, g, rc.x(), 0)) < tol);
+      attention2d<T> a = attention2d<T>::shard(ref, rc);
+      typename attention2d<T>::context ca;
+      CHECK(rel_err(a.forward(rc, block_of(x, g, rc.x(), 0), ca), block_of(ya, g, rc.x(), 0)) <
+            tol);
+    });
+  }
+}
+
+TEST_CASE("bytes per layer: what each rank sends is the formula, 1D against 2D") {
+  const Eigen::Index s = 24, H = 48, F = 96;
+  std::mt19937 rng(5);
+  const mat<float> x = random<float>(s, H, rng), w1 = random<float>(H, F, rng),
+                   w2 = random<float>(F, H, rng);
+  nn::attention<float> ref;
+  ref.heads = 24;
+  ref.wq = nn::param<float>(random<float>(H, H, rng, 0.2));
+  ref.wk = nn::param<float>(random<float>(H, H, rng, 0.2));
+  ref.wv = nn::param<float>(random<float>(H, H, rng, 0.2));
+  ref.wo = nn::param<float>(random<float>(H, H, rng, 0.2));
+  for (const grid& g : {grid{2, 2}, grid{4, 2}, grid{2, 4}, grid{3, 2}, one_d_grid(4),
+                        one_d_grid(8), one_d_grid(6)}) {
+    CAPTURE(g.tp_x);
+    CAPTURE(g.tp_y);
+    const layer_volume want = forward_volume(g, s, H, F, 4);
+    on_grid<float>(g, [&](rank_comm<float>& rc) {
+      mlp2d<float> m = mlp2d<float>::shard(w1, w2, rc);
+      typename mlp2d<float>::context c;
+      m.forward(rc, block_of(x, g, rc.x(), rc.y()), c);
+      const double mlp = rc.sent().total();
+      CHECK(mlp == doctest::Approx(want.mlp));
+      attention2d<float> a = attention2d<float>::shard(ref, rc);
+      typename attention2d<float>::context ca;
+      a.forward(rc, block_of(x, g, rc.x(), rc.y()), ca);
+      CHECK(rc.sent().total() - mlp == doctest::Approx(want.attention));
+    });
+  }
+  // tp 16: 8 x 2 against 1D, llama3-405B's widths (H 16384, F 53248, s 8192): 2D moves less.
+  const layer_volume one = forward_volume(one_d_grid(16), 8192, 16384, 53248, 2);
+  const layer_volume two = forward_volume(grid{8, 2}, 8192, 16384, 53248, 2);
+  // Per rank, 1D: 2 * 15/16 * s * H per sublayer; 2D: 2 * 7/16 * s * H plus, over Y, 2/16 * s * F
+  // (MLP) or 6/16 * s * H (attention): about two thirds of 1D's.
+  CHECK(one.mlp == doctest::Approx(2 * 15.0 / 16 * 8192 * 16384 * 2));
+  CHECK(two.mlp / one.mlp == doctest::Approx((14.0 * 16384 + 2.0 * 53248) / (30.0 * 16384)));
+  CHECK(two.attention / one.attention == doctest::Approx(20.0 / 30.0));
+}
+
 TEST_CASE("bytes each rank sends in the MLP: two all-gathers and two reduce-scatters forward") {
   const grid g{4, 2};
   const Eigen::Index s = 24, H = 24, F = 48;

@@ -46,15 +46,30 @@ inline grid make_grid(int tp, int tp_x, int tp_y) {
   return {.tp_x = tp_x, .tp_y = tp_y};
 }
 
-/// A 2D-sharded linear layer's sizes, checked as MindSpeed checks them: the input width over the
-/// reduce-scatter group, the output width over the all-gather group.
-inline void check_linear(int in, int out, int ag, int rs) {
-  if (in % rs != 0)
-    throw config_error("weft: tp-2d: input size should be divisible by tp-y (" +
-                       std::to_string(in) + " over " + std::to_string(rs) + ")");
-  if (out % ag != 0)
-    throw config_error("weft: tp-2d: output size should be divisible by tp-x (" +
-                       std::to_string(out) + " over " + std::to_string(ag) + ")");
+/// Megatron's 1D tensor parallelism with sequence parallelism, as a grid: tp x 1. Its TP-Y
+/// groups are single ranks, so every collective over them is a copy and the layers in
+/// layers.hpp become Megatron's column- and row-parallel pairs ([s / tp, H] between layers).
+inline grid one_d_grid(int tp) {
+  if (tp < 1 || tp > 4096)
+    throw config_error("weft: tp: the tensor-parallel size must be in [1, 4096], not " +
+                       std::to_string(tp));
+  return {.tp_x = tp, .tp_y = 1};
+}
+
+/// What one rank sends in a layer's forward, in bytes of `value_bytes` each, for s tokens,
+/// hidden H and FFN width F (docs/tp-2d.md derives them): rings, as `rank_comm` counts.
+struct layer_volume {
+  double mlp = 0, attention = 0;
+};
+constexpr layer_volume forward_volume(const grid& g, double s, double H, double F,
+                                      double value_bytes) noexcept {
+  const double X = g.tp_x, Y = g.tp_y, n = X * Y, b = value_bytes;
+  // fc1: all-gather [s/X, H/Y] over X, reduce-scatter [s, F/X] over Y; fc2 the reverse.
+  const double mlp = (2 * (X - 1) * s * H / n + 2 * (Y - 1) * s * F / n) * b;
+  // QKV: all-gather over X, reduce-scatter [s, 3H/X] over Y; q, k, v's rows gathered over Y;
+  // the projection's reduce-scatter [s, H/Y] over X.
+  const double attention = (2 * (X - 1) * s * H / n + 6 * (Y - 1) * s * H / n) * b;
+  return {mlp, attention};
 }
 
 }  // namespace weft::tp
