@@ -64,6 +64,15 @@ mat<T> block_of(const mat<T>& full, const grid& g, int x, int y) {
   return full.block(x * r, y * c, r, c);
 }
 
+/// An unsharded attention layer of width H with random weights.
+template <class T>
+nn::attention<T> random_attention(Eigen::Index H, int heads, std::mt19937& rng) {
+  nn::attention<T> a;
+  a.heads = heads;
+  for (nn::param<T>* w : {&a.wq, &a.wk, &a.wv, &a.wo}) *w = nn::param<T>(random<T>(H, H, rng, 0.2));
+  return a;
+}
+
 const grid shapes[] = {{2, 2}, {4, 2}, {2, 4}, {3, 2}};
 
 }  // namespace
@@ -124,12 +133,7 @@ TEST_CASE_TEMPLATE(
     CAPTURE(g.tp_y);
     std::mt19937 rng(7);
     const Eigen::Index s = 24, H = 48;
-    nn::attention<T> ref;
-    ref.heads = 12;
-    ref.wq = nn::param<T>(random<T>(H, H, rng, 0.2));
-    ref.wk = nn::param<T>(random<T>(H, H, rng, 0.2));
-    ref.wv = nn::param<T>(random<T>(H, H, rng, 0.2));
-    ref.wo = nn::param<T>(random<T>(H, H, rng, 0.2));
+    nn::attention<T> ref = random_attention<T>(H, 12, rng);
     const mat<T> x = random<T>(s, H, rng), dy = random<T>(s, H, rng);
     typename nn::attention<T>::context rc0;
     const auto mask = nn::causal_mask(s);
@@ -248,12 +252,7 @@ TEST_CASE_TEMPLATE("1D tensor parallelism is the grid tp x 1: the same layers, e
     const Eigen::Index s = 24, H = 48, F = 96;
     const mat<T> x = random<T>(s, H, rng), w1 = random<T>(H, F, rng), w2 = random<T>(F, H, rng);
     const mat<T> y = gelu(mat<T>(x * w1)) * w2;
-    nn::attention<T> ref;
-    ref.heads = 12;
-    ref.wq = nn::param<T>(random<T>(H, H, rng, 0.2));
-    ref.wk = nn::param<T>(random<T>(H, H, rng, 0.2));
-    ref.wv = nn::param<T>(random<T>(H, H, rng, 0.2));
-    ref.wo = nn::param<T>(random<T>(H, H, rng, 0.2));
+    nn::attention<T> ref = random_attention<T>(H, 12, rng);
     typename nn::attention<T>::context c0;
     const mat<T> ya = ref.forward(x, nn::causal_mask(s), c0);
     on_grid<T>(g, [&](rank_comm<T>& rc) {
@@ -273,12 +272,7 @@ TEST_CASE("bytes per layer: what each rank sends is the formula, 1D against 2D")
   std::mt19937 rng(5);
   const mat<float> x = random<float>(s, H, rng), w1 = random<float>(H, F, rng),
                    w2 = random<float>(F, H, rng);
-  nn::attention<float> ref;
-  ref.heads = 24;
-  ref.wq = nn::param<float>(random<float>(H, H, rng, 0.2));
-  ref.wk = nn::param<float>(random<float>(H, H, rng, 0.2));
-  ref.wv = nn::param<float>(random<float>(H, H, rng, 0.2));
-  ref.wo = nn::param<float>(random<float>(H, H, rng, 0.2));
+  nn::attention<float> ref = random_attention<float>(H, 24, rng);
   for (const grid& g : {grid{2, 2}, grid{4, 2}, grid{2, 4}, grid{3, 2}, one_d_grid(4),
                         one_d_grid(8), one_d_grid(6)}) {
     CAPTURE(g.tp_x);
