@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <vector>
 
 #include <weft/schedule/dsl.hpp>
 #include <weft/schedules/dualpipe.hpp>
@@ -324,6 +325,22 @@ TEST_CASE("event latency: every cross-stream wait on the critical path costs it 
   CHECK(simulate(p, c, {.event_latency = L}).makespan == testing::approx(base + 4 * L));
   CHECK(simulate_on_workers(p, c, 1, {.event_latency = L}).makespan ==
         testing::approx(base + 4 * L));
+}
+
+TEST_CASE("calibration keeps a base's transfer costs when there are two link classes") {
+  // Every op of a 2-rank 1F1B measured at 3 s, every comm span 3 s: one link class, the
+  // transfers' mean (3 s) replaces the base's 0.5 s; with sites, the base's stays.
+  const program p = lower(one_f_one_b({.ranks = 2, .micro = 2, .transfers = true}));
+  timeline t;
+  t.start.assign(p.size(), seconds(0));
+  t.finish.assign(p.size(), seconds(3));
+  const std::vector<seconds> span(p.size(), seconds(3));
+  cost_model base;
+  base.set(kind::send, phase::F, seconds(0.5));
+  CHECK(calibrated(p, t, base, span).of(kind::send, phase::F) == testing::approx(seconds(3)));
+  base.site_ranks = 1;
+  CHECK(calibrated(p, t, base, span).of(kind::send, phase::F) == testing::approx(seconds(0.5)));
+  CHECK(calibrated(p, t, base, span).of(kind::block, phase::F) == testing::approx(seconds(3)));
 }
 
 TEST_CASE("the event latency of a timeline is found again from it") {

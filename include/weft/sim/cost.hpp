@@ -56,14 +56,17 @@ struct basic_cost_model {
   /// When a transfer can start, given when its send and its receive (`recv`) arrived.
   constexpr T transfer_start(const op& recv, const model_desc& m, T send_at,
                              T recv_at) const noexcept {
-    const int peer = m.transfer_peer_chunk(recv.k, recv.ph, recv.mb, recv.chunk);
-    const bool far = peer >= 0 && crosses_sites(m.rank_of(recv.chunk), m.rank_of(peer));
-    const T at = recv_at + (far ? far_p2p_latency : p2p_latency);
+    const T at = recv_at + (crosses_sites(recv, m) ? far_p2p_latency : p2p_latency);
     return send_at > at ? send_at : at;
   }
 
   constexpr bool crosses_sites(int rank_a, int rank_b) const noexcept {
     return site_ranks > 0 && rank_a / site_ranks != rank_b / site_ranks;
+  }
+  /// Does transfer `t` of model `m` go between two sites?
+  constexpr bool crosses_sites(const op& t, const model_desc& m) const noexcept {
+    const int peer = m.transfer_peer_chunk(t.k, t.ph, t.mb, t.chunk);
+    return peer >= 0 && crosses_sites(m.rank_of(t.chunk), m.rank_of(peer));
   }
 
   constexpr T of(kind k, phase ph) const noexcept {
@@ -74,10 +77,7 @@ struct basic_cost_model {
   /// Transfers carry whole chunks and cost the same at any split; between sites `far_p2p`.
   constexpr T of(const op& o, const model_desc& m) const noexcept {
     const T t = of(o.k, o.ph);
-    if (is_p2p(o.k)) {
-      const int peer = m.transfer_peer_chunk(o.k, o.ph, o.mb, o.chunk);
-      return peer >= 0 && crosses_sites(m.rank_of(o.chunk), m.rank_of(peer)) ? far_p2p : t;
-    }
+    if (is_p2p(o.k)) return crosses_sites(o, m) ? far_p2p : t;
     const int n = m.parts_of(o.k);
     if (n <= 1) return t;
     const T f = fixed[static_cast<int>(o.k)][static_cast<int>(o.ph)];
