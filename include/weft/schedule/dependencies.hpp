@@ -77,6 +77,11 @@ struct op_index {
     if (o.chunk >= S) return outside::chunk;
     if (o.layer >= m.layers) return outside::layer;
     if (o.split >= m.parts_of(o.k)) return outside::split;
+    if (m.tp != tp_overlap::off && is_collective(o.k)) {
+      if (o.k == kind::all_reduce) return outside::kind;
+      if (m.tp_ops(o.k, o.ph) == 0) return outside::phase;
+      return m.tp_has(o.k, o.ph, o.split) ? outside::none : outside::split;
+    }
     if (is_collective(o.k)) return outside::none;
     if (!m.carries(o.mb, o.chunk)) return outside::off_path;
     if (o.ph != phase::F && !m.backward) return outside::phase;
@@ -164,7 +169,8 @@ struct op_index {
 /// Backward mirrors it from the loss (the last chunk's forward output), each backward op also
 /// needs its own forward, and dW needs its dX. With pipe-experts pieces, piece j of split s
 /// (`split` s * pieces + j of dispatch, mlp, combine) follows attention of split s, whose
-/// backward gathers every piece's.
+/// backward gathers every piece's. A tensor-parallel linear (model_desc::tp) chains its
+/// all-gather, matmul pieces and reduce-scatter as `tp_overlap` says.
 class dependency_rules {
  public:
   constexpr dependency_rules(const op_index& ix, bool explicit_p2p) noexcept
@@ -228,6 +234,7 @@ class dependency_rules {
   template <class Has, class Fn>
   constexpr void producers(const op& o, std::uint32_t id, Has&& has, Fn&& fn) const {
     const int c = o.chunk, mbv = o.mb;
+    if (tp_) return tp_linear(o, has, fn);
     // The common case first: a forward op fed by the previous sub-stage of its layer.
     if (o.ph == phase::F && fwd_from_[static_cast<int>(o.k)] >= 0)
       return fn(id - static_cast<std::uint32_t>(fwd_from_[static_cast<int>(o.k)]), c);
@@ -289,6 +296,7 @@ class dependency_rules {
  private:
   const op_index& ix_;
   bool explicit_;
+  bool tp_ = ix_.m.tp != tp_overlap::off;
   int pieces_ = 1;
   int entry_ = 0, exit_ = 0, shared_ = -1, dispatch_ = -1, mlp_ = -1, combine_ = -1;
   int kstride_ = 0, sstride_ = 0, lstride_ = 0, cstride_ = 0, mstride_ = 0;
@@ -345,6 +353,61 @@ class dependency_rules {
     if (explicit_ && ix_.crosses_ranks(c, nc))
       return fn(transfer_id(kind::recv, phase::B, mbv, c), c);
     input_grads(mbv, nc, 0, has, fn);
+  }
+  // A tensor-parallel linear (one micro-batch, chunk and layer): forward, the all-gather (a
+  // ring's step j after step j - 1), each matmul piece after the rows it multiplies (a ring's
+  // piece j after step j, piece 0 at once; otherwise after the whole all-gather), the
+  // reduce-scatter after its piece or after every piece; backward, the output gradient's
+  // all-gather after the output (the loss), each piece after its forward and that gradient, the
+  // input gradient's reduce-scatter after every piece.
+  template <class Has, class Fn>
+  constexpr void tp_linear(const op& o, Has& has, Fn& fn) const {
+    const model_desc& m = ix_.m;
+    const auto coll = [&](kind k, phase ph, int sp) {
+      fn(ix_.raw_id(make_op(k, ph, o.mb, o.chunk, o.layer, sp)), static_cast<int>(o.chunk));
+    };
+    const auto piece = [&](int sp, phase ph) {
+      fn(ix_.raw_id(make_op(kind::block, ph, o.mb, o.chunk, o.layer, sp)),
+         static_cast<int>(o.chunk));
+    };
+    const auto piece_grad = [&](int sp) {
+      const std::uint32_t f =
+          ix_.raw_id(make_op(kind::block, phase::F, o.mb, o.chunk, o.layer, sp));
+      fn(bx(f, has), static_cast<int>(o.chunk));
+    };
+    const int P = m.splits;
+    if (o.k == kind::all_gather) {
+      if (o.ph == phase::F) {
+        if (m.tp_ring() && o.split > 1) coll(kind::all_gather, phase::F, o.split - 1);
+        return;
+      }
+      for (int sp = 0; sp < m.tp_ops(kind::reduce_scatter, phase::F); ++sp)
+        coll(kind::reduce_scatter, phase::F, sp);
+      return;
+    }
+    if (o.k == kind::reduce_scatter) {
+      if (o.ph == phase::B) {
+        for (int sp = 0; sp < P; ++sp) piece_grad(sp);
+      } else if (m.tp_scatter_pieces()) {
+        piece(o.split, phase::F);
+      } else {
+        for (int sp = 0; sp < P; ++sp) piece(sp, phase::F);
+      }
+      return;
+    }
+    if (!is_layer_stage(o.k)) return;
+    switch (o.ph) {
+      case phase::F:
+        if (!m.tp_ring()) return coll(kind::all_gather, phase::F, 0);
+        if (o.split > 0) coll(kind::all_gather, phase::F, o.split);
+        return;
+      case phase::dW:
+        return piece(o.split, phase::dX);
+      case phase::B:
+      case phase::dX:
+        piece(o.split, phase::F);
+        return coll(kind::all_gather, phase::B, 0);
+    }
   }
   // A gradient all-reduce (phase dW) follows every weight gradient of its chunk; a loss
   // all-reduce (phase F, on a micro-batch's last chunk) its forward's output; other collectives

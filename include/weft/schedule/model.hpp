@@ -54,6 +54,27 @@ enum class loss_reduce : std::uint8_t {
   async,
 };
 
+/// Tensor parallelism around a linear layer (seed: tp-2d), for a model whose one layer is a
+/// linear's matmul (a `block`, in `splits` pieces of the sequence): the input rows are
+/// all-gathered before it and the output rows reduce-scattered after it, as collectives of the
+/// schedule, overlapped with the matmul's pieces as chosen here. The backward all-gathers the
+/// output gradient, multiplies piece by piece, and reduce-scatters the input gradient.
+enum class tp_overlap : std::uint8_t {
+  off,  ///< not a tensor-parallel linear
+  /// all-gather, matmul, reduce-scatter, one after the other (splits 1)
+  none,
+  /// the all-gather as a ring of splits - 1 steps (splits: the gather group's size); piece j of
+  /// the matmul multiplies the rows step j brought (piece 0 the rank's own) while step j + 1
+  /// brings the next; one reduce-scatter after the last piece
+  ag_matmul,
+  /// one all-gather; the matmul in splits pieces of the output rows (strided so that each
+  /// member's share of every piece is a slice of its own rows), each piece reduce-scattered
+  /// while the next is multiplied
+  matmul_rs,
+  /// both: the ring's pieces, each reduce-scattered to the rows' owners as soon as it is done
+  fused,
+};
+
 /// What the host waits for of a rank's transfers.
 enum class transfer_wait : std::uint8_t {
   /// Only the data an op needs: its receive (PyTorch's events).
@@ -88,9 +109,44 @@ struct model_desc {
   loss_reduce loss = loss_reduce::none;
   /// What a step waits for of the transfers before it (semantics.hpp).
   transfer_wait waits = transfer_wait::data;
+  /// Tensor parallelism around the layer (a linear's matmul); `off` for every other model.
+  tp_overlap tp = tp_overlap::off;
   int max_live = 0;  ///< rule 5: bound on live activations per rank, 0 = no bound
 
   constexpr int chunks() const noexcept { return ranks * chunks_per_rank; }
+  /// A tensor-parallel linear whose all-gather is a ring of steps (tp_overlap).
+  constexpr bool tp_ring() const noexcept {
+    return tp == tp_overlap::ag_matmul || tp == tp_overlap::fused;
+  }
+  /// The forward reduce-scatter comes in pieces, one per piece of the matmul.
+  constexpr bool tp_scatter_pieces() const noexcept {
+    return tp == tp_overlap::matmul_rs || tp == tp_overlap::fused;
+  }
+  /// How many ops of collective kind `k` and phase `ph` a tensor-parallel linear has: forward
+  /// all-gathers (a ring's steps: splits - 1; otherwise 1), forward reduce-scatters (splits or
+  /// 1), one backward all-gather of the output gradient and one reduce-scatter of the input
+  /// gradient; 0 for anything else. Their `split` numbers them: a ring step j is split j (the
+  /// piece it brings), from 1.
+  constexpr int tp_ops(kind k, phase ph) const noexcept {
+    if (tp == tp_overlap::off) return 0;
+    if (k != kind::all_gather && k != kind::reduce_scatter) return 0;
+    if (ph == phase::B) return backward ? 1 : 0;
+    if (ph != phase::F) return 0;
+    if (k == kind::all_gather) return tp_ring() ? splits - 1 : 1;
+    return tp_scatter_pieces() ? splits : 1;
+  }
+  /// Is `split` one of those ops' numbers.
+  constexpr bool tp_has(kind k, phase ph, int split) const noexcept {
+    const int n = tp_ops(k, ph);
+    const int first = k == kind::all_gather && ph == phase::F && tp_ring() ? 1 : 0;
+    return split >= first && split < first + n;
+  }
+  /// Into how many ops an (kind, phase)'s whole cost is shared: the splits or pieces it comes
+  /// in, or for a tensor-parallel linear's collectives `tp_ops`.
+  constexpr int shares_of(kind k, phase ph) const noexcept {
+    if (tp != tp_overlap::off && is_collective(k)) return tp_ops(k, ph) > 0 ? tp_ops(k, ph) : 1;
+    return parts_of(k);
+  }
   /// How many values an op's `split` takes: splits, times pieces for the routed-expert path.
   constexpr int parts() const noexcept { return splits * pieces; }
   constexpr int parts_of(kind k) const noexcept { return in_pieces(k) ? parts() : splits; }
@@ -152,6 +208,8 @@ enum class model_error : std::uint8_t {
   stages_not_layer_kinds,
   bad_memory_bound,
   too_many_ops,
+  tp_needs_linear,
+  tp_pieces,
 };
 
 constexpr std::string_view describe(model_error e) noexcept {
@@ -189,6 +247,12 @@ constexpr std::string_view describe(model_error e) noexcept {
       return "only block, attn, dispatch, mlp, combine and shared make up a layer";
     case model_error::bad_memory_bound:
       return "max_live must be >= 0";
+    case model_error::tp_needs_linear:
+      return "a tensor-parallel linear (tp) is one rank's single layer of one block, no pieces, "
+             "one micro-batch";
+    case model_error::tp_pieces:
+      return "a tensor-parallel linear without overlap has splits 1; with a ring (ag_matmul, "
+             "fused) splits is the gather group's size, at most 255";
     case model_error::too_many_ops:
       return "the model has more than 2^26 op ids (micro x chunks x layers x splits x pieces x "
              "stage kinds x phases, plus transfers and collectives); see docs/limits.md";
@@ -237,6 +301,12 @@ constexpr model_error validate(const model_desc& m) noexcept {
       !(s.has(kind::dispatch) && s.has(kind::mlp) && s.has(kind::combine) && s.has(kind::attn)))
     return model_error::pieces_need_experts;
   if (m.max_live < 0) return model_error::bad_memory_bound;
+  if (m.tp != tp_overlap::off) {
+    if (!s.has(kind::block) || m.ranks != 1 || m.chunks_per_rank != 1 || m.layers != 1 ||
+        m.pieces != 1 || m.micro != 1 || m.bidirectional || m.loss != loss_reduce::none)
+      return model_error::tp_needs_linear;
+    if (m.tp == tp_overlap::none && m.splits != 1) return model_error::tp_pieces;
+  }
   if (id_space(m, true) > max_op_ids) return model_error::too_many_ops;
   return model_error::none;
 }

@@ -216,6 +216,11 @@ class checker {
               }
               if (!missing(p, dx) || !missing(p, dw)) return false;
             }
+        if (m.tp != tp_overlap::off)
+          for (kind k : {kind::all_gather, kind::reduce_scatter})
+            for (phase ph : {phase::F, phase::B})
+              for (int sp = 0; sp < m.splits; ++sp)
+                if (m.tp_has(k, ph, sp) && !missing(p, make_op(k, ph, mbi, c, 0, sp))) return false;
         if (!p.explicit_p2p) continue;
         for (kind k : {kind::send, kind::recv})
           for (phase ph : {phase::F, phase::B}) {

@@ -32,7 +32,7 @@ inline cost_model calibrated(const program& p, const timeline& measured, cost_mo
     if (!compute && comm_span.size() != p.size()) continue;
     if (is_p2p(o.k) && base.site_ranks > 0) continue;
     const int k = static_cast<int>(o.k), ph = static_cast<int>(o.ph);
-    const double parts = is_p2p(o.k) ? 1 : p.source.model.parts_of(o.k);
+    const double parts = is_p2p(o.k) ? 1 : p.source.model.shares_of(o.k, o.ph);
     sum[k][ph] += (compute ? measured.duration_of(i) : comm_span[i]) * parts;
     ++count[k][ph];
   }

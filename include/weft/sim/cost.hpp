@@ -73,12 +73,13 @@ struct basic_cost_model {
     return time[static_cast<int>(k)][static_cast<int>(ph)];
   }
   /// What op `o` of model `m` costs: `of(kind, phase)` when it is its layer's whole sub-stage;
-  /// for one of n splits (or pieces) its share of the part that shrinks plus the fixed part.
+  /// for one of n splits (or pieces, or a tensor-parallel linear's collectives: a ring step, a
+  /// piece's reduce-scatter) its share of the part that shrinks plus the fixed part.
   /// Transfers carry whole chunks and cost the same at any split; between sites `far_p2p`.
   constexpr T of(const op& o, const model_desc& m) const noexcept {
     const T t = of(o.k, o.ph);
     if (is_p2p(o.k)) return crosses_sites(o, m) ? far_p2p : t;
-    const int n = m.parts_of(o.k);
+    const int n = m.shares_of(o.k, o.ph);
     if (n <= 1) return t;
     const T f = fixed[static_cast<int>(o.k)][static_cast<int>(o.ph)];
     double share = 1.0 / n;
