@@ -66,8 +66,8 @@ constexpr layer_volume forward_volume(const grid& g, double s, double H, double 
   const double X = g.tp_x, Y = g.tp_y, n = X * Y, b = value_bytes;
   // fc1: all-gather [s/X, H/Y] over X, reduce-scatter [s, F/X] over Y; fc2 the reverse.
   const double mlp = (2 * (X - 1) * s * H / n + 2 * (Y - 1) * s * F / n) * b;
-  // QKV: all-gather over X, reduce-scatter [s, 3H/X] over Y; q, k, v's rows gathered over Y;
-  // the projection's reduce-scatter [s, H/Y] over X.
+  // QKV: all-gather over X, reduce-scatter [s, 3H/X] over Y; k and v's rows gathered over Y;
+  // the projection: all-gather [s/Y, H/X] over Y, reduce-scatter [s, H/Y] over X.
   const double attention = (2 * (X - 1) * s * H / n + 6 * (Y - 1) * s * H / n) * b;
   return {mlp, attention};
 }

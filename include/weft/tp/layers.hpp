@@ -348,10 +348,12 @@ struct rms_norm2d {
   }
 };
 
-/// Attention: QKV (gathers over X, scatters over Y; each TP-X place holds heads / tp_x heads),
-/// the rows of q, k, v gathered over Y so each rank attends its heads over the whole sequence
-/// (the TP-Y members of a column compute the same heads), the projection (gathers over Y,
-/// scatters over X) from those rows. Causal.
+/// Attention, as MindSpeed lays it out: QKV gathers over X and scatters over Y, each TP-X place
+/// holding heads / tp_x heads' q, k and v columns for its s / tp_y rows; the keys and values are
+/// all-gathered over Y, so each rank attends its own query rows (causal, offset by its place in
+/// Y) over the whole sequence — no member of a TP-Y group repeats another's work; the projection
+/// gathers the outputs' rows over Y and scatters over X. Backward, the keys' and values'
+/// gradients (each member's queries contribute to every row) are reduce-scattered over Y.
 template <class T>
 struct attention2d {
   linear2d<T> qkv, proj;
@@ -365,45 +367,52 @@ struct attention2d {
   /// From the unsharded layer's wq, wk, wv, wo ([H, H] each).
   static attention2d shard(const nn::attention<T>& full, const rank_comm<T>& rc) {
     const grid& g = rc.layout();
-    const Eigen::Index h = full.wq.value.rows();
     if (full.heads % g.tp_x != 0)
       throw config_error("weft: tp-2d: the heads (" + std::to_string(full.heads) +
                          ") should be divisible by tp-x (" + std::to_string(g.tp_x) + ")");
-    // QKV's columns grouped so that TP-X place x gets [q_x | k_x | v_x]: its heads' columns.
-    const Eigen::Index w = h / g.tp_x;
+    return {linear2d<T>::shard(fused_qkv(full, g.tp_x), gather_over::x, rc),
+            linear2d<T>::shard(full.wo.value, gather_over::y, rc), full.heads};
+  }
+  /// QKV's columns grouped so that TP-X place x gets [q_x | k_x | v_x]: its heads' columns.
+  static nn::matrix<T> fused_qkv(const nn::attention<T>& full, int tp_x) {
+    const Eigen::Index h = full.wq.value.rows(), w = h / tp_x;
     nn::matrix<T> cat(h, 3 * h);
-    for (int x = 0; x < g.tp_x; ++x) {
+    for (int x = 0; x < tp_x; ++x) {
       cat.middleCols(3 * w * x, w) = full.wq.value.middleCols(w * x, w);
       cat.middleCols(3 * w * x + w, w) = full.wk.value.middleCols(w * x, w);
       cat.middleCols(3 * w * x + 2 * w, w) = full.wv.value.middleCols(w * x, w);
     }
-    return {linear2d<T>::shard(cat, gather_over::x, rc),
-            linear2d<T>::shard(full.wo.value, gather_over::y, rc), full.heads};
+    return cat;
+  }
+
+  /// The heads' outputs of this rank's query rows, from QKV's output [s / tp_y, 3 H / tp_x].
+  nn::matrix<T> attend_rows(rank_comm<T>& rc, const nn::matrix<T>& part, context& c) const {
+    const Eigen::Index w = part.cols() / 3, rows = part.rows();
+    c.q = part.leftCols(w);
+    const nn::matrix<T> kv = rc.gather_rows(part.rightCols(2 * w), rc.y_group(), "keys and values");
+    c.k = kv.leftCols(w);
+    c.v = kv.rightCols(w);
+    return nn::attend(c.q, c.k, c.v, nn::causal_mask(kv.rows()), rc.y() * rows,
+                      heads / rc.layout().tp_x, c.p);
+  }
+  /// The backward of `attend_rows`: QKV's output gradient, from the heads' outputs'.
+  nn::matrix<T> attend_rows_backward(rank_comm<T>& rc, const nn::matrix<T>& dout,
+                                     const context& c) const {
+    nn::matrix<T> dq, dk, dv;
+    nn::attend_backward(dout, c.q, c.k, c.v, c.p, heads / rc.layout().tp_x, dq, dk, dv);
+    nn::matrix<T> dkv(dk.rows(), 2 * dk.cols());
+    dkv << dk, dv;
+    const nn::matrix<T> mine = rc.scatter_rows(dkv, rc.y_group(), "keys' and values' gradients");
+    nn::matrix<T> dall(dq.rows(), 3 * dq.cols());
+    dall << dq, mine;
+    return dall;
   }
 
   nn::matrix<T> forward(rank_comm<T>& rc, const nn::matrix<T>& x, context& c) const {
-    const nn::matrix<T> part = qkv.forward(rc, x, c.cq);  // [s / tp_y, 3 H / tp_x]
-    const nn::matrix<T> all = rc.gather_rows(part, rc.y_group(), "q, k and v");
-    const Eigen::Index w = all.cols() / 3, s = all.rows();
-    c.q = all.leftCols(w);
-    c.k = all.middleCols(w, w);
-    c.v = all.rightCols(w);
-    const nn::matrix<T> o =
-        nn::attend(c.q, c.k, c.v, nn::causal_mask(s), 0, heads / rc.layout().tp_x, c.p);
-    return proj.forward_gathered(rc, o, c.cp);
+    return proj.forward(rc, attend_rows(rc, qkv.forward(rc, x, c.cq), c), c.cp);
   }
   nn::matrix<T> backward(rank_comm<T>& rc, const nn::matrix<T>& dy, const context& c) {
-    // The projection's input gradient of every row: its partial sums over its ag group (Y).
-    nn::matrix<T> dout =
-        proj.backward_all(rc, rc.gather_rows(dy, proj.rs_group(rc), "a gradient"), c.cp);
-    rc.sum(dout, proj.ag_group(rc), "the attention output's gradient");
-    nn::matrix<T> dq, dk, dv;
-    nn::attend_backward(dout, c.q, c.k, c.v, c.p, heads / rc.layout().tp_x, dq, dk, dv);
-    nn::matrix<T> dall(dq.rows(), 3 * dq.cols());
-    dall << dq, dk, dv;
-    // Every TP-Y member holds the same gradient of every row: QKV's of every row is it.
-    const nn::matrix<T> dx = qkv.backward_all(rc, dall, c.cq);
-    return rc.scatter_rows(dx, qkv.ag_group(rc), "an input gradient");
+    return qkv.backward(rc, attend_rows_backward(rc, proj.backward(rc, dy, c.cp), c), c.cq);
   }
 };
 
