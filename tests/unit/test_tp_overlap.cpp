@@ -3,12 +3,16 @@
 // says, and two forward overlaps at once are refused.
 #include <doctest/doctest.h>
 
+#include <random>
 #include <string>
+#include <utility>
 
+#include <weft/exec/runner.hpp>
 #include <weft/schedule/text.hpp>
 #include <weft/schedule/verify.hpp>
 #include <weft/sim/program.hpp>
 #include <weft/sim/simulate.hpp>
+#include <weft/tp/run.hpp>
 #include <weft/tp/schedule.hpp>
 
 #include "time_approx.hpp"
@@ -186,4 +190,104 @@ TEST_CASE("simulated overlaps: a ring hides its steps behind the pieces, chunks 
   const double slow = 5;
   CHECK(forward_time(tp_overlap::ag_matmul, n, c, slow, r) ==
         doctest::Approx((n - 1) * slow + c + r));
+}
+
+namespace {
+
+template <class T>
+using mat = nn::matrix<T>;
+
+template <class T>
+mat<T> random_matrix(Eigen::Index r, Eigen::Index c, std::mt19937& rng) {
+  std::normal_distribution<double> d(0, 1);
+  mat<T> m(r, c);
+  for (Eigen::Index i = 0; i < m.size(); ++i) m.data()[i] = static_cast<T>(d(rng));
+  return m;
+}
+
+double rel_err(const mat<double>& got, const mat<double>& want) {
+  const double scale = want.norm();
+  return (got - want).norm() / (scale > 0 ? scale : 1.0);
+}
+
+/// The block of `full` split in `rows` x `cols` chunks at (i, j).
+mat<double> chunk(const mat<double>& full, int rows, int i, int cols, int j) {
+  const Eigen::Index r = full.rows() / rows, c = full.cols() / cols;
+  return full.block(i * r, j * c, r, c);
+}
+
+/// Runs one linear's forward and backward program on every rank of `g` and checks the output,
+/// the input gradient and every weight shard's gradient against the unsharded layer.
+void run_linear_exactly(const tp::grid& g, tp::gather_over ag, tp_overlap o, bool split) {
+  std::mt19937 rng(7);
+  const Eigen::Index s = 144, in = 12, out = 24;
+  const mat<double> x = random_matrix<double>(s, in, rng), w = random_matrix<double>(in, out, rng),
+                    dy = random_matrix<double>(s, out, rng);
+  const mat<double> y = x * w, dx = dy * w.transpose(), dw = x.transpose() * dy;
+  tp::linear_binding<double> lin(g, ag, w, s, o);
+  const int G = lin.gather_size(), S = lin.scatter_size();
+  const auto place = [&](int r) {
+    const int gx = g.x_of(r), gy = g.y_of(r);
+    return std::pair{ag == tp::gather_over::x ? gx : gy, ag == tp::gather_over::x ? gy : gx};
+  };
+  for (int r = 0; r < g.size(); ++r) {
+    const auto [gi, si] = place(r);
+    lin.set_input(r, chunk(x, G, gi, S, si));
+    lin.set_output_grad(r, chunk(dy, S, si, G, gi));
+  }
+  const exec::run_options opt{.workers = 2, .comm_workers = 1};
+  exec::runner fwd(lower(lin.forward_schedule()), g.size(), opt);
+  fwd.run(lin);
+  exec::runner bwd(lower(lin.backward_schedule(split), assuming(tp::forward_done)), g.size(), opt);
+  bwd.run(lin);
+  for (int r = 0; r < g.size(); ++r) {
+    const auto [gi, si] = place(r);
+    CAPTURE(r);
+    CHECK(rel_err(lin.output(r), chunk(y, S, si, G, gi)) < 1e-12);
+    CHECK(rel_err(lin.input_grad(r), chunk(dx, G, gi, S, si)) < 1e-12);
+    CHECK(rel_err(lin.weight(r).grad, chunk(dw, S, si, G, gi)) < 1e-12);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("every overlap runs exactly: output, input gradient and weight gradients") {
+  for (const tp::grid g :
+       {tp::grid{2, 2}, tp::grid{4, 2}, tp::grid{2, 4}, tp::grid{3, 2}, tp::one_d_grid(4)})
+    for (const tp::gather_over ag : {tp::gather_over::x, tp::gather_over::y})
+      for (const tp_overlap o : every_overlap) {
+        const std::string name = tp::name_of(o);
+        CAPTURE(g.tp_x);
+        CAPTURE(g.tp_y);
+        CAPTURE(ag == tp::gather_over::x);
+        CAPTURE(name);
+        run_linear_exactly(g, ag, o, o == tp_overlap::fused);
+      }
+}
+
+TEST_CASE("sizes an overlap cannot cut are refused") {
+  std::mt19937 rng(1);
+  const mat<double> w = random_matrix<double>(12, 24, rng);
+  // matmul-rs on 4 x 2 scattering over X (4): the sequence must divide into 4 x 4 slices.
+  CHECK_THROWS_WITH_AS(
+      tp::linear_binding<double>(tp::grid{4, 2}, tp::gather_over::y, w, 24, tp_overlap::matmul_rs),
+      doctest::Contains("divisible by the scatter group's size squared"), config_error);
+  CHECK_NOTHROW(
+      tp::linear_binding<double>(tp::grid{4, 2}, tp::gather_over::y, w, 32, tp_overlap::matmul_rs));
+  CHECK_THROWS_WITH_AS(
+      tp::linear_binding<double>(tp::grid{3, 2}, tp::gather_over::x, w, 20, tp_overlap::none),
+      doctest::Contains("divisible by the gather group's size"), config_error);
+  CHECK_THROWS_WITH_AS(
+      tp::linear_binding<double>(tp::grid{2, 5}, tp::gather_over::x, w, 20, tp_overlap::none),
+      doctest::Contains("input size should be divisible by tp-y"), config_error);
+  tp::linear_binding<double> lin(tp::grid{2, 2}, tp::gather_over::x, w, 8, tp_overlap::none);
+  CHECK_THROWS_WITH_AS(lin.set_input(0, mat<double>(3, 6)), doctest::Contains("expected 4 x 6"),
+                       config_error);
+  CHECK_THROWS_AS(lin.set_input(4, mat<double>(4, 6)), std::out_of_range);
+}
+
+TEST_CASE("a backward run alone must assume its forward") {
+  const schedule b = tp::linear_backward(tp_overlap::ag_matmul, 4);
+  CHECK_NOTHROW(lower(b, assuming(tp::forward_done)));
+  CHECK_THROWS_WITH_AS(lower(b, assuming(done(B))), doctest::Contains("not legal"), config_error);
 }

@@ -90,6 +90,17 @@ constexpr program lower(const schedule& input) {
   return detail::lower_at_run_time(input, true);
 }
 
+/// Lowers a fragment: a schedule that takes `assumed` for granted — a backward pass run as a
+/// program of its own after its forward's, say. The checker proves it as a fragment (ops it
+/// does not contain are not required; a producer it needs must be assumed); the program then
+/// waits only for the ops it has. Throws `config_error` with the first violation.
+inline program lower(const schedule& input, const assumptions& assumed) {
+  const report r = check(input, {.fragment = true, .assumed = assumed});
+  if (!r.ok())
+    throw config_error("weft: lower: the fragment is not legal: " + to_string(r.violations[0]));
+  return detail::lower_at_run_time(input, false);
+}
+
 /// Lowers without the legality check — for testing what the runtime does with a schedule the
 /// checker rejects. Throws `config_error` only when no program can be built at all.
 constexpr program lower_unchecked(const schedule& input) {

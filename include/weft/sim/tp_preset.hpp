@@ -57,7 +57,8 @@ constexpr seconds gather_time(const node_mesh& mesh, const group_span& g, double
                               bool ring_only = false) {
   if (g.members <= 1) return seconds(0);
   if (g.nodes <= 1) return collective::ring_all_gather(mesh.intra, g.members, total);
-  if (g.per_node <= 1 || ring_only || !mesh.hierarchical) return collective::ring_all_gather(mesh.inter, g.members, total);
+  if (g.per_node <= 1 || ring_only || !mesh.hierarchical)
+    return collective::ring_all_gather(mesh.inter, g.members, total);
   const double block = total / g.members;
   return collective::ring_all_gather(mesh.inter, g.nodes, block * g.nodes) +
          collective::ring_all_gather(mesh.intra, g.per_node, total);
@@ -78,8 +79,7 @@ struct tp_linear_facts {
 /// `scatter`, the input gradient scattered over `gather`. With a ring (ag_matmul, fused) the
 /// gather is a flat ring of point-to-point steps.
 constexpr cost_model tp_linear_costs(const tp_linear_facts& l, double rows, const node_mesh& mesh,
-                                     const device_facts& device, double value_bytes,
-                                     tp_overlap o) {
+                                     const device_facts& device, double value_bytes, tp_overlap o) {
   const double G = l.gather.members, S = l.scatter.members;
   const double flops = 2 * rows * (l.in / S) * (l.out / G);
   const double rate = device.sustained_flops();

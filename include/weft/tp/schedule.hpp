@@ -8,6 +8,7 @@
 
 #include <weft/core/error.hpp>
 #include <weft/schedule/schedule.hpp>
+#include <weft/schedule/verify.hpp>
 
 namespace weft::tp {
 
@@ -80,39 +81,62 @@ constexpr model_desc linear_model(tp_overlap o, int pieces, bool backward = true
   return {.stages = stage_set::whole_block(), .splits = pieces, .backward = backward, .tp = o};
 }
 
-/// One linear's forward (and backward) as slots. Forward: a ring's step j + 1 issued beside
-/// piece j of the matmul, a piece's reduce-scatter beside the next piece; backward: the output
-/// gradient's all-gather, every piece's input gradient (dX, or the fused B), then the input
-/// gradient's reduce-scatter beside the weight gradients (dW) when `split_backward`.
-constexpr schedule linear_schedule(tp_overlap o, int pieces, bool backward = true,
-                                   bool split_backward = false) {
-  schedule s(linear_model(o, pieces, backward));
+/// Appends a linear's forward to `s` (a schedule of `linear_model`): a ring's step j + 1 issued
+/// beside piece j of the matmul, a piece's reduce-scatter beside the next piece.
+constexpr void add_forward(schedule& s) {
   const model_desc& m = s.model;
+  const int pieces = m.splits;
   const auto coll = [](kind k, phase ph, int sp) {
     return make_op(k, ph, 0, 0, 0, sp, k == kind::all_gather ? gather_lane : scatter_lane);
   };
-  const auto piece = [](phase ph, int sp) { return make_op(kind::block, ph, 0, 0, 0, sp); };
-  s.add_rank();
   if (!m.tp_ring()) s.add_slot({coll(kind::all_gather, phase::F, 0)});
   for (int j = 0; j < pieces; ++j) {
-    s.ops.push_back(piece(phase::F, j));
+    s.ops.push_back(make_op(kind::block, phase::F, 0, 0, 0, j));
     if (m.tp_ring() && j + 1 < pieces) s.ops.push_back(coll(kind::all_gather, phase::F, j + 1));
     if (m.tp_scatter_pieces() && j > 0)
       s.ops.push_back(coll(kind::reduce_scatter, phase::F, j - 1));
     s.slot_end.push_back(static_cast<std::uint32_t>(s.ops.size()));
   }
   s.add_slot({coll(kind::reduce_scatter, phase::F, m.tp_scatter_pieces() ? pieces - 1 : 0)});
-  if (!backward) return s;
-  s.add_slot({coll(kind::all_gather, phase::B, 0)});
+}
+
+/// Appends a linear's backward: the output gradient's all-gather, every piece's input gradient
+/// (dX, or the fused B), then the input gradient's reduce-scatter beside the weight gradients
+/// (dW) when `split_backward`.
+constexpr void add_backward(schedule& s, bool split_backward) {
+  const int pieces = s.model.splits;
+  const auto piece = [](phase ph, int sp) { return make_op(kind::block, ph, 0, 0, 0, sp); };
+  s.add_slot({make_op(kind::all_gather, phase::B, 0, 0, 0, 0, gather_lane)});
   for (int j = 0; j < pieces; ++j) s.add_slot({piece(split_backward ? phase::dX : phase::B, j)});
+  const op scatter = make_op(kind::reduce_scatter, phase::B, 0, 0, 0, 0, scatter_lane);
   if (!split_backward) {
-    s.add_slot({coll(kind::reduce_scatter, phase::B, 0)});
-    return s;
+    s.add_slot({scatter});
+    return;
   }
-  s.add_slot({piece(phase::dW, 0), coll(kind::reduce_scatter, phase::B, 0)});
+  s.add_slot({piece(phase::dW, 0), scatter});
   for (int j = 1; j < pieces; ++j) s.add_slot({piece(phase::dW, j)});
+}
+
+/// One linear overlapped as `o`, its matmul in `pieces`: the forward, then (`backward`) the
+/// backward.
+constexpr schedule linear_schedule(tp_overlap o, int pieces, bool backward = true,
+                                   bool split_backward = false) {
+  schedule s(linear_model(o, pieces, backward));
+  s.add_rank();
+  add_forward(s);
+  if (backward) add_backward(s, split_backward);
   return s;
 }
+
+/// The backward alone, a fragment that takes the forward for granted (`forward_done`): what a
+/// layer runs after the layers above it have given it its output's gradient.
+constexpr schedule linear_backward(tp_overlap o, int pieces, bool split_backward = false) {
+  schedule s(linear_model(o, pieces, true));
+  s.add_rank();
+  add_backward(s, split_backward);
+  return s;
+}
+inline constexpr done_pattern forward_done = done(F);
 
 /// The schedule of a linear with groups `g` and overlap `o`; `config_error` for sizes out of
 /// range.
