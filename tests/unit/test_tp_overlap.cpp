@@ -12,6 +12,7 @@
 #include <weft/schedule/verify.hpp>
 #include <weft/sim/program.hpp>
 #include <weft/sim/simulate.hpp>
+#include <weft/tp/layer_run.hpp>
 #include <weft/tp/run.hpp>
 #include <weft/tp/schedule.hpp>
 
@@ -211,7 +212,7 @@ double rel_err(const mat<double>& got, const mat<double>& want) {
 }
 
 /// The block of `full` split in `rows` x `cols` chunks at (i, j).
-mat<double> chunk(const mat<double>& full, int rows, int i, int cols, int j) {
+mat<double> block_at(const mat<double>& full, int rows, int i, int cols, int j) {
   const Eigen::Index r = full.rows() / rows, c = full.cols() / cols;
   return full.block(i * r, j * c, r, c);
 }
@@ -232,8 +233,8 @@ void run_linear_exactly(const tp::grid& g, tp::gather_over ag, tp_overlap o, boo
   };
   for (int r = 0; r < g.size(); ++r) {
     const auto [gi, si] = place(r);
-    lin.set_input(r, chunk(x, G, gi, S, si));
-    lin.set_output_grad(r, chunk(dy, S, si, G, gi));
+    lin.set_input(r, block_at(x, G, gi, S, si));
+    lin.set_output_grad(r, block_at(dy, S, si, G, gi));
   }
   const exec::run_options opt{.workers = 2, .comm_workers = 1};
   exec::runner fwd(lower(lin.forward_schedule()), g.size(), opt);
@@ -243,9 +244,9 @@ void run_linear_exactly(const tp::grid& g, tp::gather_over ag, tp_overlap o, boo
   for (int r = 0; r < g.size(); ++r) {
     const auto [gi, si] = place(r);
     CAPTURE(r);
-    CHECK(rel_err(lin.output(r), chunk(y, S, si, G, gi)) < 1e-12);
-    CHECK(rel_err(lin.input_grad(r), chunk(dx, G, gi, S, si)) < 1e-12);
-    CHECK(rel_err(lin.weight(r).grad, chunk(dw, S, si, G, gi)) < 1e-12);
+    CHECK(rel_err(lin.output(r), block_at(y, S, si, G, gi)) < 1e-12);
+    CHECK(rel_err(lin.input_grad(r), block_at(dx, G, gi, S, si)) < 1e-12);
+    CHECK(rel_err(lin.weight(r).grad, block_at(dw, S, si, G, gi)) < 1e-12);
   }
 }
 
@@ -290,4 +291,64 @@ TEST_CASE("a backward run alone must assume its forward") {
   const schedule b = tp::linear_backward(tp_overlap::ag_matmul, 4);
   CHECK_NOTHROW(lower(b, assuming(tp::forward_done)));
   CHECK_THROWS_WITH_AS(lower(b, assuming(done(B))), doctest::Contains("not legal"), config_error);
+}
+
+TEST_CASE("a whole layer run through its linears' schedules equals the unsharded layer") {
+  const tp::layer_shape shape{.seq = 72, .batch = 2, .hidden = 24, .heads = 12, .ffn = 48};
+  const auto w = tp::layer_weights<double>::random(shape, 5);
+  std::mt19937 rng(9);
+  const Eigen::Index s = shape.tokens(), H = shape.hidden;
+  const mat<double> x = random_matrix<double>(s, H, rng), dy = random_matrix<double>(s, H, rng);
+  // Unsharded.
+  nn::attention<double> att = w.attention;
+  nn::attention<double>::context c;
+  const mat<double> a = att.forward(x, tp::batched_causal_mask(shape.seq, shape.batch), c);
+  const mat<double> h = a * w.w1, gl = tp::gelu(h), y = gl * w.w2;
+  const mat<double> dw2 = gl.transpose() * dy,
+                    dh = ((dy * w.w2.transpose()).array() * tp::gelu_grad(h).array()).matrix();
+  const mat<double> dw1 = a.transpose() * dh;
+  const mat<double> dx = att.backward_dx(dh * w.w1.transpose(), c);
+  att.backward_dw(c);
+  nn::attention<double> grads = att;
+  for (nn::param<double>* p : {&grads.wq, &grads.wk, &grads.wv, &grads.wo}) p->value = p->grad;
+
+  for (const tp::grid g : {tp::grid{2, 2}, tp::grid{4, 2}, tp::grid{3, 2}, tp::one_d_grid(4)})
+    for (const tp_overlap o : every_overlap) {
+      const std::string name = tp::name_of(o);
+      CAPTURE(g.tp_x);
+      CAPTURE(g.tp_y);
+      CAPTURE(name);
+      tp::layer_runner<double> layer(g, shape, w, o, {.workers = 2, .comm_workers = 1});
+      std::vector<mat<double>> xs, dys, dxs;
+      for (int r = 0; r < g.size(); ++r) {
+        xs.push_back(block_at(x, g.tp_x, g.x_of(r), g.tp_y, g.y_of(r)));
+        dys.push_back(block_at(dy, g.tp_x, g.x_of(r), g.tp_y, g.y_of(r)));
+      }
+      std::vector<tp::phase_timing> timings;
+      const std::vector<mat<double>> ys = layer.step(xs, dys, dxs, timings);
+      CHECK(timings.size() == 10);  // four linears forward and backward, attention both ways
+      const mat<double> wfull[] = {tp::attention2d<double>::fused_qkv(grads, g.tp_x),
+                                   grads.wo.value, dw1, dw2};
+      for (int r = 0; r < g.size(); ++r) {
+        CAPTURE(r);
+        CHECK(rel_err(ys[static_cast<std::size_t>(r)],
+                      block_at(y, g.tp_x, g.x_of(r), g.tp_y, g.y_of(r))) < 1e-12);
+        CHECK(rel_err(dxs[static_cast<std::size_t>(r)],
+                      block_at(dx, g.tp_x, g.x_of(r), g.tp_y, g.y_of(r))) < 1e-12);
+        for (std::size_t i = 0; i < 4; ++i) {
+          // QKV and fc1 gather over X: [in chunk y, out chunk x]; proj and fc2 the reverse.
+          const bool over_x = i % 2 == 0;
+          const int gi = over_x ? g.x_of(r) : g.y_of(r), si = over_x ? g.y_of(r) : g.x_of(r);
+          const int G = over_x ? g.tp_x : g.tp_y, S = over_x ? g.tp_y : g.tp_x;
+          CAPTURE(i);
+          CHECK(rel_err(layer.linear(i).binding.weight(r).grad, block_at(wfull[i], S, si, G, gi)) <
+                1e-12);
+        }
+      }
+      // What rank 0 sent forward and backward is twice the forward's formula... the backward
+      // moves the same bytes as the forward, collective by collective.
+      const tp::layer_volume v = tp::forward_volume(
+          g, static_cast<double>(s), static_cast<double>(H), static_cast<double>(shape.ffn), 8);
+      CHECK(layer.sent(0).total() == doctest::Approx(2 * (v.mlp + v.attention)));
+    }
 }

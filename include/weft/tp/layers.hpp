@@ -385,15 +385,18 @@ struct attention2d {
     return cat;
   }
 
-  /// The heads' outputs of this rank's query rows, from QKV's output [s / tp_y, 3 H / tp_x].
-  nn::matrix<T> attend_rows(rank_comm<T>& rc, const nn::matrix<T>& part, context& c) const {
+  /// The heads' outputs of this rank's query rows, from QKV's output [s / tp_y, 3 H / tp_x];
+  /// `mask` over all s rows (causal when null).
+  nn::matrix<T> attend_rows(rank_comm<T>& rc, const nn::matrix<T>& part, context& c,
+                            const nn::attention_mask* mask = nullptr) const {
     const Eigen::Index w = part.cols() / 3, rows = part.rows();
     c.q = part.leftCols(w);
     const nn::matrix<T> kv = rc.gather_rows(part.rightCols(2 * w), rc.y_group(), "keys and values");
     c.k = kv.leftCols(w);
     c.v = kv.rightCols(w);
-    return nn::attend(c.q, c.k, c.v, nn::causal_mask(kv.rows()), rc.y() * rows,
-                      heads / rc.layout().tp_x, c.p);
+    const int h = heads / rc.layout().tp_x;
+    if (mask) return nn::attend(c.q, c.k, c.v, *mask, rc.y() * rows, h, c.p);
+    return nn::attend(c.q, c.k, c.v, nn::causal_mask(kv.rows()), rc.y() * rows, h, c.p);
   }
   /// The backward of `attend_rows`: QKV's output gradient, from the heads' outputs'.
   nn::matrix<T> attend_rows_backward(rank_comm<T>& rc, const nn::matrix<T>& dout,

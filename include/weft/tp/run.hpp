@@ -101,12 +101,19 @@ class linear_binding {
   /// Rank `r`'s input gradient, after a backward.
   const nn::matrix<T>& input_grad(int r) const { return at(r).dx; }
   nn::param<T>& weight(int r) { return at(r).w; }
+  /// What rank `r` sent since the last `clear_sent`, as rings send (`rank_comm`'s accounting): a
+  /// ring step its block, a fused piece the rows it sends to other owners.
+  const volume& sent(int r) const { return at(r).sent; }
+  void clear_sent() {
+    for (rank_state& st : ranks_) st.sent = {};
+  }
   const nn::param<T>& weight(int r) const { return at(r).w; }
 
   // The kernels.
   void operator()(kinds::all_gather, phases::forward, exec::run_call& c) {
     rank_state& st = mine(c);
     if (!ring()) {
+      st.sent.all_gather += (gather_size() - 1.0) * bytes(st.x_own);
       c.started =
           c.comm->all_gather(const_view(st.x_own), view(st.x_all), st.gather, gather_channel);
       return;
@@ -119,6 +126,7 @@ class linear_binding {
     const int prev = st.gather[static_cast<std::size_t>(at_member(st.g - 1))];
     const int next = st.gather[static_cast<std::size_t>(at_member(st.g + 1))];
     if (c.step == 0) {
+      st.sent.all_gather += static_cast<double>(block * in_) * sizeof(T);
       st.ring_recv =
           c.comm->irecv(rows(st.x_all, {at_member(st.g - j) * block, block}), prev, ring_tag);
       c.started =
@@ -149,6 +157,8 @@ class linear_binding {
     switch (overlap_) {
       case tp_overlap::matmul_rs: {
         const Eigen::Index r = seq_ / scatter_size() / pieces_;
+        st.sent.reduce_scatter +=
+            share_sent(scatter_size()) * bytes(st.send[static_cast<std::size_t>(j)]);
         c.started = c.comm->reduce_scatter_sum(const_view(st.send[static_cast<std::size_t>(j)]),
                                                rows(st.y, {j * r, r}), st.scatter, scatter_channel);
         return;
@@ -156,12 +166,14 @@ class linear_binding {
       case tp_overlap::fused:
         return to_owners(st, j, c);
       default:
+        st.sent.reduce_scatter += share_sent(scatter_size()) * bytes(st.partial);
         c.started = c.comm->reduce_scatter_sum(const_view(st.partial), view(st.y), st.scatter,
                                                scatter_channel);
     }
   }
   void operator()(kinds::all_gather, phases::backward, exec::run_call& c) {
     rank_state& st = mine(c);
+    st.sent.all_gather += (scatter_size() - 1.0) * bytes(st.dy);
     c.started = c.comm->all_gather(const_view(st.dy), view(st.dy_all), st.scatter, scatter_channel);
   }
   void operator()(kinds::block, phases::backward, exec::run_call& c) {
@@ -176,6 +188,7 @@ class linear_binding {
   }
   void operator()(kinds::reduce_scatter, phases::backward, exec::run_call& c) {
     rank_state& st = mine(c);
+    st.sent.reduce_scatter += share_sent(gather_size()) * bytes(st.dx_partial);
     c.started = c.comm->reduce_scatter_sum(const_view(st.dx_partial), view(st.dx), st.gather,
                                            gather_channel);
   }
@@ -207,6 +220,7 @@ class linear_binding {
     std::vector<std::size_t> send_counts, recv_counts;
     nn::matrix<T> dy, dy_all, dx_partial, dx;
     rt::event ring_recv;
+    volume sent;
   };
 
   grid grid_;
@@ -236,6 +250,9 @@ class linear_binding {
                          std::to_string(m.rows()) + " x " + std::to_string(m.cols()) +
                          ", expected " + std::to_string(rows) + " x " + std::to_string(cols));
   }
+  static double bytes(const nn::matrix<T>& m) { return static_cast<double>(m.size() * sizeof(T)); }
+  /// A ring reduce-scatter over n members sends (n - 1) / n of its input.
+  static double share_sent(int n) { return (n - 1.0) / n; }
   static rt::const_data const_view(const nn::matrix<T>& m) {
     return {m.data(), static_cast<std::size_t>(m.size())};
   }
@@ -293,6 +310,10 @@ class linear_binding {
       send_counts.push_back(static_cast<std::size_t>(overlap_of(k * share, share).count * out_));
       recv_counts.push_back(static_cast<std::size_t>(own.count * out_));
     }
+    for (int k = 0; k < S; ++k)
+      if (k != st.s)
+        st.sent.reduce_scatter +=
+            static_cast<double>(send_counts[static_cast<std::size_t>(k)]) * sizeof(T);
     in.resize(own.count * S, out_);
     st.send_counts = std::move(send_counts);
     st.recv_counts = std::move(recv_counts);
