@@ -216,6 +216,17 @@ void check_combinations(const request& q) {
     bad("--ampipe-degree auto needs a cost model of the sequence: --preset ampipe-16p");
   if (q.command == "generate" && q.format == "csv" && q.ampipe())
     bad("PyTorch's CSV holds whole-chunk actions; AMPipe's splits need --format text");
+  if (q.command == "tp2d") {
+    if (q.preset.empty() && (q.tp_x == 0 || q.tp_y == 0))
+      bad("tp2d needs --tp-x and --tp-y (both > 1), or --preset llama3-405b");
+    const bool sized = q.tp_x != 0 || q.tp_y != 0 || q.hidden != 192 || q.heads != 24 ||
+                       q.ffn != 0 || q.seq != 0 || q.batch != 1 || q.overlap != "none" ||
+                       q.ag_matmul || q.matmul_rs || q.coc_fused || q.delay != "none";
+    if (!q.preset.empty() && sized)
+      bad("--preset llama3-405b is a whole scenario (tp 16: 8 x 2 against 16 x 1, every "
+          "overlap); it takes --json only");
+    if (q.delay == "cross-dc") bad("tp2d's --delay-model is none, intra-node or inter-node");
+  }
   if (q.command == "plan-cp") {
     if (q.mask.empty() == q.mask_file.empty()) bad("give one of --mask and --mask-file");
     if (!q.mask.empty() && q.seq == 0) bad("--seq S is required with --mask");
@@ -282,6 +293,42 @@ parsed parse(int argc, const char* const* argv) {
                   "RATIO, 1 by default)");
   output_options(*run, q, true);
 
+  auto* tp2d = app.add_subcommand(
+      "tp2d",
+      "2D tensor parallelism (docs/tp-2d.md): one attention + MLP layer on tp_x x tp_y in-process "
+      "ranks and on tp_x * tp_y ranks of 1D tensor parallelism, each linear a schedule: error "
+      "against the unsharded layer, measured and predicted step time, bytes moved; or "
+      "--preset llama3-405b, simulated");
+  tp2d->add_option("--tp-x", q.tp_x, "the grid's x size (TP-X groups: contiguous ranks)")
+      ->check(CLI::Range(2, 16));
+  tp2d->add_option("--tp-y", q.tp_y, "the grid's y size (TP-Y groups: ranks tp_x apart)")
+      ->check(CLI::Range(2, 16));
+  tp2d->add_option("--hidden", q.hidden, "hidden size (default 192)")->check(CLI::Range(1, 4096));
+  tp2d->add_option("--heads", q.heads, "attention heads (default 24)")->check(CLI::Range(1, 4096));
+  tp2d->add_option("--ffn", q.ffn, "MLP inner width (default 4 x hidden)")
+      ->check(CLI::Range(1, 16384));
+  tp2d->add_option("--seq", q.seq, "tokens per sequence (default 256)")->check(CLI::Range(1, 4096));
+  tp2d->add_option("--batch", q.batch, "sequences (default 1)")->check(CLI::Range(1, 64));
+  auto* overlap =
+      tp2d->add_option("--overlap", q.overlap,
+                       "the forward overlap of every linear: none (default), ag-matmul (the "
+                       "all-gather as a ring of steps under the matmul's pieces), matmul-rs "
+                       "(pieces of the output reduce-scattered under the next piece), fused "
+                       "(both)")
+          ->check(CLI::IsMember({"none", "ag-matmul", "matmul-rs", "fused"}));
+  tp2d->add_flag("--enable-overlap-ag-with-matmul", q.ag_matmul, "the seed's name for ag-matmul")
+      ->excludes(overlap);
+  tp2d->add_flag("--enable-overlap-matmul-with-rs", q.matmul_rs, "the seed's name for matmul-rs")
+      ->excludes(overlap);
+  tp2d->add_flag("--coc-fused-kernel", q.coc_fused, "the seed's name for fused")->excludes(overlap);
+  tp2d->add_option("--delay-model", q.delay,
+                   "the emulated link of every collective: none, intra-node or inter-node");
+  tp2d->add_option("--preset", q.preset,
+                   "llama3-405b: simulate a llama3-405B layer at tp 16, 1D against 8 x 2 under "
+                   "every overlap, from device and link facts (no run)")
+      ->check(CLI::IsMember({"llama3-405b"}));
+  output_options(*tp2d, q, false);
+
   auto* plan = app.add_subcommand(
       "plan-cp",
       "plan adaptive context parallelism for a mask: re-map the sequence, schedule its (query, "
@@ -319,9 +366,10 @@ parsed parse(int argc, const char* const* argv) {
       bool known = false;
       for (const CLI::App* s : app.get_subcommands({})) known = known || s->get_name() == first;
       if (!known) {
-        r.err = "weft: unknown subcommand '" + std::string(first) +
-                "' (generate, check, verify, simulate, compare, run, plan-cp)\nrun 'weft --help' "
-                "for the options\n";
+        r.err =
+            "weft: unknown subcommand '" + std::string(first) +
+            "' (generate, check, verify, simulate, compare, run, tp2d, plan-cp)\nrun 'weft --help' "
+            "for the options\n";
         r.exit_code = exit_bad_input;
         return r;
       }

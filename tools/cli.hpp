@@ -19,7 +19,7 @@ struct costs {
 };
 
 struct request {
-  std::string command;  ///< generate, check, verify, simulate, compare, run, plan-cp
+  std::string command;  ///< generate, check, verify, simulate, compare, run, tp2d, plan-cp
 
   // The pipeline (generate, check, simulate, compare, run).
   std::string schedule;                ///< --schedule
@@ -69,6 +69,13 @@ struct request {
 
   // verify
   std::string file;
+
+  // tp2d (seed: tp-2d): one attention + MLP layer on tp_x x tp_y in-process ranks and on its
+  // 1D counterpart; or the llama3-405b preset, simulated.
+  int tp_x = 0, tp_y = 0;
+  int hidden = 192, heads = 24, ffn = 0, batch = 1;  ///< ffn 0: 4 x hidden; seq: `seq` below
+  std::string overlap = "none";                      ///< none, ag-matmul, matmul-rs or fused
+  bool ag_matmul = false, matmul_rs = false, coc_fused = false;  ///< the seed's switches
 
   // plan-cp
   std::string mask, mask_file;

@@ -39,6 +39,7 @@
 #include <weft/sim/shared_workers.hpp>
 #include <weft/sim/xdc_preset.hpp>
 #include "cli.hpp"
+#include "commands.hpp"
 
 namespace {
 
@@ -686,6 +687,7 @@ int dispatch(const request& q) {
   if (q.command == "simulate") return simulate_command(q);
   if (q.command == "compare") return compare_command(q);
   if (q.command == "run") return run_command(q);
+  if (q.command == "tp2d") return weft::cli::tp2d_command(q);
   return plan_cp_command(q);
 }
 

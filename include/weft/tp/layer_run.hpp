@@ -12,6 +12,7 @@
 #include <random>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include <weft/core/error.hpp>
@@ -105,9 +106,10 @@ class layer_runner {
     if (shape.heads % g.tp_x != 0)
       throw config_error("weft: tp2d: the heads (" + std::to_string(shape.heads) +
                          ") should be divisible by tp-x (" + std::to_string(g.tp_x) + ")");
-    if (shape.hidden % g.tp_x != 0 || shape.hidden % g.tp_y != 0)
-      throw config_error("weft: tp2d: the hidden size (" + std::to_string(shape.hidden) +
-                         ") should be divisible by tp-x and tp-y");
+    for (const auto& [size, name] : {std::pair{g.tp_x, "tp-x"}, std::pair{g.tp_y, "tp-y"}})
+      if (shape.hidden % size != 0)
+        throw config_error("weft: tp2d: the hidden size (" + std::to_string(shape.hidden) +
+                           ") should be divisible by " + name + " (" + std::to_string(size) + ")");
     heads_ = static_cast<int>(shape.heads);
     add("qkv", gather_over::x, attention2d<T>::fused_qkv(w.attention, g.tp_x), s, o);
     add("proj", gather_over::y, w.attention.wo.value, s, o);
@@ -135,6 +137,7 @@ class layer_runner {
       throw config_error("weft: tp2d: a step needs one input and one gradient per rank");
     timings.clear();
     for (auto& l : linears_) l->binding.clear_sent();
+    for (auto& c : comms_) c->clear_sent();
     attention2d<T> att{{}, {}, heads_};
     for (int r = 0; r < n; ++r) linear(0).binding.set_input(r, x[static_cast<std::size_t>(r)]);
     run_forward(0, timings);

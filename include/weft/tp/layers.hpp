@@ -50,6 +50,7 @@ class rank_comm {
   const std::vector<int>& x_group() const noexcept { return x_; }
   const std::vector<int>& y_group() const noexcept { return y_; }
   const volume& sent() const noexcept { return sent_; }
+  void clear_sent() noexcept { sent_ = {}; }
 
   /// Every member's rows, in member order.
   nn::matrix<T> gather_rows(const nn::matrix<T>& mine, const std::vector<int>& group,
