@@ -12,6 +12,7 @@
 #include <weft/schedule/verify.hpp>
 #include <weft/sim/program.hpp>
 #include <weft/sim/simulate.hpp>
+#include <weft/sim/tp_preset.hpp>
 #include <weft/tp/layer_run.hpp>
 #include <weft/tp/run.hpp>
 #include <weft/tp/schedule.hpp>
@@ -351,4 +352,44 @@ TEST_CASE("a whole layer run through its linears' schedules equals the unsharded
           g, static_cast<double>(s), static_cast<double>(H), static_cast<double>(shape.ffn), 8);
       CHECK(layer.sent(0).total() == doctest::Approx(2 * (v.mlp + v.attention)));
     }
+}
+
+TEST_CASE("the llama3-405B preset: groups on machines and collectives priced by hand") {
+  const node_mesh mesh;  // 8 devices a machine
+  const group_span x16 = span_of_group(mesh, 0, 16, 1), x8 = span_of_group(mesh, 0, 8, 1),
+                   y2 = span_of_group(mesh, 0, 2, 8), y4 = span_of_group(mesh, 0, 4, 4);
+  CHECK((x16.nodes == 2 && x16.per_node == 8));
+  CHECK((x8.nodes == 1 && x8.per_node == 8));
+  CHECK((y2.nodes == 2 && y2.per_node == 1));
+  CHECK((y4.nodes == 2 && y4.per_node == 2));
+  // 16 MB gathered per rank. Inside a machine (2 us, 150 GB/s): 7 steps of 2 MB.
+  const double T = 16e6;
+  CHECK(gather_time(mesh, x8, T).count() == doctest::Approx(7 * (2e-6 + 2e6 / 150e9)));
+  // Two machines with one member each (10 us, 25 GB/s): one step of 8 MB.
+  CHECK(gather_time(mesh, y2, T).count() == doctest::Approx(10e-6 + 8e6 / 25e9));
+  // 16 over two machines, two levels: the 1 MB blocks swapped between the machines' peers,
+  // then 7 steps of 2 MB inside each machine. As one flat ring: 15 steps of 1 MB on the slow
+  // link.
+  CHECK(gather_time(mesh, x16, T).count() ==
+        doctest::Approx((10e-6 + 1e6 / 25e9) + 7 * (2e-6 + 2e6 / 150e9)));
+  CHECK(gather_time(mesh, x16, T, true).count() == doctest::Approx(15 * (10e-6 + 1e6 / 25e9)));
+
+  // fc1 of the 8 x 2 grid: [8192, 16384] x [16384, 106496] over 16 ranks.
+  const tp_layer_facts f;
+  const std::vector<tp_linear_facts> ls = tp_layer_linears(f, tp::grid{8, 2});
+  REQUIRE(ls.size() == 4);
+  CHECK(ls[2].name == "fc1");
+  const cost_model c = tp_linear_costs(ls[2], f.tokens(), f.mesh, f.device, 2, tp_overlap::none);
+  const double flops = 2.0 * 8192 * 16384 * 106496 / 16;
+  CHECK(c.of(kind::block, phase::F).count() == doctest::Approx(flops / (313e12 * 0.6)));
+  // Its reduce-scatter over Y: [8192, 106496 / 8] bf16 per rank, half of it over the slow link.
+  CHECK(c.of(kind::reduce_scatter, phase::F).count() ==
+        doctest::Approx(10e-6 + 0.5 * 8192 * 13312 * 2 / 25e9));
+  // Every configuration simulates; the layer's matmuls are the same work on either grid.
+  const tp_layer_time one = simulate_tp_layer(f, tp::one_d_grid(16), tp_overlap::none);
+  const tp_layer_time two = simulate_tp_layer(f, tp::grid{8, 2}, tp_overlap::none);
+  for (std::size_t i = 0; i < 4; ++i) {
+    CHECK(one.linears[i].compute.count() == doctest::Approx(two.linears[i].compute.count()));
+    CHECK(two.linears[i].time > two.linears[i].compute);
+  }
 }
