@@ -1,10 +1,10 @@
 // 2D tensor parallelism (seed: tp-2d), two ways.
 //
-//   tp2d table [SVG]        the llama3-405B layer at tp 16 (simulated from public facts,
+//   tp2d table [PREFIX]     the llama3-405B layer at tp 16 (simulated from public facts,
 //                           docs/tp-2d.md): 1D against 8 x 2 under every overlap, per linear,
 //                           with collectives over two machines in two levels (what collective
-//                           libraries do) and as flat rings; SVG gets fc1's forward on 8 x 2,
-//                           without overlap above the fused overlap;
+//                           libraries do) and as flat rings; PREFIX-fc1-fused.svg and
+//                           PREFIX-fc1-ag-rs.svg get fc1's forward on 8 x 2 under the overlaps;
 //   tp2d executed [RUNS]    a small attention + MLP layer on in-process ranks over an emulated
 //                           intra-node link: 2 x 2 and 4 x 2 under every overlap beside their 1D
 //                           counterparts, measured step (the programs' makespans and the
@@ -36,7 +36,7 @@ double median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
-void table(const char* svg) {
+void table(const char* prefix) {
   for (const bool hierarchical : {true, false}) {
     tp_layer_facts f;
     f.mesh.hierarchical = hierarchical;
@@ -68,20 +68,25 @@ void table(const char* svg) {
                 (c.of(kind::block, phase::F) + c.of(kind::block, phase::B)).count() * 1e3);
   }
   std::printf("\n");
-  if (!svg) return;
-  // fc1's forward on 8 x 2: the ring's 8 pieces under the fused overlap against none.
+  if (!prefix) return;
+  // fc1's forward on 8 x 2 (8 ring steps over X, 2 strided chunks over Y) under each overlap.
   const tp_linear_facts& fc1 = ls[2];
   const auto forward = [&](tp_overlap o, program& p) {
     p = lower(tp::linear_schedule(o, tp::pieces_for(o, {fc1.gather.members, fc1.scatter.members}),
                                   false));
     return simulate(p, tp_linear_costs(fc1, f.tokens(), f.mesh, f.device, 2, o));
   };
-  program none, fused;
-  const timeline a = forward(tp_overlap::none, none), b = forward(tp_overlap::fused, fused);
-  std::ofstream out(svg);
-  write_svg_compare(out, none, a, "no overlap", fused, b, "fused: ring steps and piece scatters",
-                    svg_style{.title = "llama3-405B fc1 forward on 8 x 2 (simulated)"});
-  std::printf("wrote %s\n", svg);
+  const auto picture = [&](tp_overlap upper, tp_overlap lower_one, const std::string& name) {
+    program pu, pl;
+    const timeline a = forward(upper, pu), b = forward(lower_one, pl);
+    const std::string path = std::string(prefix) + name;
+    std::ofstream out(path);
+    write_svg_compare(out, pu, a, tp::name_of(upper), pl, b, tp::name_of(lower_one),
+                      svg_style{.title = "llama3-405B fc1 forward on 8 x 2 (simulated)"});
+    std::printf("wrote %s\n", path.c_str());
+  };
+  picture(tp_overlap::none, tp_overlap::fused, "-fc1-fused.svg");
+  picture(tp_overlap::ag_matmul, tp_overlap::matmul_rs, "-fc1-ag-rs.svg");
 }
 
 void executed(int runs) {
@@ -159,6 +164,6 @@ int main(int argc, char** argv) {
     executed(runs);
     return 0;
   }
-  std::fprintf(stderr, "usage: tp2d table [SVG] | tp2d executed [RUNS]\n");
+  std::fprintf(stderr, "usage: tp2d table [PREFIX] | tp2d executed [RUNS]\n");
   return 2;
 }
