@@ -21,8 +21,8 @@
 #include <weft/io/timeline.hpp>
 #include <weft/sim/calibrate.hpp>
 #include <weft/sim/shared_workers.hpp>
-#include <weft/sim/tp_preset.hpp>
 #include <weft/tp/layer_run.hpp>
+#include <weft/tp/preset.hpp>
 
 using namespace weft;
 

@@ -11,8 +11,8 @@
 
 #include <weft/sim/calibrate.hpp>
 #include <weft/sim/shared_workers.hpp>
-#include <weft/sim/tp_preset.hpp>
 #include <weft/tp/layer_run.hpp>
+#include <weft/tp/preset.hpp>
 #include "commands.hpp"
 
 namespace weft::cli {

@@ -12,8 +12,8 @@
 #include <weft/schedule/verify.hpp>
 #include <weft/sim/program.hpp>
 #include <weft/sim/simulate.hpp>
-#include <weft/sim/tp_preset.hpp>
 #include <weft/tp/layer_run.hpp>
+#include <weft/tp/preset.hpp>
 #include <weft/tp/run.hpp>
 #include <weft/tp/schedule.hpp>
 
