@@ -15,6 +15,13 @@
 #include <weft/tp/grid.hpp>
 #include <weft/tp/layers.hpp>
 
+// The precisions the layers are tested in (sanitizer builds: fp32 only, tests/CMakeLists.txt).
+#ifdef WEFT_TEST_ONE_PRECISION
+#define WEFT_TP_TYPES float
+#else
+#define WEFT_TP_TYPES float, double
+#endif
+
 using namespace weft;
 using namespace weft::tp;
 
@@ -94,7 +101,7 @@ TEST_CASE("the grid: TP-X groups contiguous, TP-Y strided; the seed's rules") {
 }
 
 TEST_CASE_TEMPLATE("the MLP: output, input gradient and every weight gradient equal the unsharded",
-                   T, float, double) {
+                   T, WEFT_TP_TYPES) {
   const double tol = std::is_same_v<T, float> ? 1e-5 : 1e-12;
   for (const grid& g : shapes) {
     CAPTURE(g.tp_x);
@@ -125,8 +132,8 @@ TEST_CASE_TEMPLATE("the MLP: output, input gradient and every weight gradient eq
 }
 
 TEST_CASE_TEMPLATE(
-    "attention: output, input gradient and every weight gradient equal the unsharded", T, float,
-    double) {
+    "attention: output, input gradient and every weight gradient equal the unsharded", T,
+    WEFT_TP_TYPES) {
   const double tol = std::is_same_v<T, float> ? 1e-5 : 1e-12;
   for (const grid& g : shapes) {
     CAPTURE(g.tp_x);
@@ -159,8 +166,8 @@ TEST_CASE_TEMPLATE(
   }
 }
 
-TEST_CASE_TEMPLATE("LayerNorm and RMSNorm over TP-Y equal the unsharded, gradients too", T, float,
-                   double) {
+TEST_CASE_TEMPLATE("LayerNorm and RMSNorm over TP-Y equal the unsharded, gradients too", T,
+                   WEFT_TP_TYPES) {
   const double tol = std::is_same_v<T, float> ? 1e-5 : 1e-12;
   for (const grid& g : shapes) {
     CAPTURE(g.tp_x);
@@ -242,8 +249,8 @@ TEST_CASE(
   });
 }
 
-TEST_CASE_TEMPLATE("1D tensor parallelism is the grid tp x 1: the same layers, exact", T, float,
-                   double) {
+TEST_CASE_TEMPLATE("1D tensor parallelism is the grid tp x 1: the same layers, exact", T,
+                   WEFT_TP_TYPES) {
   const double tol = std::is_same_v<T, float> ? 1e-5 : 1e-12;
   for (const int tp : {2, 4, 6}) {
     CAPTURE(tp);
