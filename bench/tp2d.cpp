@@ -14,13 +14,10 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
-#include <random>
 #include <string>
 #include <vector>
 
 #include <weft/io/timeline.hpp>
-#include <weft/sim/calibrate.hpp>
-#include <weft/sim/shared_workers.hpp>
 #include <weft/tp/layer_run.hpp>
 #include <weft/tp/preset.hpp>
 
@@ -92,11 +89,8 @@ void table(const char* prefix) {
 void executed(int runs) {
   const tp::layer_shape shape{.seq = 128, .batch = 1, .hidden = 128, .heads = 16, .ffn = 512};
   const auto w = tp::layer_weights<float>::random(shape, 1);
-  std::mt19937 rng(2);
-  std::normal_distribution<float> d(0, 1);
-  nn::matrix<float> x(shape.tokens(), shape.hidden), dy(shape.tokens(), shape.hidden);
-  for (Eigen::Index i = 0; i < x.size(); ++i) x.data()[i] = d(rng);
-  for (Eigen::Index i = 0; i < dy.size(); ++i) dy.data()[i] = d(rng);
+  const nn::matrix<float> x = tp::random_activation<float>(shape, 2),
+                          dy = tp::random_activation<float>(shape, 3);
   // A slow emulated link (20 us, 0.5 GB/s), so that on a CPU's small matmuls the collectives
   // weigh about what they weigh beside the 405B layer's on its devices.
   const link_model slow = link_model::with_bandwidth(seconds(20e-6), 0.5e9);
@@ -111,12 +105,8 @@ void executed(int runs) {
   for (const tp::grid g : {tp::grid{2, 2}, tp::one_d_grid(4), tp::grid{4, 2}, tp::one_d_grid(8)})
     for (const tp_overlap o : overlaps) {
       tp::layer_runner<float> layer(g, shape, w, o, opt);
-      std::vector<nn::matrix<float>> xs, dys, dxs;
-      for (int r = 0; r < g.size(); ++r) {
-        const Eigen::Index rows = x.rows() / g.tp_x, cols = x.cols() / g.tp_y;
-        xs.push_back(x.block(g.x_of(r) * rows, g.y_of(r) * cols, rows, cols));
-        dys.push_back(dy.block(g.x_of(r) * rows, g.y_of(r) * cols, rows, cols));
-      }
+      const std::vector<nn::matrix<float>> xs = tp::blocks_of(x, g), dys = tp::blocks_of(dy, g);
+      std::vector<nn::matrix<float>> dxs;
       std::vector<double> linears, predicted, attention;
       std::vector<tp::phase_timing> t;
       layer.step(xs, dys, dxs, t);  // warm-up
@@ -124,17 +114,8 @@ void executed(int runs) {
         layer.step(xs, dys, dxs, t);
         double lin = 0, pred = 0, att = 0;
         for (const tp::phase_timing& p : t) {
-          if (!p.prog) {
-            att += p.wall.count();
-            continue;
-          }
-          lin += p.measured.makespan.count();
-          const cost_model c = calibrated(*p.prog, p.measured, cost_model{}, p.measures.comm_span);
-          const sim_options so{
-              .event_latency = measured_event_latency(*p.prog, p.measured, p.measures.posted),
-              .dispatch_overhead = p.measures.dispatch_gap,
-              .wake_latency = p.measures.wake_gap};
-          pred += simulate_on_workers(*p.prog, c, opt.workers, so, p.replicas).makespan.count();
+          (p.prog ? lin : att) += tp::measured(p).count();
+          if (p.prog) pred += tp::predicted(p, opt.workers).count();
         }
         linears.push_back(lin);
         predicted.push_back(pred);

@@ -5,12 +5,9 @@
 #include <iomanip>
 #include <iostream>
 #include <nlohmann/json.hpp>
-#include <random>
 #include <string>
 #include <vector>
 
-#include <weft/sim/calibrate.hpp>
-#include <weft/sim/shared_workers.hpp>
 #include <weft/tp/layer_run.hpp>
 #include <weft/tp/preset.hpp>
 #include "commands.hpp"
@@ -105,13 +102,8 @@ grid_run run_grid(const std::string& label, const tp::grid& g, const tp::layer_s
                   const nn::matrix<float>& x, const nn::matrix<float>& dy, const reference& ref) {
   const exec::run_options opt{.workers = 2, .comm_workers = 1, .delay = delay};
   tp::layer_runner<float> layer(g, shape, w, o, opt);
-  std::vector<nn::matrix<float>> xs, dys, dxs;
-  for (int r = 0; r < g.size(); ++r) {
-    xs.push_back(x.block(g.x_of(r) * (x.rows() / g.tp_x), g.y_of(r) * (x.cols() / g.tp_y),
-                         x.rows() / g.tp_x, x.cols() / g.tp_y));
-    dys.push_back(dy.block(g.x_of(r) * (dy.rows() / g.tp_x), g.y_of(r) * (dy.cols() / g.tp_y),
-                           dy.rows() / g.tp_x, dy.cols() / g.tp_y));
-  }
+  const std::vector<nn::matrix<float>> xs = tp::blocks_of(x, g), dys = tp::blocks_of(dy, g);
+  std::vector<nn::matrix<float>> dxs;
   std::vector<tp::phase_timing> timings;
   layer.step(xs, dys, dxs, timings);  // warm-up: first touches, thread start-up
   for (std::size_t i = 0; i < layer.linears(); ++i)
@@ -139,19 +131,8 @@ grid_run run_grid(const std::string& label, const tp::grid& g, const tp::layer_s
   // workers; the attention (no program) as measured.
   for (const tp::phase_timing& t : timings) {
     out.phases.push_back(t.what);
-    if (!t.prog) {
-      out.measured.push_back(t.wall.count());
-      out.predicted.push_back(t.wall.count());
-      continue;
-    }
-    out.measured.push_back(t.measured.makespan.count());
-    const cost_model c = calibrated(*t.prog, t.measured, cost_model{}, t.measures.comm_span);
-    const sim_options so{
-        .event_latency = measured_event_latency(*t.prog, t.measured, t.measures.posted),
-        .dispatch_overhead = t.measures.dispatch_gap,
-        .wake_latency = t.measures.wake_gap};
-    out.predicted.push_back(
-        simulate_on_workers(*t.prog, c, opt.workers, so, t.replicas).makespan.count());
+    out.measured.push_back(tp::measured(t).count());
+    out.predicted.push_back(tp::predicted(t, opt.workers).count());
   }
   for (int r = 0; r < g.size(); ++r) out.bytes = std::max(out.bytes, layer.sent(r).total());
   const tp::layer_volume v =
@@ -242,11 +223,8 @@ int tp2d_command(const request& q) {
                        " attention probabilities; at most 2^27 on in-process ranks (fewer "
                        "--heads, --seq or --batch)");
   const auto w = tp::layer_weights<float>::random(shape, 1);
-  std::mt19937 rng(2);
-  std::normal_distribution<float> d(0, 1);
-  nn::matrix<float> x(shape.tokens(), shape.hidden), dy(shape.tokens(), shape.hidden);
-  for (Eigen::Index i = 0; i < x.size(); ++i) x.data()[i] = d(rng);
-  for (Eigen::Index i = 0; i < dy.size(); ++i) dy.data()[i] = d(rng);
+  const nn::matrix<float> x = tp::random_activation<float>(shape, 2),
+                          dy = tp::random_activation<float>(shape, 3);
   const reference ref = unsharded(shape, w, x, dy);
   const rt::delay_model delay = delay_of(q);
   const grid_run r2 = run_grid("2D", two, shape, w, o, delay, x, dy, ref);

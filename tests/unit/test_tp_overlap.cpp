@@ -320,11 +320,8 @@ TEST_CASE("a whole layer run through its linears' schedules equals the unsharded
       CAPTURE(g.tp_y);
       CAPTURE(name);
       tp::layer_runner<double> layer(g, shape, w, o, {.workers = 2, .comm_workers = 1});
-      std::vector<mat<double>> xs, dys, dxs;
-      for (int r = 0; r < g.size(); ++r) {
-        xs.push_back(block_at(x, g.tp_x, g.x_of(r), g.tp_y, g.y_of(r)));
-        dys.push_back(block_at(dy, g.tp_x, g.x_of(r), g.tp_y, g.y_of(r)));
-      }
+      const std::vector<mat<double>> xs = tp::blocks_of(x, g), dys = tp::blocks_of(dy, g);
+      std::vector<mat<double>> dxs;
       std::vector<tp::phase_timing> timings;
       const std::vector<mat<double>> ys = layer.step(xs, dys, dxs, timings);
       CHECK(timings.size() == 10);  // four linears forward and backward, attention both ways

@@ -19,7 +19,9 @@
 #include <weft/exec/runner.hpp>
 #include <weft/nn/attention.hpp>
 #include <weft/rt/inproc.hpp>
+#include <weft/sim/calibrate.hpp>
 #include <weft/sim/program.hpp>
+#include <weft/sim/shared_workers.hpp>
 #include <weft/tp/layers.hpp>
 #include <weft/tp/run.hpp>
 
@@ -65,6 +67,27 @@ inline nn::attention_mask batched_causal_mask(Eigen::Index seq, Eigen::Index bat
   for (Eigen::Index a = 0; a < n; ++a)
     for (Eigen::Index b = 0; b < n; ++b) m(a, b) = a % batch == b % batch && b / batch <= a / batch;
   return m;
+}
+
+/// A random [tokens, hidden] activation (standard normal) from `seed`: a layer's input or its
+/// output gradient.
+template <class T>
+nn::matrix<T> random_activation(const layer_shape& shape, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<double> d(0, 1);
+  nn::matrix<T> m(shape.tokens(), shape.hidden);
+  for (Eigen::Index i = 0; i < m.size(); ++i) m.data()[i] = static_cast<T>(d(rng));
+  return m;
+}
+
+/// Every rank's block of a [s, H] activation, in rank order: rows chunk x, columns chunk y.
+template <class T>
+std::vector<nn::matrix<T>> blocks_of(const nn::matrix<T>& full, const grid& g) {
+  const Eigen::Index rows = full.rows() / g.tp_x, cols = full.cols() / g.tp_y;
+  std::vector<nn::matrix<T>> out;
+  for (int r = 0; r < g.size(); ++r)
+    out.emplace_back(full.block(g.x_of(r) * rows, g.y_of(r) * cols, rows, cols));
+  return out;
 }
 
 /// One of the layer's linears: its binding, its forward program and its backward fragment, and
@@ -253,5 +276,20 @@ class layer_runner {
       if (e) std::rethrow_exception(e);
   }
 };
+
+/// What a run of a phase would take by the simulator: its program with costs calibrated on the
+/// run itself (`calibrated`), on the runtime's `workers`, with the runtime's measured latencies;
+/// a phase without a program (the attention) as measured.
+inline seconds predicted(const phase_timing& t, unsigned workers) {
+  if (!t.prog) return t.wall;
+  const cost_model c = calibrated(*t.prog, t.measured, cost_model{}, t.measures.comm_span);
+  const sim_options so{
+      .event_latency = measured_event_latency(*t.prog, t.measured, t.measures.posted),
+      .dispatch_overhead = t.measures.dispatch_gap,
+      .wake_latency = t.measures.wake_gap};
+  return simulate_on_workers(*t.prog, c, workers, so, t.replicas).makespan;
+}
+/// What a phase took: a program's makespan as the runner timed it, the attention's wall time.
+inline seconds measured(const phase_timing& t) { return t.prog ? t.measured.makespan : t.wall; }
 
 }  // namespace weft::tp
