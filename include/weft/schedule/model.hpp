@@ -251,8 +251,7 @@ constexpr std::string_view describe(model_error e) noexcept {
       return "a tensor-parallel linear (tp) is one rank's single layer of one block, no pieces, "
              "one micro-batch";
     case model_error::tp_pieces:
-      return "a tensor-parallel linear without overlap has splits 1; with a ring (ag_matmul, "
-             "fused) splits is the gather group's size, at most 255";
+      return "a tensor-parallel linear without overlap (tp_overlap::none) has splits 1";
     case model_error::too_many_ops:
       return "the model has more than 2^26 op ids (micro x chunks x layers x splits x pieces x "
              "stage kinds x phases, plus transfers and collectives); see docs/limits.md";
