@@ -27,6 +27,15 @@ endif()
 find_package(nlohmann_json 3.10 QUIET CONFIG)
 weft_require(nlohmann_json_FOUND "nlohmann/json" "nlohmann-json3-dev")
 
+# weft::mpi, the runtime over MPI processes (Open MPI).
+if(WEFT_MPI)
+  set(MPI_CXX_SKIP_MPICXX ON)  # MPI's C API from C++: no C++ bindings
+  find_package(MPI QUIET COMPONENTS CXX)
+  if(WEFT_BUILD_TESTS OR WEFT_BUILD_TOOLS)
+    weft_require(MPI_CXX_FOUND "MPI (weft::mpi, weft run --backend mpi)" "libopenmpi-dev openmpi-bin")
+  endif()
+endif()
+
 if(WEFT_BUILD_TOOLS)
   find_package(CLI11 QUIET CONFIG)
   weft_require(CLI11_FOUND "CLI11 (the weft tool's command line)" "libcli11-dev")

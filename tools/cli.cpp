@@ -227,6 +227,23 @@ void check_combinations(const request& q) {
           "overlap); it takes --json only");
     if (q.delay == "cross-dc") bad("tp2d's --delay-model is none, intra-node or inter-node");
   }
+  if (q.command == "run" && q.backend != "mpi" &&
+      (q.reduce != "member" || q.mpi_threads != "auto"))
+    bad("--reduce and --mpi-threads apply to --backend mpi");
+  if (q.command == "run" && !q.fault.empty()) {
+    const auto colon = q.fault.find(':');
+    const std::string kind = q.fault.substr(0, colon);
+    if (kind != "throw" && kind != "exit" && kind != "kill" && kind != "stall")
+      bad("--inject-fault " + q.fault + ": the kind is throw, exit, kill or stall");
+    const std::string rest = colon == std::string::npos ? "" : q.fault.substr(colon + 1);
+    const bool digits_ok = !rest.empty() && rest.find_first_not_of("0123456789:") == std::string::npos &&
+                           rest.front() != ':' && rest.back() != ':' &&
+                           std::count(rest.begin(), rest.end(), ':') <= 1 && rest.size() <= 12;
+    if (!digits_ok) bad("--inject-fault " + q.fault + ": give KIND:RANK[:N], RANK and N numbers");
+    if ((kind == "exit" || kind == "kill") && q.backend != "mpi")
+      bad("--inject-fault " + kind + " ends a process: it needs --backend mpi (in-process, every "
+          "rank would go)");
+  }
   if (q.command == "plan-cp") {
     if (q.mask.empty() == q.mask_file.empty()) bad("give one of --mask and --mask-file");
     if (!q.mask.empty() && q.seq == 0) bad("--seq S is required with --mask");
@@ -291,6 +308,29 @@ parsed parse(int argc, const char* const* argv) {
                   "the emulated link for transfers and all-to-alls: none, intra-node, inter-node, "
                   "or cross-dc[:KM[:RATIO]] (data centres KM apart, 1000 by default; bandwidth / "
                   "RATIO, 1 by default)");
+  run->add_option("--backend", q.backend,
+                  "inproc: every rank a thread of this process; mpi: one process per rank, "
+                  "started by mpirun (docs/mpi.md)")
+      ->check(CLI::IsMember({"inproc", "mpi"}));
+  run->add_option("--reduce", q.reduce,
+                  "mpi: sums in member order (equal to inproc bit for bit) or the MPI library's "
+                  "own (MPI_Iallreduce, MPI_Ireduce_scatter_block)")
+      ->check(CLI::IsMember({"member", "library"}));
+  run->add_option("--mpi-threads", q.mpi_threads,
+                  "mpi: callers issue MPI calls (multiple, needs MPI_THREAD_MULTIPLE) or one "
+                  "progress thread owns them (progress); auto: multiple when MPI provides it")
+      ->check(CLI::IsMember({"auto", "multiple", "progress"}));
+  run->add_option("--workers", q.workers,
+                  "threads that run compute (default: 2 for all in-process ranks, 1 per MPI "
+                  "process)")
+      ->check(CLI::Range(1, 256));
+  run->add_option("--timeout", q.timeout_s,
+                  "seconds; a run not finished by then stops on every rank, naming the op each "
+                  "waits at (default 30)")
+      ->check(CLI::Range(0.01, 86400.0));
+  run->add_option("--inject-fault", q.fault,
+                  "KIND:RANK[:N] with KIND throw, exit, kill or stall: world rank RANK fails "
+                  "before its N-th op (0 first, the default), to see how a run ends");
   output_options(*run, q, true);
 
   auto* tp2d = app.add_subcommand(

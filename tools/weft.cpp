@@ -5,16 +5,22 @@
 // Exit codes: 0 done (legal, generated, simulated), 1 illegal, 2 bad input (arguments, files,
 // impossible configurations, limits; docs/limits.md). Every error is one line on stderr.
 #include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <exception>
 #include <fstream>
+#include <functional>
 #include <iomanip>
 #include <iostream>
+#include <memory>
 #include <new>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <weft/cp/adaptive.hpp>
@@ -40,6 +46,7 @@
 #include <weft/sim/xdc_preset.hpp>
 #include "cli.hpp"
 #include "commands.hpp"
+#include "process_world.hpp"
 
 namespace {
 
@@ -512,11 +519,12 @@ weft::cost_model link_costs(const weft::rt::delay_model& d, int replicas, double
   return c;
 }
 
-/// Runs `s` with `Executor` on `model`, then the serial reference, and reports both.
+/// Runs `s` with `Executor` on `model`, then the serial reference, and reports both. Over MPI,
+/// only rank 0 reports: it has gathered the whole run.
 template <class Executor, class Model>
 int run_and_report(const request& q, const weft::schedule& s, Model& model,
                    const weft::exec::run_options& opt, const std::string& what, int replicas,
-                   double transfer_bytes) {
+                   double transfer_bytes, const std::string& backend) {
   Executor ex(model, opt);
   weft::exec::run_result<float> run;
   try {
@@ -526,6 +534,7 @@ int run_and_report(const request& q, const weft::schedule& s, Model& model,
   } catch (const std::exception& e) {  // a timeout, a failed op: the run is what failed
     throw stop(weft::cli::exit_illegal, e.what());
   }
+  if (opt.comm && opt.comm->rank() != 0) return weft::cli::exit_ok;
   const float loss = model.serial_step();
   const double worst = weft::exec::max_grad_rel_err(run, model);
   const weft::step_metrics metrics = weft::measure(run.prog, run.time);
@@ -552,9 +561,10 @@ int run_and_report(const request& q, const weft::schedule& s, Model& model,
     j["serial_loss"] = loss;
     j["max_grad_rel_err"] = worst;
     j["predicted_makespan"] = predicted.makespan.count();
+    j["backend"] = backend;
     std::cout << j.dump() << "\n";
   } else {
-    std::cout << what << "\n";
+    std::cout << what << " (" << backend << ")\n";
     print_text(std::cout, q.schedule, metrics);
     std::cout << "predicted makespan " << show(predicted.makespan)
               << " (costs calibrated from this run)\n";
@@ -564,9 +574,62 @@ int run_and_report(const request& q, const weft::schedule& s, Model& model,
   return weft::cli::exit_ok;
 }
 
+/// `--inject-fault KIND:RANK[:N]`: what world rank RANK does before its N-th op.
+std::function<void(int, const weft::op&)> fault_injection(const request& q) {
+  if (q.fault.empty()) return {};
+  const auto first = q.fault.find(':'), second = q.fault.find(':', first + 1);
+  const std::string kind = q.fault.substr(0, first);
+  const int rank = std::stoi(q.fault.substr(first + 1, second - first - 1));
+  const long index = second == std::string::npos ? 0 : std::stol(q.fault.substr(second + 1));
+  const auto stall = std::chrono::duration<double>(2 * q.timeout_s);
+  auto seen = std::make_shared<std::atomic<long>>(0);
+  return [=](int r, const weft::op& o) {
+    if (r != rank || seen->fetch_add(1) != index) return;
+    if (kind == "throw")
+      throw std::runtime_error("injected fault (--inject-fault " + q.fault + ") before " +
+                               weft::to_string(o));
+    if (kind == "exit") std::_Exit(3);
+    if (kind == "kill") std::raise(SIGKILL);
+    // stall: the op (a send, say) does not happen for twice the run's timeout, so the peers'
+    // watchdogs go first; bounded, so this rank's own run still ends.
+    std::this_thread::sleep_for(stall);
+  };
+}
+
+/// How long a failed rank of a world of processes waits before ending the job: the others have
+/// been told and print what they waited at meanwhile.
+constexpr auto report_linger = std::chrono::milliseconds(500);
+
+int run_on(const request& q, weft::exec::run_options opt, const std::string& backend);
+
 int run_command(const request& q) {
-  const weft::schedule s = generate(q, q.schedule);
   weft::exec::run_options opt;
+  opt.timeout = std::chrono::milliseconds(static_cast<long>(q.timeout_s * 1000));
+  opt.before_op = fault_injection(q);
+  opt.workers = static_cast<unsigned>(q.workers ? q.workers : q.backend == "mpi" ? 1 : 2);
+  if (q.backend != "mpi") return run_on(q, opt, "in-process");
+  const std::unique_ptr<weft::cli::process_world> world = weft::cli::start_mpi(q);
+  opt.comm = &world->comm();
+  const bool root = opt.comm->rank() == 0;
+  // A failure ends the whole job: each rank says its own, then the job ends with the code.
+  try {
+    return run_on(q, opt, world->describe());
+  } catch (const stop& e) {
+    std::cerr << e.what() << "\n";
+    std::this_thread::sleep_for(report_linger);
+    world->abort(e.code);
+  } catch (const weft::config_error& e) {  // the same on every rank: said once
+    if (root) std::cerr << e.what() << "\nrun 'weft run --help' for the options\n";
+    world->abort(weft::cli::exit_bad_input);
+  } catch (const std::exception& e) {
+    std::cerr << "weft: rank " << opt.comm->rank() << ": " << e.what() << "\n";
+    std::this_thread::sleep_for(report_linger);
+    world->abort(weft::cli::exit_bad_input);
+  }
+}
+
+int run_on(const request& q, weft::exec::run_options opt, const std::string& backend) {
+  const weft::schedule s = generate(q, q.schedule);
   const weft::model_desc& m = s.model;
   const int stages = m.bidirectional ? m.chunks() / 2 : m.chunks();
   if (m.stages == weft::stage_set::whole_block()) {
@@ -574,7 +637,8 @@ int run_command(const request& q) {
     weft::exec::dense_model<float> model({.stages = stages, .micro = q.micro});
     const double bytes = 4.0 * model.cfg.tokens * model.cfg.width;
     return run_and_report<weft::exec::dense_executor<float>>(
-        q, s, model, opt, "tiny dense model, " + std::to_string(q.pp) + " ranks", 1, bytes);
+        q, s, model, opt, "tiny dense model, " + std::to_string(q.pp) + " ranks", 1, bytes,
+        backend);
   }
   const int ep = q.ep == 0 ? 2 : q.ep;
   opt.delay = delay_preset(q, ep);
@@ -589,7 +653,7 @@ int run_command(const request& q) {
       q, s, model, opt,
       "tiny MoE model, " + std::to_string(q.pp) + " pipeline ranks x " + std::to_string(ep) +
           " expert-parallel = " + std::to_string(q.pp * ep) + " ranks",
-      ep, 4.0 * cfg.tokens * cfg.width);
+      ep, 4.0 * cfg.tokens * cfg.width, backend);
 }
 
 int plan_cp_command(const request& q) {

@@ -51,6 +51,11 @@ struct run_options {
   /// Called on the worker right before each op runs (tracing, fault injection), with the world
   /// rank; may throw, which fails the op.
   std::function<void(int rank, const op&)> before_op{};
+  /// A world of processes to run on (mpi::communicator): this process runs the op copies of
+  /// world rank `comm->rank()`, the other ranks run theirs, and every rank gets the whole run's
+  /// timeline. Null: every rank in this process, on an in-process world (with `delay`). Not
+  /// owned; it must outlive the runs.
+  rt::communicator* comm = nullptr;
 };
 
 /// A run that stopped: an op threw, or the run timed out.
@@ -77,6 +82,12 @@ struct run_call : kernel_call {
 /// The tag of every pipeline transfer: one per channel, so a backend's FIFO matching per
 /// (source, destination, tag) is the checker's FIFO matching per channel.
 inline constexpr int transfer_tag = 0;
+/// The tag of the results a world of processes sends to rank 0 after a run (exec/collect.hpp):
+/// MPI guarantees tags up to 32767, and no model uses this one.
+inline constexpr int result_tag = 32767;
+/// The channel of the runner's own collectives over the whole world (the start barrier, the
+/// timeline's gather); models number their channels from 0.
+inline constexpr int runtime_channel = -1;
 
 /// A model a runner can drive: an object with one kernel per (kind, phase) of the program,
 /// `void operator()(weft::kinds::K, weft::phases::P, weft::exec::run_call&)` (compute kernels do
@@ -246,6 +257,10 @@ class runner {
   kind_phase_set uses_ = uses_ops(p_.source.ops);
   int replicas_;
   run_options opt_;
+  int local_ = -1;  ///< the world rank this process runs (a world of processes), else -1: all
+  /// A run over a world of processes failed: MPI still holds its operations, so no other run
+  /// may start on it.
+  bool broken_ = false;
   semantics g_;
   std::uint32_t sinks_ = 0;
   rt::worker_pool pool_;
@@ -268,6 +283,13 @@ class runner {
   int world_rank(std::uint32_t x) const {
     return p_.rank[g_.op_of(x)] * replicas_ + g_.replica_of(x);
   }
+  /// Does this process run op copy `x`?
+  bool local(std::uint32_t x) const { return local_ < 0 || world_rank(x) == local_; }
+  rt::communicator& comm_of(int wr) { return opt_.comm ? *opt_.comm : world_->at(wr); }
+  /// Waits for `e` (a runtime collective of a world of processes), giving up at `deadline` or
+  /// when the world has a fault.
+  WEFT_DECL void await(const rt::event& e, std::chrono::steady_clock::time_point deadline,
+                       const std::string& what);
 };
 
 /// One `runner` used once: runs `p` on `replicas` copies of each pipeline rank with `model`.

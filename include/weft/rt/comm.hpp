@@ -1,14 +1,16 @@
 // The communication interface the runtime speaks: nonblocking point-to-point and collectives
 // over groups of ranks, each returning an event that fires when the operation is complete. A
 // comm stream issues an operation and then waits on its event, holding no thread meanwhile.
-// Backends: in-process (ranks are threads, rt/inproc.hpp) and, later, MPI (one process per
-// rank); callers do not change between them.
+// Backends: in-process (ranks are threads, rt/inproc.hpp) and MPI (one process per rank,
+// mpi/communicator.hpp); callers do not change between them.
 #pragma once
 
 #include <concepts>
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <string>
+#include <string_view>
 #include <type_traits>
 #include <vector>
 
@@ -106,6 +108,15 @@ class communicator {
   virtual event reduce_scatter_sum(const_data all, mutable_data mine, std::span<const int> members,
                                    int channel) = 0;
   virtual event barrier(std::span<const int> members, int channel) = 0;
+
+  /// Why this world cannot finish what it started, once the backend knows — a peer announced a
+  /// failure, the launcher is ending the job, a call failed where no caller could be told — or
+  /// empty. A runner waiting for a peer polls it, so that it stops at once instead of at its
+  /// timeout. In-process ranks share one run, which sees its failures itself.
+  virtual std::string fault() const { return {}; }
+  /// This rank's run failed: tell the other ranks (their `fault()` then names this rank and
+  /// `what`), so that none of them waits for it. A backend of one process has nobody to tell.
+  virtual void announce_failure(std::string_view /*what*/) {}
 };
 
 }  // namespace weft::rt

@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include <weft/exec/collect.hpp>
 #include <weft/exec/moe_executor.hpp>
 #include <weft/sim/program.hpp>
 
@@ -30,6 +31,8 @@ class moe_run {
     setup(m);
     kernels k{*this};
     out.time = run_program(out.prog, model_.cfg.replicas, k, opt_, &out);
+    losses(m);
+    if (opt_.comm) collect(m);
     finish(m, out);
     return out;
   }
@@ -64,6 +67,7 @@ class moe_run {
     std::vector<piece_state> pieces;  ///< [layer * parts + part]
     std::vector<moe_layer<T>> grad;   ///< this unit's weight gradients, kept apart
     nn::matrix<T> in_act, in_grad, out_act, out_grad;
+    T loss = 0;    ///< the last chunk's: its part of the step's loss
     T logged = 0;  ///< the micro-batch's loss as the logging all-reduce leaves it
   };
 
@@ -345,17 +349,50 @@ class moe_run {
                                   k.op.lane);
   }
 
+  /// The world rank that ran unit (r, mb, c).
+  int owner(int r, int c) const { return m_.rank_of(c) * model_.cfg.replicas + r; }
+
+  /// After the run, where the last chunks ran: each micro-batch's loss on each replica.
+  void losses(const model_desc& m) {
+    for (int r = 0; r < model_.cfg.replicas; ++r)
+      for (int mb = 0; mb < m.micro; ++mb) {
+        const int last = m.end_chunk(mb) - 1;
+        if (opt_.comm && owner(r, last) != opt_.comm->rank()) continue;
+        at(r, mb, last).loss =
+            nn::mse_loss<T>::value(output(r, mb, last, m.layers - 1), target(r, mb)) /
+            model_.loss_divisor();
+      }
+  }
+
+  /// A run over a world of processes: each unit's loss and gradients to rank 0, which then
+  /// finishes as an in-process run does.
+  void collect(const model_desc& m) {
+    const auto C = static_cast<std::size_t>(m.chunks());
+    const auto M = static_cast<std::size_t>(m.micro);
+    const auto owner_of = [&](std::size_t u) {
+      return owner(static_cast<int>(u / (M * C)), static_cast<int>(u % C));
+    };
+    const auto pack = [&](std::size_t u, std::vector<T>& out) {
+      unit& x = units_[u];
+      out.push_back(x.loss);
+      for (auto& layer : x.grad) pack_grads(layer, out);
+    };
+    const auto unpack = [&](std::size_t u, const std::vector<T>& in) {
+      unit& x = units_[u];
+      x.loss = in[0];
+      const T* at = in.data() + 1;
+      for (auto& layer : x.grad) at = unpack_grads(layer, at);
+    };
+    collect_to_root<T>(*opt_.comm, units_.size(), owner_of, pack, unpack, opt_.timeout);
+  }
+
   /// After the run: the loss, and each stage's gradients summed over micro-batches, then
   /// chunks, then replicas — a fixed order, so repeated runs agree bit for bit.
   void finish(const model_desc& m, run_result<T>& out) {
     const int R = model_.cfg.replicas;
     out.loss = 0;
     for (int mb = 0; mb < m.micro; ++mb)
-      for (int r = 0; r < R; ++r) {
-        const int last = m.end_chunk(mb) - 1;
-        out.loss += nn::mse_loss<T>::value(output(r, mb, last, m.layers - 1), target(r, mb)) /
-                    model_.loss_divisor();
-      }
+      for (int r = 0; r < R; ++r) out.loss += at(r, mb, m.end_chunk(mb) - 1).loss;
     out.grads.assign(static_cast<std::size_t>(model_.cfg.stages), {});
     for (int st = 0; st < model_.cfg.stages; ++st) {
       auto& g = out.grads[static_cast<std::size_t>(st)];

@@ -8,6 +8,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -25,7 +26,27 @@ WEFT_DECL runner::runner(program p, int replicas, run_options opt)
       opt_(std::move(opt)),
       g_(p_, {.replicas = replicas_}),
       pool_(opt_.workers, opt_.comm_workers),
-      world_(std::make_unique<rt::inproc_world>(p_.ranks() * replicas_, opt_.delay)) {
+      world_(opt_.comm ? nullptr
+                       : std::make_unique<rt::inproc_world>(p_.ranks() * replicas_, opt_.delay)) {
+  if (opt_.comm) {
+    const int world = p_.ranks() * replicas_;
+    if (opt_.comm->size() != world)
+      throw config_error("weft: run: the program runs on " + std::to_string(world) + " ranks (" +
+                         std::to_string(p_.ranks()) + " pipeline ranks x " +
+                         std::to_string(replicas_) + " replicas); the communicator has " +
+                         std::to_string(opt_.comm->size()));
+    local_ = opt_.comm->rank();
+    // Between processes only transfers and collectives carry what an op waits for.
+    for (std::uint32_t x = 0; x < g_.ops(); ++x)
+      if (local(x))
+        g_.each_wait(x, [&](std::uint32_t y, bool) {
+          if (!local(y))
+            throw config_error("weft: run: " + to_string(p_.at(g_.op_of(x))) + " on " +
+                               name_rank(world_rank(x)) + " waits for " +
+                               to_string(p_.at(g_.op_of(y))) + " on " + name_rank(world_rank(y)) +
+                               ", which no transfer carries: processes cannot share it");
+        });
+  }
   const std::uint32_t Q = g_.queues();
   for (std::uint32_t q = 0; q < Q * static_cast<std::uint32_t>(replicas_); ++q) {
     const bool comm = q % Q % streams_per_rank >= lanes_per_class;
@@ -35,11 +56,31 @@ WEFT_DECL runner::runner(program p, int replicas, run_options opt)
   // The run is over when every op that releases nothing has completed: every other op is
   // something one of them waited for.
   for (std::uint32_t x = 0; x < g_.ops(); ++x)
-    if (g_.release_count(x) == 0) ++sinks_;
+    if (g_.release_count(x) == 0 && local(x)) ++sinks_;
   rt::cycle_clock::start();
 }
 
+WEFT_DECL void runner::await(const rt::event& e, std::chrono::steady_clock::time_point deadline,
+                             const std::string& what) {
+  while (!e.wait_for(std::chrono::milliseconds(5))) {
+    if (const std::string f = opt_.comm->fault(); !f.empty()) {
+      broken_ = true;
+      throw run_error("weft: run: " + name_rank(local_) + ", " + what + ": " + f);
+    }
+    if (std::chrono::steady_clock::now() > deadline) {
+      broken_ = true;
+      const std::string why = what + " not complete after " + std::to_string(opt_.timeout.count()) +
+                              " ms";
+      opt_.comm->announce_failure(why);
+      throw run_error("weft: run: " + name_rank(local_) + ", " + why);
+    }
+  }
+}
+
 WEFT_DECL timeline runner::run_bound(const detail::bound_model& model, run_measures* measures) {
+  if (broken_)
+    throw run_error("weft: run: an earlier run over this world of processes failed, and MPI "
+                    "still holds its operations: start the processes again");
   const program& p = p_;
   const semantics& g = g_;
   // Before anything starts: a kernel for every (kind, phase) of the program — the transfers
@@ -73,7 +114,7 @@ WEFT_DECL timeline runner::run_bound(const detail::bound_model& model, run_measu
     c.rank = p.rank[i];
     c.replica = g.replica_of(x);
     c.world_rank = world_rank(x);
-    c.comm = &world_->at(c.world_rank);
+    c.comm = &comm_of(c.world_rank);
     c.step = step;
     if (is_p2p(c.op.k) && p.partner[i] != program::none) {
       c.peer = p.rank[p.partner[i]] * replicas_ + c.replica;
@@ -105,7 +146,7 @@ WEFT_DECL timeline runner::run_bound(const detail::bound_model& model, run_measu
   // A comm op (alone, or a member of a transfer or collective): started on its comm stream as
   // soon as it has arrived; the backend completes it when its peers are there too.
   const auto post = [&](auto& ev, std::uint32_t x) {
-    if (g.computes(g.unit_of(x)) || stopping.load()) return;
+    if (g.computes(g.unit_of(x)) || stopping.load() || !local(x)) return;
     rt::stream& s = *streams_[g.queue_of(x)];
     const op o = p.at(g.op_of(x));
     const int steps = model.steps(model.self, o);
@@ -139,7 +180,7 @@ WEFT_DECL timeline runner::run_bound(const detail::bound_model& model, run_measu
   // this one in stream order) — a dependent chain costs no queue hop per op, and one clock
   // reading: an op of the chain starts when the one before it completed.
   const auto run = [&](auto& ev, std::uint32_t u) {
-    if (!g.computes(u) || stopping.load()) return;
+    if (!g.computes(u) || stopping.load() || !local(u)) return;
     detail::follow_on& self = detail::follow_on::here();
     ready_at[u] = self.tick;
     if (self.owner == &g) {  // readied by a unit this thread is running: see below
@@ -198,16 +239,25 @@ WEFT_DECL timeline runner::run_bound(const detail::bound_model& model, run_measu
       s.enqueue(std::move(task), u);
   };
   detail::launcher<decltype(post), decltype(run), decltype(launch)> ev{{}, post, run, launch};
+  const auto deadline = std::chrono::steady_clock::now() + opt_.timeout;
+  // A world of processes starts together: the time origins of its ranks are then the moment
+  // they leave one barrier (within its skew), and the gathered timeline is one.
+  std::vector<int> everyone;
+  if (opt_.comm) {
+    for (int r = 0; r < opt_.comm->size(); ++r) everyone.push_back(r);
+    await(opt_.comm->barrier(everyone, runtime_channel), deadline, "the barrier before the run");
+  }
   const auto origin = rt::cycle_clock::now();
   detail::follow_on::here().tick = origin;
   st.begin(ev);
 
   // Wait until every op has completed, but stop early when an op has failed (its consumers
-  // would wait for data that never comes) and give up at the deadline.
-  const auto deadline = std::chrono::steady_clock::now() + opt_.timeout;
+  // would wait for data that never comes) or a peer process has, and give up at the deadline.
+  std::string peer_fault;
   {
     std::unique_lock lock(done_m);
     while (remaining.load() > 0 && !pool_.failed()) {
+      if (opt_.comm && !(peer_fault = opt_.comm->fault()).empty()) break;
       const auto left = deadline - std::chrono::steady_clock::now();
       if (left <= std::chrono::steady_clock::duration::zero()) break;
       // A failure does not wake the host: look again every few milliseconds.
@@ -229,20 +279,26 @@ WEFT_DECL timeline runner::run_bound(const detail::bound_model& model, run_measu
   } const completed{finished_at};
   if (!finished || pool_.failed()) {
     // What a failed run left behind must not meet the next run: posted transfers, collectives
-    // half met. A fresh world, and the pool's failure forgotten once reported.
-    world_ = std::make_unique<rt::inproc_world>(p.ranks() * replicas_, opt_.delay);
+    // half met. A fresh world, and the pool's failure forgotten once reported. A world of
+    // processes cannot be made afresh from here.
+    if (opt_.comm)
+      broken_ = true;
+    else
+      world_ = std::make_unique<rt::inproc_world>(p.ranks() * replicas_, opt_.delay);
   }
   if (pool_.failed()) {
     const rt::task_failure f = pool_.failure();
     pool_.clear_failure();
     const auto x =
         failed_op.load() != program::none ? failed_op.load() : static_cast<std::uint32_t>(f.tag);
-    throw run_error("weft: run: " + name_rank(world_rank(x)) + ", " + to_string(p.at(g.op_of(x))) +
-                    " failed: " + detail::describe_exception(f.error));
+    const std::string what = to_string(p.at(g.op_of(x))) + " failed: " +
+                             detail::describe_exception(f.error);
+    if (opt_.comm) opt_.comm->announce_failure(what);
+    throw run_error("weft: run: " + name_rank(world_rank(x)) + ", " + what);
   }
   if (!finished) {
-    std::string why =
-        "weft: run: not finished after " + std::to_string(opt_.timeout.count()) + " ms; waiting:";
+    // Per rank this process runs, the op it is stuck at and what that waits for.
+    std::string waiting;
     for (int rep = 0; rep < replicas_; ++rep) {
       // Per rank of this replica, the first op at the head of one of its streams.
       std::vector<std::uint32_t> first(static_cast<std::size_t>(p.ranks()), program::none);
@@ -256,41 +312,44 @@ WEFT_DECL timeline runner::run_bound(const detail::bound_model& model, run_measu
         }
       for (int r = 0; r < p.ranks(); ++r) {
         const std::uint32_t x = first[static_cast<std::size_t>(r)];
-        if (x == program::none) continue;
-        why += "\n  " + name_rank(r * replicas_ + rep) + ": " + to_string(p.at(g.op_of(x)));
-        why += started_at[x] != never ? " (started)" : st.has_arrived(x) ? " (ready)" : "";
+        if (x == program::none || !local(x)) continue;
+        waiting += "\n  " + name_rank(r * replicas_ + rep) + ": " + to_string(p.at(g.op_of(x)));
+        waiting += started_at[x] != never ? " (started)" : st.has_arrived(x) ? " (ready)" : "";
         if (const std::uint32_t w = waiting_for(st, completed, x); w != semantics::none)
-          why += ", waits for " + to_string(p.at(g.op_of(w))) + " on " + name_rank(world_rank(w));
+          waiting +=
+              ", waits for " + to_string(p.at(g.op_of(w))) + " on " + name_rank(world_rank(w));
       }
     }
-    throw run_error(why);
+    if (!peer_fault.empty())
+      throw run_error("weft: run: " + name_rank(local_) + " stopped: " + peer_fault +
+                      "; waiting:" + waiting);
+    const std::string why =
+        "not finished after " + std::to_string(opt_.timeout.count()) + " ms; waiting:" + waiting;
+    if (opt_.comm) opt_.comm->announce_failure(why);
+    throw run_error("weft: run: " + why);
   }
 
-  // Ticks to seconds from the start.
+  // Ticks to seconds from the start; never: infinity.
   const double per_tick = rt::cycle_clock::seconds_per_tick();
+  constexpr double inf = std::numeric_limits<double>::infinity();
   const auto at = [&](ticks t) {
-    return weft::seconds(
-        t == never ? -1.0 : static_cast<double>(static_cast<std::int64_t>(t - origin)) * per_tick);
+    return t == never ? inf : static_cast<double>(static_cast<std::int64_t>(t - origin)) * per_tick;
   };
-  timeline time;
-  time.start.assign(n, weft::seconds{-1});
-  time.finish.assign(n, weft::seconds{-1});
-  for (std::uint32_t i = 0; i < n; ++i) {
-    // A unit starts when its last member does (semantics.hpp): a transfer posted early starts
-    // when its peer is posted too, as the simulators count it.
-    ticks start = started_at[i];
-    g.each_member(g.unit_of(i), [&](std::uint32_t y) { start = std::max(start, started_at[y]); });
-    time.start[i] = at(std::min(start, finished_at[i]));
-    time.finish[i] = at(finished_at[i]);
+  // What each op copy's rank measured, then (a world of processes) every rank's: started,
+  // finished, and the runtime's gaps (sum and count of each kind).
+  std::vector<double> mine(2 * std::size_t{N} + 4, inf);
+  double* const start_s = mine.data();
+  double* const finish_s = start_s + N;
+  for (std::uint32_t x = 0; x < N; ++x) {
+    start_s[x] = at(started_at[x]);
+    finish_s[x] = at(finished_at[x]);
   }
-  for (std::uint32_t x = 0; x < N; ++x) time.makespan = std::max(time.makespan, at(finished_at[x]));
-  if (!measures) return time;
-  measures->posted.resize(n);
-  for (std::uint32_t i = 0; i < n; ++i) measures->posted[i] = at(started_at[i]);
   // Per worker, units in the order it ran them. Where a unit was ready before the worker's
   // previous one finished, the time between them is the runtime's own cost per unit (a
   // follow-on costs nothing of the kind: it starts as the unit before it completes); where the
   // worker had finished before the unit was ready, the time from ready to start is its wake-up.
+  double* const gaps = finish_s + N;  // gap sum, gap count, wake sum, wake count
+  std::fill(gaps, gaps + 4, 0.0);
   std::vector<std::uint32_t> units;
   for (std::uint32_t x = 0; x < N; ++x)
     if (ran_on[x] != nullptr) units.push_back(x);
@@ -298,25 +357,50 @@ WEFT_DECL timeline runner::run_bound(const detail::bound_model& model, run_measu
     return ran_on[a] != ran_on[b] ? std::less<const void*>()(ran_on[a], ran_on[b])
                                   : started_at[a] < started_at[b];
   });
-  std::vector<weft::seconds> gaps, wakes;
   for (std::size_t k = 0; k < units.size(); ++k) {
     const std::uint32_t x = units[k];
     if (followed[x]) continue;
     const bool first = k == 0 || ran_on[units[k - 1]] != ran_on[x];
-    if (!first && ready_at[x] <= finished_at[units[k - 1]])
-      gaps.push_back(std::max(weft::seconds{0}, at(started_at[x]) - at(finished_at[units[k - 1]])));
-    else
-      wakes.push_back(std::max(weft::seconds{0}, at(started_at[x]) - at(ready_at[x])));
+    const bool queued = !first && ready_at[x] <= finished_at[units[k - 1]];
+    const double d = std::max(0.0, queued ? at(started_at[x]) - at(finished_at[units[k - 1]])
+                                          : at(started_at[x]) - at(ready_at[x]));
+    gaps[queued ? 0 : 2] += d;
+    gaps[queued ? 1 : 3] += 1;
   }
+  if (opt_.comm) {  // every rank's own op copies, to every rank
+    const std::size_t len = mine.size();
+    std::vector<double> all(len * everyone.size());
+    await(opt_.comm->all_gather(mine, all, everyone, runtime_channel), deadline,
+          "gathering the timeline");
+    for (std::uint32_t x = 0; x < N; ++x) {
+      const double* theirs = all.data() + static_cast<std::size_t>(world_rank(x)) * len;
+      start_s[x] = theirs[x];
+      finish_s[x] = theirs[N + x];
+    }
+    std::fill(gaps, gaps + 4, 0.0);
+    for (std::size_t r = 0; r < everyone.size(); ++r)
+      for (int k = 0; k < 4; ++k) gaps[k] += all[r * len + 2 * std::size_t{N} + k];
+  }
+  const auto secs = [](double t) { return weft::seconds(t == inf ? -1.0 : t); };
+  timeline time;
+  time.start.assign(n, weft::seconds{-1});
+  time.finish.assign(n, weft::seconds{-1});
+  for (std::uint32_t i = 0; i < n; ++i) {
+    // A unit starts when its last member does (semantics.hpp): a transfer posted early starts
+    // when its peer is posted too, as the simulators count it.
+    double start = start_s[i];
+    g.each_member(g.unit_of(i), [&](std::uint32_t y) { start = std::max(start, start_s[y]); });
+    time.start[i] = secs(std::min(start, finish_s[i]));
+    time.finish[i] = secs(finish_s[i]);
+  }
+  for (std::uint32_t x = 0; x < N; ++x) time.makespan = std::max(time.makespan, secs(finish_s[x]));
+  if (!measures) return time;
+  measures->posted.resize(n);
+  for (std::uint32_t i = 0; i < n; ++i) measures->posted[i] = secs(start_s[i]);
   // Means, not medians: a step adds these up along its critical path, and what an
   // oversubscribed core adds lives in the tail a median would hide.
-  const auto mean = [](const std::vector<weft::seconds>& v) {
-    weft::seconds sum{0};
-    for (const weft::seconds x : v) sum += x;
-    return v.empty() ? sum : sum / static_cast<double>(v.size());
-  };
-  measures->dispatch_gap = mean(gaps);
-  measures->wake_gap = mean(wakes);
+  measures->dispatch_gap = weft::seconds(gaps[1] > 0 ? gaps[0] / gaps[1] : 0.0);
+  measures->wake_gap = weft::seconds(gaps[3] > 0 ? gaps[2] / gaps[3] : 0.0);
   measures->comm_span.assign(n, weft::seconds{0});
   for (std::uint32_t i = 0; i < n; ++i) {
     if (stream_of(p.at(i).k) != stream_class::comm) continue;

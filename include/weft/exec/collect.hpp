@@ -1,0 +1,78 @@
+// After a run over a world of processes (run_options::comm) each unit of work — a (replica,
+// micro-batch, chunk) — has its results (its loss, its weight gradients) on the rank that ran
+// it. Rank 0 reports the run, so every other rank sends its units' results there, unit by unit in
+// one order, and rank 0 adds them up exactly as an in-process run does: the same values in the
+// same order, so the same sums bit for bit.
+#pragma once
+
+#include <algorithm>
+#include <chrono>
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include <weft/exec/runner.hpp>
+#include <weft/nn/tensor.hpp>
+#include <weft/rt/comm.hpp>
+
+namespace weft::exec {
+
+/// Appends every parameter gradient of `layer` (in `each_param` order) to `out`.
+template <class Layer, class T>
+void pack_grads(Layer& layer, std::vector<T>& out) {
+  layer.each_param([&](nn::param<T>& p) {
+    out.insert(out.end(), p.grad.data(), p.grad.data() + p.grad.size());
+  });
+}
+/// Reads back what `pack_grads` wrote, from `at`; returns where the next layer's begin.
+template <class Layer, class T>
+const T* unpack_grads(Layer& layer, const T* at) {
+  layer.each_param([&](nn::param<T>& p) {
+    std::copy(at, at + p.grad.size(), p.grad.data());
+    at += p.grad.size();
+  });
+  return at;
+}
+
+/// Waits for `e`, giving up after `timeout` or as soon as the world has a fault.
+inline void await_event(rt::communicator& comm, const rt::event& e,
+                        std::chrono::milliseconds timeout, const std::string& what) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (!e.wait_for(std::chrono::milliseconds(5))) {
+    if (const std::string f = comm.fault(); !f.empty())
+      throw run_error("weft: run: rank " + std::to_string(comm.rank()) + ", " + what + ": " + f);
+    if (std::chrono::steady_clock::now() > deadline) {
+      const std::string why = what + " not complete after " + std::to_string(timeout.count()) +
+                              " ms";
+      comm.announce_failure(why);
+      throw run_error("weft: run: rank " + std::to_string(comm.rank()) + ", " + why);
+    }
+  }
+}
+
+/// Brings the results of `units` units to world rank 0. `owner(u)`: the world rank that ran
+/// unit u; `pack(u, out)`: appends its results to `out` — the same length on every rank (rank 0
+/// packs its own copy to size what it receives); `unpack(u, values)`: stores them on rank 0.
+template <rt::wire_value T, class Owner, class Pack, class Unpack>
+void collect_to_root(rt::communicator& comm, std::size_t units, const Owner& owner,
+                     const Pack& pack, const Unpack& unpack, std::chrono::milliseconds timeout) {
+  const int me = comm.rank();
+  std::vector<std::vector<T>> values(units);
+  std::vector<rt::event> pending;
+  for (std::size_t u = 0; u < units; ++u) {
+    const int o = owner(u);
+    if (o == 0 || (me != 0 && me != o)) continue;
+    pack(u, values[u]);
+    // FIFO per (source, destination, tag): rank 0 receives each owner's units in the order
+    // the owner sends them.
+    pending.push_back(me == 0 ? comm.irecv(values[u], o, result_tag)
+                              : comm.isend(values[u], 0, result_tag));
+  }
+  for (const rt::event& e : pending)
+    await_event(comm, e, timeout, me == 0 ? "receiving the results" : "sending the results");
+  if (me != 0) return;
+  for (std::size_t u = 0; u < units; ++u)
+    if (owner(u) != 0) unpack(u, values[u]);
+}
+
+}  // namespace weft::exec

@@ -1,0 +1,540 @@
+// The runtime's communication interface (rt/comm.hpp) over MPI: one process per rank, every
+// operation a nonblocking MPI call completed by a progress thread that fires its event. A
+// (group, channel) of the interface is an MPI communicator of its own, created the first time it
+// is used (MPI_Comm_create_group, matched by a tag derived from the group and the channel, so
+// members need not agree on an order of creation). With MPI_THREAD_MULTIPLE the callers issue
+// their calls themselves and the progress thread only tests for completion; otherwise the
+// progress thread owns every MPI call. Sums are taken in member order by default — every
+// member's data gathered, then added 0 + m0 + m1 + ... as the in-process backend does — so a run
+// over MPI equals an in-process run bit for bit (docs/mpi.md).
+#pragma once
+
+#include <mpi.h>
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <climits>
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include <weft/mpi/environment.hpp>
+#include <weft/rt/comm.hpp>
+
+namespace weft::mpi {
+
+/// How all-reduce and reduce-scatter add.
+enum class reduction_order : unsigned char {
+  /// Gather every member's values, add them in member order on each member: equal bit for bit
+  /// to the in-process backend, at p times the bytes of a ring.
+  member,
+  /// MPI_Iallreduce and MPI_Ireduce_scatter_block: the library's algorithm and order (the same
+  /// from run to run for one build, group size and count; not the in-process sum bit for bit).
+  library,
+};
+
+struct options {
+  reduction_order reduce = reduction_order::member;
+  threading threads = threading::automatic;
+  /// After a completion the progress thread polls without sleeping for this long (low latency
+  /// while traffic flows), then backs off to short sleeps (little CPU while it waits).
+  std::chrono::microseconds spin{200};
+};
+
+/// One rank of a world of processes: the communicator over `parent` (MPI_COMM_WORLD by default;
+/// its ranks are the interface's ranks). Construct it on every rank of `parent`; it duplicates
+/// `parent`, so its traffic never meets anyone else's.
+class communicator final : public rt::communicator {
+ public:
+  explicit communicator(MPI_Comm parent = MPI_COMM_WORLD, options opt = {}) : opt_(opt) {
+    int level = 0;
+    detail::check(MPI_Query_thread(&level), "MPI_Query_thread");
+    if (opt_.threads == threading::multiple && level < MPI_THREAD_MULTIPLE)
+      throw mpi_error("weft: mpi: threading::multiple needs MPI_THREAD_MULTIPLE (provided: " +
+                      std::to_string(level) + ")");
+    multiple_ = opt_.threads != threading::progress_thread && level >= MPI_THREAD_MULTIPLE;
+    detail::check(MPI_Comm_dup(parent, &p2p_), "MPI_Comm_dup");
+    detail::check(MPI_Comm_dup(parent, &groups_parent_), "MPI_Comm_dup");
+    detail::check(MPI_Comm_dup(parent, &control_), "MPI_Comm_dup");
+    for (MPI_Comm c : {p2p_, groups_parent_, control_})
+      detail::check(MPI_Comm_set_errhandler(c, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
+    detail::check(MPI_Comm_rank(p2p_, &rank_), "MPI_Comm_rank");
+    detail::check(MPI_Comm_size(p2p_, &size_), "MPI_Comm_size");
+    detail::check(MPI_Comm_group(p2p_, &world_group_), "MPI_Comm_group");
+    int* ub = nullptr;
+    int has = 0;
+    detail::check(MPI_Comm_get_attr(p2p_, MPI_TAG_UB, &ub, &has), "MPI_Comm_get_attr");
+    tag_ub_ = has && ub ? *ub : 32767;
+    // A failure notice from any peer, at any time.
+    detail::check(MPI_Irecv(notice_.data(), static_cast<int>(notice_.size()), MPI_CHAR,
+                            MPI_ANY_SOURCE, notice_tag, control_, &notice_req_),
+                  "MPI_Irecv");
+    progress_ = std::thread([this] { progress_loop(); });
+  }
+  communicator(const communicator&) = delete;
+  communicator& operator=(const communicator&) = delete;
+  ~communicator() override {
+    {
+      std::lock_guard lock(m_);
+      stop_ = true;
+    }
+    wake_.notify_all();
+    progress_.join();
+    const bool healthy = fault().empty();
+    // A creation waiting for a peer that is gone would wait forever: leave it.
+    for (auto& c : creators_) healthy ? c.join() : c.detach();
+    if (!healthy) return;  // peers may be gone: leave MPI's state to the job's end
+    MPI_Cancel(&notice_req_);
+    MPI_Wait(&notice_req_, MPI_STATUS_IGNORE);
+    for (auto& [key, g] : groups_)
+      if (g->comm != MPI_COMM_NULL) MPI_Comm_free(&g->comm);
+    MPI_Group_free(&world_group_);
+    for (MPI_Comm* c : {&p2p_, &groups_parent_, &control_}) MPI_Comm_free(c);
+  }
+
+  int rank() const noexcept override { return rank_; }
+  int size() const noexcept override { return size_; }
+  /// True when callers issue their MPI calls themselves (MPI_THREAD_MULTIPLE).
+  bool multiple() const noexcept { return multiple_; }
+  reduction_order order() const noexcept { return opt_.reduce; }
+
+  rt::event isend(rt::const_data data, int dst, int tag) override {
+    check_peer(dst, "send to");
+    const int n = count_of(data.count, "a send");
+    return submit(nullptr, "send to rank " + std::to_string(dst), [=, this](pending& p, MPI_Comm) {
+      return MPI_Isend(data.data, n, type_of(data.type), dst, tag, p2p_, p.add());
+    });
+  }
+  rt::event irecv(rt::mutable_data data, int src, int tag) override {
+    check_peer(src, "receive from");
+    const int n = count_of(data.count, "a receive");
+    return submit(nullptr, "receive from rank " + std::to_string(src), [=, this](pending& p, MPI_Comm) {
+      p.expect = n;
+      p.expect_type = data.type;
+      return MPI_Irecv(data.data, n, type_of(data.type), src, tag, p2p_, p.add());
+    });
+  }
+
+  rt::event all_to_all_v(rt::const_data send, std::span<const std::size_t> send_counts,
+                         rt::mutable_data recv, std::span<const std::size_t> recv_counts,
+                         std::span<const int> members, int channel) override {
+    group& g = group_of(members, channel);
+    if (send_counts.size() != members.size() || recv_counts.size() != members.size())
+      throw std::invalid_argument("weft: mpi: all-to-all needs a count per member");
+    if (send.type != recv.type)
+      throw std::invalid_argument("weft: mpi: all-to-all sends and receives one element type");
+    auto counts = std::make_shared<std::vector<int>>(4 * members.size());
+    int* sc = counts->data();
+    int* sd = sc + members.size();
+    int* rc = sd + members.size();
+    int* rd = rc + members.size();
+    std::size_t sent = 0, received = 0;
+    for (std::size_t j = 0; j < members.size(); ++j) {
+      sd[j] = count_of(sent, "an all-to-all");
+      rd[j] = count_of(received, "an all-to-all");
+      sc[j] = count_of(send_counts[j], "an all-to-all");
+      rc[j] = count_of(recv_counts[j], "an all-to-all");
+      sent += send_counts[j];
+      received += recv_counts[j];
+    }
+    if (sent != send.count || received != recv.count)
+      throw std::invalid_argument("weft: mpi: all-to-all counts add up to " +
+                                  std::to_string(sent) + " sent and " + std::to_string(received) +
+                                  " received, the buffers hold " + std::to_string(send.count) +
+                                  " and " + std::to_string(recv.count));
+    return submit(&g, "all-to-all", [=](pending& p, MPI_Comm c) {
+      p.keep = counts;
+      const int* cs = counts->data();
+      const std::size_t k = counts->size() / 4;
+      return MPI_Ialltoallv(send.data, cs, cs + k, type_of(send.type), recv.data, cs + 2 * k,
+                            cs + 3 * k, type_of(recv.type), c, p.add());
+    });
+  }
+
+  rt::event all_reduce_sum(rt::mutable_data data, std::span<const int> members,
+                           int channel) override {
+    group& g = group_of(members, channel);
+    const int n = count_of(data.count, "an all-reduce");
+    if (opt_.reduce == reduction_order::library)
+      return submit(&g, "all-reduce", [=](pending& p, MPI_Comm c) {
+        return MPI_Iallreduce(MPI_IN_PLACE, data.data, n, type_of(data.type), MPI_SUM, c, p.add());
+      });
+    const std::size_t members_n = members.size();
+    count_of(data.count * members_n, "an all-reduce's gather");
+    return submit(&g, "all-reduce", [=](pending& p, MPI_Comm c) {
+      p.scratch.resize(data.bytes() * members_n);
+      p.then = [=, &p] { sum_slices(p.scratch.data(), members_n, data); };
+      return MPI_Iallgather(data.data, n, type_of(data.type), p.scratch.data(), n,
+                            type_of(data.type), c, p.add());
+    });
+  }
+
+  rt::event all_gather(rt::const_data mine, rt::mutable_data all, std::span<const int> members,
+                       int channel) override {
+    group& g = group_of(members, channel);
+    if (all.count != mine.count * members.size() || all.type != mine.type)
+      throw std::length_error("weft: mpi: all-gather buffers do not fit");
+    const int n = count_of(mine.count, "an all-gather");
+    count_of(all.count, "an all-gather");
+    return submit(&g, "all-gather", [=](pending& p, MPI_Comm c) {
+      return MPI_Iallgather(mine.data, n, type_of(mine.type), all.data, n, type_of(all.type), c,
+                            p.add());
+    });
+  }
+
+  rt::event reduce_scatter_sum(rt::const_data all, rt::mutable_data mine,
+                               std::span<const int> members, int channel) override {
+    group& g = group_of(members, channel);
+    if (all.count != mine.count * members.size() || all.type != mine.type)
+      throw std::length_error("weft: mpi: reduce-scatter buffers do not fit");
+    const int n = count_of(mine.count, "a reduce-scatter");
+    count_of(all.count, "a reduce-scatter");
+    if (opt_.reduce == reduction_order::library)
+      return submit(&g, "reduce-scatter", [=](pending& p, MPI_Comm c) {
+        return MPI_Ireduce_scatter_block(all.data, mine.data, n, type_of(mine.type), MPI_SUM, c,
+                                         p.add());
+      });
+    const std::size_t members_n = members.size();
+    return submit(&g, "reduce-scatter", [=](pending& p, MPI_Comm c) {
+      // Member j receives every member's j-th slice, then adds them in member order.
+      p.scratch.resize(mine.bytes() * members_n);
+      p.then = [=, &p] { sum_slices(p.scratch.data(), members_n, mine); };
+      return MPI_Ialltoall(all.data, n, type_of(all.type), p.scratch.data(), n,
+                           type_of(mine.type), c, p.add());
+    });
+  }
+
+  rt::event barrier(std::span<const int> members, int channel) override {
+    group& g = group_of(members, channel);
+    return submit(&g, "barrier", [](pending& p, MPI_Comm c) {
+      return MPI_Ibarrier(c, p.add());
+    });
+  }
+
+  void announce_failure(std::string_view what) override {
+    const std::string text(what.substr(0, notice_size - 1));
+    const auto send_all = [this, text] {
+      for (int r = 0; r < size_; ++r) {
+        if (r == rank_) continue;
+        MPI_Request q = MPI_REQUEST_NULL;
+        // Small: sent eagerly. Nobody waits for it, so a dead peer costs nothing.
+        if (MPI_Isend(text.data(), static_cast<int>(text.size()), MPI_CHAR, r, notice_tag,
+                      control_, &q) == MPI_SUCCESS)
+          MPI_Request_free(&q);
+      }
+    };
+    if (multiple_) return send_all();
+    std::lock_guard lock(m_);
+    commands_.push_back(send_all);
+    wake_.notify_all();
+  }
+
+  std::string fault() const override {
+    std::lock_guard lock(fault_m_);
+    return fault_;
+  }
+
+ private:
+  static constexpr int notice_tag = 1;
+  static constexpr std::size_t notice_size = 1024;
+
+  /// One operation in flight: its requests, what to do once they are complete (a member-order
+  /// sum), the event that then fires.
+  struct pending {
+    std::vector<MPI_Request> reqs;
+    std::vector<std::byte> scratch;
+    std::shared_ptr<const void> keep;  ///< arrays MPI reads until completion
+    std::function<void()> then;
+    rt::event done;
+    std::string what;
+    int expect = -1;  ///< a receive: how many values it must get
+    rt::element expect_type = rt::element::f32;
+    MPI_Request* add() { return &reqs.emplace_back(MPI_REQUEST_NULL); }
+  };
+  using issue_fn = std::function<int(pending&, MPI_Comm)>;
+
+  /// A (group, channel): its communicator, created on first use; operations issued before it
+  /// exists wait in `backlog`, in call order.
+  struct group {
+    std::string name;
+    std::vector<int> members;
+    int tag = 0;
+    std::mutex m;
+    MPI_Comm comm = MPI_COMM_NULL;
+    bool creating = false;
+    std::deque<std::pair<std::shared_ptr<pending>, issue_fn>> backlog;
+  };
+
+  static MPI_Datatype type_of(rt::element e) noexcept {
+    return e == rt::element::f32 ? MPI_FLOAT : MPI_DOUBLE;
+  }
+  /// MPI counts are ints: a larger one is refused, not wrapped.
+  static int count_of(std::size_t n, const char* what) {
+    if (n > static_cast<std::size_t>(INT_MAX))
+      throw std::length_error(std::string("weft: mpi: ") + what + " of " + std::to_string(n) +
+                              " values exceeds MPI's int counts (at most " +
+                              std::to_string(INT_MAX) + ")");
+    return static_cast<int>(n);
+  }
+  void check_peer(int peer, const char* what) const {
+    if (peer < 0 || peer >= size_)
+      throw std::out_of_range(std::string("weft: mpi: ") + what + " rank " + std::to_string(peer) +
+                              ", outside a world of " + std::to_string(size_));
+  }
+
+  /// out[k] = 0 + s_0[k] + s_1[k] + ... over `parts` slices of out's length, in member order.
+  static void sum_slices(const std::byte* slices, std::size_t parts, rt::mutable_data out) {
+    const auto add = [&]<class T>(T*) {
+      T* o = static_cast<T*>(out.data);
+      const T* s = reinterpret_cast<const T*>(slices);
+      for (std::size_t k = 0; k < out.count; ++k) {
+        T sum = 0;
+        for (std::size_t j = 0; j < parts; ++j) sum += s[j * out.count + k];
+        o[k] = sum;
+      }
+    };
+    if (out.type == rt::element::f32)
+      add(static_cast<float*>(nullptr));
+    else
+      add(static_cast<double*>(nullptr));
+  }
+
+  group& group_of(std::span<const int> members, int channel) {
+    const auto me = std::find(members.begin(), members.end(), rank_);
+    if (me == members.end())
+      throw std::invalid_argument("weft: mpi: rank " + std::to_string(rank_) +
+                                  " joins a collective of a group it is not in");
+    for (const int r : members) check_peer(r, "meet");
+    std::vector<int> key(members.begin(), members.end());
+    key.push_back(channel);
+    std::lock_guard lock(m_);
+    auto& slot = groups_[key];
+    if (!slot) {
+      slot = std::make_unique<group>();
+      slot->members.assign(members.begin(), members.end());
+      slot->name = "ranks {";
+      for (std::size_t j = 0; j < members.size(); ++j)
+        slot->name += (j ? "," : "") + std::to_string(members[j]);
+      slot->name += "} channel " + std::to_string(channel);
+      // The tag that makes the members' MPI_Comm_create_group calls meet: the same on every
+      // member, different (but for a 1 in tag_ub chance) between groups created concurrently.
+      std::uint64_t h = 1469598103934665603ull;
+      for (const int v : key) h = (h ^ static_cast<std::uint32_t>(v)) * 1099511628211ull;
+      slot->tag = static_cast<int>(h % static_cast<std::uint64_t>(tag_ub_));
+    }
+    return *slot;
+  }
+
+  /// Issues an operation: now, on the caller's thread (MPI_THREAD_MULTIPLE and its group's
+  /// communicator exists), or later in call order (the group is being created, or the progress
+  /// thread owns MPI).
+  rt::event submit(group* g, std::string what, issue_fn issue) {
+    auto p = std::make_shared<pending>();
+    p->what = g ? what + " of " + g->name : std::move(what);
+    rt::event done = p->done;
+    if (!multiple_) {
+      std::lock_guard lock(m_);
+      commands_.push_back([this, g, p, issue = std::move(issue)] {
+        MPI_Comm c = p2p_;
+        if (g) {
+          if (g->comm == MPI_COMM_NULL) create(*g);  // blocks this thread: docs/mpi.md
+          c = g->comm;
+        }
+        issue_now(p, issue, c, false);
+      });
+      wake_.notify_all();
+      return done;
+    }
+    if (!g) {
+      issue_now(p, issue, p2p_, true);
+      return done;
+    }
+    std::unique_lock lock(g->m);
+    if (g->comm != MPI_COMM_NULL && g->backlog.empty()) {
+      issue_now(p, issue, g->comm, true);
+      return done;
+    }
+    g->backlog.emplace_back(p, std::move(issue));
+    if (!g->creating) {
+      g->creating = true;
+      // A thread of its own: creation blocks until every member is there, and another group's
+      // creation, or this rank's other work, must not wait behind it.
+      std::lock_guard l(m_);
+      creators_.emplace_back([this, g] {
+        try {
+          create(*g);
+        } catch (const std::exception& e) {
+          set_fault(e.what());
+          return;
+        }
+        std::lock_guard gl(g->m);
+        while (!g->backlog.empty()) {
+          auto [q, fn] = std::move(g->backlog.front());
+          g->backlog.pop_front();
+          issue_now(q, fn, g->comm, false);
+        }
+      });
+    }
+    return done;
+  }
+
+  /// Calls `issue`; on success hands the operation to the progress thread. A failed call throws
+  /// on the caller's thread (`throw_errors`) or becomes the world's fault.
+  void issue_now(const std::shared_ptr<pending>& p, const issue_fn& issue, MPI_Comm c,
+                 bool throw_errors) {
+    if (const int rc = issue(*p, c); rc != MPI_SUCCESS) {
+      const std::string why = "weft: mpi: " + p->what + " failed: " + detail::error_string(rc);
+      if (throw_errors) throw mpi_error(why);
+      set_fault(why);
+      return;
+    }
+    std::lock_guard lock(m_);
+    fresh_.push_back(p);
+    wake_.notify_all();
+  }
+
+  void create(group& g) {
+    MPI_Group members;
+    detail::check(MPI_Group_incl(world_group_, static_cast<int>(g.members.size()),
+                                 g.members.data(), &members),
+                  "MPI_Group_incl");
+    MPI_Comm c = MPI_COMM_NULL;
+    const int rc = MPI_Comm_create_group(groups_parent_, members, g.tag, &c);
+    MPI_Group_free(&members);
+    detail::check(rc, ("MPI_Comm_create_group for " + g.name).c_str());
+    MPI_Comm_set_errhandler(c, MPI_ERRORS_RETURN);
+    g.comm = c;
+  }
+
+  void set_fault(std::string why) {
+    std::lock_guard lock(fault_m_);
+    if (fault_.empty()) fault_ = std::move(why);
+  }
+
+  /// Completes what is in flight: tests every operation's requests, finishes and fires the
+  /// complete ones; watches for failure notices and the launcher ending the job.
+  void progress_loop() {
+    std::vector<std::shared_ptr<pending>> active;
+    std::vector<std::function<void()>> commands;
+    auto last_progress = std::chrono::steady_clock::now();
+    for (;;) {
+      {
+        std::unique_lock lock(m_);
+        if (active.empty() && commands_.empty() && fresh_.empty() && !stop_)
+          wake_.wait_for(lock, std::chrono::milliseconds(5));
+        if (stop_) break;
+        for (auto& p : fresh_) active.push_back(std::move(p));
+        fresh_.clear();
+        commands.assign(std::make_move_iterator(commands_.begin()),
+                        std::make_move_iterator(commands_.end()));
+        commands_.clear();
+      }
+      bool moved = !commands.empty();
+      for (auto& cmd : commands) {
+        try {
+          cmd();
+        } catch (const std::exception& e) {
+          set_fault(e.what());
+        }
+      }
+      commands.clear();
+      {  // issued on this thread just now (no MPI_THREAD_MULTIPLE)
+        std::lock_guard lock(m_);
+        for (auto& p : fresh_) active.push_back(std::move(p));
+        fresh_.clear();
+      }
+      for (std::size_t i = 0; i < active.size();) {
+        pending& p = *active[i];
+        int flag = 0;
+        std::vector<MPI_Status> st(p.reqs.size());
+        const int rc =
+            MPI_Testall(static_cast<int>(p.reqs.size()), p.reqs.data(), &flag, st.data());
+        if (rc != MPI_SUCCESS) {
+          int code = rc;
+          for (const MPI_Status& s : st)
+            if (s.MPI_ERROR != MPI_SUCCESS && s.MPI_ERROR != MPI_ERR_PENDING) code = s.MPI_ERROR;
+          set_fault("weft: mpi: " + p.what + " failed: " + detail::error_string(code));
+          active.erase(active.begin() + static_cast<std::ptrdiff_t>(i));
+          continue;
+        }
+        if (!flag) {
+          ++i;
+          continue;
+        }
+        if (p.expect >= 0) {
+          int got = 0;
+          MPI_Get_count(&st[0], type_of(p.expect_type), &got);
+          if (got != p.expect) {
+            set_fault("weft: mpi: a " + p.what + " expected " + std::to_string(p.expect) + " " +
+                      rt::name_of(p.expect_type) + " values and got " + std::to_string(got));
+            active.erase(active.begin() + static_cast<std::ptrdiff_t>(i));
+            continue;
+          }
+        }
+        if (p.then) p.then();
+        p.done.fire();
+        active.erase(active.begin() + static_cast<std::ptrdiff_t>(i));
+        moved = true;
+      }
+      poll_notices();
+      if (environment::launcher_ending())
+        set_fault("the launcher is ending the job: another rank exited, was killed or failed");
+      const auto now = std::chrono::steady_clock::now();
+      if (moved) last_progress = now;
+      if (active.empty()) continue;
+      if (now - last_progress < opt_.spin)
+        std::this_thread::yield();
+      else
+        std::this_thread::sleep_for(std::chrono::microseconds(20));
+    }
+  }
+
+  void poll_notices() {
+    int flag = 0;
+    MPI_Status st;
+    if (notice_req_ == MPI_REQUEST_NULL || MPI_Test(&notice_req_, &flag, &st) != MPI_SUCCESS ||
+        !flag)
+      return;
+    int len = 0;
+    MPI_Get_count(&st, MPI_CHAR, &len);
+    set_fault("rank " + std::to_string(st.MPI_SOURCE) + " failed: " +
+              std::string(notice_.data(), static_cast<std::size_t>(std::max(0, len))));
+    notice_req_ = MPI_REQUEST_NULL;
+  }
+
+  options opt_;
+  bool multiple_ = false;
+  int rank_ = 0, size_ = 1, tag_ub_ = 32767;
+  MPI_Comm p2p_ = MPI_COMM_NULL, groups_parent_ = MPI_COMM_NULL, control_ = MPI_COMM_NULL;
+  MPI_Group world_group_ = MPI_GROUP_NULL;
+  std::array<char, notice_size> notice_{};
+  MPI_Request notice_req_ = MPI_REQUEST_NULL;
+
+  mutable std::mutex fault_m_;
+  std::string fault_;
+
+  std::mutex m_;  ///< guards what follows
+  std::condition_variable wake_;
+  bool stop_ = false;
+  std::map<std::vector<int>, std::unique_ptr<group>> groups_;
+  std::vector<std::shared_ptr<pending>> fresh_;  ///< issued, not yet seen by the progress thread
+  std::deque<std::function<void()>> commands_;   ///< MPI calls for the progress thread to make
+  std::vector<std::thread> creators_;
+  std::thread progress_;
+};
+
+}  // namespace weft::mpi
