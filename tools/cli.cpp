@@ -227,8 +227,7 @@ void check_combinations(const request& q) {
           "overlap); it takes --json only");
     if (q.delay == "cross-dc") bad("tp2d's --delay-model is none, intra-node or inter-node");
   }
-  if (q.command == "run" && q.backend != "mpi" &&
-      (q.reduce != "member" || q.mpi_threads != "auto"))
+  if (q.command == "run" && q.backend != "mpi" && (q.reduce != "member" || q.mpi_threads != "auto"))
     bad("--reduce and --mpi-threads apply to --backend mpi");
   if (q.command == "run" && !q.fault.empty()) {
     const auto colon = q.fault.find(':');
@@ -236,12 +235,14 @@ void check_combinations(const request& q) {
     if (kind != "throw" && kind != "exit" && kind != "kill" && kind != "stall")
       bad("--inject-fault " + q.fault + ": the kind is throw, exit, kill or stall");
     const std::string rest = colon == std::string::npos ? "" : q.fault.substr(colon + 1);
-    const bool digits_ok = !rest.empty() && rest.find_first_not_of("0123456789:") == std::string::npos &&
+    const bool digits_ok = !rest.empty() &&
+                           rest.find_first_not_of("0123456789:") == std::string::npos &&
                            rest.front() != ':' && rest.back() != ':' &&
                            std::count(rest.begin(), rest.end(), ':') <= 1 && rest.size() <= 12;
     if (!digits_ok) bad("--inject-fault " + q.fault + ": give KIND:RANK[:N], RANK and N numbers");
     if ((kind == "exit" || kind == "kill") && q.backend != "mpi")
-      bad("--inject-fault " + kind + " ends a process: it needs --backend mpi (in-process, every "
+      bad("--inject-fault " + kind +
+          " ends a process: it needs --backend mpi (in-process, every "
           "rank would go)");
   }
   if (q.command == "plan-cp") {

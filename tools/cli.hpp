@@ -56,17 +56,17 @@ struct request {
   bool barrier = false;
 
   // run
-  int ep = 0;                      ///< expert-parallel replicas; 0: 2 with MoE layers
-  std::string delay = "none";      ///< none, intra-node, inter-node or cross-dc[:KM[:RATIO]]
-  bool delay_km_given = false;     ///< cross-dc:KM named the distance
-  double delay_km = 1000;          ///< cross-dc: distance between the data centres
-  double delay_ratio = 1;          ///< cross-dc: the interconnect's bandwidth convergence ratio
-  bool delay_ratio_given = false;  ///< cross-dc:KM:RATIO named the ratio
-  std::string backend = "inproc";  ///< inproc (ranks are threads) or mpi (one process per rank)
-  std::string reduce = "member";   ///< mpi: sums in member order, or the MPI library's
+  int ep = 0;                        ///< expert-parallel replicas; 0: 2 with MoE layers
+  std::string delay = "none";        ///< none, intra-node, inter-node or cross-dc[:KM[:RATIO]]
+  bool delay_km_given = false;       ///< cross-dc:KM named the distance
+  double delay_km = 1000;            ///< cross-dc: distance between the data centres
+  double delay_ratio = 1;            ///< cross-dc: the interconnect's bandwidth convergence ratio
+  bool delay_ratio_given = false;    ///< cross-dc:KM:RATIO named the ratio
+  std::string backend = "inproc";    ///< inproc (ranks are threads) or mpi (one process per rank)
+  std::string reduce = "member";     ///< mpi: sums in member order, or the MPI library's
   std::string mpi_threads = "auto";  ///< mpi: auto, multiple or progress
-  int workers = 0;                 ///< compute threads; 0: 2 in-process, 1 per MPI process
-  double timeout_s = 30;           ///< a run not finished by then stops, naming what it waits at
+  int workers = 0;                   ///< compute threads; 0: 2 in-process, 1 per MPI process
+  double timeout_s = 30;             ///< a run not finished by then stops, naming what it waits at
   /// --inject-fault KIND:RANK[:N]: before world rank RANK's N-th op (0 first), throw, exit, be
   /// killed, or stall (never send) — to see how a run fails.
   std::string fault;

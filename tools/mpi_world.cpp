@@ -23,10 +23,9 @@ class mpi_world final : public process_world {
  public:
   explicit mpi_world(const request& q)
       : env_(nullptr, nullptr, {.threads = threading_of(q.mpi_threads)}),
-        comm_(MPI_COMM_WORLD,
-              {.reduce = q.reduce == "library" ? mpi::reduction_order::library
-                                               : mpi::reduction_order::member,
-               .threads = env_.threads()}) {}
+        comm_(MPI_COMM_WORLD, {.reduce = q.reduce == "library" ? mpi::reduction_order::library
+                                                               : mpi::reduction_order::member,
+                               .threads = env_.threads()}) {}
   rt::communicator& comm() override { return comm_; }
   std::string describe() const override {
     char version[MPI_MAX_LIBRARY_VERSION_STRING];

@@ -42,8 +42,8 @@ inline void await_event(rt::communicator& comm, const rt::event& e,
     if (const std::string f = comm.fault(); !f.empty())
       throw run_error("weft: run: rank " + std::to_string(comm.rank()) + ", " + what + ": " + f);
     if (std::chrono::steady_clock::now() > deadline) {
-      const std::string why = what + " not complete after " + std::to_string(timeout.count()) +
-                              " ms";
+      const std::string why =
+          what + " not complete after " + std::to_string(timeout.count()) + " ms";
       comm.announce_failure(why);
       throw run_error("weft: run: rank " + std::to_string(comm.rank()) + ", " + why);
     }

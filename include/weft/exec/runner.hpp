@@ -258,9 +258,6 @@ class runner {
   int replicas_;
   run_options opt_;
   int local_ = -1;  ///< the world rank this process runs (a world of processes), else -1: all
-  /// A run over a world of processes failed: MPI still holds its operations, so no other run
-  /// may start on it.
-  bool broken_ = false;
   semantics g_;
   std::uint32_t sinks_ = 0;
   rt::worker_pool pool_;

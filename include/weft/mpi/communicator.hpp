@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <chrono>
 #include <climits>
 #include <condition_variable>
@@ -116,17 +117,20 @@ class communicator final : public rt::communicator {
     check_peer(dst, "send to");
     const int n = count_of(data.count, "a send");
     return submit(nullptr, "send to rank " + std::to_string(dst), [=, this](pending& p, MPI_Comm) {
+      p.cancellable = true;
       return MPI_Isend(data.data, n, type_of(data.type), dst, tag, p2p_, p.add());
     });
   }
   rt::event irecv(rt::mutable_data data, int src, int tag) override {
     check_peer(src, "receive from");
     const int n = count_of(data.count, "a receive");
-    return submit(nullptr, "receive from rank " + std::to_string(src), [=, this](pending& p, MPI_Comm) {
-      p.expect = n;
-      p.expect_type = data.type;
-      return MPI_Irecv(data.data, n, type_of(data.type), src, tag, p2p_, p.add());
-    });
+    return submit(nullptr, "receive from rank " + std::to_string(src),
+                  [=, this](pending& p, MPI_Comm) {
+                    p.cancellable = true;
+                    p.expect = n;
+                    p.expect_type = data.type;
+                    return MPI_Irecv(data.data, n, type_of(data.type), src, tag, p2p_, p.add());
+                  });
   }
 
   rt::event all_to_all_v(rt::const_data send, std::span<const std::size_t> send_counts,
@@ -152,8 +156,8 @@ class communicator final : public rt::communicator {
       received += recv_counts[j];
     }
     if (sent != send.count || received != recv.count)
-      throw std::invalid_argument("weft: mpi: all-to-all counts add up to " +
-                                  std::to_string(sent) + " sent and " + std::to_string(received) +
+      throw std::invalid_argument("weft: mpi: all-to-all counts add up to " + std::to_string(sent) +
+                                  " sent and " + std::to_string(received) +
                                   " received, the buffers hold " + std::to_string(send.count) +
                                   " and " + std::to_string(recv.count));
     return submit(&g, "all-to-all", [=](pending& p, MPI_Comm c) {
@@ -213,16 +217,14 @@ class communicator final : public rt::communicator {
       // Member j receives every member's j-th slice, then adds them in member order.
       p.scratch.resize(mine.bytes() * members_n);
       p.then = [=, &p] { sum_slices(p.scratch.data(), members_n, mine); };
-      return MPI_Ialltoall(all.data, n, type_of(all.type), p.scratch.data(), n,
-                           type_of(mine.type), c, p.add());
+      return MPI_Ialltoall(all.data, n, type_of(all.type), p.scratch.data(), n, type_of(mine.type),
+                           c, p.add());
     });
   }
 
   rt::event barrier(std::span<const int> members, int channel) override {
     group& g = group_of(members, channel);
-    return submit(&g, "barrier", [](pending& p, MPI_Comm c) {
-      return MPI_Ibarrier(c, p.add());
-    });
+    return submit(&g, "barrier", [](pending& p, MPI_Comm c) { return MPI_Ibarrier(c, p.add()); });
   }
 
   void announce_failure(std::string_view what) override {
@@ -232,15 +234,25 @@ class communicator final : public rt::communicator {
         if (r == rank_) continue;
         MPI_Request q = MPI_REQUEST_NULL;
         // Small: sent eagerly. Nobody waits for it, so a dead peer costs nothing.
-        if (MPI_Isend(text.data(), static_cast<int>(text.size()), MPI_CHAR, r, notice_tag,
-                      control_, &q) == MPI_SUCCESS)
+        if (MPI_Isend(text.data(), static_cast<int>(text.size()), MPI_CHAR, r, notice_tag, control_,
+                      &q) == MPI_SUCCESS)
           MPI_Request_free(&q);
       }
     };
-    if (multiple_) return send_all();
-    std::lock_guard lock(m_);
-    commands_.push_back(send_all);
+    std::unique_lock lock(m_);
+    if (multiple_) {
+      lock.unlock();
+      send_all();
+      lock.lock();
+    } else {
+      commands_.push_back(send_all);
+    }
+    // This rank's run is over: what it still has in flight is dropped before this returns, so
+    // nothing lands in buffers the caller is about to free; the world's fault is its own.
+    set_fault("rank " + std::to_string(rank_) + " (this rank): " + text);
+    failed_ = true;
     wake_.notify_all();
+    dropped_.wait_for(lock, std::chrono::seconds(1), [&] { return in_flight_dropped_ || stop_; });
   }
 
   std::string fault() const override {
@@ -261,7 +273,8 @@ class communicator final : public rt::communicator {
     std::function<void()> then;
     rt::event done;
     std::string what;
-    int expect = -1;  ///< a receive: how many values it must get
+    bool cancellable = false;  ///< point-to-point
+    int expect = -1;           ///< a receive: how many values it must get
     rt::element expect_type = rt::element::f32;
     MPI_Request* add() { return &reqs.emplace_back(MPI_REQUEST_NULL); }
   };
@@ -409,8 +422,8 @@ class communicator final : public rt::communicator {
 
   void create(group& g) {
     MPI_Group members;
-    detail::check(MPI_Group_incl(world_group_, static_cast<int>(g.members.size()),
-                                 g.members.data(), &members),
+    detail::check(MPI_Group_incl(world_group_, static_cast<int>(g.members.size()), g.members.data(),
+                                 &members),
                   "MPI_Group_incl");
     MPI_Comm c = MPI_COMM_NULL;
     const int rc = MPI_Comm_create_group(groups_parent_, members, g.tag, &c);
@@ -490,9 +503,18 @@ class communicator final : public rt::communicator {
         active.erase(active.begin() + static_cast<std::ptrdiff_t>(i));
         moved = true;
       }
-      poll_notices();
-      if (environment::launcher_ending())
-        set_fault("the launcher is ending the job: another rank exited, was killed or failed");
+      std::string why = notice();
+      if (why.empty() && environment::launcher_ending())
+        why = "the launcher is ending the job: another rank exited, was killed or failed";
+      if (!why.empty() || failed_.load() || !fault().empty()) {
+        // The world cannot finish: drop what is in flight (a receive cancelled writes nothing)
+        // before the fault is told, so that a caller who has seen it may free its buffers.
+        drop(active);
+        if (!why.empty()) set_fault(std::move(why));
+        std::lock_guard lock(m_);
+        in_flight_dropped_ = true;
+        dropped_.notify_all();
+      }
       const auto now = std::chrono::steady_clock::now();
       if (moved) last_progress = now;
       if (active.empty()) continue;
@@ -503,17 +525,29 @@ class communicator final : public rt::communicator {
     }
   }
 
-  void poll_notices() {
+  /// Cancels point-to-point requests (MPI cannot cancel a collective) and lets go of all.
+  static void drop(std::vector<std::shared_ptr<pending>>& active) {
+    for (auto& p : active)
+      for (MPI_Request& q : p->reqs) {
+        if (q == MPI_REQUEST_NULL) continue;
+        if (p->cancellable) MPI_Cancel(&q);
+        MPI_Request_free(&q);
+      }
+    active.clear();
+  }
+
+  /// A failure notice from a peer, if one has come.
+  std::string notice() {
     int flag = 0;
     MPI_Status st;
     if (notice_req_ == MPI_REQUEST_NULL || MPI_Test(&notice_req_, &flag, &st) != MPI_SUCCESS ||
         !flag)
-      return;
+      return {};
     int len = 0;
     MPI_Get_count(&st, MPI_CHAR, &len);
-    set_fault("rank " + std::to_string(st.MPI_SOURCE) + " failed: " +
-              std::string(notice_.data(), static_cast<std::size_t>(std::max(0, len))));
     notice_req_ = MPI_REQUEST_NULL;
+    return "rank " + std::to_string(st.MPI_SOURCE) + ": " +
+           std::string(notice_.data(), static_cast<std::size_t>(std::max(0, len)));
   }
 
   options opt_;
@@ -527,9 +561,12 @@ class communicator final : public rt::communicator {
   mutable std::mutex fault_m_;
   std::string fault_;
 
+  std::atomic<bool> failed_{false};  ///< this rank announced a failure
+
   std::mutex m_;  ///< guards what follows
-  std::condition_variable wake_;
+  std::condition_variable wake_, dropped_;
   bool stop_ = false;
+  bool in_flight_dropped_ = false;
   std::map<std::vector<int>, std::unique_ptr<group>> groups_;
   std::vector<std::shared_ptr<pending>> fresh_;  ///< issued, not yet seen by the progress thread
   std::deque<std::function<void()>> commands_;   ///< MPI calls for the progress thread to make

@@ -33,7 +33,8 @@ inline std::string error_string(int code) {
 }
 /// Throws `mpi_error` naming `what` unless `code` is MPI_SUCCESS.
 inline void check(int code, const char* what) {
-  if (code != MPI_SUCCESS) throw mpi_error(std::string("weft: mpi: ") + what + ": " + error_string(code));
+  if (code != MPI_SUCCESS)
+    throw mpi_error(std::string("weft: mpi: ") + what + ": " + error_string(code));
 }
 /// Set from the SIGTERM handler; lock-free, so the handler may store it.
 inline std::atomic<bool> launcher_ending{false};
@@ -58,15 +59,17 @@ class environment {
     if (initialised) {
       detail::check(MPI_Query_thread(&provided_), "MPI_Query_thread");
     } else {
-      const int want = opt.threads == threading::progress_thread ? MPI_THREAD_SERIALIZED
-                                                                 : MPI_THREAD_MULTIPLE;
+      const int want =
+          opt.threads == threading::progress_thread ? MPI_THREAD_SERIALIZED : MPI_THREAD_MULTIPLE;
       detail::check(MPI_Init_thread(argc, argv, want, &provided_), "MPI_Init_thread");
       owned_ = true;
     }
     if (opt.threads == threading::multiple && provided_ < MPI_THREAD_MULTIPLE) {
       if (owned_) MPI_Finalize();
-      throw mpi_error("weft: mpi: MPI_THREAD_MULTIPLE was asked for, the MPI library provides "
-                      "level " + std::to_string(provided_));
+      throw mpi_error(
+          "weft: mpi: MPI_THREAD_MULTIPLE was asked for, the MPI library provides "
+          "level " +
+          std::to_string(provided_));
     }
     if (provided_ < MPI_THREAD_SERIALIZED) {
       if (owned_) MPI_Finalize();

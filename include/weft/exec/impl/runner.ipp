@@ -64,13 +64,11 @@ WEFT_DECL void runner::await(const rt::event& e, std::chrono::steady_clock::time
                              const std::string& what) {
   while (!e.wait_for(std::chrono::milliseconds(5))) {
     if (const std::string f = opt_.comm->fault(); !f.empty()) {
-      broken_ = true;
       throw run_error("weft: run: " + name_rank(local_) + ", " + what + ": " + f);
     }
     if (std::chrono::steady_clock::now() > deadline) {
-      broken_ = true;
-      const std::string why = what + " not complete after " + std::to_string(opt_.timeout.count()) +
-                              " ms";
+      const std::string why =
+          what + " not complete after " + std::to_string(opt_.timeout.count()) + " ms";
       opt_.comm->announce_failure(why);
       throw run_error("weft: run: " + name_rank(local_) + ", " + why);
     }
@@ -78,9 +76,10 @@ WEFT_DECL void runner::await(const rt::event& e, std::chrono::steady_clock::time
 }
 
 WEFT_DECL timeline runner::run_bound(const detail::bound_model& model, run_measures* measures) {
-  if (broken_)
-    throw run_error("weft: run: an earlier run over this world of processes failed, and MPI "
-                    "still holds its operations: start the processes again");
+  if (opt_.comm)
+    if (const std::string f = opt_.comm->fault(); !f.empty())
+      throw run_error("weft: run: this world of processes has failed (" + f +
+                      "), and MPI may still hold its operations: start the processes again");
   const program& p = p_;
   const semantics& g = g_;
   // Before anything starts: a kernel for every (kind, phase) of the program — the transfers
@@ -280,25 +279,22 @@ WEFT_DECL timeline runner::run_bound(const detail::bound_model& model, run_measu
   if (!finished || pool_.failed()) {
     // What a failed run left behind must not meet the next run: posted transfers, collectives
     // half met. A fresh world, and the pool's failure forgotten once reported. A world of
-    // processes cannot be made afresh from here.
-    if (opt_.comm)
-      broken_ = true;
-    else
-      world_ = std::make_unique<rt::inproc_world>(p.ranks() * replicas_, opt_.delay);
+    // processes cannot be made afresh from here: its fault stays, and refuses the next run.
+    if (!opt_.comm) world_ = std::make_unique<rt::inproc_world>(p.ranks() * replicas_, opt_.delay);
   }
   if (pool_.failed()) {
     const rt::task_failure f = pool_.failure();
     pool_.clear_failure();
     const auto x =
         failed_op.load() != program::none ? failed_op.load() : static_cast<std::uint32_t>(f.tag);
-    const std::string what = to_string(p.at(g.op_of(x))) + " failed: " +
-                             detail::describe_exception(f.error);
+    const std::string what =
+        to_string(p.at(g.op_of(x))) + " failed: " + detail::describe_exception(f.error);
     if (opt_.comm) opt_.comm->announce_failure(what);
     throw run_error("weft: run: " + name_rank(world_rank(x)) + ", " + what);
   }
   if (!finished) {
     // Per rank this process runs, the op it is stuck at and what that waits for.
-    std::string waiting;
+    std::string waiting, first_line;
     for (int rep = 0; rep < replicas_; ++rep) {
       // Per rank of this replica, the first op at the head of one of its streams.
       std::vector<std::uint32_t> first(static_cast<std::size_t>(p.ranks()), program::none);
@@ -313,20 +309,20 @@ WEFT_DECL timeline runner::run_bound(const detail::bound_model& model, run_measu
       for (int r = 0; r < p.ranks(); ++r) {
         const std::uint32_t x = first[static_cast<std::size_t>(r)];
         if (x == program::none || !local(x)) continue;
-        waiting += "\n  " + name_rank(r * replicas_ + rep) + ": " + to_string(p.at(g.op_of(x)));
-        waiting += started_at[x] != never ? " (started)" : st.has_arrived(x) ? " (ready)" : "";
+        std::string line = to_string(p.at(g.op_of(x)));
+        line += started_at[x] != never ? " (started)" : st.has_arrived(x) ? " (ready)" : "";
         if (const std::uint32_t w = waiting_for(st, completed, x); w != semantics::none)
-          waiting +=
-              ", waits for " + to_string(p.at(g.op_of(w))) + " on " + name_rank(world_rank(w));
+          line += ", waits for " + to_string(p.at(g.op_of(w))) + " on " + name_rank(world_rank(w));
+        waiting += "\n  " + name_rank(r * replicas_ + rep) + ": " + line;
+        if (first_line.empty()) first_line = line;
       }
     }
     if (!peer_fault.empty())
       throw run_error("weft: run: " + name_rank(local_) + " stopped: " + peer_fault +
                       "; waiting:" + waiting);
-    const std::string why =
-        "not finished after " + std::to_string(opt_.timeout.count()) + " ms; waiting:" + waiting;
-    if (opt_.comm) opt_.comm->announce_failure(why);
-    throw run_error("weft: run: " + why);
+    const std::string after = "not finished after " + std::to_string(opt_.timeout.count()) + " ms";
+    if (opt_.comm) opt_.comm->announce_failure(after + ", waiting at " + first_line);
+    throw run_error("weft: run: " + after + "; waiting:" + waiting);
   }
 
   // Ticks to seconds from the start; never: infinity.
