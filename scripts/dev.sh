@@ -5,12 +5,14 @@
 #                          fb-overlap on 4 in-process ranks next to 1F1B
 #   scripts/dev.sh test    install what is missing, build with g++ and clang (and g++ with thread
 #                          and address/UB sanitizers), run every test
-#   scripts/dev.sh bench   install what is missing, build and run the benchmarks
+#   scripts/dev.sh bench   install what is missing, build and run the benchmarks (those over MPI
+#                          with mpirun on this machine)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 packages=(cmake ninja-build g++ clang libboost-dev doctest-dev libbenchmark-dev nlohmann-json3-dev
-          libpugixml-dev libtbb-dev libeigen3-dev time python3 libcli11-dev librange-v3-dev)
+          libpugixml-dev libtbb-dev libeigen3-dev time python3 libcli11-dev librange-v3-dev
+          libopenmpi-dev openmpi-bin)
 
 install_missing() {
   local missing=()
@@ -57,6 +59,10 @@ case "${1:-}" in
     ./build/bench/bench/streams_overhead --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
     bench/compile_time.sh
     CXX=clang++ bench/compile_time.sh
+    export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1  # Open MPI refuses root else
+    mpirun --oversubscribe -np 2 ./build/bench/bench/mpi_comm p2p
+    mpirun --oversubscribe -np 4 ./build/bench/bench/mpi_comm a2a
+    mpirun --oversubscribe -np 4 ./build/bench/bench/mpi_moe
     ;;
   *)
     echo "usage: scripts/dev.sh demo|test|bench" >&2

@@ -6,6 +6,7 @@
 #if WEFT_WITH_MPI
 #include <weft/mpi/communicator.hpp>
 #include <weft/mpi/environment.hpp>
+#include <weft/mpi/slots.hpp>
 #endif
 
 namespace weft::cli {
@@ -37,6 +38,9 @@ class mpi_world final : public process_world {
            (comm_.multiple() ? "MPI_THREAD_MULTIPLE" : "a progress thread owns MPI") + ", " +
            (comm_.order() == mpi::reduction_order::member ? "sums in member order"
                                                           : "the library's sums");
+  }
+  unsigned concurrent_workers(unsigned per_process) override {
+    return mpi::concurrent_workers(MPI_COMM_WORLD, per_process);
   }
 
  private:

@@ -18,6 +18,9 @@ class process_world {
   virtual rt::communicator& comm() = 0;
   /// The library, its thread level and how it sums: for the report.
   virtual std::string describe() const = 0;
+  /// How many compute workers of the world run at once, each process running `per_process`:
+  /// the shared-worker simulator's pool for the prediction. Collective.
+  virtual unsigned concurrent_workers(unsigned per_process) = 0;
   /// Ends every process of the job with `code`: after a failure, peers may wait in MPI for data
   /// that never comes, so the job ends as a whole.
   [[noreturn]] void abort(int code) {

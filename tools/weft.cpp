@@ -519,12 +519,19 @@ weft::cost_model link_costs(const weft::rt::delay_model& d, int replicas, double
   return c;
 }
 
+/// What a run ran on: named for the report, and how many compute workers ran at once (all
+/// in-process ranks share one pool; over MPI, each machine's processes share its cores).
+struct backend_info {
+  std::string name;
+  unsigned workers = 1;
+};
+
 /// Runs `s` with `Executor` on `model`, then the serial reference, and reports both. Over MPI,
 /// only rank 0 reports: it has gathered the whole run.
 template <class Executor, class Model>
 int run_and_report(const request& q, const weft::schedule& s, Model& model,
                    const weft::exec::run_options& opt, const std::string& what, int replicas,
-                   double transfer_bytes, const std::string& backend) {
+                   double transfer_bytes, const backend_info& backend) {
   Executor ex(model, opt);
   weft::exec::run_result<float> run;
   try {
@@ -547,7 +554,7 @@ int run_and_report(const request& q, const weft::schedule& s, Model& model,
       .dispatch_overhead = run.dispatch_gap,
       .wake_latency = run.wake_gap};
   const weft::timeline predicted =
-      weft::simulate_on_workers(run.prog, cost, opt.workers, so, replicas);
+      weft::simulate_on_workers(run.prog, cost, backend.workers, so, replicas);
   if (!q.svg.empty()) {  // measured above predicted, on one time scale
     std::ofstream out = open_for_writing(q.svg);
     weft::write_svg_compare(out, run.prog, run.time, "measured", predicted,
@@ -561,10 +568,10 @@ int run_and_report(const request& q, const weft::schedule& s, Model& model,
     j["serial_loss"] = loss;
     j["max_grad_rel_err"] = worst;
     j["predicted_makespan"] = predicted.makespan.count();
-    j["backend"] = backend;
+    j["backend"] = backend.name;
     std::cout << j.dump() << "\n";
   } else {
-    std::cout << what << " (" << backend << ")\n";
+    std::cout << what << " (" << backend.name << ")\n";
     print_text(std::cout, q.schedule, metrics);
     std::cout << "predicted makespan " << show(predicted.makespan)
               << " (costs calibrated from this run)\n";
@@ -600,20 +607,20 @@ std::function<void(int, const weft::op&)> fault_injection(const request& q) {
 /// been told and print what they waited at meanwhile.
 constexpr auto report_linger = std::chrono::milliseconds(500);
 
-int run_on(const request& q, weft::exec::run_options opt, const std::string& backend);
+int run_on(const request& q, weft::exec::run_options opt, const backend_info& backend);
 
 int run_command(const request& q) {
   weft::exec::run_options opt;
   opt.timeout = std::chrono::milliseconds(static_cast<long>(q.timeout_s * 1000));
   opt.before_op = fault_injection(q);
   opt.workers = static_cast<unsigned>(q.workers ? q.workers : q.backend == "mpi" ? 1 : 2);
-  if (q.backend != "mpi") return run_on(q, opt, "in-process");
+  if (q.backend != "mpi") return run_on(q, opt, {"in-process", opt.workers});
   const std::unique_ptr<weft::cli::process_world> world = weft::cli::start_mpi(q);
   opt.comm = &world->comm();
   const bool root = opt.comm->rank() == 0;
   // A failure ends the whole job: each rank says its own, then the job ends with the code.
   try {
-    return run_on(q, opt, world->describe());
+    return run_on(q, opt, {world->describe(), world->concurrent_workers(opt.workers)});
   } catch (const stop& e) {
     std::cerr << e.what() << "\n";
     std::this_thread::sleep_for(report_linger);
@@ -628,7 +635,7 @@ int run_command(const request& q) {
   }
 }
 
-int run_on(const request& q, weft::exec::run_options opt, const std::string& backend) {
+int run_on(const request& q, weft::exec::run_options opt, const backend_info& backend) {
   const weft::schedule s = generate(q, q.schedule);
   const weft::model_desc& m = s.model;
   const int stages = m.bidirectional ? m.chunks() / 2 : m.chunks();

@@ -450,6 +450,7 @@ class communicator final : public rt::communicator {
         if (active.empty() && commands_.empty() && fresh_.empty() && !stop_)
           wake_.wait_for(lock, std::chrono::milliseconds(5));
         if (stop_) break;
+        if (!fresh_.empty()) last_progress = std::chrono::steady_clock::now();  // traffic: spin
         for (auto& p : fresh_) active.push_back(std::move(p));
         fresh_.clear();
         commands.assign(std::make_move_iterator(commands_.begin()),

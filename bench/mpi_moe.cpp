@@ -1,0 +1,147 @@
+// The MoE example over MPI: a tiny MoE on 4 processes (2 pipeline ranks x 2 expert-parallel),
+// DualPipeV with fb-overlap and 1F1B as in examples/train_moe_dualpipev.cpp, over the machine's
+// own links (no emulated delay). Each schedule runs several times; each run calibrates the cost
+// model — compute and comm ops' measured times (`calibrated` with the comm spans), the runtime's
+// reaction to an event, its cost per unit — and the shared-worker simulator predicts that run,
+// with as many workers as the world's processes can run at once. Then the same schedules on 4
+// in-process ranks. Medians.
+//
+//   mpirun -np 4 mpi_moe [RUNS]
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <thread>
+#include <vector>
+
+#include <weft/exec/moe_executor.hpp>
+#include <weft/mpi/communicator.hpp>
+#include <weft/mpi/slots.hpp>
+#include <weft/schedules/dualpipe.hpp>
+#include <weft/schedules/one_f_one_b.hpp>
+#include <weft/sim/calibrate.hpp>
+#include <weft/sim/metrics.hpp>
+#include <weft/sim/shared_workers.hpp>
+
+using namespace weft;
+
+namespace {
+
+constexpr int pipeline_ranks = 2, replicas = 2, micro = 8;
+
+exec::moe_config config(int stages, int layers) {
+  exec::moe_config c = exec::demo_config();
+  c.stages = stages;
+  c.layers = layers;
+  c.micro = micro;
+  c.replicas = replicas;
+  c.seed = 3;
+  return c;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+/// Rank 0 works alone meanwhile; the others wait without spinning on the cores it needs.
+void quiet_barrier() {
+  MPI_Request q;
+  MPI_Ibarrier(MPI_COMM_WORLD, &q);
+  for (int done = 0; !done;) {
+    MPI_Test(&q, &done, MPI_STATUS_IGNORE);
+    if (!done) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+}
+
+struct figures {
+  double step = 0, predicted = 0, in_process = 0;
+  double exposed[3] = {}, exposed_pred[3] = {};
+};
+
+figures compare(mpi::communicator& world, const schedule& s, const exec::moe_config& c, int runs,
+                unsigned workers) {
+  const exec::moe_model<float> model(c);
+  figures f;
+  // In-process first, on rank 0 alone: 4 ranks, 2 compute workers, no emulated link.
+  if (world.rank() == 0) {
+    exec::moe_executor<float> ex(model, {.workers = 2});
+    std::vector<double> t;
+    for (int r = 0; r < runs; ++r) t.push_back(ex.run(s).time.makespan.count());
+    f.in_process = median(t);
+  }
+  quiet_barrier();
+  exec::moe_executor<float> ex(model, {.workers = 1, .comm = &world});
+  std::vector<double> step, predicted, exposed[3], exposed_pred[3];
+  for (int r = 0; r < runs; ++r) {
+    const exec::run_result<float> run = ex.run(s);  // every rank: the whole timeline
+    const step_metrics got = measure(run.prog, run.time);
+    const cost_model cost = calibrated(run.prog, run.time, cost_model{}, run.comm_span);
+    const sim_options so{.event_latency = measured_event_latency(run.prog, run.time, run.posted),
+                         .dispatch_overhead = run.dispatch_gap,
+                         .wake_latency = run.wake_gap};
+    const step_metrics want =
+        measure(run.prog, simulate_on_workers(run.prog, cost, workers, so, replicas));
+    step.push_back(got.makespan.count());
+    predicted.push_back(want.makespan.count());
+    for (int ph = 0; ph < 3; ++ph) {
+      exposed[ph].push_back(got.exposed_by_phase[ph].count());
+      exposed_pred[ph].push_back(want.exposed_by_phase[ph].count());
+    }
+  }
+  f.step = median(step);
+  f.predicted = median(predicted);
+  for (int ph = 0; ph < 3; ++ph) {
+    f.exposed[ph] = median(exposed[ph]);
+    f.exposed_pred[ph] = median(exposed_pred[ph]);
+  }
+  return f;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  mpi::environment env(&argc, &argv);
+  const int runs = argc > 1 ? std::max(1, std::atoi(argv[1])) : 9;
+  mpi::communicator world;
+  if (world.size() != pipeline_ranks * replicas) {
+    if (world.rank() == 0) std::fprintf(stderr, "mpi_moe: run it on 4 processes\n");
+    return 2;
+  }
+  const unsigned workers = mpi::concurrent_workers(MPI_COMM_WORLD, 1);
+  const stage_set moe = stage_set::moe_with_shared();
+  struct row {
+    const char* name;
+    schedule s;
+    exec::moe_config c;
+  };
+  const row rows[] = {
+      {"1F1B", one_f_one_b({.ranks = pipeline_ranks, .micro = micro, .layers = 4, .stages = moe}),
+       config(pipeline_ranks, 4)},
+      {"DualPipeV + fb-overlap",
+       dualpipev({.ranks = pipeline_ranks,
+                  .micro = micro,
+                  .layers = 2,
+                  .stages = moe,
+                  .overlap = overlap_options::all()}),
+       config(2 * pipeline_ranks, 2)}};
+  if (world.rank() == 0) {
+    std::printf(
+        "4 MPI processes (2 pipeline x 2 expert-parallel), 1 compute worker each, %u run "
+        "at once; %d runs each, medians\n",
+        workers, runs);
+    std::printf("%-24s %10s %10s %8s %12s   exposed comm, ms, measured / predicted\n", "schedule",
+                "MPI ms", "predicted", "error", "in-process");
+    std::printf("%-24s %10s %10s %8s %12s   %15s   %15s   %15s\n", "", "", "", "", "ms", "warm-up",
+                "steady", "cool-down");
+  }
+  for (const row& r : rows) {
+    const figures f = compare(world, r.s, r.c, runs, workers);
+    if (world.rank() != 0) continue;
+    std::printf("%-24s %10.2f %10.2f %+7.1f%% %12.2f", r.name, 1e3 * f.step, 1e3 * f.predicted,
+                100 * (f.predicted - f.step) / f.step, 1e3 * f.in_process);
+    for (int ph = 0; ph < 3; ++ph)
+      std::printf("   %6.2f / %6.2f", 1e3 * f.exposed[ph], 1e3 * f.exposed_pred[ph]);
+    std::printf("\n");
+  }
+}
