@@ -6,7 +6,7 @@
 // with as many workers as the world's processes can run at once. Then the same schedules on 4
 // in-process ranks. Medians.
 //
-//   mpirun -np 4 mpi_moe [RUNS]
+//   mpirun -np 4 mpi_moe [RUNS [SPIN_US]]   (SPIN_US: the progress thread's spin, mpi::options)
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -103,7 +103,9 @@ figures compare(mpi::communicator& world, const schedule& s, const exec::moe_con
 int main(int argc, char** argv) {
   mpi::environment env(&argc, &argv);
   const int runs = argc > 1 ? std::max(1, std::atoi(argv[1])) : 9;
-  mpi::communicator world;
+  mpi::options o;
+  if (argc > 2) o.spin = std::chrono::microseconds(std::atoi(argv[2]));
+  mpi::communicator world(MPI_COMM_WORLD, o);
   if (world.size() != pipeline_ranks * replicas) {
     if (world.rank() == 0) std::fprintf(stderr, "mpi_moe: run it on 4 processes\n");
     return 2;

@@ -59,7 +59,7 @@ struct options {
 /// One rank of a world of processes: the communicator over `parent` (MPI_COMM_WORLD by default;
 /// its ranks are the interface's ranks). Construct it on every rank of `parent`; it duplicates
 /// `parent`, so its traffic never meets anyone else's.
-class communicator final : public rt::communicator {
+class communicator final : public rt::communicator, private rt::progress_source {
  public:
   explicit communicator(MPI_Comm parent = MPI_COMM_WORLD, options opt = {}) : opt_(opt) {
     int level = 0;
@@ -271,6 +271,7 @@ class communicator final : public rt::communicator {
     std::vector<std::byte> scratch;
     std::shared_ptr<const void> keep;  ///< arrays MPI reads until completion
     std::function<void()> then;
+    explicit pending(rt::progress_source* source) : done(source) {}
     rt::event done;
     std::string what;
     bool cancellable = false;  ///< point-to-point
@@ -356,7 +357,8 @@ class communicator final : public rt::communicator {
   /// communicator exists), or later in call order (the group is being created, or the progress
   /// thread owns MPI).
   rt::event submit(group* g, std::string what, issue_fn issue) {
-    auto p = std::make_shared<pending>();
+    auto p =
+        std::make_shared<pending>(multiple_ ? static_cast<rt::progress_source*>(this) : nullptr);
     p->what = g ? what + " of " + g->name : std::move(what);
     rt::event done = p->done;
     if (!multiple_) {
@@ -417,6 +419,7 @@ class communicator final : public rt::communicator {
     }
     std::lock_guard lock(m_);
     fresh_.push_back(p);
+    idle_.store(false);
     wake_.notify_all();
   }
 
@@ -438,21 +441,76 @@ class communicator final : public rt::communicator {
     if (fault_.empty()) fault_ = std::move(why);
   }
 
-  /// Completes what is in flight: tests every operation's requests, finishes and fires the
-  /// complete ones; watches for failure notices and the launcher ending the job.
+  /// A host thread waiting for one of this communicator's events polls, as MPI_Wait does
+  /// (MPI_THREAD_MULTIPLE only; otherwise it sleeps until the progress thread fires it).
+  void progress() override {
+    host_polled_.store(std::chrono::steady_clock::now().time_since_epoch().count(),
+                       std::memory_order_relaxed);
+    std::unique_lock poll(poll_m_, std::try_to_lock);
+    if (!poll) return std::this_thread::yield();  // another thread is polling: let it
+    poll_once();
+  }
+
+  /// One round: what was issued joins what is in flight, every operation's requests are tested,
+  /// the complete ones finished and fired. True if anything completed. Holds `poll_m_`.
+  bool poll_once() {
+    {
+      std::lock_guard lock(m_);
+      for (auto& p : fresh_) active_.push_back(std::move(p));
+      fresh_.clear();
+    }
+    bool moved = false;
+    for (std::size_t i = 0; i < active_.size();) {
+      pending& p = *active_[i];
+      int flag = 0;
+      statuses_.resize(p.reqs.size());
+      const int rc =
+          MPI_Testall(static_cast<int>(p.reqs.size()), p.reqs.data(), &flag, statuses_.data());
+      if (rc != MPI_SUCCESS) {
+        int code = rc;
+        for (const MPI_Status& st : statuses_)
+          if (st.MPI_ERROR != MPI_SUCCESS && st.MPI_ERROR != MPI_ERR_PENDING) code = st.MPI_ERROR;
+        set_fault("weft: mpi: " + p.what + " failed: " + detail::error_string(code));
+        active_.erase(active_.begin() + static_cast<std::ptrdiff_t>(i));
+        continue;
+      }
+      if (!flag) {
+        ++i;
+        continue;
+      }
+      if (p.expect >= 0) {
+        int got = 0;
+        MPI_Get_count(&statuses_[0], type_of(p.expect_type), &got);
+        if (got != p.expect) {
+          set_fault("weft: mpi: a " + p.what + " expected " + std::to_string(p.expect) + " " +
+                    rt::name_of(p.expect_type) + " values and got " + std::to_string(got));
+          active_.erase(active_.begin() + static_cast<std::ptrdiff_t>(i));
+          continue;
+        }
+      }
+      // Out of the list before it fires: a waiter may poll again at once.
+      const std::shared_ptr<pending> done = std::move(active_[i]);
+      active_.erase(active_.begin() + static_cast<std::ptrdiff_t>(i));
+      if (done->then) done->then();
+      done->done.fire();
+      moved = true;
+    }
+    idle_.store(active_.empty());
+    return moved;
+  }
+
+  /// Completes what is in flight (with the host threads that poll meanwhile), makes the calls a
+  /// progress thread owns, and watches for failure notices and the launcher ending the job.
   void progress_loop() {
-    std::vector<std::shared_ptr<pending>> active;
     std::vector<std::function<void()>> commands;
     auto last_progress = std::chrono::steady_clock::now();
     for (;;) {
       {
         std::unique_lock lock(m_);
-        if (active.empty() && commands_.empty() && fresh_.empty() && !stop_)
+        if (idle_.load() && commands_.empty() && fresh_.empty() && !stop_)
           wake_.wait_for(lock, std::chrono::milliseconds(5));
         if (stop_) break;
         if (!fresh_.empty()) last_progress = std::chrono::steady_clock::now();  // traffic: spin
-        for (auto& p : fresh_) active.push_back(std::move(p));
-        fresh_.clear();
         commands.assign(std::make_move_iterator(commands_.begin()),
                         std::make_move_iterator(commands_.end()));
         commands_.clear();
@@ -466,60 +524,37 @@ class communicator final : public rt::communicator {
         }
       }
       commands.clear();
-      {  // issued on this thread just now (no MPI_THREAD_MULTIPLE)
-        std::lock_guard lock(m_);
-        for (auto& p : fresh_) active.push_back(std::move(p));
-        fresh_.clear();
+      // While a host thread polls, it completes what it can: this thread stays out of its way
+      // (and off the cores it needs), looking in now and then for what nobody waits on.
+      const auto polled = std::chrono::steady_clock::time_point(
+          std::chrono::steady_clock::duration(host_polled_.load(std::memory_order_relaxed)));
+      if (std::chrono::steady_clock::now() - polled < std::chrono::milliseconds(1)) {
+        std::this_thread::sleep_for(std::chrono::microseconds(100));
+        continue;
       }
-      for (std::size_t i = 0; i < active.size();) {
-        pending& p = *active[i];
-        int flag = 0;
-        std::vector<MPI_Status> st(p.reqs.size());
-        const int rc =
-            MPI_Testall(static_cast<int>(p.reqs.size()), p.reqs.data(), &flag, st.data());
-        if (rc != MPI_SUCCESS) {
-          int code = rc;
-          for (const MPI_Status& s : st)
-            if (s.MPI_ERROR != MPI_SUCCESS && s.MPI_ERROR != MPI_ERR_PENDING) code = s.MPI_ERROR;
-          set_fault("weft: mpi: " + p.what + " failed: " + detail::error_string(code));
-          active.erase(active.begin() + static_cast<std::ptrdiff_t>(i));
-          continue;
+      std::unique_lock poll(poll_m_, std::try_to_lock);
+      if (poll) {
+        moved = poll_once() || moved;
+        std::string why = notice();
+        if (why.empty() && environment::launcher_ending())
+          why = "the launcher is ending the job: another rank exited, was killed or failed";
+        if (!why.empty() || failed_.load() || !fault().empty()) {
+          // The world cannot finish: drop what is in flight (a receive cancelled writes
+          // nothing) before the fault is told, so that a caller who has seen it may free its
+          // buffers.
+          drop(active_);
+          if (!why.empty()) set_fault(std::move(why));
+          std::lock_guard lock(m_);
+          in_flight_dropped_ = true;
+          dropped_.notify_all();
         }
-        if (!flag) {
-          ++i;
-          continue;
-        }
-        if (p.expect >= 0) {
-          int got = 0;
-          MPI_Get_count(&st[0], type_of(p.expect_type), &got);
-          if (got != p.expect) {
-            set_fault("weft: mpi: a " + p.what + " expected " + std::to_string(p.expect) + " " +
-                      rt::name_of(p.expect_type) + " values and got " + std::to_string(got));
-            active.erase(active.begin() + static_cast<std::ptrdiff_t>(i));
-            continue;
-          }
-        }
-        if (p.then) p.then();
-        p.done.fire();
-        active.erase(active.begin() + static_cast<std::ptrdiff_t>(i));
-        moved = true;
-      }
-      std::string why = notice();
-      if (why.empty() && environment::launcher_ending())
-        why = "the launcher is ending the job: another rank exited, was killed or failed";
-      if (!why.empty() || failed_.load() || !fault().empty()) {
-        // The world cannot finish: drop what is in flight (a receive cancelled writes nothing)
-        // before the fault is told, so that a caller who has seen it may free its buffers.
-        drop(active);
-        if (!why.empty()) set_fault(std::move(why));
-        std::lock_guard lock(m_);
-        in_flight_dropped_ = true;
-        dropped_.notify_all();
+        idle_.store(active_.empty());
+        poll.unlock();  // before the back-off: a host thread may take over
       }
       const auto now = std::chrono::steady_clock::now();
       if (moved) last_progress = now;
-      if (active.empty()) continue;
-      if (now - last_progress < opt_.spin)
+      if (idle_.load()) continue;
+      if (poll && now - last_progress < opt_.spin)
         std::this_thread::yield();
       else
         std::this_thread::sleep_for(std::chrono::microseconds(20));
@@ -563,6 +598,13 @@ class communicator final : public rt::communicator {
   std::string fault_;
 
   std::atomic<bool> failed_{false};  ///< this rank announced a failure
+  std::atomic<bool> idle_{true};     ///< nothing in flight, as of the last round
+  /// When a host thread last polled (steady_clock ticks).
+  std::atomic<std::chrono::steady_clock::rep> host_polled_{0};
+
+  std::mutex poll_m_;  ///< one thread polls at a time; guards what follows
+  std::vector<std::shared_ptr<pending>> active_;
+  std::vector<MPI_Status> statuses_;
 
   std::mutex m_;  ///< guards what follows
   std::condition_variable wake_, dropped_;

@@ -35,24 +35,49 @@ struct worker_local {
 inline thread_local worker_local this_worker;
 }  // namespace detail
 
+/// What makes an event fire sooner when a host thread waits for it: a communication backend that
+/// completes operations by polling (MPI) lets the waiting thread poll, as MPI_Wait does, instead
+/// of sleeping until its progress thread gets round to it. `progress` does one round of polling
+/// and returns; it may fire the event from the calling thread.
+class progress_source {
+ public:
+  virtual void progress() = 0;
+
+ protected:
+  ~progress_source() = default;
+};
+
 /// Something that happens once. Streams wait on it without holding a thread; the host can block
 /// on it. Shared between the recording stream and the waiters.
 class event {
  public:
   event() : state_(std::make_shared<state>()) {}
+  /// An event a host wait drives by polling `source` (which must outlive the wait).
+  explicit event(progress_source* source) : event() { state_->source = source; }
 
   bool done() const {
     std::lock_guard lock(state_->m);
     return state_->fired;
   }
-  /// Blocks the calling (host) thread until the event fires.
+  /// Blocks the calling (host) thread until the event fires — polling its progress source, if
+  /// it has one.
   void wait() const {
+    if (state_->source)
+      while (!done()) state_->source->progress();
     std::unique_lock lock(state_->m);
     state_->host.wait(lock, [&] { return state_->fired; });
   }
   /// As `wait`, giving up after `timeout`; true if the event fired.
   template <class Rep, class Period>
   bool wait_for(std::chrono::duration<Rep, Period> timeout) const {
+    if (state_->source) {
+      const auto until = std::chrono::steady_clock::now() + timeout;
+      while (!done()) {
+        if (std::chrono::steady_clock::now() >= until) return false;
+        state_->source->progress();
+      }
+      return true;
+    }
     std::unique_lock lock(state_->m);
     return state_->host.wait_for(lock, timeout, [&] { return state_->fired; });
   }
@@ -66,6 +91,7 @@ class event {
     std::condition_variable host;
     bool fired = false;
     std::vector<stream*> waiters;
+    progress_source* source = nullptr;
   };
   static void fire(state& st);
   /// Registers `s` to be rescheduled when the event fires; false if it already has.
