@@ -28,6 +28,7 @@ using namespace weft;
 namespace {
 
 constexpr int pipeline_ranks = 2, replicas = 2, micro = 8;
+unsigned comm_workers = 1;
 
 exec::moe_config config(int stages, int layers) {
   exec::moe_config c = exec::demo_config();
@@ -71,7 +72,7 @@ figures compare(mpi::communicator& world, const schedule& s, const exec::moe_con
     f.in_process = median(t);
   }
   quiet_barrier();
-  exec::moe_executor<float> ex(model, {.workers = 1, .comm = &world});
+  exec::moe_executor<float> ex(model, {.workers = 1, .comm_workers = comm_workers, .comm = &world});
   std::vector<double> step, predicted, exposed[3], exposed_pred[3];
   for (int r = 0; r < runs; ++r) {
     const exec::run_result<float> run = ex.run(s);  // every rank: the whole timeline
@@ -105,6 +106,7 @@ int main(int argc, char** argv) {
   const int runs = argc > 1 ? std::max(1, std::atoi(argv[1])) : 9;
   mpi::options o;
   if (argc > 2) o.spin = std::chrono::microseconds(std::atoi(argv[2]));
+  if (argc > 3) comm_workers = static_cast<unsigned>(std::atoi(argv[3]));
   mpi::communicator world(MPI_COMM_WORLD, o);
   if (world.size() != pipeline_ranks * replicas) {
     if (world.rank() == 0) std::fprintf(stderr, "mpi_moe: run it on 4 processes\n");

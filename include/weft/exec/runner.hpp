@@ -25,6 +25,8 @@
 #include <type_traits>
 #include <vector>
 
+#include <unistd.h>
+
 #include <weft/config.hpp>
 #include <weft/core/binding.hpp>
 #include <weft/core/error.hpp>
@@ -175,6 +177,16 @@ inline std::string describe_exception(const std::exception_ptr& e) {
   } catch (...) {
     return "unknown error";
   }
+}
+
+/// This machine, as a number every process on it computes alike (its host name's FNV-1a hash,
+/// 32 bits, so a double holds it exactly).
+inline double this_host() {
+  char name[256] = {};
+  gethostname(name, sizeof name - 1);
+  std::uint32_t h = 2166136261u;
+  for (const char* c = name; *c; ++c) h = (h ^ static_cast<unsigned char>(*c)) * 16777619u;
+  return static_cast<double>(h);
 }
 
 /// Counters that workers decrement concurrently, for `readiness`.

@@ -441,6 +441,12 @@ class communicator final : public rt::communicator, private rt::progress_source 
     if (fault_.empty()) fault_ = std::move(why);
   }
 
+  void poll() override {
+    if (!multiple_) return;  // the progress thread owns MPI
+    std::unique_lock lock(poll_m_, std::try_to_lock);
+    if (lock && !idle_.load()) poll_once();
+  }
+
   /// A host thread waiting for one of this communicator's events polls, as MPI_Wait does
   /// (MPI_THREAD_MULTIPLE only; otherwise it sleeps until the progress thread fires it).
   void progress() override {

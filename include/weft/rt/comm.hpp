@@ -114,6 +114,11 @@ class communicator {
   /// empty. A runner waiting for a peer polls it, so that it stops at once instead of at its
   /// timeout. In-process ranks share one run, which sees its failures itself.
   virtual std::string fault() const { return {}; }
+  /// One round of completing what is in flight, for a backend that completes operations by
+  /// polling (MPI): the runner calls it whenever a worker finishes a unit of compute, so the
+  /// thread that has a core moves communication on instead of waiting for the backend's own
+  /// thread to get one. Cheap when there is nothing to do; in-process ranks need none.
+  virtual void poll() {}
   /// This rank's run failed: tell the other ranks (their `fault()` then names this rank and
   /// `what`), so that none of them waits for it. A backend of one process has nobody to tell.
   virtual void announce_failure(std::string_view /*what*/) {}

@@ -222,6 +222,7 @@ WEFT_DECL timeline runner::run_bound(const detail::bound_model& model, run_measu
         }
         t = rt::cycle_clock::now();
         g.each_member(unit, [&](std::uint32_t x) { complete(x, t, ev); });
+        if (opt_.comm) opt_.comm->poll();  // this thread has a core: move communication on
         unit = std::exchange(self.unit, program::none);
         if (unit != program::none) followed[unit] = 1;
         // A unit of another stream this completion readied: this worker takes it once it is
@@ -247,6 +248,7 @@ WEFT_DECL timeline runner::run_bound(const detail::bound_model& model, run_measu
     await(opt_.comm->barrier(everyone, runtime_channel), deadline, "the barrier before the run");
   }
   const auto origin = rt::cycle_clock::now();
+  const auto steady_origin = std::chrono::steady_clock::now();
   detail::follow_on::here().tick = origin;
   st.begin(ev);
 
@@ -333,7 +335,7 @@ WEFT_DECL timeline runner::run_bound(const detail::bound_model& model, run_measu
   };
   // What each op copy's rank measured, then (a world of processes) every rank's: started,
   // finished, and the runtime's gaps (sum and count of each kind).
-  std::vector<double> mine(2 * std::size_t{N} + 4, inf);
+  std::vector<double> mine(2 * std::size_t{N} + 6, inf);
   double* const start_s = mine.data();
   double* const finish_s = start_s + N;
   for (std::uint32_t x = 0; x < N; ++x) {
@@ -364,14 +366,32 @@ WEFT_DECL timeline runner::run_bound(const detail::bound_model& model, run_measu
     gaps[queued ? 1 : 3] += 1;
   }
   if (opt_.comm) {  // every rank's own op copies, to every rank
+    // With them, where and when this rank's time began: ranks on one machine share its steady
+    // clock, so their origins are put on one time line exactly; across machines the barrier
+    // they left together is the common origin.
+    mine[2 * std::size_t{N} + 4] = detail::this_host();
+    mine[2 * std::size_t{N} + 5] =
+        std::chrono::duration<double>(steady_origin.time_since_epoch()).count();
     const std::size_t len = mine.size();
     std::vector<double> all(len * everyone.size());
     await(opt_.comm->all_gather(mine, all, everyone, runtime_channel), deadline,
           "gathering the timeline");
+    std::vector<double> shift(everyone.size(), 0.0);
+    for (std::size_t r = 0; r < everyone.size(); ++r)
+      for (std::size_t h = 0; h < r; ++h)  // the first rank on r's machine
+        if (all[h * len + 2 * std::size_t{N} + 4] == all[r * len + 2 * std::size_t{N} + 4]) {
+          shift[r] = shift[h] + all[r * len + 2 * std::size_t{N} + 5] -
+                     all[h * len + 2 * std::size_t{N} + 5];
+          break;
+        }
+    // Time 0: the first rank to leave the barrier.
+    const double first = *std::min_element(shift.begin(), shift.end());
+    for (double& d : shift) d -= first;
     for (std::uint32_t x = 0; x < N; ++x) {
-      const double* theirs = all.data() + static_cast<std::size_t>(world_rank(x)) * len;
-      start_s[x] = theirs[x];
-      finish_s[x] = theirs[N + x];
+      const auto r = static_cast<std::size_t>(world_rank(x));
+      const double* theirs = all.data() + r * len;
+      start_s[x] = theirs[x] + shift[r];  // inf stays inf
+      finish_s[x] = theirs[N + x] + shift[r];
     }
     std::fill(gaps, gaps + 4, 0.0);
     for (std::size_t r = 0; r < everyone.size(); ++r)
