@@ -1,6 +1,8 @@
 // weft's communication interface over MPI against the same MPI calls made directly, side by side
 // in one run: point-to-point latency and bandwidth (a ping-pong between ranks 0 and 1) and
-// all-to-all(v) over every rank, for the sizes the MoE example moves and larger. Raw and weft
+// all-to-all(v) over every rank, for the sizes the MoE example moves (8 KiB: an activation or a
+// dispatch's rows) and larger. The host thread waits for weft's events, polling as MPI_Wait
+// does (rt::progress_source). Raw and weft
 // alternate round by round, so the machine's drift hits both; medians over the rounds.
 //
 //   mpirun -np 2 mpi_comm p2p [ROUNDS]
@@ -54,7 +56,10 @@ void p2p(mpi::communicator& c, int rounds) {
         "ping-pong between 2 processes, one-way time (half a round trip), medians of %d "
         "rounds\n%10s %12s %12s %9s %14s\n",
         rounds, "bytes", "raw MPI us", "weft us", "weft/raw", "weft GB/s");
-  for (std::size_t bytes = 8; bytes <= (std::size_t{4} << 20); bytes *= 8) {
+  for (const std::size_t bytes :
+       {std::size_t{8}, std::size_t{512}, std::size_t{4} << 10, std::size_t{8} << 10,
+        std::size_t{64} << 10, std::size_t{256} << 10, std::size_t{1} << 20,
+        std::size_t{4} << 20}) {
     std::vector<float> out(bytes / sizeof(float), 1.0f), in(out.size());
     const int n = static_cast<int>(out.size());
     const auto raw = [&] {

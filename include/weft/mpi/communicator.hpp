@@ -101,7 +101,7 @@ class communicator final : public rt::communicator, private rt::progress_source 
     if (!healthy) return;  // peers may be gone: leave MPI's state to the job's end
     MPI_Cancel(&notice_req_);
     MPI_Wait(&notice_req_, MPI_STATUS_IGNORE);
-    for (auto& [key, g] : groups_)
+    for (auto& g : groups_)
       if (g->comm != MPI_COMM_NULL) MPI_Comm_free(&g->comm);
     MPI_Group_free(&world_group_);
     for (MPI_Comm* c : {&p2p_, &groups_parent_, &control_}) MPI_Comm_free(c);
@@ -116,7 +116,7 @@ class communicator final : public rt::communicator, private rt::progress_source 
   rt::event isend(rt::const_data data, int dst, int tag) override {
     check_peer(dst, "send to");
     const int n = count_of(data.count, "a send");
-    return submit(nullptr, "send to rank " + std::to_string(dst), [=, this](pending& p, MPI_Comm) {
+    return submit(nullptr, "send to rank", dst, [=, this](pending& p, MPI_Comm) {
       p.cancellable = true;
       return MPI_Isend(data.data, n, type_of(data.type), dst, tag, p2p_, p.add());
     });
@@ -124,13 +124,12 @@ class communicator final : public rt::communicator, private rt::progress_source 
   rt::event irecv(rt::mutable_data data, int src, int tag) override {
     check_peer(src, "receive from");
     const int n = count_of(data.count, "a receive");
-    return submit(nullptr, "receive from rank " + std::to_string(src),
-                  [=, this](pending& p, MPI_Comm) {
-                    p.cancellable = true;
-                    p.expect = n;
-                    p.expect_type = data.type;
-                    return MPI_Irecv(data.data, n, type_of(data.type), src, tag, p2p_, p.add());
-                  });
+    return submit(nullptr, "receive from rank", src, [=, this](pending& p, MPI_Comm) {
+      p.cancellable = true;
+      p.expect = n;
+      p.expect_type = data.type;
+      return MPI_Irecv(data.data, n, type_of(data.type), src, tag, p2p_, p.add());
+    });
   }
 
   rt::event all_to_all_v(rt::const_data send, std::span<const std::size_t> send_counts,
@@ -141,31 +140,40 @@ class communicator final : public rt::communicator, private rt::progress_source 
       throw std::invalid_argument("weft: mpi: all-to-all needs a count per member");
     if (send.type != recv.type)
       throw std::invalid_argument("weft: mpi: all-to-all sends and receives one element type");
-    auto counts = std::make_shared<std::vector<int>>(4 * members.size());
-    int* sc = counts->data();
-    int* sd = sc + members.size();
-    int* rc = sd + members.size();
-    int* rd = rc + members.size();
     std::size_t sent = 0, received = 0;
     for (std::size_t j = 0; j < members.size(); ++j) {
-      sd[j] = count_of(sent, "an all-to-all");
-      rd[j] = count_of(received, "an all-to-all");
-      sc[j] = count_of(send_counts[j], "an all-to-all");
-      rc[j] = count_of(recv_counts[j], "an all-to-all");
+      count_of(send_counts[j], "an all-to-all");
+      count_of(recv_counts[j], "an all-to-all");
       sent += send_counts[j];
       received += recv_counts[j];
     }
+    count_of(sent, "an all-to-all");
+    count_of(received, "an all-to-all");
     if (sent != send.count || received != recv.count)
       throw std::invalid_argument("weft: mpi: all-to-all counts add up to " + std::to_string(sent) +
                                   " sent and " + std::to_string(received) +
                                   " received, the buffers hold " + std::to_string(send.count) +
                                   " and " + std::to_string(recv.count));
-    return submit(&g, "all-to-all", [=](pending& p, MPI_Comm c) {
-      p.keep = counts;
-      const int* cs = counts->data();
-      const std::size_t k = counts->size() / 4;
-      return MPI_Ialltoallv(send.data, cs, cs + k, type_of(send.type), recv.data, cs + 2 * k,
-                            cs + 3 * k, type_of(recv.type), c, p.add());
+    // The counts are read when the call is made, maybe later (a group being created): like the
+    // buffers, the caller keeps them until the event fires (rt/comm.hpp).
+    return submit(&g, "all-to-all", -1, [=](pending& p, MPI_Comm c) {
+      const std::size_t k = send_counts.size();
+      p.counts.resize(4 * k);
+      int* sc = p.counts.data();
+      int* sd = sc + k;
+      int* rc = sd + k;
+      int* rd = rc + k;
+      int sent_so_far = 0, received_so_far = 0;
+      for (std::size_t j = 0; j < k; ++j) {  // every count and sum checked above
+        sc[j] = static_cast<int>(send_counts[j]);
+        rc[j] = static_cast<int>(recv_counts[j]);
+        sd[j] = sent_so_far;
+        rd[j] = received_so_far;
+        sent_so_far += sc[j];
+        received_so_far += rc[j];
+      }
+      return MPI_Ialltoallv(send.data, sc, sd, type_of(send.type), recv.data, rc, rd,
+                            type_of(recv.type), c, p.add());
     });
   }
 
@@ -174,12 +182,12 @@ class communicator final : public rt::communicator, private rt::progress_source 
     group& g = group_of(members, channel);
     const int n = count_of(data.count, "an all-reduce");
     if (opt_.reduce == reduction_order::library)
-      return submit(&g, "all-reduce", [=](pending& p, MPI_Comm c) {
+      return submit(&g, "all-reduce", -1, [=](pending& p, MPI_Comm c) {
         return MPI_Iallreduce(MPI_IN_PLACE, data.data, n, type_of(data.type), MPI_SUM, c, p.add());
       });
     const std::size_t members_n = members.size();
     count_of(data.count * members_n, "an all-reduce's gather");
-    return submit(&g, "all-reduce", [=](pending& p, MPI_Comm c) {
+    return submit(&g, "all-reduce", -1, [=](pending& p, MPI_Comm c) {
       p.scratch.resize(data.bytes() * members_n);
       p.then = [=, &p] { sum_slices(p.scratch.data(), members_n, data); };
       return MPI_Iallgather(data.data, n, type_of(data.type), p.scratch.data(), n,
@@ -194,7 +202,7 @@ class communicator final : public rt::communicator, private rt::progress_source 
       throw std::length_error("weft: mpi: all-gather buffers do not fit");
     const int n = count_of(mine.count, "an all-gather");
     count_of(all.count, "an all-gather");
-    return submit(&g, "all-gather", [=](pending& p, MPI_Comm c) {
+    return submit(&g, "all-gather", -1, [=](pending& p, MPI_Comm c) {
       return MPI_Iallgather(mine.data, n, type_of(mine.type), all.data, n, type_of(all.type), c,
                             p.add());
     });
@@ -208,12 +216,12 @@ class communicator final : public rt::communicator, private rt::progress_source 
     const int n = count_of(mine.count, "a reduce-scatter");
     count_of(all.count, "a reduce-scatter");
     if (opt_.reduce == reduction_order::library)
-      return submit(&g, "reduce-scatter", [=](pending& p, MPI_Comm c) {
+      return submit(&g, "reduce-scatter", -1, [=](pending& p, MPI_Comm c) {
         return MPI_Ireduce_scatter_block(all.data, mine.data, n, type_of(mine.type), MPI_SUM, c,
                                          p.add());
       });
     const std::size_t members_n = members.size();
-    return submit(&g, "reduce-scatter", [=](pending& p, MPI_Comm c) {
+    return submit(&g, "reduce-scatter", -1, [=](pending& p, MPI_Comm c) {
       // Member j receives every member's j-th slice, then adds them in member order.
       p.scratch.resize(mine.bytes() * members_n);
       p.then = [=, &p] { sum_slices(p.scratch.data(), members_n, mine); };
@@ -224,7 +232,8 @@ class communicator final : public rt::communicator, private rt::progress_source 
 
   rt::event barrier(std::span<const int> members, int channel) override {
     group& g = group_of(members, channel);
-    return submit(&g, "barrier", [](pending& p, MPI_Comm c) { return MPI_Ibarrier(c, p.add()); });
+    return submit(&g, "barrier", -1,
+                  [](pending& p, MPI_Comm c) { return MPI_Ibarrier(c, p.add()); });
   }
 
   void announce_failure(std::string_view what) override {
@@ -264,16 +273,26 @@ class communicator final : public rt::communicator, private rt::progress_source 
   static constexpr int notice_tag = 1;
   static constexpr std::size_t notice_size = 1024;
 
+  struct group;
   /// One operation in flight: its requests, what to do once they are complete (a member-order
   /// sum), the event that then fires.
   struct pending {
     std::vector<MPI_Request> reqs;
     std::vector<std::byte> scratch;
-    std::shared_ptr<const void> keep;  ///< arrays MPI reads until completion
+    std::vector<int> counts;  ///< an all-to-all's counts and displacements, read by MPI
     std::function<void()> then;
     explicit pending(rt::progress_source* source) : done(source) {}
     rt::event done;
-    std::string what;
+    const char* op = "";       ///< what it is: "send to rank", "all-to-all", ...
+    int peer = -1;             ///< a transfer's peer
+    const group* g = nullptr;  ///< a collective's group
+    /// In words, for an error (built then, not per operation).
+    std::string what() const {
+      std::string w = op;
+      if (peer >= 0) w += " " + std::to_string(peer);
+      if (g) w += " of " + g->name;
+      return w;
+    }
     bool cancellable = false;  ///< point-to-point
     int expect = -1;           ///< a receive: how many values it must get
     rt::element expect_type = rt::element::f32;
@@ -286,6 +305,7 @@ class communicator final : public rt::communicator, private rt::progress_source 
   struct group {
     std::string name;
     std::vector<int> members;
+    int channel = 0;
     int tag = 0;
     std::mutex m;
     MPI_Comm comm = MPI_COMM_NULL;
@@ -333,37 +353,41 @@ class communicator final : public rt::communicator, private rt::progress_source 
       throw std::invalid_argument("weft: mpi: rank " + std::to_string(rank_) +
                                   " joins a collective of a group it is not in");
     for (const int r : members) check_peer(r, "meet");
-    std::vector<int> key(members.begin(), members.end());
-    key.push_back(channel);
     std::lock_guard lock(m_);
-    auto& slot = groups_[key];
-    if (!slot) {
-      slot = std::make_unique<group>();
-      slot->members.assign(members.begin(), members.end());
-      slot->name = "ranks {";
-      for (std::size_t j = 0; j < members.size(); ++j)
-        slot->name += (j ? "," : "") + std::to_string(members[j]);
-      slot->name += "} channel " + std::to_string(channel);
-      // The tag that makes the members' MPI_Comm_create_group calls meet: the same on every
-      // member, different (but for a 1 in tag_ub chance) between groups created concurrently.
-      std::uint64_t h = 1469598103934665603ull;
-      for (const int v : key) h = (h ^ static_cast<std::uint32_t>(v)) * 1099511628211ull;
-      slot->tag = static_cast<int>(h % static_cast<std::uint64_t>(tag_ub_));
-    }
+    for (const auto& known : groups_)  // few groups, looked up per collective: no allocation
+      if (known->channel == channel &&
+          std::equal(members.begin(), members.end(), known->members.begin(), known->members.end()))
+        return *known;
+    auto& slot = groups_.emplace_back(std::make_unique<group>());
+    slot->members.assign(members.begin(), members.end());
+    slot->channel = channel;
+    slot->name = "ranks {";
+    for (std::size_t j = 0; j < members.size(); ++j)
+      slot->name += (j ? "," : "") + std::to_string(members[j]);
+    slot->name += "} channel " + std::to_string(channel);
+    // The tag that makes the members' MPI_Comm_create_group calls meet: the same on every
+    // member, different (but for a 1 in tag_ub chance) between groups created concurrently.
+    std::uint64_t h = 1469598103934665603ull;
+    for (const int v : members) h = (h ^ static_cast<std::uint32_t>(v)) * 1099511628211ull;
+    h = (h ^ static_cast<std::uint32_t>(channel)) * 1099511628211ull;
+    slot->tag = static_cast<int>(h % static_cast<std::uint64_t>(tag_ub_));
     return *slot;
   }
 
   /// Issues an operation: now, on the caller's thread (MPI_THREAD_MULTIPLE and its group's
   /// communicator exists), or later in call order (the group is being created, or the progress
   /// thread owns MPI).
-  rt::event submit(group* g, std::string what, issue_fn issue) {
+  template <class Issue>
+  rt::event submit(group* g, const char* op, int peer, Issue&& issue) {
     auto p =
         std::make_shared<pending>(multiple_ ? static_cast<rt::progress_source*>(this) : nullptr);
-    p->what = g ? what + " of " + g->name : std::move(what);
+    p->op = op;
+    p->peer = peer;
+    p->g = g;
     rt::event done = p->done;
     if (!multiple_) {
       std::lock_guard lock(m_);
-      commands_.push_back([this, g, p, issue = std::move(issue)] {
+      commands_.push_back([this, g, p, issue = std::forward<Issue>(issue)] {
         MPI_Comm c = p2p_;
         if (g) {
           if (g->comm == MPI_COMM_NULL) create(*g);  // blocks this thread: docs/mpi.md
@@ -383,7 +407,7 @@ class communicator final : public rt::communicator, private rt::progress_source 
       issue_now(p, issue, g->comm, true);
       return done;
     }
-    g->backlog.emplace_back(p, std::move(issue));
+    g->backlog.emplace_back(p, issue_fn(std::forward<Issue>(issue)));
     if (!g->creating) {
       g->creating = true;
       // A thread of its own: creation blocks until every member is there, and another group's
@@ -409,10 +433,11 @@ class communicator final : public rt::communicator, private rt::progress_source 
 
   /// Calls `issue`; on success hands the operation to the progress thread. A failed call throws
   /// on the caller's thread (`throw_errors`) or becomes the world's fault.
-  void issue_now(const std::shared_ptr<pending>& p, const issue_fn& issue, MPI_Comm c,
+  template <class Issue>
+  void issue_now(const std::shared_ptr<pending>& p, const Issue& issue, MPI_Comm c,
                  bool throw_errors) {
     if (const int rc = issue(*p, c); rc != MPI_SUCCESS) {
-      const std::string why = "weft: mpi: " + p->what + " failed: " + detail::error_string(rc);
+      const std::string why = "weft: mpi: " + p->what() + " failed: " + detail::error_string(rc);
       if (throw_errors) throw mpi_error(why);
       set_fault(why);
       return;
@@ -476,7 +501,7 @@ class communicator final : public rt::communicator, private rt::progress_source 
         int code = rc;
         for (const MPI_Status& st : statuses_)
           if (st.MPI_ERROR != MPI_SUCCESS && st.MPI_ERROR != MPI_ERR_PENDING) code = st.MPI_ERROR;
-        set_fault("weft: mpi: " + p.what + " failed: " + detail::error_string(code));
+        set_fault("weft: mpi: " + p.what() + " failed: " + detail::error_string(code));
         active_.erase(active_.begin() + static_cast<std::ptrdiff_t>(i));
         continue;
       }
@@ -488,7 +513,7 @@ class communicator final : public rt::communicator, private rt::progress_source 
         int got = 0;
         MPI_Get_count(&statuses_[0], type_of(p.expect_type), &got);
         if (got != p.expect) {
-          set_fault("weft: mpi: a " + p.what + " expected " + std::to_string(p.expect) + " " +
+          set_fault("weft: mpi: a " + p.what() + " expected " + std::to_string(p.expect) + " " +
                     rt::name_of(p.expect_type) + " values and got " + std::to_string(got));
           active_.erase(active_.begin() + static_cast<std::ptrdiff_t>(i));
           continue;
@@ -531,11 +556,12 @@ class communicator final : public rt::communicator, private rt::progress_source 
       }
       commands.clear();
       // While a host thread polls, it completes what it can: this thread stays out of its way
-      // (and off the cores it needs), looking in now and then for what nobody waits on.
+      // and off the cores it needs (each of its wake-ups would preempt the poller), looking in
+      // every 5 ms for what nobody waits on.
       const auto polled = std::chrono::steady_clock::time_point(
           std::chrono::steady_clock::duration(host_polled_.load(std::memory_order_relaxed)));
       if (std::chrono::steady_clock::now() - polled < std::chrono::milliseconds(1)) {
-        std::this_thread::sleep_for(std::chrono::microseconds(100));
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
         continue;
       }
       std::unique_lock poll(poll_m_, std::try_to_lock);
@@ -616,7 +642,7 @@ class communicator final : public rt::communicator, private rt::progress_source 
   std::condition_variable wake_, dropped_;
   bool stop_ = false;
   bool in_flight_dropped_ = false;
-  std::map<std::vector<int>, std::unique_ptr<group>> groups_;
+  std::vector<std::unique_ptr<group>> groups_;
   std::vector<std::shared_ptr<pending>> fresh_;  ///< issued, not yet seen by the progress thread
   std::deque<std::function<void()>> commands_;   ///< MPI calls for the progress thread to make
   std::vector<std::thread> creators_;

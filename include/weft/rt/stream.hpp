@@ -60,24 +60,18 @@ class event {
     return state_->fired;
   }
   /// Blocks the calling (host) thread until the event fires — polling its progress source, if
-  /// it has one.
+  /// it has one, as MPI_Wait does (and, like it, for ever if the operation never completes).
   void wait() const {
     if (state_->source)
       while (!done()) state_->source->progress();
     std::unique_lock lock(state_->m);
     state_->host.wait(lock, [&] { return state_->fired; });
   }
-  /// As `wait`, giving up after `timeout`; true if the event fired.
+  /// As `wait`, giving up after `timeout`; true if the event fired. It sleeps rather than
+  /// polls: a thread that looks in now and then (a runner minding its deadline) leaves the
+  /// polling to the backend.
   template <class Rep, class Period>
   bool wait_for(std::chrono::duration<Rep, Period> timeout) const {
-    if (state_->source) {
-      const auto until = std::chrono::steady_clock::now() + timeout;
-      while (!done()) {
-        if (std::chrono::steady_clock::now() >= until) return false;
-        state_->source->progress();
-      }
-      return true;
-    }
     std::unique_lock lock(state_->m);
     return state_->host.wait_for(lock, timeout, [&] { return state_->fired; });
   }
