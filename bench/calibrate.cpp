@@ -20,25 +20,19 @@
 #include <weft/sim/metrics.hpp>
 #include <weft/sim/shared_workers.hpp>
 
+#include "moe_example.hpp"
+
 using namespace weft;
 
 namespace {
 
-constexpr int pipeline_ranks = 2, replicas = 2, micro = 8;
+using bench::micro;
+using bench::pipeline_ranks;
+using bench::replicas;
 // By default one compute worker and one comm worker: with the timer that keeps 2 cores busy but
 // not oversubscribed (on an oversubscribed core every wake-up waits for a scheduler quantum).
 unsigned workers = 1;
 constexpr link_model ep_link = link_model::with_bandwidth(seconds(150e-6), 2e9);
-
-exec::moe_config config(int stages, int layers) {
-  exec::moe_config c = exec::demo_config();
-  c.stages = stages;
-  c.layers = layers;
-  c.micro = micro;
-  c.replicas = replicas;
-  c.seed = 3;
-  return c;
-}
 
 /// What the ep_link costs, as the in-process backend charges it: an all-to-all by the values a
 /// member receives (its tokens' k rows, dispatch F with the expert column, after a count
@@ -112,22 +106,22 @@ int main(int argc, char** argv) {
               "cool-down");
   compare("1F1B",
           one_f_one_b({.ranks = pipeline_ranks, .micro = micro, .layers = 4, .stages = moe}),
-          config(pipeline_ranks, 4), runs);
+          bench::example_config(pipeline_ranks, 4), runs);
   compare("1F1B + self-overlap",
           one_f_one_b({.ranks = pipeline_ranks,
                        .micro = micro,
                        .layers = 4,
                        .stages = moe,
                        .overlap = {false, false, true}}),
-          config(pipeline_ranks, 4), runs);
+          bench::example_config(pipeline_ranks, 4), runs);
   compare("DualPipeV",
           dualpipev({.ranks = pipeline_ranks, .micro = micro, .layers = 2, .stages = moe}),
-          config(2 * pipeline_ranks, 2), runs);
+          bench::example_config(2 * pipeline_ranks, 2), runs);
   compare("DualPipeV + fb-overlap",
           dualpipev({.ranks = pipeline_ranks,
                      .micro = micro,
                      .layers = 2,
                      .stages = moe,
                      .overlap = overlap_options::all()}),
-          config(2 * pipeline_ranks, 2), runs);
+          bench::example_config(2 * pipeline_ranks, 2), runs);
 }

@@ -23,22 +23,16 @@
 #include <weft/sim/metrics.hpp>
 #include <weft/sim/shared_workers.hpp>
 
+#include "moe_example.hpp"
+
 using namespace weft;
 
 namespace {
 
-constexpr int pipeline_ranks = 2, replicas = 2, micro = 8;
+using bench::micro;
+using bench::pipeline_ranks;
+using bench::replicas;
 unsigned comm_workers = 1;
-
-exec::moe_config config(int stages, int layers) {
-  exec::moe_config c = exec::demo_config();
-  c.stages = stages;
-  c.layers = layers;
-  c.micro = micro;
-  c.replicas = replicas;
-  c.seed = 3;
-  return c;
-}
 
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
@@ -121,14 +115,14 @@ int main(int argc, char** argv) {
   };
   const row rows[] = {
       {"1F1B", one_f_one_b({.ranks = pipeline_ranks, .micro = micro, .layers = 4, .stages = moe}),
-       config(pipeline_ranks, 4)},
+       bench::example_config(pipeline_ranks, 4)},
       {"DualPipeV + fb-overlap",
        dualpipev({.ranks = pipeline_ranks,
                   .micro = micro,
                   .layers = 2,
                   .stages = moe,
                   .overlap = overlap_options::all()}),
-       config(2 * pipeline_ranks, 2)}};
+       bench::example_config(2 * pipeline_ranks, 2)}};
   if (world.rank() == 0) {
     std::printf(
         "4 MPI processes (2 pipeline x 2 expert-parallel), 1 compute worker each, %u run "

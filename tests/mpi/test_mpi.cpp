@@ -225,20 +225,6 @@ TEST_CASE("a receive shorter than its send, and a failure notice, become faults"
   }
 }
 
-namespace {
-
-template <class T>
-bool same_bits(const exec::run_result<T>& a, const exec::run_result<T>& b) {
-  if (a.loss != b.loss || a.grads.size() != b.grads.size()) return false;
-  for (std::size_t s = 0; s < a.grads.size(); ++s)
-    for (std::size_t l = 0; l < a.grads[s].size(); ++l)
-      for (std::size_t k = 0; k < a.grads[s][l].size(); ++k)
-        if (a.grads[s][l][k] != b.grads[s][l][k]) return false;
-  return true;
-}
-
-}  // namespace
-
 TEST_CASE("the runner over processes: every whole-block generator equals the in-process run") {
   mpi::communicator c(MPI_COMM_WORLD, with());
   const int P = c.size(), M = 2 * P;
@@ -269,7 +255,7 @@ TEST_CASE("the runner over processes: every whole-block generator equals the in-
     CHECK(unmeasured == 0);
     if (c.rank() != 0) continue;
     exec::dense_executor<float> in_process(model);
-    CHECK(same_bits(run, in_process.run(k.s)));
+    CHECK(exec::same_bits(run, in_process.run(k.s)));
   }
 }
 
@@ -289,7 +275,7 @@ TEST_CASE("the runner over processes: MoE with fb-overlap equals the in-process 
   const exec::run_result<float> run = over_mpi.run(dualpipev(p));
   if (c.rank() != 0) return;
   exec::moe_executor<float> in_process(model);
-  CHECK(same_bits(run, in_process.run(dualpipev(p))));
+  CHECK(exec::same_bits(run, in_process.run(dualpipev(p))));
 }
 
 TEST_CASE("the runner over processes: a world of the wrong size, a throwing op, a stuck peer") {

@@ -55,13 +55,7 @@ TEST_CASE("every whole-block generator: loss and gradients equal the serial run"
     CHECK(run.time.makespan > seconds(0));
     // Again: bit for bit.
     const run_result<float> again = ex.run(c.s);
-    CHECK(again.loss == run.loss);
-    bool same = true;
-    for (std::size_t s = 0; s < run.grads.size(); ++s)
-      for (std::size_t l = 0; l < run.grads[s].size(); ++l)
-        for (std::size_t k = 0; k < run.grads[s][l].size(); ++k)
-          same = same && run.grads[s][l][k] == again.grads[s][l][k];
-    CHECK(same);
+    CHECK(same_bits(again, run));
   }
 }
 

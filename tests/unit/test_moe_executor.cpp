@@ -18,15 +18,6 @@ using namespace weft::exec;
 
 namespace {
 
-bool same_bits(const run_result<float>& a, const run_result<float>& b) {
-  if (a.loss != b.loss || a.grads.size() != b.grads.size()) return false;
-  for (std::size_t s = 0; s < a.grads.size(); ++s)
-    for (std::size_t l = 0; l < a.grads[s].size(); ++l)
-      for (std::size_t k = 0; k < a.grads[s][l].size(); ++k)
-        if (a.grads[s][l][k] != b.grads[s][l][k]) return false;
-  return true;
-}
-
 struct case_ {
   std::string name;
   schedule s;

@@ -42,6 +42,21 @@ void add_grads(Layer& layer, std::vector<nn::matrix<T>>& into) {
   });
 }
 
+/// Do two runs agree bit for bit: the same loss and every gradient equal?
+template <class T>
+bool same_bits(const run_result<T>& a, const run_result<T>& b) {
+  if (a.loss != b.loss || a.grads.size() != b.grads.size()) return false;
+  for (std::size_t s = 0; s < a.grads.size(); ++s) {
+    if (a.grads[s].size() != b.grads[s].size()) return false;
+    for (std::size_t l = 0; l < a.grads[s].size(); ++l) {
+      if (a.grads[s][l].size() != b.grads[s][l].size()) return false;
+      for (std::size_t k = 0; k < a.grads[s][l].size(); ++k)
+        if (a.grads[s][l][k] != b.grads[s][l][k]) return false;
+    }
+  }
+  return true;
+}
+
 /// The largest relative error (Frobenius norm of the difference over the reference's norm) of
 /// any parameter gradient of a run against a reference model that has run its `serial_step`.
 template <class T, class Model>
