@@ -227,6 +227,9 @@ void check_combinations(const request& q) {
           "overlap); it takes --json only");
     if (q.delay == "cross-dc") bad("tp2d's --delay-model is none, intra-node or inter-node");
   }
+  if (q.command == "run" && q.backend == "mpi" && q.delay != "none")
+    bad("--delay-model emulates links between in-process ranks; over MPI the links are real: "
+        "leave it out with --backend mpi");
   if (q.command == "run" && q.backend != "mpi" && (q.reduce != "member" || q.mpi_threads != "auto"))
     bad("--reduce and --mpi-threads apply to --backend mpi");
   if (q.command == "run" && !q.fault.empty()) {

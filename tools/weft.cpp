@@ -21,6 +21,7 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include <weft/cp/adaptive.hpp>
@@ -519,6 +520,31 @@ weft::cost_model link_costs(const weft::rt::delay_model& d, int replicas, double
   return c;
 }
 
+/// `--inject-fault KIND:RANK[:N]` as numbers: the world rank, and before which of its ops.
+std::pair<int, long> fault_target(const std::string& fault) {
+  const auto first = fault.find(':'), second = fault.find(':', first + 1);
+  return {std::stoi(fault.substr(first + 1, second - first - 1)),
+          second == std::string::npos ? 0 : std::stol(fault.substr(second + 1))};
+}
+
+/// A fault that could never fire is a mistake in the request, not a run that passes.
+void check_fault(const request& q, const weft::schedule& s, int replicas) {
+  if (q.fault.empty()) return;
+  const auto [rank, index] = fault_target(q.fault);
+  const int world = s.ranks() * replicas;
+  if (rank >= world)
+    throw stop(weft::cli::exit_bad_input, "weft: --inject-fault " + q.fault + ": rank " +
+                                              std::to_string(rank) + " is outside the world of " +
+                                              std::to_string(world) + " ranks");
+  const weft::program p = weft::lower(s);
+  long ops = 0;  // a world rank runs the ops of its pipeline rank
+  for (std::uint32_t i = 0; i < p.size(); ++i) ops += p.rank[i] == rank / replicas;
+  if (index >= ops)
+    throw stop(weft::cli::exit_bad_input,
+               "weft: --inject-fault " + q.fault + ": rank " + std::to_string(rank) + " runs " +
+                   std::to_string(ops) + " ops (0 to " + std::to_string(ops - 1) + ")");
+}
+
 /// What a run ran on: named for the report, and how many compute workers ran at once (all
 /// in-process ranks share one pool; over MPI, each machine's processes share its cores).
 struct backend_info {
@@ -532,6 +558,7 @@ template <class Executor, class Model>
 int run_and_report(const request& q, const weft::schedule& s, Model& model,
                    const weft::exec::run_options& opt, const std::string& what, int replicas,
                    double transfer_bytes, const backend_info& backend) {
+  check_fault(q, s, replicas);
   Executor ex(model, opt);
   weft::exec::run_result<float> run;
   try {
@@ -584,10 +611,10 @@ int run_and_report(const request& q, const weft::schedule& s, Model& model,
 /// `--inject-fault KIND:RANK[:N]`: what world rank RANK does before its N-th op.
 std::function<void(int, const weft::op&)> fault_injection(const request& q) {
   if (q.fault.empty()) return {};
-  const auto first = q.fault.find(':'), second = q.fault.find(':', first + 1);
-  const std::string kind = q.fault.substr(0, first);
-  const int rank = std::stoi(q.fault.substr(first + 1, second - first - 1));
-  const long index = second == std::string::npos ? 0 : std::stol(q.fault.substr(second + 1));
+  const std::string kind = q.fault.substr(0, q.fault.find(':'));
+  const std::pair<int, long> target = fault_target(q.fault);
+  const int rank = target.first;
+  const long index = target.second;
   const auto stall = std::chrono::duration<double>(2 * q.timeout_s);
   auto seen = std::make_shared<std::atomic<long>>(0);
   return [=](int r, const weft::op& o) {

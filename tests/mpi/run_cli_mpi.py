@@ -106,6 +106,11 @@ def errors(args):
         (["--inject-fault", "kill:1"], "it needs --backend mpi"),
         (["--inject-fault", "melt:1"], "the kind is throw, exit, kill or stall"),
         (["--inject-fault", "throw:x"], "give KIND:RANK[:N]"),
+        # 2 ranks; rank 1 of 1F1B on 2 micro-batches runs 2 forward and 2 backward blocks, 2
+        # receives of activations and 2 sends of gradients: 8 ops.
+        (["--inject-fault", "throw:5"], "rank 5 is outside the world of 2 ranks"),
+        (["--inject-fault", "throw:1:8"], "rank 1 runs 8 ops (0 to 7)"),
+        (["--backend", "mpi", "--delay-model", "inter-node"], "over MPI the links are real"),
     ):
         rc, out, err, _ = run([args.weft, "run", "--schedule", "1f1b", "--pp", "2", "--micro", "2"] + bad)
         if rc != 2 or why not in err:

@@ -5,6 +5,7 @@
 #define DOCTEST_CONFIG_IMPLEMENT
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <climits>
 #include <cstdlib>
@@ -18,6 +19,7 @@
 #include <weft/exec/moe_executor.hpp>
 #include <weft/mpi/communicator.hpp>
 #include <weft/mpi/environment.hpp>
+#include <weft/mpi/slots.hpp>
 #include <weft/schedules/dualpipe.hpp>
 #include <weft/schedules/interleaved.hpp>
 #include <weft/schedules/one_f_one_b.hpp>
@@ -166,6 +168,15 @@ TEST_CASE("all-gather and barrier over the world and over a sub-group") {
     CHECK(both == std::vector<float>{static_cast<float>(n - 1), static_cast<float>(10 * (n - 1)),
                                      static_cast<float>(n - 2), static_cast<float>(10 * (n - 2))});
   }
+}
+
+TEST_CASE("concurrent workers: one machine, the lesser of its cores and its processes' workers") {
+  // mpirun starts every process of these tests on this machine.
+  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  int n = 0;
+  MPI_Comm_size(MPI_COMM_WORLD, &n);
+  CHECK(mpi::concurrent_workers(MPI_COMM_WORLD, 1) == std::min(cores, unsigned(n)));
+  CHECK(mpi::concurrent_workers(MPI_COMM_WORLD, 64) == std::min(cores, 64u * unsigned(n)));
 }
 
 TEST_CASE("bad calls are refused on the caller's thread, with what is wrong") {

@@ -213,3 +213,21 @@ TEST_CASE("an event recorded on a compute stream releases a comm stream on its o
     CHECK(seen[r] == r + 1);
   }
 }
+
+TEST_CASE("a host waiting on an event with a progress source polls it until it fires") {
+  // A backend that completes operations only when polled (as MPI does): the third round fires
+  // the event. Without polling, wait() would sleep for ever.
+  struct polled final : progress_source {
+    event e{this};
+    int rounds = 0;
+    void progress() override {
+      if (++rounds == 3) e.fire();
+    }
+  } source;
+  source.e.wait();
+  CHECK(source.rounds == 3);
+  // wait_for sleeps instead: it leaves the polling to others, and gives up.
+  polled idle;
+  CHECK_FALSE(idle.e.wait_for(std::chrono::milliseconds(20)));
+  CHECK(idle.rounds == 0);
+}

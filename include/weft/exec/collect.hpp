@@ -17,39 +17,6 @@
 
 namespace weft::exec {
 
-/// Appends every parameter gradient of `layer` (in `each_param` order) to `out`.
-template <class Layer, class T>
-void pack_grads(Layer& layer, std::vector<T>& out) {
-  layer.each_param([&](nn::param<T>& p) {
-    out.insert(out.end(), p.grad.data(), p.grad.data() + p.grad.size());
-  });
-}
-/// Reads back what `pack_grads` wrote, from `at`; returns where the next layer's begin.
-template <class Layer, class T>
-const T* unpack_grads(Layer& layer, const T* at) {
-  layer.each_param([&](nn::param<T>& p) {
-    std::copy(at, at + p.grad.size(), p.grad.data());
-    at += p.grad.size();
-  });
-  return at;
-}
-
-/// Waits for `e`, giving up after `timeout` or as soon as the world has a fault.
-inline void await_event(rt::communicator& comm, const rt::event& e,
-                        std::chrono::milliseconds timeout, const std::string& what) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (!e.wait_for(std::chrono::milliseconds(5))) {
-    if (const std::string f = comm.fault(); !f.empty())
-      throw run_error("weft: run: rank " + std::to_string(comm.rank()) + ", " + what + ": " + f);
-    if (std::chrono::steady_clock::now() > deadline) {
-      const std::string why =
-          what + " not complete after " + std::to_string(timeout.count()) + " ms";
-      comm.announce_failure(why);
-      throw run_error("weft: run: rank " + std::to_string(comm.rank()) + ", " + why);
-    }
-  }
-}
-
 /// Brings the results of `units` units to world rank 0. `owner(u)`: the world rank that ran
 /// unit u; `pack(u, out)`: appends its results to `out` — the same length on every rank (rank 0
 /// packs its own copy to size what it receives); `unpack(u, values)`: stores them on rank 0.
@@ -57,6 +24,7 @@ template <rt::wire_value T, class Owner, class Pack, class Unpack>
 void collect_to_root(rt::communicator& comm, std::size_t units, const Owner& owner,
                      const Pack& pack, const Unpack& unpack, std::chrono::milliseconds timeout) {
   const int me = comm.rank();
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
   std::vector<std::vector<T>> values(units);
   std::vector<rt::event> pending;
   for (std::size_t u = 0; u < units; ++u) {
@@ -69,10 +37,36 @@ void collect_to_root(rt::communicator& comm, std::size_t units, const Owner& own
                               : comm.isend(values[u], 0, result_tag));
   }
   for (const rt::event& e : pending)
-    await_event(comm, e, timeout, me == 0 ? "receiving the results" : "sending the results");
+    detail::await_world(comm, e, deadline, timeout, "rank " + std::to_string(me),
+                        me == 0 ? "receiving the results" : "sending the results");
   if (me != 0) return;
   for (std::size_t u = 0; u < units; ++u)
     if (owner(u) != 0) unpack(u, values[u]);
+}
+
+/// The executors' units: each has its part of the loss (`loss`) and its weight gradients
+/// (`grad`, one layer per element, each layer's parameters in `each_param` order); `owner(u)`
+/// is the world rank that ran unit u.
+template <rt::wire_value T, class Unit, class Owner>
+void collect_units(rt::communicator& comm, std::vector<Unit>& units, const Owner& owner,
+                   std::chrono::milliseconds timeout) {
+  const auto pack = [&](std::size_t u, std::vector<T>& out) {
+    out.push_back(units[u].loss);
+    for (auto& layer : units[u].grad)
+      layer.each_param([&](nn::param<T>& p) {
+        out.insert(out.end(), p.grad.data(), p.grad.data() + p.grad.size());
+      });
+  };
+  const auto unpack = [&](std::size_t u, const std::vector<T>& in) {
+    units[u].loss = in[0];
+    const T* at = in.data() + 1;
+    for (auto& layer : units[u].grad)
+      layer.each_param([&](nn::param<T>& p) {
+        std::copy(at, at + p.grad.size(), p.grad.data());
+        at += p.grad.size();
+      });
+  };
+  collect_to_root<T>(comm, units.size(), owner, pack, unpack, timeout);
 }
 
 }  // namespace weft::exec

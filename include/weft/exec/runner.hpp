@@ -189,6 +189,24 @@ inline double this_host() {
   return static_cast<double>(h);
 }
 
+/// Waits for `e`, an operation of a world of processes, giving up at `deadline` (telling the
+/// other ranks) or as soon as the world has a fault; `who` names this rank in the error.
+inline void await_world(rt::communicator& comm, const rt::event& e,
+                        std::chrono::steady_clock::time_point deadline,
+                        std::chrono::milliseconds timeout, const std::string& who,
+                        const std::string& what) {
+  while (!e.wait_for(std::chrono::milliseconds(5))) {
+    if (const std::string f = comm.fault(); !f.empty())
+      throw run_error("weft: run: " + who + ", " + what + ": " + f);
+    if (std::chrono::steady_clock::now() > deadline) {
+      const std::string why =
+          what + " not complete after " + std::to_string(timeout.count()) + " ms";
+      comm.announce_failure(why);
+      throw run_error("weft: run: " + who + ", " + why);
+    }
+  }
+}
+
 /// Counters that workers decrement concurrently, for `readiness`.
 class atomic_counters {
  public:
@@ -295,10 +313,10 @@ class runner {
   /// Does this process run op copy `x`?
   bool local(std::uint32_t x) const { return local_ < 0 || world_rank(x) == local_; }
   rt::communicator& comm_of(int wr) { return opt_.comm ? *opt_.comm : world_->at(wr); }
-  /// Waits for `e` (a runtime collective of a world of processes), giving up at `deadline` or
-  /// when the world has a fault.
-  WEFT_DECL void await(const rt::event& e, std::chrono::steady_clock::time_point deadline,
-                       const std::string& what);
+  void await(const rt::event& e, std::chrono::steady_clock::time_point deadline,
+             const std::string& what) {
+    detail::await_world(*opt_.comm, e, deadline, opt_.timeout, name_rank(local_), what);
+  }
 };
 
 /// One `runner` used once: runs `p` on `replicas` copies of each pipeline rank with `model`.

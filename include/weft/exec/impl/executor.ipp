@@ -162,21 +162,9 @@ class dense_run {
   /// A run over a world of processes: each unit's loss and gradients to rank 0, which then
   /// finishes as an in-process run does.
   void collect(const model_desc& m) {
-    const auto units = static_cast<std::size_t>(m.micro * m.chunks());
-    const auto chunk_of = [&](std::size_t u) { return static_cast<int>(u) % m.chunks(); };
-    const auto owner = [&](std::size_t u) { return m.rank_of(chunk_of(u)); };
-    const auto pack = [&](std::size_t u, std::vector<T>& out) {
-      unit& x = units_[u];
-      out.push_back(x.loss);
-      for (auto& layer : x.grad) pack_grads(layer, out);
-    };
-    const auto unpack = [&](std::size_t u, const std::vector<T>& in) {
-      unit& x = units_[u];
-      x.loss = in[0];
-      const T* at = in.data() + 1;
-      for (auto& layer : x.grad) at = unpack_grads(layer, at);
-    };
-    collect_to_root<T>(*opt_.comm, units, owner, pack, unpack, opt_.timeout);
+    collect_units<T>(
+        *opt_.comm, units_,
+        [&](std::size_t u) { return m.rank_of(static_cast<int>(u) % m.chunks()); }, opt_.timeout);
   }
 
   /// After the run: the loss, and each stage's gradients summed in micro-batch order, as the

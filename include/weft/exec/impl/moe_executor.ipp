@@ -367,23 +367,13 @@ class moe_run {
   /// A run over a world of processes: each unit's loss and gradients to rank 0, which then
   /// finishes as an in-process run does.
   void collect(const model_desc& m) {
-    const auto C = static_cast<std::size_t>(m.chunks());
-    const auto M = static_cast<std::size_t>(m.micro);
-    const auto owner_of = [&](std::size_t u) {
-      return owner(static_cast<int>(u / (M * C)), static_cast<int>(u % C));
-    };
-    const auto pack = [&](std::size_t u, std::vector<T>& out) {
-      unit& x = units_[u];
-      out.push_back(x.loss);
-      for (auto& layer : x.grad) pack_grads(layer, out);
-    };
-    const auto unpack = [&](std::size_t u, const std::vector<T>& in) {
-      unit& x = units_[u];
-      x.loss = in[0];
-      const T* at = in.data() + 1;
-      for (auto& layer : x.grad) at = unpack_grads(layer, at);
-    };
-    collect_to_root<T>(*opt_.comm, units_.size(), owner_of, pack, unpack, opt_.timeout);
+    const auto C = static_cast<std::size_t>(m.chunks()), M = static_cast<std::size_t>(m.micro);
+    collect_units<T>(
+        *opt_.comm, units_,
+        [&](std::size_t u) {
+          return owner(static_cast<int>(u / (M * C)), static_cast<int>(u % C));
+        },
+        opt_.timeout);
   }
 
   /// After the run: the loss, and each stage's gradients summed over micro-batches, then

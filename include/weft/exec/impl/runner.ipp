@@ -60,21 +60,6 @@ WEFT_DECL runner::runner(program p, int replicas, run_options opt)
   rt::cycle_clock::start();
 }
 
-WEFT_DECL void runner::await(const rt::event& e, std::chrono::steady_clock::time_point deadline,
-                             const std::string& what) {
-  while (!e.wait_for(std::chrono::milliseconds(5))) {
-    if (const std::string f = opt_.comm->fault(); !f.empty()) {
-      throw run_error("weft: run: " + name_rank(local_) + ", " + what + ": " + f);
-    }
-    if (std::chrono::steady_clock::now() > deadline) {
-      const std::string why =
-          what + " not complete after " + std::to_string(opt_.timeout.count()) + " ms";
-      opt_.comm->announce_failure(why);
-      throw run_error("weft: run: " + name_rank(local_) + ", " + why);
-    }
-  }
-}
-
 WEFT_DECL timeline runner::run_bound(const detail::bound_model& model, run_measures* measures) {
   if (opt_.comm)
     if (const std::string f = opt_.comm->fault(); !f.empty())
