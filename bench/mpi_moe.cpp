@@ -4,9 +4,12 @@
 // model — compute and comm ops' measured times (`calibrated` with the comm spans), the runtime's
 // reaction to an event, its cost per unit — and the shared-worker simulator predicts that run,
 // with as many workers as the world's processes can run at once. Then the same schedules on 4
-// in-process ranks. Medians.
+// in-process ranks. Medians; the error is the median of each run's own (predicted - measured) /
+// measured, with its range.
 //
-//   mpirun -np 4 mpi_moe [RUNS [SPIN_US]]   (SPIN_US: the progress thread's spin, mpi::options)
+//   mpirun -np 4 mpi_moe [RUNS [SPIN_US [COMM_WORKERS]]]
+//   (SPIN_US: the progress thread's spin, mpi::options; COMM_WORKERS: 0 runs comm streams on the
+//   compute workers)
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -51,6 +54,7 @@ void quiet_barrier() {
 
 struct figures {
   double step = 0, predicted = 0, in_process = 0;
+  double error = 0, error_min = 0, error_max = 0;  // (predicted - measured) / measured, per run
   double exposed[3] = {}, exposed_pred[3] = {};
 };
 
@@ -67,7 +71,7 @@ figures compare(mpi::communicator& world, const schedule& s, const exec::moe_con
   }
   quiet_barrier();
   exec::moe_executor<float> ex(model, {.workers = 1, .comm_workers = comm_workers, .comm = &world});
-  std::vector<double> step, predicted, exposed[3], exposed_pred[3];
+  std::vector<double> step, predicted, error, exposed[3], exposed_pred[3];
   for (int r = 0; r < runs; ++r) {
     const exec::run_result<float> run = ex.run(s);  // every rank: the whole timeline
     const step_metrics got = measure(run.prog, run.time);
@@ -79,6 +83,7 @@ figures compare(mpi::communicator& world, const schedule& s, const exec::moe_con
         measure(run.prog, simulate_on_workers(run.prog, cost, workers, so, replicas));
     step.push_back(got.makespan.count());
     predicted.push_back(want.makespan.count());
+    error.push_back((want.makespan - got.makespan) / got.makespan);
     for (int ph = 0; ph < 3; ++ph) {
       exposed[ph].push_back(got.exposed_by_phase[ph].count());
       exposed_pred[ph].push_back(want.exposed_by_phase[ph].count());
@@ -86,6 +91,9 @@ figures compare(mpi::communicator& world, const schedule& s, const exec::moe_con
   }
   f.step = median(step);
   f.predicted = median(predicted);
+  f.error = median(error);
+  f.error_min = *std::min_element(error.begin(), error.end());
+  f.error_max = *std::max_element(error.begin(), error.end());
   for (int ph = 0; ph < 3; ++ph) {
     f.exposed[ph] = median(exposed[ph]);
     f.exposed_pred[ph] = median(exposed_pred[ph]);
@@ -128,16 +136,17 @@ int main(int argc, char** argv) {
         "4 MPI processes (2 pipeline x 2 expert-parallel), 1 compute worker each, %u run "
         "at once; %d runs each, medians\n",
         workers, runs);
-    std::printf("%-24s %10s %10s %8s %12s   exposed comm, ms, measured / predicted\n", "schedule",
-                "MPI ms", "predicted", "error", "in-process");
-    std::printf("%-24s %10s %10s %8s %12s   %15s   %15s   %15s\n", "", "", "", "", "ms", "warm-up",
-                "steady", "cool-down");
+    std::printf("%-24s %10s %10s %8s %17s %12s   exposed comm, ms, measured / predicted\n",
+                "schedule", "MPI ms", "predicted", "error", "error per run", "in-process");
+    std::printf("%-24s %10s %10s %8s %17s %12s   %15s   %15s   %15s\n", "", "", "", "",
+                "min .. max", "ms", "warm-up", "steady", "cool-down");
   }
   for (const row& r : rows) {
     const figures f = compare(world, r.s, r.c, runs, workers);
     if (world.rank() != 0) continue;
-    std::printf("%-24s %10.2f %10.2f %+7.1f%% %12.2f", r.name, 1e3 * f.step, 1e3 * f.predicted,
-                100 * (f.predicted - f.step) / f.step, 1e3 * f.in_process);
+    std::printf("%-24s %10.2f %10.2f %+7.1f%% %+7.1f .. %+5.1f%% %12.2f", r.name, 1e3 * f.step,
+                1e3 * f.predicted, 100 * f.error, 100 * f.error_min, 100 * f.error_max,
+                1e3 * f.in_process);
     for (int ph = 0; ph < 3; ++ph)
       std::printf("   %6.2f / %6.2f", 1e3 * f.exposed[ph], 1e3 * f.exposed_pred[ph]);
     std::printf("\n");

@@ -10,8 +10,9 @@ namespace weft::exec {
 
 struct run_measures {
   /// Per comm op (replica 0): the time from the moment every party had started it (both ends of
-  /// a transfer, every member of a collective) to its completion — its own time, without the
-  /// wait for late peers. What `calibrated` takes for communication.
+  /// a transfer, every member of a collective, every replica's copy) to the moment every party
+  /// had it — its own time, without the wait for late peers, and with the last party's
+  /// completion, as the simulators count a unit. What `calibrated` takes for communication.
   std::vector<seconds> comm_span;
   /// Per op (replica 0): when it was started on its stream — a comm op as soon as it arrived,
   /// before its peers were there. What `measured_event_latency` reads.

@@ -1,7 +1,8 @@
 // Calibrating the cost model from a real run: every (kind, phase) costs what it took on average.
 // A compute op's time is its span in the timeline; a comm op's span also holds the wait for its
-// late peers, so it takes the span from the moment every party had started (what the executor
-// reports as `comm_span`), or keeps the link model's cost when that was not measured.
+// late peers, so it takes the span from the moment every party had started to the moment every
+// party had it (what the executor reports as `comm_span`), or keeps the link model's cost when
+// that was not measured.
 #pragma once
 
 #include <algorithm>

@@ -405,8 +405,11 @@ WEFT_DECL timeline runner::run_bound(const detail::bound_model& model, run_measu
   measures->comm_span.assign(n, weft::seconds{0});
   for (std::uint32_t i = 0; i < n; ++i) {
     if (stream_of(p.at(i).k) != stream_class::comm) continue;
-    // From the last party to start it.
-    measures->comm_span[i] = std::max(weft::seconds{0}, time.duration_of(i));
+    // From the last party to start it to the last to have it: the simulators start and finish
+    // a unit's members together, and what waits for it on any party waits for the last.
+    double last = finish_s[i];
+    g.each_member(g.unit_of(i), [&](std::uint32_t y) { last = std::max(last, finish_s[y]); });
+    measures->comm_span[i] = std::max(weft::seconds{0}, secs(last) - time.start[i]);
   }
   return time;
 }
