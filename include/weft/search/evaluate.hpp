@@ -1,0 +1,66 @@
+// What the search optimises, and the one way a plan is judged: built into a schedule, proven
+// legal by the checker (rules 1-5, rule 5 being the problem's memory cap), lowered, and run by
+// the event simulator — the same simulator every generator's schedule is judged by.
+#pragma once
+
+#include <algorithm>
+#include <optional>
+#include <string>
+
+#include <weft/core/error.hpp>
+#include <weft/schedule/memory.hpp>
+#include <weft/search/plan.hpp>
+#include <weft/sim/cost.hpp>
+#include <weft/sim/metrics.hpp>
+#include <weft/sim/program.hpp>
+#include <weft/sim/simulate.hpp>
+
+namespace weft::search {
+
+/// A search's question: the model (ranks, chunks and their placement, micro-batches, layers and
+/// sub-stages; `model.max_live` is the per-rank memory cap in activation units as rule 5 counts
+/// them, 0 for none), the overlap options its schedules are built with, and the cost of every
+/// (kind, phase) per chunk.
+template <time_type T>
+struct basic_problem {
+  model_desc model;
+  overlap_options overlap = overlap_options::none();
+  basic_cost_model<T> cost;
+};
+using problem = basic_problem<seconds>;
+using unit_problem = basic_problem<units>;
+
+/// A plan with its simulated makespan and peak live activations (the largest over ranks).
+template <time_type T>
+struct scored {
+  plan p;
+  T makespan{0};
+  int peak_live = 0;
+};
+
+/// Builds, checks, lowers and simulates `p` for `q`; nothing when the plan is illegal for the
+/// problem (the checker's first violation in `why`, when asked for).
+template <time_type T>
+std::optional<scored<T>> evaluate(const basic_problem<T>& q, plan p, std::string* why = nullptr) {
+  p.model = q.model;
+  p.overlap = q.overlap;
+  const schedule s = to_schedule(p);
+  program prog;
+  try {
+    prog = lower(s);
+  } catch (const config_error& e) {
+    if (why) *why = e.what();
+    return std::nullopt;
+  }
+  const basic_timeline<T> t = simulate(prog, q.cost);
+  if (t.deadlocked()) {  // the checker proves deadlock freedom: a program that stops is a bug
+    if (why) *why = "weft: search: the simulation stopped although the checker passed the plan";
+    return std::nullopt;
+  }
+  const buffer<int> peak = peak_live_activations(s);
+  scored<T> out{static_cast<plan&&>(p), t.makespan, 0};
+  for (const int x : peak) out.peak_live = std::max(out.peak_live, x);
+  return out;
+}
+
+}  // namespace weft::search

@@ -1,0 +1,372 @@
+// The schedule search: the fastest legal plan found for a problem (costs, a memory cap, the
+// pipeline's shape) within a budget, beside every generator's plan and the lower bounds.
+//
+// Method (docs/search.md has the why): seed with every generator that applies to the model;
+// add the list scheduler's plans over a grid of policies (live limit, fused or split backward,
+// pairs, chunk preference, dW placement); then improve the best few by local search — moves
+// that keep each chunk's micro-batches in order (swap adjacent steps, move a dW later or
+// earlier, split a backward into dX and dW or merge them back, pair a forward with an adjacent
+// backward or part them), accepted by late-acceptance hill climbing. Every plan is judged by
+// `evaluate`: built, proven legal by the checker (memory cap included) and simulated. The
+// sequence of evaluations depends only on the problem and the seed, so the result is the same
+// for a seed whenever the evaluation cap, not the time budget, ends the search.
+#pragma once
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <random>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <weft/schedules/dualpipe.hpp>
+#include <weft/schedules/interleaved.hpp>
+#include <weft/schedules/one_f_one_b.hpp>
+#include <weft/schedules/zero_bubble_v.hpp>
+#include <weft/search/bounds.hpp>
+#include <weft/search/evaluate.hpp>
+#include <weft/search/list_scheduler.hpp>
+
+namespace weft::search {
+
+struct search_options {
+  /// Wall-clock budget; the search stops at it or at `max_evaluations`, whichever comes first.
+  double budget_s = 10;
+  /// 0: no cap. With a cap reached before the budget, the result depends only on the seed.
+  std::uint64_t max_evaluations = 0;
+  std::uint64_t seed = 1;
+  /// May backwards be split into dX and dW?
+  bool split = true;
+  /// May a forward and a backward be overlapped as a pair? Default: when the problem's model
+  /// gains from it (a whole-block pair cheaper than F + B, or MoE fb-overlap pairs).
+  std::optional<bool> pair = std::nullopt;
+};
+
+/// A generator's plan for the problem, or why it has none (it does not apply, or it breaks the
+/// memory cap).
+template <time_type T>
+struct generator_row {
+  std::string name;
+  std::optional<scored<T>> result;
+  std::string why;
+};
+
+template <time_type T>
+struct search_result {
+  /// The best legal plan found; none when no generator applies or fits the memory cap and no
+  /// list-scheduler policy finishes under it.
+  std::optional<scored<T>> best;
+  std::string found_by;  ///< the generator, "list scheduler" or "local search"
+  std::vector<generator_row<T>> generators;
+  lower_bounds<T> bound;
+  std::uint64_t evaluations = 0;
+  double seconds = 0;
+  /// The best generator's makespan (none applies: the list scheduler's best plan's).
+  std::optional<scored<T>> best_generator() const {
+    std::optional<scored<T>> b;
+    for (const auto& g : generators)
+      if (g.result && (!b || g.result->makespan < b->makespan)) b = g.result;
+    return b;
+  }
+};
+
+namespace detail {
+
+/// The plans of every generator that applies to `m` (pipeline level: whole blocks, one layer).
+inline std::vector<std::pair<std::string, std::optional<plan>>> generator_plans(
+    const model_desc& m, overlap_options overlap, std::vector<std::string>& why) {
+  std::vector<std::pair<std::string, std::optional<plan>>> out;
+  const pipeline_params p{.ranks = m.ranks, .micro = m.micro, .overlap = overlap};
+  const auto add = [&](const std::string& name, auto&& make) {
+    try {
+      schedule s = make();
+      if (s.model.ranks != m.ranks || s.model.chunks_per_rank != m.chunks_per_rank ||
+          s.model.place != m.place || s.model.bidirectional != m.bidirectional) {
+        out.emplace_back(name, std::nullopt);
+        why.push_back("a different model (placement or chunks)");
+        return;
+      }
+      out.emplace_back(name, plan_of(s, overlap));
+      why.emplace_back();
+    } catch (const config_error& e) {
+      out.emplace_back(name, std::nullopt);
+      why.push_back(e.what());
+    }
+  };
+  if (m.place == placement::loop && m.chunks_per_rank == 1) {
+    add("gpipe", [&] { return gpipe(p); });
+    add("1f1b", [&] { return one_f_one_b(p); });
+    add("zb-h1", [&] { return zb_h1(p); });
+  } else if (m.place == placement::loop) {
+    for (const bool extra : {false, true})
+      add(extra ? "interleaved+1" : "interleaved", [&] {
+        return interleaved({.ranks = m.ranks,
+                            .micro = m.micro,
+                            .chunks = m.chunks_per_rank,
+                            .overlap = overlap,
+                            .extra_warmup = extra});
+      });
+  } else if (m.bidirectional) {
+    add("dualpipe", [&] { return dualpipe(p); });
+  } else {
+    add("zb-v", [&] { return zb_v(p); });
+    add("dualpipev", [&] { return dualpipev(p); });
+  }
+  return out;
+}
+
+/// True when the steps keep every chunk's forwards and backwards in micro-batch order and each
+/// unit's forward before its backward before its dW — what every move must keep, checked before
+/// a plan is worth the checker's time.
+inline bool in_order(const plan& p) {
+  const model_desc& m = p.model;
+  const std::size_t C = static_cast<std::size_t>(m.chunks());
+  std::vector<int> next_f(C, -1), next_b(C, -1), next_w(C, -1);
+  for (const auto& steps : p.ranks) {
+    std::fill(next_f.begin(), next_f.end(), -1);
+    std::fill(next_b.begin(), next_b.end(), -1);
+    std::fill(next_w.begin(), next_w.end(), -1);
+    // Per chunk: the last forward's, backward's and dW's micro-batch (they must grow), and a
+    // backward needs its forward seen, a dW its dX seen.
+    std::vector<std::vector<std::uint8_t>> seen(C);
+    const auto state = [&](int mb, int c) -> std::uint8_t& {
+      auto& v = seen[static_cast<std::size_t>(c)];
+      if (v.size() <= static_cast<std::size_t>(mb)) v.resize(static_cast<std::size_t>(mb) + 1, 0);
+      return v[static_cast<std::size_t>(mb)];
+    };
+    const auto fwd = [&](int mb, int c) {
+      if (mb <= next_f[static_cast<std::size_t>(c)]) return false;
+      next_f[static_cast<std::size_t>(c)] = mb;
+      state(mb, c) = 1;
+      return true;
+    };
+    const auto bwd = [&](int mb, int c, std::uint8_t to) {
+      if (mb <= next_b[static_cast<std::size_t>(c)] || state(mb, c) != 1) return false;
+      next_b[static_cast<std::size_t>(c)] = mb;
+      state(mb, c) = to;
+      return true;
+    };
+    for (const step& s : steps) {
+      bool ok = true;
+      switch (s.a) {
+        case action::F:
+          ok = fwd(s.mb, s.chunk);
+          break;
+        case action::B:
+          ok = bwd(s.mb, s.chunk, 3);
+          break;
+        case action::I:
+          ok = bwd(s.mb, s.chunk, 2);
+          break;
+        case action::W:
+          ok = state(s.mb, s.chunk) == 2 && s.mb > next_w[s.chunk];
+          if (ok) {
+            next_w[s.chunk] = s.mb;
+            state(s.mb, s.chunk) = 3;
+          }
+          break;
+        case action::FB:
+          ok = fwd(s.mb, s.chunk) && bwd(s.bmb, s.bchunk, 3);
+          break;
+      }
+      if (!ok) return false;
+    }
+  }
+  return true;
+}
+
+/// One random move on `p` (it may leave `p` unchanged or out of order: the caller checks).
+inline void move(plan& p, std::mt19937_64& rng, bool split, bool pair) {
+  auto pick = [&](std::size_t n) {
+    return static_cast<std::size_t>(std::uniform_int_distribution<std::size_t>(0, n - 1)(rng));
+  };
+  auto& steps = p.ranks[pick(p.ranks.size())];
+  if (steps.size() < 2) return;
+  const std::size_t i = pick(steps.size());
+  switch (pick(6)) {
+    case 0:  // swap with the next step
+      if (i + 1 < steps.size()) std::swap(steps[i], steps[i + 1]);
+      return;
+    case 1: {  // move a step a few places
+      const std::size_t j = std::min(steps.size() - 1, i + 1 + pick(4));
+      const step s = steps[i];
+      steps.erase(steps.begin() + static_cast<std::ptrdiff_t>(i));
+      steps.insert(steps.begin() + static_cast<std::ptrdiff_t>(j), s);
+      return;
+    }
+    case 2: {  // move a dW anywhere later or earlier (into a bubble)
+      std::vector<std::size_t> ws;
+      for (std::size_t k = 0; k < steps.size(); ++k)
+        if (steps[k].a == action::W) ws.push_back(k);
+      if (ws.empty()) return;
+      const std::size_t k = ws[pick(ws.size())];
+      const step s = steps[k];
+      steps.erase(steps.begin() + static_cast<std::ptrdiff_t>(k));
+      steps.insert(steps.begin() + static_cast<std::ptrdiff_t>(pick(steps.size() + 1)), s);
+      return;
+    }
+    case 3:  // split a backward: dX here, dW right after or later
+      if (split && steps[i].a == action::B) {
+        steps[i].a = action::I;
+        const std::size_t j = i + 1 + pick(steps.size() - i);
+        steps.insert(steps.begin() + static_cast<std::ptrdiff_t>(j),
+                     step{action::W, steps[i].mb, steps[i].chunk, 0, 0});
+      }
+      return;
+    case 4:  // merge a dX with its dW
+      if (steps[i].a == action::I) {
+        for (std::size_t k = i + 1; k < steps.size(); ++k)
+          if (steps[k].a == action::W && steps[k].mb == steps[i].mb &&
+              steps[k].chunk == steps[i].chunk) {
+            steps.erase(steps.begin() + static_cast<std::ptrdiff_t>(k));
+            steps[i].a = action::B;
+            break;
+          }
+      }
+      return;
+    default:  // pair a forward with the next step's backward, or part a pair
+      if (!pair) return;
+      if (steps[i].a == action::FB) {
+        const step f{action::F, steps[i].mb, steps[i].chunk, 0, 0};
+        const step b{action::B, steps[i].bmb, steps[i].bchunk, 0, 0};
+        steps[i] = pick(2) ? f : b;
+        steps.insert(steps.begin() + static_cast<std::ptrdiff_t>(i + 1), steps[i] == f ? b : f);
+      } else if (i + 1 < steps.size()) {
+        const step& a = steps[i];
+        const step& b = steps[i + 1];
+        const step* f = a.a == action::F ? &a : b.a == action::F ? &b : nullptr;
+        const step* k = a.a == action::B ? &a : b.a == action::B ? &b : nullptr;
+        if (!f || !k) return;
+        const step fb{action::FB, f->mb, f->chunk, k->mb, k->chunk};
+        steps[i] = fb;
+        steps.erase(steps.begin() + static_cast<std::ptrdiff_t>(i + 1));
+      }
+      return;
+  }
+}
+
+}  // namespace detail
+
+/// Searches `q` for the plan of least simulated makespan (see the file's comment).
+template <time_type T>
+search_result<T> find_schedule(const basic_problem<T>& q, const search_options& opt = {}) {
+  using clock = std::chrono::steady_clock;
+  const auto t0 = clock::now();
+  const auto deadline = t0 + std::chrono::duration_cast<clock::duration>(
+                                 std::chrono::duration<double>(std::max(0.0, opt.budget_s)));
+  const model_desc& m = q.model;
+  const bool pair = opt.pair.value_or(m.stages.has(kind::block)
+                                          ? q.cost.pair() < q.cost.of(kind::block, phase::F) +
+                                                                q.cost.of(kind::block, phase::B)
+                                          : q.overlap.pair_forward_backward);
+  search_result<T> out;
+  std::optional<scored<T>> best;
+  const auto out_of_budget = [&] {
+    return (opt.max_evaluations > 0 && out.evaluations >= opt.max_evaluations) ||
+           clock::now() >= deadline;
+  };
+  const auto judge = [&](const plan& p, const std::string& by, std::string* why = nullptr) {
+    ++out.evaluations;
+    std::optional<scored<T>> s = evaluate(q, p, why);
+    if (s && (!best || s->makespan < best->makespan)) {
+      best = s;
+      out.found_by = by;
+    }
+    return s;
+  };
+
+  // 1. Every generator that applies.
+  std::vector<std::string> why;
+  const auto gens = detail::generator_plans(m, q.overlap, why);
+  for (std::size_t g = 0; g < gens.size(); ++g) {
+    generator_row<T> row{gens[g].first, std::nullopt, why[g]};
+    if (gens[g].second) row.result = judge(*gens[g].second, gens[g].first, &row.why);
+    out.generators.push_back(std::move(row));
+  }
+  // 2. The list scheduler over its policies: every live limit up to the cap; then, at the cap,
+  //    every warm-up depth (forwards ahead of their backwards) staggered as 1F1B (one fewer per
+  //    rank down the pipeline) or as the interleaved and V schedules (two fewer).
+  std::vector<scored<T>> starts;
+  for (const auto& g : out.generators)
+    if (g.result) starts.push_back(*g.result);
+  const int cap = m.max_live > 0 ? m.max_live : m.micro * m.chunks_per_rank;
+  std::vector<list_policy> policies;
+  const auto variants = [&](list_policy base) {
+    for (const bool split : {true, false}) {
+      if (split && !opt.split) continue;
+      for (const bool pairs : {false, true}) {
+        if (pairs && !pair) continue;
+        for (const bool later : {true, false}) {
+          if (!later && m.chunks_per_rank == 1) continue;
+          for (const bool fit : {false, true}) {
+            if (fit && !split) continue;
+            list_policy p = base;
+            p.split = split;
+            p.pair = pairs;
+            p.later_chunk_first = later;
+            p.fit_weights = fit;
+            policies.push_back(p);
+          }
+        }
+      }
+    }
+  };
+  for (int depth = cap; depth >= 1; --depth)
+    for (const int stagger : {1, 2})
+      for (const bool forward_first : {true, false})
+        variants({.live_limit = cap,
+                  .inflight = depth,
+                  .stagger = stagger,
+                  .forward_first = forward_first});
+  for (int limit = cap; limit >= 1; --limit) variants({.live_limit = limit});
+  for (const list_policy& pol : policies) {
+    if (out_of_budget()) break;
+    const std::optional<plan> p = list_schedule(q, pol);
+    if (!p) continue;
+    if (auto s = judge(*p, "list scheduler")) starts.push_back(std::move(*s));
+  }
+  if (!best) {  // nothing legal: no generator applies and no policy fits the cap
+    out.bound = bounds_of(q, opt.split);
+    out.best = std::nullopt;
+    out.seconds = std::chrono::duration<double>(clock::now() - t0).count();
+    return out;
+  }
+  // 3. Local search from the best few distinct starts, in turn.
+  std::sort(starts.begin(), starts.end(),
+            [](const scored<T>& a, const scored<T>& b) { return a.makespan < b.makespan; });
+  starts.erase(std::unique(starts.begin(), starts.end(),
+                           [](const scored<T>& a, const scored<T>& b) { return a.p == b.p; }),
+               starts.end());
+  if (starts.size() > 3) starts.resize(3);
+  struct walk {
+    scored<T> now;
+    std::vector<double> history;  // late acceptance: the costs of the last L accepted
+    std::size_t tick = 0;
+  };
+  constexpr std::size_t L = 50;
+  std::vector<walk> walks;
+  for (const scored<T>& s : starts)
+    walks.push_back({s, std::vector<double>(L, s.makespan.count()), 0});
+  std::mt19937_64 rng(opt.seed);
+  for (std::size_t w = 0; !out_of_budget(); w = (w + 1) % walks.size()) {
+    walk& k = walks[w];
+    plan p = k.now.p;
+    detail::move(p, rng, opt.split, pair);
+    if (p == k.now.p || !detail::in_order(p)) continue;
+    const std::optional<scored<T>> s = judge(p, "local search");
+    const double now = k.now.makespan.count();
+    if (s) {
+      const double c = s->makespan.count();
+      if (c <= now || c <= k.history[k.tick % L]) k.now = *s;
+    }
+    k.history[k.tick++ % L] = k.now.makespan.count();
+  }
+  out.best = best;
+  out.bound = bounds_of(q, opt.split);
+  out.seconds = std::chrono::duration<double>(clock::now() - t0).count();
+  return out;
+}
+
+}  // namespace weft::search

@@ -1,0 +1,193 @@
+// The schedule search: plans and their schedules, the judge, the list scheduler, the bounds
+// (against values worked out by hand), the search's promises (legal, under the cap, never worse
+// than a generator, the same plan for the same seed) and the exact optimum of small problems.
+#include <doctest/doctest.h>
+
+#include <string>
+
+#include <weft/schedules/dualpipe.hpp>
+#include <weft/schedules/one_f_one_b.hpp>
+#include <weft/search/exact.hpp>
+#include <weft/search/search.hpp>
+
+using namespace weft;
+using namespace weft::search;
+
+namespace {
+
+/// pp ranks, one chunk each (or a V of two), micro micro-batches, whole blocks; the costs of a
+/// rank's share (F, B, W), a pipeline transfer P2P; a memory cap.
+unit_problem problem_of(int pp, int micro, bool vee, double F, double B, double W, double P2P,
+                        int cap = 0) {
+  unit_problem q;
+  q.model = {.ranks = pp,
+             .chunks_per_rank = vee ? 2 : 1,
+             .place = vee ? placement::vee : placement::loop,
+             .micro = micro,
+             .max_live = cap};
+  q.cost = unit_cost_model::pipeline({.F = F, .B = B, .W = W, .P2P = P2P})
+               .scaled_compute(1.0 / q.model.chunks_per_rank);
+  return q;
+}
+
+}  // namespace
+
+TEST_CASE("a generator's schedule is a plan, and the plan builds the same schedule") {
+  const schedule s[] = {one_f_one_b({.ranks = 4, .micro = 8}), zb_h1({.ranks = 4, .micro = 8}),
+                        dualpipev({.ranks = 4, .micro = 10})};
+  for (const schedule& x : s) {
+    const plan p = plan_of(x);
+    const schedule back = to_schedule(p);
+    CHECK(back.ops == x.ops);
+    CHECK(back.slot_end == x.slot_end);
+    CHECK(back.rank_begin == x.rank_begin);
+  }
+  // DualPipeV's steady phase is overlapped pairs.
+  const plan dv = plan_of(dualpipev({.ranks = 4, .micro = 10}));
+  int pairs = 0;
+  for (const auto& r : dv.ranks)
+    for (const step& st : r) pairs += st.a == action::FB ? 1 : 0;
+  CHECK(pairs > 0);
+}
+
+TEST_CASE("a schedule of sub-stages is not a plan, and says which slot") {
+  const schedule s = one_f_one_b({.ranks = 2, .micro = 2, .stages = stage_set::moe()});
+  try {
+    (void)plan_of(s);
+    FAIL("a sub-stage schedule should be refused");
+  } catch (const config_error& e) {
+    CHECK(std::string(e.what()) ==
+          "weft: search: rank 0, slot 0 (attn/F mb=0) is not a pipeline-level step (a chunk's "
+          "forward, backward, dX or dW of whole blocks, or a forward and a backward overlapped)");
+  }
+}
+
+TEST_CASE("a plan is judged legal or not by the checker, memory cap included") {
+  unit_problem q = problem_of(2, 2, false, 1, 2, 1, 0);
+  plan p = plan_of(one_f_one_b({.ranks = 2, .micro = 2}));
+  const auto ok = evaluate(q, p);
+  REQUIRE(ok);
+  // 1F1B's (p - 1)(F + B) + m (F + B) on 2 ranks, F 1, B 2.
+  CHECK(ok->makespan.count() == doctest::Approx(9));
+  CHECK(ok->peak_live == 2);
+
+  std::string why;
+  plan backwards = p;
+  std::swap(backwards.ranks[1][0], backwards.ranks[1][1]);  // B0 before F0 on rank 1
+  CHECK_FALSE(evaluate(q, backwards, &why));
+  CHECK(why.find("rule 2") != std::string::npos);
+
+  q.model.max_live = 1;  // rank 0 holds two micro-batches in 1F1B
+  CHECK_FALSE(evaluate(q, p, &why));
+  CHECK(why.find("rule 5 (memory)") != std::string::npos);
+}
+
+TEST_CASE("bounds: critical path, work, in order and memory, worked by hand") {
+  // pp 4, micro 8, F 1, B 2 (dX 1, dW 1), free transfers.
+  const unit_problem q = problem_of(4, 8, false, 1, 2, 1, 0);
+  const lower_bounds<units> b = bounds_of(q);
+  // One micro-batch: 4 forwards, 4 dX back, the last dW: 9 (fused: 4 + 4 x 2 = 12).
+  CHECK(b.critical_path.count() == doctest::Approx(9));
+  CHECK(bounds_of(q, false).critical_path.count() == doctest::Approx(12));
+  // The last rank starts after 3 forwards and computes 8 x (1 + 2).
+  CHECK(b.work.count() == doctest::Approx(27));
+  // Rank 0 forwards micro-batches 0..6 first, then the last one's path: 7 + 9.
+  CHECK(b.in_order.count() == doctest::Approx(16));
+  CHECK(b.memory.count() == 0);  // no cap
+  CHECK(b.best().count() == doctest::Approx(27));
+  // Fused backwards only: the first rank's last backward is the step's end, and the last rank's
+  // last backward has 3 more backwards of 2 after it.
+  CHECK(bounds_of(q, false).work.count() == doctest::Approx(3 + 24 + 6));
+
+  // A cap of 2 units: rank 0's unit lives 9 alone (its dW ends at 9), so its claims come at
+  // 0, 1 (a forward later), 9, 10, 18, 19, 27, 28 and the last unit has 9 to go: 37.
+  const unit_problem capped = problem_of(4, 8, false, 1, 2, 1, 0, 2);
+  CHECK(bounds_of(capped).memory.count() == doctest::Approx(37));
+
+  // Transfers of 0.5: the last rank starts after 3 forwards and 3 transfers.
+  const unit_problem slow = problem_of(4, 8, false, 1, 2, 1, 0.5);
+  CHECK(bounds_of(slow).work.count() == doctest::Approx(4.5 + 24));
+  CHECK(bounds_of(slow).critical_path.count() == doctest::Approx(9 + 6 * 0.5));
+}
+
+TEST_CASE("the list scheduler: zero bubble where the work bound allows it, under its limit") {
+  const unit_problem q = problem_of(4, 8, false, 1, 2, 1, 0);
+  // 1F1B's warm-up depth (4 - rank), dW deferred into the waits: ZB-H1's idea.
+  const auto p = list_schedule(
+      q, {.live_limit = 4, .split = true, .inflight = 4, .stagger = 1, .forward_first = true});
+  REQUIRE(p);
+  const auto s = evaluate(q, *p);
+  REQUIRE(s);
+  CHECK(s->makespan.count() == doctest::Approx(27));  // the work bound: (p - 1) F + m (F + B)
+  CHECK(s->peak_live <= 4);
+  // Fused, it cannot beat 1F1B: (p - 1)(F + B) + m (F + B) = 33.
+  const auto f = list_schedule(q, {.live_limit = 4, .split = false});
+  REQUIRE(f);
+  CHECK(evaluate(q, *f)->makespan.count() == doctest::Approx(33));
+  // A V with one unit per rank cannot finish: the second chunk would need a second.
+  CHECK_FALSE(list_schedule(problem_of(4, 8, true, 1, 2, 1, 0), {.live_limit = 1}));
+}
+
+TEST_CASE("the search: legal, under the cap, never worse than a generator, same seed same plan") {
+  struct row {
+    unit_problem q;
+    bool strictly_better;  // worked out: the generators leave room the search can take
+  };
+  const row rows[] = {
+      // F < B with dW half of B, memory twice 1F1B's, which ZB-H1 does not use: the work bound
+      // 3 + 8 x 4 = 35 is within reach.
+      {problem_of(4, 8, false, 1, 3, 1.5, 0, 8), true},
+      {problem_of(4, 8, false, 1, 2, 1, 0, 4), false},  // ZB-H1 is at the bound already
+      {problem_of(2, 8, true, 1, 2, 1, 0.25), false},
+  };
+  for (const row& r : rows) {
+    const search_options opt{.budget_s = 60, .max_evaluations = 3000, .seed = 7};
+    const search_result<units> a = find_schedule(r.q, opt);
+    REQUIRE(a.best);
+    const auto gen = a.best_generator();
+    REQUIRE(gen);
+    CHECK(a.best->makespan <= gen->makespan);
+    if (r.strictly_better) CHECK(a.best->makespan < gen->makespan);
+    CHECK(a.best->makespan >= a.bound.best());
+    // Legal as built, and under the cap.
+    CHECK_NOTHROW((void)lower(to_schedule(a.best->p)));
+    if (r.q.model.max_live > 0) CHECK(a.best->peak_live <= r.q.model.max_live);
+    // Deterministic for a seed.
+    const search_result<units> b = find_schedule(r.q, opt);
+    REQUIRE(b.best);
+    CHECK(b.best->p == a.best->p);
+    CHECK(b.evaluations == a.evaluations);
+  }
+  // The first row reaches its work bound.
+  const search_result<units> w =
+      find_schedule(rows[0].q, {.budget_s = 60, .max_evaluations = 3000});
+  CHECK(w.best->makespan.count() == doctest::Approx(35));
+}
+
+TEST_CASE("the search says when nothing fits the cap") {
+  // A V needs at least two units a rank (its two chunks); one fits nothing.
+  const search_result<units> r =
+      find_schedule(problem_of(2, 4, true, 1, 2, 1, 0, 1), {.budget_s = 5});
+  CHECK_FALSE(r.best);
+  for (const auto& g : r.generators) CHECK_FALSE(g.result);
+}
+
+TEST_CASE("exact optimum of small problems, and the search reaches it") {
+  // pp 2, micro 2: (p - 1) F + m (F + B) = 7; pp 2, micro 3, transfers 0.5: the last rank
+  // starts at 1.5 and computes 9.
+  const struct {
+    unit_problem q;
+    double optimum;
+  } cases[] = {{problem_of(2, 2, false, 1, 2, 1, 0), 7},
+               {problem_of(2, 3, false, 1, 2, 1, 0.5), 10.5}};
+  for (const auto& c : cases) {
+    const auto e = exact_schedule(c.q, true, false);
+    REQUIRE(e);
+    REQUIRE(e->best);
+    CHECK(e->best->makespan.count() == doctest::Approx(c.optimum));
+    const auto s = find_schedule(c.q, {.budget_s = 60, .max_evaluations = 2000});
+    CHECK(s.best->makespan.count() == doctest::Approx(c.optimum));
+  }
+  // Too many combinations: refused rather than run for ever.
+  CHECK_FALSE(exact_schedule(problem_of(4, 8, false, 1, 2, 1, 0), true, false, 1000));
+}
