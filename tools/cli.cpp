@@ -169,6 +169,41 @@ void check_combinations(const request& q) {
   const bool interleaved_asked =
       q.schedule == "interleaved" ||
       std::find(q.schedules.begin(), q.schedules.end(), "interleaved") != q.schedules.end();
+  if (q.command == "search") {
+    const bool xdc_search = q.preset == "llama2-70b-xdc";
+    if (!xdc_search && (q.pp == 0 || q.micro == 0))
+      bad("search needs --pp and --micro (or --preset llama2-70b-xdc)");
+    if (xdc_search && (q.pp != 0 || q.layers != 1 || q.moe || q.shared_expert || q.fb_overlap ||
+                       q.placement != "loop"))
+      bad("--preset llama2-70b-xdc is a whole scenario (pp 8, tp 8, loop placement); with search "
+          "it takes --chunks, --micro, --delay-model, --max-live and the search's options");
+    if (q.delay != "none" && !xdc_search)
+      bad("--delay-model in search prices a scenario in seconds: --preset llama2-70b-xdc (--cost "
+          "is unit-free)");
+    if (q.delay == "intra-node")
+      bad("--delay-model intra-node: pipeline stages of llama2-70b-xdc are on different "
+          "machines; use inter-node or cross-dc[:KM[:RATIO]]");
+    if (q.placement == "vee" && q.chunks != 2)
+      bad("--placement vee puts 2 chunks on each rank: leave --chunks out");
+    if (q.preset == "deepseek-v3" && !(q.moe || q.shared_expert || q.fb_overlap))
+      bad("--preset deepseek-v3 prices MoE sub-stages: add --moe (or --fb-overlap)");
+    if (!q.out.empty() && xdc_search)
+      bad("--out writes PyTorch's CSV of unit-free schedules; the llama2-70b-xdc scenario has "
+          "none (use --svg)");
+    return;
+  }
+  if (q.command == "run" && q.schedule_file.empty()) {
+    if (q.schedule.empty()) throw CLI::RequiredError("--schedule (or --schedule-file)");
+    if (q.pp == 0) throw CLI::RequiredError("--pp");
+    if (q.micro == 0) throw CLI::RequiredError("--micro");
+  }
+  if (q.command == "run" && !q.schedule_file.empty() &&
+      (!q.schedule.empty() || q.pp != 0 || q.micro != 0 || q.chunks != 2 || q.layers != 1 ||
+       q.moe || q.shared_expert || q.fb_overlap || q.transfers || q.ampipe() || q.p2p_options() ||
+       q.ep != 0))
+    bad("--schedule-file holds the whole schedule (ranks, micro-batches, chunks; whole blocks on "
+        "the tiny dense model): it takes no --schedule, --pp, --micro, --chunks, --layers, --moe, "
+        "--shared-expert, --fb-overlap, --transfers, --ep, AMPipe or p2p options");
   if (q.chunks != 2 && !interleaved_asked && q.preset != "llama2-70b-xdc")
     bad("--chunks applies to the interleaved schedule (and --preset llama2-70b-xdc) only");
   if (q.command == "generate" && q.format == "csv" && (q.moe || q.shared_expert))
@@ -304,7 +339,10 @@ parsed parse(int argc, const char* const* argv) {
       "run",
       "train a tiny model one step on in-process ranks (dense for whole blocks, MoE for "
       "sub-stages): measured metrics, the prediction, loss and gradient error against serial");
-  pipeline_options(*run, q, true);
+  pipeline_options(*run, q, true, true);
+  run->add_option("--schedule-file", q.schedule_file,
+                  "a PyTorch schedule CSV (whole chunks; e.g. weft search --out) instead of "
+                  "--schedule, --pp and --micro: run on the tiny dense model");
   run->add_option("--ep", q.ep,
                   "expert-parallel replicas of each pipeline rank (default 2 with MoE layers)")
       ->check(CLI::Range(1, 64));
@@ -373,6 +411,65 @@ parsed parse(int argc, const char* const* argv) {
       ->check(CLI::IsMember({"llama3-405b"}));
   output_options(*tp2d, q, false);
 
+  auto* search = app.add_subcommand(
+      "search",
+      "search for the fastest legal schedule for given costs and a memory cap: the best found, "
+      "every generator's and the lower bounds (docs/search.md)");
+  search->add_option("--pp", q.pp, "pipeline ranks (devices)")->check(CLI::Range(1, 255));
+  search->add_option("--micro", q.micro, "micro-batches per step")->check(CLI::Range(1, 65535));
+  CLI::Option* search_chunks = search->add_option(
+      "--chunks", q.chunks, "model chunks per rank with --placement loop (default 1; vee has 2)");
+  search_chunks->check(CLI::Range(1, 255));
+  search
+      ->add_option("--placement", q.placement,
+                   "loop: chunk c on rank c % pp (1F1B, ZB-H1, interleaved); vee: rank r holds "
+                   "chunks r and 2 pp - 1 - r (ZB-V, DualPipeV)")
+      ->check(CLI::IsMember({"loop", "vee"}));
+  search->add_option("--layers", q.layers, "layers per model chunk (default 1)")
+      ->check(CLI::Range(1, 65535));
+  search->add_flag("--moe", q.moe, "layers of MoE sub-stages: attn, dispatch, mlp, combine");
+  search->add_flag("--shared-expert", q.shared_expert,
+                   "MoE layers with a shared expert beside the routed ones");
+  search->add_flag("--fb-overlap", q.fb_overlap,
+                   "MoE sub-stages, forward/backward pairs overlapped per layer (DeepSeek)");
+  {
+    auto* cost = search->add_option(
+        "--cost", cost_text,
+        "a rank's share of the model: F forward, B full backward, W its dW part, FB an "
+        "overlapped F and B, A2A one all-to-all, P2P one pipeline transfer (default F=1,B=2,W=1)");
+    search
+        ->add_option("--preset", q.preset,
+                     "deepseek-v3: MoE costs per chunk layer; llama2-70b-xdc: llama2-70B over "
+                     "two data centres, tp 8 pp 8, in seconds (docs/cross-dc.md)")
+        ->check(CLI::IsMember({"deepseek-v3", "llama2-70b-xdc"}))
+        ->excludes(cost);
+  }
+  search->add_option("--delay-model", q.delay,
+                     "with --preset llama2-70b-xdc, the link between the data centres: "
+                     "cross-dc[:KM[:RATIO]] (default the seed's 960 km, ratio 128), or "
+                     "inter-node (one data centre)");
+  search
+      ->add_option("--max-live", q.max_live,
+                   "the memory cap: live activation units per rank, as rule 5 counts them (0: "
+                   "none)")
+      ->check(CLI::Range(0, 1 << 30));
+  search
+      ->add_option("--budget-s", q.search_budget_s,
+                   "search time in seconds (default 10): the best plan found by then")
+      ->check(CLI::Range(0.0, 86400.0));
+  search
+      ->add_option("--evaluations", q.evaluations,
+                   "stop after judging this many plans (0: no cap); reached before the budget, "
+                   "the result depends only on --seed")
+      ->check(CLI::Range(0LL, 1LL << 40));
+  search->add_option("--seed", q.seed, "the local search's seed (default 1)")
+      ->check(CLI::Range(0LL, 1LL << 62));
+  search->add_flag("--json", q.json, "print the result as JSON");
+  search->add_option("--out", q.out,
+                     "write the best plan as PyTorch's schedule CSV (runs with weft run "
+                     "--schedule-file, or torchtitan's custom CSV path)");
+  search->add_option("--svg", q.svg, "write an SVG timeline of the best plan, simulated");
+
   auto* plan = app.add_subcommand(
       "plan-cp",
       "plan adaptive context parallelism for a mask: re-map the sequence, schedule its (query, "
@@ -410,10 +507,10 @@ parsed parse(int argc, const char* const* argv) {
       bool known = false;
       for (const CLI::App* s : app.get_subcommands({})) known = known || s->get_name() == first;
       if (!known) {
-        r.err =
-            "weft: unknown subcommand '" + std::string(first) +
-            "' (generate, check, verify, simulate, compare, run, tp2d, plan-cp)\nrun 'weft --help' "
-            "for the options\n";
+        r.err = "weft: unknown subcommand '" + std::string(first) +
+                "' (generate, check, verify, simulate, compare, run, tp2d, plan-cp, search)\nrun "
+                "'weft --help' "
+                "for the options\n";
         r.exit_code = exit_bad_input;
         return r;
       }
@@ -421,6 +518,8 @@ parsed parse(int argc, const char* const* argv) {
     app.parse(argc, argv);
     for (const CLI::App* sub : app.get_subcommands()) q.command = sub->get_name();
     if (!cost_text.empty()) q.cost = parse_costs(cost_text);
+    if (q.command == "search" && search_chunks->count() == 0)
+      q.chunks = q.placement == "vee" ? 2 : 1;
     parse_delay(q);
     check_combinations(q);
     r.run = true;

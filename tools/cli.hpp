@@ -19,7 +19,7 @@ struct costs {
 };
 
 struct request {
-  std::string command;  ///< generate, check, verify, simulate, compare, run, tp2d, plan-cp
+  std::string command;  ///< generate, check, verify, simulate, compare, run, tp2d, plan-cp, search
 
   // The pipeline (generate, check, simulate, compare, run).
   std::string schedule;                ///< --schedule
@@ -84,6 +84,17 @@ struct request {
   int hidden = 192, heads = 24, ffn = 0, batch = 1;  ///< ffn 0: 4 x hidden; seq: `seq` below
   std::string overlap = "none";                      ///< none, ag-matmul, matmul-rs or fused
   bool ag_matmul = false, matmul_rs = false, coc_fused = false;  ///< the seed's switches
+
+  // search: the pipeline's shape (--pp, --micro, --chunks, --layers, --moe, ...), costs
+  // (--cost, --preset), the memory cap (--max-live) and:
+  std::string placement = "loop";  ///< loop or vee (two chunks per rank, ZB-V / DualPipeV)
+  double search_budget_s = 10;     ///< --budget-s
+  long long evaluations = 0;       ///< --evaluations: a cap on plans judged (0: none)
+  long long seed = 1;              ///< --seed
+  std::string out;                 ///< --out FILE.csv: the best plan as PyTorch's CSV
+
+  // run --schedule-file: a PyTorch schedule CSV instead of a generator
+  std::string schedule_file;
 
   // plan-cp
   std::string mask, mask_file;

@@ -2,9 +2,30 @@
 // does not rebuild the others.
 #pragma once
 
+#include <fstream>
+#include <stdexcept>
+#include <string>
+
+#include <weft/sim/cost.hpp>
 #include "cli.hpp"
 
 namespace weft::cli {
+
+/// An error that ends the command with `code` after printing `what()` (one line).
+struct stop : std::runtime_error {
+  int code;
+  stop(int c, const std::string& why) : std::runtime_error(why), code(c) {}
+};
+
+/// A file to write, or `stop` with exit_bad_input naming it.
+std::ofstream open_for_writing(const std::string& path);
+
+/// The unit-free costs asked for: `--cost` (a rank's share of the model) or `--preset
+/// deepseek-v3` (per chunk layer).
+unit_cost_model unit_costs(const request& q);
+
+/// `weft search`; returns the exit code, throws as the other commands do.
+int search_command(const request& q);
 
 /// `weft tp2d` (seed: tp-2d); returns the exit code, throws as the other commands do.
 int tp2d_command(const request& q);

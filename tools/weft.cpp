@@ -49,22 +49,25 @@
 #include "commands.hpp"
 #include "process_world.hpp"
 
-namespace {
-
-using weft::cli::request;
-using json = nlohmann::ordered_json;
-
-/// An error that ends the command with `code` after printing `what()` (one line).
-struct stop : std::runtime_error {
-  int code;
-  stop(int c, const std::string& why) : std::runtime_error(why), code(c) {}
-};
-
-std::ofstream open_for_writing(const std::string& path) {
+std::ofstream weft::cli::open_for_writing(const std::string& path) {
   std::ofstream out(path);
   if (!out) throw stop(weft::cli::exit_bad_input, "weft: cannot write '" + path + "'");
   return out;
 }
+
+weft::unit_cost_model weft::cli::unit_costs(const request& q) {
+  if (q.preset == "deepseek-v3") return weft::unit_cost_model::deepseek_v3_like();
+  const weft::cli::costs& c = q.cost;
+  return weft::unit_cost_model::pipeline(
+      {.F = c.F, .B = c.B, .W = c.W, .FB = c.FB, .P2P = c.P2P, .A2A = c.A2A});
+}
+
+namespace {
+
+using weft::cli::open_for_writing;
+using weft::cli::request;
+using weft::cli::stop;
+using json = nlohmann::ordered_json;
 
 /// AMPipe's switches laid out (weft::resolve, the seed's rules) for the demo MoE model `run`
 /// trains: its tokens per micro-batch (0 for the other commands, which have no sequence) and its
@@ -134,13 +137,6 @@ weft::schedule generate(const request& q, const std::string& name) {
                             .p2p = p2p_of(q)});
 }
 
-weft::unit_cost_model cost_of(const request& q) {
-  if (q.preset == "deepseek-v3") return weft::unit_cost_model::deepseek_v3_like();
-  const weft::cli::costs& c = q.cost;
-  return weft::unit_cost_model::pipeline(
-      {.F = c.F, .B = c.B, .W = c.W, .FB = c.FB, .P2P = c.P2P, .A2A = c.A2A});
-}
-
 /// --cost and the presets are unit-free (the DualPipe paper's F, B, W): so is the simulation.
 struct simulated {
   weft::program prog;
@@ -166,8 +162,8 @@ simulated simulate(const request& q, const weft::schedule& s) {
   // except DualPipe's, which are whole stages (it holds the model twice). A preset is per chunk.
   const weft::model_desc& m = s.model;
   const double share = !q.preset.empty() || m.bidirectional ? 1.0 : 1.0 / m.chunks_per_rank;
-  out.time =
-      weft::simulate(out.prog, cost_of(q).scaled_compute(share), {.slot_barrier = q.barrier});
+  out.time = weft::simulate(out.prog, weft::cli::unit_costs(q).scaled_compute(share),
+                            {.slot_barrier = q.barrier});
   if (out.time.deadlocked()) {
     std::string why = "weft: simulate: deadlock; each rank is stuck at:";
     for (int r = 0; r < out.prog.ranks(); ++r) {
@@ -307,16 +303,19 @@ int check_command(const request& q) {
   return report_check(q, r);
 }
 
-int verify_command(const request& q) {
-  std::ifstream in(q.file);
-  if (!in) throw stop(weft::cli::exit_bad_input, "weft: cannot open '" + q.file + "'");
-  weft::schedule s;
+/// A PyTorch schedule CSV, or `stop` (exit 2) naming the file and what is wrong with it.
+weft::schedule read_csv_file(const std::string& file) {
+  std::ifstream in(file);
+  if (!in) throw stop(weft::cli::exit_bad_input, "weft: cannot open '" + file + "'");
   try {
-    s = weft::read_pytorch_csv(in);
+    return weft::read_pytorch_csv(in);
   } catch (const weft::csv_error& e) {
-    throw stop(weft::cli::exit_bad_input, q.file + ": " + e.what());
+    throw stop(weft::cli::exit_bad_input, file + ": " + e.what());
   }
-  return report_check(q, weft::check(s, tool_check));
+}
+
+int verify_command(const request& q) {
+  return report_check(q, weft::check(read_csv_file(q.file), tool_check));
 }
 
 /// simulate --preset ampipe-16p: the seed's scenario with the switches asked for, beside its
@@ -663,6 +662,23 @@ int run_command(const request& q) {
 }
 
 int run_on(const request& q, weft::exec::run_options opt, const backend_info& backend) {
+  if (!q.schedule_file.empty()) {  // a PyTorch CSV: whole chunks, on the tiny dense model
+    const weft::schedule s = read_csv_file(q.schedule_file);
+    if (const weft::report r = weft::check(s); !r.ok())
+      throw stop(weft::cli::exit_illegal,
+                 q.schedule_file + ": " + weft::to_string(r.violations[0]) +
+                     (r.violations.size() > 1
+                          ? " (and " + std::to_string(r.violations.size() - 1) + " more)"
+                          : ""));
+    request named = q;
+    named.schedule = q.schedule_file;
+    opt.delay = delay_preset(q, 1);
+    weft::exec::dense_model<float> model({.stages = s.model.chunks(), .micro = s.model.micro});
+    const double bytes = 4.0 * model.cfg.tokens * model.cfg.width;
+    return run_and_report<weft::exec::dense_executor<float>>(
+        named, s, model, opt, "tiny dense model, " + std::to_string(s.ranks()) + " ranks", 1, bytes,
+        backend);
+  }
   const weft::schedule s = generate(q, q.schedule);
   const weft::model_desc& m = s.model;
   const int stages = m.bidirectional ? m.chunks() / 2 : m.chunks();
@@ -786,6 +802,7 @@ int dispatch(const request& q) {
   if (q.command == "compare") return compare_command(q);
   if (q.command == "run") return run_command(q);
   if (q.command == "tp2d") return weft::cli::tp2d_command(q);
+  if (q.command == "search") return weft::cli::search_command(q);
   return plan_cp_command(q);
 }
 

@@ -49,7 +49,11 @@ std::optional<scored<T>> evaluate(const basic_problem<T>& q, plan p, std::string
   try {
     prog = lower(s);
   } catch (const config_error& e) {
-    if (why) *why = e.what();
+    if (why) {  // the checker's words, without lowering's preamble
+      const std::string w = e.what();
+      const std::size_t k = w.find("weft: rule");
+      *why = k == std::string::npos ? w : w.substr(k);
+    }
     return std::nullopt;
   }
   const basic_timeline<T> t = simulate(prog, q.cost);

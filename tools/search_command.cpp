@@ -1,0 +1,211 @@
+// `weft search`: the fastest legal schedule found for the costs and memory cap asked for, beside
+// every generator's and the lower bounds (docs/search.md); the best written as PyTorch's CSV
+// (--out) and pictured (--svg).
+#include <iomanip>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+
+#include <weft/io/pytorch_csv.hpp>
+#include <weft/io/timeline.hpp>
+#include <weft/search/search.hpp>
+#include <weft/sim/xdc_preset.hpp>
+#include "commands.hpp"
+
+namespace weft::cli {
+namespace {
+
+using json = nlohmann::ordered_json;
+
+/// What a plan does when simulated: makespan, bubble, peak live activations.
+template <time_type T>
+struct measured {
+  program prog;
+  basic_timeline<T> time;
+  basic_step_metrics<T> metrics;
+  int peak = 0;
+};
+
+template <time_type T>
+measured<T> measure_plan(const search::basic_problem<T>& q, const search::plan& p) {
+  measured<T> m;
+  const schedule s = search::to_schedule(p);
+  m.prog = lower(s);
+  m.time = simulate(m.prog, q.cost);
+  m.metrics = measure(m.prog, m.time);
+  for (const int x : peak_live_activations(s)) m.peak = std::max(m.peak, x);
+  return m;
+}
+
+std::string describe(const model_desc& m, bool xdc) {
+  std::ostringstream o;
+  o << "pp " << m.ranks << ", micro " << m.micro << ", "
+    << (m.place == placement::vee
+            ? "vee placement (2 chunks per rank)"
+            : "loop placement (" + std::to_string(m.chunks_per_rank) +
+                  (m.chunks_per_rank == 1 ? " chunk" : " chunks") + " per rank)")
+    << ", " << m.layers << (m.layers == 1 ? " layer" : " layers") << " per chunk, "
+    << (m.stages == stage_set::whole_block() ? "whole blocks" : "MoE sub-stages")
+    << (xdc ? ", llama2-70b-xdc costs (seconds)" : ", schedule units")
+    << (m.max_live > 0 ? ", memory cap " + std::to_string(m.max_live) + " units per rank"
+                       : ", no memory cap");
+  return o.str();
+}
+
+template <time_type T>
+int report(const request& q, const search::basic_problem<T>& prob, bool xdc) {
+  const search::search_result<T> r =
+      search::find_schedule(prob, {.budget_s = q.search_budget_s,
+                                   .max_evaluations = static_cast<std::uint64_t>(q.evaluations),
+                                   .seed = static_cast<std::uint64_t>(q.seed)});
+  const T bound = r.bound.best();
+  const auto over = [&](T t) { return bound > T{0} ? 100 * (t / bound - 1) : 0.0; };
+  const auto scale = [&](T t) { return xdc ? t.count() * 1e3 : t.count(); };  // ms or units
+  const char* unit = xdc ? "ms" : "units";
+  std::optional<measured<T>> best;
+  if (r.best) best = measure_plan(prob, r.best->p);
+  const auto best_gen = r.best_generator();
+
+  if (!q.out.empty() && r.best) {  // whole chunks, as PyTorch's CSV holds them
+    search::plan whole = r.best->p;
+    whole.model.stages = stage_set::whole_block();
+    whole.model.layers = 1;
+    whole.overlap = overlap_options::none();
+    std::ofstream out = open_for_writing(q.out);
+    write_pytorch_csv(out, search::to_schedule(whole));
+  }
+  if (!q.svg.empty() && best) {
+    std::ofstream out = open_for_writing(q.svg);
+    write_svg(
+        out, best->prog, best->time,
+        {.title = "weft search: " + describe(prob.model, xdc) + " (found by " + r.found_by + ")"});
+  }
+
+  if (q.json) {
+    json j;
+    j["problem"] = describe(prob.model, xdc);
+    j["time_unit"] = xdc ? "seconds" : "units";
+    json gens = json::array();
+    for (const auto& g : r.generators) {
+      json x;
+      x["schedule"] = g.name;
+      if (g.result) {
+        const measured<T> m = measure_plan(prob, g.result->p);
+        x["makespan"] = m.metrics.makespan.count();
+        x["bubble_ratio"] = m.metrics.bubble_ratio;
+        x["peak_live"] = m.peak;
+      } else {
+        x["error"] = g.why;
+      }
+      gens.push_back(x);
+    }
+    j["generators"] = gens;
+    if (best) {
+      j["best"] = {{"makespan", best->metrics.makespan.count()},
+                   {"bubble_ratio", best->metrics.bubble_ratio},
+                   {"peak_live", best->peak},
+                   {"found_by", r.found_by}};
+    } else {
+      j["best"] = nullptr;
+    }
+    j["best_generator_makespan"] = best_gen ? json(best_gen->makespan.count()) : json(nullptr);
+    j["bound"] = {{"best", bound.count()},
+                  {"critical_path", r.bound.critical_path.count()},
+                  {"work", r.bound.work.count()},
+                  {"in_order", r.bound.in_order.count()},
+                  {"memory", r.bound.memory.count()}};
+    j["evaluations"] = r.evaluations;
+    j["seconds"] = r.seconds;
+    j["seed"] = q.seed;
+    std::cout << j.dump() << "\n";
+    return best ? exit_ok : exit_illegal;
+  }
+
+  std::cout << "search: " << describe(prob.model, xdc) << "\n"
+            << std::left << std::setw(22) << "schedule" << std::right << std::setw(12)
+            << (std::string("makespan, ") + unit) << std::setw(9) << "bubble" << std::setw(11)
+            << "peak live" << std::setw(13) << "over bound"
+            << "\n";
+  const auto row = [&](const std::string& name, const measured<T>& m) {
+    std::cout << std::left << std::setw(22) << name << std::right << std::fixed
+              << std::setprecision(3) << std::setw(12) << scale(m.metrics.makespan)
+              << std::setprecision(1) << std::setw(8) << 100 * m.metrics.bubble_ratio << "%"
+              << std::setw(11) << m.peak << std::setw(12) << over(m.metrics.makespan) << "%"
+              << std::defaultfloat << "\n";
+  };
+  for (const auto& g : r.generators) {
+    if (g.result) {
+      row(g.name, measure_plan(prob, g.result->p));
+      continue;
+    }
+    const bool cap = g.why.find("rule 5") != std::string::npos;
+    std::cout << std::left << std::setw(22) << g.name
+              << (cap ? "over the memory cap: " : "does not apply: ") << g.why << "\n";
+  }
+  if (!best) {
+    std::cout << "no legal schedule found: no generator fits and no list-scheduler policy "
+                 "finishes under the memory cap (a V needs 2 units per rank at least; "
+                 "interleaving V chunks, V)\n";
+    return exit_illegal;
+  }
+  row("search", *best);
+  std::cout << std::left << std::setw(22) << "lower bound" << std::right << std::fixed
+            << std::setprecision(3) << std::setw(12) << scale(bound) << "   (critical path "
+            << scale(r.bound.critical_path) << ", work " << scale(r.bound.work) << ", in order "
+            << scale(r.bound.in_order) << ", memory " << scale(r.bound.memory) << ")"
+            << std::defaultfloat << "\n";
+  std::cout << "found by " << r.found_by;
+  if (best_gen && r.best->makespan < best_gen->makespan)
+    std::cout << ", " << std::fixed << std::setprecision(1)
+              << 100 * (1 - r.best->makespan / best_gen->makespan)
+              << "% faster than the best generator" << std::defaultfloat;
+  std::cout << "; " << r.evaluations << " plans judged in " << std::fixed << std::setprecision(1)
+            << r.seconds << " s (seed " << q.seed << ")" << std::defaultfloat << "\n";
+  return exit_ok;
+}
+
+}  // namespace
+
+int search_command(const request& q) {
+  if (q.preset == "llama2-70b-xdc") {
+    xdc_facts f;
+    if (f.layers % (f.pp * q.chunks) != 0)
+      throw config_error("weft: llama2-70b-xdc: --chunks must divide the " +
+                         std::to_string(f.layers / f.pp) +
+                         " layers of a pipeline rank (1, 2, 5 or 10)");
+    f.chunks = q.chunks;
+    if (q.micro != 0) f.micro = q.micro;
+    if (q.delay == "inter-node") f.sites = 1;
+    if (q.delay_km_given) f.km = q.delay_km;
+    if (q.delay_ratio_given) f.ratio = q.delay_ratio;
+    search::problem prob;
+    prob.model = {
+        .ranks = f.pp, .chunks_per_rank = f.chunks, .micro = f.micro, .max_live = q.max_live};
+    prob.cost = xdc_cost_model(f);
+    return report(q, prob, true);
+  }
+  search::unit_problem prob;
+  const stage_set stages = q.shared_expert         ? stage_set::moe_with_shared()
+                           : q.moe || q.fb_overlap ? stage_set::moe()
+                                                   : stage_set::whole_block();
+  const bool vee = q.placement == "vee";
+  prob.model = {.ranks = q.pp,
+                .chunks_per_rank = vee ? 2 : q.chunks,
+                .place = vee ? placement::vee : placement::loop,
+                .micro = q.micro,
+                .layers = q.layers,
+                .stages = stages,
+                .max_live = q.max_live};
+  if (const model_error e = validate(prob.model); e != model_error::none)
+    throw config_error("weft: search: " + std::string(describe(e)));
+  if (prob.model.chunks() > 255)
+    throw config_error("weft: search: at most 255 model chunks (ranks x chunks per rank)");
+  prob.overlap = q.fb_overlap ? overlap_options::all() : overlap_options::none();
+  // --cost is a rank's share of the model, split over its chunks; the preset is per chunk.
+  const double share = q.preset.empty() ? 1.0 / prob.model.chunks_per_rank : 1.0;
+  prob.cost = unit_costs(q).scaled_compute(share);
+  return report(q, prob, false);
+}
+
+}  // namespace weft::cli
