@@ -26,49 +26,24 @@ using namespace weft;
 
 namespace {
 
+using bench::median;
 using bench::micro;
 using bench::pipeline_ranks;
 using bench::replicas;
 // By default one compute worker and one comm worker: with the timer that keeps 2 cores busy but
 // not oversubscribed (on an oversubscribed core every wake-up waits for a scheduler quantum).
 unsigned workers = 1;
-constexpr link_model ep_link = link_model::with_bandwidth(seconds(150e-6), 2e9);
-
-/// What the ep_link costs, as the in-process backend charges it: an all-to-all by the values a
-/// member receives (its tokens' k rows, dispatch F with the expert column, after a count
-/// exchange), a transfer by its activation.
-cost_model link_costs(const exec::moe_config& c) {
-  const double rows = c.tokens * c.top_k, f = sizeof(float);
-  const seconds a2a = collective::pairwise_all_to_all(ep_link, c.replicas, rows * c.width * f);
-  const seconds counts = collective::pairwise_all_to_all(ep_link, c.replicas, c.replicas * f);
-  const seconds dispatch =
-      counts + collective::pairwise_all_to_all(ep_link, c.replicas, rows * (c.width + 1) * f);
-  const seconds p2p = collective::p2p(ep_link, double(c.tokens) * c.width * f);
-  cost_model m;
-  m.set(kind::dispatch, phase::F, dispatch)
-      .set(kind::dispatch, phase::B, a2a)
-      .set(kind::combine, phase::F, a2a)
-      .set(kind::combine, phase::B, a2a);
-  for (kind k : {kind::send, kind::recv}) m.set(k, phase::F, p2p).set(k, phase::B, p2p);
-  return m;
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
 void compare(const char* name, const schedule& s, const exec::moe_config& c, int runs) {
   const exec::moe_model<float> model(c);
   exec::run_options opt;
   opt.workers = workers;
-  opt.delay = rt::delay_model{ep_link};
+  opt.delay = rt::delay_model{bench::ep_link};
   exec::moe_executor<float> ex(model, opt);
   std::vector<double> step, predicted, exposed[3], exposed_pred[3];
   for (int r = 0; r < runs; ++r) {
     const exec::run_result<float> run = ex.run(s);
     const step_metrics got = measure(run.prog, run.time);
-    const cost_model cost = calibrated(run.prog, run.time, link_costs(c), run.comm_span);
+    const cost_model cost = calibrated(run.prog, run.time, bench::link_costs(c), run.comm_span);
     const sim_options so{.event_latency = measured_event_latency(run.prog, run.time, run.posted),
                          .dispatch_overhead = run.dispatch_gap,
                          .wake_latency = run.wake_gap};
@@ -98,8 +73,8 @@ int main(int argc, char** argv) {
       "%d ranks (%d pipeline x %d expert-parallel), %u compute + 1 comm workers, link %.0f us + "
       "%.1f GB/s, "
       "%d runs each, medians\n",
-      pipeline_ranks * replicas, pipeline_ranks, replicas, workers, ep_link.alpha.count() * 1e6,
-      1e-9 / ep_link.beta.count(), runs);
+      pipeline_ranks * replicas, pipeline_ranks, replicas, workers,
+      bench::ep_link.alpha.count() * 1e6, 1e-9 / bench::ep_link.beta.count(), runs);
   std::printf("%-24s %12s %12s %9s   exposed comm, ms, measured / predicted\n", "schedule",
               "measured", "predicted", "error");
   std::printf("%-24s %12s %12s %9s   %15s   %15s   %15s\n", "", "", "", "", "warm-up", "steady",

@@ -32,15 +32,11 @@ using namespace weft;
 
 namespace {
 
+using bench::median;
 using bench::micro;
 using bench::pipeline_ranks;
 using bench::replicas;
 unsigned comm_workers = 1;
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
 
 /// Rank 0 works alone meanwhile; the others wait without spinning on the cores it needs.
 void quiet_barrier() {

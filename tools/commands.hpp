@@ -7,6 +7,7 @@
 #include <string>
 
 #include <weft/sim/cost.hpp>
+#include <weft/sim/xdc_preset.hpp>
 #include "cli.hpp"
 
 namespace weft::cli {
@@ -23,6 +24,10 @@ std::ofstream open_for_writing(const std::string& path);
 /// The unit-free costs asked for: `--cost` (a rank's share of the model) or `--preset
 /// deepseek-v3` (per chunk layer).
 unit_cost_model unit_costs(const request& q);
+
+/// The llama2-70b-xdc scenario asked for: --chunks, --micro, --delay-model (throws
+/// `config_error` for a chunk count that does not divide a rank's layers).
+xdc_facts xdc_facts_of(const request& q);
 
 /// `weft search`; returns the exit code, throws as the other commands do.
 int search_command(const request& q);

@@ -77,9 +77,12 @@ int report(const request& q, const search::basic_problem<T>& prob, bool xdc) {
   }
   if (!q.svg.empty() && best) {
     std::ofstream out = open_for_writing(q.svg);
-    write_svg(
-        out, best->prog, best->time,
-        {.title = "weft search: " + describe(prob.model, xdc) + " (found by " + r.found_by + ")"});
+    const model_desc& m = prob.model;
+    write_svg(out, best->prog, best->time,
+              {.title = "weft search: pp " + std::to_string(m.ranks) + ", micro " +
+                        std::to_string(m.micro) +
+                        (m.max_live > 0 ? ", cap " + std::to_string(m.max_live) : std::string()) +
+                        " (" + r.found_by + ")"});
   }
 
   if (q.json) {
@@ -169,16 +172,7 @@ int report(const request& q, const search::basic_problem<T>& prob, bool xdc) {
 
 int search_command(const request& q) {
   if (q.preset == "llama2-70b-xdc") {
-    xdc_facts f;
-    if (f.layers % (f.pp * q.chunks) != 0)
-      throw config_error("weft: llama2-70b-xdc: --chunks must divide the " +
-                         std::to_string(f.layers / f.pp) +
-                         " layers of a pipeline rank (1, 2, 5 or 10)");
-    f.chunks = q.chunks;
-    if (q.micro != 0) f.micro = q.micro;
-    if (q.delay == "inter-node") f.sites = 1;
-    if (q.delay_km_given) f.km = q.delay_km;
-    if (q.delay_ratio_given) f.ratio = q.delay_ratio;
+    const xdc_facts f = xdc_facts_of(q);
     search::problem prob;
     prob.model = {
         .ranks = f.pp, .chunks_per_rank = f.chunks, .micro = f.micro, .max_live = q.max_live};

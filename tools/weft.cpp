@@ -55,6 +55,20 @@ std::ofstream weft::cli::open_for_writing(const std::string& path) {
   return out;
 }
 
+weft::xdc_facts weft::cli::xdc_facts_of(const request& q) {
+  weft::xdc_facts f;
+  if (f.layers % (f.pp * q.chunks) != 0)
+    throw weft::config_error("weft: llama2-70b-xdc: --chunks must divide the " +
+                             std::to_string(f.layers / f.pp) +
+                             " layers of a pipeline rank (1, 2, 5 or 10)");
+  f.chunks = q.chunks;
+  if (q.micro != 0) f.micro = q.micro;
+  if (q.delay == "inter-node") f.sites = 1;
+  if (q.delay_km_given) f.km = q.delay_km;
+  if (q.delay_ratio_given) f.ratio = q.delay_ratio;
+  return f;
+}
+
 weft::unit_cost_model weft::cli::unit_costs(const request& q) {
   if (q.preset == "deepseek-v3") return weft::unit_cost_model::deepseek_v3_like();
   const weft::cli::costs& c = q.cost;
@@ -396,16 +410,7 @@ int ampipe_command(const request& q) {
 /// simulate --preset llama2-70b-xdc: the seed's cross-DC scenario with the switches asked for,
 /// beside Megatron's baseline on the same links.
 int xdc_command(const request& q) {
-  weft::xdc_facts f;
-  if (f.layers % (f.pp * q.chunks) != 0)
-    throw weft::config_error("weft: llama2-70b-xdc: --chunks must divide the " +
-                             std::to_string(f.layers / f.pp) +
-                             " layers of a pipeline rank (1, 2, 5 or 10)");
-  f.chunks = q.chunks;
-  if (q.micro != 0) f.micro = q.micro;
-  if (q.delay == "inter-node") f.sites = 1;
-  if (q.delay_km_given) f.km = q.delay_km;
-  if (q.delay_ratio_given) f.ratio = q.delay_ratio;
+  const weft::xdc_facts f = weft::cli::xdc_facts_of(q);
   const weft::cost_model cost = weft::xdc_cost_model(f);
   weft::p2p_options switches = p2p_of(q);
   const weft::program prog = weft::lower(weft::xdc_schedule(f, switches));

@@ -13,6 +13,7 @@
 #include <weft/sim/cost.hpp>
 #include <weft/sim/metrics.hpp>
 #include <weft/sim/program.hpp>
+#include <weft/sim/shared_workers.hpp>
 #include <weft/sim/simulate.hpp>
 
 namespace weft::search {
@@ -26,6 +27,12 @@ struct basic_problem {
   model_desc model;
   overlap_options overlap = overlap_options::none();
   basic_cost_model<T> cost;
+  /// How plans are timed: 0, every rank a device of its own (`simulate`); else compute shared by
+  /// this many workers with `replicas` copies of every rank, as the CPU runtime runs a step
+  /// (`simulate_on_workers`, to search for what runs fastest there). The bounds assume 0.
+  unsigned workers = 0;
+  int replicas = 1;
+  basic_sim_options<T> sim{};
 };
 using problem = basic_problem<seconds>;
 using unit_problem = basic_problem<units>;
@@ -56,7 +63,9 @@ std::optional<scored<T>> evaluate(const basic_problem<T>& q, plan p, std::string
     }
     return std::nullopt;
   }
-  const basic_timeline<T> t = simulate(prog, q.cost);
+  const basic_timeline<T> t = q.workers == 0
+                                  ? simulate(prog, q.cost, q.sim)
+                                  : simulate_on_workers(prog, q.cost, q.workers, q.sim, q.replicas);
   if (t.deadlocked()) {  // the checker proves deadlock freedom: a program that stops is a bug
     if (why) *why = "weft: search: the simulation stopped although the checker passed the plan";
     return std::nullopt;

@@ -263,9 +263,13 @@ search_result<T> find_schedule(const basic_problem<T>& q, const search_options& 
                                           : q.overlap.pair_forward_backward);
   search_result<T> out;
   std::optional<scored<T>> best;
+  // A plan at the lower bound is optimal: nothing is left to find (the bounds hold for a device
+  // per rank only).
+  out.bound = bounds_of(q, opt.split);
+  const double floor = out.bound.best().count() * (1 + 1e-12);
   const auto out_of_budget = [&] {
     return (opt.max_evaluations > 0 && out.evaluations >= opt.max_evaluations) ||
-           clock::now() >= deadline;
+           clock::now() >= deadline || (q.workers == 0 && best && best->makespan.count() <= floor);
   };
   const auto judge = [&](const plan& p, const std::string& by, std::string* why = nullptr) {
     ++out.evaluations;
@@ -328,7 +332,6 @@ search_result<T> find_schedule(const basic_problem<T>& q, const search_options& 
     if (auto s = judge(*p, "list scheduler")) starts.push_back(std::move(*s));
   }
   if (!best) {  // nothing legal: no generator applies and no policy fits the cap
-    out.bound = bounds_of(q, opt.split);
     out.best = std::nullopt;
     out.seconds = std::chrono::duration<double>(clock::now() - t0).count();
     return out;
@@ -364,7 +367,6 @@ search_result<T> find_schedule(const basic_problem<T>& q, const search_options& 
     k.history[k.tick++ % L] = k.now.makespan.count();
   }
   out.best = best;
-  out.bound = bounds_of(q, opt.split);
   out.seconds = std::chrono::duration<double>(clock::now() - t0).count();
   return out;
 }
