@@ -84,16 +84,14 @@ int main(int argc, char** argv) {
               "peak live");
 
   // Every generator that applies to the model, measured.
-  std::vector<std::string> why;
-  const auto gens = search::detail::generator_plans(q.model, q.overlap, why);
+  const auto gens = search::generator_plans(q.model, q.overlap);
   std::string best_name;
   measured_runs best;
   search::plan best_plan;
   std::vector<measured_runs> all;  // every generator's runs: together they cost every step kind
-  for (const auto& [name, p] : gens) {
+  for (const auto& [name, p, why] : gens) {
     if (!p) continue;
-    search::plan full = *p;
-    full.model = q.model;
+    const search::plan& full = *p;
     const schedule s = search::to_schedule(full);
     if (!check(s).ok()) {
       std::printf("%-28s over the memory cap\n", name.c_str());

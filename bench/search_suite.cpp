@@ -24,8 +24,9 @@ struct profile {
   double cap;  ///< the memory cap, a multiple of 1F1B's peak (pp units of a rank's whole share)
 };
 
-/// Whole-chunk costs of a rank's share; MoE: DeepSeek-V3-like layers with fb-overlap, each
-/// all-to-all longer than its compute partner (a2a-heavy).
+/// Whole-chunk costs of a rank's share; MoE: DeepSeek-V3-like layers (unit_cost_model::
+/// deepseek_v3_like) with fb-overlap, each all-to-all twice the preset's — as long as a forward
+/// sub-stage, half a backward one (a2a-heavy).
 const profile profiles[] = {
     {"uniform F=1 B=2 W=1", false, false, {.F = 1, .B = 2, .W = 1}, 1.0},
     {"F<B: F=1 B=3 W=1.5", false, false, {.F = 1, .B = 3, .W = 1.5}, 2.0},

@@ -191,3 +191,62 @@ TEST_CASE("exact optimum of small problems, and the search reaches it") {
   // Too many combinations: refused rather than run for ever.
   CHECK_FALSE(exact_schedule(problem_of(4, 8, false, 1, 2, 1, 0), true, false, 1000));
 }
+
+TEST_CASE("a plan at the lower bound ends the search: it is optimal") {
+  // ZB-H1 reaches the work bound 27 (pp 4, micro 8, F 1 B 2 W 1, cap 4): GPipe (over the cap),
+  // 1F1B and ZB-H1 are judged, and nothing after them.
+  const search_result<units> r =
+      find_schedule(problem_of(4, 8, false, 1, 2, 1, 0, 4), {.budget_s = 60});
+  REQUIRE(r.best);
+  CHECK(r.best->makespan.count() == doctest::Approx(27));
+  CHECK(r.found_by == "zb-h1");
+  CHECK(r.evaluations == 3);
+}
+
+TEST_CASE("plans can be timed on shared workers, as the CPU runtime runs them") {
+  unit_problem q = problem_of(2, 4, false, 1, 2, 1, 0);
+  const plan p = plan_of(one_f_one_b({.ranks = 2, .micro = 4}));
+  // A device per rank: 1F1B's (p - 1)(F + B) + m (F + B) = 15.
+  CHECK(evaluate(q, p)->makespan.count() == doctest::Approx(15));
+  // One worker for both ranks runs all 2 x 4 x 3 of their work one unit at a time.
+  q.workers = 1;
+  CHECK(evaluate(q, p)->makespan.count() >= 24 - 1e-9);
+  const search_result<units> r = find_schedule(q, {.budget_s = 60, .max_evaluations = 300});
+  REQUIRE(r.best);
+  CHECK(r.best->makespan.count() >= 24 - 1e-9);
+}
+
+TEST_CASE("every generator that applies, as plans of the model") {
+  const model_desc loop{.ranks = 4, .micro = 8, .max_live = 4};
+  const auto g = generator_plans(loop);
+  REQUIRE(g.size() == 3);
+  CHECK(g[0].name == "gpipe");
+  CHECK(g[2].name == "zb-h1");
+  REQUIRE(g[2].p);
+  CHECK(g[2].p->model == loop);
+  // A V needs micro >= 2 pp: ZB-V and DualPipeV say so.
+  const auto v =
+      generator_plans({.ranks = 4, .chunks_per_rank = 2, .place = placement::vee, .micro = 4});
+  REQUIRE(v.size() == 2);
+  for (const auto& x : v) {
+    CHECK_FALSE(x.p);
+    CHECK(x.why.find("micro must be >= 2 * ranks") != std::string::npos);
+  }
+}
+
+TEST_CASE("a problem too large to search is refused, by name") {
+  // 64 ranks x 8193 micro-batches: 2 x 8193 x 64 = 1048704 steps, over 2^20.
+  try {
+    (void)find_schedule(problem_of(64, 8193, false, 1, 2, 1, 0), {.budget_s = 1});
+    FAIL("a search of a million-step plan should be refused");
+  } catch (const config_error& e) {
+    CHECK(std::string(e.what()).rfind("weft: search: 1048704 steps (a forward and a backward per "
+                                      "micro-batch and chunk) is over the search's limit of "
+                                      "1048576",
+                                      0) == 0);
+  }
+  // The limit is a count: pp 4 x 8 micro-batches are 64 steps.
+  const unit_problem q = problem_of(4, 8, false, 1, 2, 1, 0);
+  CHECK_THROWS_AS((void)find_schedule(q, {.max_evaluations = 5, .max_steps = 63}), config_error);
+  CHECK(find_schedule(q, {.max_evaluations = 5, .max_steps = 64}).best);
+}

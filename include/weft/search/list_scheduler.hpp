@@ -89,8 +89,13 @@ T hop(const basic_problem<T>& q, int mb, int from, int to, phase ph) {
 
 /// The plan the list scheduler makes for `q` under `pol`; nothing when the policy cannot finish
 /// (a live limit too small for the placement: every rank waits for memory no backward frees).
+/// With `prefix`, each rank r first takes the first `keep[r]` steps of `prefix` (a plan of `q`
+/// that keeps every chunk's micro-batches in order) as they come, and the policy only chooses
+/// after them: the search's ruin-and-recreate move.
 template <time_type T>
-std::optional<plan> list_schedule(const basic_problem<T>& q, const list_policy& pol) {
+std::optional<plan> list_schedule(const basic_problem<T>& q, const list_policy& pol,
+                                  const plan* prefix = nullptr,
+                                  const std::vector<std::size_t>& keep = {}) {
   const model_desc& m = q.model;
   const step_costs<T> cost(q);
   const int R = m.ranks, C = m.chunks(), M = m.micro;
@@ -157,6 +162,40 @@ std::optional<plan> list_schedule(const basic_problem<T>& q, const list_policy& 
     const double d = b_done[at(mb, next)];
     return d == never ? never : std::max(own, d + detail::hop(q, mb, next, c, phase::B).count());
   };
+  // The prefix's steps still to take on each rank, and when the next of them can start.
+  std::vector<std::size_t> forced(static_cast<std::size_t>(R), 0);
+  const auto forced_left = [&](std::size_t r) {
+    return prefix && r < keep.size() && forced[r] < std::min(keep[r], prefix->ranks[r].size());
+  };
+  const auto find_w = [&](std::size_t r, int mb, int c) {
+    auto& w = weights[r];
+    return std::find_if(w.begin(), w.end(),
+                        [&](const auto& x) { return x.mb == mb && x.chunk == c; });
+  };
+  const auto forced_ready = [&](std::size_t r) {
+    const step& x = prefix->ranks[r][forced[r]];
+    const auto next_is = [&](const std::vector<std::size_t>& next, int mb, int c) {
+      const auto& v = mbs[static_cast<std::size_t>(c)];
+      const std::size_t k = next[static_cast<std::size_t>(c)];
+      return k < v.size() && v[k] == mb;
+    };
+    switch (x.a) {
+      case action::F:
+        return next_is(next_f, x.mb, x.chunk) ? f_ready(x.chunk) : never;
+      case action::B:
+      case action::I:
+        return next_is(next_b, x.mb, x.chunk) ? b_ready(x.chunk) : never;
+      case action::W: {
+        const auto it = find_w(r, x.mb, x.chunk);
+        return it == weights[r].end() ? never : it->ready;
+      }
+      case action::FB:
+        return next_is(next_f, x.mb, x.chunk) && next_is(next_b, x.bmb, x.bchunk)
+                   ? std::max(f_ready(x.chunk), b_ready(x.bchunk))
+                   : never;
+    }
+    return never;
+  };
   while (left > 0 ||
          std::any_of(weights.begin(), weights.end(), [](const auto& w) { return !w.empty(); })) {
     // The rank that can start something first, and what.
@@ -164,6 +203,14 @@ std::optional<plan> list_schedule(const basic_problem<T>& q, const list_policy& 
     double best_t = never;
     for (int r = 0; r < R; ++r) {
       const auto ri = static_cast<std::size_t>(r);
+      if (forced_left(ri)) {
+        const double t = std::max(forced_ready(ri), free[ri]);
+        if (t < best_t) {
+          best_t = t;
+          best_rank = r;
+        }
+        continue;
+      }
       double t = never;
       for (const int c : chunks_of[ri]) {
         t = std::min(t, b_ready(c));
@@ -216,7 +263,33 @@ std::optional<plan> list_schedule(const basic_problem<T>& q, const list_policy& 
         --live[ri];
       return mb;
     };
-    if (bc >= 0 && fc >= 0 && pol.pair) {
+    if (forced_left(ri)) {  // the prefix's next step, whatever the policy would choose
+      const step x = prefix->ranks[ri][forced[ri]++];
+      double end = t;
+      switch (x.a) {
+        case action::F:
+          end += cost.F.count();
+          forward_done(x.chunk, end);
+          break;
+        case action::B:
+        case action::I:
+          end += (x.a == action::I ? cost.I : cost.B).count();
+          backward_done(x.chunk, end, x.a == action::I);
+          break;
+        case action::W:
+          end += cost.W.count();
+          weights[ri].erase(find_w(ri, x.mb, x.chunk));
+          --live[ri];
+          break;
+        case action::FB:
+          end += cost.FB.count();
+          forward_done(x.chunk, end);
+          backward_done(x.bchunk, end, false);
+          break;
+      }
+      steps.push_back(x);
+      free[ri] = end;
+    } else if (bc >= 0 && fc >= 0 && pol.pair) {
       const double end = t + cost.FB.count();
       const int fmb = forward_done(fc, end), bmb = backward_done(bc, end, false);
       steps.push_back({action::FB, static_cast<std::uint16_t>(fmb), static_cast<std::uint16_t>(fc),

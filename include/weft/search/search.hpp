@@ -6,7 +6,9 @@
 // pairs, chunk preference, dW placement); then improve the best few by local search — moves
 // that keep each chunk's micro-batches in order (swap adjacent steps, move a dW later or
 // earlier, split a backward into dX and dW or merge them back, pair a forward with an adjacent
-// backward or part them), accepted by late-acceptance hill climbing. Every plan is judged by
+// backward or part them; and, one move in eight, ruin and recreate: keep every rank's steps up to
+// a random point and let a random list-scheduler policy decide the rest), accepted by
+// late-acceptance hill climbing. Every plan is judged by
 // `evaluate`: built, proven legal by the checker (memory cap included) and simulated. The
 // sequence of evaluations depends only on the problem and the seed, so the result is the same
 // for a seed whenever the evaluation cap, not the time budget, ends the search.
@@ -42,6 +44,10 @@ struct search_options {
   /// May a forward and a backward be overlapped as a pair? Default: when the problem's model
   /// gains from it (a whole-block pair cheaper than F + B, or MoE fb-overlap pairs).
   std::optional<bool> pair = std::nullopt;
+  /// The largest plan searched, in steps (each micro-batch's forward and backward on each
+  /// chunk); a larger problem is refused (`config_error`) rather than judged a few plans a
+  /// minute far past the budget. Raise it to search one anyway.
+  std::uint64_t max_steps = std::uint64_t{1} << 20;
 };
 
 /// A generator's plan for the problem, or why it has none (it does not apply, or it breaks the
@@ -72,27 +78,34 @@ struct search_result {
   }
 };
 
-namespace detail {
+/// A generator's plan for a model, or why it has none (it does not apply to the model).
+struct generator_plan {
+  std::string name;
+  std::optional<plan> p;
+  std::string why;
+};
 
-/// The plans of every generator that applies to `m` (pipeline level: whole blocks, one layer).
-inline std::vector<std::pair<std::string, std::optional<plan>>> generator_plans(
-    const model_desc& m, overlap_options overlap, std::vector<std::string>& why) {
-  std::vector<std::pair<std::string, std::optional<plan>>> out;
+/// Every generator that applies to `m`'s placement and chunks (loop with one chunk: GPipe,
+/// 1F1B, ZB-H1; loop with more: interleaved, with and without the extra warm-up micro-batch;
+/// vee: ZB-V and DualPipeV; bidirectional: DualPipe), as plans of `m`. A generator that rejects
+/// the model (too few micro-batches for a V, say) has its error in `why`.
+inline std::vector<generator_plan> generator_plans(const model_desc& m,
+                                                   overlap_options overlap = {}) {
+  std::vector<generator_plan> out;
   const pipeline_params p{.ranks = m.ranks, .micro = m.micro, .overlap = overlap};
   const auto add = [&](const std::string& name, auto&& make) {
     try {
-      schedule s = make();
+      const schedule s = make();  // pipeline level: whole blocks, one layer
       if (s.model.ranks != m.ranks || s.model.chunks_per_rank != m.chunks_per_rank ||
           s.model.place != m.place || s.model.bidirectional != m.bidirectional) {
-        out.emplace_back(name, std::nullopt);
-        why.push_back("a different model (placement or chunks)");
+        out.push_back({name, std::nullopt, "a different model (placement or chunks)"});
         return;
       }
-      out.emplace_back(name, plan_of(s, overlap));
-      why.emplace_back();
+      plan x = plan_of(s, overlap);
+      x.model = m;
+      out.push_back({name, std::move(x), {}});
     } catch (const config_error& e) {
-      out.emplace_back(name, std::nullopt);
-      why.push_back(e.what());
+      out.push_back({name, std::nullopt, e.what()});
     }
   };
   if (m.place == placement::loop && m.chunks_per_rank == 1) {
@@ -116,6 +129,8 @@ inline std::vector<std::pair<std::string, std::optional<plan>>> generator_plans(
   }
   return out;
 }
+
+namespace detail {
 
 /// True when the steps keep every chunk's forwards and backwards in micro-batch order and each
 /// unit's forward before its backward before its dW — what every move must keep, checked before
@@ -257,6 +272,17 @@ search_result<T> find_schedule(const basic_problem<T>& q, const search_options& 
   const auto deadline = t0 + std::chrono::duration_cast<clock::duration>(
                                  std::chrono::duration<double>(std::max(0.0, opt.budget_s)));
   const model_desc& m = q.model;
+  if (const model_error e = validate(m); e != model_error::none)
+    throw config_error("weft: search: " + std::string(describe(e)));
+  const std::uint64_t steps = 2 * static_cast<std::uint64_t>(m.micro) *
+                              static_cast<std::uint64_t>(m.chunks()) / (m.bidirectional ? 2u : 1u);
+  if (steps > opt.max_steps)
+    throw config_error("weft: search: " + std::to_string(steps) +
+                       " steps (a forward and a backward per micro-batch and chunk) is over the "
+                       "search's limit of " +
+                       std::to_string(opt.max_steps) +
+                       ": each of the thousands of plans a search judges would take seconds "
+                       "(search_options::max_steps; to compare the generators, simulate them)");
   const bool pair = opt.pair.value_or(m.stages.has(kind::block)
                                           ? q.cost.pair() < q.cost.of(kind::block, phase::F) +
                                                                 q.cost.of(kind::block, phase::B)
@@ -282,11 +308,9 @@ search_result<T> find_schedule(const basic_problem<T>& q, const search_options& 
   };
 
   // 1. Every generator that applies.
-  std::vector<std::string> why;
-  const auto gens = detail::generator_plans(m, q.overlap, why);
-  for (std::size_t g = 0; g < gens.size(); ++g) {
-    generator_row<T> row{gens[g].first, std::nullopt, why[g]};
-    if (gens[g].second) row.result = judge(*gens[g].second, gens[g].first, &row.why);
+  for (const generator_plan& g : generator_plans(m, q.overlap)) {
+    generator_row<T> row{g.name, std::nullopt, g.why};
+    if (g.p) row.result = judge(*g.p, g.name, &row.why);
     out.generators.push_back(std::move(row));
   }
   // 2. The list scheduler over its policies: every live limit up to the cap; then, at the cap,
@@ -356,7 +380,21 @@ search_result<T> find_schedule(const basic_problem<T>& q, const search_options& 
   for (std::size_t w = 0; !out_of_budget(); w = (w + 1) % walks.size()) {
     walk& k = walks[w];
     plan p = k.now.p;
-    detail::move(p, rng, opt.split, pair);
+    if (std::uniform_int_distribution<int>(0, 7)(rng) == 0 && !policies.empty()) {
+      // Ruin and recreate: keep every rank's steps up to a random point of the step, let a
+      // random policy of the grid decide the rest.
+      const double cut = std::uniform_real_distribution<double>(0, 1)(rng);
+      std::vector<std::size_t> keep(p.ranks.size());
+      for (std::size_t r = 0; r < keep.size(); ++r)
+        keep[r] = static_cast<std::size_t>(cut * static_cast<double>(p.ranks[r].size()));
+      const list_policy& pol =
+          policies[std::uniform_int_distribution<std::size_t>(0, policies.size() - 1)(rng)];
+      std::optional<plan> again = list_schedule(q, pol, &k.now.p, keep);
+      if (!again) continue;
+      p = std::move(*again);
+    } else {
+      detail::move(p, rng, opt.split, pair);
+    }
     if (p == k.now.p || !detail::in_order(p)) continue;
     const std::optional<scored<T>> s = judge(p, "local search");
     const double now = k.now.makespan.count();
