@@ -3,11 +3,11 @@
 // link of calibrate.cpp). Every generator that applies runs RUNS times; the cost model is
 // calibrated from the best one's median run (compute means, comm spans, the runtime's latencies);
 // the search, judging plans with the shared-worker simulator as this runtime runs them, looks for
-// a faster plan under the memory cap; the plan found runs RUNS times too, with its loss and
-// gradients against the serial run. Medians.
+// a faster plan under the memory cap; then the plan found and every generator run again, RUNS
+// rounds in rotation, with their loss and gradients against the serial run. Medians.
 //
 //   search_executed [RUNS [BUDGET_S [CAP [WORKERS]]]]
-//   (CAP: live units per rank, default twice 1F1B's; WORKERS: compute workers, default 1)
+//   (CAP: live units per rank, default twice 1F1B's; WORKERS: compute workers, default 2)
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -28,7 +28,7 @@ using bench::median;
 using bench::micro;
 using bench::pipeline_ranks;
 using bench::replicas;
-unsigned workers = 1;
+unsigned workers = 2;  // as `weft run`: with one, every schedule fills the worker alike
 
 struct measured_runs {
   std::vector<exec::run_result<float>> runs;
@@ -87,7 +87,6 @@ int main(int argc, char** argv) {
   const auto gens = search::generator_plans(q.model, q.overlap);
   std::string best_name;
   measured_runs best;
-  search::plan best_plan;
   std::vector<measured_runs> all;  // every generator's runs: together they cost every step kind
   for (const auto& [name, p, why] : gens) {
     if (!p) continue;
@@ -105,7 +104,6 @@ int main(int argc, char** argv) {
     if (best_name.empty() || m.median_step < best.median_step) {
       best_name = name;
       best = m;
-      best_plan = full;
     }
     all.push_back(std::move(m));
   }
@@ -143,50 +141,57 @@ int main(int argc, char** argv) {
     const auto s = search::evaluate(q, p);
     return s ? 1e3 * s->makespan.count() : 0.0;
   };
-  // The plan found and the best generator again, run by run in turn, so that the machine's drift
-  // from one minute to the next falls on both alike.
-  const schedule found = search::to_schedule(r.best->p);
-  const schedule generator = search::to_schedule(best_plan);
+  // The plan found and every generator that fits again, in rotation (round k starts at the
+  // k-th), so that the machine's drift from one minute to the next falls on all alike; the best
+  // generator is the one fastest in this rotation.
+  struct candidate {
+    std::string name;
+    schedule s;
+    search::plan p;
+    std::vector<double> steps;
+    std::optional<exec::run_result<float>> last;
+  };
+  std::vector<candidate> cands;
+  cands.push_back(
+      {"search (" + r.found_by + ")", search::to_schedule(r.best->p), r.best->p, {}, {}});
+  for (const auto& [name, p, why] : gens)
+    if (p && check(search::to_schedule(*p)).ok())
+      cands.push_back({name, search::to_schedule(*p), *p, {}, {}});
   exec::run_options opt;
   opt.workers = workers;
   opt.delay = rt::delay_model{bench::ep_link};
   exec::moe_executor<float> ex(model, opt);
-  measured_runs f, g;
-  std::vector<double> f_steps, g_steps;
-  const auto one = [&](const schedule& s, measured_runs& into, std::vector<double>& steps) {
-    into.runs.push_back(ex.run(s));
-    steps.push_back(into.runs.back().time.makespan.count());
-  };
-  for (int k = 0; k < 2 * runs; ++k) {  // and which goes first alternates
-    if (k % 2 == (k / 2) % 2)
-      one(found, f, f_steps);
-    else
-      one(generator, g, g_steps);
+  for (int k = 0; k < runs; ++k)
+    for (std::size_t j = 0; j < cands.size(); ++j) {
+      candidate& c = cands[(j + static_cast<std::size_t>(k)) % cands.size()];
+      c.last = ex.run(c.s);
+      c.steps.push_back(c.last->time.makespan.count());
+    }
+  const float serial = model.serial_step();
+  std::size_t fastest = 1;
+  for (std::size_t j = 1; j < cands.size(); ++j)
+    if (median(cands[j].steps) < median(cands[fastest].steps)) fastest = j;
+  std::printf("\nin rotation, %d rounds:\n", runs);
+  bool same = true;
+  for (const candidate& c : cands) {
+    if (std::getenv("WEFT_BENCH_SAMPLES")) {  // every run, not only the medians
+      for (const double x : c.steps) std::printf(" %.1f", 1e3 * x);
+      std::printf("\n");
+    }
+    std::printf("%-28s %9.2f ms %9.2f ms %14.2g\n", c.name.c_str(), 1e3 * median(c.steps),
+                predicted_of(c.p), exec::max_grad_rel_err(*c.last, model));
+    // Every schedule sums a step's gradients in the same order: all train alike, bit for bit.
+    same = same && exec::same_bits(*c.last, *cands[0].last);
   }
-  if (std::getenv("WEFT_BENCH_SAMPLES")) {  // every run, not only the medians
-    for (double x : f_steps) std::printf(" f %.1f", 1e3 * x);
-    for (double x : g_steps) std::printf(" g %.1f", 1e3 * x);
-    std::printf("\n");
-  }
-  f.median_step = median(f_steps);
-  g.median_step = median(g_steps);
-  f.serial = model.serial_step();
-  f.grad_err = exec::max_grad_rel_err(f.runs.back(), model);
-  f.loss = f.runs.back().loss;
-  std::printf("%-28s %9.2f ms %9.2f ms %14.2g %10d\n", ("search (" + r.found_by + ")").c_str(),
-              1e3 * f.median_step, 1e3 * r.best->makespan.count(), f.grad_err, r.best->peak_live);
-  std::printf("%-28s %9.2f ms %9.2f ms   (again, in turn with the plan found)\n", best_name.c_str(),
-              1e3 * g.median_step, predicted_of(best_plan));
-  // Every schedule sums a step's gradients in the same order: the plan found trains exactly as
-  // the generator's does.
-  const bool same = exec::same_bits(f.runs.back(), g.runs.back());
-  std::printf("loss and gradients equal to %s's bit for bit: %s\n", best_name.c_str(),
-              same ? "yes" : "no");
+  const double found_ms = median(cands[0].steps), gen_ms = median(cands[fastest].steps);
   std::printf(
-      "measured in turn: the plan found %.1f %% %s than %s (medians of %d); loss %.6g (serial "
-      "%.6g); %llu plans judged in %.1f s\n",
-      100 * std::abs(1 - f.median_step / g.median_step),
-      f.median_step < g.median_step ? "faster" : "slower", best_name.c_str(), runs, f.loss,
-      f.serial, static_cast<unsigned long long>(r.evaluations), r.seconds);
+      "loss and gradients of every schedule equal bit for bit: %s (loss %.6g, serial "
+      "%.6g)\n",
+      same ? "yes" : "no", cands[0].last->loss, serial);
+  std::printf(
+      "measured in rotation: the plan found %.1f %% %s than the fastest generator, %s (medians "
+      "of %d); %llu plans judged in %.1f s\n",
+      100 * std::abs(1 - found_ms / gen_ms), found_ms < gen_ms ? "faster" : "slower",
+      cands[fastest].name.c_str(), runs, static_cast<unsigned long long>(r.evaluations), r.seconds);
   return same ? 0 : 1;
 }
