@@ -191,10 +191,6 @@ int search_command(const request& q) {
                 .layers = q.layers,
                 .stages = stages,
                 .max_live = q.max_live};
-  if (const model_error e = validate(prob.model); e != model_error::none)
-    throw config_error("weft: search: " + std::string(describe(e)));
-  if (prob.model.chunks() > 255)
-    throw config_error("weft: search: at most 255 model chunks (ranks x chunks per rank)");
   prob.overlap = q.fb_overlap ? overlap_options::all() : overlap_options::none();
   // --cost is a rank's share of the model, split over its chunks; the preset is per chunk.
   const double share = q.preset.empty() ? 1.0 / prob.model.chunks_per_rank : 1.0;
