@@ -19,7 +19,7 @@ endif()
 # range-v3 where ranges read better than loops in code compiled once (the MoE executor's
 # grouping, the tool's lists); its package config takes no version (it wants an exact match).
 find_package(range-v3 QUIET CONFIG)
-if(TARGET Eigen3::Eigen OR WEFT_BUILD_TOOLS)
+if(TARGET Eigen3::Eigen OR WEFT_BUILD_TOOLS OR WEFT_FUZZ)
   weft_require(range-v3_FOUND "range-v3" "librange-v3-dev")
 endif()
 
@@ -36,7 +36,7 @@ if(WEFT_MPI)
   endif()
 endif()
 
-if(WEFT_BUILD_TOOLS)
+if(WEFT_BUILD_TOOLS OR WEFT_FUZZ)  # the tool, and the fuzzer of its command line
   find_package(CLI11 QUIET CONFIG)
   weft_require(CLI11_FOUND "CLI11 (the weft tool's command line)" "libcli11-dev")
 endif()

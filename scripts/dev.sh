@@ -47,8 +47,11 @@ case "${1:-}" in
     install_missing
     for preset in gcc clang tsan asan; do
       echo "== $preset"
+      start=$SECONDS
       build "$preset"
+      built=$SECONDS
       ctest --preset "$preset"
+      echo "== $preset: built in $((built - start)) s, tested in $((SECONDS - built)) s"
     done
     ;;
   bench)
