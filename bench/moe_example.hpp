@@ -32,6 +32,11 @@ inline exec::moe_config example_config(int stages, int layers) {
 /// The emulated link the in-process benchmarks put under every all-to-all and transfer.
 inline constexpr link_model ep_link = link_model::with_bandwidth(seconds(150e-6), 2e9);
 
+/// The bytes of a pipeline transfer: a micro-batch's activation.
+inline double activation_bytes(const exec::moe_config& c) {
+  return double(c.tokens) * c.width * sizeof(float);
+}
+
 /// What `ep_link` costs, as the in-process backend charges it: an all-to-all by the values a
 /// member receives (its tokens' k rows, dispatch F with the expert column, after a count
 /// exchange), a transfer by its activation.
@@ -41,7 +46,7 @@ inline cost_model link_costs(const exec::moe_config& c) {
   const seconds counts = collective::pairwise_all_to_all(ep_link, c.replicas, c.replicas * f);
   const seconds dispatch =
       counts + collective::pairwise_all_to_all(ep_link, c.replicas, rows * (c.width + 1) * f);
-  const seconds p2p = collective::p2p(ep_link, double(c.tokens) * c.width * f);
+  const seconds p2p = collective::p2p(ep_link, activation_bytes(c));
   cost_model m;
   m.set(kind::dispatch, phase::F, dispatch)
       .set(kind::dispatch, phase::B, a2a)

@@ -6,8 +6,10 @@
 // a faster plan under the memory cap; then the plan found and every generator run again, RUNS
 // rounds in rotation, with their loss and gradients against the serial run. Medians.
 //
-//   search_executed [RUNS [BUDGET_S [CAP [WORKERS]]]]
-//   (CAP: live units per rank, default twice 1F1B's; WORKERS: compute workers, default 2)
+//   search_executed [RUNS [BUDGET_S [CAP [WORKERS [FAR_MS]]]]]
+//   (CAP: live units per rank, default twice 1F1B's; WORKERS: compute workers, default 2;
+//   FAR_MS: the two pipeline stages in two sites, their transfers over a link of FAR_MS ms
+//   latency and 2 GB/s — the all-to-alls stay inside a stage's site; default 0, one site)
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -29,6 +31,7 @@ using bench::micro;
 using bench::pipeline_ranks;
 using bench::replicas;
 unsigned workers = 2;  // as `weft run`: with one, every schedule fills the worker alike
+rt::delay_model delay{bench::ep_link};
 
 struct measured_runs {
   std::vector<exec::run_result<float>> runs;
@@ -40,7 +43,7 @@ struct measured_runs {
 measured_runs run_many(exec::moe_model<float>& model, const schedule& s, int runs) {
   exec::run_options opt;
   opt.workers = workers;
-  opt.delay = rt::delay_model{bench::ep_link};
+  opt.delay = delay;
   exec::moe_executor<float> ex(model, opt);
   measured_runs out;
   std::vector<double> steps;
@@ -62,7 +65,11 @@ int main(int argc, char** argv) {
   const double budget = argc > 2 ? std::atof(argv[2]) : 10.0;
   const int cap = argc > 3 ? std::atoi(argv[3]) : 2 * pipeline_ranks;
   if (argc > 4) workers = static_cast<unsigned>(std::max(1, std::atoi(argv[4])));
+  const double far_ms = argc > 5 ? std::atof(argv[5]) : 0.0;
   const exec::moe_config cfg = bench::example_config(pipeline_ranks, 4);
+  // World rank = stage * replicas + replica: a site of `replicas` ranks per stage.
+  const link_model far = link_model::with_bandwidth(seconds(far_ms * 1e-3), 2e9);
+  if (far_ms > 0) delay = {.on = bench::ep_link, .site_ranks = replicas, .far = far};
   exec::moe_model<float> model(cfg);
 
   search::problem q;
@@ -80,6 +87,9 @@ int main(int argc, char** argv) {
       "%.1f GB/s, memory cap %d units per rank; %d runs each, medians\n",
       pipeline_ranks * replicas, pipeline_ranks, replicas, workers,
       bench::ep_link.alpha.count() * 1e6, 1e-9 / bench::ep_link.beta.count(), cap, runs);
+  if (far_ms > 0)
+    std::printf("the stages in two sites: transfers over %.1f ms + %.1f GB/s\n", far_ms,
+                1e-9 / far.beta.count());
   std::printf("%-28s %12s %12s %14s %10s\n", "schedule", "measured", "predicted", "grad rel err",
               "peak live");
 
@@ -122,6 +132,11 @@ int main(int argc, char** argv) {
     return m.runs[order[order.size() / 2]];
   };
   q.cost = bench::link_costs(cfg);
+  if (far_ms > 0) {  // transfers keep these costs through the calibration (one mean per link)
+    q.cost.site_ranks = 1;  // the simulator's ranks are the pipeline's: each its own site
+    q.cost.far_p2p = collective::p2p(far, bench::activation_bytes(cfg));
+    q.cost.far_p2p_latency = far.alpha;
+  }
   for (const measured_runs& m : all) {
     const exec::run_result<float>& run = middle(m);
     q.cost = calibrated(run.prog, run.time, q.cost, run.comm_span);
@@ -159,7 +174,7 @@ int main(int argc, char** argv) {
       cands.push_back({name, search::to_schedule(*p), *p, {}, {}});
   exec::run_options opt;
   opt.workers = workers;
-  opt.delay = rt::delay_model{bench::ep_link};
+  opt.delay = delay;
   exec::moe_executor<float> ex(model, opt);
   for (int k = 0; k < runs; ++k)
     for (std::size_t j = 0; j < cands.size(); ++j) {

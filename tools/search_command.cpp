@@ -117,7 +117,8 @@ int report(const request& q, const search::basic_problem<T>& prob, bool xdc) {
                   {"critical_path", r.bound.critical_path.count()},
                   {"work", r.bound.work.count()},
                   {"in_order", r.bound.in_order.count()},
-                  {"memory", r.bound.memory.count()}};
+                  {"memory", r.bound.memory.count()},
+                  {"one_rank", r.bound.one_rank.count()}};
     j["evaluations"] = r.evaluations;
     j["seconds"] = r.seconds;
     j["seed"] = q.seed;
@@ -156,7 +157,8 @@ int report(const request& q, const search::basic_problem<T>& prob, bool xdc) {
   std::cout << std::left << std::setw(22) << "lower bound" << std::right << std::fixed
             << std::setprecision(3) << std::setw(12) << scale(bound) << "   (critical path "
             << scale(r.bound.critical_path) << ", work " << scale(r.bound.work) << ", in order "
-            << scale(r.bound.in_order) << ", memory " << scale(r.bound.memory) << ")"
+            << scale(r.bound.in_order) << ", memory " << scale(r.bound.memory) << ", one rank "
+            << scale(r.bound.one_rank) << ")"
             << std::defaultfloat << "\n";
   std::cout << "found by " << r.found_by;
   if (best_gen && r.best->makespan < best_gen->makespan)

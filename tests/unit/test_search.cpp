@@ -3,7 +3,9 @@
 // than a generator, the same plan for the same seed) and the exact optimum of small problems.
 #include <doctest/doctest.h>
 
+#include <limits>
 #include <string>
+#include <vector>
 
 #include <weft/schedules/dualpipe.hpp>
 #include <weft/schedules/one_f_one_b.hpp>
@@ -108,6 +110,75 @@ TEST_CASE("bounds: critical path, work, in order and memory, worked by hand") {
   const unit_problem slow = problem_of(4, 8, false, 1, 2, 1, 0.5);
   CHECK(bounds_of(slow).work.count() == doctest::Approx(4.5 + 24));
   CHECK(bounds_of(slow).critical_path.count() == doctest::Approx(9 + 6 * 0.5));
+}
+
+TEST_CASE("one-rank relaxation: its optimum, worked by hand") {
+  // Two micro-batches, forward 1, dX 1, dW 1 (fused 2); a backward can start 2 after its forward.
+  one_rank_relaxation x;
+  x.n = 2;
+  x.cap = 1;
+  x.f = x.i = x.w = 1;
+  x.b = 2;
+  x.d = 2;
+  // One unit at a time: F0 0-1, B0 3-5, F1 5-6, B1 8-10.
+  one_rank_result y = solve(x);
+  CHECK(y.makespan == doctest::Approx(10));
+  CHECK(y.start_f == std::vector<double>{0, 5});
+  CHECK(y.start_b == std::vector<double>{3, 8});
+  // Two units: F0, F1, then dX0 3-4, dX1 4-5 and the two dW: 7.
+  x.cap = 2;
+  CHECK(solve(x).makespan == doctest::Approx(7));
+  // With 3 to go after the last dX (the path above): 5 + 3.
+  x.q = 3;
+  CHECK(solve(x).makespan == doctest::Approx(8));
+  // The second forward cannot start before 4 (the rank above sends it then): 4 + 3 steps.
+  x.q = 0;
+  x.d = 0;
+  x.release_f = {0, 4};
+  CHECK(solve(x).makespan == doctest::Approx(7));
+  // Fused backwards only, a forward and a backward overlapped in 2: F0 0-1, F1 with B0 1-3,
+  // B1 3-5 (rather than 1 + 1 + 2 + 2).
+  one_rank_relaxation z;
+  z.n = z.cap = 2;
+  z.split = false;
+  z.f = 1;
+  z.b = z.pair = 2;
+  CHECK(solve(z).makespan == doctest::Approx(5));
+  z.pair = std::numeric_limits<double>::infinity();
+  CHECK(solve(z).makespan == doctest::Approx(6));
+}
+
+TEST_CASE("the one-rank bound holds (never above the optimum or a plan found) and is tighter") {
+  // Against the exhaustive optimum of small problems, with caps and transfers.
+  const unit_problem tiny[] = {problem_of(2, 3, false, 1, 2, 1, 0.5),
+                               problem_of(2, 3, false, 1, 2, 1, 1, 1),
+                               problem_of(2, 3, false, 1, 2, 1, 1.5, 2),
+                               problem_of(2, 3, false, 1, 3, 1.5, 0.5, 2)};
+  for (const unit_problem& q : tiny) {
+    const auto e = exact_schedule(q, true, false);
+    REQUIRE(e);
+    REQUIRE(e->best);
+    CHECK(bounds_of(q).one_rank.count() <= e->best->makespan.count() + 1e-9);
+    CHECK(bounds_of(q).one_rank.count() > 0);
+  }
+  // Larger ones, against the plan the search finds.
+  const unit_problem larger[] = {problem_of(4, 8, false, 1, 2, 1, 1.5, 6),
+                                 problem_of(4, 16, false, 1, 2, 1, 1.5, 6),
+                                 problem_of(4, 8, false, 1, 3, 2, 0, 6),
+                                 problem_of(8, 16, false, 1, 2, 1, 1.5, 12)};
+  for (const unit_problem& q : larger) {
+    const auto r = find_schedule(q, {.max_evaluations = 3000});
+    REQUIRE(r.best);
+    CHECK(r.bound.one_rank.count() <= r.best->makespan.count() + 1e-9);
+  }
+  // Transfers of 1.5 under a cap of 6 (the docs' example): a rank's memory, work and the round
+  // trips together say more than any of them alone.
+  const lower_bounds<units> b = bounds_of(larger[0]);
+  CHECK(b.one_rank > b.memory);
+  CHECK(b.one_rank > b.work);
+  CHECK(b.one_rank > b.critical_path);
+  // Not for a V, nor for sub-stages: 0.
+  CHECK(bounds_of(problem_of(4, 8, true, 1, 2, 1, 0, 8)).one_rank.count() == 0);
 }
 
 TEST_CASE("the list scheduler: zero bubble where the work bound allows it, under its limit") {

@@ -14,7 +14,15 @@
 //   after its (k-1)-th and that forward's compute, and after its (k-L)-th was freed — a unit
 //   lives at least its round trip alone (forward down the pipeline and backward back up to the
 //   rank); from the k-th claim on, the rank still computes n - k units, and the last unit has the
-//   rest of its micro-batch's path to go.
+//   rest of its micro-batch's path to go;
+// - one rank: each rank runs its own steps on its one compute stream, under the cap, the other
+//   ranks relaxed to unlimited capacity but their paths as long as alone (a micro-batch's forward
+//   reaches the rank no sooner than the rank above could send it, its gradient returns a round
+//   trip later at the earliest, and then has the path above to go) — solved exactly by a
+//   dynamic programme over how many forwards, backwards and dW the rank has done, rank by rank
+//   down the pipeline and back up so that each rank's earliest times bound the next one's. This
+//   is the machine-based bound of flow-shop scheduling; it holds for pipelines of whole blocks,
+//   one chunk per rank (the others leave it 0).
 #pragma once
 
 #include <algorithm>
@@ -31,9 +39,11 @@ struct lower_bounds {
   T work{0};
   T in_order{0};
   T memory{0};
+  T one_rank{0};
   /// The largest of them: no plan is faster.
   constexpr T best() const noexcept {
-    return std::max(std::max(critical_path, memory), std::max(work, in_order));
+    return std::max(std::max(std::max(critical_path, memory), std::max(work, in_order)),
+                    one_rank);
   }
 };
 
@@ -81,6 +91,187 @@ basic_timeline<T> alone(const basic_problem<T>& q, bool split, program& prog) {
   }
   prog = lower(b.take());
   return simulate(prog, q.cost);
+}
+}  // namespace detail
+
+/// One rank's steps on its compute stream, the rest of the pipeline relaxed (see the one-rank
+/// bound above): n micro-batches' forward, backward-input and dW (or fused backward, or a
+/// forward overlapped with a backward) in micro-batch order, at most `cap` units live.
+struct one_rank_relaxation {
+  int n = 0;
+  int cap = 0;  ///< 0: no cap
+  bool split = true;
+  double f = 0, i = 0, w = 0, b = 0;
+  double pair = std::numeric_limits<double>::infinity();  ///< F overlapped with B; inf: none
+  double d = 0;  ///< from a forward's end to the earliest start of its backward (the path below)
+  double q = 0;  ///< from a backward's end to the end of the micro-batch's path (the path above)
+  std::vector<double> release_f, release_b;  ///< per micro-batch, from the neighbours
+};
+
+struct one_rank_result {
+  double makespan = 0;  ///< no schedule of the rank (and the path after it) ends sooner
+  std::vector<double> start_f, start_b;  ///< the earliest each step can start
+};
+
+/// The exact optimum of the relaxation, by a dynamic programme over (forwards, backwards, dW)
+/// done: with the releases fixed and the cap a function of the counts, reaching a state sooner
+/// is never worse. dW of any micro-batch being interchangeable once its backward is done, they
+/// are counted in order. About (n+1)^3 / 6 states.
+inline one_rank_result solve(const one_rank_relaxation& x) {
+  constexpr double inf = std::numeric_limits<double>::infinity();
+  const int n = x.n;
+  // States w <= i <= f, packed: the f-th layer starts after f(f+1)(f+2)/6 of them.
+  const auto layer = [](std::size_t f) { return f * (f + 1) * (f + 2) / 6; };
+  std::vector<double> t(layer(static_cast<std::size_t>(n) + 1), inf);
+  const auto at = [&](int f, int i, int w) -> double& {
+    const auto fi = static_cast<std::size_t>(f), ii = static_cast<std::size_t>(i);
+    return t[layer(fi) + ii * (ii + 1) / 2 + static_cast<std::size_t>(w)];
+  };
+  one_rank_result out;
+  out.makespan = inf;
+  out.start_f.assign(static_cast<std::size_t>(n), inf);
+  out.start_b.assign(static_cast<std::size_t>(n), inf);
+  std::vector<double> ready_b(static_cast<std::size_t>(n), inf);  // release of backward k
+  const auto relax = [](double& slot, double v) { slot = std::min(slot, v); };
+  const auto finish = [&](double end, int w) {  // every backward done: the dW left, the path above
+    out.makespan =
+        std::min(out.makespan, std::max(end + x.q, end + static_cast<double>(n - w) * x.w));
+  };
+  at(0, 0, 0) = 0;
+  for (int f = 0; f <= n; ++f) {
+    if (f > 0) {  // forward f-1's earliest start is known: its backward's release follows
+      const auto k = static_cast<std::size_t>(f - 1);
+      ready_b[k] = std::max(x.release_b.empty() ? 0.0 : x.release_b[k], out.start_f[k] + x.f + x.d);
+    }
+    for (int i = 0; i <= f; ++i)
+      for (int w = 0; w <= i; ++w) {
+        const double now = at(f, i, w);
+        if (now == inf) continue;
+        const bool room = x.cap == 0 || f - w < x.cap;
+        if (f < n && room) {
+          const auto k = static_cast<std::size_t>(f);
+          const double s = std::max(now, x.release_f.empty() ? 0.0 : x.release_f[k]);
+          relax(out.start_f[k], s);
+          relax(at(f + 1, i, w), s + x.f);
+          if (i < f && x.pair < inf) {  // forward f with backward i, overlapped
+            const double sp = std::max(s, ready_b[static_cast<std::size_t>(i)]);
+            relax(out.start_b[static_cast<std::size_t>(i)], sp);
+            if (i + 1 == n)
+              finish(sp + x.pair, w + 1);
+            else
+              relax(at(f + 1, i + 1, w + 1), sp + x.pair);
+          }
+        }
+        if (i < f) {
+          const double s = std::max(now, ready_b[static_cast<std::size_t>(i)]);
+          relax(out.start_b[static_cast<std::size_t>(i)], s);
+          if (x.split) {
+            if (i + 1 == n)
+              finish(s + x.i, w);
+            else
+              relax(at(f, i + 1, w), s + x.i);
+          }
+          if (i + 1 == n)
+            finish(s + x.b, w + 1);
+          else
+            relax(at(f, i + 1, w + 1), s + x.b);
+        }
+        if (w < i) relax(at(f, i, w + 1), now + x.w);
+      }
+  }
+  return out;
+}
+
+/// The one-rank bound's size limit: beyond it (a programme of n^3 / 6 states per rank, several
+/// times), the bound is left at 0.
+inline constexpr int max_one_rank_micro = 128;
+
+namespace detail {
+/// The one-rank bound of a pipeline of whole blocks, one chunk per rank (0 otherwise): each
+/// rank's relaxation, down the pipeline (forwards released by the rank above's earliest) and
+/// back up (backwards released by the rank below's), twice.
+template <time_type T>
+T one_rank_bound(const basic_problem<T>& q, bool split, const basic_timeline<T>& fused,
+                 const program& fused_prog, const basic_timeline<T>& halves,
+                 const program& split_prog) {
+  const model_desc& m = q.model;
+  if (m.bidirectional || m.chunks_per_rank != 1 || !m.stages.has(kind::block) ||
+      m.stages.size() != 1 || m.micro > max_one_rank_micro)
+    return T{0};
+  const int R = m.ranks, n = m.micro;
+  constexpr double inf = std::numeric_limits<double>::infinity();
+  // Alone, per rank: its forward's start and end, its backward's (dX or fused) start and end.
+  struct marks {  // (a local constant in these initialisers crashes g++ 12)
+    double f_start = std::numeric_limits<double>::infinity(), f_end = f_start,
+           b_start = f_start, b_end = f_start;
+  };
+  const auto marks_of = [&](const basic_timeline<T>& run, const program& p) {
+    std::vector<marks> out(static_cast<std::size_t>(R));
+    for (std::uint32_t k = 0; k < p.size(); ++k) {
+      const op& o = p.at(k);
+      if (o.k != kind::block) continue;
+      marks& x = out[static_cast<std::size_t>(p.rank[k])];
+      const double s = run.start[k].count(), e = run.finish[k].count();
+      const bool fwd = o.ph == phase::F;
+      if (!fwd && o.ph == phase::dW) continue;
+      double& first = fwd ? x.f_start : x.b_start;
+      double& last = fwd ? x.f_end : x.b_end;
+      first = std::min(first, s);
+      last = last == inf ? e : std::max(last, e);
+    }
+    return out;
+  };
+  const std::vector<marks> fm = marks_of(fused, fused_prog);
+  const std::vector<marks> sm = split ? marks_of(halves, split_prog) : fm;
+  const auto least = [&](auto of) {
+    std::vector<double> v(static_cast<std::size_t>(R));
+    for (std::size_t r = 0; r < v.size(); ++r) v[r] = std::min(of(fm, r), of(sm, r));
+    return v;
+  };
+  using ms = std::vector<marks>;
+  const auto d = least([](const ms& x, std::size_t r) { return x[r].b_start - x[r].f_end; });
+  const auto q_up = least([](const ms& x, std::size_t r) { return x[0].b_end - x[r].b_end; });
+  const auto down = least([](const ms& x, std::size_t r) {  // forward start, rank r-1 to r
+    return r == 0 ? x[0].f_start : x[r].f_start - x[r - 1].f_start;
+  });
+  const auto up = least([&](const ms& x, std::size_t r) {  // backward start, rank r+1 to r
+    return r + 1 == static_cast<std::size_t>(R) ? 0.0 : x[r].b_start - x[r + 1].b_start;
+  });
+
+  one_rank_relaxation x;
+  x.n = n;
+  x.cap = m.max_live;
+  x.split = split;
+  x.f = compute_of(q, gen::forward_pattern(m, q.overlap)).count();
+  x.b = compute_of(q, gen::backward_pattern(m, q.overlap, phase::B)).count();
+  x.i = compute_of(q, gen::backward_pattern(m, q.overlap, phase::dX)).count();
+  x.w = compute_of(q, gen::backward_pattern(m, q.overlap, phase::dW)).count();
+  x.pair = q.cost.pair().count();
+  if (x.pair >= x.f + x.b) x.pair = inf;  // no gain: the two in turn say as much
+  std::vector<std::vector<double>> start_f(static_cast<std::size_t>(R)), start_b(start_f);
+  double best = 0;
+  for (int round = 0; round < 2; ++round) {
+    for (int dir = 0; dir < 2; ++dir)
+      for (int k = 0; k < R; ++k) {
+        const auto r = static_cast<std::size_t>(dir == 0 ? k : R - 1 - k);
+        x.d = d[r];
+        x.q = q_up[r];
+        x.release_f.assign(static_cast<std::size_t>(n), down[r]);
+        if (r > 0 && !start_f[r - 1].empty())
+          for (std::size_t j = 0; j < x.release_f.size(); ++j)
+            x.release_f[j] = std::max(x.release_f[j], start_f[r - 1][j] + down[r]);
+        x.release_b.assign(static_cast<std::size_t>(n), 0.0);
+        if (r + 1 < static_cast<std::size_t>(R) && !start_b[r + 1].empty())
+          for (std::size_t j = 0; j < x.release_b.size(); ++j)
+            x.release_b[j] = start_b[r + 1][j] + up[r];
+        one_rank_result y = solve(x);
+        if (y.makespan == inf) return T{0};  // nothing fits the cap: other bounds say so
+        best = std::max(best, y.makespan);
+        start_f[r] = std::move(y.start_f);
+        start_b[r] = std::move(y.start_b);
+      }
+  }
+  return T(best);
 }
 }  // namespace detail
 
@@ -190,6 +381,7 @@ lower_bounds<T> bounds_of(const basic_problem<T>& q, bool split = true) {
       out.memory = std::max(out.memory, T(lb));
     }
   }
+  out.one_rank = detail::one_rank_bound(q, split, fused, fused_prog, halves, split ? split_prog : fused_prog);
   // The first chunk's rank forwards every micro-batch there, in order.
   if (!m.bidirectional)
     out.in_order = forward_compute * static_cast<double>(m.micro - 1) + out.critical_path;
