@@ -152,6 +152,13 @@ int main(int argc, char** argv) {
     std::printf("the search found no legal plan\n");
     return 1;
   }
+  std::printf("\nthe plan found (%s):\n", r.found_by.c_str());
+  for (std::size_t rank = 0; rank < r.best->p.ranks.size(); ++rank) {
+    std::printf("  rank %zu:", rank);
+    for (const search::step& st : r.best->p.ranks[rank])
+      std::printf(" %s", search::to_string(st).c_str());
+    std::printf("\n");
+  }
   const auto predicted_of = [&](const search::plan& p) {
     const auto s = search::evaluate(q, p);
     return s ? 1e3 * s->makespan.count() : 0.0;

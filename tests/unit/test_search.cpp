@@ -112,6 +112,34 @@ TEST_CASE("bounds: critical path, work, in order and memory, worked by hand") {
   CHECK(bounds_of(slow).critical_path.count() == doctest::Approx(9 + 6 * 0.5));
 }
 
+TEST_CASE("the critical path holds when a plan fuses one chunk's backward and splits another's") {
+  // pp 2 in a V (rank 0: chunks 0 and 3; rank 1: chunks 1 and 2), one micro-batch of
+  // DeepSeek-V3-like MoE sub-stages, every all-to-all 1, transfers 0.2. Forward: 4 chunks of
+  // attention 1, dispatch 1 (the shared expert's 0.5 beside it), experts 1, combine 1, and 2
+  // transfers: 16.4. Back to chunk 0 by dX: 3 chunks of combine 1, experts' dX 1, dispatch 1,
+  // attention's dX 1, and 2 transfers: 28.8. Chunk 0 then takes 5 either way: fused (its dW
+  // beside the dispatch) or dX and dW computed in turn (2.5 + 2.5). A fused run alone (every
+  // chunk fused) and a split one (every dW last) both take longer.
+  unit_problem q;
+  q.model = {.ranks = 2,
+             .chunks_per_rank = 2,
+             .place = placement::vee,
+             .micro = 1,
+             .stages = stage_set::moe_with_shared(),
+             .max_live = 4};
+  q.overlap = overlap_options::all();
+  q.cost = unit_cost_model::deepseek_v3_like();
+  for (kind k : {kind::dispatch, kind::combine}) q.cost.set(k, phase::F, 1).set(k, phase::B, 1);
+  const lower_bounds<units> b = bounds_of(q);
+  CHECK(b.critical_path.count() == doctest::Approx(33.8));
+  const auto e = exact_schedule(q, true, false);
+  REQUIRE(e);
+  REQUIRE(e->best);
+  CHECK(e->best->makespan.count() == doctest::Approx(33.8));
+  CHECK(find_schedule(q, {.max_evaluations = 3000}).best->makespan.count() ==
+        doctest::Approx(33.8));
+}
+
 TEST_CASE("one-rank relaxation: its optimum, worked by hand") {
   // Two micro-batches, forward 1, dX 1, dW 1 (fused 2); a backward can start 2 after its forward.
   one_rank_relaxation x;

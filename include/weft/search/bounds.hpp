@@ -3,8 +3,9 @@
 // micro-batches in order, fused or split backwards, overlapped pairs no shorter than their
 // longer half — under the same simulator:
 //
-// - critical path: one micro-batch alone, through every chunk and back (the simulator's own
-//   makespan of it, fused or split, whichever is shorter): no micro-batch finishes sooner;
+// - critical path: one micro-batch alone, through every chunk and back (the simulator's runs of
+//   it, fused and split, each chunk finishing by whichever of the two is sooner there — a plan
+//   may mix them): no micro-batch finishes sooner;
 // - work: per rank, the earliest any of its steps can start (a forward has to reach it first),
 //   plus the compute its steps hold (one compute stream per rank runs them one at a time), plus
 //   what must follow its last step on other ranks (nothing when dW may come last);
@@ -91,6 +92,62 @@ basic_timeline<T> alone(const basic_problem<T>& q, bool split, program& prog) {
   }
   prog = lower(b.take());
   return simulate(prog, q.cost);
+}
+
+/// One micro-batch alone, per chunk: when its forward starts, and the earliest its backward can
+/// be done in any plan — plans may fuse one chunk's backward and split the next one's, which
+/// neither run alone does. With split backwards allowed, the gradient reaches each chunk no
+/// sooner than the chain of dX alone brings it (dX is part of a fused backward; the dW of the
+/// split run come last, after every dX); from there the chunk finishes no sooner than its fused
+/// backward alone takes, or than both its dX alone and its dX and dW computed in turn on its one
+/// compute stream, in either order. `end`: the latest of them, the whole micro-batch done.
+struct chunks_alone {
+  std::vector<double> first, done;
+  double end = 0;
+};
+
+template <time_type T>
+chunks_alone chunks_of(const model_desc& m, const basic_timeline<T>& fused, const program& fp,
+                       const basic_timeline<T>* halves, const program* sp) {
+  const auto C = static_cast<std::size_t>(m.chunks());
+  struct passage {  // a chunk's backward in one run: its first op's start, its dX part's end, ...
+    double start = std::numeric_limits<double>::infinity(), x_end = 0, end = 0, compute = 0;
+  };
+  chunks_alone out;
+  out.first.assign(C, std::numeric_limits<double>::infinity());
+  const auto passages = [&](const basic_timeline<T>& run, const program& p) {
+    std::vector<passage> v(C);
+    for (std::uint32_t i = 0; i < p.size(); ++i) {
+      const op& o = p.at(i);
+      if (is_p2p(o.k)) continue;
+      const auto c = static_cast<std::size_t>(o.chunk);
+      const double s = run.start[i].count(), e = run.finish[i].count();
+      if (o.ph == phase::F) {
+        out.first[c] = std::min(out.first[c], s);
+        continue;
+      }
+      passage& x = v[c];
+      x.start = std::min(x.start, s);
+      x.end = std::max(x.end, e);
+      if (o.ph != phase::dW) x.x_end = std::max(x.x_end, e);
+      if (stream_of(o.k) == stream_class::compute) x.compute += e - s;
+    }
+    return v;
+  };
+  const std::vector<passage> whole = passages(fused, fp);
+  out.done.assign(C, 0.0);
+  if (!halves) {
+    for (std::size_t c = 0; c < C; ++c) out.done[c] = whole[c].end;
+  } else {
+    const std::vector<passage> parts = passages(*halves, *sp);
+    for (std::size_t c = 0; c < C; ++c) {
+      const passage &f = whole[c], &x = parts[c];
+      const double split_takes = std::max(x.x_end - x.start, x.compute);
+      out.done[c] = x.start + std::min(f.end - f.start, split_takes);
+    }
+  }
+  for (const double d : out.done) out.end = std::max(out.end, d);
+  return out;
 }
 }  // namespace detail
 
@@ -285,7 +342,9 @@ lower_bounds<T> bounds_of(const basic_problem<T>& q, bool split = true) {
   program fused_prog, split_prog;
   const basic_timeline<T> fused = detail::alone(q, false, fused_prog);
   const basic_timeline<T> halves = split ? detail::alone(q, true, split_prog) : fused;
-  out.critical_path = std::min(fused.makespan, halves.makespan);
+  const detail::chunks_alone alone = detail::chunks_of(m, fused, fused_prog, split ? &halves : nullptr,
+                                                      split ? &split_prog : nullptr);
+  out.critical_path = T(alone.end);
   // A bidirectional model's micro-batches pass half the chunks: the simulation above passes all,
   // which is longer than either direction — use the work bound alone there.
   if (m.bidirectional) out.critical_path = T{0};
@@ -329,28 +388,14 @@ lower_bounds<T> bounds_of(const basic_problem<T>& q, bool split = true) {
   T forward_compute = f;
   if (m.stages.has(kind::block))
     forward_compute = std::min(f, std::max(T{0}, q.cost.pair() - b_fused));
-  // Memory: per chunk, alone, when its forward starts and when its unit is freed (its last
-  // backward op ends), fused or split, whichever frees sooner.
+  // Memory: per chunk, alone, when its forward starts and the earliest its unit is freed (its
+  // last backward op ends).
   if (m.max_live > 0) {
     const int C = m.chunks();
-    std::vector<double> life(static_cast<std::size_t>(C), inf), rest(life);
-    for (const auto* run : {&fused, &halves}) {
-      const program& p = run == &fused ? fused_prog : (split ? split_prog : fused_prog);
-      std::vector<double> first(static_cast<std::size_t>(C), inf),
-          freed(static_cast<std::size_t>(C), 0.0);
-      for (std::uint32_t i = 0; i < p.size(); ++i) {
-        const op& o = p.at(i);
-        if (!is_layer_stage(o.k)) continue;
-        const auto c = static_cast<std::size_t>(o.chunk);
-        if (o.ph == phase::F)
-          first[c] = std::min(first[c], run->start[i].count());
-        else
-          freed[c] = std::max(freed[c], run->finish[i].count());
-      }
-      for (std::size_t c = 0; c < static_cast<std::size_t>(C); ++c) {
-        life[c] = std::min(life[c], freed[c] - first[c]);
-        rest[c] = std::min(rest[c], run->makespan.count() - first[c]);
-      }
+    std::vector<double> life(static_cast<std::size_t>(C)), rest(life);
+    for (std::size_t c = 0; c < static_cast<std::size_t>(C); ++c) {
+      life[c] = alone.done[c] - alone.first[c];
+      rest[c] = alone.end - alone.first[c];
     }
     for (int r = 0; r < R; ++r) {
       double l = inf, after = inf;
