@@ -158,8 +158,7 @@ int report(const request& q, const search::basic_problem<T>& prob, bool xdc) {
             << std::setprecision(3) << std::setw(12) << scale(bound) << "   (critical path "
             << scale(r.bound.critical_path) << ", work " << scale(r.bound.work) << ", in order "
             << scale(r.bound.in_order) << ", memory " << scale(r.bound.memory) << ", one rank "
-            << scale(r.bound.one_rank) << ")"
-            << std::defaultfloat << "\n";
+            << scale(r.bound.one_rank) << ")" << std::defaultfloat << "\n";
   std::cout << "found by " << r.found_by;
   if (best_gen && r.best->makespan < best_gen->makespan)
     std::cout << ", " << std::fixed << std::setprecision(1)

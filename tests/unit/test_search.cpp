@@ -178,10 +178,9 @@ TEST_CASE("one-rank relaxation: its optimum, worked by hand") {
 
 TEST_CASE("the one-rank bound holds (never above the optimum or a plan found) and is tighter") {
   // Against the exhaustive optimum of small problems, with caps and transfers.
-  const unit_problem tiny[] = {problem_of(2, 3, false, 1, 2, 1, 0.5),
-                               problem_of(2, 3, false, 1, 2, 1, 1, 1),
-                               problem_of(2, 3, false, 1, 2, 1, 1.5, 2),
-                               problem_of(2, 3, false, 1, 3, 1.5, 0.5, 2)};
+  const unit_problem tiny[] = {
+      problem_of(2, 3, false, 1, 2, 1, 0.5), problem_of(2, 3, false, 1, 2, 1, 1, 1),
+      problem_of(2, 3, false, 1, 2, 1, 1.5, 2), problem_of(2, 3, false, 1, 3, 1.5, 0.5, 2)};
   for (const unit_problem& q : tiny) {
     const auto e = exact_schedule(q, true, false);
     REQUIRE(e);
@@ -190,10 +189,9 @@ TEST_CASE("the one-rank bound holds (never above the optimum or a plan found) an
     CHECK(bounds_of(q).one_rank.count() > 0);
   }
   // Larger ones, against the plan the search finds.
-  const unit_problem larger[] = {problem_of(4, 8, false, 1, 2, 1, 1.5, 6),
-                                 problem_of(4, 16, false, 1, 2, 1, 1.5, 6),
-                                 problem_of(4, 8, false, 1, 3, 2, 0, 6),
-                                 problem_of(8, 16, false, 1, 2, 1, 1.5, 12)};
+  const unit_problem larger[] = {
+      problem_of(4, 8, false, 1, 2, 1, 1.5, 6), problem_of(4, 16, false, 1, 2, 1, 1.5, 6),
+      problem_of(4, 8, false, 1, 3, 2, 0, 6), problem_of(8, 16, false, 1, 2, 1, 1.5, 12)};
   for (const unit_problem& q : larger) {
     const auto r = find_schedule(q, {.max_evaluations = 3000});
     REQUIRE(r.best);

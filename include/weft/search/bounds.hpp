@@ -43,8 +43,7 @@ struct lower_bounds {
   T one_rank{0};
   /// The largest of them: no plan is faster.
   constexpr T best() const noexcept {
-    return std::max(std::max(std::max(critical_path, memory), std::max(work, in_order)),
-                    one_rank);
+    return std::max(std::max(std::max(critical_path, memory), std::max(work, in_order)), one_rank);
   }
 };
 
@@ -259,8 +258,8 @@ T one_rank_bound(const basic_problem<T>& q, bool split, const basic_timeline<T>&
   constexpr double inf = std::numeric_limits<double>::infinity();
   // Alone, per rank: its forward's start and end, its backward's (dX or fused) start and end.
   struct marks {  // (a local constant in these initialisers crashes g++ 12)
-    double f_start = std::numeric_limits<double>::infinity(), f_end = f_start,
-           b_start = f_start, b_end = f_start;
+    double f_start = std::numeric_limits<double>::infinity(), f_end = f_start, b_start = f_start,
+           b_end = f_start;
   };
   const auto marks_of = [&](const basic_timeline<T>& run, const program& p) {
     std::vector<marks> out(static_cast<std::size_t>(R));
@@ -342,8 +341,8 @@ lower_bounds<T> bounds_of(const basic_problem<T>& q, bool split = true) {
   program fused_prog, split_prog;
   const basic_timeline<T> fused = detail::alone(q, false, fused_prog);
   const basic_timeline<T> halves = split ? detail::alone(q, true, split_prog) : fused;
-  const detail::chunks_alone alone = detail::chunks_of(m, fused, fused_prog, split ? &halves : nullptr,
-                                                      split ? &split_prog : nullptr);
+  const detail::chunks_alone alone = detail::chunks_of(
+      m, fused, fused_prog, split ? &halves : nullptr, split ? &split_prog : nullptr);
   out.critical_path = T(alone.end);
   // A bidirectional model's micro-batches pass half the chunks: the simulation above passes all,
   // which is longer than either direction — use the work bound alone there.
@@ -426,7 +425,8 @@ lower_bounds<T> bounds_of(const basic_problem<T>& q, bool split = true) {
       out.memory = std::max(out.memory, T(lb));
     }
   }
-  out.one_rank = detail::one_rank_bound(q, split, fused, fused_prog, halves, split ? split_prog : fused_prog);
+  out.one_rank =
+      detail::one_rank_bound(q, split, fused, fused_prog, halves, split ? split_prog : fused_prog);
   // The first chunk's rank forwards every micro-batch there, in order.
   if (!m.bidirectional)
     out.in_order = forward_compute * static_cast<double>(m.micro - 1) + out.critical_path;
