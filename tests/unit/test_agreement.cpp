@@ -11,10 +11,12 @@
 #include <weft/exec/executor.hpp>
 #include <weft/exec/moe_executor.hpp>
 #include <weft/schedule/semantics.hpp>
+#include <weft/schedule/verify.hpp>
 #include <weft/schedules/dualpipe.hpp>
 #include <weft/schedules/interleaved.hpp>
 #include <weft/schedules/one_f_one_b.hpp>
 #include <weft/schedules/zero_bubble_v.hpp>
+#include <weft/sim/program.hpp>
 #include <weft/sim/shared_workers.hpp>
 
 using namespace weft;

@@ -238,9 +238,110 @@ inline one_rank_result solve(const one_rank_relaxation& x) {
   return out;
 }
 
+/// A rank of a V seen the same way: its two chunks, a on the way down and b on the way up; per
+/// micro-batch its forward of a, then (the pipeline below and back) its forward of b, then
+/// (the chunks after b) b's backward, then (back through the chunks between) a's backward, each
+/// a dX and a later dW, or fused. Every step takes its compute — a step of sub-stages waits on
+/// its own all-to-alls too, which this leaves out — and the paths between them are as alone,
+/// from one step's start to the next one's. dW of either chunk are interchangeable here (a
+/// relaxation: each needs some backward done).
+struct vee_rank_relaxation {
+  int n = 0;
+  int cap = 0;  ///< 0: no cap
+  bool split = true;
+  double f = 0, i = 0, w = 0, b = 0;  ///< a step's compute, either chunk
+  double down = 0;                    ///< from a's forward to b's
+  double turn = 0;                    ///< from b's forward to b's backward
+  double up = 0;                      ///< from b's backward to a's
+  double q = 0;                       ///< from a's backward to the micro-batch's end
+  std::vector<double> release_f;      ///< a's forward, per micro-batch
+};
+
+/// The exact optimum of the V relaxation, by the same kind of programme over (forwards of a,
+/// forwards of b, backwards of b, backwards of a, dW) done — C(n+4, 4) (2n+1) states. The
+/// releases of b's steps follow from the earliest start of a's forward of the micro-batch.
+inline double solve(const vee_rank_relaxation& x) {
+  constexpr double inf = std::numeric_limits<double>::infinity();
+  const int n = x.n;
+  const auto choose = [](std::size_t v, std::size_t k) {
+    if (v < k) return std::size_t{0};
+    std::size_t r = 1;
+    for (std::size_t j = 1; j <= k; ++j) r = r * (v - k + j) / j;
+    return r;
+  };
+  const auto W = static_cast<std::size_t>(2 * n + 1);
+  // Non-increasing (fa, fb, xb, xa), ranked in the combinatorial number system.
+  const auto rank4 = [&](int fa, int fb, int xb, int xa) {
+    return choose(static_cast<std::size_t>(fa) + 3, 4) +
+           choose(static_cast<std::size_t>(fb) + 2, 3) +
+           choose(static_cast<std::size_t>(xb) + 1, 2) + static_cast<std::size_t>(xa);
+  };
+  std::vector<double> t(choose(static_cast<std::size_t>(n) + 4, 4) * W, inf);
+  const auto at = [&](int fa, int fb, int xb, int xa, int w) -> double& {
+    return t[rank4(fa, fb, xb, xa) * W + static_cast<std::size_t>(w)];
+  };
+  const auto N = static_cast<std::size_t>(n);
+  std::vector<double> start_a(N, inf), ready_fb(N, inf), ready_xb(N, inf), ready_xa(N, inf);
+  double best = inf;
+  const auto relax = [](double& slot, double v) { slot = std::min(slot, v); };
+  const auto finish = [&](double s, double end, int w) {  // a's last backward, from s to end
+    best = std::min(best, std::max(s + x.q, end + static_cast<double>(2 * n - w) * x.w));
+  };
+  // A backward of chunk a (`last`: the micro-batch's last) or b, dX or fused, from state w.
+  at(0, 0, 0, 0, 0) = 0;
+  for (int fa = 0; fa <= n; ++fa) {
+    if (fa > 0) {  // a's forward fa-1: its earliest start is known, and with it b's releases
+      const auto k = static_cast<std::size_t>(fa - 1);
+      ready_fb[k] = start_a[k] + x.down;
+      ready_xb[k] = ready_fb[k] + x.turn;
+      ready_xa[k] = ready_xb[k] + x.up;
+    }
+    for (int fb = 0; fb <= fa; ++fb)
+      for (int xb = 0; xb <= fb; ++xb)
+        for (int xa = 0; xa <= xb; ++xa)
+          for (int w = 0; w <= xa + xb; ++w) {
+            const double now = at(fa, fb, xb, xa, w);
+            if (now == inf) continue;
+            const bool room = x.cap == 0 || fa + fb - w < x.cap;
+            if (fa < n && room) {
+              const auto k = static_cast<std::size_t>(fa);
+              const double s = std::max(now, x.release_f.empty() ? 0.0 : x.release_f[k]);
+              relax(start_a[k], s);
+              relax(at(fa + 1, fb, xb, xa, w), s + x.f);
+            }
+            if (fb < fa && room)
+              relax(at(fa, fb + 1, xb, xa, w),
+                    std::max(now, ready_fb[static_cast<std::size_t>(fb)]) + x.f);
+            if (xb < fb) {
+              const double s = std::max(now, ready_xb[static_cast<std::size_t>(xb)]);
+              if (x.split) relax(at(fa, fb, xb + 1, xa, w), s + x.i);
+              relax(at(fa, fb, xb + 1, xa, w + 1), s + x.b);
+            }
+            if (xa < xb) {
+              const double s = std::max(now, ready_xa[static_cast<std::size_t>(xa)]);
+              const bool last = xa + 1 == n;
+              if (x.split) {
+                if (last)
+                  finish(s, s + x.i, w);
+                else
+                  relax(at(fa, fb, xb, xa + 1, w), s + x.i);
+              }
+              if (last)
+                finish(s, s + x.b, w + 1);
+              else
+                relax(at(fa, fb, xb, xa + 1, w + 1), s + x.b);
+            }
+            if (w < xa + xb) relax(at(fa, fb, xb, xa, w + 1), now + x.w);
+          }
+  }
+  return best;
+}
+
 /// The one-rank bound's size limit: beyond it (a programme of n^3 / 6 states per rank, several
 /// times), the bound is left at 0.
 inline constexpr int max_one_rank_micro = 128;
+/// The same for a V: C(n+4, 4) (2n+1) states per rank (32 micro-batches: 3.8 million).
+inline constexpr int max_vee_rank_micro = 32;
 
 namespace detail {
 /// The one-rank bound of a pipeline of whole blocks, one chunk per rank (0 otherwise): each
@@ -329,6 +430,52 @@ T one_rank_bound(const basic_problem<T>& q, bool split, const basic_timeline<T>&
   }
   return T(best);
 }
+
+/// The one-rank bound of a V (0 for anything else, or beyond max_vee_rank_micro): each rank's
+/// relaxation on its own, its first forward released as the first chunk's rank forwards in
+/// order, the paths between its steps from the runs alone (dX chains: the soonest).
+template <time_type T>
+T vee_rank_bound(const basic_problem<T>& q, bool split, const chunks_alone& alone,
+                 const basic_timeline<T>& run, const program& p) {
+  const model_desc& m = q.model;
+  if (m.bidirectional || m.place != placement::vee || m.chunks_per_rank != 2 ||
+      m.micro > max_vee_rank_micro)
+    return T{0};
+  const int C = m.chunks(), R = m.ranks, n = m.micro;
+  constexpr double inf = std::numeric_limits<double>::infinity();
+  // Per chunk, in the run alone (split when allowed: its dX chain is the soonest): when its
+  // forward's and its backward's first compute ops start.
+  std::vector<double> fwd(static_cast<std::size_t>(C), inf), bwd(fwd);
+  for (std::uint32_t k = 0; k < p.size(); ++k) {
+    const op& o = p.at(k);
+    if (stream_of(o.k) != stream_class::compute) continue;
+    auto& slot = (o.ph == phase::F ? fwd : bwd)[static_cast<std::size_t>(o.chunk)];
+    slot = std::min(slot, run.start[k].count());
+  }
+  vee_rank_relaxation x;
+  x.n = n;
+  x.cap = m.max_live;
+  x.split = split;
+  x.f = compute_of(q, gen::forward_pattern(m, q.overlap)).count();
+  x.b = compute_of(q, gen::backward_pattern(m, q.overlap, phase::B)).count();
+  x.i = compute_of(q, gen::backward_pattern(m, q.overlap, phase::dX)).count();
+  x.w = compute_of(q, gen::backward_pattern(m, q.overlap, phase::dW)).count();
+  double best = 0;
+  for (int r = 0; r < R; ++r) {
+    const auto a = static_cast<std::size_t>(r), b = static_cast<std::size_t>(C - 1 - r);
+    x.down = fwd[b] - fwd[a];
+    x.turn = bwd[b] - fwd[b];
+    x.up = bwd[a] - bwd[b];
+    x.q = alone.end - bwd[a];
+    x.release_f.resize(static_cast<std::size_t>(n));
+    for (int k = 0; k < n; ++k)  // chunk 0's rank forwards micro-batches 0..k-1 first
+      x.release_f[static_cast<std::size_t>(k)] = fwd[a] - fwd[0] + k * x.f;
+    const double y = solve(x);
+    if (y == inf) return T{0};  // nothing fits the cap: other bounds say so
+    best = std::max(best, y);
+  }
+  return T(best);
+}
 }  // namespace detail
 
 /// The bounds of problem `q`. `split`: plans may split backwards into dX and dW (then dW may be
@@ -340,7 +487,15 @@ lower_bounds<T> bounds_of(const basic_problem<T>& q, bool split = true) {
   lower_bounds<T> out;
   program fused_prog, split_prog;
   const basic_timeline<T> fused = detail::alone(q, false, fused_prog);
-  const basic_timeline<T> halves = split ? detail::alone(q, true, split_prog) : fused;
+  // The split run with every dX no dearer than its fused backward: its chain of dX is then no
+  // slower than any mix of fused and split backwards, even under a table where a dX costs more
+  // than the whole backward.
+  basic_problem<T> clipped = q;
+  for (int k = 0; k < kind_count; ++k) {
+    const auto kk = static_cast<kind>(k);
+    clipped.cost.set(kk, phase::dX, std::min(q.cost.of(kk, phase::dX), q.cost.of(kk, phase::B)));
+  }
+  const basic_timeline<T> halves = split ? detail::alone(clipped, true, split_prog) : fused;
   const detail::chunks_alone alone = detail::chunks_of(
       m, fused, fused_prog, split ? &halves : nullptr, split ? &split_prog : nullptr);
   out.critical_path = T(alone.end);
@@ -427,6 +582,8 @@ lower_bounds<T> bounds_of(const basic_problem<T>& q, bool split = true) {
   }
   out.one_rank =
       detail::one_rank_bound(q, split, fused, fused_prog, halves, split ? split_prog : fused_prog);
+  out.one_rank = std::max(out.one_rank, detail::vee_rank_bound(q, split, alone, halves,
+                                                               split ? split_prog : fused_prog));
   // The first chunk's rank forwards every micro-batch there, in order.
   if (!m.bidirectional)
     out.in_order = forward_compute * static_cast<double>(m.micro - 1) + out.critical_path;
