@@ -33,6 +33,22 @@ unit_problem problem_of(int pp, int micro, bool vee, double F, double B, double 
   return q;
 }
 
+/// pp ranks in a V, micro micro-batches of DeepSeek-V3-like MoE sub-stages with fb-overlap,
+/// every all-to-all 1; cap 2·pp units (1F1B's).
+unit_problem moe_vee(int pp, int micro) {
+  unit_problem q;
+  q.model = {.ranks = pp,
+             .chunks_per_rank = 2,
+             .place = placement::vee,
+             .micro = micro,
+             .stages = stage_set::moe_with_shared(),
+             .max_live = 2 * pp};
+  q.overlap = overlap_options::all();
+  q.cost = unit_cost_model::deepseek_v3_like();
+  for (kind k : {kind::dispatch, kind::combine}) q.cost.set(k, phase::F, 1).set(k, phase::B, 1);
+  return q;
+}
+
 }  // namespace
 
 TEST_CASE("a generator's schedule is a plan, and the plan builds the same schedule") {
@@ -121,16 +137,7 @@ TEST_CASE("the critical path holds when a plan fuses one chunk's backward and sp
   // attention's dX 1, and 2 transfers: 28.8. Chunk 0 then takes 5 either way: fused (its dW
   // beside the dispatch) or dX and dW computed in turn (2.5 + 2.5). A fused run alone (every
   // chunk fused) and a split one (every dW last) both take longer.
-  unit_problem q;
-  q.model = {.ranks = 2,
-             .chunks_per_rank = 2,
-             .place = placement::vee,
-             .micro = 1,
-             .stages = stage_set::moe_with_shared(),
-             .max_live = 4};
-  q.overlap = overlap_options::all();
-  q.cost = unit_cost_model::deepseek_v3_like();
-  for (kind k : {kind::dispatch, kind::combine}) q.cost.set(k, phase::F, 1).set(k, phase::B, 1);
+  const unit_problem q = moe_vee(2, 1);
   const lower_bounds<units> b = bounds_of(q);
   CHECK(b.critical_path.count() == doctest::Approx(33.8));
   const auto e = exact_schedule(q, true, false);
@@ -230,16 +237,7 @@ TEST_CASE("the one-rank bound holds (never above the optimum or a plan found) an
   CHECK(bounds_of(moe_loop).one_rank.count() == 0);
   // A V of MoE sub-stages (the suite's first MoE row): the rank of chunks 0 and 7 waits for its
   // first forward of chunk 7 with only 7 units to fill the wait, which the work bound misses.
-  unit_problem moe;
-  moe.model = {.ranks = 4,
-               .chunks_per_rank = 2,
-               .place = placement::vee,
-               .micro = 8,
-               .stages = stage_set::moe_with_shared(),
-               .max_live = 8};
-  moe.overlap = overlap_options::all();
-  moe.cost = unit_cost_model::deepseek_v3_like();
-  for (kind k : {kind::dispatch, kind::combine}) moe.cost.set(k, phase::F, 1).set(k, phase::B, 1);
+  const unit_problem moe = moe_vee(4, 8);
   const lower_bounds<units> v = bounds_of(moe);
   CHECK(v.one_rank > v.work);
   CHECK(v.one_rank > v.memory);

@@ -153,11 +153,16 @@ chunks_alone chunks_of(const model_desc& m, const basic_timeline<T>& fused, cons
 /// One rank's steps on its compute stream, the rest of the pipeline relaxed (see the one-rank
 /// bound above): n micro-batches' forward, backward-input and dW (or fused backward, or a
 /// forward overlapped with a backward) in micro-batch order, at most `cap` units live.
-struct one_rank_relaxation {
+/// What a rank's relaxation knows of its steps: how many micro-batches, the cap, whether
+/// backwards may split, and the compute of a forward, a dX, a dW and a fused backward.
+struct rank_steps {
   int n = 0;
   int cap = 0;  ///< 0: no cap
   bool split = true;
   double f = 0, i = 0, w = 0, b = 0;
+};
+
+struct one_rank_relaxation : rank_steps {
   double pair = std::numeric_limits<double>::infinity();  ///< F overlapped with B; inf: none
   double d = 0;  ///< from a forward's end to the earliest start of its backward (the path below)
   double q = 0;  ///< from a backward's end to the end of the micro-batch's path (the path above)
@@ -245,16 +250,12 @@ inline one_rank_result solve(const one_rank_relaxation& x) {
 /// its own all-to-alls too, which this leaves out — and the paths between them are as alone,
 /// from one step's start to the next one's. dW of either chunk are interchangeable here (a
 /// relaxation: each needs some backward done).
-struct vee_rank_relaxation {
-  int n = 0;
-  int cap = 0;  ///< 0: no cap
-  bool split = true;
-  double f = 0, i = 0, w = 0, b = 0;  ///< a step's compute, either chunk
-  double down = 0;                    ///< from a's forward to b's
-  double turn = 0;                    ///< from b's forward to b's backward
-  double up = 0;                      ///< from b's backward to a's
-  double q = 0;                       ///< from a's backward to the micro-batch's end
-  std::vector<double> release_f;      ///< a's forward, per micro-batch
+struct vee_rank_relaxation : rank_steps {  // a step's compute: either chunk's
+  double down = 0;                         ///< from a's forward to b's
+  double turn = 0;                         ///< from b's forward to b's backward
+  double up = 0;                           ///< from b's backward to a's
+  double q = 0;                            ///< from a's backward to the micro-batch's end
+  std::vector<double> release_f;           ///< a's forward, per micro-batch
 };
 
 /// The exact optimum of the V relaxation, by the same kind of programme over (forwards of a,
@@ -344,6 +345,21 @@ inline constexpr int max_one_rank_micro = 128;
 inline constexpr int max_vee_rank_micro = 32;
 
 namespace detail {
+/// A rank's steps as the relaxations see them, from problem `q`.
+template <time_type T>
+rank_steps steps_of(const basic_problem<T>& q, bool split) {
+  const model_desc& m = q.model;
+  rank_steps x;
+  x.n = m.micro;
+  x.cap = m.max_live;
+  x.split = split;
+  x.f = compute_of(q, gen::forward_pattern(m, q.overlap)).count();
+  x.b = compute_of(q, gen::backward_pattern(m, q.overlap, phase::B)).count();
+  x.i = compute_of(q, gen::backward_pattern(m, q.overlap, phase::dX)).count();
+  x.w = compute_of(q, gen::backward_pattern(m, q.overlap, phase::dW)).count();
+  return x;
+}
+
 /// The one-rank bound of a pipeline of whole blocks, one chunk per rank (0 otherwise): each
 /// rank's relaxation, down the pipeline (forwards released by the rank above's earliest) and
 /// back up (backwards released by the rank below's), twice.
@@ -396,13 +412,7 @@ T one_rank_bound(const basic_problem<T>& q, bool split, const basic_timeline<T>&
   });
 
   one_rank_relaxation x;
-  x.n = n;
-  x.cap = m.max_live;
-  x.split = split;
-  x.f = compute_of(q, gen::forward_pattern(m, q.overlap)).count();
-  x.b = compute_of(q, gen::backward_pattern(m, q.overlap, phase::B)).count();
-  x.i = compute_of(q, gen::backward_pattern(m, q.overlap, phase::dX)).count();
-  x.w = compute_of(q, gen::backward_pattern(m, q.overlap, phase::dW)).count();
+  static_cast<rank_steps&>(x) = steps_of(q, split);
   x.pair = q.cost.pair().count();
   if (x.pair >= x.f + x.b) x.pair = inf;  // no gain: the two in turn say as much
   std::vector<std::vector<double>> start_f(static_cast<std::size_t>(R)), start_b(start_f);
@@ -453,13 +463,7 @@ T vee_rank_bound(const basic_problem<T>& q, bool split, const chunks_alone& alon
     slot = std::min(slot, run.start[k].count());
   }
   vee_rank_relaxation x;
-  x.n = n;
-  x.cap = m.max_live;
-  x.split = split;
-  x.f = compute_of(q, gen::forward_pattern(m, q.overlap)).count();
-  x.b = compute_of(q, gen::backward_pattern(m, q.overlap, phase::B)).count();
-  x.i = compute_of(q, gen::backward_pattern(m, q.overlap, phase::dX)).count();
-  x.w = compute_of(q, gen::backward_pattern(m, q.overlap, phase::dW)).count();
+  static_cast<rank_steps&>(x) = steps_of(q, split);
   double best = 0;
   for (int r = 0; r < R; ++r) {
     const auto a = static_cast<std::size_t>(r), b = static_cast<std::size_t>(C - 1 - r);
