@@ -22,8 +22,8 @@
 //   trip later at the earliest, and then has the path above to go) — solved exactly by a
 //   dynamic programme over how many forwards, backwards and dW the rank has done, rank by rank
 //   down the pipeline and back up so that each rank's earliest times bound the next one's. This
-//   is the machine-based bound of flow-shop scheduling; it holds for pipelines of whole blocks,
-//   one chunk per rank (the others leave it 0).
+//   is the machine-based bound of flow-shop scheduling. For pipelines of whole blocks with one
+//   chunk per rank, and (each step its compute only) for a V; 0 for anything else.
 #pragma once
 
 #include <algorithm>
@@ -43,7 +43,7 @@ struct lower_bounds {
   T one_rank{0};
   /// The largest of them: no plan is faster.
   constexpr T best() const noexcept {
-    return std::max(std::max(std::max(critical_path, memory), std::max(work, in_order)), one_rank);
+    return std::max({critical_path, work, in_order, memory, one_rank});
   }
 };
 
@@ -126,10 +126,11 @@ chunks_alone chunks_of(const model_desc& m, const basic_timeline<T>& fused, cons
         continue;
       }
       passage& x = v[c];
-      x.start = std::min(x.start, s);
+      x.start = std::min(x.start, s);  // its gradient's first use, an all-to-all's included
+      if (stream_of(o.k) == stream_class::compute) x.compute += e - s;
+      if (!is_layer_stage(o.k)) continue;  // done (and the unit freed, rule 5): its layer ops
       x.end = std::max(x.end, e);
       if (o.ph != phase::dW) x.x_end = std::max(x.x_end, e);
-      if (stream_of(o.k) == stream_class::compute) x.compute += e - s;
     }
     return v;
   };
@@ -150,9 +151,6 @@ chunks_alone chunks_of(const model_desc& m, const basic_timeline<T>& fused, cons
 }
 }  // namespace detail
 
-/// One rank's steps on its compute stream, the rest of the pipeline relaxed (see the one-rank
-/// bound above): n micro-batches' forward, backward-input and dW (or fused backward, or a
-/// forward overlapped with a backward) in micro-batch order, at most `cap` units live.
 /// What a rank's relaxation knows of its steps: how many micro-batches, the cap, whether
 /// backwards may split, and the compute of a forward, a dX, a dW and a fused backward.
 struct rank_steps {
@@ -162,6 +160,9 @@ struct rank_steps {
   double f = 0, i = 0, w = 0, b = 0;
 };
 
+/// One rank's steps on its compute stream, the rest of the pipeline relaxed (see the one-rank
+/// bound above): n micro-batches' forward, backward-input and dW (or fused backward, or a
+/// forward overlapped with a backward) in micro-batch order, at most `cap` units live.
 struct one_rank_relaxation : rank_steps {
   double pair = std::numeric_limits<double>::infinity();  ///< F overlapped with B; inf: none
   double d = 0;  ///< from a forward's end to the earliest start of its backward (the path below)
@@ -288,7 +289,6 @@ inline double solve(const vee_rank_relaxation& x) {
   const auto finish = [&](double s, double end, int w) {  // a's last backward, from s to end
     best = std::min(best, std::max(s + x.q, end + static_cast<double>(2 * n - w) * x.w));
   };
-  // A backward of chunk a (`last`: the micro-batch's last) or b, dX or fused, from state w.
   at(0, 0, 0, 0, 0) = 0;
   for (int fa = 0; fa <= n; ++fa) {
     if (fa > 0) {  // a's forward fa-1: its earliest start is known, and with it b's releases
