@@ -4,16 +4,19 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
 #include <exception>
+#include <limits>
 #include <range/v3/range/conversion.hpp>
 #include <range/v3/view/filter.hpp>
 #include <range/v3/view/join.hpp>
 #include <range/v3/view/transform.hpp>
 #include <string>
 #include <string_view>
+#include <system_error>
 
 #include <weft/core/error.hpp>
 #include <weft/core/key_values.hpp>
@@ -45,6 +48,9 @@ costs parse_costs(const std::string& text) {
   c.P2P = kv.number("P2P", c.P2P, 0, most);
   kv.finish("F, B, W, FB, A2A, P2P");
   if (c.W > c.B) kv.fail("W (the dW part of B) cannot exceed B");
+  // Two ops overlapped end no sooner than the longer alone (the search's bounds rely on it).
+  if (c.FB >= 0 && c.FB < std::max(c.F, c.B))
+    kv.fail("FB (F and B overlapped) cannot be shorter than the longer of F and B");
   return c;
 }
 
@@ -163,8 +169,9 @@ void output_options(CLI::App& sub, request& q, bool pictures) {
   sub.add_option("--svg", q.svg, "write an SVG timeline");
 }
 
-/// Checks CLI11 cannot express: options that apply to some values of another only.
-void check_combinations(const request& q) {
+/// Checks CLI11 cannot express: options that apply to some values of another only; fills the
+/// numbers read from text options (--inject-fault).
+void check_combinations(request& q) {
   const auto bad = [](const std::string& why) { throw config_error("weft: " + why); };
   const bool interleaved_asked =
       q.schedule == "interleaved" ||
@@ -273,11 +280,26 @@ void check_combinations(const request& q) {
     if (kind != "throw" && kind != "exit" && kind != "kill" && kind != "stall")
       bad("--inject-fault " + q.fault + ": the kind is throw, exit, kill or stall");
     const std::string rest = colon == std::string::npos ? "" : q.fault.substr(colon + 1);
-    const bool digits_ok = !rest.empty() &&
-                           rest.find_first_not_of("0123456789:") == std::string::npos &&
-                           rest.front() != ':' && rest.back() != ':' &&
-                           std::count(rest.begin(), rest.end(), ':') <= 1 && rest.size() <= 12;
+    const bool digits_ok =
+        !rest.empty() && rest.find_first_not_of("0123456789:") == std::string::npos &&
+        rest.front() != ':' && rest.back() != ':' && std::count(rest.begin(), rest.end(), ':') <= 1;
     if (!digits_ok) bad("--inject-fault " + q.fault + ": give KIND:RANK[:N], RANK and N numbers");
+    // Each number in full, or refused by name: a prefix read ("99999999999" as a stoi that
+    // throws, or as 0) would aim the fault elsewhere.
+    const auto number = [&](std::string_view text, long most, const char* what) {
+      long v = 0;
+      const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+      if (ec != std::errc{} || end != text.data() + text.size() || v > most)
+        bad("--inject-fault " + q.fault + ": " + what + " must be at most " + std::to_string(most));
+      return v;
+    };
+    const std::string_view digits = rest;
+    const auto second = digits.find(':');
+    q.fault_rank = static_cast<int>(number(digits.substr(0, second), 65535L * 255, "RANK"));
+    q.fault_op =
+        second == std::string_view::npos
+            ? 0
+            : number(digits.substr(second + 1), std::numeric_limits<std::int32_t>::max(), "N");
     if ((kind == "exit" || kind == "kill") && q.backend != "mpi")
       bad("--inject-fault " + kind +
           " ends a process: it needs --backend mpi (in-process, every "
@@ -521,6 +543,11 @@ parsed parse(int argc, const char* const* argv) {
     if (q.command == "search" && search_chunks->count() == 0)
       q.chunks = q.placement == "vee" ? 2 : 1;
     parse_delay(q);
+    if (q.ampipe_degree != "auto") {  // in decimal, as the range check read it
+      int d = 0;
+      CLI::detail::lexical_cast(q.ampipe_degree, d);
+      q.ampipe_degree = std::to_string(d);
+    }
     check_combinations(q);
     r.run = true;
     return r;

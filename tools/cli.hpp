@@ -34,7 +34,8 @@ struct request {
   int multi_data = 1;               ///< --pipe-experts-multi-data
   bool multi_stream = false;        ///< --pipe-experts-multi-stream
   bool tp_sp_overlap = false;       ///< --ampipe-tp-sp-comm-overlap
-  /// The AMPipe degree as a number (0 for auto).
+  /// The AMPipe degree as a number (0 for auto). `parse` leaves the text in decimal, as the
+  /// range check read it ("0x2" is 2, not "0").
   int degree() const { return ampipe_degree == "auto" ? 0 : std::stoi(ampipe_degree); }
   bool pipe_experts() const { return multi_data > 1 || multi_stream; }
   bool ampipe() const { return degree() != 1 || pipe_experts() || tp_sp_overlap; }
@@ -70,6 +71,8 @@ struct request {
   /// --inject-fault KIND:RANK[:N]: before world rank RANK's N-th op (0 first), throw, exit, be
   /// killed, or stall (never send) — to see how a run fails.
   std::string fault;
+  int fault_rank = 0;  ///< --inject-fault's RANK, as parsed
+  long fault_op = 0;   ///< --inject-fault's N, as parsed
 
   // output
   bool json = false;

@@ -44,9 +44,11 @@
 #include <weft/sim/metrics.hpp>
 #include <weft/sim/program.hpp>
 #include <weft/sim/shared_workers.hpp>
+#include <weft/sim/unit_steps.hpp>
 #include <weft/sim/xdc_preset.hpp>
 #include "cli.hpp"
 #include "commands.hpp"
+#include "pipeline_request.hpp"
 #include "process_world.hpp"
 
 std::ofstream weft::cli::open_for_writing(const std::string& path) {
@@ -83,72 +85,10 @@ using weft::cli::request;
 using weft::cli::stop;
 using json = nlohmann::ordered_json;
 
-/// AMPipe's switches laid out (weft::resolve, the seed's rules) for the demo MoE model `run`
-/// trains: its tokens per micro-batch (0 for the other commands, which have no sequence) and its
-/// experts over the expert-parallel replicas. Prints the seed's warning when pipe-experts does
-/// not apply.
-weft::ampipe_layout ampipe_of(const request& q) {
-  const weft::exec::moe_config demo = weft::exec::demo_config();
-  const int ep = q.ep == 0 ? 2 : q.ep;
-  weft::ampipe_layout lay = weft::resolve({.seq = q.command == "run" ? demo.tokens : 0,
-                                           .local_experts = std::max(1, demo.experts / ep),
-                                           .degree = q.degree(),
-                                           .tp_sp_overlap = q.tp_sp_overlap,
-                                           .pipe_experts = q.pipe_experts(),
-                                           .multi_data = q.multi_data,
-                                           .multi_stream = q.multi_stream});
-  if (!lay.warning.empty()) std::cerr << lay.warning << "\n";
-  return lay;
-}
-
-/// The p2p options asked for (seed: pp-cross-dc-comm-overlap).
-weft::p2p_options p2p_of(const request& q) {
-  return {.megatron = q.p2p == "megatron",
-          .blocking = q.p2p == "blocking",
-          .overlap_p2p = q.overlap_p2p,
-          .multi_stream = q.p2p_multi_stream,
-          .log_allreduce = q.log_allreduce,
-          .async_log_allreduce = q.async_log_allreduce};
-}
-
+/// The schedule `name` as the request asks for it, the seed's warning printed when pipe-experts
+/// does not apply.
 weft::schedule generate(const request& q, const std::string& name) {
-  // PyTorch's CSV is the pipeline-level view: there fb-overlap shows as OVERLAP_F_B cells, each
-  // expanded per layer when the schedule runs with MoE sub-stages.
-  const bool sub_stages = q.moe || q.shared_expert || (q.fb_overlap && q.format != "csv");
-  const weft::stage_set stages = !sub_stages       ? weft::stage_set::whole_block()
-                                 : q.shared_expert ? weft::stage_set::moe_with_shared()
-                                                   : weft::stage_set::moe();
-  const weft::ampipe_layout lay = ampipe_of(q);
-  weft::overlap_options overlap =
-      q.fb_overlap ? weft::overlap_options::all() : weft::overlap_options::none();
-  overlap.pipeline_splits = lay.overlap.pipeline_splits;
-  overlap.multi_stream_all_to_all = lay.overlap.multi_stream_all_to_all;
-  const weft::pipeline_params p{.ranks = q.pp,
-                                .micro = q.micro,
-                                .layers = q.layers,
-                                .stages = stages,
-                                .transfers = q.transfers,
-                                .overlap = overlap,
-                                .splits = lay.splits,
-                                .pieces = lay.pieces,
-                                .p2p = p2p_of(q)};
-  if (name == "gpipe") return weft::gpipe(p);
-  if (name == "1f1b") return weft::one_f_one_b(p);
-  if (name == "zb-h1") return weft::zb_h1(p);
-  if (name == "zb-v") return weft::zb_v(p);
-  if (name == "dualpipe") return weft::dualpipe(p);
-  if (name == "dualpipev") return weft::dualpipev(p);
-  return weft::interleaved({.ranks = q.pp,
-                            .micro = q.micro,
-                            .chunks = q.chunks,
-                            .layers = q.layers,
-                            .stages = stages,
-                            .transfers = q.transfers,
-                            .overlap = overlap,
-                            .extra_warmup = q.fb_overlap,
-                            .splits = lay.splits,
-                            .pieces = lay.pieces,
-                            .p2p = p2p_of(q)});
+  return weft::cli::schedule_of(q, name, &std::cerr);
 }
 
 /// --cost and the presets are unit-free (the DualPipe paper's F, B, W): so is the simulation.
@@ -269,10 +209,13 @@ void write_pictures(const std::string& trace, const std::string& svg, const weft
 }
 
 /// The report of a check, the first `violations_shown` violations, then how many more.
-int report_check(const request& q, const weft::report& r) {
+/// Prints the checker's report (and `note`, what else the user should know of a legal schedule).
+int report_check(const request& q, const weft::report& r,
+                 const std::optional<std::string>& note = std::nullopt) {
   const std::size_t limit = weft::cli::violations_shown;
   if (!q.json) {
     weft::print_report(std::cout, r, limit);
+    if (note) std::cout << "weft: note: " << *note << "\n";
   } else {
     json v = json::array();
     for (std::size_t i = 0; i < r.violations.size() && i < limit; ++i)
@@ -281,12 +224,9 @@ int report_check(const request& q, const weft::report& r) {
     json blocked = json::array();
     for (const weft::violation& b : r.blocked) blocked.push_back(weft::to_string(b));
     const std::size_t more = r.violations.size() > limit ? r.violations.size() - limit : 0;
-    std::cout << json{{"legal", r.ok()},
-                      {"violations", v},
-                      {"more_violations", more},
-                      {"blocked", blocked}}
-                     .dump()
-              << "\n";
+    json j{{"legal", r.ok()}, {"violations", v}, {"more_violations", more}, {"blocked", blocked}};
+    if (note) j["note"] = *note;
+    std::cout << j.dump() << "\n";
   }
   return r.ok() ? weft::cli::exit_ok : weft::cli::exit_illegal;
 }
@@ -328,8 +268,30 @@ weft::schedule read_csv_file(const std::string& file) {
   }
 }
 
+/// Why PyTorch's simulator would refuse legal program `p` (lowered from a PyTorch CSV), or
+/// nothing. PyTorch's runtime (`_PipelineScheduleRuntime`) posts a RECV without blocking and
+/// waits for it at the compute that needs the data, as weft does, and loading a compute_comms
+/// CSV simulates nothing; but `_simulate_comms_compute` (PyTorch's tests, `_simulate()`) holds a
+/// rank at a RECV until the peer's SEND was issued (`weft::unit_steps`), and raises there.
+std::optional<std::string> pytorch_simulator_refusal(const weft::program& p) {
+  const weft::unit_step_result r = weft::unit_steps(p);
+  if (!r.stuck) return std::nullopt;
+  std::string at = "a step where no rank can go";
+  if (r.waiting != weft::program::none)
+    at = "rank " + std::to_string(p.rank[r.waiting]) + "'s " +
+         weft::csv_detail::action_text(p.at(r.waiting));
+  return "PyTorch's runtime runs this schedule (it posts receives without blocking and waits for "
+         "them at the compute that needs the data), but PyTorch's simulator "
+         "(_simulate_comms_compute) holds a rank at a RECV until the peer's SEND was issued and "
+         "raises \"Schedule is not progressing\" at " +
+         at;
+}
+
+/// A PyTorch CSV checked, and, when legal, what PyTorch's own simulator would say of it.
 int verify_command(const request& q) {
-  return report_check(q, weft::check(read_csv_file(q.file), tool_check));
+  const weft::schedule s = read_csv_file(q.file);
+  const weft::report r = weft::check(s, tool_check);
+  return report_check(q, r, r.ok() ? pytorch_simulator_refusal(weft::lower(s)) : std::nullopt);
 }
 
 /// simulate --preset ampipe-16p: the seed's scenario with the switches asked for, beside its
@@ -412,7 +374,7 @@ int ampipe_command(const request& q) {
 int xdc_command(const request& q) {
   const weft::xdc_facts f = weft::cli::xdc_facts_of(q);
   const weft::cost_model cost = weft::xdc_cost_model(f);
-  weft::p2p_options switches = p2p_of(q);
+  weft::p2p_options switches = weft::cli::p2p_of(q);
   const weft::program prog = weft::lower(weft::xdc_schedule(f, switches));
   const weft::timeline time = weft::simulate(prog, cost);
   const weft::seconds baseline =
@@ -524,17 +486,14 @@ weft::cost_model link_costs(const weft::rt::delay_model& d, int replicas, double
   return c;
 }
 
-/// `--inject-fault KIND:RANK[:N]` as numbers: the world rank, and before which of its ops.
-std::pair<int, long> fault_target(const std::string& fault) {
-  const auto first = fault.find(':'), second = fault.find(':', first + 1);
-  return {std::stoi(fault.substr(first + 1, second - first - 1)),
-          second == std::string::npos ? 0 : std::stol(fault.substr(second + 1))};
-}
+/// `--inject-fault KIND:RANK[:N]` as numbers (parsed and range-checked with the request): the
+/// world rank, and before which of its ops.
+std::pair<int, long> fault_target(const request& q) { return {q.fault_rank, q.fault_op}; }
 
 /// A fault that could never fire is a mistake in the request, not a run that passes.
 void check_fault(const request& q, const weft::schedule& s, int replicas) {
   if (q.fault.empty()) return;
-  const auto [rank, index] = fault_target(q.fault);
+  const auto [rank, index] = fault_target(q);
   const int world = s.ranks() * replicas;
   if (rank >= world)
     throw stop(weft::cli::exit_bad_input, "weft: --inject-fault " + q.fault + ": rank " +
@@ -616,7 +575,7 @@ int run_and_report(const request& q, const weft::schedule& s, Model& model,
 std::function<void(int, const weft::op&)> fault_injection(const request& q) {
   if (q.fault.empty()) return {};
   const std::string kind = q.fault.substr(0, q.fault.find(':'));
-  const std::pair<int, long> target = fault_target(q.fault);
+  const std::pair<int, long> target = fault_target(q);
   const int rank = target.first;
   const long index = target.second;
   const auto stall = std::chrono::duration<double>(2 * q.timeout_s);

@@ -3,6 +3,8 @@
 // changes; the split pipeline is a schedule the checker proves and the executor runs exactly.
 #include <doctest/doctest.h>
 
+#include <limits>
+
 #include <random>
 #include <string>
 #include <vector>
@@ -375,7 +377,24 @@ TEST_CASE("the seed's rules: divisibility, multi-stream with SP, when pipe-exper
           "weft: ampipe: --pipe-experts-multi-stream needs --sequence-parallel");
   refuses({.degree = 0}, "weft: ampipe: --ampipe-degree must be in [1, 255]");
   refuses({.local_experts = 16, .degree = 16, .tp_sp_overlap = true},
-          "weft: ampipe: degree x pieces must be at most 255");
+          "weft: ampipe: degree x pieces (256, with tp-sp overlap a piece per local expert) must "
+          "be at most 255");
+  // Pieces times local experts must not wrap into range: 2^30 experts x 4 pieces was 0 in int,
+  // 2^31 - 1 experts with pipe-experts' 2 pieces -2 (both accepted).
+  refuses({.local_experts = 1 << 30,
+           .degree = 1,
+           .tp_sp_overlap = true,
+           .pipe_experts = true,
+           .multi_data = 4},
+          "weft: ampipe: degree x pieces (4294967296, with tp-sp overlap a piece per local "
+          "expert) must be at most 255");
+  refuses({.local_experts = std::numeric_limits<int>::max(),
+           .degree = 2,
+           .tp_sp_overlap = true,
+           .pipe_experts = true,
+           .multi_data = 4},
+          "weft: ampipe: degree x pieces (8589934588, with tp-sp overlap a piece per local "
+          "expert) must be at most 255");
   // MindSpeed takes only degree 2 with context parallelism; weft's chunks are exact for any.
   CHECK(resolve({.seq = 131072, .cp = 2, .degree = 4}).splits == 4);
 

@@ -10,8 +10,10 @@
 #include <weft/schedule/semantics.hpp>
 #include <weft/schedule/text.hpp>
 #include <weft/schedule/verify.hpp>
+#include <weft/schedules/dualpipe.hpp>
 #include <weft/schedules/interleaved.hpp>
 #include <weft/schedules/one_f_one_b.hpp>
+#include <weft/schedules/zero_bubble_v.hpp>
 #include <weft/sim/program.hpp>
 #include <weft/sim/simulate.hpp>
 #include <weft/sim/xdc_preset.hpp>
@@ -117,6 +119,8 @@ TEST_CASE("Megatron's lowerings and the seed's are legal for every pipeline Mega
         CHECK(check(interleaved({.ranks = P, .micro = M, .chunks = V, .p2p = seed})).ok());
         CHECK(check(interleaved({.ranks = P, .micro = M, .chunks = V, .p2p = {.megatron = true}}))
                   .ok());
+        CHECK(check(interleaved({.ranks = P, .micro = M, .chunks = V, .p2p = {.blocking = true}}))
+                  .ok());
       }
   for (int P : {2, 3, 4, 5, 8})
     for (int M = 1; M <= 3 * P; ++M) {
@@ -143,6 +147,30 @@ TEST_CASE("the seed's rules on its switches") {
       interleaved({.ranks = 8, .micro = 22, .chunks = 2, .p2p = {.megatron = true}}),
       doctest::Contains("micro % ranks == 0"), config_error);
   CHECK(check(interleaved({.ranks = 8, .micro = 22, .chunks = 2, .transfers = true})).ok());
+  // Blocking transfers too: one micro-batch on 2 ranks deadlocked (accepted, then illegal).
+  CHECK_THROWS_WITH_AS(
+      interleaved({.ranks = 2, .micro = 1, .chunks = 2, .p2p = {.blocking = true}}),
+      doctest::Contains("micro % ranks == 0"), config_error);
+}
+
+TEST_CASE("Megatron's lowerings are refused for schedules Megatron has no code for") {
+  // Each of these was accepted and deadlocked: ZB-H1 on one stream, ZB-V on ping/pong streams.
+  const auto refused = [](auto make) {
+    CHECK_THROWS_WITH_AS(make(),
+                         doctest::Contains("is Megatron-LM's and MindSpeed's code for the "
+                                           "1f1b and interleaved schedules"),
+                         config_error);
+  };
+  refused([] { return zb_h1({.ranks = 2, .micro = 5, .p2p = {.megatron = true}}); });
+  refused([] {
+    return zb_v({.ranks = 2, .micro = 4, .p2p = {.overlap_p2p = true, .multi_stream = true}});
+  });
+  refused([] { return gpipe({.ranks = 2, .micro = 4, .p2p = {.blocking = true}}); });
+  refused([] { return dualpipev({.ranks = 2, .micro = 4, .p2p = {.megatron = true}}); });
+  refused([] { return dualpipe({.ranks = 2, .micro = 4, .p2p = {.overlap_p2p = true}}); });
+  // PyTorch's lowering, and the logging all-reduce (no transfer placement of its own), stay.
+  CHECK(check(zb_h1({.ranks = 2, .micro = 5, .transfers = true})).ok());
+  CHECK(check(zb_v({.ranks = 2, .micro = 4, .p2p = {.async_log_allreduce = true}})).ok());
 }
 
 TEST_CASE("who waits for a transfer: the data's consumer, its exchange, or the host") {

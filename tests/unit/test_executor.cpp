@@ -22,6 +22,7 @@
 #include <weft/schedules/zero_bubble_v.hpp>
 #include <weft/sim/program.hpp>
 #include <weft/sim/shared_workers.hpp>
+#include <weft/sim/simulate.hpp>
 
 using namespace weft;
 using namespace weft::exec;
@@ -193,6 +194,32 @@ TEST_CASE(
   reference.serial_step();
   const run_result<float> ok = dense_executor<float>(model, opt).run(one_comm_stream(false));
   CHECK(max_grad_rel_err(ok, reference) < 1e-5);
+}
+
+TEST_CASE("an unchecked backward before its forward waits for it: the time-out names it") {
+  // One rank, B0 issued before F0 on the one compute stream: the program keeps B0's wait for
+  // its forward, so the run hangs at B0 (it once ran B0 first: an Eigen assertion, or a null
+  // dereference in a release build).
+  const schedule s =
+      with_model(ranks(slots(block(B, mb{0}), block(F, mb{0}))), model_desc{.ranks = 1});
+  REQUIRE_FALSE(check(s).ok());
+  const program p = lower_unchecked(s);
+  dense_model<float> model({.stages = 1, .micro = 1});
+  run_options opt;
+  opt.timeout = std::chrono::milliseconds(300);
+  try {
+    dense_executor<float>(model, opt).run(p);
+    FAIL("the run should hang and time out");
+  } catch (const run_error& e) {
+    const std::string what = e.what();
+    CAPTURE(what);
+    CHECK(what.find("weft: run: not finished after 300 ms; waiting:") == 0);
+    CHECK(what.find("rank 0: block/B mb=0, waits for block/F mb=0") != std::string::npos);
+  }
+  // The simulator sees the same: stuck at B0.
+  const unit_timeline t = simulate(p, unit_cost_model::pipeline({.F = 1, .B = 2}));
+  REQUIRE(t.deadlocked());
+  CHECK(to_string(s.ops[t.blocked[0]]) == "block/B mb=0");
 }
 
 TEST_CASE(

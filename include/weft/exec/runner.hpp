@@ -290,6 +290,7 @@ class runner {
   int local_ = -1;  ///< the world rank this process runs (a world of processes), else -1: all
   semantics g_;
   std::uint32_t sinks_ = 0;
+  std::vector<std::uint8_t> awaited_;  ///< per op copy: does its completion count toward the end
   rt::worker_pool pool_;
   std::unique_ptr<rt::inproc_world> world_;
   std::vector<std::unique_ptr<rt::stream>> streams_;  ///< per queue copy

@@ -139,7 +139,9 @@ constexpr transfer_fault match_transfers(const placed& p, buffer<std::uint32_t>&
 /// each op runs and the waits — producers the stream order does not cover (a receive is fed by
 /// its send, through the transfer). On the way it finds what the checker's rules 2 and 3 forbid:
 /// `misplaced(i, j)` for a producer `j` on op `i`'s rank that does not sit in an earlier slot,
-/// `absent(i, pid)` for a producer the schedule does not hold (a fragment's assumption).
+/// `absent(i, pid)` for a producer the schedule does not hold (a fragment's assumption). When
+/// `misplaced` returns true the wait is kept: an unchecked program then waits for its producer
+/// (and a run hangs there, named by its time-out) rather than reading what was never made.
 template <class Misplaced, class Absent>
 constexpr void place_and_wait(const placed& p, program& prog, Misplaced&& misplaced,
                               Absent&& absent) {
@@ -175,8 +177,11 @@ constexpr void place_and_wait(const placed& p, program& prog, Misplaced&& mispla
       const std::uint32_t j = pos[pid];
       if (j == op_index::npos) return absent(i, pid);
       if (rank[j] == rank[i]) {
-        if (slot[j] >= slot[i]) return misplaced(i, j);
-        if (stream[j] == stream[i]) return;
+        if (slot[j] >= slot[i]) {
+          if (!misplaced(i, j)) return;
+        } else if (stream[j] == stream[i]) {
+          return;
+        }
       }
       if (fed_by_transfer) return;
       if (w == prog.waits.size()) {
@@ -228,8 +233,9 @@ constexpr void finish_program(const placed& p, program& prog, buffer<std::uint32
 /// `partner`.
 constexpr program build_program(const placed& p, buffer<std::uint32_t> partner) {
   program prog;
+  constexpr auto keep_wait = [](std::uint32_t, std::uint32_t) { return true; };
   constexpr auto ignore = [](std::uint32_t, std::uint32_t) {};
-  place_and_wait(p, prog, ignore, ignore);
+  place_and_wait(p, prog, keep_wait, ignore);
   finish_program(p, prog, static_cast<buffer<std::uint32_t>&&>(partner));
   return prog;
 }

@@ -251,8 +251,8 @@ class checker {
     // An op may need one producer for two reasons (a last chunk's backward needs its own
     // forward, which is also the loss); report the pair once.
     std::uint32_t last_op = op_index::npos, last_reported = op_index::npos;
-    const auto misplaced = [&](std::uint32_t i, std::uint32_t j) {
-      if (!more || (i == last_op && j == last_reported)) return;
+    const auto misplaced = [&](std::uint32_t i, std::uint32_t j) {  // reported, not waited for
+      if (!more || (i == last_op && j == last_reported)) return false;
       last_op = i;
       last_reported = j;
       const bool same = p.slot_of[j] == p.slot_of[i];
@@ -260,6 +260,7 @@ class checker {
                             at(p, i, same ? rule::slot : rule::order,
                                same ? fault::dependent_in_slot : fault::runs_before_producer),
                             j));
+      return false;
     };
     const auto absent = [&](std::uint32_t i, std::uint32_t pid) {
       if (!more || !opt_.fragment) return;

@@ -84,8 +84,15 @@ inline ampipe_layout resolve(const ampipe_config& c) {
                     ") and larger than it, or at least it with --pipe-experts-multi-stream";
     }
   }
-  if (c.tp_sp_overlap) out.pieces *= c.local_experts;
-  if (out.splits * out.pieces > 255) bad("degree x pieces must be at most 255");
+  // In 64 bits: local experts are any positive int, and their product with the pieces must not
+  // wrap into range (2^31 experts gave -4 pieces, accepted).
+  const long long pieces =
+      static_cast<long long>(out.pieces) * (c.tp_sp_overlap ? c.local_experts : 1);
+  if (out.splits * pieces > 255)
+    bad("degree x pieces (" + std::to_string(out.splits * pieces) +
+        (c.tp_sp_overlap ? ", with tp-sp overlap a piece per local expert" : "") +
+        ") must be at most 255");
+  out.pieces = static_cast<int>(pieces);
   return out;
 }
 

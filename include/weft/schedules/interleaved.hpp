@@ -48,12 +48,13 @@ constexpr schedule interleaved(const interleaved_params& p) {
                      .pieces = p.pieces,
                      .loss = p.p2p.loss(),
                      .waits = p.p2p.waits()};
-  gen::check_common("interleaved", common, m);
-  if ((p.p2p.megatron || p.p2p.overlap_p2p || p.p2p.multi_stream) && p.micro % p.ranks != 0)
+  gen::check_common("interleaved", common, m, true);
+  if ((p.p2p.megatron || p.p2p.blocking || p.p2p.overlap_p2p) && p.micro % p.ranks != 0)
     gen::reject("interleaved",
                 "Megatron's p2p and the seed's take micro-batches in multiples of the ranks "
-                "(micro % ranks == 0): with rounds of another size, ping/pong streams deadlock "
-                "(checked: ranks 8, micro 22)");
+                "(micro % ranks == 0; Megatron's interleaved schedule requires it): with rounds of "
+                "another size, ping/pong streams deadlock (checked: ranks 8, micro 22) and so do "
+                "blocking transfers (ranks 2, micro 1)");
   const int rounds = p.micro / p.ranks > 1 ? p.micro / p.ranks : 1;
   if (p.micro % rounds != 0)
     gen::reject("interleaved",

@@ -40,7 +40,7 @@ constexpr schedule gpipe(const pipeline_params& p) {
 /// GPipe, (ranks - 1) / (micro + ranks - 1), with memory bounded by the pipeline depth.
 constexpr schedule one_f_one_b(const pipeline_params& p) {
   const model_desc m = gen::single_chunk_model(p);
-  gen::check_common("1f1b", p, m);
+  gen::check_common("1f1b", p, m, true);
   gen::pipeline_builder b(m, p.overlap);
   for (int r = 0; r < p.ranks; ++r) {
     b.add_rank();

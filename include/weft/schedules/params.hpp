@@ -91,7 +91,10 @@ namespace gen {
 }
 
 /// Throws unless `p` describes a pipeline at all; `m` is the model the generator derived from it.
-constexpr void check_common(const char* name, const pipeline_params& p, const model_desc& m) {
+/// `megatron_code`: Megatron-LM (and MindSpeed, which builds on it) has this schedule, so its
+/// transfer lowering applies — 1F1B and the interleaved schedule only.
+constexpr void check_common(const char* name, const pipeline_params& p, const model_desc& m,
+                            bool megatron_code = false) {
   if (p.ranks < 1 || p.ranks > 255) reject(name, "ranks must be in [1, 255]");
   if (p.micro < 1 || p.micro > 65535) reject(name, "micro must be in [1, 65535]");
   if (p.layers < 1 || p.layers > 65535) reject(name, "layers must be in [1, 65535]");
@@ -106,6 +109,15 @@ constexpr void check_common(const char* name, const pipeline_params& p, const mo
     reject(name,
            "p2p.blocking and p2p.overlap_p2p contradict each other: a receive posted early is "
            "one the host does not wait for");
+  // Megatron's and the seed's lowerings place each transfer as Megatron's 1F1B or interleaved
+  // code issues it; other schedules have no such code, and on one stream they deadlock
+  // (zb-h1 on 2 ranks with 5 micro-batches, zb-v with ping/pong streams).
+  if (!megatron_code && (p.p2p.megatron || p.p2p.blocking || p.p2p.overlap_p2p))
+    reject(name,
+           "Megatron's transfer lowering (--p2p megatron or blocking, --overlap-p2p, "
+           "--multi-stream) is Megatron-LM's and MindSpeed's code for the 1f1b and interleaved "
+           "schedules; this schedule has none: leave its transfers to PyTorch's lowering (the "
+           "default, --transfers)");
   if (m.pieces > 1 && p.overlap.pair_forward_backward)
     reject(name,
            "pipe-experts pieces do not combine with fb-overlap's forward/backward pairing "

@@ -27,8 +27,11 @@
 #pragma once
 
 #include <algorithm>
+#include <charconv>
 #include <limits>
+#include <string>
 
+#include <weft/core/error.hpp>
 #include <weft/schedules/stage_ops.hpp>
 #include <weft/search/evaluate.hpp>
 
@@ -250,13 +253,15 @@ inline one_rank_result solve(const one_rank_relaxation& x) {
 /// a dX and a later dW, or fused. Every step takes its compute — a step of sub-stages waits on
 /// its own all-to-alls too, which this leaves out — and the paths between them are as alone,
 /// from one step's start to the next one's. dW of either chunk are interchangeable here (a
-/// relaxation: each needs some backward done).
+/// relaxation: each needs some backward done). A forward of either chunk may run overlapped
+/// with a fused backward of either (DualPipeV's pairs), both in `pair`.
 struct vee_rank_relaxation : rank_steps {  // a step's compute: either chunk's
   double down = 0;                         ///< from a's forward to b's
   double turn = 0;                         ///< from b's forward to b's backward
   double up = 0;                           ///< from b's backward to a's
   double q = 0;                            ///< from a's backward to the micro-batch's end
   std::vector<double> release_f;           ///< a's forward, per micro-batch
+  double pair = std::numeric_limits<double>::infinity();  ///< F overlapped with B; inf: none
 };
 
 /// The exact optimum of the V relaxation, by the same kind of programme over (forwards of a,
@@ -304,15 +309,32 @@ inline double solve(const vee_rank_relaxation& x) {
             const double now = at(fa, fb, xb, xa, w);
             if (now == inf) continue;
             const bool room = x.cap == 0 || fa + fb - w < x.cap;
+            const double start_fa =
+                fa < n
+                    ? std::max(now, x.release_f.empty() ? 0.0
+                                                        : x.release_f[static_cast<std::size_t>(fa)])
+                    : inf;
+            const double start_fb =
+                fb < fa ? std::max(now, ready_fb[static_cast<std::size_t>(fb)]) : inf;
             if (fa < n && room) {
-              const auto k = static_cast<std::size_t>(fa);
-              const double s = std::max(now, x.release_f.empty() ? 0.0 : x.release_f[k]);
-              relax(start_a[k], s);
-              relax(at(fa + 1, fb, xb, xa, w), s + x.f);
+              relax(start_a[static_cast<std::size_t>(fa)], start_fa);
+              relax(at(fa + 1, fb, xb, xa, w), start_fa + x.f);
             }
-            if (fb < fa && room)
-              relax(at(fa, fb + 1, xb, xa, w),
-                    std::max(now, ready_fb[static_cast<std::size_t>(fb)]) + x.f);
+            if (fb < fa && room) relax(at(fa, fb + 1, xb, xa, w), start_fb + x.f);
+            if (room && x.pair < inf) {
+              // A forward (of a or of b) overlapped with a fused backward (of b or of a). a's
+              // last backward comes after every forward, so no pair ends the rank's work.
+              const double ready_b = xb < fb ? ready_xb[static_cast<std::size_t>(xb)] : inf;
+              const double ready_a = xa < xb ? ready_xa[static_cast<std::size_t>(xa)] : inf;
+              if (start_fa < inf && ready_b < inf)
+                relax(at(fa + 1, fb, xb + 1, xa, w + 1), std::max(start_fa, ready_b) + x.pair);
+              if (start_fa < inf && ready_a < inf && xa + 1 < n)
+                relax(at(fa + 1, fb, xb, xa + 1, w + 1), std::max(start_fa, ready_a) + x.pair);
+              if (start_fb < inf && ready_b < inf)
+                relax(at(fa, fb + 1, xb + 1, xa, w + 1), std::max(start_fb, ready_b) + x.pair);
+              if (start_fb < inf && ready_a < inf && xa + 1 < n)
+                relax(at(fa, fb + 1, xb, xa + 1, w + 1), std::max(start_fb, ready_a) + x.pair);
+            }
             if (xb < fb) {
               const double s = std::max(now, ready_xb[static_cast<std::size_t>(xb)]);
               if (x.split) relax(at(fa, fb, xb + 1, xa, w), s + x.i);
@@ -464,6 +486,10 @@ T vee_rank_bound(const basic_problem<T>& q, bool split, const chunks_alone& alon
   }
   vee_rank_relaxation x;
   static_cast<rank_steps&>(x) = steps_of(q, split);
+  if (m.stages.has(kind::block) && m.stages.size() == 1) {  // whole blocks: pairs save compute
+    x.pair = q.cost.pair().count();
+    if (x.pair >= x.f + x.b) x.pair = inf;  // no gain: the two in turn say as much
+  }
   double best = 0;
   for (int r = 0; r < R; ++r) {
     const auto a = static_cast<std::size_t>(r), b = static_cast<std::size_t>(C - 1 - r);
@@ -488,6 +514,20 @@ T vee_rank_bound(const basic_problem<T>& q, bool split, const chunks_alone& alon
 template <time_type T>
 lower_bounds<T> bounds_of(const basic_problem<T>& q, bool split = true) {
   const model_desc& m = q.model;
+  if (m.stages.has(kind::block)) {
+    const T longer = std::max(q.cost.of(kind::block, phase::F), q.cost.of(kind::block, phase::B));
+    if (q.cost.pair() < longer) {
+      const auto show = [](T v) {
+        char buf[32];
+        return std::string(buf, std::to_chars(buf, buf + sizeof buf, v.count()).ptr);
+      };
+      throw config_error("weft: search: an overlapped forward/backward pair (" +
+                         show(q.cost.pair()) + ") shorter than the longer of its halves (" +
+                         show(longer) +
+                         ") is outside what the bounds assume: no overlap ends before both "
+                         "halves would alone");
+    }
+  }
   lower_bounds<T> out;
   program fused_prog, split_prog;
   const basic_timeline<T> fused = detail::alone(q, false, fused_prog);

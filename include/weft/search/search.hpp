@@ -262,6 +262,21 @@ inline void move(plan& p, std::mt19937_64& rng, bool split, bool pair) {
   }
 }
 
+/// The live limits and warm-up depths the list scheduler's grid tries, from `cap` down: every one
+/// up to 128, above that a ladder about 6 % apart — a cap is a user's number, and a grid as large
+/// as the cap would be built before the budget starts (2^30: gigabytes).
+inline std::vector<int> policy_levels(int cap) {
+  constexpr int every = 128;
+  std::vector<int> out;
+  for (double x = cap; x > every; x /= 1.0625) {
+    const int v = static_cast<int>(x);
+    if (out.empty() || v < out.back()) out.push_back(v);
+  }
+  for (int v = std::min(cap, every); v >= 1; --v)
+    if (out.empty() || v < out.back()) out.push_back(v);
+  return out;
+}
+
 }  // namespace detail
 
 /// Searches `q` for the plan of least simulated makespan (see the file's comment).
@@ -319,7 +334,10 @@ search_result<T> find_schedule(const basic_problem<T>& q, const search_options& 
   std::vector<scored<T>> starts;
   for (const auto& g : out.generators)
     if (g.result) starts.push_back(*g.result);
-  const int cap = m.max_live > 0 ? m.max_live : m.micro * m.chunks_per_rank;
+  // A rank holds at most a unit per micro-batch and chunk of its own: a cap above that is none.
+  const int units = m.micro * m.chunks_per_rank;
+  const int cap = m.max_live > 0 ? std::min(m.max_live, units) : units;
+  const std::vector<int> levels = detail::policy_levels(cap);
   std::vector<list_policy> policies;
   const auto variants = [&](list_policy base) {
     for (const bool split : {true, false}) {
@@ -341,14 +359,14 @@ search_result<T> find_schedule(const basic_problem<T>& q, const search_options& 
       }
     }
   };
-  for (int depth = cap; depth >= 1; --depth)
+  for (const int depth : levels)
     for (const int stagger : {1, 2})
       for (const bool forward_first : {true, false})
         variants({.live_limit = cap,
                   .inflight = depth,
                   .stagger = stagger,
                   .forward_first = forward_first});
-  for (int limit = cap; limit >= 1; --limit) variants({.live_limit = limit});
+  for (const int limit : levels) variants({.live_limit = limit});
   for (const list_policy& pol : policies) {
     if (out_of_budget()) break;
     const std::optional<plan> p = list_schedule(q, pol);

@@ -7,6 +7,14 @@
 // step, as PyTorch drops its empty cells first. The number of steps is what
 // PyTorch's tests pin for their lowered schedules; weft's lowering of the same files must take
 // as many.
+//
+// A receive here holds its rank until the send has gone, as in PyTorch's simulator; PyTorch's
+// runtime (`_PipelineScheduleRuntime`) instead posts receives without blocking and waits for
+// them at the compute that needs the data, as weft's checker and runtime do. A legal program
+// can therefore be stuck in this view (`0F0,0RECV_B0,0SEND_F0,0B0` / `1RECV_F0,1F0,1B0,
+// 1SEND_B0`): it runs, and PyTorch's `_simulate_comms_compute` raises "Schedule is not
+// progressing" on it. Loading a compute_comms CSV does not simulate it, so only a PyTorch user
+// who calls that simulator is refused.
 #pragma once
 
 #include <cstdint>
@@ -19,7 +27,9 @@ namespace weft {
 
 struct unit_step_result {
   int steps = 0;       ///< steps until every rank has issued its last slot
-  bool stuck = false;  ///< a step in which no rank could go: the program cannot finish
+  bool stuck = false;  ///< a step in which no rank could go: the program cannot finish here
+  /// When stuck: the first op of the lowest rank's next slot that could not go.
+  std::uint32_t waiting = program::none;
 };
 
 constexpr unit_step_result unit_steps(const program& p) {
@@ -29,17 +39,18 @@ constexpr unit_step_result unit_steps(const program& p) {
   unit_step_result out;
   buffer<std::uint8_t> gone(p.size(), 0);
   buffer<std::uint32_t> next(static_cast<std::size_t>(R), 0);  // next slot, counted on its rank
-  const auto can_go = [&](int r) {
+  // The first op of rank r's next slot that cannot go yet, or none.
+  const auto blocker = [&](int r) {
     const std::uint32_t slot = s.first_slot(r) + next[static_cast<std::size_t>(r)];
     for (std::uint32_t i = s.first_op(slot); i < s.slot_end[slot]; ++i) {
       bool ready = true;
       g.each_wait(i, [&](std::uint32_t y, bool) { ready = ready && gone[y]; });
-      if (!ready) return false;
-      if (p.at(i).k == kind::recv && p.partner[i] != program::none && !gone[p.partner[i]])
-        return false;
+      if (!ready) return i;
+      if (p.at(i).k == kind::recv && p.partner[i] != program::none && !gone[p.partner[i]]) return i;
     }
-    return true;
+    return program::none;
   };
+  const auto can_go = [&](int r) { return blocker(r) == program::none; };
   const auto done = [&](int r) {
     return next[static_cast<std::size_t>(r)] == static_cast<std::uint32_t>(s.slots(r));
   };
@@ -76,6 +87,8 @@ constexpr unit_step_result unit_steps(const program& p) {
       }
     if (!progress) {
       out.stuck = true;
+      for (int r = 0; r < R && out.waiting == program::none; ++r)
+        if (!done(r)) out.waiting = blocker(r);
       return out;
     }
     ++out.steps;

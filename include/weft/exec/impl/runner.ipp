@@ -54,9 +54,33 @@ WEFT_DECL runner::runner(program p, int replicas, run_options opt)
         pool_, comm ? rt::stream_role::comm : rt::stream_role::compute));
   }
   // The run is over when every op that releases nothing has completed: every other op is
-  // something one of them waited for.
-  for (std::uint32_t x = 0; x < g_.ops(); ++x)
-    if (g_.release_count(x) == 0 && local(x)) ++sinks_;
+  // something one of them waits for — unless the program has a cycle (lowered unchecked), whose
+  // ops may lead to no such op: those are awaited too, so the run waits for them (and times out
+  // naming them) rather than ending before they ran.
+  const std::uint32_t N = g_.ops();
+  awaited_.assign(N, 0);
+  std::vector<std::uint8_t> leads_to_sink(N, 0);
+  std::vector<std::uint32_t> todo;
+  for (std::uint32_t x = 0; x < N; ++x)
+    if (g_.release_count(x) == 0) {
+      leads_to_sink[x] = 1;
+      todo.push_back(x);
+    }
+  while (!todo.empty()) {
+    const std::uint32_t x = todo.back();
+    todo.pop_back();
+    g_.each_wait(x, [&](std::uint32_t y, bool) {
+      if (!leads_to_sink[y]) {
+        leads_to_sink[y] = 1;
+        todo.push_back(y);
+      }
+    });
+  }
+  for (std::uint32_t x = 0; x < N; ++x)
+    if (local(x) && (g_.release_count(x) == 0 || !leads_to_sink[x])) {
+      awaited_[x] = 1;
+      ++sinks_;
+    }
   rt::cycle_clock::start();
 }
 
@@ -113,6 +137,7 @@ WEFT_DECL timeline runner::run_bound(const detail::bound_model& model, run_measu
   std::atomic<bool> stopping{false};
   // The host sleeps until the last op completes (or a failure or the deadline).
   std::atomic<std::uint32_t> remaining{sinks_};
+  const std::uint8_t* const awaited = awaited_.data();
   std::mutex done_m;
   std::condition_variable done_cv;
   // Op copy `x` completed at `t` (on the calling thread's clock reading): release what waits.
@@ -120,7 +145,7 @@ WEFT_DECL timeline runner::run_bound(const detail::bound_model& model, run_measu
     finished_at[x] = t;
     detail::follow_on::here().tick = t;
     st.complete(x, ev);
-    if (g.release_count(x) == 0 && remaining.fetch_sub(1) == 1) {
+    if (awaited[x] && remaining.fetch_sub(1) == 1) {
       std::lock_guard lock(done_m);
       done_cv.notify_all();
     }

@@ -1,0 +1,141 @@
+// libFuzzer harness: the generators' configuration rules. The input picks a generator and its
+// parameters (small values mostly, the edges of every range at times: 0, negative, the limits
+// and one past them); each call must end in a `config_error` naming the rule, or a schedule the
+// checker proves legal. AMPipe's rules (`resolve`) likewise: a refusal, or a layout in range.
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+
+#include <weft/core/error.hpp>
+#include <weft/schedule/verify.hpp>
+#include <weft/schedules/ampipe.hpp>
+#include <weft/schedules/dualpipe.hpp>
+#include <weft/schedules/interleaved.hpp>
+#include <weft/schedules/one_f_one_b.hpp>
+#include <weft/schedules/zero_bubble_v.hpp>
+
+namespace {
+
+/// The input as a stream of choices; zeros once it runs out.
+struct choices {
+  const std::uint8_t* data;
+  std::size_t size, at = 0;
+  std::uint8_t byte() { return at < size ? data[at++] : 0; }
+  bool flag() { return byte() & 1; }
+  /// Mostly 1..small; one time in eight an edge of the int range or of weft's limits.
+  int number(int small, bool* edge = nullptr) {
+    const std::uint8_t b = byte();
+    if (b < 224) return 1 + b % small;
+    constexpr int edges[] = {0,
+                             -1,
+                             255,
+                             256,
+                             65535,
+                             65536,
+                             std::numeric_limits<int>::max(),
+                             std::numeric_limits<int>::min()};
+    if (edge) *edge = true;
+    return edges[b % 8];
+  }
+};
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  using namespace weft;
+  choices c{data, size};
+  const int which = c.byte() % 8;
+  if (which == 7) {  // AMPipe's rules
+    ampipe_config a;
+    a.seq = c.flag() ? 0 : static_cast<long long>(c.number(64)) * 64;
+    a.tp = c.number(8);
+    a.cp = c.number(4);
+    a.sequence_parallel = c.flag();
+    a.local_experts = c.number(16);
+    a.degree = c.number(16);
+    a.tp_sp_overlap = c.flag();
+    a.pipe_experts = c.flag();
+    a.multi_data = c.number(16);
+    a.multi_stream = c.flag();
+    try {
+      const ampipe_layout l = resolve(a);
+      if (l.splits != a.degree || l.pieces < 1 || l.splits * l.pieces > 255) __builtin_trap();
+    } catch (const config_error&) {
+    }
+    return 0;
+  }
+  bool edge = false;
+  pipeline_params p;
+  p.ranks = c.number(6, &edge);
+  p.micro = c.number(16, &edge);
+  p.layers = c.number(3, &edge);
+  const int chunks = c.number(4, &edge);
+  const std::uint8_t stages = c.byte() % 3;
+  p.stages = stages == 0   ? stage_set::whole_block()
+             : stages == 1 ? stage_set::moe()
+                           : stage_set::moe_with_shared();
+  if (c.flag()) p.overlap = overlap_options::all();
+  p.transfers = c.flag();
+  p.splits = c.flag() ? c.number(4, &edge) : 1;
+  p.pieces = c.flag() ? c.number(4, &edge) : 1;
+  p.overlap.pipeline_splits = p.splits > 1;
+  p.overlap.multi_stream_all_to_all = c.flag();
+  const std::uint8_t bits = c.byte();
+  p.p2p = {.megatron = (bits & 1) != 0,
+           .blocking = (bits & 2) != 0,
+           .overlap_p2p = (bits & 4) != 0,
+           .multi_stream = (bits & 8) != 0,
+           .log_allreduce = (bits & 16) != 0,
+           .async_log_allreduce = (bits & 32) != 0};
+  // Sizes beyond a few thousand ops are the limits' business (tested elsewhere); here only when
+  // some value is out of range, where the rules must refuse before anything is built.
+  const double ops = static_cast<double>(p.ranks) * p.micro * p.layers * chunks * p.splits *
+                     p.pieces * static_cast<double>(p.stages.size() + 1);
+  if (!edge && ops > 20'000) return 0;
+  if (edge && p.ranks > 0 && p.micro > 0 && p.layers > 0 && chunks > 0 && p.splits > 0 &&
+      p.pieces > 0 && ops > 20'000 && p.ranks <= 255 && p.micro <= 65535 && p.layers <= 65535 &&
+      p.splits <= 255 && p.pieces <= 255 && chunks <= 255)
+    return 0;  // every value in range, only large: not a rule's case
+  schedule s;
+  try {
+    switch (which) {
+      case 0:
+        s = gpipe(p);
+        break;
+      case 1:
+        s = one_f_one_b(p);
+        break;
+      case 2:
+        s = zb_h1(p);
+        break;
+      case 3:
+        s = zb_v(p);
+        break;
+      case 4:
+        s = dualpipe(p);
+        break;
+      case 5:
+        s = dualpipev(p);
+        break;
+      default:
+        s = interleaved({.ranks = p.ranks,
+                         .micro = p.micro,
+                         .chunks = chunks,
+                         .layers = p.layers,
+                         .stages = p.stages,
+                         .transfers = p.transfers,
+                         .overlap = p.overlap,
+                         .extra_warmup = c.flag(),
+                         .splits = p.splits,
+                         .pieces = p.pieces,
+                         .p2p = p.p2p});
+    }
+  } catch (const config_error&) {
+    return 0;  // refused, by name
+  }
+  // The seed's early receives on one p2p stream deadlock by design: the documented
+  // demonstration of what its second stream avoids (docs/cross-dc.md), refused by rule 4.
+  if (p.p2p.overlap_p2p && !p.p2p.multi_stream) return 0;
+  if (!check(s, {.max_violations = 1}).ok()) __builtin_trap();  // accepted, so legal
+  return 0;
+}
