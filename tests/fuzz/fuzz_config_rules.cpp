@@ -23,7 +23,7 @@ struct choices {
   std::uint8_t byte() { return at < size ? data[at++] : 0; }
   bool flag() { return byte() & 1; }
   /// Mostly 1..small; one time in eight an edge of the int range or of weft's limits.
-  int number(int small, bool* edge = nullptr) {
+  int number(int small) {
     const std::uint8_t b = byte();
     if (b < 224) return 1 + b % small;
     constexpr int edges[] = {0,
@@ -34,7 +34,6 @@ struct choices {
                              65536,
                              std::numeric_limits<int>::max(),
                              std::numeric_limits<int>::min()};
-    if (edge) *edge = true;
     return edges[b % 8];
   }
 };
@@ -64,20 +63,19 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     }
     return 0;
   }
-  bool edge = false;
   pipeline_params p;
-  p.ranks = c.number(6, &edge);
-  p.micro = c.number(16, &edge);
-  p.layers = c.number(3, &edge);
-  const int chunks = c.number(4, &edge);
+  p.ranks = c.number(6);
+  p.micro = c.number(16);
+  p.layers = c.number(3);
+  const int chunks = c.number(4);  // only the interleaved schedule reads its chunks
   const std::uint8_t stages = c.byte() % 3;
   p.stages = stages == 0   ? stage_set::whole_block()
              : stages == 1 ? stage_set::moe()
                            : stage_set::moe_with_shared();
   if (c.flag()) p.overlap = overlap_options::all();
   p.transfers = c.flag();
-  p.splits = c.flag() ? c.number(4, &edge) : 1;
-  p.pieces = c.flag() ? c.number(4, &edge) : 1;
+  p.splits = c.flag() ? c.number(4) : 1;
+  p.pieces = c.flag() ? c.number(4) : 1;
   p.overlap.pipeline_splits = p.splits > 1;
   p.overlap.multi_stream_all_to_all = c.flag();
   const std::uint8_t bits = c.byte();
@@ -87,15 +85,15 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
            .multi_stream = (bits & 8) != 0,
            .log_allreduce = (bits & 16) != 0,
            .async_log_allreduce = (bits & 32) != 0};
+  const int per_rank = which == 6 ? chunks : 1;
   // Sizes beyond a few thousand ops are the limits' business (tested elsewhere); here only when
-  // some value is out of range, where the rules must refuse before anything is built.
-  const double ops = static_cast<double>(p.ranks) * p.micro * p.layers * chunks * p.splits *
+  // some value is out of its range, where the rules must refuse before anything is built.
+  const auto in = [](int v, int most) { return v >= 1 && v <= most; };
+  const bool in_range = in(p.ranks, 255) && in(p.micro, 65535) && in(p.layers, 65535) &&
+                        in(per_rank, 255) && in(p.splits, 255) && in(p.pieces, 255);
+  const double ops = static_cast<double>(p.ranks) * p.micro * p.layers * per_rank * p.splits *
                      p.pieces * static_cast<double>(p.stages.size() + 1);
-  if (!edge && ops > 20'000) return 0;
-  if (edge && p.ranks > 0 && p.micro > 0 && p.layers > 0 && chunks > 0 && p.splits > 0 &&
-      p.pieces > 0 && ops > 20'000 && p.ranks <= 255 && p.micro <= 65535 && p.layers <= 65535 &&
-      p.splits <= 255 && p.pieces <= 255 && chunks <= 255)
-    return 0;  // every value in range, only large: not a rule's case
+  if (in_range && ops > 20'000) return 0;
   schedule s;
   try {
     switch (which) {

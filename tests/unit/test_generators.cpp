@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <limits>
 #include <sstream>
 #include <string>
 #include <utility>
@@ -295,6 +296,12 @@ TEST_CASE("generators reject impossible parameters, naming the rule") {
         "weft: interleaved: chunks (per rank) must be >= 1");
   CHECK(message_of([] { interleaved({.ranks = 128, .micro = 128, .chunks = 2}); }) ==
         "weft: interleaved: at most 255 model chunks (ranks x chunks per rank)");
+  // Found by fuzzing: ranks x chunks computed in int overflowed (2 x 2^31-1) before the check.
+  CHECK(message_of([] {
+          interleaved({.ranks = 2, .micro = 2, .chunks = std::numeric_limits<int>::max()});
+        }) == "weft: interleaved: at most 255 model chunks (ranks x chunks per rank)");
+  CHECK(validate(model_desc{.ranks = 255, .chunks_per_rank = std::numeric_limits<int>::max()}) ==
+        model_error::bad_chunks);
   CHECK(message_of([] { dualpipev({.ranks = 4, .micro = 7}); }) ==
         "weft: dualpipev: micro must be >= 2 * ranks");
   CHECK(message_of([] { zb_v({.ranks = 4, .micro = 7}); }) ==

@@ -353,6 +353,36 @@ TEST_CASE("a V's bounds with overlapped pairs: never above the optimum or a plan
   CHECK_THROWS_AS(find_schedule(fast, {.max_evaluations = 10}), config_error);
 }
 
+TEST_CASE("a search without split backwards judges no generator that splits them") {
+  // Found by fuzzing: 3 ranks, 1 micro-batch of MoE sub-stages with fb-overlap, free
+  // all-to-alls, fused backwards only. ZB-H1 splits its backwards and ended sooner than the
+  // fused-only bounds (17.5 against 22.5): judged, it was a plan outside the problem asked.
+  unit_problem q;
+  q.model = {.ranks = 3, .micro = 1, .stages = stage_set::moe_with_shared()};
+  q.overlap = overlap_options::all();
+  q.cost = unit_cost_model::deepseek_v3_like();
+  for (kind k : {kind::dispatch, kind::combine}) q.cost.set(k, phase::F, 0).set(k, phase::B, 0);
+  const auto r = find_schedule(q, {.max_evaluations = 80, .split = false});
+  REQUIRE(r.best);
+  CHECK(r.bound.best().count() <= r.best->makespan.count() + 1e-9);
+  bool saw = false;
+  for (const auto& g : r.generators)
+    if (g.name == "zb-h1") {
+      saw = true;
+      CHECK_FALSE(g.result);
+      CHECK(g.why.find("splits backwards") != std::string::npos);
+    } else {
+      CHECK(g.result);
+    }
+  CHECK(saw);
+  // With split backwards allowed it is judged, and the bounds (split) hold for it.
+  const auto both = find_schedule(q, {.max_evaluations = 80});
+  for (const auto& g : both.generators) {
+    REQUIRE(g.result);
+    CHECK(both.bound.best().count() <= g.result->makespan.count() + 1e-9);
+  }
+}
+
 TEST_CASE("a cap above what a rank can hold is no cap: the policy grid stays small") {
   // Every level up to 128, then a ladder: a cap of 2^30 was a grid of 2^34 policies, built
   // before the budget started (out of memory).

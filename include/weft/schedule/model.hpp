@@ -279,7 +279,9 @@ constexpr std::uint64_t id_space(const model_desc& m, bool with_collectives) noe
 
 constexpr model_error validate(const model_desc& m) noexcept {
   if (m.ranks < 1 || m.ranks > 255) return model_error::bad_ranks;
-  if (m.chunks_per_rank < 1 || m.chunks() > 255) return model_error::bad_chunks;
+  // chunks_per_rank first on its own: ranks x a huge one would overflow `chunks()`.
+  if (m.chunks_per_rank < 1 || m.chunks_per_rank > 255 || m.chunks() > 255)
+    return model_error::bad_chunks;
   if (m.micro < 1 || m.micro > 65535) return model_error::bad_micro;
   if (m.layers < 1 || m.layers > 65535) return model_error::bad_layers;
   if (m.splits < 1 || m.splits > 255) return model_error::bad_splits;

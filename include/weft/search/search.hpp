@@ -323,9 +323,22 @@ search_result<T> find_schedule(const basic_problem<T>& q, const search_options& 
   };
 
   // 1. Every generator that applies.
+  //    Without split backwards, a generator that splits them (ZB-H1, ZB-V) is outside the
+  //    problem asked — and outside what its bounds (fused backwards only) hold for.
+  const auto splits = [](const plan& p) {
+    for (const auto& rank : p.ranks)
+      for (const step& x : rank)
+        if (x.a == action::I || x.a == action::W) return true;
+    return false;
+  };
   for (const generator_plan& g : generator_plans(m, q.overlap)) {
     generator_row<T> row{g.name, std::nullopt, g.why};
-    if (g.p) row.result = judge(*g.p, g.name, &row.why);
+    if (g.p && !opt.split && splits(*g.p))
+      row.why =
+          "splits backwards into dX and dW, which this search does not "
+          "(search_options::split)";
+    else if (g.p)
+      row.result = judge(*g.p, g.name, &row.why);
     out.generators.push_back(std::move(row));
   }
   // 2. The list scheduler over its policies: every live limit up to the cap; then, at the cap,
