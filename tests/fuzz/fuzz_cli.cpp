@@ -9,19 +9,10 @@
 #include <weft/core/error.hpp>
 #include <weft/cp/families.hpp>
 #include "cli.hpp"
+#include "fuzz_input.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  std::vector<std::string> args{"weft"};
-  std::string cur;
-  for (std::size_t i = 0; i < size && args.size() < 64; ++i) {
-    if (data[i] == 0) {
-      args.push_back(cur);
-      cur.clear();
-    } else {
-      cur.push_back(static_cast<char>(data[i]));
-    }
-  }
-  if (!cur.empty()) args.push_back(cur);
+  const std::vector<std::string> args = weft::fuzz::arguments(data, size);
   std::vector<const char*> argv;
   for (const std::string& a : args) argv.push_back(a.c_str());
   const weft::cli::parsed p = weft::cli::parse(static_cast<int>(argv.size()), argv.data());

@@ -14,47 +14,42 @@
 #include <weft/schedules/one_f_one_b.hpp>
 #include <weft/schedules/zero_bubble_v.hpp>
 
+#include "fuzz_input.hpp"
+
 namespace {
 
-/// The input as a stream of choices; zeros once it runs out.
-struct choices {
-  const std::uint8_t* data;
-  std::size_t size, at = 0;
-  std::uint8_t byte() { return at < size ? data[at++] : 0; }
-  bool flag() { return byte() & 1; }
-  /// Mostly 1..small; one time in eight an edge of the int range or of weft's limits.
-  int number(int small) {
-    const std::uint8_t b = byte();
-    if (b < 224) return 1 + b % small;
-    constexpr int edges[] = {0,
-                             -1,
-                             255,
-                             256,
-                             65535,
-                             65536,
-                             std::numeric_limits<int>::max(),
-                             std::numeric_limits<int>::min()};
-    return edges[b % 8];
-  }
-};
+/// Mostly 1..small; one time in eight an edge of the int range or of weft's limits.
+int number(weft::fuzz::choices& c, int small) {
+  const std::uint8_t b = c.byte();
+  if (b < 224) return 1 + b % small;
+  constexpr int edges[] = {0,
+                           -1,
+                           255,
+                           256,
+                           65535,
+                           65536,
+                           std::numeric_limits<int>::max(),
+                           std::numeric_limits<int>::min()};
+  return edges[b % 8];
+}
 
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace weft;
-  choices c{data, size};
+  fuzz::choices c{data, size};
   const int which = c.byte() % 8;
   if (which == 7) {  // AMPipe's rules
     ampipe_config a;
-    a.seq = c.flag() ? 0 : static_cast<long long>(c.number(64)) * 64;
-    a.tp = c.number(8);
-    a.cp = c.number(4);
+    a.seq = c.flag() ? 0 : static_cast<long long>(number(c, 64)) * 64;
+    a.tp = number(c, 8);
+    a.cp = number(c, 4);
     a.sequence_parallel = c.flag();
-    a.local_experts = c.number(16);
-    a.degree = c.number(16);
+    a.local_experts = number(c, 16);
+    a.degree = number(c, 16);
     a.tp_sp_overlap = c.flag();
     a.pipe_experts = c.flag();
-    a.multi_data = c.number(16);
+    a.multi_data = number(c, 16);
     a.multi_stream = c.flag();
     try {
       const ampipe_layout l = resolve(a);
@@ -64,18 +59,18 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     return 0;
   }
   pipeline_params p;
-  p.ranks = c.number(6);
-  p.micro = c.number(16);
-  p.layers = c.number(3);
-  const int chunks = c.number(4);  // only the interleaved schedule reads its chunks
+  p.ranks = number(c, 6);
+  p.micro = number(c, 16);
+  p.layers = number(c, 3);
+  const int chunks = number(c, 4);  // only the interleaved schedule reads its chunks
   const std::uint8_t stages = c.byte() % 3;
   p.stages = stages == 0   ? stage_set::whole_block()
              : stages == 1 ? stage_set::moe()
                            : stage_set::moe_with_shared();
   if (c.flag()) p.overlap = overlap_options::all();
   p.transfers = c.flag();
-  p.splits = c.flag() ? c.number(4) : 1;
-  p.pieces = c.flag() ? c.number(4) : 1;
+  p.splits = c.flag() ? number(c, 4) : 1;
+  p.pieces = c.flag() ? number(c, 4) : 1;
   p.overlap.pipeline_splits = p.splits > 1;
   p.overlap.multi_stream_all_to_all = c.flag();
   const std::uint8_t bits = c.byte();

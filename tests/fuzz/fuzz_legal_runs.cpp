@@ -14,19 +14,11 @@
 #include <weft/schedule/verify.hpp>
 #include <weft/schedules/transfers.hpp>
 
-namespace {
-
-struct choices {
-  const std::uint8_t* data;
-  std::size_t size, at = 0;
-  std::uint8_t byte() { return at < size ? data[at++] : 0; }
-};
-
-}  // namespace
+#include "fuzz_input.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace weft;
-  choices c{data, size};
+  fuzz::choices c{data, size};
   const std::uint8_t shape = c.byte();
   const int R = 1 + shape % 3, M = 1 + (shape / 3) % 3;
   const bool vee = (shape / 9) % 2 == 1;

@@ -10,22 +10,19 @@
 #include <weft/search/exact.hpp>
 #include <weft/search/search.hpp>
 
+#include "fuzz_input.hpp"
+
 namespace {
 
-struct choices {
-  const std::uint8_t* data;
-  std::size_t size, at = 0;
-  std::uint8_t byte() { return at < size ? data[at++] : 0; }
-  /// A cost in [lo, lo + 4), in steps of 1/64.
-  double cost(double lo) { return lo + byte() / 64.0; }
-};
+/// A cost in [lo, lo + 4), in steps of 1/64.
+double cost(weft::fuzz::choices& c, double lo) { return lo + c.byte() / 64.0; }
 
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace weft;
   using namespace weft::search;
-  choices c{data, size};
+  fuzz::choices c{data, size};
   const std::uint8_t shape = c.byte();
   const bool vee = shape & 1, moe = shape & 2, split = !(shape & 4);
   const int pp = 2 + (shape >> 3) % 2;
@@ -40,15 +37,15 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     q.model.stages = stage_set::moe_with_shared();
     q.overlap = c.byte() % 2 == 0 ? overlap_options::all() : overlap_options::none();
     q.cost = unit_cost_model::deepseek_v3_like();
-    const double a2a = c.cost(0), p2p = c.cost(0);
+    const double a2a = cost(c, 0), p2p = cost(c, 0);
     for (kind k : {kind::dispatch, kind::combine})
       q.cost.set(k, phase::F, a2a).set(k, phase::B, a2a);
     for (kind k : {kind::send, kind::recv}) q.cost.set(k, phase::F, p2p).set(k, phase::B, p2p);
   } else {
-    const double F = c.cost(0.25), W = c.cost(0.125), B = W + c.cost(0.125);
+    const double F = cost(c, 0.25), W = cost(c, 0.125), B = W + cost(c, 0.125);
     // FB anywhere from 0 to F + B + 1: below the longer half it must be refused.
     const double FB = (F + B + 1) * c.byte() / 255.0;
-    q.cost = unit_cost_model::pipeline({.F = F, .B = B, .W = W, .FB = FB, .P2P = c.cost(0)})
+    q.cost = unit_cost_model::pipeline({.F = F, .B = B, .W = W, .FB = FB, .P2P = cost(c, 0)})
                  .scaled_compute(1.0 / q.model.chunks_per_rank);
     if (c.byte() % 2 == 0)
       q.cost.set(kind::block, phase::dX,
