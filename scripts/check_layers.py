@@ -1,19 +1,29 @@
 #!/usr/bin/env python3
 """Fails when a header of weft includes one from a layer above its own.
 
-The layers, lowest first (docs/concepts.md): core < schedule < schedules < {sim, rt, io} < nn <
-{exec, cp, search, mpi} < tp (its layers run on exec's runner); tools, examples, tests and benchmarks
-sit above everything. Folders on
-one level (sim, rt, io; exec, cp, search, mpi) must not include each other at all: no edges
-between them, so no cycles. The umbrella headers (weft/weft.hpp, weft/exec.hpp, ...) may include
-anything.
+The layers come from docs/architecture.md, the line "Layers, lowest first: core < schedule < ...",
+so the page and the check cannot disagree. Folders on one level (separated by commas) must not
+include each other at all: no edges between them, so no cycles. tools, examples, tests and
+benchmarks sit above everything. The umbrella headers (weft/weft.hpp, weft/exec.hpp, ...) may
+include anything.
 """
 import pathlib
 import re
 import sys
 
-LEVELS = [["core"], ["schedule"], ["schedules"], ["sim", "rt", "io"], ["nn"],
-          ["exec", "cp", "search", "mpi"], ["tp"]]
+ARCHITECTURE = pathlib.Path(__file__).resolve().parent.parent / "docs" / "architecture.md"
+LAYERS_LINE = re.compile(r"^Layers, lowest first: (.+)$", re.M)
+
+
+def read_levels(page: pathlib.Path) -> list:
+    """The layer groups of the architecture page, lowest first."""
+    match = LAYERS_LINE.search(page.read_text())
+    if not match:
+        sys.exit(f"weft: layering: {page} has no line 'Layers, lowest first: ...'")
+    return [[f.strip() for f in group.split(",")] for group in match.group(1).split("<")]
+
+
+LEVELS = read_levels(ARCHITECTURE)
 LEVEL = {folder: i for i, group in enumerate(LEVELS) for folder in group}
 INCLUDE = re.compile(r'^\s*#\s*include\s*<weft/([a-z_]+)/[^>]+>', re.M)
 
