@@ -36,7 +36,8 @@ def main(root: pathlib.Path) -> int:
             continue  # an umbrella header
         here = rel.parts[0]
         if here not in LEVEL:
-            errors.append(f"{rel}: folder '{here}' has no layer (add it to scripts/check_layers.py)")
+            errors.append(f"{rel}: folder '{here}' has no layer (add it to the line "
+                          "'Layers, lowest first' of docs/architecture.md)")
             continue
         for match in INCLUDE.finditer(header.read_text()):
             there = match.group(1)

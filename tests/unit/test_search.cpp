@@ -342,6 +342,19 @@ TEST_CASE("a V's bounds with overlapped pairs: never above the optimum or a plan
     CHECK(found.bound.best().count() <= found.best->makespan.count() + 1e-9);
   }
   CHECK(searched >= 25);
+  // A chunk of two layers pairs layer by layer (a pair unit each): with free transfers every
+  // time doubles, and so must every bound (a pair priced once per chunk made them looser).
+  for (const bool vee : {true, false}) {
+    unit_problem one = problem_of(2, 4, vee, 1, 2, 1, 0, vee ? 6 : 3);
+    one.cost.fb_pair = 2.5 / (vee ? 2 : 1);
+    unit_problem two = one;
+    two.model.layers = 2;
+    const lower_bounds<units> b1 = bounds_of(one), b2 = bounds_of(two);
+    CAPTURE(vee);
+    CHECK(b2.one_rank.count() == doctest::Approx(2 * b1.one_rank.count()));
+    CHECK(b2.work.count() == doctest::Approx(2 * b1.work.count()));
+    CHECK(b2.best().count() == doctest::Approx(2 * b1.best().count()));
+  }
   // A pair shorter than its longer half is outside what the bounds assume: refused.
   unit_problem fast = problem_of(2, 4, true, 1, 2, 1, 0);
   fast.cost.fb_pair = 1.5 / 2;

@@ -34,6 +34,7 @@
 #include <weft/core/error.hpp>
 #include <weft/schedules/stage_ops.hpp>
 #include <weft/search/evaluate.hpp>
+#include <weft/search/list_scheduler.hpp>
 
 namespace weft::search {
 
@@ -435,7 +436,8 @@ T one_rank_bound(const basic_problem<T>& q, bool split, const basic_timeline<T>&
 
   one_rank_relaxation x;
   static_cast<rank_steps&>(x) = steps_of(q, split);
-  x.pair = q.cost.pair().count();
+  // A chunk's pair is one pair unit per layer, as plans build it (the search's step cost).
+  x.pair = step_costs<T>(q).FB.count();
   if (x.pair >= x.f + x.b) x.pair = inf;  // no gain: the two in turn say as much
   std::vector<std::vector<double>> start_f(static_cast<std::size_t>(R)), start_b(start_f);
   double best = 0;
@@ -487,7 +489,7 @@ T vee_rank_bound(const basic_problem<T>& q, bool split, const chunks_alone& alon
   vee_rank_relaxation x;
   static_cast<rank_steps&>(x) = steps_of(q, split);
   if (m.stages.has(kind::block) && m.stages.size() == 1) {  // whole blocks: pairs save compute
-    x.pair = q.cost.pair().count();
+    x.pair = step_costs<T>(q).FB.count();   // a pair unit per layer, as plans build it
     if (x.pair >= x.f + x.b) x.pair = inf;  // no gain: the two in turn say as much
   }
   double best = 0;
@@ -553,7 +555,9 @@ lower_bounds<T> bounds_of(const basic_problem<T>& q, bool split = true) {
                     detail::compute_of(q, gen::backward_pattern(m, q.overlap, phase::dW));
   const T b = split ? std::min(b_fused, b_split) : b_fused;
   T unit = f + b;
-  if (m.stages.has(kind::block)) unit = std::min(unit, q.cost.pair());  // pairs
+  // Pairs: a pair unit per layer of the chunk, as plans build them (the search's step cost).
+  const T pair_step = step_costs<T>(q).FB;
+  if (m.stages.has(kind::block)) unit = std::min(unit, pair_step);
 
   // Per rank: its first compute op's start alone, and (fused only) what follows its last.
   const int R = m.ranks;
@@ -584,8 +588,7 @@ lower_bounds<T> bounds_of(const basic_problem<T>& q, bool split = true) {
   // A forward takes at least its compute (inside a whole-block pair, at least what the pair adds
   // to its backward).
   T forward_compute = f;
-  if (m.stages.has(kind::block))
-    forward_compute = std::min(f, std::max(T{0}, q.cost.pair() - b_fused));
+  if (m.stages.has(kind::block)) forward_compute = std::min(f, std::max(T{0}, pair_step - b_fused));
   // Memory: per chunk, alone, when its forward starts and the earliest its unit is freed (its
   // last backward op ends).
   if (m.max_live > 0) {
