@@ -19,12 +19,12 @@
 #include <vector>
 
 #include <weft/exec/moe_executor.hpp>
+#include <weft/generators/one_f_one_b.hpp>
 #include <weft/io/timeline.hpp>
-#include <weft/schedules/one_f_one_b.hpp>
+#include <weft/schedule/lower.hpp>
 #include <weft/sim/ampipe_preset.hpp>
 #include <weft/sim/calibrate.hpp>
 #include <weft/sim/metrics.hpp>
-#include <weft/sim/program.hpp>
 #include <weft/sim/shared_workers.hpp>
 #include <weft/sim/simulate.hpp>
 

@@ -14,8 +14,8 @@
 #include <vector>
 
 #include <weft/exec/moe_executor.hpp>
-#include <weft/schedules/dualpipe.hpp>
-#include <weft/schedules/one_f_one_b.hpp>
+#include <weft/generators/dualpipe.hpp>
+#include <weft/generators/one_f_one_b.hpp>
 #include <weft/sim/calibrate.hpp>
 #include <weft/sim/metrics.hpp>
 #include <weft/sim/shared_workers.hpp>

@@ -1,8 +1,8 @@
 // Compile-time cost of proving a generated schedule legal with static_assert. Compiled by
 // bench/compile_time.sh with WEFT_BENCH_{P,M,L} (ranks, micro-batches, layers per chunk) and
 // WEFT_BENCH_MODE: 0 headers only, 1 generate, 2 verify.
+#include <weft/generators/one_f_one_b.hpp>
 #include <weft/schedule/verify.hpp>
-#include <weft/schedules/one_f_one_b.hpp>
 
 constexpr weft::one_f_one_b_params params{.ranks = WEFT_BENCH_P,
                                           .micro = WEFT_BENCH_M,

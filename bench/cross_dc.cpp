@@ -19,11 +19,11 @@
 #include <vector>
 
 #include <weft/exec/executor.hpp>
+#include <weft/generators/interleaved.hpp>
 #include <weft/io/timeline.hpp>
-#include <weft/schedules/interleaved.hpp>
+#include <weft/schedule/lower.hpp>
 #include <weft/sim/calibrate.hpp>
 #include <weft/sim/metrics.hpp>
-#include <weft/sim/program.hpp>
 #include <weft/sim/shared_workers.hpp>
 #include <weft/sim/simulate.hpp>
 #include <weft/sim/xdc_preset.hpp>

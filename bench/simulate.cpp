@@ -8,10 +8,10 @@
 #include <cstdint>
 #include <vector>
 
+#include <weft/generators/dualpipe.hpp>
+#include <weft/schedule/lower.hpp>
 #include <weft/schedule/semantics.hpp>
-#include <weft/schedules/dualpipe.hpp>
 #include <weft/sim/metrics.hpp>
-#include <weft/sim/program.hpp>
 
 namespace {
 

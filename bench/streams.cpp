@@ -18,7 +18,7 @@
 #include <weft/exec/runner.hpp>
 #include <weft/rt/stream.hpp>
 #include <weft/rt/timer.hpp>
-#include <weft/sim/program.hpp>
+#include <weft/schedule/lower.hpp>
 
 #if WEFT_BENCH_HAVE_TBB
 #include <tbb/flow_graph.h>

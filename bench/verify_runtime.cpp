@@ -4,8 +4,8 @@
 // checker and builds the full report. Side by side in one run.
 #include <benchmark/benchmark.h>
 
+#include <weft/generators/one_f_one_b.hpp>
 #include <weft/schedule/verify.hpp>
-#include <weft/schedules/one_f_one_b.hpp>
 
 namespace {
 

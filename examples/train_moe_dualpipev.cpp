@@ -15,10 +15,10 @@
 
 #include <weft/exec/moe_executor.hpp>
 #include <weft/exec/optimizer.hpp>
+#include <weft/generators/dualpipe.hpp>
+#include <weft/generators/one_f_one_b.hpp>
 #include <weft/io/chrome_trace.hpp>
 #include <weft/io/timeline.hpp>
-#include <weft/schedules/dualpipe.hpp>
-#include <weft/schedules/one_f_one_b.hpp>
 #include <weft/sim/metrics.hpp>
 
 using namespace weft;

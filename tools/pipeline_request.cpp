@@ -4,10 +4,10 @@
 #include <algorithm>
 
 #include <weft/exec/moe_model.hpp>
-#include <weft/schedules/dualpipe.hpp>
-#include <weft/schedules/interleaved.hpp>
-#include <weft/schedules/one_f_one_b.hpp>
-#include <weft/schedules/zero_bubble_v.hpp>
+#include <weft/generators/dualpipe.hpp>
+#include <weft/generators/interleaved.hpp>
+#include <weft/generators/one_f_one_b.hpp>
+#include <weft/generators/zero_bubble_v.hpp>
 
 weft::ampipe_layout weft::cli::ampipe_of(const request& q, std::ostream* warnings) {
   const weft::exec::moe_config demo = weft::exec::demo_config();

@@ -5,9 +5,9 @@
 #include <ostream>
 #include <string>
 
+#include <weft/generators/ampipe.hpp>
+#include <weft/generators/params.hpp>
 #include <weft/schedule/schedule.hpp>
-#include <weft/schedules/ampipe.hpp>
-#include <weft/schedules/params.hpp>
 #include "cli.hpp"
 
 namespace weft::cli {

@@ -30,19 +30,19 @@
 #include <weft/cp/picture.hpp>
 #include <weft/exec/executor.hpp>
 #include <weft/exec/moe_executor.hpp>
+#include <weft/generators/ampipe.hpp>
+#include <weft/generators/dualpipe.hpp>
+#include <weft/generators/interleaved.hpp>
+#include <weft/generators/one_f_one_b.hpp>
+#include <weft/generators/zero_bubble_v.hpp>
 #include <weft/io/chrome_trace.hpp>
 #include <weft/io/format.hpp>
 #include <weft/io/pytorch_csv.hpp>
 #include <weft/io/timeline.hpp>
-#include <weft/schedules/ampipe.hpp>
-#include <weft/schedules/dualpipe.hpp>
-#include <weft/schedules/interleaved.hpp>
-#include <weft/schedules/one_f_one_b.hpp>
-#include <weft/schedules/zero_bubble_v.hpp>
+#include <weft/schedule/lower.hpp>
 #include <weft/sim/ampipe_preset.hpp>
 #include <weft/sim/calibrate.hpp>
 #include <weft/sim/metrics.hpp>
-#include <weft/sim/program.hpp>
 #include <weft/sim/shared_workers.hpp>
 #include <weft/sim/unit_steps.hpp>
 #include <weft/sim/xdc_preset.hpp>
@@ -122,7 +122,7 @@ simulated simulate(const request& q, const weft::schedule& s) {
     std::string why = "weft: simulate: deadlock; each rank is stuck at:";
     for (int r = 0; r < out.prog.ranks(); ++r) {
       const std::uint32_t i = out.time.blocked[static_cast<std::size_t>(r)];
-      if (i != weft::program::none)
+      if (i != weft::npos)
         why += "\n  rank " + std::to_string(r) + ": " + weft::to_string(out.prog.at(i)) +
                " (slot " + std::to_string(out.prog.slot[i]) + ")";
     }
@@ -277,7 +277,7 @@ std::optional<std::string> pytorch_simulator_refusal(const weft::program& p) {
   const weft::unit_step_result r = weft::unit_steps(p);
   if (!r.stuck) return std::nullopt;
   std::string at = "a step where no rank can go";
-  if (r.waiting != weft::program::none)
+  if (r.waiting != weft::npos)
     at = "rank " + std::to_string(p.rank[r.waiting]) + "'s " +
          weft::csv_detail::action_text(p.at(r.waiting));
   return "PyTorch's runtime runs this schedule (it posts receives without blocking and waits for "

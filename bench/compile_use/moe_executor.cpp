@@ -1,6 +1,6 @@
 // A TU that runs the built-in MoE model: the executor's whole template instantiated once.
 #include <weft/exec/moe_executor.hpp>
-#include <weft/schedules/dualpipe.hpp>
+#include <weft/generators/dualpipe.hpp>
 
 int main() {
   weft::exec::moe_model<float> model({.stages = 4, .layers = 1, .micro = 4, .replicas = 2});

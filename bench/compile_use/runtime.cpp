@@ -1,7 +1,7 @@
 // A model of one's own run with the runner: no Eigen.
+#include <weft/generators/one_f_one_b.hpp>
 #include <weft/runtime.hpp>
-#include <weft/schedules/one_f_one_b.hpp>
-#include <weft/sim/program.hpp>
+#include <weft/schedule/lower.hpp>
 
 namespace {
 struct blocks {

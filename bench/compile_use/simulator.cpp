@@ -1,7 +1,7 @@
 // The simulator alone: lower a generated schedule, simulate it, measure the step.
-#include <weft/schedules/dualpipe.hpp>
+#include <weft/generators/dualpipe.hpp>
+#include <weft/schedule/lower.hpp>
 #include <weft/sim/metrics.hpp>
-#include <weft/sim/program.hpp>
 #include <weft/sim/simulate.hpp>
 
 int main() {

@@ -2,8 +2,8 @@
 // early (`overlap_p2p`) on one blocking p2p stream. Rank 0 posts B0's receive before it sends
 // F1; rank 1 posts F1's receive before it sends B0's gradient; each waits on its one stream for
 // the other. The ok variant puts the same early receives on ping/pong streams (`multi_stream`).
+#include <weft/generators/one_f_one_b.hpp>
 #include <weft/schedule/diagnose.hpp>
-#include <weft/schedules/one_f_one_b.hpp>
 using namespace weft;
 
 #ifdef WEFT_KO

@@ -4,8 +4,8 @@
 #include <span>
 
 #include <weft/exec/runner.hpp>
-#include <weft/schedules/one_f_one_b.hpp>
-#include <weft/sim/program.hpp>
+#include <weft/generators/one_f_one_b.hpp>
+#include <weft/schedule/lower.hpp>
 using namespace weft;
 
 struct blocks_only {

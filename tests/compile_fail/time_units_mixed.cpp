@@ -1,7 +1,7 @@
 // One unit of time: a unit-free cost never lands in a table of seconds, and a simulation's costs
 // and options share one time type.
-#include <weft/schedules/one_f_one_b.hpp>
-#include <weft/sim/program.hpp>
+#include <weft/generators/one_f_one_b.hpp>
+#include <weft/schedule/lower.hpp>
 #include <weft/sim/simulate.hpp>
 using namespace weft;
 

@@ -7,12 +7,12 @@
 #include <limits>
 
 #include <weft/core/error.hpp>
+#include <weft/generators/ampipe.hpp>
+#include <weft/generators/dualpipe.hpp>
+#include <weft/generators/interleaved.hpp>
+#include <weft/generators/one_f_one_b.hpp>
+#include <weft/generators/zero_bubble_v.hpp>
 #include <weft/schedule/verify.hpp>
-#include <weft/schedules/ampipe.hpp>
-#include <weft/schedules/dualpipe.hpp>
-#include <weft/schedules/interleaved.hpp>
-#include <weft/schedules/one_f_one_b.hpp>
-#include <weft/schedules/zero_bubble_v.hpp>
 
 #include "fuzz_input.hpp"
 

@@ -11,8 +11,8 @@
 
 #include <weft/core/error.hpp>
 #include <weft/exec/executor.hpp>
+#include <weft/schedule/transfers.hpp>
 #include <weft/schedule/verify.hpp>
-#include <weft/schedules/transfers.hpp>
 
 #include "fuzz_input.hpp"
 

@@ -10,8 +10,8 @@
 #include <string>
 
 #include <weft/io/pytorch_csv.hpp>
+#include <weft/schedule/lower.hpp>
 #include <weft/schedule/verify.hpp>
-#include <weft/sim/program.hpp>
 #include <weft/sim/simulate.hpp>
 #include <weft/sim/unit_steps.hpp>
 
@@ -30,6 +30,6 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       weft::simulate(p, weft::unit_cost_model::pipeline({.F = 1, .B = 2, .W = 1, .P2P = 1}));
   if (t.deadlocked()) __builtin_trap();  // legal means it runs to the end
   const weft::unit_step_result u = weft::unit_steps(p);
-  if (u.stuck && u.waiting == weft::program::none) __builtin_trap();  // stuck: named
+  if (u.stuck && u.waiting == weft::npos) __builtin_trap();  // stuck: named
   return 0;
 }

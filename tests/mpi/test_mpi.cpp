@@ -17,13 +17,13 @@
 
 #include <weft/exec/executor.hpp>
 #include <weft/exec/moe_executor.hpp>
+#include <weft/generators/dualpipe.hpp>
+#include <weft/generators/interleaved.hpp>
+#include <weft/generators/one_f_one_b.hpp>
+#include <weft/generators/zero_bubble_v.hpp>
 #include <weft/mpi/communicator.hpp>
 #include <weft/mpi/environment.hpp>
 #include <weft/mpi/slots.hpp>
-#include <weft/schedules/dualpipe.hpp>
-#include <weft/schedules/interleaved.hpp>
-#include <weft/schedules/one_f_one_b.hpp>
-#include <weft/schedules/zero_bubble_v.hpp>
 
 using namespace weft;
 using namespace std::chrono_literals;

@@ -10,13 +10,13 @@
 
 #include <weft/exec/executor.hpp>
 #include <weft/exec/moe_executor.hpp>
+#include <weft/generators/dualpipe.hpp>
+#include <weft/generators/interleaved.hpp>
+#include <weft/generators/one_f_one_b.hpp>
+#include <weft/generators/zero_bubble_v.hpp>
+#include <weft/schedule/lower.hpp>
 #include <weft/schedule/semantics.hpp>
 #include <weft/schedule/verify.hpp>
-#include <weft/schedules/dualpipe.hpp>
-#include <weft/schedules/interleaved.hpp>
-#include <weft/schedules/one_f_one_b.hpp>
-#include <weft/schedules/zero_bubble_v.hpp>
-#include <weft/sim/program.hpp>
 #include <weft/sim/shared_workers.hpp>
 
 using namespace weft;
@@ -198,7 +198,7 @@ TEST_CASE("checker and simulator agree on legality and on where each rank is stu
       const program pb = lower_unchecked(bad);
       std::vector<op> stuck_sim, stuck_check;
       for (const std::uint32_t i : tb.blocked)
-        if (i != program::none) stuck_sim.push_back(pb.at(i));
+        if (i != weft::npos) stuck_sim.push_back(pb.at(i));
       for (const violation& v : r.blocked) stuck_check.push_back(v.subject);
       CHECK(stuck_sim == stuck_check);
     }

@@ -11,12 +11,12 @@
 
 #include <weft/exec/moe_executor.hpp>
 #include <weft/exec/seeded.hpp>
+#include <weft/generators/dualpipe.hpp>
+#include <weft/generators/interleaved.hpp>
+#include <weft/generators/one_f_one_b.hpp>
+#include <weft/schedule/lower.hpp>
 #include <weft/schedule/verify.hpp>
-#include <weft/schedules/dualpipe.hpp>
-#include <weft/schedules/interleaved.hpp>
-#include <weft/schedules/one_f_one_b.hpp>
 #include <weft/sim/ampipe_preset.hpp>
-#include <weft/sim/program.hpp>
 #include <weft/sim/simulate.hpp>
 
 using namespace weft;
@@ -303,7 +303,7 @@ TEST_CASE("pipe-experts: pieces pipelined, combines on a second stream with mult
   // The combines (forward) and the dispatches backward run on the second all-to-all lane.
   for (const op& o : s.ops)
     if ((o.k == kind::combine && o.ph == phase::F) || (o.k == kind::dispatch && o.ph == phase::B))
-      CHECK(o.lane == gen::second_all_to_all_lane);
+      CHECK(o.lane == second_all_to_all_lane);
   CHECK(check(s).ok());
 }
 

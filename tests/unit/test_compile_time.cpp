@@ -4,9 +4,9 @@
 
 #include <utility>
 
+#include <weft/generators/one_f_one_b.hpp>
 #include <weft/schedule/diagnose.hpp>
 #include <weft/schedule/dsl.hpp>
-#include <weft/schedules/one_f_one_b.hpp>
 
 using namespace weft;
 

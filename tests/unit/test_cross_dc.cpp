@@ -7,14 +7,14 @@
 #include <vector>
 
 #include <weft/core/error.hpp>
+#include <weft/generators/dualpipe.hpp>
+#include <weft/generators/interleaved.hpp>
+#include <weft/generators/one_f_one_b.hpp>
+#include <weft/generators/zero_bubble_v.hpp>
+#include <weft/schedule/lower.hpp>
 #include <weft/schedule/semantics.hpp>
 #include <weft/schedule/text.hpp>
 #include <weft/schedule/verify.hpp>
-#include <weft/schedules/dualpipe.hpp>
-#include <weft/schedules/interleaved.hpp>
-#include <weft/schedules/one_f_one_b.hpp>
-#include <weft/schedules/zero_bubble_v.hpp>
-#include <weft/sim/program.hpp>
 #include <weft/sim/simulate.hpp>
 #include <weft/sim/xdc_preset.hpp>
 
@@ -49,7 +49,7 @@ TEST_CASE("Megatron's 1F1B lowering: each receive right before its step, odd ran
   CHECK(trace(s, 0) == strings{"F0", "sF0", "F1", "sF1", "rB0", "B0", "rB1", "B1"});
   CHECK(trace(s, 1) == strings{"rF0", "F0", "B0", "rF1", "sB0", "F1", "B1", "sB1"});
   for (const op& o : s.ops)
-    if (is_p2p(o.k)) CHECK(o.lane == gen::send_lane);  // one stream
+    if (is_p2p(o.k)) CHECK(o.lane == send_lane);  // one stream
   CHECK(s.model.waits == transfer_wait::exchange);
   CHECK(check(s).ok());
 }
@@ -280,7 +280,7 @@ TEST_CASE("the loss all-reduce: awaited by its backward, or only by the end of t
         ++reductions;
         CHECK(r == 3);
         CHECK(o.chunk == 7);
-        CHECK(o.lane == gen::loss_lane);
+        CHECK(o.lane == loss_lane);
       }
   CHECK(reductions == 8);
 }

@@ -148,7 +148,7 @@ TEST_CASE("dense ids round-trip and reject ops outside the model") {
             for (int ph = 0; ph < phase_count; ++ph) {
               const op o = make_op(static_cast<kind>(k), static_cast<phase>(ph), mbv, c, l, sp);
               const std::uint32_t id = ix.id(o);
-              if (id == op_index::npos) continue;
+              if (id == weft::npos) continue;
               ++n;
               REQUIRE(id < ix.size);
               CHECK_MESSAGE(ix.op_of(id) == o, to_string(o));

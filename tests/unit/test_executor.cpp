@@ -14,13 +14,13 @@
 #include <vector>
 
 #include <weft/exec/executor.hpp>
+#include <weft/generators/dualpipe.hpp>
+#include <weft/generators/interleaved.hpp>
+#include <weft/generators/one_f_one_b.hpp>
+#include <weft/generators/zero_bubble_v.hpp>
 #include <weft/schedule/dsl.hpp>
+#include <weft/schedule/lower.hpp>
 #include <weft/schedule/verify.hpp>
-#include <weft/schedules/dualpipe.hpp>
-#include <weft/schedules/interleaved.hpp>
-#include <weft/schedules/one_f_one_b.hpp>
-#include <weft/schedules/zero_bubble_v.hpp>
-#include <weft/sim/program.hpp>
 #include <weft/sim/shared_workers.hpp>
 #include <weft/sim/simulate.hpp>
 
@@ -229,7 +229,7 @@ TEST_CASE(
       dense_executor<float>(model, opt).run(one_f_one_b({.ranks = 2, .micro = 4}));
   for (std::uint32_t i = 0; i < quick.prog.size(); ++i) {
     const std::uint32_t j = quick.prog.partner[i];
-    if (!is_p2p(quick.prog.at(i).k) || j == program::none) continue;
+    if (!is_p2p(quick.prog.at(i).k) || j == weft::npos) continue;
     CHECK(quick.time.start[i] == quick.time.start[j]);  // one unit: both ends start together
     CHECK(quick.time.start[i] == std::max(quick.posted[i], quick.posted[j]));
   }

@@ -3,11 +3,11 @@
 // family keeps each constant evaluation within the compilers' limits.
 #include <doctest/doctest.h>
 
+#include <weft/generators/dualpipe.hpp>
+#include <weft/generators/interleaved.hpp>
+#include <weft/generators/one_f_one_b.hpp>
+#include <weft/generators/zero_bubble_v.hpp>
 #include <weft/schedule/verify.hpp>
-#include <weft/schedules/dualpipe.hpp>
-#include <weft/schedules/interleaved.hpp>
-#include <weft/schedules/one_f_one_b.hpp>
-#include <weft/schedules/zero_bubble_v.hpp>
 
 using namespace weft;
 

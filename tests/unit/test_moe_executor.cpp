@@ -7,11 +7,11 @@
 
 #include <weft/exec/moe_executor.hpp>
 #include <weft/exec/optimizer.hpp>
+#include <weft/generators/dualpipe.hpp>
+#include <weft/generators/interleaved.hpp>
+#include <weft/generators/one_f_one_b.hpp>
+#include <weft/generators/zero_bubble_v.hpp>
 #include <weft/schedule/semantics.hpp>
-#include <weft/schedules/dualpipe.hpp>
-#include <weft/schedules/interleaved.hpp>
-#include <weft/schedules/one_f_one_b.hpp>
-#include <weft/schedules/zero_bubble_v.hpp>
 #include <weft/sim/calibrate.hpp>
 
 using namespace weft;

@@ -12,12 +12,12 @@
 #include <tuple>
 #include <vector>
 
+#include <weft/generators/dualpipe.hpp>
+#include <weft/generators/one_f_one_b.hpp>
+#include <weft/generators/zero_bubble_v.hpp>
 #include <weft/io/format.hpp>
 #include <weft/schedule/dsl.hpp>
 #include <weft/schedule/verify.hpp>
-#include <weft/schedules/dualpipe.hpp>
-#include <weft/schedules/one_f_one_b.hpp>
-#include <weft/schedules/zero_bubble_v.hpp>
 
 using namespace weft;
 

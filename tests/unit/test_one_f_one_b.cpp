@@ -5,8 +5,8 @@
 #include <vector>
 
 #include <weft/core/error.hpp>
+#include <weft/generators/one_f_one_b.hpp>
 #include <weft/schedule/verify.hpp>
-#include <weft/schedules/one_f_one_b.hpp>
 
 using namespace weft;
 
@@ -48,9 +48,9 @@ TEST_CASE("1F1B with MoE sub-stages and explicit transfers") {
   for (const op& o : s.ops) {
     sends += o.k == kind::send;
     recvs += o.k == kind::recv;
-    if (o.k == kind::send) CHECK(o.lane == gen::send_lane);
+    if (o.k == kind::send) CHECK(o.lane == send_lane);
     if (o.k == kind::recv)
-      CHECK((o.lane == gen::recv_from_lower_lane || o.lane == gen::recv_from_higher_lane));
+      CHECK((o.lane == recv_from_lower_lane || o.lane == recv_from_higher_lane));
   }
   CHECK(sends == 2u * 3u * 8u);  // 3 boundaries, activations and gradients, 8 micro-batches
   CHECK(recvs == sends);

@@ -8,14 +8,14 @@
 #include <sstream>
 #include <string>
 
+#include <weft/generators/dualpipe.hpp>
+#include <weft/generators/interleaved.hpp>
+#include <weft/generators/one_f_one_b.hpp>
+#include <weft/generators/zero_bubble_v.hpp>
 #include <weft/io/pytorch_csv.hpp>
+#include <weft/schedule/lower.hpp>
+#include <weft/schedule/transfers.hpp>
 #include <weft/schedule/verify.hpp>
-#include <weft/schedules/dualpipe.hpp>
-#include <weft/schedules/interleaved.hpp>
-#include <weft/schedules/one_f_one_b.hpp>
-#include <weft/schedules/transfers.hpp>
-#include <weft/schedules/zero_bubble_v.hpp>
-#include <weft/sim/program.hpp>
 #include <weft/sim/unit_steps.hpp>
 
 using namespace weft;
@@ -81,9 +81,9 @@ TEST_CASE("imported files find their model: ranks, stages, placement, micro-batc
   // Transfers are explicit there, sends and receives on their own comm streams.
   std::size_t sends = 0;
   for (const op& o : z.ops) {
-    if (o.k == kind::send) CHECK(o.lane == gen::send_lane);
+    if (o.k == kind::send) CHECK(o.lane == send_lane);
     if (o.k == kind::recv)
-      CHECK((o.lane == gen::recv_from_lower_lane || o.lane == gen::recv_from_higher_lane));
+      CHECK((o.lane == recv_from_lower_lane || o.lane == recv_from_higher_lane));
     sends += o.k == kind::send;
   }
   CHECK(sends == 2u * 3u * 8u);
@@ -295,14 +295,14 @@ TEST_CASE("transfer lanes: per peer, one stream, or ping/pong by rank parity") {
     for (int r = 0; r < t.ranks(); ++r)
       for (const op& o : t.rank_ops(r)) {
         if (!is_p2p(o.k)) continue;
-        if (lanes == p2p_lanes::single) CHECK(o.lane == gen::send_lane);
+        if (lanes == p2p_lanes::single) CHECK(o.lane == send_lane);
         if (lanes == p2p_lanes::ping_pong) {
           // Even ranks receive on ping and send on pong, odd ranks the reverse: a send and the
           // receive it meets (on the neighbour, of the other parity) share a lane.
           const bool even = r % 2 == 0, receives = o.k == kind::recv;
           CHECK(o.lane == (even == receives ? ping_lane : pong_lane));
         }
-        if (lanes == p2p_lanes::per_peer && o.k == kind::send) CHECK(o.lane == gen::send_lane);
+        if (lanes == p2p_lanes::per_peer && o.k == kind::send) CHECK(o.lane == send_lane);
       }
   }
 }

@@ -1,10 +1,10 @@
 // Every rule, a legal case and a violating case, checked at run time with the exact report.
 #include <doctest/doctest.h>
 
+#include <weft/generators/one_f_one_b.hpp>
 #include <weft/io/format.hpp>
 #include <weft/schedule/dsl.hpp>
 #include <weft/schedule/verify.hpp>
-#include <weft/schedules/one_f_one_b.hpp>
 
 using namespace weft;
 

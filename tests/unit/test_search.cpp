@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include <weft/schedules/dualpipe.hpp>
-#include <weft/schedules/one_f_one_b.hpp>
+#include <weft/generators/dualpipe.hpp>
+#include <weft/generators/one_f_one_b.hpp>
 #include <weft/search/exact.hpp>
 #include <weft/search/search.hpp>
 

@@ -6,14 +6,14 @@
 #include <array>
 #include <vector>
 
+#include <weft/generators/dualpipe.hpp>
+#include <weft/generators/interleaved.hpp>
+#include <weft/generators/one_f_one_b.hpp>
+#include <weft/generators/zero_bubble_v.hpp>
 #include <weft/schedule/dsl.hpp>
-#include <weft/schedules/dualpipe.hpp>
-#include <weft/schedules/interleaved.hpp>
-#include <weft/schedules/one_f_one_b.hpp>
-#include <weft/schedules/zero_bubble_v.hpp>
+#include <weft/schedule/lower.hpp>
 #include <weft/sim/calibrate.hpp>
 #include <weft/sim/metrics.hpp>
-#include <weft/sim/program.hpp>
 #include <weft/sim/shared_workers.hpp>
 
 #include "time_approx.hpp"
@@ -151,7 +151,7 @@ TEST_CASE("a deadlocked program names the blocked op of every rank") {
   const unit_timeline t = simulate(p, unit_cost_model::pipeline({.F = 1, .B = 2, .W = 1}));
   REQUIRE(t.deadlocked());
   CHECK(t.blocked[0] == first);
-  CHECK(t.blocked[1] != program::none);
+  CHECK(t.blocked[1] != weft::npos);
 }
 
 TEST_CASE("metrics on a two-rank pipeline with communication") {
@@ -225,14 +225,14 @@ TEST_CASE(
     // An overlapped forward/backward pair is one piece of work at the pair's cost.
     for (std::uint32_t i = 0; i < p.size(); ++i)
       if (stream_of(p.at(i).k) == stream_class::compute)
-        work += p.partner[i] != program::none ? c.pair() / 2 : c.of(p.at(i).k, p.at(i).ph);
+        work += p.partner[i] != weft::npos ? c.pair() / 2 : c.of(p.at(i).k, p.at(i).ph);
     CHECK(simulate_on_workers(p, c, 1).makespan == testing::approx(work));
     // The runtime's cost per unit of compute lands on the one worker at most once per unit (a
     // follow-on, readied by the unit before it on its stream, starts as that one completes).
     std::uint32_t unit_count = 0;
     for (std::uint32_t i = 0; i < p.size(); ++i)
       if (stream_of(p.at(i).k) == stream_class::compute)
-        unit_count += p.partner[i] == program::none || i < p.partner[i] ? 1u : 0u;
+        unit_count += p.partner[i] == weft::npos || i < p.partner[i] ? 1u : 0u;
     const units charged = simulate_on_workers(p, c, 1, {.dispatch_overhead = 0.25}).makespan;
     CHECK(charged >= work - 1e-9);
     CHECK(charged <= work + 0.25 * unit_count + 1e-9);
@@ -243,7 +243,7 @@ TEST_CASE(
     CHECK(plenty.makespan == testing::approx(simulate(p, c).makespan));
     for (std::uint32_t i = 0; i < p.size(); ++i) {
       CHECK(plenty.start[i] == testing::approx(simulate(p, c).start[i]));
-      if (p.partner[i] != program::none) CHECK(plenty.start[i] == plenty.start[p.partner[i]]);
+      if (p.partner[i] != weft::npos) CHECK(plenty.start[i] == plenty.start[p.partner[i]]);
     }
     const units two = simulate_on_workers(p, c, 2).makespan;
     CHECK(two <= work + 1e-9);

@@ -8,11 +8,11 @@
 #include <string>
 #include <vector>
 
+#include <weft/generators/dualpipe.hpp>
+#include <weft/generators/one_f_one_b.hpp>
 #include <weft/io/chrome_trace.hpp>
 #include <weft/io/timeline.hpp>
-#include <weft/schedules/dualpipe.hpp>
-#include <weft/schedules/one_f_one_b.hpp>
-#include <weft/sim/program.hpp>
+#include <weft/schedule/lower.hpp>
 #include <weft/sim/simulate.hpp>
 
 using namespace weft;

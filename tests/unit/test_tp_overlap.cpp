@@ -8,9 +8,9 @@
 #include <utility>
 
 #include <weft/exec/runner.hpp>
+#include <weft/schedule/lower.hpp>
 #include <weft/schedule/text.hpp>
 #include <weft/schedule/verify.hpp>
-#include <weft/sim/program.hpp>
 #include <weft/sim/simulate.hpp>
 #include <weft/tp/layer_run.hpp>
 #include <weft/tp/preset.hpp>

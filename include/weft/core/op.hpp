@@ -9,6 +9,10 @@
 
 namespace weft {
 
+/// "No op": the position, dense id or partner of an op that is not there. One sentinel for every
+/// array indexed by ops (programs, placements, timelines, the runtimes).
+inline constexpr std::uint32_t npos = 0xffffffffu;
+
 /// A plain value: the checker and the interpreters work on arrays of these. Trivial on purpose
 /// (no member initialisers), so arrays of ops cost nothing to allocate in constant evaluation;
 /// `op{}` is all zeros: block, F, mb 0, chunk 0, layer 0, split 0, lane 0. The fields are in the
@@ -51,6 +55,22 @@ struct stream_id {
   friend constexpr bool operator==(const stream_id&, const stream_id&) = default;
 };
 inline constexpr int lanes_per_class = 6;
+
+/// Comm lanes. MoE all-to-alls run on lane 0; pipeline sends on lane 1; receives on lane 2 from
+/// a lower rank and on lane 3 from a higher one (`transfer_lane`, schedule/transfers.hpp). PyTorch
+/// runs point-to-point traffic on a communicator per peer: a transfer from one neighbour never
+/// waits behind another's, and a blocked send never holds back a receive.
+inline constexpr int all_to_all_lane = 0;
+inline constexpr int send_lane = 1;
+inline constexpr int recv_from_lower_lane = 2;
+inline constexpr int recv_from_higher_lane = 3;
+/// Pipe-experts multi-stream: a layer's second all-to-all of each direction (combine forward,
+/// dispatch backward) on a comm stream of its own, so it never queues behind the first.
+inline constexpr int second_all_to_all_lane = 4;
+/// The loss all-reduce for logging (seed: pp-cross-dc-comm-overlap) on the last stage.
+inline constexpr int loss_lane = 5;
+static_assert(loss_lane < lanes_per_class);
+
 inline constexpr int streams_per_rank = 2 * lanes_per_class;
 
 constexpr stream_id stream_of(const op& o) noexcept { return {stream_of(o.k), o.lane}; }

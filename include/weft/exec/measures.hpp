@@ -5,6 +5,7 @@
 #include <vector>
 
 #include <weft/core/time.hpp>
+#include <weft/schedule/timeline.hpp>
 
 namespace weft::exec {
 

@@ -11,6 +11,7 @@
 #include <weft/exec/measures.hpp>
 #include <weft/nn/tensor.hpp>
 #include <weft/schedule/program.hpp>
+#include <weft/schedule/timeline.hpp>
 
 namespace weft::exec {
 

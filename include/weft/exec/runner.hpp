@@ -37,6 +37,7 @@
 #include <weft/schedule/program.hpp>
 #include <weft/schedule/semantics.hpp>
 #include <weft/schedule/text.hpp>
+#include <weft/schedule/timeline.hpp>
 
 namespace weft::exec {
 
@@ -227,8 +228,8 @@ class atomic_counters {
 /// last (the moment an op completed is the moment what it readied became ready).
 struct follow_on {
   const void* owner = nullptr;
-  std::uint32_t queue = 0, unit = 0xffffffffu;
-  std::uint32_t handoff = 0xffffffffu;  ///< a unit of another stream readied meanwhile
+  std::uint32_t queue = 0, unit = npos;
+  std::uint32_t handoff = npos;  ///< a unit of another stream readied meanwhile
   rt::cycle_clock::ticks tick = 0;
   static follow_on& here() noexcept {
     thread_local follow_on f;

@@ -13,6 +13,7 @@
 #include <weft/io/timeline.hpp>
 #include <weft/schedule/program.hpp>
 #include <weft/schedule/text.hpp>
+#include <weft/schedule/timeline.hpp>
 
 namespace weft {
 

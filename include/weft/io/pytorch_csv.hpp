@@ -15,7 +15,7 @@
 
 #include <weft/core/error.hpp>
 #include <weft/schedule/schedule.hpp>
-#include <weft/schedules/transfers.hpp>
+#include <weft/schedule/transfers.hpp>
 
 namespace weft {
 

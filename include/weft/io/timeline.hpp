@@ -14,6 +14,7 @@
 
 #include <weft/schedule/program.hpp>
 #include <weft/schedule/text.hpp>
+#include <weft/schedule/timeline.hpp>
 
 namespace weft {
 

@@ -27,8 +27,6 @@ enum class outside : std::uint8_t {
 
 /// Dense numbering of every op a model can have, so per-op state lives in flat arrays.
 struct op_index {
-  static constexpr std::uint32_t npos = 0xffffffffu;
-
   model_desc m;
   int S = 1, K = 1;
   int parts = 1;  ///< values of `split`: splits x pieces (the expert path's; the others' fewer)

@@ -10,14 +10,12 @@
 
 namespace weft::detail {
 
-/// Dense id -> position of the op in the schedule (`op_index::npos`: absent). A flat array when
+/// Dense id -> position of the op in the schedule (`npos`: absent). A flat array when
 /// the model's id space is within a small factor of the ops present (every generated or complete
 /// schedule); otherwise an open-addressing table sized by the ops, so a ten-byte file declaring
 /// 255 stages and 65535 micro-batches costs kilobytes, not the id space (docs/limits.md).
 class id_positions {
  public:
-  static constexpr std::uint32_t npos = op_index::npos;
-
   constexpr id_positions(std::uint32_t id_space, std::size_t ops) {
     if (id_space <= 16 * ops + 4096) {
       dense_ = true;
@@ -79,7 +77,7 @@ struct placed {
         rank_of(sched.ops.size()),
         slot_of(sched.ops.size()),
         pos(ix.size, sched.ops.size()),
-        id(sched.ops.size(), op_index::npos) {
+        id(sched.ops.size(), npos) {
     std::uint32_t g = 0, i = 0;
     for (int r = 0; r < s.ranks(); ++r)
       for (std::uint32_t local = 0; g < s.end_slot(r); ++g, ++local)
@@ -89,20 +87,20 @@ struct placed {
         }
   }
   constexpr std::uint32_t find(const op& o) const noexcept { return pos[ix.raw_id(o)]; }
-  constexpr bool has(const op& o) const noexcept { return find(o) != op_index::npos; }
+  constexpr bool has(const op& o) const noexcept { return find(o) != npos; }
   /// Calls `fn(producer)` with each producer of op `i`, as an op value.
   template <class Fn>
   constexpr void producers(std::uint32_t i, Fn&& fn) const {
     rules.producers(
-        s.ops[i], id[i], [this](std::uint32_t pid) { return pos[pid] != op_index::npos; },
+        s.ops[i], id[i], [this](std::uint32_t pid) { return pos[pid] != npos; },
         [&](std::uint32_t pid, int) { fn(ix.op_of(pid)); });
   }
   /// Calls `fn(j, pid)` with the position and dense id of each producer of op `i`; the position
-  /// is `op_index::npos` for one the schedule does not hold.
+  /// is `npos` for one the schedule does not hold.
   template <class Fn>
   constexpr void producer_positions(std::uint32_t i, Fn&& fn) const {
     rules.producers(
-        s.ops[i], id[i], [this](std::uint32_t pid) { return pos[pid] != op_index::npos; },
+        s.ops[i], id[i], [this](std::uint32_t pid) { return pos[pid] != npos; },
         [&](std::uint32_t pid, int) { fn(pos[pid], pid); });
   }
 };

@@ -42,8 +42,6 @@ struct semantics_options {
 
 class semantics {
  public:
-  static constexpr std::uint32_t none = program::none;
-
   constexpr semantics(const program& p, semantics_options opt = {}) : semantics(p, p.source, opt) {}
   /// The semantics of a program built from `source` whose own `source` was left empty (the
   /// checker's, which has the schedule at hand and need not copy it).
@@ -153,7 +151,7 @@ class semantics {
       const std::uint32_t j = partner[i];
       std::uint32_t l = i;
       unit_kind k = unit_kind::solo;
-      if (j != none) {
+      if (j != npos) {
         l = stream[j] < stream[i] || (stream[j] == stream[i] && j < i) ? j : i;
         k = is_p2p(ops_[i].k) ? unit_kind::transfer : unit_kind::pair;
       } else if (reps_ > 1 && stream_of(ops_[i].k) == stream_class::comm && !is_p2p(ops_[i].k)) {
@@ -224,11 +222,11 @@ class semantics {
       const std::uint32_t b = s.first_op(s.first_slot(rk));
       const std::uint32_t e = s.end_slot(rk) == 0 ? 0 : s.slot_end[s.end_slot(rk) - 1];
       std::uint32_t next[streams_per_rank];
-      for (std::uint32_t& n : next) n = none;
+      for (std::uint32_t& n : next) n = npos;
       for (std::uint32_t i = e; i-- > b;) {
         if (is_p2p(s.ops[i].k))
           for (int st = 0; st < streams_per_rank; ++st)
-            if (st != stream[i] && next[st] != none)
+            if (st != stream[i] && next[st] != npos)
               add_edge<Fill>(i + base, next[st] + base, event_bit);
         next[stream[i]] = i;
       }
@@ -367,11 +365,11 @@ class readiness {
 
 /// After a run that could not finish (`completed` per op copy of replica 0): per rank, the first
 /// op (in issue order) at the head of one of its streams — what that rank is stuck at — or
-/// `none` for a rank that finished.
+/// `npos` for a rank that finished.
 template <class Completed>
 constexpr buffer<std::uint32_t> stuck_ops(const semantics& g, const Completed& completed) {
   const program& p = g.prog();
-  buffer<std::uint32_t> out(static_cast<std::size_t>(g.ranks()), program::none);
+  buffer<std::uint32_t> out(static_cast<std::size_t>(g.ranks()), npos);
   for (std::uint32_t q = 0; q < g.queues(); ++q)
     for (std::uint32_t k = p.queue_begin[q]; k < p.queue_begin[q + 1]; ++k) {
       const std::uint32_t i = p.queue[k];
@@ -384,18 +382,18 @@ constexpr buffer<std::uint32_t> stuck_ops(const semantics& g, const Completed& c
 }
 
 /// What a stuck op copy waits for: the first wait not completed, else a member of its unit that
-/// has not arrived (a transfer's peer), else `none`.
+/// has not arrived (a transfer's peer), else `npos`.
 template <class Completed, class Counters>
 constexpr std::uint32_t waiting_for(const readiness<Counters>& st, const Completed& completed,
                                     std::uint32_t x) {
   const semantics& g = st.graph();
-  std::uint32_t found = semantics::none;
+  std::uint32_t found = npos;
   g.each_wait(x, [&](std::uint32_t y, bool) {
-    if (found == semantics::none && !completed[y]) found = y;
+    if (found == npos && !completed[y]) found = y;
   });
-  if (found != semantics::none) return found;
+  if (found != npos) return found;
   g.each_member(g.unit_of(x), [&](std::uint32_t y) {
-    if (found == semantics::none && y != x && !st.has_arrived(y)) found = y;
+    if (found == npos && y != x && !st.has_arrived(y)) found = y;
   });
   return found;
 }

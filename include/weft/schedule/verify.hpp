@@ -10,6 +10,7 @@
 #include <weft/schedule/memory.hpp>
 #include <weft/schedule/placement.hpp>
 #include <weft/schedule/program.hpp>
+#include <weft/schedule/program_builder.hpp>
 #include <weft/schedule/schedule.hpp>
 #include <weft/schedule/semantics.hpp>
 #include <weft/schedule/violation.hpp>
@@ -160,7 +161,7 @@ class checker {
         continue;
       }
       const std::uint32_t id = p.ix.raw_id(o);
-      if (p.pos[id] != op_index::npos) {
+      if (p.pos[id] != npos) {
         if (!add(with_other(p, at(p, i, rule::complete, fault::duplicate), p.pos[id])))
           return false;
         continue;
@@ -170,11 +171,11 @@ class checker {
     }
     for (std::uint32_t i = 0; i < s_.ops.size(); ++i) {
       const op& o = s_.ops[i];
-      if (p.id[i] == op_index::npos || o.ph != phase::B || !has_weights(o.k)) continue;
+      if (p.id[i] == npos || o.ph != phase::B || !has_weights(o.k)) continue;
       for (phase half : {phase::dX, phase::dW}) {
         op h = o;
         h.ph = half;
-        if (const std::uint32_t j = p.find(h); j != op_index::npos)
+        if (const std::uint32_t j = p.find(h); j != npos)
           if (!add(with_other(p, at(p, i, rule::complete, fault::mixed_backward), j))) return false;
       }
     }
@@ -250,7 +251,7 @@ class checker {
     bool more = true;
     // An op may need one producer for two reasons (a last chunk's backward needs its own
     // forward, which is also the loss); report the pair once.
-    std::uint32_t last_op = op_index::npos, last_reported = op_index::npos;
+    std::uint32_t last_op = npos, last_reported = npos;
     const auto misplaced = [&](std::uint32_t i, std::uint32_t j) {  // reported, not waited for
       if (!more || (i == last_op && j == last_reported)) return false;
       last_op = i;
@@ -280,13 +281,12 @@ class checker {
   // happens-before graph.
   constexpr bool deadlock_free(const placed& p, program& prog) {
     const auto n = static_cast<std::uint32_t>(s_.ops.size());
-    constexpr std::uint32_t none = op_index::npos;
-    buffer<std::uint32_t> partner(n, none);
+    buffer<std::uint32_t> partner(n, npos);
     if (p.explicit_p2p) {
       const transfer_fault f = match_transfers(p, partner);
       if (f.what != fault::none) {
         violation v = at(p, f.subject, rule::deadlock, f.what);
-        if (f.other != none) v = with_other(p, v, f.other);
+        if (f.other != npos) v = with_other(p, v, f.other);
         add(v);
         return false;
       }
@@ -313,9 +313,9 @@ class checker {
 
     // Name the op every stuck rank waits at, and what it waits for.
     for (const std::uint32_t first : stuck_ops(g, done)) {
-      if (first == none) continue;
+      if (first == npos) continue;
       violation v = at(p, first, rule::deadlock, fault::cycle);
-      if (const std::uint32_t w = waiting_for(st, done, first); w != none) v = with_other(p, v, w);
+      if (const std::uint32_t w = waiting_for(st, done, first); w != npos) v = with_other(p, v, w);
       out_.blocked.push_back(v);
     }
     add(out_.blocked.front());

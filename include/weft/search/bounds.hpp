@@ -32,7 +32,8 @@
 #include <string>
 
 #include <weft/core/error.hpp>
-#include <weft/schedules/stage_ops.hpp>
+#include <weft/generators/stage_ops.hpp>
+#include <weft/schedule/timeline.hpp>
 #include <weft/search/evaluate.hpp>
 #include <weft/search/list_scheduler.hpp>
 

@@ -8,11 +8,12 @@
 #include <string>
 
 #include <weft/core/error.hpp>
+#include <weft/schedule/lower.hpp>
 #include <weft/schedule/memory.hpp>
+#include <weft/schedule/timeline.hpp>
 #include <weft/search/plan.hpp>
 #include <weft/sim/cost.hpp>
 #include <weft/sim/metrics.hpp>
-#include <weft/sim/program.hpp>
 #include <weft/sim/shared_workers.hpp>
 #include <weft/sim/simulate.hpp>
 

@@ -15,7 +15,7 @@
 #include <optional>
 #include <vector>
 
-#include <weft/schedules/stage_ops.hpp>
+#include <weft/generators/stage_ops.hpp>
 #include <weft/search/evaluate.hpp>
 
 namespace weft::search {

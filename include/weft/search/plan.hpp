@@ -1,6 +1,6 @@
 // A pipeline-level plan: per rank, the order of its chunks' forwards and backwards (fused, or
 // split into dX and dW), and forward/backward pairs overlapped. It is what the generators speak
-// (schedules/builder.hpp) and what the search rearranges: small (one step per micro-batch and
+// (generators/builder.hpp) and what the search rearranges: small (one step per micro-batch and
 // chunk), and built into a schedule of any sub-stages and overlap options the same way every
 // generator's is, so a plan found for whole blocks holds for MoE layers too.
 #pragma once
@@ -10,9 +10,9 @@
 #include <vector>
 
 #include <weft/core/error.hpp>
+#include <weft/generators/builder.hpp>
 #include <weft/schedule/schedule.hpp>
 #include <weft/schedule/text.hpp>
-#include <weft/schedules/builder.hpp>
 
 namespace weft::search {
 

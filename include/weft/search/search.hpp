@@ -23,10 +23,10 @@
 #include <utility>
 #include <vector>
 
-#include <weft/schedules/dualpipe.hpp>
-#include <weft/schedules/interleaved.hpp>
-#include <weft/schedules/one_f_one_b.hpp>
-#include <weft/schedules/zero_bubble_v.hpp>
+#include <weft/generators/dualpipe.hpp>
+#include <weft/generators/interleaved.hpp>
+#include <weft/generators/one_f_one_b.hpp>
+#include <weft/generators/zero_bubble_v.hpp>
 #include <weft/search/bounds.hpp>
 #include <weft/search/evaluate.hpp>
 #include <weft/search/list_scheduler.hpp>

@@ -8,9 +8,9 @@
 #include <vector>
 
 #include <weft/core/link.hpp>
+#include <weft/generators/ampipe.hpp>
+#include <weft/generators/one_f_one_b.hpp>
 #include <weft/schedule/schedule.hpp>
-#include <weft/schedules/ampipe.hpp>
-#include <weft/schedules/one_f_one_b.hpp>
 #include <weft/sim/cost.hpp>
 #include <weft/sim/device.hpp>
 

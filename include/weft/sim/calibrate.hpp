@@ -11,6 +11,7 @@
 #include <vector>
 
 #include <weft/schedule/program.hpp>
+#include <weft/schedule/timeline.hpp>
 #include <weft/sim/cost.hpp>
 
 namespace weft {

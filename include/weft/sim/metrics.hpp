@@ -8,6 +8,7 @@
 #include <vector>
 
 #include <weft/schedule/memory.hpp>
+#include <weft/schedule/timeline.hpp>
 #include <weft/sim/simulate.hpp>
 
 namespace weft {

@@ -16,6 +16,7 @@
 #include <utility>
 #include <vector>
 
+#include <weft/schedule/timeline.hpp>
 #include <weft/sim/simulate.hpp>
 
 namespace weft {
@@ -39,17 +40,16 @@ basic_timeline<T> simulate_on_workers(const program& p, const basic_cost_model<T
     // same stream at once, ahead of everything waiting, when that completion made it ready.
     // Else the first unit of another stream that completion readied is the worker's next,
     // after the runtime's cost per unit, ahead of everything waiting (no other worker wakes).
-    std::uint32_t finishing_queue = semantics::none, follow_on = semantics::none,
-                  handoff = semantics::none;
+    std::uint32_t finishing_queue = npos, follow_on = npos, handoff = npos;
     T finishing_at{0};
     void ready(std::uint32_t u) {
       const T at = this->ready_at(*g, u);
-      if (finishing_queue != semantics::none && g->computes(u) && at <= finishing_at) {
-        if (follow_on == semantics::none && g->queue_of(u) == finishing_queue) {
+      if (finishing_queue != npos && g->computes(u) && at <= finishing_at) {
+        if (follow_on == npos && g->queue_of(u) == finishing_queue) {
           follow_on = u;
           return;
         }
-        if (handoff == semantics::none) {
+        if (handoff == npos) {
           handoff = u;
           return;
         }
@@ -96,13 +96,13 @@ basic_timeline<T> simulate_on_workers(const program& p, const basic_cost_model<T
       ev.finishing_queue = g.queue_of(u);
       ev.finishing_at = end;
       st.complete_unit(u, ev);
-      ev.finishing_queue = semantics::none;
-      u = std::exchange(ev.follow_on, semantics::none);
-      const std::uint32_t h = std::exchange(ev.handoff, semantics::none);
-      if (u != semantics::none) {
-        if (h != semantics::none) ev.ready_units.push({ev.ready_at(g, h), h});
+      ev.finishing_queue = npos;
+      u = std::exchange(ev.follow_on, npos);
+      const std::uint32_t h = std::exchange(ev.handoff, npos);
+      if (u != npos) {
+        if (h != npos) ev.ready_units.push({ev.ready_at(g, h), h});
         end = run(u, end);
-      } else if (h != semantics::none) {
+      } else if (h != npos) {
         u = h;
         end = run(u, end + opt.dispatch_overhead);
       } else {

@@ -11,6 +11,7 @@
 #include <weft/core/buffer.hpp>
 #include <weft/schedule/program.hpp>
 #include <weft/schedule/semantics.hpp>
+#include <weft/schedule/timeline.hpp>
 #include <weft/sim/cost.hpp>
 
 namespace weft {

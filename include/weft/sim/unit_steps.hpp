@@ -29,7 +29,7 @@ struct unit_step_result {
   int steps = 0;       ///< steps until every rank has issued its last slot
   bool stuck = false;  ///< a step in which no rank could go: the program cannot finish here
   /// When stuck: the first op of the lowest rank's next slot that could not go.
-  std::uint32_t waiting = program::none;
+  std::uint32_t waiting = npos;
 };
 
 constexpr unit_step_result unit_steps(const program& p) {
@@ -46,11 +46,11 @@ constexpr unit_step_result unit_steps(const program& p) {
       bool ready = true;
       g.each_wait(i, [&](std::uint32_t y, bool) { ready = ready && gone[y]; });
       if (!ready) return i;
-      if (p.at(i).k == kind::recv && p.partner[i] != program::none && !gone[p.partner[i]]) return i;
+      if (p.at(i).k == kind::recv && p.partner[i] != npos && !gone[p.partner[i]]) return i;
     }
-    return program::none;
+    return npos;
   };
-  const auto can_go = [&](int r) { return blocker(r) == program::none; };
+  const auto can_go = [&](int r) { return blocker(r) == npos; };
   const auto done = [&](int r) {
     return next[static_cast<std::size_t>(r)] == static_cast<std::uint32_t>(s.slots(r));
   };
@@ -87,7 +87,7 @@ constexpr unit_step_result unit_steps(const program& p) {
       }
     if (!progress) {
       out.stuck = true;
-      for (int r = 0; r < R && out.waiting == program::none; ++r)
+      for (int r = 0; r < R && out.waiting == npos; ++r)
         if (!done(r)) out.waiting = blocker(r);
       return out;
     }

@@ -6,9 +6,9 @@
 #pragma once
 
 #include <weft/core/link.hpp>
+#include <weft/generators/interleaved.hpp>
+#include <weft/generators/one_f_one_b.hpp>
 #include <weft/schedule/schedule.hpp>
-#include <weft/schedules/interleaved.hpp>
-#include <weft/schedules/one_f_one_b.hpp>
 #include <weft/sim/cost.hpp>
 #include <weft/sim/device.hpp>
 

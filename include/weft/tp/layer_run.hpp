@@ -19,8 +19,9 @@
 #include <weft/exec/runner.hpp>
 #include <weft/nn/attention.hpp>
 #include <weft/rt/inproc.hpp>
+#include <weft/schedule/lower.hpp>
+#include <weft/schedule/timeline.hpp>
 #include <weft/sim/calibrate.hpp>
-#include <weft/sim/program.hpp>
 #include <weft/sim/shared_workers.hpp>
 #include <weft/tp/layers.hpp>
 #include <weft/tp/run.hpp>

@@ -11,9 +11,9 @@
 #include <vector>
 
 #include <weft/core/link.hpp>
+#include <weft/schedule/lower.hpp>
 #include <weft/sim/cost.hpp>
 #include <weft/sim/device.hpp>
-#include <weft/sim/program.hpp>
 #include <weft/sim/simulate.hpp>
 #include <weft/tp/grid.hpp>
 #include <weft/tp/schedule.hpp>

@@ -9,7 +9,7 @@
 
 #include <weft/exec/collect.hpp>
 #include <weft/exec/executor.hpp>
-#include <weft/sim/program.hpp>
+#include <weft/schedule/lower.hpp>
 
 namespace weft::exec::detail {
 

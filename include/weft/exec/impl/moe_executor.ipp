@@ -12,7 +12,7 @@
 
 #include <weft/exec/collect.hpp>
 #include <weft/exec/moe_executor.hpp>
-#include <weft/sim/program.hpp>
+#include <weft/schedule/lower.hpp>
 
 namespace weft::exec::detail {
 

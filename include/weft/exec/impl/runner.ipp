@@ -124,7 +124,7 @@ WEFT_DECL timeline runner::run_bound(const detail::bound_model& model, run_measu
     c.world_rank = world_rank(x);
     c.comm = &comm_of(c.world_rank);
     c.step = step;
-    if (is_p2p(c.op.k) && p.partner[i] != program::none) {
+    if (is_p2p(c.op.k) && p.partner[i] != npos) {
       c.peer = p.rank[p.partner[i]] * replicas_ + c.replica;
       c.tag = transfer_tag;
     }
@@ -151,7 +151,7 @@ WEFT_DECL timeline runner::run_bound(const detail::bound_model& model, run_measu
     }
   };
   // The op whose kernel threw, when it ran as a follow-on inside another unit's task.
-  std::atomic<std::uint32_t> failed_op{program::none};
+  std::atomic<std::uint32_t> failed_op{npos};
   // A comm op (alone, or a member of a transfer or collective): started on its comm stream as
   // soon as it has arrived; the backend completes it when its peers are there too.
   const auto post = [&](auto& ev, std::uint32_t x) {
@@ -193,11 +193,11 @@ WEFT_DECL timeline runner::run_bound(const detail::bound_model& model, run_measu
     detail::follow_on& self = detail::follow_on::here();
     ready_at[u] = self.tick;
     if (self.owner == &g) {  // readied by a unit this thread is running: see below
-      if (self.queue == g.queue_of(u) && self.unit == program::none) {
+      if (self.queue == g.queue_of(u) && self.unit == npos) {
         self.unit = u;
         return;
       }
-      if (self.handoff == program::none) {
+      if (self.handoff == npos) {
         self.handoff = u;
         return;
       }
@@ -210,9 +210,9 @@ WEFT_DECL timeline runner::run_bound(const detail::bound_model& model, run_measu
     auto task = [&, u] {
       detail::follow_on& self = detail::follow_on::here();
       const detail::follow_on saved = self;
-      self = {&g, g.queue_of(u), program::none, program::none, 0};
+      self = {&g, g.queue_of(u), npos, npos, 0};
       ticks t = rt::cycle_clock::now();
-      for (std::uint32_t unit = u; unit != program::none && !stopping.load();) {
+      for (std::uint32_t unit = u; unit != npos && !stopping.load();) {
         ran_on[unit] = &self;  // the thread's own follow-on record names the worker
         try {
           if (opt_.before_op) {
@@ -233,12 +233,12 @@ WEFT_DECL timeline runner::run_bound(const detail::bound_model& model, run_measu
         t = rt::cycle_clock::now();
         g.each_member(unit, [&](std::uint32_t x) { complete(x, t, ev); });
         if (opt_.comm) opt_.comm->poll();  // this thread has a core: move communication on
-        unit = std::exchange(self.unit, program::none);
-        if (unit != program::none) followed[unit] = 1;
+        unit = std::exchange(self.unit, npos);
+        if (unit != npos) followed[unit] = 1;
         // A unit of another stream this completion readied: this worker takes it once it is
         // free, unless its own stream goes on.
-        if (const std::uint32_t h = std::exchange(self.handoff, program::none); h != program::none)
-          ev.launch(ev, h, unit == program::none);
+        if (const std::uint32_t h = std::exchange(self.handoff, npos); h != npos)
+          ev.launch(ev, h, unit == npos);
       }
       self = saved;
     };
@@ -297,8 +297,7 @@ WEFT_DECL timeline runner::run_bound(const detail::bound_model& model, run_measu
   if (pool_.failed()) {
     const rt::task_failure f = pool_.failure();
     pool_.clear_failure();
-    const auto x =
-        failed_op.load() != program::none ? failed_op.load() : static_cast<std::uint32_t>(f.tag);
+    const auto x = failed_op.load() != npos ? failed_op.load() : static_cast<std::uint32_t>(f.tag);
     const std::string what =
         to_string(p.at(g.op_of(x))) + " failed: " + detail::describe_exception(f.error);
     if (opt_.comm) opt_.comm->announce_failure(what);
@@ -309,7 +308,7 @@ WEFT_DECL timeline runner::run_bound(const detail::bound_model& model, run_measu
     std::string waiting, first_line;
     for (int rep = 0; rep < replicas_; ++rep) {
       // Per rank of this replica, the first op at the head of one of its streams.
-      std::vector<std::uint32_t> first(static_cast<std::size_t>(p.ranks()), program::none);
+      std::vector<std::uint32_t> first(static_cast<std::size_t>(p.ranks()), npos);
       for (std::uint32_t q = 0; q < Q; ++q)
         for (std::uint32_t k = p.queue_begin[q]; k < p.queue_begin[q + 1]; ++k) {
           const std::uint32_t x = g.copy(p.queue[k], rep);
@@ -320,10 +319,10 @@ WEFT_DECL timeline runner::run_bound(const detail::bound_model& model, run_measu
         }
       for (int r = 0; r < p.ranks(); ++r) {
         const std::uint32_t x = first[static_cast<std::size_t>(r)];
-        if (x == program::none || !local(x)) continue;
+        if (x == npos || !local(x)) continue;
         std::string line = to_string(p.at(g.op_of(x)));
         line += started_at[x] != never ? " (started)" : st.has_arrived(x) ? " (ready)" : "";
-        if (const std::uint32_t w = waiting_for(st, completed, x); w != semantics::none)
+        if (const std::uint32_t w = waiting_for(st, completed, x); w != npos)
           line += ", waits for " + to_string(p.at(g.op_of(w))) + " on " + name_rank(world_rank(w));
         waiting += "\n  " + name_rank(r * replicas_ + rep) + ": " + line;
         if (first_line.empty()) first_line = line;

@@ -12,9 +12,10 @@
 #include <weft/core/error.hpp>
 #include <weft/core/uses.hpp>
 #include <weft/schedule/program.hpp>
+#include <weft/schedule/program_builder.hpp>
 #include <weft/schedule/text.hpp>
+#include <weft/schedule/transfers.hpp>
 #include <weft/schedule/verify.hpp>
-#include <weft/schedules/transfers.hpp>
 
 namespace weft {
 
@@ -57,7 +58,7 @@ constexpr program lower(const schedule& input, bool checked) {
     p.id[i] = p.ix.raw_id(o);
     p.pos.set(p.id[i], i);
   }
-  buffer<std::uint32_t> partner(s.ops.size(), program::none);
+  buffer<std::uint32_t> partner(s.ops.size(), npos);
   if (const transfer_fault f = match_transfers(p, partner); f.what != fault::none)
     throw config_error("weft: lower: " + to_string(s.ops[f.subject]) +
                        (f.what == fault::mismatched_transfer
@@ -111,5 +112,5 @@ constexpr program lower_unchecked(const schedule& input) {
 }  // namespace weft
 
 #ifndef WEFT_SEPARATE_COMPILATION
-#include <weft/sim/impl/program.ipp>
+#include <weft/schedule/impl/lower.ipp>
 #endif

@@ -7,15 +7,15 @@
 
 #include <weft/core/buffer.hpp>
 #include <weft/core/error.hpp>
+#include <weft/core/op.hpp>
 #include <weft/schedule/dependencies.hpp>
 #include <weft/schedule/schedule.hpp>
-#include <weft/schedules/stage_ops.hpp>
 
 namespace weft {
 
 /// Which comm streams a pipeline's transfers use.
 enum class p2p_lanes : std::uint8_t {
-  /// Sends on `gen::send_lane`, receives on a lane per neighbour (PyTorch's communicator per
+  /// Sends on `send_lane`, receives on a lane per neighbour (PyTorch's communicator per
   /// peer): a send never queues behind a receive, nor one neighbour's data behind the other's.
   per_peer,
   /// Every send and receive on one stream (Megatron's default p2p): each waits for the one
@@ -27,24 +27,24 @@ enum class p2p_lanes : std::uint8_t {
   ping_pong,
 };
 
-/// The comm lanes of ping and pong (stage_ops.hpp's send lane and the first receive lane).
-inline constexpr int ping_lane = gen::send_lane, pong_lane = gen::recv_from_lower_lane;
+/// The comm lanes of ping and pong (`send_lane` and `recv_from_lower_lane`, core/op.hpp).
+inline constexpr int ping_lane = send_lane, pong_lane = recv_from_lower_lane;
 
-/// The comm lane of a transfer (stage_ops.hpp).
+/// The comm lane of a transfer (the lane roles: core/op.hpp).
 constexpr int transfer_lane(const op_index& ix, const op& o,
                             p2p_lanes lanes = p2p_lanes::per_peer) noexcept {
   const int here = ix.m.rank_of(o.chunk);
   switch (lanes) {
     case p2p_lanes::single:
-      return gen::send_lane;
+      return send_lane;
     case p2p_lanes::ping_pong:
       return (here % 2 == 0) == (o.k == kind::recv) ? ping_lane : pong_lane;
     case p2p_lanes::per_peer:
       break;
   }
-  if (o.k == kind::send) return gen::send_lane;
+  if (o.k == kind::send) return send_lane;
   const int from = ix.m.rank_of(ix.transfer_peer(o));
-  return from < here ? gen::recv_from_lower_lane : gen::recv_from_higher_lane;
+  return from < here ? recv_from_lower_lane : recv_from_higher_lane;
 }
 
 namespace detail {

@@ -44,20 +44,6 @@ struct overlap_options {
 
 namespace gen {
 
-/// Comm lanes. MoE all-to-alls run on lane 0; pipeline sends on lane 1; receives on lane 2 from
-/// a lower rank and on lane 3 from a higher one (`transfer_lane`, transfers.hpp). PyTorch runs
-/// point-to-point traffic on a communicator per peer: a transfer from one neighbour never waits
-/// behind another's, and a blocked send never holds back a receive.
-inline constexpr int all_to_all_lane = 0;
-inline constexpr int send_lane = 1;
-inline constexpr int recv_from_lower_lane = 2;
-inline constexpr int recv_from_higher_lane = 3;
-/// Pipe-experts multi-stream: a layer's second all-to-all of each direction (combine forward,
-/// dispatch backward) on a comm stream of its own, so it never queues behind the first.
-inline constexpr int second_all_to_all_lane = 4;
-/// The loss all-reduce for logging (seed: pp-cross-dc-comm-overlap) on the last stage.
-inline constexpr int loss_lane = 5;
-
 /// A run of slots for one or two (micro-batch, chunk) pairs, built once per model and stamped
 /// per use: an op's `mb` field says whose it is (0: the forward's, 1: the backward's); `chunk`
 /// is filled in when stamped. Copying a value and patching two fields is the cheap way to append

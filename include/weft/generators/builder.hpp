@@ -5,10 +5,10 @@
 // `with_transfers` (transfers.hpp).
 #pragma once
 
+#include <weft/generators/params.hpp>
+#include <weft/generators/stage_ops.hpp>
 #include <weft/schedule/schedule.hpp>
-#include <weft/schedules/params.hpp>
-#include <weft/schedules/stage_ops.hpp>
-#include <weft/schedules/transfers.hpp>
+#include <weft/schedule/transfers.hpp>
 
 namespace weft::gen {
 

@@ -8,8 +8,8 @@
 #pragma once
 
 #include <weft/core/buffer.hpp>
-#include <weft/schedules/builder.hpp>
-#include <weft/schedules/params.hpp>
+#include <weft/generators/builder.hpp>
+#include <weft/generators/params.hpp>
 
 namespace weft {
 

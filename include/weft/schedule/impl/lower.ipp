@@ -1,8 +1,8 @@
-// Lowering at run time (sim/program.hpp): part of the header in header-only builds, compiled
+// Lowering at run time (schedule/lower.hpp): part of the header in header-only builds, compiled
 // once into `weft::compiled` with WEFT_SEPARATE_COMPILATION.
 #pragma once
 
-#include <weft/sim/program.hpp>
+#include <weft/schedule/lower.hpp>
 
 namespace weft::detail {
 

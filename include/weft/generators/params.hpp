@@ -7,9 +7,9 @@
 #include <string_view>
 
 #include <weft/core/error.hpp>
+#include <weft/generators/stage_ops.hpp>
 #include <weft/schedule/model.hpp>
-#include <weft/schedules/stage_ops.hpp>
-#include <weft/schedules/transfers.hpp>
+#include <weft/schedule/transfers.hpp>
 
 namespace weft {
 

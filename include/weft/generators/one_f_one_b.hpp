@@ -1,8 +1,8 @@
 // GPipe and 1F1B (PipeDream-flush): one model chunk per rank, loop placement.
 #pragma once
 
-#include <weft/schedules/builder.hpp>
-#include <weft/schedules/params.hpp>
+#include <weft/generators/builder.hpp>
+#include <weft/generators/params.hpp>
 
 namespace weft {
 

@@ -3,8 +3,8 @@
 // so that dW passes fill what would be bubbles.
 #pragma once
 
-#include <weft/schedules/builder.hpp>
-#include <weft/schedules/params.hpp>
+#include <weft/generators/builder.hpp>
+#include <weft/generators/params.hpp>
 
 namespace weft {
 

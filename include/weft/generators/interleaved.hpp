@@ -2,8 +2,8 @@
 // placement (chunk c on rank c % ranks), micro-batches in rounds of equal size.
 #pragma once
 
-#include <weft/schedules/builder.hpp>
-#include <weft/schedules/params.hpp>
+#include <weft/generators/builder.hpp>
+#include <weft/generators/params.hpp>
 
 namespace weft {
 

@@ -6,7 +6,7 @@
 #include <string>
 
 #include <weft/core/error.hpp>
-#include <weft/schedules/stage_ops.hpp>
+#include <weft/generators/stage_ops.hpp>
 
 namespace weft {
 

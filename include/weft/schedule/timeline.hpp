@@ -1,0 +1,31 @@
+// When each op of a program ran: the result type of both simulators and of the executor.
+#pragma once
+
+#include <cstdint>
+
+#include <weft/core/buffer.hpp>
+#include <weft/core/op.hpp>
+#include <weft/core/time.hpp>
+
+namespace weft {
+
+/// When each op of a program ran, simulated or measured: what the simulators and the executor
+/// produce alike, and what traces, pictures and metrics read.
+template <time_type T>
+struct basic_timeline {
+  using duration = T;
+  buffer<T> start, finish;  ///< per op of the program; negative if it never ran
+  T makespan{0};
+  /// On a deadlock, per rank the first op (in issue order) that never completed (`npos`
+  /// for a rank that finished), else empty.
+  buffer<std::uint32_t> blocked;
+  constexpr bool deadlocked() const noexcept { return !blocked.empty(); }
+  constexpr bool ran(std::uint32_t i) const noexcept { return start[i] >= T{0}; }
+  constexpr T duration_of(std::uint32_t i) const noexcept { return finish[i] - start[i]; }
+};
+/// Simulated in seconds, or measured.
+using timeline = basic_timeline<seconds>;
+/// Simulated from unit-free costs.
+using unit_timeline = basic_timeline<units>;
+
+}  // namespace weft
