@@ -20,6 +20,7 @@
 
 #include <weft/core/error.hpp>
 #include <weft/core/key_values.hpp>
+#include <weft/core/op.hpp>
 #include <weft/cp/mask.hpp>
 
 #ifndef WEFT_VERSION
@@ -102,13 +103,13 @@ void pipeline_options(CLI::App& sub, request& q, bool one_schedule, bool scenari
         ->check(CLI::IsMember(schedule_names));
   required(sub.add_option("--pp", q.pp,
                           "pipeline ranks (devices); zb-v, dualpipe(v) put 2 chunks on each"))
-      ->check(CLI::Range(1, 255));
+      ->check(CLI::Range(1, weft::limits::ranks));
   required(sub.add_option("--micro", q.micro, "micro-batches per step"))
-      ->check(CLI::Range(1, 65535));
+      ->check(CLI::Range(1, weft::limits::micro));
   sub.add_option("--chunks", q.chunks, "model chunks per rank, for interleaved (default 2)")
-      ->check(CLI::Range(1, 255));
+      ->check(CLI::Range(1, weft::limits::chunks));
   sub.add_option("--layers", q.layers, "layers per model chunk (default 1)")
-      ->check(CLI::Range(1, 65535));
+      ->check(CLI::Range(1, weft::limits::layers));
   sub.add_flag("--moe", q.moe, "layers of MoE sub-stages: attn, dispatch, mlp, combine");
   sub.add_flag("--shared-expert", q.shared_expert,
                "MoE layers with a shared expert beside the routed ones");
@@ -119,11 +120,11 @@ void pipeline_options(CLI::App& sub, request& q, bool one_schedule, bool scenari
                  "AMPipe: each micro-batch's sequence in D chunks, their attention and experts "
                  "pipelined so all-to-alls hide (docs/ampipe.md); auto: the best degree "
                  "(ampipe-16p)")
-      ->check(CLI::Range(1, 255) | CLI::IsMember({"auto"}));
+      ->check(CLI::Range(1, weft::limits::parts) | CLI::IsMember({"auto"}));
   sub.add_option("--pipe-experts-multi-data", q.multi_data,
                  "pipe-experts: the routed experts' inputs in N pieces (N / D per chunk), "
                  "all-to-alls pipelined with expert compute")
-      ->check(CLI::Range(1, 255));
+      ->check(CLI::Range(1, weft::limits::parts));
   sub.add_flag("--pipe-experts-multi-stream", q.multi_stream,
                "pipe-experts: each layer's second all-to-all on a second comm stream");
   sub.add_flag("--ampipe-tp-sp-comm-overlap", q.tp_sp_overlap,
@@ -437,18 +438,20 @@ parsed parse(int argc, const char* const* argv) {
       "search",
       "search for the fastest legal schedule for given costs and a memory cap: the best found, "
       "every generator's and the lower bounds (docs/search.md)");
-  search->add_option("--pp", q.pp, "pipeline ranks (devices)")->check(CLI::Range(1, 255));
-  search->add_option("--micro", q.micro, "micro-batches per step")->check(CLI::Range(1, 65535));
+  search->add_option("--pp", q.pp, "pipeline ranks (devices)")
+      ->check(CLI::Range(1, weft::limits::ranks));
+  search->add_option("--micro", q.micro, "micro-batches per step")
+      ->check(CLI::Range(1, weft::limits::micro));
   CLI::Option* search_chunks = search->add_option(
       "--chunks", q.chunks, "model chunks per rank with --placement loop (default 1; vee has 2)");
-  search_chunks->check(CLI::Range(1, 255));
+  search_chunks->check(CLI::Range(1, weft::limits::chunks));
   search
       ->add_option("--placement", q.placement,
                    "loop: chunk c on rank c % pp (1F1B, ZB-H1, interleaved); vee: rank r holds "
                    "chunks r and 2 pp - 1 - r (ZB-V, DualPipeV)")
       ->check(CLI::IsMember({"loop", "vee"}));
   search->add_option("--layers", q.layers, "layers per model chunk (default 1)")
-      ->check(CLI::Range(1, 65535));
+      ->check(CLI::Range(1, weft::limits::layers));
   search->add_flag("--moe", q.moe, "layers of MoE sub-stages: attn, dispatch, mlp, combine");
   search->add_flag("--shared-expert", q.shared_expert,
                    "MoE layers with a shared expert beside the routed ones");

@@ -1,8 +1,10 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <utility>
 #include <vector>
 
+#include <weft/generators/stage_ops.hpp>
 #include <weft/io/format.hpp>
 #include <weft/schedule/dependencies.hpp>
 
@@ -197,4 +199,79 @@ TEST_CASE(
   CHECK(validate({.stages = stage_set::dense(), .pieces = 2}) == model_error::pieces_need_experts);
   CHECK(validate({.stages = stage_set::moe(), .splits = 16, .pieces = 16}) ==
         model_error::bad_pieces);
+}
+
+TEST_CASE("the kind table: every kind's facts in one row, in the enum's order") {
+  for (int i = 0; i < kind_count; ++i) {
+    const auto k = static_cast<kind>(i);
+    CAPTURE(name_of(k));
+    CHECK(traits_of(k).value == k);
+    // What the rules rely on: weights only on compute kinds; a layer stage's input is a layer
+    // stage; transfers and collectives are their own input (no in-layer chain).
+    CHECK(has_weights(k) == (stream_of(k) == stream_class::compute));
+    CHECK(is_layer_stage(traits_of(k).input) == is_layer_stage(k));
+    if (!is_layer_stage(k)) CHECK(traits_of(k).input == k);
+  }
+  CHECK(name_of(kind::reduce_scatter) == "reduce_scatter");
+  CHECK(stream_of(kind::dispatch) == stream_class::comm);
+  CHECK(model_desc::in_pieces(kind::mlp));
+  CHECK_FALSE(model_desc::in_pieces(kind::shared));
+}
+
+TEST_CASE("a layer's ends derive from the kinds' inputs") {
+  const auto ends = [](stage_set st) {
+    const layer_ends e(st);
+    std::vector<kind> out(e.outputs, e.outputs + e.output_count);
+    return std::pair{e.entry, out};
+  };
+  using v = std::vector<kind>;
+  CHECK(ends(stage_set::whole_block()) == std::pair{kind::block, v{kind::block}});
+  CHECK(ends(stage_set{}.with(kind::attn)) == std::pair{kind::attn, v{kind::attn}});
+  CHECK(ends(stage_set::dense()) == std::pair{kind::attn, v{kind::mlp}});
+  CHECK(ends(stage_set::moe()) == std::pair{kind::attn, v{kind::combine}});
+  CHECK(ends(stage_set::moe_with_shared()) ==
+        std::pair{kind::attn, v{kind::combine, kind::shared}});
+  // A dense layer's mlp reads attention: the table's dispatch is not there.
+  CHECK(layer_input_of(kind::mlp, stage_set::dense()) == kind::attn);
+  CHECK(layer_input_of(kind::mlp, stage_set::moe()) == kind::dispatch);
+  CHECK(consumes(kind::shared, kind::attn, stage_set::moe_with_shared()));
+  CHECK_FALSE(consumes(kind::attn, kind::attn, stage_set::moe()));
+}
+
+TEST_CASE("the generators' in-layer chain is the dependency rules' (one source)") {
+  // Every pair of ops of one layer: `gen::needs_in_layer`, which orders AMPipe's and
+  // pipe-experts' streams, says `a` needs `b` exactly when the rules list `b` among `a`'s
+  // producers (through the layer's own ops, as the chain sees them).
+  for (const int pieces : {1, 2}) {
+    const model_desc m{.ranks = 1,
+                       .micro = 1,
+                       .layers = 1,
+                       .stages = stage_set::moe_with_shared(),
+                       .splits = 2,
+                       .pieces = pieces};
+    for (const bool fused : {true, false}) {
+      std::vector<op> layer_ops;
+      for (int k = 0; k < kind_count; ++k) {
+        const auto kk = static_cast<kind>(k);
+        if (!m.stages.has(kk)) continue;
+        for (int sp = 0; sp < m.parts_of(kk); ++sp)
+          for (const phase ph : fused || !has_weights(kk)
+                                    ? std::vector{phase::F, phase::B}
+                                    : std::vector{phase::F, phase::dX, phase::dW})
+            layer_ops.push_back(make_op(kk, ph, 0, 0, 0, sp));
+      }
+      for (const op& a : layer_ops) {
+        const std::vector<op> p = producers(m, a, fused);
+        for (const op& b : layer_ops) {
+          if (b == a) continue;
+          // A backward's own forward is an activation, not the chain's gradient flow.
+          if (a.ph != phase::F && b.ph == phase::F) continue;
+          CAPTURE(to_string(a));
+          CAPTURE(to_string(b));
+          const bool rules = std::find(p.begin(), p.end(), b) != p.end();
+          CHECK(gen::needs_in_layer({a.k, a.ph, a.split}, {b.k, b.ph, b.split}, m) == rules);
+        }
+      }
+    }
+  }
 }

@@ -9,9 +9,11 @@
 // it has every kernel the schedule needs, naming the first missing (kind, phase) otherwise.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <type_traits>
+#include <utility>
 
 #include <boost/hana/for_each.hpp>
 #include <boost/hana/tuple.hpp>
@@ -38,10 +40,12 @@ concept has_kernel = kind_tag<Kind> && phase_tag<Phase> &&
 };
 
 namespace detail {
-inline constexpr auto all_kinds =
-    boost::hana::tuple_t<kinds::block, kinds::attn, kinds::dispatch, kinds::mlp, kinds::combine,
-                         kinds::shared, kinds::send, kinds::recv, kinds::all_reduce,
-                         kinds::all_gather, kinds::reduce_scatter>;
+// Every kind's and phase's tag, from the kind table (a new kind needs no entry here).
+template <std::size_t... I>
+constexpr auto kind_tags(std::index_sequence<I...>) {
+  return boost::hana::tuple_t<kinds::tag<static_cast<kind>(I)>...>;
+}
+inline constexpr auto all_kinds = kind_tags(std::make_index_sequence<kind_count>{});
 inline constexpr auto all_phases = boost::hana::tuple_t<phases::forward, phases::backward,
                                                         phases::backward_dx, phases::backward_dw>;
 }  // namespace detail

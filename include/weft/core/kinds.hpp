@@ -21,8 +21,6 @@ enum class kind : std::uint8_t {
   all_gather,      ///< collective (tensor parallelism), no derived dependencies
   reduce_scatter,  ///< collective (tensor parallelism), no derived dependencies
 };
-inline constexpr int kind_count = 11;
-
 /// Forward, fused backward, and the two halves of a split backward (zero-bubble's I and W).
 enum class phase : std::uint8_t { F, B, dX, dW };
 inline constexpr int phase_count = 4;
@@ -30,34 +28,74 @@ inline constexpr int phase_count = 4;
 /// The class of queue an op occupies on its rank.
 enum class stream_class : std::uint8_t { compute, comm };
 
-constexpr stream_class stream_of(kind k) noexcept {
-  switch (k) {
-    case kind::block:
-    case kind::attn:
-    case kind::mlp:
-    case kind::shared:
-      return stream_class::compute;
-    default:
-      return stream_class::comm;
-  }
+/// What a kind is to a layer: a stage of its chain, a pipeline transfer, or a collective.
+enum class kind_role : std::uint8_t { layer_stage, transfer, collective };
+
+/// Everything the library knows of a kind, in one row. Kinds' names, streams and binding, ops'
+/// validity and the dependency rules (`schedule/dependencies.hpp`) derive from this table, so a
+/// new kind is an enumerator, a row and a tag type (`kinds::`), and the compiler checks the
+/// three agree.
+struct kind_traits {
+  kind value;
+  std::string_view name;
+  stream_class stream;
+  kind_role role;
+  /// Owns parameters: its backward can be split into dX and dW.
+  bool weights;
+  /// Its `split` numbers pieces as well as splits: the routed-expert path, which pipe-experts
+  /// cuts into pieces (and collectives, which may sit on any piece).
+  bool in_pieces;
+  /// A layer stage's forward input within its layer: the kind whose output it consumes, or
+  /// itself for the kinds that can take the layer's input (`layer_ends`). When the layer lacks
+  /// the input kind (a dense layer has no dispatch), the layer's entry feeds it.
+  kind input;
+};
+
+inline constexpr kind_traits kind_table[] = {
+    // value, name, stream, role, weights, in_pieces, input
+    {kind::block, "block", stream_class::compute, kind_role::layer_stage, true, false, kind::block},
+    {kind::attn, "attn", stream_class::compute, kind_role::layer_stage, true, false, kind::attn},
+    {kind::dispatch, "dispatch", stream_class::comm, kind_role::layer_stage, false, true,
+     kind::attn},
+    {kind::mlp, "mlp", stream_class::compute, kind_role::layer_stage, true, true, kind::dispatch},
+    {kind::combine, "combine", stream_class::comm, kind_role::layer_stage, false, true, kind::mlp},
+    {kind::shared, "shared", stream_class::compute, kind_role::layer_stage, true, false,
+     kind::attn},
+    {kind::send, "send", stream_class::comm, kind_role::transfer, false, false, kind::send},
+    {kind::recv, "recv", stream_class::comm, kind_role::transfer, false, false, kind::recv},
+    {kind::all_reduce, "all_reduce", stream_class::comm, kind_role::collective, false, true,
+     kind::all_reduce},
+    {kind::all_gather, "all_gather", stream_class::comm, kind_role::collective, false, true,
+     kind::all_gather},
+    {kind::reduce_scatter, "reduce_scatter", stream_class::comm, kind_role::collective, false, true,
+     kind::reduce_scatter},
+};
+inline constexpr int kind_count = static_cast<int>(sizeof kind_table / sizeof kind_table[0]);
+
+namespace detail {
+constexpr bool kind_table_in_order() noexcept {
+  for (int i = 0; i < kind_count; ++i)
+    if (static_cast<int>(kind_table[i].value) != i) return false;
+  return true;
 }
+}  // namespace detail
+static_assert(detail::kind_table_in_order(), "kind_table's rows follow the enum's order");
+
+constexpr const kind_traits& traits_of(kind k) noexcept { return kind_table[static_cast<int>(k)]; }
+
+constexpr stream_class stream_of(kind k) noexcept { return traits_of(k).stream; }
 
 /// Kinds whose backward can be split into dX and dW: the ones that own parameters.
-constexpr bool has_weights(kind k) noexcept { return stream_of(k) == stream_class::compute; }
+constexpr bool has_weights(kind k) noexcept { return traits_of(k).weights; }
 
-constexpr bool is_p2p(kind k) noexcept { return k == kind::send || k == kind::recv; }
-constexpr bool is_collective(kind k) noexcept {
-  return k == kind::all_reduce || k == kind::all_gather || k == kind::reduce_scatter;
-}
+constexpr bool is_p2p(kind k) noexcept { return traits_of(k).role == kind_role::transfer; }
+constexpr bool is_collective(kind k) noexcept { return traits_of(k).role == kind_role::collective; }
 /// Kinds that make up a layer's dependency chain (the rest are transfers and collectives).
-constexpr bool is_layer_stage(kind k) noexcept { return !is_p2p(k) && !is_collective(k); }
-
-constexpr std::string_view name_of(kind k) noexcept {
-  constexpr std::string_view names[kind_count] = {
-      "block", "attn", "dispatch",   "mlp",        "combine",       "shared",
-      "send",  "recv", "all_reduce", "all_gather", "reduce_scatter"};
-  return names[static_cast<int>(k)];
+constexpr bool is_layer_stage(kind k) noexcept {
+  return traits_of(k).role == kind_role::layer_stage;
 }
+
+constexpr std::string_view name_of(kind k) noexcept { return traits_of(k).name; }
 
 constexpr std::string_view name_of(phase p) noexcept {
   constexpr std::string_view names[phase_count] = {"F", "B", "dX", "dW"};

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <type_traits>
 
 #include <weft/core/kinds.hpp>
@@ -34,6 +35,17 @@ struct op {
   }
   friend constexpr bool operator==(const op&, const op&) = default;
 };
+
+/// The largest count each placing field numbers: a model's micro-batches, chunks (so ranks),
+/// layers and splits x pieces are numbered by `op`'s fields, so the fields' widths are the
+/// limits every layer checks (the model, the generators, the readers, the tool; docs/limits.md).
+namespace limits {
+inline constexpr int micro = std::numeric_limits<decltype(op::mb)>::max();
+inline constexpr int chunks = std::numeric_limits<decltype(op::chunk)>::max();
+inline constexpr int ranks = chunks;
+inline constexpr int layers = std::numeric_limits<decltype(op::layer)>::max();
+inline constexpr int parts = std::numeric_limits<decltype(op::split)>::max();
+}  // namespace limits
 
 /// Positional construction with every field given, for library code (designated initialisers
 /// that omit fields of a type without member initialisers trip -Wmissing-field-initializers).

@@ -50,11 +50,13 @@ struct ampipe_layout {
 /// (its all-to-alls are per chunk and local expert).
 inline ampipe_layout resolve(const ampipe_config& c) {
   const auto bad = [](const std::string& why) { throw config_error("weft: ampipe: " + why); };
-  if (c.degree < 1 || c.degree > 255) bad("--ampipe-degree must be in [1, 255]");
+  const std::string most = std::to_string(limits::parts);
+  if (c.degree < 1 || c.degree > limits::parts) bad("--ampipe-degree must be in [1, " + most + "]");
   if (c.seq < 0) bad("--seq-length must be >= 0 (0: not known)");
   if (c.tp < 1 || c.cp < 1) bad("tp and cp must be >= 1");
   if (c.local_experts < 1) bad("local experts must be >= 1");
-  if (c.multi_data < 1 || c.multi_data > 255) bad("--pipe-experts-multi-data must be in [1, 255]");
+  if (c.multi_data < 1 || c.multi_data > limits::parts)
+    bad("--pipe-experts-multi-data must be in [1, " + most + "]");
   const std::string S = std::to_string(c.seq), D = std::to_string(c.degree);
   const bool known = c.seq > 0;
   if (known && c.seq % c.degree != 0)
@@ -88,10 +90,10 @@ inline ampipe_layout resolve(const ampipe_config& c) {
   // wrap into range (2^31 experts gave -4 pieces, accepted).
   const long long pieces =
       static_cast<long long>(out.pieces) * (c.tp_sp_overlap ? c.local_experts : 1);
-  if (out.splits * pieces > 255)
+  if (out.splits * pieces > limits::parts)
     bad("degree x pieces (" + std::to_string(out.splits * pieces) +
         (c.tp_sp_overlap ? ", with tp-sp overlap a piece per local expert" : "") +
-        ") must be at most 255");
+        ") must be at most " + most);
   out.pieces = static_cast<int>(pieces);
   return out;
 }

@@ -95,11 +95,13 @@ namespace gen {
 /// transfer lowering applies — 1F1B and the interleaved schedule only.
 constexpr void check_common(const char* name, const pipeline_params& p, const model_desc& m,
                             bool megatron_code = false) {
-  if (p.ranks < 1 || p.ranks > 255) reject(name, "ranks must be in [1, 255]");
-  if (p.micro < 1 || p.micro > 65535) reject(name, "micro must be in [1, 65535]");
-  if (p.layers < 1 || p.layers > 65535) reject(name, "layers must be in [1, 65535]");
-  if (m.chunks_per_rank > 255 || m.chunks() > 255)
-    reject(name, "at most 255 model chunks (ranks x chunks per rank)");
+  // The parameters first: `m` narrows them (and its chunks() could overflow).
+  if (p.ranks < 1 || p.ranks > limits::ranks) reject(name, describe(model_error::bad_ranks));
+  if (p.micro < 1 || p.micro > limits::micro) reject(name, describe(model_error::bad_micro));
+  if (p.layers < 1 || p.layers > limits::layers) reject(name, describe(model_error::bad_layers));
+  if (m.chunks_per_rank > limits::chunks || m.chunks() > limits::chunks)
+    reject(name,
+           "at most " + std::to_string(limits::chunks) + " model chunks (ranks x chunks per rank)");
   if (const model_error e = validate(m); e != model_error::none) reject(name, describe(e));
   if (p.p2p.multi_stream && !p.p2p.overlap_p2p)
     reject(name,

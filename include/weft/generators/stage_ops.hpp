@@ -7,6 +7,7 @@
 
 #include <weft/core/buffer.hpp>
 #include <weft/core/error.hpp>
+#include <weft/schedule/dependencies.hpp>
 #include <weft/schedule/schedule.hpp>
 
 namespace weft {
@@ -116,41 +117,18 @@ struct chain_op {
   int lane = 0;
 };
 
-/// Does `a` need `b` within one layer: the sub-stage chain of one split (forward
-/// attn -> dispatch -> mlp -> combine and attn -> shared; backward combine -> mlp -> dispatch ->
-/// attn, shared -> attn, dX -> dW), piece j of split s (part s * pieces + j) on split s's.
-constexpr bool needs_in_layer(const chain_op& a, const chain_op& b, int pieces) {
-  const model_desc m{.pieces = pieces};
+/// Does `a` need `b` within one layer of `m`: the sub-stage chain of one split as the dependency
+/// rules derive it (`consumes`: forward attn -> dispatch -> mlp -> combine and attn -> shared;
+/// backward reversed; dX -> dW), piece j of split s (part s * pieces + j) on split s's.
+constexpr bool needs_in_layer(const chain_op& a, const chain_op& b, const model_desc& m) {
   const auto owner = [&](const chain_op& x) { return m.split_of(x.k, x.split); };
   if (model_desc::in_pieces(a.k) && model_desc::in_pieces(b.k) ? a.split != b.split
                                                                : owner(a) != owner(b))
     return false;
-  if (a.ph == phase::F) {
-    if (b.ph != phase::F) return false;
-    switch (a.k) {
-      case kind::dispatch:
-      case kind::shared:
-        return b.k == kind::attn;
-      case kind::mlp:
-        return b.k == kind::dispatch;
-      case kind::combine:
-        return b.k == kind::mlp;
-      default:
-        return false;
-    }
-  }
+  if (a.ph == phase::F) return b.ph == phase::F && consumes(a.k, b.k, m.stages);
   if (b.ph == phase::F) return false;
   if (a.ph == phase::dW) return b.k == a.k && b.ph == phase::dX;
-  switch (a.k) {
-    case kind::mlp:
-      return b.k == kind::combine;
-    case kind::dispatch:
-      return b.k == kind::mlp && b.ph != phase::dW;
-    case kind::attn:
-      return (b.k == kind::dispatch || b.k == kind::shared) && b.ph != phase::dW;
-    default:
-      return false;
-  }
+  return b.ph != phase::dW && consumes(b.k, a.k, m.stages);
 }
 
 /// Streams of a layer's pipelined sub-stages: compute, the all-to-all lane, and with
@@ -162,13 +140,13 @@ struct layer_streams {
 /// Slots for one layer from the ops of each stream, each list in stream order: each slot issues
 /// the next op of every list whose in-layer producers are in earlier slots, so a comm op shares
 /// a slot with the compute op it hides behind.
-constexpr void merge_streams(pattern& p, int layer, const layer_streams& st, int pieces,
+constexpr void merge_streams(pattern& p, int layer, const layer_streams& st, const model_desc& m,
                              int whose) {
   std::size_t at[3] = {0, 0, 0};
   const auto ready = [&](const chain_op& x) {
     for (int q = 0; q < 3; ++q)
       for (std::size_t i = at[q]; i < st.list[q].size(); ++i)
-        if (needs_in_layer(x, st.list[q][i], pieces)) return false;
+        if (needs_in_layer(x, st.list[q][i], m)) return false;
     return true;
   };
   for (;;) {
@@ -218,7 +196,7 @@ constexpr void pipelined_forward(pattern& p, const model_desc& m, overlap_option
   }
   for (int q = first * P; q < end * P; ++q)
     st.list[lane2 == 0 ? 1 : 2].push_back({kind::combine, phase::F, q, lane2});
-  merge_streams(p, layer, st, P, whose);
+  merge_streams(p, layer, st, m, whose);
 }
 
 /// A pipelined layer's backward for splits [first, end), last to first: the shared expert's and
@@ -241,7 +219,7 @@ constexpr void pipelined_backward(pattern& p, const model_desc& m, overlap_optio
   for (int q = end * P - 1; q >= first * P; --q) st.list[1].push_back({kind::combine, phase::B, q});
   for (int q = end * P - 1; q >= first * P; --q)
     st.list[lane2 == 0 ? 1 : 2].push_back({kind::dispatch, phase::B, q, lane2});
-  merge_streams(p, layer, st, P, whose);
+  merge_streams(p, layer, st, m, whose);
 }
 
 /// One chunk's forward: per layer, per split, the kinds in order; with self-overlap, the shared

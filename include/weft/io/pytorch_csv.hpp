@@ -152,7 +152,8 @@ inline pytorch_table read_pytorch_table(std::istream& in) {
 /// follows; as many micro-batches as it names. Check it with `weft::check`.
 inline schedule to_schedule(const pytorch_table& t) {
   const int ranks = static_cast<int>(t.ranks.size());
-  if (ranks > 255) throw csv_error(0, 0, "more than 255 rows (ranks)");
+  if (ranks > limits::ranks)
+    throw csv_error(0, 0, "more than " + std::to_string(limits::ranks) + " rows (ranks)");
   int max_stage = -1, max_mb = -1;
   for (const auto& steps : t.ranks)
     for (const auto& step : steps)

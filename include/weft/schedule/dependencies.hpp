@@ -25,6 +25,53 @@ enum class outside : std::uint8_t {
   lane,         ///< lane >= lanes_per_class
 };
 
+/// The in-layer forward input of layer stage `k` in a layer of kinds `st`: the kind whose output
+/// it consumes (`kind_table`'s `input`), the layer's entry when the layer lacks that kind (a
+/// dense layer's mlp reads attention), or `k` itself for a kind that takes the layer's input.
+constexpr kind layer_input_of(kind k, const stage_set& st) noexcept {
+  const kind in = traits_of(k).input;
+  if (in == k || st.has(in)) return in;
+  for (int i = 0; i < kind_count; ++i)
+    if (const auto e = static_cast<kind>(i); st.has(e) && traits_of(e).input == e) return e;
+  return k;
+}
+
+/// Does layer stage `a` consume `b`'s output within one layer of kinds `st` (forward)? The
+/// backward runs the same edges reversed: `b`'s input gradient feeds `a`'s.
+constexpr bool consumes(kind a, kind b, const stage_set& st) noexcept {
+  return a != b && layer_input_of(a, st) == b;
+}
+
+/// Where data enters and leaves a layer of kinds `st`, derived from `kind_table`: the entry takes
+/// the previous layer's output (or the chunk's input); the outputs — the kinds no other kind of
+/// the layer consumes: the routed path's tail and the shared expert — make the layer's output,
+/// every part of each, in kind order. Generators, transfers and the dependency rules all read
+/// the ends from here.
+struct layer_ends {
+  kind entry = kind::block;
+  kind outputs[kind_count] = {};
+  int output_count = 0;
+
+  constexpr explicit layer_ends(const stage_set& st) noexcept {
+    for (int i = kind_count; i-- > 0;)
+      if (const auto k = static_cast<kind>(i); st.has(k) && layer_input_of(k, st) == k) entry = k;
+    for (int i = 0; i < kind_count; ++i) {
+      const auto k = static_cast<kind>(i);
+      if (!st.has(k) || !is_layer_stage(k)) continue;
+      bool consumed = false;
+      for (int j = 0; j < kind_count; ++j)
+        consumed =
+            consumed || (st.has(static_cast<kind>(j)) && consumes(static_cast<kind>(j), k, st));
+      if (!consumed) outputs[output_count++] = k;
+    }
+  }
+  constexpr bool is_output(kind k) const noexcept {
+    for (int i = 0; i < output_count; ++i)
+      if (outputs[i] == k) return true;
+    return false;
+  }
+};
+
 /// Dense numbering of every op a model can have, so per-op state lives in flat arrays.
 struct op_index {
   model_desc m;
@@ -174,16 +221,9 @@ class dependency_rules {
   constexpr dependency_rules(const op_index& ix, bool explicit_p2p) noexcept
       : ix_(ix), explicit_(explicit_p2p) {
     const stage_set& st = ix.m.stages;
+    const layer_ends ends(st);
     const auto pos = [&](kind k) { return ix.kpos[static_cast<int>(k)]; };
-    entry_ = st.has(kind::block) ? pos(kind::block) : pos(kind::attn);
-    exit_ = st.has(kind::block)     ? pos(kind::block)
-            : st.has(kind::combine) ? pos(kind::combine)
-            : st.has(kind::mlp)     ? pos(kind::mlp)
-                                    : pos(kind::attn);
-    shared_ = pos(kind::shared);
-    dispatch_ = pos(kind::dispatch);
-    mlp_ = pos(kind::mlp);
-    combine_ = pos(kind::combine);
+    entry_ = pos(ends.entry);
     const int P = phase_count;
     kstride_ = P;
     sstride_ = P * ix.K;
@@ -191,27 +231,39 @@ class dependency_rules {
     pieces_ = ix.m.pieces;
     cstride_ = lstride_ * ix.m.layers;
     mstride_ = cstride_ * ix.S;
-    // Forward inputs within a layer, as id distances: dispatch and shared after attn, mlp after
-    // dispatch (or attn), combine after mlp.
+    for (int k = 0; k < kind_count; ++k) fwd_from_[k] = bwd_from_[k] = piece_from_[k] = -1;
+    for (int i = 0; i < ends.output_count; ++i) {
+      out_kp_[i] = pos(ends.outputs[i]);
+      out_parts_[i] = ix.m.parts_of(ends.outputs[i]);
+      is_output_[static_cast<int>(ends.outputs[i])] = true;
+    }
+    outs_ = ends.output_count;
+    // A part of another granularity: pipe-experts' piece j of split s reads split s's input.
+    const auto across_parts = [&](kind a, kind b) {
+      return pieces_ > 1 && model_desc::in_pieces(a) != model_desc::in_pieces(b);
+    };
     for (int k = 0; k < kind_count; ++k) {
+      const kind kk = static_cast<kind>(k);
       const int kp = ix.kpos[k];
       if (kp < 0 || kp == entry_) continue;
-      const kind kk = static_cast<kind>(k);
-      if (kk == kind::dispatch && pieces_ > 1) continue;  // a piece's attn is another split's
-      const int from = kk == kind::mlp && dispatch_ >= 0 ? dispatch_
-                       : kk == kind::combine             ? mlp_
-                                                         : entry_;
-      fwd_from_[k] = (kp - from) * kstride_;
+      // Forward: the in-layer input, as an id distance (or, across parts, its kind position).
+      const kind in = layer_input_of(kk, st);
+      if (across_parts(kk, in))
+        piece_from_[k] = pos(in);
+      else
+        fwd_from_[k] = (kp - pos(in)) * kstride_;
     }
-    // Backward ops fed by exactly one in-layer successor: dispatch <- mlp, mlp <- combine, and
-    // attn <- dispatch (or mlp) when there is no shared expert.
-    const auto single = [&](kind k, int succ) {
-      if (ix.kpos[static_cast<int>(k)] >= 0 && succ >= 0)
-        bwd_from_[static_cast<int>(k)] = (succ - ix.kpos[static_cast<int>(k)]) * kstride_;
-    };
-    single(kind::dispatch, mlp_);
-    single(kind::mlp, combine_);
-    if (shared_ < 0 && pieces_ == 1) single(kind::attn, dispatch_ >= 0 ? dispatch_ : mlp_);
+    // Backward: the kinds that consume each kind's output feed its gradient; one consumer of
+    // the same parts is an id distance, several (or across parts) are listed.
+    for (int k = 0; k < kind_count; ++k) {
+      const kind kk = static_cast<kind>(k);
+      if (ix.kpos[k] < 0) continue;
+      for (int j = 0; j < kind_count; ++j)
+        if (ix.kpos[j] >= 0 && consumes(static_cast<kind>(j), kk, st))
+          succ_[k][succs_[k]++] = static_cast<std::int8_t>(j);
+      if (succs_[k] == 1 && !is_output_[k] && !across_parts(kk, static_cast<kind>(succ_[k][0])))
+        bwd_from_[k] = (ix.kpos[succ_[k][0]] - ix.kpos[k]) * kstride_;
+    }
   }
 
   /// Id distance from a forward op back to its in-layer input; -1 for a layer's entry.
@@ -243,9 +295,10 @@ class dependency_rules {
     }
     if (is_collective(o.k)) return collective(o, has, fn);
     const int l = o.layer;
-    const int kp = ix_.kpos[static_cast<int>(o.k)];
-    if (o.ph == phase::F && kp == dispatch_)  // a piece: its split's attention
-      return fn(part_id(id, o.split, o.split / pieces_, dispatch_, entry_), c);
+    const int k = static_cast<int>(o.k);
+    const int kp = ix_.kpos[k];
+    if (o.ph == phase::F && piece_from_[k] >= 0)  // a piece: its split's input
+      return fn(part_id(id, o.split, o.split / pieces_, kp, piece_from_[k]), c);
     switch (o.ph) {
       case phase::F: {
         if (l > 0) return outputs(mbv, c, l - 1, phase::F, fn);
@@ -260,27 +313,25 @@ class dependency_rules {
       case phase::B:
       case phase::dX: {
         fn(id - static_cast<std::uint32_t>(o.ph), c);  // its own forward's activations
-        if (const int d = bwd_from_[static_cast<int>(o.k)]; d >= 0)
+        if (const int d = bwd_from_[k]; d >= 0)
           return fn(bx(id - static_cast<std::uint32_t>(o.ph) + static_cast<std::uint32_t>(d), has),
                     c);
+        // Several consumers (attention's: the routed path, every piece of it, and the shared
+        // expert), then the layer's output gradient if this kind makes the output.
         const std::uint32_t unit0 =
             id - static_cast<std::uint32_t>(static_cast<int>(o.ph) + kp * kstride_);
-        if (o.k == kind::attn) {  // gradients from the routed path and the shared expert
-          if (dispatch_ >= 0)
-            for (int j = 0; j < pieces_; ++j)
-              fn(bx(unit0 + static_cast<std::uint32_t>((o.split * (pieces_ - 1) + j) * sstride_ +
-                                                       dispatch_ * kstride_),
-                    has),
+        for (int i = 0; i < succs_[k]; ++i) {
+          const int j = succ_[k][i];
+          const auto at = unit0 + static_cast<std::uint32_t>(ix_.kpos[j] * kstride_);
+          if (model_desc::in_pieces(static_cast<kind>(j)) != model_desc::in_pieces(o.k))
+            for (int q = 0; q < pieces_; ++q)
+              fn(bx(at + static_cast<std::uint32_t>((o.split * (pieces_ - 1) + q) * sstride_), has),
                  c);
-          else if (mlp_ >= 0)
-            fn(bx(unit0 + mlp_ * kstride_, has), c);
-          if (shared_ >= 0) fn(bx(unit0 + shared_ * kstride_, has), c);
-          if (mlp_ < 0) output_grad(mbv, c, l, has, fn);  // attention's output leaves the layer
-          return;
+          else
+            fn(bx(at, has), c);
         }
-        if (kp == dispatch_) return fn(bx(unit0 + mlp_ * kstride_, has), c);
-        if (kp == mlp_ && combine_ >= 0) return fn(bx(unit0 + combine_ * kstride_, has), c);
-        return output_grad(mbv, c, l, has, fn);  // block, combine, shared, or a layer's tail
+        if (is_output_[k]) output_grad(mbv, c, l, has, fn);
+        return;
       }
     }
   }
@@ -296,10 +347,21 @@ class dependency_rules {
   bool explicit_;
   bool tp_ = ix_.m.tp != tp_overlap::off;
   int pieces_ = 1;
-  int entry_ = 0, exit_ = 0, shared_ = -1, dispatch_ = -1, mlp_ = -1, combine_ = -1;
+  int entry_ = 0;
   int kstride_ = 0, sstride_ = 0, lstride_ = 0, cstride_ = 0, mstride_ = 0;
-  int fwd_from_[kind_count] = {-1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1};
-  int bwd_from_[kind_count] = {-1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1};
+  // Per kind: the in-layer input's id distance (forward), the single consumer's (backward), the
+  // input's kind position across parts; -1 where there is none (set in the constructor).
+  int fwd_from_[kind_count] = {};
+  int bwd_from_[kind_count] = {};
+  int piece_from_[kind_count] = {};
+  // Per kind: the kinds that consume its output, in kind order; whether it makes the output.
+  std::int8_t succ_[kind_count][kind_count] = {};
+  int succs_[kind_count] = {};
+  bool is_output_[kind_count] = {};
+  // The layer's output kinds: kind positions and parts.
+  int out_kp_[kind_count] = {};
+  int out_parts_[kind_count] = {};
+  int outs_ = 0;
 
   constexpr std::uint32_t unit_id(int mbv, int c, int l) const noexcept {
     return static_cast<std::uint32_t>(mbv * mstride_ + c * cstride_ + l * lstride_);
@@ -324,12 +386,9 @@ class dependency_rules {
   template <class Fn>
   constexpr void outputs(int mbv, int c, int l, phase ph, Fn& fn) const {
     const std::uint32_t base = unit_id(mbv, c, l) + static_cast<std::uint32_t>(ph);
-    const int exits = exit_ == combine_ ? ix_.parts : ix_.m.splits;
-    for (int sp = 0; sp < exits; ++sp)
-      fn(base + static_cast<std::uint32_t>(sp * sstride_ + exit_ * kstride_), c);
-    if (shared_ >= 0)
-      for (int sp = 0; sp < ix_.m.splits; ++sp)
-        fn(base + static_cast<std::uint32_t>(sp * sstride_ + shared_ * kstride_), c);
+    for (int i = 0; i < outs_; ++i)
+      for (int sp = 0; sp < out_parts_[i]; ++sp)
+        fn(base + static_cast<std::uint32_t>(sp * sstride_ + out_kp_[i] * kstride_), c);
   }
   // The input gradients of a layer (its entry's backward, all splits).
   template <class Has, class Fn>

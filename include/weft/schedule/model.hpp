@@ -150,10 +150,8 @@ struct model_desc {
   /// How many values an op's `split` takes: splits, times pieces for the routed-expert path.
   constexpr int parts() const noexcept { return splits * pieces; }
   constexpr int parts_of(kind k) const noexcept { return in_pieces(k) ? parts() : splits; }
-  /// The routed-expert path's kinds, which pipe-experts cuts into pieces.
-  static constexpr bool in_pieces(kind k) noexcept {
-    return k == kind::dispatch || k == kind::mlp || k == kind::combine || is_collective(k);
-  }
+  /// The routed-expert path's kinds, which pipe-experts cuts into pieces (`kind_table`).
+  static constexpr bool in_pieces(kind k) noexcept { return traits_of(k).in_pieces; }
   /// The sequence split a layer op of kind `k` and `split` belongs to (a piece's split).
   constexpr int split_of(kind k, int split) const noexcept {
     return in_pieces(k) ? split / pieces : split;
@@ -212,6 +210,10 @@ enum class model_error : std::uint8_t {
   tp_pieces,
 };
 
+// The messages spell the limits out (they are constants in the binary); the asserts keep them
+// equal to `limits`.
+static_assert(limits::ranks == 255 && limits::chunks == 255 && limits::parts == 255);
+static_assert(limits::micro == 65535 && limits::layers == 65535);
 constexpr std::string_view describe(model_error e) noexcept {
   switch (e) {
     case model_error::none:
@@ -278,14 +280,15 @@ constexpr std::uint64_t id_space(const model_desc& m, bool with_collectives) noe
 }
 
 constexpr model_error validate(const model_desc& m) noexcept {
-  if (m.ranks < 1 || m.ranks > 255) return model_error::bad_ranks;
+  if (m.ranks < 1 || m.ranks > limits::ranks) return model_error::bad_ranks;
   // chunks_per_rank first on its own: ranks x a huge one would overflow `chunks()`.
-  if (m.chunks_per_rank < 1 || m.chunks_per_rank > 255 || m.chunks() > 255)
+  if (m.chunks_per_rank < 1 || m.chunks_per_rank > limits::chunks || m.chunks() > limits::chunks)
     return model_error::bad_chunks;
-  if (m.micro < 1 || m.micro > 65535) return model_error::bad_micro;
-  if (m.layers < 1 || m.layers > 65535) return model_error::bad_layers;
-  if (m.splits < 1 || m.splits > 255) return model_error::bad_splits;
-  if (m.pieces < 1 || m.pieces > 255 || m.splits * m.pieces > 255) return model_error::bad_pieces;
+  if (m.micro < 1 || m.micro > limits::micro) return model_error::bad_micro;
+  if (m.layers < 1 || m.layers > limits::layers) return model_error::bad_layers;
+  if (m.splits < 1 || m.splits > limits::parts) return model_error::bad_splits;
+  if (m.pieces < 1 || m.pieces > limits::parts || m.splits * m.pieces > limits::parts)
+    return model_error::bad_pieces;
   if (m.place == placement::vee && m.chunks_per_rank != 2) return model_error::vee_needs_two_chunks;
   if (m.bidirectional && (m.chunks() % 2 != 0 || m.micro % 2 != 0))
     return model_error::bidirectional_needs_even;

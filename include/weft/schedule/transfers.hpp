@@ -49,29 +49,23 @@ constexpr int transfer_lane(const op_index& ix, const op& o,
 
 namespace detail {
 
-/// The end points of a chunk's work along a micro-batch's path. Forward: the entry kind of the
-/// first layer takes the chunk's input; the exit kinds of the last layer (the routed path's tail
-/// and the shared expert) produce its output, every split of them. Backward mirrors it.
+/// The end points of a chunk's work along a micro-batch's path (`layer_ends` of its layers).
+/// Forward: the entry kind of the first layer takes the chunk's input; the output kinds of the
+/// last layer (the routed path's tail and the shared expert) produce its output, every part of
+/// them. Backward mirrors it.
 struct chunk_ends {
-  kind entry, tail;
-  bool shared;
-  int last_layer, splits, tails;  ///< tails: the tail kind's parts (pieces of the expert path)
+  layer_ends ends;
+  int last_layer, splits, output_parts;
 
   constexpr explicit chunk_ends(const model_desc& m) noexcept
-      : entry(m.stages.has(kind::block) ? kind::block : kind::attn),
-        tail(m.stages.has(kind::block)     ? kind::block
-             : m.stages.has(kind::combine) ? kind::combine
-             : m.stages.has(kind::mlp)     ? kind::mlp
-                                           : kind::attn),
-        shared(m.stages.has(kind::shared)),
-        last_layer(m.layers - 1),
-        splits(m.splits),
-        tails(m.parts_of(tail)) {}
+      : ends(m.stages), last_layer(m.layers - 1), splits(m.splits), output_parts(0) {
+    for (int i = 0; i < ends.output_count; ++i) output_parts += m.parts_of(ends.outputs[i]);
+  }
 
   constexpr bool is_exit(const op& o) const noexcept {
-    return o.layer == last_layer && (o.k == tail || (shared && o.k == kind::shared));
+    return o.layer == last_layer && ends.is_output(o.k);
   }
-  constexpr bool is_entry(const op& o) const noexcept { return o.layer == 0 && o.k == entry; }
+  constexpr bool is_entry(const op& o) const noexcept { return o.layer == 0 && o.k == ends.entry; }
   static constexpr bool backward(const op& o) noexcept {
     return o.ph == phase::B || o.ph == phase::dX;
   }
@@ -83,9 +77,7 @@ struct chunk_ends {
   constexpr bool gives_output(const op& o) const noexcept {
     return o.ph == phase::F ? is_exit(o) : backward(o) && is_entry(o);
   }
-  constexpr int outputs(phase ph) const noexcept {
-    return ph == phase::F ? tails + (shared ? splits : 0) : splits;
-  }
+  constexpr int outputs(phase ph) const noexcept { return ph == phase::F ? output_parts : splits; }
 };
 
 }  // namespace detail

@@ -36,6 +36,7 @@
 #include <weft/schedule/timeline.hpp>
 #include <weft/search/evaluate.hpp>
 #include <weft/search/list_scheduler.hpp>
+#include <weft/search/step_costs.hpp>
 
 namespace weft::search {
 
@@ -53,22 +54,6 @@ struct lower_bounds {
 };
 
 namespace detail {
-/// Compute time of a step's pattern (its compute ops; an overlapped whole-block pair counts its
-/// pair cost).
-template <time_type T>
-T compute_of(const basic_problem<T>& q, const gen::pattern& p) {
-  T total{0};
-  bool fwd_block = false, bwd_block = false;
-  for (const op& o : p.ops) {
-    if (stream_of(o.k) != stream_class::compute) continue;
-    total += q.cost.of(o, q.model);
-    fwd_block = fwd_block || (o.k == kind::block && o.ph == phase::F);
-    bwd_block = bwd_block || (o.k == kind::block && o.ph == phase::B);
-  }
-  if (fwd_block && bwd_block) total = std::min(total, q.cost.pair());
-  return total;
-}
-
 /// One micro-batch through every chunk and back, fused or split: the simulated run.
 template <time_type T>
 basic_timeline<T> alone(const basic_problem<T>& q, bool split, program& prog) {
@@ -377,10 +362,11 @@ rank_steps steps_of(const basic_problem<T>& q, bool split) {
   x.n = m.micro;
   x.cap = m.max_live;
   x.split = split;
-  x.f = compute_of(q, gen::forward_pattern(m, q.overlap)).count();
-  x.b = compute_of(q, gen::backward_pattern(m, q.overlap, phase::B)).count();
-  x.i = compute_of(q, gen::backward_pattern(m, q.overlap, phase::dX)).count();
-  x.w = compute_of(q, gen::backward_pattern(m, q.overlap, phase::dW)).count();
+  const step_costs<T> cost(q);
+  x.f = cost.f.work.count();
+  x.b = cost.b.work.count();
+  x.i = cost.i.work.count();
+  x.w = cost.w.work.count();
   return x;
 }
 
@@ -438,7 +424,7 @@ T one_rank_bound(const basic_problem<T>& q, bool split, const basic_timeline<T>&
   one_rank_relaxation x;
   static_cast<rank_steps&>(x) = steps_of(q, split);
   // A chunk's pair is one pair unit per layer, as plans build it (the search's step cost).
-  x.pair = step_costs<T>(q).FB.count();
+  x.pair = step_costs<T>(q).fb.length.count();
   if (x.pair >= x.f + x.b) x.pair = inf;  // no gain: the two in turn say as much
   std::vector<std::vector<double>> start_f(static_cast<std::size_t>(R)), start_b(start_f);
   double best = 0;
@@ -490,8 +476,8 @@ T vee_rank_bound(const basic_problem<T>& q, bool split, const chunks_alone& alon
   vee_rank_relaxation x;
   static_cast<rank_steps&>(x) = steps_of(q, split);
   if (m.stages.has(kind::block) && m.stages.size() == 1) {  // whole blocks: pairs save compute
-    x.pair = step_costs<T>(q).FB.count();   // a pair unit per layer, as plans build it
-    if (x.pair >= x.f + x.b) x.pair = inf;  // no gain: the two in turn say as much
+    x.pair = step_costs<T>(q).fb.length.count();  // a pair unit per layer, as plans build it
+    if (x.pair >= x.f + x.b) x.pair = inf;        // no gain: the two in turn say as much
   }
   double best = 0;
   for (int r = 0; r < R; ++r) {
@@ -550,14 +536,12 @@ lower_bounds<T> bounds_of(const basic_problem<T>& q, bool split = true) {
   // which is longer than either direction — use the work bound alone there.
   if (m.bidirectional) out.critical_path = T{0};
 
-  const T f = detail::compute_of(q, gen::forward_pattern(m, q.overlap));
-  const T b_fused = detail::compute_of(q, gen::backward_pattern(m, q.overlap, phase::B));
-  const T b_split = detail::compute_of(q, gen::backward_pattern(m, q.overlap, phase::dX)) +
-                    detail::compute_of(q, gen::backward_pattern(m, q.overlap, phase::dW));
+  const step_costs<T> cost(q);
+  const T f = cost.f.work, b_fused = cost.b.work, b_split = cost.i.work + cost.w.work;
   const T b = split ? std::min(b_fused, b_split) : b_fused;
   T unit = f + b;
   // Pairs: a pair unit per layer of the chunk, as plans build them (the search's step cost).
-  const T pair_step = step_costs<T>(q).FB;
+  const T pair_step = cost.fb.length;
   if (m.stages.has(kind::block)) unit = std::min(unit, pair_step);
 
   // Per rank: its first compute op's start alone, and (fused only) what follows its last.

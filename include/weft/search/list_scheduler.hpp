@@ -17,6 +17,7 @@
 
 #include <weft/generators/stage_ops.hpp>
 #include <weft/search/evaluate.hpp>
+#include <weft/search/step_costs.hpp>
 
 namespace weft::search {
 
@@ -42,39 +43,6 @@ struct list_policy {
   /// A forward and a backward both ready (and not paired): the forward first, as 1F1B's steady
   /// phase issues them; else the backward.
   bool forward_first = false;
-};
-
-/// Estimated durations of a chunk's steps for problem `q` (every chunk costs the same).
-template <time_type T>
-struct step_costs {
-  T F{0}, B{0}, I{0}, W{0}, FB{0};
-
-  explicit step_costs(const basic_problem<T>& q) {
-    const model_desc& m = q.model;
-    const auto length = [&](const gen::pattern& p) {
-      T total{0};
-      std::uint32_t b = 0;
-      for (const std::uint32_t e : p.slot_end) {
-        T slot{0};
-        bool fwd_block = false, bwd_block = false;
-        for (std::uint32_t i = b; i < e; ++i) {
-          const op& o = p.ops[i];
-          fwd_block = fwd_block || (o.k == kind::block && o.ph == phase::F);
-          bwd_block = bwd_block || (o.k == kind::block && o.ph == phase::B);
-          slot = std::max(slot, q.cost.of(o, m));
-        }
-        if (fwd_block && bwd_block) slot = q.cost.pair();
-        total += slot;
-        b = e;
-      }
-      return total;
-    };
-    F = length(gen::forward_pattern(m, q.overlap));
-    B = length(gen::backward_pattern(m, q.overlap, phase::B));
-    I = length(gen::backward_pattern(m, q.overlap, phase::dX));
-    W = length(gen::backward_pattern(m, q.overlap, phase::dW));
-    FB = length(gen::overlap_pattern(m, q.overlap));
-  }
 };
 
 namespace detail {
@@ -268,21 +236,21 @@ std::optional<plan> list_schedule(const basic_problem<T>& q, const list_policy& 
       double end = t;
       switch (x.a) {
         case action::F:
-          end += cost.F.count();
+          end += cost.f.length.count();
           forward_done(x.chunk, end);
           break;
         case action::B:
         case action::I:
-          end += (x.a == action::I ? cost.I : cost.B).count();
+          end += (x.a == action::I ? cost.i : cost.b).length.count();
           backward_done(x.chunk, end, x.a == action::I);
           break;
         case action::W:
-          end += cost.W.count();
+          end += cost.w.length.count();
           weights[ri].erase(find_w(ri, x.mb, x.chunk));
           --live[ri];
           break;
         case action::FB:
-          end += cost.FB.count();
+          end += cost.fb.length.count();
           forward_done(x.chunk, end);
           backward_done(x.bchunk, end, false);
           break;
@@ -290,19 +258,19 @@ std::optional<plan> list_schedule(const basic_problem<T>& q, const list_policy& 
       steps.push_back(x);
       free[ri] = end;
     } else if (bc >= 0 && fc >= 0 && pol.pair) {
-      const double end = t + cost.FB.count();
+      const double end = t + cost.fb.length.count();
       const int fmb = forward_done(fc, end), bmb = backward_done(bc, end, false);
       steps.push_back({action::FB, static_cast<std::uint16_t>(fmb), static_cast<std::uint16_t>(fc),
                        static_cast<std::uint16_t>(bmb), static_cast<std::uint16_t>(bc)});
       free[ri] = end;
     } else if (bc >= 0 && !(fc >= 0 && pol.forward_first)) {
-      const double end = t + (pol.split ? cost.I : cost.B).count();
+      const double end = t + (pol.split ? cost.i : cost.b).length.count();
       const int mb = backward_done(bc, end, pol.split);
       steps.push_back({pol.split ? action::I : action::B, static_cast<std::uint16_t>(mb),
                        static_cast<std::uint16_t>(bc), 0, 0});
       free[ri] = end;
     } else if (fc >= 0) {
-      const double end = t + cost.F.count();
+      const double end = t + cost.f.length.count();
       const int mb = forward_done(fc, end);
       steps.push_back(
           {action::F, static_cast<std::uint16_t>(mb), static_cast<std::uint16_t>(fc), 0, 0});
@@ -311,7 +279,7 @@ std::optional<plan> list_schedule(const basic_problem<T>& q, const list_policy& 
       // Only a dW is ready: run it — unless it must fit the wait and does not, and something
       // else will come (then wait for that).
       const pending_w w = weights[ri].front();
-      const double end = std::max(t, w.ready) + cost.W.count();
+      const double end = std::max(t, w.ready) + cost.w.length.count();
       if (pol.fit_weights && next_other != never && end > next_other && live[ri] < limit) {
         free[ri] = std::max(free[ri], next_other);
         continue;

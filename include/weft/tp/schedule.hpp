@@ -142,9 +142,10 @@ inline constexpr done_pattern forward_done = done(F);
 /// range.
 inline schedule linear_schedule(tp_overlap o, linear_groups g, bool backward = true,
                                 bool split_backward = false) {
-  if (g.gather < 1 || g.scatter < 1 || g.gather > 255 || g.scatter > 255)
-    throw config_error("weft: tp2d: group sizes must be in [1, 255], got gather " +
-                       std::to_string(g.gather) + " and scatter " + std::to_string(g.scatter));
+  if (g.gather < 1 || g.scatter < 1 || g.gather > limits::parts || g.scatter > limits::parts)
+    throw config_error("weft: tp2d: group sizes must be in [1, " + std::to_string(limits::parts) +
+                       "], got gather " + std::to_string(g.gather) + " and scatter " +
+                       std::to_string(g.scatter));
   return linear_schedule(o, pieces_for(o, g), backward, split_backward);
 }
 
