@@ -22,6 +22,7 @@
 #include <weft/core/key_values.hpp>
 #include <weft/core/op.hpp>
 #include <weft/cp/mask.hpp>
+#include <weft/generators/registry.hpp>
 
 #ifndef WEFT_VERSION
 #define WEFT_VERSION "unknown"
@@ -33,8 +34,12 @@ const char* version() { return WEFT_VERSION; }
 
 namespace {
 
-const std::vector<std::string> schedule_names = {"gpipe", "1f1b",     "interleaved", "zb-h1",
-                                                 "zb-v",  "dualpipe", "dualpipev"};
+/// The generators' names, from the library's registry.
+const std::vector<std::string> schedule_names = [] {
+  std::vector<std::string> out;
+  for (const weft::generator_info& g : weft::generators) out.emplace_back(g.name);
+  return out;
+}();
 
 /// --cost F=1,B=2,W=1,FB=2.5,A2A=0.5,P2P=0.1: finite, non-negative, W within B.
 costs parse_costs(const std::string& text) {

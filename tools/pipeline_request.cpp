@@ -4,10 +4,7 @@
 #include <algorithm>
 
 #include <weft/exec/moe_model.hpp>
-#include <weft/generators/dualpipe.hpp>
-#include <weft/generators/interleaved.hpp>
-#include <weft/generators/one_f_one_b.hpp>
-#include <weft/generators/zero_bubble_v.hpp>
+#include <weft/generators/registry.hpp>
 
 weft::ampipe_layout weft::cli::ampipe_of(const request& q, std::ostream* warnings) {
   const weft::exec::moe_config demo = weft::exec::demo_config();
@@ -45,30 +42,17 @@ weft::schedule weft::cli::schedule_of(const request& q, const std::string& name,
       q.fb_overlap ? weft::overlap_options::all() : weft::overlap_options::none();
   overlap.pipeline_splits = lay.overlap.pipeline_splits;
   overlap.multi_stream_all_to_all = lay.overlap.multi_stream_all_to_all;
-  const weft::pipeline_params p{.ranks = q.pp,
-                                .micro = q.micro,
-                                .layers = q.layers,
-                                .stages = stages,
-                                .transfers = q.transfers,
-                                .overlap = overlap,
-                                .splits = lay.splits,
-                                .pieces = lay.pieces,
-                                .p2p = p2p_of(q)};
-  if (name == "gpipe") return weft::gpipe(p);
-  if (name == "1f1b") return weft::one_f_one_b(p);
-  if (name == "zb-h1") return weft::zb_h1(p);
-  if (name == "zb-v") return weft::zb_v(p);
-  if (name == "dualpipe") return weft::dualpipe(p);
-  if (name == "dualpipev") return weft::dualpipev(p);
-  return weft::interleaved({.ranks = q.pp,
-                            .micro = q.micro,
-                            .chunks = q.chunks,
-                            .layers = q.layers,
-                            .stages = stages,
-                            .transfers = q.transfers,
-                            .overlap = overlap,
-                            .extra_warmup = q.fb_overlap,
-                            .splits = lay.splits,
-                            .pieces = lay.pieces,
-                            .p2p = p2p_of(q)});
+  weft::generator_args a;
+  a.ranks = q.pp;
+  a.micro = q.micro;
+  a.layers = q.layers;
+  a.stages = stages;
+  a.transfers = q.transfers;
+  a.overlap = overlap;
+  a.splits = lay.splits;
+  a.pieces = lay.pieces;
+  a.p2p = p2p_of(q);
+  a.chunks = q.chunks;
+  a.extra_warmup = q.fb_overlap;  // fb-overlap on VPP: the seed's extra warm-up micro-batch
+  return weft::generate(name, a);
 }

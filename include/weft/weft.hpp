@@ -16,6 +16,7 @@
 #include <weft/generators/dualpipe.hpp>
 #include <weft/generators/interleaved.hpp>
 #include <weft/generators/one_f_one_b.hpp>
+#include <weft/generators/registry.hpp>
 #include <weft/generators/zero_bubble_v.hpp>
 #include <weft/io/format.hpp>
 #include <weft/io/pytorch_csv.hpp>

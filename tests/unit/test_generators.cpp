@@ -3,6 +3,8 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <fstream>
+#include <iterator>
 #include <limits>
 #include <sstream>
 #include <string>
@@ -12,6 +14,7 @@
 #include <weft/generators/dualpipe.hpp>
 #include <weft/generators/interleaved.hpp>
 #include <weft/generators/one_f_one_b.hpp>
+#include <weft/generators/registry.hpp>
 #include <weft/generators/zero_bubble_v.hpp>
 #include <weft/io/pytorch_csv.hpp>
 #include <weft/schedule/memory.hpp>
@@ -322,4 +325,46 @@ TEST_CASE("overlap options: {} is the baseline, all() turns every part on") {
   static_assert(all.pair_forward_backward && all.split_dw && all.self_overlap);
   CHECK(dualpipev({.ranks = 2, .micro = 4, .stages = stage_set::moe(), .overlap = {}}).ops ==
         dualpipev({.ranks = 2, .micro = 4, .stages = stage_set::moe()}).ops);
+}
+
+TEST_CASE("the registry: every generator makes the pipeline its row says") {
+  generator_args a;
+  a.ranks = 4;
+  a.micro = 8;
+  a.chunks = 3;
+  for (const generator_info& g : generators) {
+    CAPTURE(g.name);
+    const schedule s = generate(g.name, a);
+    CHECK(find_generator(g.name) == &g);
+    CHECK(s.model.place == g.place);
+    CHECK(s.model.bidirectional == g.bidirectional);
+    CHECK(s.model.chunks_per_rank == (g.chunks_per_rank == 0 ? a.chunks : g.chunks_per_rank));
+    const bool splits =
+        std::any_of(s.ops.begin(), s.ops.end(), [](const op& o) { return o.ph == phase::dX; });
+    CHECK(splits == g.splits_backward);
+    CHECK(check(s).ok());
+    if (g.has_extra_warmup) {  // the variant differs (one more warm-up forward)
+      generator_args b = a;
+      b.extra_warmup = true;
+      CHECK_FALSE(generate(g.name, b).ops == s.ops);
+    }
+  }
+  CHECK(find_generator("1F1B") == nullptr);
+  // docs/schedules.md's table has a row per generator, with the registry's summary.
+  std::ifstream doc(WEFT_DOCS_DIR "/schedules.md");
+  REQUIRE(doc);
+  const std::string text((std::istreambuf_iterator<char>(doc)), std::istreambuf_iterator<char>());
+  for (const generator_info& g : generators)
+    CHECK_MESSAGE(text.find("| `" + std::string(g.name) + "` | " + std::string(g.summary) + " |") !=
+                      std::string::npos,
+                  "docs/schedules.md has no row for ", g.name);
+  // An unknown name is refused, naming the known ones (the tool once fell through to the
+  // interleaved schedule).
+  try {
+    (void)generate("looped-bfs", a);
+    FAIL("an unknown generator was accepted");
+  } catch (const config_error& e) {
+    CHECK(std::string(e.what()).find("no generator named 'looped-bfs'") != std::string::npos);
+    CHECK(std::string(e.what()).find("dualpipev") != std::string::npos);
+  }
 }

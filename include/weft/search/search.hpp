@@ -23,10 +23,7 @@
 #include <utility>
 #include <vector>
 
-#include <weft/generators/dualpipe.hpp>
-#include <weft/generators/interleaved.hpp>
-#include <weft/generators/one_f_one_b.hpp>
-#include <weft/generators/zero_bubble_v.hpp>
+#include <weft/generators/registry.hpp>
 #include <weft/search/bounds.hpp>
 #include <weft/search/evaluate.hpp>
 #include <weft/search/list_scheduler.hpp>
@@ -85,14 +82,13 @@ struct generator_plan {
   std::string why;
 };
 
-/// Every generator that applies to `m`'s placement and chunks (loop with one chunk: GPipe,
-/// 1F1B, ZB-H1; loop with more: interleaved, with and without the extra warm-up micro-batch;
-/// vee: ZB-V and DualPipeV; bidirectional: DualPipe), as plans of `m`. A generator that rejects
-/// the model (too few micro-batches for a V, say) has its error in `why`.
+/// Every generator of the registry (`generators`) that makes `m`'s placement and chunks (loop
+/// with one chunk: GPipe, 1F1B, ZB-H1; loop with more: interleaved, with and without the extra
+/// warm-up micro-batch; vee: ZB-V and DualPipeV; bidirectional: DualPipe), as plans of `m`. A
+/// generator that rejects the model (too few micro-batches for a V, say) has its error in `why`.
 inline std::vector<generator_plan> generator_plans(const model_desc& m,
                                                    overlap_options overlap = {}) {
   std::vector<generator_plan> out;
-  const pipeline_params p{.ranks = m.ranks, .micro = m.micro, .overlap = overlap};
   const auto add = [&](const std::string& name, auto&& make) {
     try {
       const schedule s = make();  // pipeline level: whole blocks, one layer
@@ -108,24 +104,21 @@ inline std::vector<generator_plan> generator_plans(const model_desc& m,
       out.push_back({name, std::nullopt, e.what()});
     }
   };
-  if (m.place == placement::loop && m.chunks_per_rank == 1) {
-    add("gpipe", [&] { return gpipe(p); });
-    add("1f1b", [&] { return one_f_one_b(p); });
-    add("zb-h1", [&] { return zb_h1(p); });
-  } else if (m.place == placement::loop) {
-    for (const bool extra : {false, true})
-      add(extra ? "interleaved+1" : "interleaved", [&] {
-        return interleaved({.ranks = m.ranks,
-                            .micro = m.micro,
-                            .chunks = m.chunks_per_rank,
-                            .overlap = overlap,
-                            .extra_warmup = extra});
-      });
-  } else if (m.bidirectional) {
-    add("dualpipe", [&] { return dualpipe(p); });
-  } else {
-    add("zb-v", [&] { return zb_v(p); });
-    add("dualpipev", [&] { return dualpipev(p); });
+  // The registry's generators that make this shape of pipeline.
+  for (const generator_info& g : generators) {
+    if (g.place != m.place || g.bidirectional != m.bidirectional) continue;
+    if (g.chunks_per_rank == 0 ? m.chunks_per_rank < 2 : g.chunks_per_rank != m.chunks_per_rank)
+      continue;
+    generator_args a;
+    a.ranks = m.ranks;
+    a.micro = m.micro;
+    a.overlap = overlap;
+    a.chunks = m.chunks_per_rank;
+    for (const bool extra : {false, true}) {
+      if (extra && !g.has_extra_warmup) break;
+      a.extra_warmup = extra;
+      add(std::string(g.name) + (extra ? "+1" : ""), [&] { return g.make(a); });
+    }
   }
   return out;
 }
