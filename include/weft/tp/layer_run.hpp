@@ -111,6 +111,24 @@ struct phase_timing {
   exec::run_measures measures;
 };
 
+/// Why a layer of `shape` cannot be sharded on grid `g` (heads over TP-X, the hidden size over
+/// both axes), naming the grid; empty when it can.
+inline std::string unfit_reason(const grid& g, const layer_shape& shape) {
+  const auto n = [](auto v) { return std::to_string(v); };
+  const std::string on = " on the " + n(g.tp_x) + "x" + n(g.tp_y) + " grid";
+  if (shape.heads < 1 || shape.hidden % shape.heads != 0)
+    return "the heads (" + n(shape.heads) + ") should divide the hidden size (" + n(shape.hidden) +
+           ")";
+  if (shape.heads % g.tp_x != 0)
+    return "the heads (" + n(shape.heads) + ") should be divisible by tp-x (" + n(g.tp_x) + ")" +
+           on;
+  for (const auto& [size, name] : {std::pair{g.tp_x, "tp-x"}, std::pair{g.tp_y, "tp-y"}})
+    if (shape.hidden % size != 0)
+      return "the hidden size (" + n(shape.hidden) + ") should be divisible by " + name + " (" +
+             n(size) + ")" + on;
+  return {};
+}
+
 /// The layer on a grid: built once, stepped (forward and backward) with the inputs and output
 /// gradients of every rank.
 template <class T>
@@ -124,16 +142,8 @@ class layer_runner {
         mask_(batched_causal_mask(shape.seq, shape.batch)),
         glue_world_(g.size(), opt.delay) {
     const Eigen::Index s = shape.tokens();
-    if (shape.heads < 1 || shape.hidden % shape.heads != 0)
-      throw config_error("weft: tp2d: the heads (" + std::to_string(shape.heads) +
-                         ") should divide the hidden size (" + std::to_string(shape.hidden) + ")");
-    if (shape.heads % g.tp_x != 0)
-      throw config_error("weft: tp2d: the heads (" + std::to_string(shape.heads) +
-                         ") should be divisible by tp-x (" + std::to_string(g.tp_x) + ")");
-    for (const auto& [size, name] : {std::pair{g.tp_x, "tp-x"}, std::pair{g.tp_y, "tp-y"}})
-      if (shape.hidden % size != 0)
-        throw config_error("weft: tp2d: the hidden size (" + std::to_string(shape.hidden) +
-                           ") should be divisible by " + name + " (" + std::to_string(size) + ")");
+    if (const std::string why = unfit_reason(g, shape); !why.empty())
+      throw config_error("weft: tp2d: " + why);
     heads_ = static_cast<int>(shape.heads);
     add("qkv", gather_over::x, attention2d<T>::fused_qkv(w.attention, g.tp_x), s, o);
     add("proj", gather_over::y, w.attention.wo.value, s, o);
