@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <weft/tp/layer_run.hpp>
@@ -235,8 +236,11 @@ int tp2d_command(const request& q) {
   std::optional<grid_run> r1;
   if (no_1d.empty()) try {
       r1 = run_grid("1D", one, shape, w, o, delay, x, dy, ref);
-    } catch (const config_error& e) {  // what only the overlap's sizes rule out
-      no_1d = e.what();
+    } catch (const config_error& e) {  // the sizes the linears' collectives need (sequence)
+      constexpr std::string_view prefix = "weft: tp2d: ";
+      std::string why = e.what();
+      if (why.starts_with(prefix)) why.erase(0, prefix.size());
+      no_1d = why + " on the " + std::to_string(one.tp_x) + "x1 grid";
     }
   if (q.json) {
     json runs = json::array({run_json(r2)});

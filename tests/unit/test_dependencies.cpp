@@ -231,6 +231,13 @@ TEST_CASE("a layer's ends derive from the kinds' inputs") {
   CHECK(ends(stage_set::moe()) == std::pair{kind::attn, v{kind::combine}});
   CHECK(ends(stage_set::moe_with_shared()) ==
         std::pair{kind::attn, v{kind::combine, kind::shared}});
+  // A shared expert runs beside the main path: with no routed experts, attention's output still
+  // leaves the layer, beside the shared expert's.
+  const stage_set attn_shared = stage_set{}.with(kind::attn).with(kind::shared);
+  CHECK(ends(attn_shared) == std::pair{kind::attn, v{kind::attn, kind::shared}});
+  const model_desc m{.micro = 1, .layers = 2, .stages = attn_shared};
+  CHECK(same(producers(m, attn(F, layer{1})), {attn(F), shared_expert(F)}));
+  CHECK(same(producers(m, attn(B)), {attn(F), shared_expert(B), attn(B, layer{1})}));
   // A dense layer's mlp reads attention: the table's dispatch is not there.
   CHECK(layer_input_of(kind::mlp, stage_set::dense()) == kind::attn);
   CHECK(layer_input_of(kind::mlp, stage_set::moe()) == kind::dispatch);

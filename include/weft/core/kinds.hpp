@@ -49,26 +49,33 @@ struct kind_traits {
   /// itself for the kinds that can take the layer's input (`layer_ends`). When the layer lacks
   /// the input kind (a dense layer has no dispatch), the layer's entry feeds it.
   kind input;
+  /// Runs beside the layer's main path (the shared expert beside the routed experts): its
+  /// output joins the layer's, and reading its input does not end the main path there.
+  bool beside;
 };
 
 inline constexpr kind_traits kind_table[] = {
-    // value, name, stream, role, weights, in_pieces, input
-    {kind::block, "block", stream_class::compute, kind_role::layer_stage, true, false, kind::block},
-    {kind::attn, "attn", stream_class::compute, kind_role::layer_stage, true, false, kind::attn},
+    // value, name, stream, role, weights, in_pieces, input, beside
+    {kind::block, "block", stream_class::compute, kind_role::layer_stage, true, false, kind::block,
+     false},
+    {kind::attn, "attn", stream_class::compute, kind_role::layer_stage, true, false, kind::attn,
+     false},
     {kind::dispatch, "dispatch", stream_class::comm, kind_role::layer_stage, false, true,
-     kind::attn},
-    {kind::mlp, "mlp", stream_class::compute, kind_role::layer_stage, true, true, kind::dispatch},
-    {kind::combine, "combine", stream_class::comm, kind_role::layer_stage, false, true, kind::mlp},
-    {kind::shared, "shared", stream_class::compute, kind_role::layer_stage, true, false,
-     kind::attn},
-    {kind::send, "send", stream_class::comm, kind_role::transfer, false, false, kind::send},
-    {kind::recv, "recv", stream_class::comm, kind_role::transfer, false, false, kind::recv},
+     kind::attn, false},
+    {kind::mlp, "mlp", stream_class::compute, kind_role::layer_stage, true, true, kind::dispatch,
+     false},
+    {kind::combine, "combine", stream_class::comm, kind_role::layer_stage, false, true, kind::mlp,
+     false},
+    {kind::shared, "shared", stream_class::compute, kind_role::layer_stage, true, false, kind::attn,
+     true},
+    {kind::send, "send", stream_class::comm, kind_role::transfer, false, false, kind::send, false},
+    {kind::recv, "recv", stream_class::comm, kind_role::transfer, false, false, kind::recv, false},
     {kind::all_reduce, "all_reduce", stream_class::comm, kind_role::collective, false, true,
-     kind::all_reduce},
+     kind::all_reduce, false},
     {kind::all_gather, "all_gather", stream_class::comm, kind_role::collective, false, true,
-     kind::all_gather},
+     kind::all_gather, false},
     {kind::reduce_scatter, "reduce_scatter", stream_class::comm, kind_role::collective, false, true,
-     kind::reduce_scatter},
+     kind::reduce_scatter, false},
 };
 inline constexpr int kind_count = static_cast<int>(sizeof kind_table / sizeof kind_table[0]);
 

@@ -43,8 +43,8 @@ constexpr bool consumes(kind a, kind b, const stage_set& st) noexcept {
 }
 
 /// Where data enters and leaves a layer of kinds `st`, derived from `kind_table`: the entry takes
-/// the previous layer's output (or the chunk's input); the outputs — the kinds no other kind of
-/// the layer consumes: the routed path's tail and the shared expert — make the layer's output,
+/// the previous layer's output (or the chunk's input); the outputs — the kinds nothing on the
+/// layer's main path consumes: the routed path's tail and the shared expert — make its output,
 /// every part of each, in kind order. Generators, transfers and the dependency rules all read
 /// the ends from here.
 struct layer_ends {
@@ -58,10 +58,13 @@ struct layer_ends {
     for (int i = 0; i < kind_count; ++i) {
       const auto k = static_cast<kind>(i);
       if (!st.has(k) || !is_layer_stage(k)) continue;
+      // Consumed on the main path: a kind beside it (the shared expert) leaves the output
+      // where it was (attention's, in a layer of attention and a shared expert).
       bool consumed = false;
-      for (int j = 0; j < kind_count; ++j)
-        consumed =
-            consumed || (st.has(static_cast<kind>(j)) && consumes(static_cast<kind>(j), k, st));
+      for (int j = 0; j < kind_count; ++j) {
+        const auto c = static_cast<kind>(j);
+        consumed = consumed || (st.has(c) && !traits_of(c).beside && consumes(c, k, st));
+      }
       if (!consumed) outputs[output_count++] = k;
     }
   }
