@@ -499,9 +499,12 @@ T vee_rank_bound(const basic_problem<T>& q, bool split, const chunks_alone& alon
 
 /// The bounds of problem `q`. `split`: plans may split backwards into dX and dW (then dW may be
 /// a rank's last step, and nothing need follow it). Bidirectional models (DualPipe) get the
-/// critical path and work bounds of their longer direction.
+/// critical path and work bounds of their longer direction. Contention only slows a run, so
+/// bounds computed without it (each op at its own cost) bound a contended run too; they are.
 template <time_type T>
-lower_bounds<T> bounds_of(const basic_problem<T>& q, bool split = true) {
+lower_bounds<T> bounds_of(const basic_problem<T>& contended, bool split = true) {
+  basic_problem<T> q = contended;
+  q.cost.contention = {};
   const model_desc& m = q.model;
   if (m.stages.has(kind::block)) {
     const T longer = std::max(q.cost.of(kind::block, phase::F), q.cost.of(kind::block, phase::B));

@@ -5,6 +5,7 @@
 
 #include <concepts>
 #include <cstddef>
+#include <cstdint>
 #include <utility>
 
 #include <weft/core/kinds.hpp>
@@ -25,6 +26,38 @@ struct pipeline_costs {
   T P2P{0};        ///< one pipeline transfer
   T A2A{0};        ///< one all-to-all (dispatch or combine, either direction)
   int layers = 1;  ///< MoE layers a chunk holds (sub-stage costs are per layer)
+};
+
+/// The class of link a communication uses: ports of one class on a device are shared by the
+/// transfers that use them; ports of two classes are not.
+enum class link_class : std::uint8_t { intra_node, inter_node };
+
+/// What concurrent ops take from each other (docs/metrics.md, "Overlap has a price"). By
+/// default nothing: every op takes its own cost whatever runs beside it, and the simulator is
+/// the plain one.
+struct contention_facts {
+  /// Communication moves its volume over the resources on its path — the device's egress and
+  /// ingress port of its link class, and between data centres the sites' uplink — which
+  /// concurrent transfers share max-min fairly (recomputed whenever a flow starts or ends). Its
+  /// fixed part (latency, launch: `basic_cost_model::fixed_of`) is not shared.
+  bool shared_links = false;
+  /// Interference: while a device has communication in flight, its compute runs this much
+  /// slower (takes 1 + x as long). Published: compute overlapped with communication runs 18.9 %
+  /// slower on average, up to 40 %, on A100/H100/MI250 (arXiv 2507.03114).
+  double compute_slowdown = 0;
+  /// And its communication while it computes (the reverse; 0 unless a source says otherwise).
+  double comm_slowdown = 0;
+  /// The capacity of the uplink from one site to another, in device ports' worth: how many
+  /// transfers at full rate cross at once (a site's ports divided by the interconnect's
+  /// convergence ratio). 0: no uplink resource (the port is the narrowest part).
+  double uplink_ports = 0;
+  /// The link class of all-to-alls, of pipeline transfers and of tensor-parallel collectives.
+  link_class a2a = link_class::inter_node, p2p = link_class::inter_node,
+             collectives = link_class::intra_node;
+
+  constexpr bool active() const noexcept {
+    return shared_links || compute_slowdown > 0 || comm_slowdown > 0;
+  }
 };
 
 /// Time of every (kind, phase), in seconds (`cost_model`) or unit-free (`unit_cost_model`);
@@ -52,6 +85,8 @@ struct basic_cost_model {
   /// A transfer's rendezvous: a receive posted after its send reaches the sender this much
   /// later (its clear-to-send crosses the link), inside a site and between sites. 0: at once.
   T p2p_latency{0}, far_p2p_latency{0};
+  /// What concurrent ops take from each other; inactive by default.
+  contention_facts contention{};
 
   /// When a transfer can start, given when its send and its receive (`recv`) arrived.
   constexpr T transfer_start(const op& recv, const model_desc& m, T send_at,
@@ -86,6 +121,15 @@ struct basic_cost_model {
     if (o.k == kind::attn)
       share *= (1 - causal_share) + causal_share * (2.0 * o.split + 1) / m.splits;
     return (t - f) * share + f;
+  }
+  /// The part of op `o`'s cost that is not a volume moving over a link (latency, launch): a
+  /// transfer's link latency, else the (kind, phase)'s `fixed`; never more than the cost.
+  constexpr T fixed_of(const op& o, const model_desc& m) const noexcept {
+    const T t = of(o, m);
+    T f = is_p2p(o.k) ? (crosses_sites(o, m) ? far_p2p_latency : p2p_latency)
+                      : fixed[static_cast<int>(o.k)][static_cast<int>(o.ph)];
+    if (f > t) f = t;
+    return f < T{0} ? T{0} : f;
   }
   constexpr basic_cost_model& set(kind k, phase ph, T t) noexcept {
     time[static_cast<int>(k)][static_cast<int>(ph)] = t;
@@ -163,6 +207,7 @@ struct basic_cost_model {
     c.far_p2p = far_p2p.at(per_unit);
     c.p2p_latency = p2p_latency.at(per_unit);
     c.far_p2p_latency = far_p2p_latency.at(per_unit);
+    c.contention = contention;
     return c;
   }
 
