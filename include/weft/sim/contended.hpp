@@ -8,6 +8,7 @@
 // simulator: with nothing shared and no interference the two agree to the bit.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <limits>
@@ -57,25 +58,26 @@ struct flow_path {
 
 /// Max-min fair rates by progressive filling: every flow moves at full rate alone (rate 1 uses
 /// one port's worth of each resource on its path); all unfrozen flows rise together until a
-/// resource is full, whose flows then keep that rate. `paths[f]` lists flow f's resources.
+/// resource is full, whose flows then keep that rate. `paths[f]` lists flow f's resources, as
+/// indices into `capacity` (in ports' worth).
 class fair_share {
  public:
-  void solve(const link_resources& links, const std::vector<flow_path>& paths,
+  void solve(const std::vector<double>& capacity, const std::vector<flow_path>& paths,
              std::vector<double>& rate) {
-    const std::size_t F = paths.size();
+    const std::size_t F = paths.size(), R = capacity.size();
     rate.assign(F, 1.0);
     if (F == 0) return;
-    used_.assign(links.size(), 0.0);
-    unfrozen_.assign(links.size(), 0);
+    used_.assign(R, 0.0);
+    unfrozen_.assign(R, 0);
     frozen_.assign(F, 0);
     for (const auto& p : paths)
       for (const std::uint32_t r : p) ++unfrozen_[r];
     std::size_t left = F;
     while (left > 0) {
       double level = 1.0;
-      for (std::uint32_t r = 0; r < links.size(); ++r)
+      for (std::size_t r = 0; r < R; ++r)
         if (unfrozen_[r] > 0) {
-          const double l = (links.capacity(r) - used_[r]) / unfrozen_[r];
+          const double l = (capacity[r] - used_[r]) / unfrozen_[r];
           if (l < level) level = l;
         }
       if (level < 0) level = 0;
@@ -85,7 +87,7 @@ class fair_share {
         if (frozen_[f]) continue;
         bool full = level >= 1.0;
         for (const std::uint32_t r : paths[f])
-          full = full || (links.capacity(r) - used_[r]) / unfrozen_[r] <= level * (1 + 1e-12);
+          full = full || (capacity[r] - used_[r]) / unfrozen_[r] <= level * (1 + 1e-12);
         if (!full) continue;
         frozen_[f] = 1;
         rate[f] = level;
@@ -102,6 +104,13 @@ class fair_share {
           }
         }
     }
+  }
+  /// The same over every resource of `links`.
+  void solve(const link_resources& links, const std::vector<flow_path>& paths,
+             std::vector<double>& rate) {
+    std::vector<double> capacity(links.size());
+    for (std::uint32_t r = 0; r < links.size(); ++r) capacity[r] = links.capacity(r);
+    solve(capacity, paths, rate);
   }
 
  private:
@@ -120,67 +129,161 @@ struct start_at {
   }
 };
 
-}  // namespace detail
-
-/// Simulates `p` under a cost model whose `contention` is active (`simulate` calls it then).
+/// The next event of every unit in progress, earliest (then lowest slot) first; a slot's time
+/// moves when its rate changes (an indexed heap: one entry per unit, updated in place).
 template <time_type T>
-basic_timeline<T> simulate_contended(const program& p, const basic_cost_model<T>& c,
-                                     basic_sim_options<T> opt = {}) {
-  const semantics g(p, {.slot_barrier = opt.slot_barrier});
-  const contention_facts& facts = c.contention;
-  const model_desc& m = g.model();
-  detail::link_resources links;
-  links.ranks = g.ranks();
-  links.sites = c.site_ranks > 0 ? (g.ranks() + c.site_ranks - 1) / c.site_ranks : 1;
-  links.uplink_capacity = facts.uplink_ports;
-  const auto site_of = [&](int rank) { return c.site_ranks > 0 ? rank / c.site_ranks : 0; };
-  const auto rank_of = [&](std::uint32_t x) { return static_cast<int>(p.rank[g.op_of(x)]); };
-  const double compute_rate = 1.0 / (1.0 + facts.compute_slowdown);
-  const double comm_rate = 1.0 / (1.0 + facts.comm_slowdown);
+class slot_heap {
+ public:
+  bool empty() const noexcept { return heap_.empty(); }
+  std::uint32_t top() const noexcept { return heap_[0]; }
+  T top_at() const noexcept { return at_[heap_[0]]; }
+  void set(std::uint32_t s, T at) {
+    if (s >= pos_.size()) {
+      pos_.resize(s + 1, npos);
+      at_.resize(s + 1);
+    }
+    at_[s] = at;
+    if (pos_[s] == npos) {
+      pos_[s] = static_cast<std::uint32_t>(heap_.size());
+      heap_.push_back(s);
+    }
+    up(down(pos_[s]));
+  }
+  void erase(std::uint32_t s) {
+    const std::uint32_t i = pos_[s];
+    pos_[s] = npos;
+    const std::uint32_t last = heap_.back();
+    heap_.pop_back();
+    if (i == heap_.size()) return;
+    heap_[i] = last;
+    pos_[last] = i;
+    up(down(i));
+  }
 
-  readiness<> st(g);
+ private:
+  std::vector<std::uint32_t> heap_, pos_;
+  std::vector<T> at_;
+  bool before(std::uint32_t i, std::uint32_t j) const noexcept {
+    const std::uint32_t a = heap_[i], b = heap_[j];
+    return at_[a] < at_[b] || (at_[a] == at_[b] && a < b);
+  }
+  void swap_at(std::uint32_t i, std::uint32_t j) noexcept {
+    std::swap(heap_[i], heap_[j]);
+    pos_[heap_[i]] = i;
+    pos_[heap_[j]] = j;
+  }
+  std::uint32_t down(std::uint32_t i) noexcept {
+    const auto n = static_cast<std::uint32_t>(heap_.size());
+    for (;;) {
+      const std::uint32_t l = 2 * i + 1, r = l + 1;
+      std::uint32_t m = i;
+      if (l < n && before(l, m)) m = l;
+      if (r < n && before(r, m)) m = r;
+      if (m == i) return i;
+      swap_at(i, m);
+      i = m;
+    }
+  }
+  void up(std::uint32_t i) noexcept {
+    while (i > 0 && before(i, (i - 1) / 2)) {
+      swap_at(i, (i - 1) / 2);
+      i = (i - 1) / 2;
+    }
+  }
+};
 
-  struct events : detail::timed_events<T> {
-    const semantics* g = nullptr;
-    std::priority_queue<detail::start_at<T>, std::vector<detail::start_at<T>>, std::greater<>>
-        starts;
-    void ready(std::uint32_t u) { starts.push({this->ready_at(*g, u), u}); }
-  } ev;
-  ev.g = &g;
-  ev.arrive.assign(g.ops(), T{0});
-  ev.finish.assign(g.ops(), T{-1});
-  ev.latency = opt.event_latency;
-  buffer<T> start(g.ops(), T{-1});
-  buffer<std::uint8_t> done(g.ops(), 0);
-  std::uint32_t finished = 0;
+/// One run of the rate simulator. Rates are kept current incrementally: a unit's start, the end
+/// of its fixed part and its end change only the compute on its ranks (when their communication
+/// starts or stops), the communication on its ranks (when their compute does) and the flows that
+/// share a resource with it, directly or through other flows (its component of the link graph,
+/// whose fair shares are solved again). Each unit's next event sits in an indexed heap, moved
+/// when its rate changes.
+template <time_type T>
+class contended_run {
+ public:
+  contended_run(const program& p, const basic_cost_model<T>& c, basic_sim_options<T> opt)
+      : p_(p),
+        g_(p, {.slot_barrier = opt.slot_barrier}),
+        c_(c),
+        f_(c.contention),
+        st_(g_),
+        compute_rate_(1.0 / (1.0 + f_.compute_slowdown)),
+        comm_rate_(1.0 / (1.0 + f_.comm_slowdown)) {
+    links_.ranks = g_.ranks();
+    links_.sites = c.site_ranks > 0 ? (g_.ranks() + c.site_ranks - 1) / c.site_ranks : 1;
+    links_.uplink_capacity = f_.uplink_ports;
+    const auto R = static_cast<std::size_t>(g_.ranks());
+    compute_on_.resize(R);
+    comm_on_.resize(R);
+    flows_on_.resize(links_.size());
+    res_mark_.assign(links_.size(), 0);
+    ev_.g = &g_;
+    ev_.arrive.assign(g_.ops(), T{0});
+    ev_.finish.assign(g_.ops(), T{-1});
+    ev_.latency = opt.event_latency;
+    start_.assign(g_.ops(), T{-1});
+    done_.assign(g_.ops(), 0);
+  }
 
+  basic_timeline<T> run() {
+    st_.begin(ev_);
+    while (true) {
+      // At one time, ends first (what a unit frees is there for the units that start then),
+      // then the starts; then the clock moves to the next event.
+      if (!due_.empty() && !(now_ < due_.top_at())) {
+        const std::uint32_t slot = due_.top();
+        if (!slots_[slot].volume)
+          enter_volume(slot, now_);
+        else
+          end_unit(slot, now_);
+        continue;
+      }
+      if (!ev_.now.empty()) {
+        starting_.swap(ev_.now);
+        for (const std::uint32_t u : starting_) begin_unit(u, now_);
+        starting_.clear();
+        continue;
+      }
+      if (ev_.later.empty() && due_.empty()) break;
+      if (!ev_.later.empty() && (due_.empty() || ev_.later.top().at < due_.top_at())) {
+        ev_.clock = now_ = ev_.later.top().at;
+        while (!ev_.later.empty() && ev_.later.top().at == now_) {
+          ev_.now.push_back(ev_.later.top().unit);
+          ev_.later.pop();
+        }
+      } else {
+        ev_.clock = now_ = due_.top_at();
+      }
+    }
+    basic_timeline<T> t;
+    settle(g_, ev_, start_, done_, finished_, t);
+    return t;
+  }
+
+ private:
   // A unit in progress. While `exact`, its rate has been 1 throughout and it ends at
   // `plain_end` (start plus its span, as the plain simulator says); after its first other rate,
   // it drains `fixed_left` with time and `work_left` at `rate` from `anchor`.
   struct running {
-    std::uint32_t unit;
+    std::uint32_t unit = 0;
+    std::uint32_t mark = 0;  ///< the last component search that found it
     bool comm = false, volume = true, exact = true;
     int ranks[2] = {-1, -1};
-    detail::flow_path path;
-    T begin{0}, plain_end{0}, fixed_end{0};
+    flow_path path;
+    T plain_end{0}, fixed_end{0};
     T anchor{0}, fixed_left{0}, work_left{0};
-    double rate = 1;
+    double rate = 1, share = 1;
 
     T next_event() const {
       if (!volume) return exact ? fixed_end : anchor + fixed_left;
       return exact ? plain_end : anchor + work_left / rate;
     }
-    void set_rate(double r, T now) {
-      if (r == rate) return;
+    bool set_rate(double r, T now) {
+      if (r == rate) return false;
       if (exact) {
         exact = false;
-        if (!volume) {
-          fixed_left = fixed_end - now;
-          work_left = plain_end - fixed_end;
-        } else {
-          fixed_left = T{0};
-          work_left = plain_end - now;
-        }
+        fixed_left = volume ? T{0} : fixed_end - now;
+        work_left = volume ? plain_end - now : plain_end - fixed_end;
       } else if (!volume) {
         fixed_left -= now - anchor;
       } else {
@@ -188,132 +291,266 @@ basic_timeline<T> simulate_contended(const program& p, const basic_cost_model<T>
       }
       anchor = now;
       rate = r;
-    }
-  };
-  std::vector<running> active;
-  std::vector<int> comm_on(static_cast<std::size_t>(g.ranks()), 0),
-      compute_on(static_cast<std::size_t>(g.ranks()), 0);
-  std::vector<detail::flow_path> paths;
-  std::vector<double> rates;
-  std::vector<std::size_t> flow_of;
-  std::vector<double> share;
-  detail::fair_share solver;
-
-  const auto rerate = [&](T now) {
-    paths.clear();
-    flow_of.clear();
-    if (facts.shared_links)
-      for (std::size_t i = 0; i < active.size(); ++i)
-        if (active[i].comm && active[i].volume && active[i].path.n > 0) {
-          paths.push_back(active[i].path);
-          flow_of.push_back(i);
-        }
-    solver.solve(links, paths, share);
-    rates.assign(active.size(), 1.0);
-    for (std::size_t f = 0; f < flow_of.size(); ++f) rates[flow_of[f]] = share[f];
-    for (std::size_t i = 0; i < active.size(); ++i) {
-      running& a = active[i];
-      bool slowed = false;
-      for (const int r : a.ranks)
-        if (r >= 0)
-          slowed = slowed || (a.comm ? compute_on[static_cast<std::size_t>(r)] > 0
-                                     : comm_on[static_cast<std::size_t>(r)] > 0);
-      if (slowed) rates[i] *= a.comm ? comm_rate : compute_rate;
-      a.set_rate(rates[i], now);
+      return true;
     }
   };
 
-  const auto begin_unit = [&](std::uint32_t u, T now) {
-    running a;
-    a.unit = u;
-    a.begin = now;
-    const T span = span_of(g, c, ev.arrive, u);
-    a.plain_end = now + span;
-    const unit_kind uk = g.kind_of(u);
-    int n = 0;
-    std::uint32_t send = npos, recv = npos, lead = npos;
-    g.each_member(u, [&](std::uint32_t x) {
-      const op& o = g.at(x);
-      a.comm = a.comm || stream_of(o.k) == stream_class::comm;
-      if (lead == npos) lead = x;
-      if (o.k == kind::send) send = x;
-      if (o.k == kind::recv) recv = x;
-      const int r = rank_of(x);
-      if (n < 2 && (n == 0 || a.ranks[0] != r)) a.ranks[n++] = r;
-    });
-    if (uk == unit_kind::pair) a.comm = false;
-    if (a.comm) {
-      // Its fixed part: the rendezvous wait (span beyond cost) and the link latency.
-      const op& o = g.at(recv != npos ? recv : lead);
-      const T fixed = (span - cost_of(g, c, u)) + c.fixed_of(o, m);
-      a.fixed_end = now + fixed;
-      a.volume = !(fixed > T{0});
-      if (send != npos && recv != npos) {
-        const int from = rank_of(send), to = rank_of(recv);
-        a.path.add(links.port(from, facts.p2p, false));
-        a.path.add(links.port(to, facts.p2p, true));
-        if (links.uplink_capacity > 0 && site_of(from) != site_of(to))
-          a.path.add(links.uplink(site_of(from), site_of(to)));
-      } else {
-        const link_class cls = is_collective(o.k) ? facts.collectives
-                               : is_p2p(o.k)      ? facts.p2p
-                                                  : facts.a2a;
-        a.path.add(links.port(a.ranks[0], cls, false));
-        a.path.add(links.port(a.ranks[0], cls, true));
-      }
+  // Units that become ready: at the current time (`now`, the common case: nothing delays an
+  // op after its last producer ends but an event latency), or later.
+  struct events : timed_events<T> {
+    const semantics* g = nullptr;
+    T clock{0};
+    std::vector<std::uint32_t> now;
+    std::priority_queue<start_at<T>, std::vector<start_at<T>>, std::greater<>> later;
+    void ready(std::uint32_t u) {
+      const T at = this->ready_at(*g, u);
+      if (at > clock)
+        later.push({at, u});
+      else
+        now.push_back(u);
     }
-    for (const int r : a.ranks)
-      if (r >= 0) ++(a.comm ? comm_on : compute_on)[static_cast<std::size_t>(r)];
-    g.each_member(u, [&](std::uint32_t x) { start[x] = now; });
-    active.push_back(std::move(a));
   };
 
-  st.begin(ev);
-  constexpr double never = std::numeric_limits<double>::infinity();
-  while (!ev.starts.empty() || !active.empty()) {
-    std::size_t next = active.size();
-    T t_active = T{never};
-    for (std::size_t i = 0; i < active.size(); ++i)
-      if (const T t = active[i].next_event(); next == active.size() || t < t_active) {
-        t_active = t;
-        next = i;
-      }
-    if (!ev.starts.empty() && (next == active.size() || ev.starts.top().at < t_active)) {
-      const T now = ev.starts.top().at;
-      while (!ev.starts.empty() && ev.starts.top().at == now) {
-        begin_unit(ev.starts.top().unit, now);
-        ev.starts.pop();
-      }
-      rerate(now);
-      continue;
-    }
-    running& a = active[next];
-    const T now = t_active;
-    if (!a.volume) {  // its latency has passed: its volume starts to flow
-      a.volume = true;
-      if (!a.exact) {
-        a.fixed_left = T{0};
-        a.anchor = now;
-      }
-      rerate(now);
-      continue;
-    }
-    const std::uint32_t u = a.unit;
-    for (const int r : a.ranks)
-      if (r >= 0) --(a.comm ? comm_on : compute_on)[static_cast<std::size_t>(r)];
-    active[next] = std::move(active.back());
-    active.pop_back();
-    g.each_member(u, [&](std::uint32_t x) {
-      ev.finish[x] = now;
-      done[x] = 1;
-    });
-    finished += g.member_count(u);
-    st.complete_unit(u, ev);
-    rerate(now);
+  const program& p_;
+  const semantics g_;
+  const basic_cost_model<T>& c_;
+  const contention_facts& f_;
+  link_resources links_;
+  readiness<> st_;
+  events ev_;
+  buffer<T> start_;
+  buffer<std::uint8_t> done_;
+  std::uint32_t finished_ = 0;
+  double compute_rate_, comm_rate_;
+  T now_{0};
+  std::vector<std::uint32_t> starting_;
+
+  std::vector<running> slots_;
+  std::vector<std::uint32_t> free_;
+  slot_heap<T> due_;
+  std::vector<std::vector<std::uint32_t>> compute_on_, comm_on_;  // per rank: slots
+  std::vector<std::vector<std::uint32_t>> flows_on_;              // per resource: slots
+  // A component's scratch: resources and flows found, marks by epoch.
+  std::vector<std::uint32_t> res_mark_, comp_res_, comp_flows_;
+  std::uint32_t epoch_ = 0;
+  std::vector<double> capacity_, share_;
+  std::vector<flow_path> local_paths_;
+  fair_share solver_;
+
+  void schedule(std::uint32_t slot) {
+    running& a = slots_[slot];
+    due_.set(slot, a.next_event());
   }
-  basic_timeline<T> t;
-  detail::settle(g, ev, start, done, finished, t);
-  return t;
+  int rank_of(std::uint32_t x) const { return static_cast<int>(p_.rank[g_.op_of(x)]); }
+  int site_of(int rank) const { return c_.site_ranks > 0 ? rank / c_.site_ranks : 0; }
+  static void drop(std::vector<std::uint32_t>& v, std::uint32_t x) {
+    for (std::uint32_t& y : v)
+      if (y == x) {
+        y = v.back();
+        v.pop_back();
+        return;
+      }
+  }
+  // The interference on a unit: compute while its ranks communicate, communication while they
+  // compute.
+  double interference(const running& a) const {
+    for (const int r : a.ranks)
+      if (r >= 0 && !(a.comm ? compute_on_ : comm_on_)[static_cast<std::size_t>(r)].empty())
+        return a.comm ? comm_rate_ : compute_rate_;
+    return 1.0;
+  }
+  void rerate(std::uint32_t slot, T now) {
+    running& a = slots_[slot];
+    if (a.set_rate(a.share * interference(a), now)) schedule(slot);
+  }
+  // Units on rank r whose interference may have changed: its compute when communication there
+  // started or stopped (`comm` true), its communication when compute did.
+  void rerate_rank(int r, bool comm, T now) {
+    if ((comm ? f_.compute_slowdown : f_.comm_slowdown) <= 0) return;
+    for (const std::uint32_t s : (comm ? compute_on_ : comm_on_)[static_cast<std::size_t>(r)])
+      rerate(s, now);
+  }
+  void join(std::uint32_t slot, int sign, T now);
+  void rebalance(const flow_path& from, T now);
+  void begin_unit(std::uint32_t u, T now);
+  void enter_volume(std::uint32_t slot, T now);
+  void end_unit(std::uint32_t slot, T now);
+};
+
+// A unit joins (sign 1) or leaves (-1) its ranks' lists; where a list turns empty or non-empty,
+// the other class's units there change rate.
+template <time_type T>
+void contended_run<T>::join(std::uint32_t slot, int sign, T now) {
+  const running& a = slots_[slot];
+  for (const int r : a.ranks) {
+    if (r < 0) continue;
+    auto& list = (a.comm ? comm_on_ : compute_on_)[static_cast<std::size_t>(r)];
+    const bool was = !list.empty();
+    if (sign > 0)
+      list.push_back(slot);
+    else
+      drop(list, slot);
+    if (was != !list.empty()) rerate_rank(r, a.comm, now);
+  }
+}
+
+// Solves the fair shares of the component of the link graph that holds `from`'s resources again.
+template <time_type T>
+void contended_run<T>::rebalance(const flow_path& from, T now) {
+  if (!f_.shared_links) return;
+  // The common case: a flow alone on its resources, or none left on them.
+  std::size_t most = 0;
+  bool narrow = false;
+  for (const std::uint32_t r : from) {
+    most = std::max(most, flows_on_[r].size());
+    narrow = narrow || links_.capacity(r) < 1;
+  }
+  if (most == 0) return;
+  if (most == 1 && !narrow) {
+    const std::uint32_t only = flows_on_[from.res[0]].empty() ? npos : flows_on_[from.res[0]][0];
+    bool alone = only != npos;
+    for (const std::uint32_t r : from)
+      alone = alone && flows_on_[r].size() == 1 && flows_on_[r][0] == only;
+    if (alone) {
+      slots_[only].share = 1;
+      return rerate(only, now);
+    }
+  }
+  ++epoch_;
+  comp_res_.clear();
+  comp_flows_.clear();
+  const auto visit = [&](std::uint32_t r) {
+    if (res_mark_[r] == epoch_) return;
+    res_mark_[r] = epoch_;
+    comp_res_.push_back(r);
+  };
+  for (const std::uint32_t r : from) visit(r);
+  for (std::size_t i = 0; i < comp_res_.size(); ++i)
+    for (const std::uint32_t s : flows_on_[comp_res_[i]]) {
+      running& a = slots_[s];
+      if (a.mark == epoch_) continue;
+      a.mark = epoch_;
+      comp_flows_.push_back(s);
+      for (const std::uint32_t r : a.path) visit(r);
+    }
+  capacity_.resize(comp_res_.size());
+  for (std::size_t i = 0; i < comp_res_.size(); ++i) capacity_[i] = links_.capacity(comp_res_[i]);
+  local_paths_.clear();
+  for (const std::uint32_t s : comp_flows_) {
+    flow_path local;
+    for (const std::uint32_t r : slots_[s].path)
+      for (std::uint32_t i = 0; i < comp_res_.size(); ++i)
+        if (comp_res_[i] == r) local.add(i);
+    local_paths_.push_back(local);
+  }
+  solver_.solve(capacity_, local_paths_, share_);
+  for (std::size_t i = 0; i < comp_flows_.size(); ++i) {
+    slots_[comp_flows_[i]].share = share_[i];
+    rerate(comp_flows_[i], now);
+  }
+}
+
+template <time_type T>
+void contended_run<T>::begin_unit(std::uint32_t u, T now) {
+  std::uint32_t slot;
+  if (free_.empty()) {
+    slot = static_cast<std::uint32_t>(slots_.size());
+    slots_.emplace_back();
+  } else {
+    slot = free_.back();
+    free_.pop_back();
+  }
+  running& a = slots_[slot];
+  const std::uint32_t mark = a.mark;
+  a = running{};
+  a.mark = mark;
+  a.unit = u;
+  const unit_kind uk = g_.kind_of(u);
+  const T cost = cost_of(g_, c_, u);
+  const T span = uk == unit_kind::transfer ? span_of(g_, c_, ev_.arrive, u) : cost;
+  a.plain_end = now + span;
+  int n = 0;
+  std::uint32_t send = npos, recv = npos, lead = npos;
+  g_.each_member(u, [&](std::uint32_t x) {
+    const op& o = g_.at(x);
+    a.comm = a.comm || stream_of(o.k) == stream_class::comm;
+    if (lead == npos) lead = x;
+    if (o.k == kind::send) send = x;
+    if (o.k == kind::recv) recv = x;
+    const int r = rank_of(x);
+    if (n < 2 && (n == 0 || a.ranks[0] != r)) a.ranks[n++] = r;
+    start_[x] = now;
+  });
+  if (uk == unit_kind::pair) a.comm = false;
+  if (a.comm) {
+    // Its fixed part: the rendezvous wait (span beyond cost) and the link latency.
+    const op& o = g_.at(recv != npos ? recv : lead);
+    const T fixed = (span - cost) + c_.fixed_of(o, g_.model());
+    a.fixed_end = now + fixed;
+    a.volume = !(fixed > T{0});
+    if (send != npos && recv != npos) {
+      const int from = rank_of(send), to = rank_of(recv);
+      a.path.add(links_.port(from, f_.p2p, false));
+      a.path.add(links_.port(to, f_.p2p, true));
+      if (links_.uplink_capacity > 0 && site_of(from) != site_of(to))
+        a.path.add(links_.uplink(site_of(from), site_of(to)));
+    } else {
+      const link_class cls = is_collective(o.k) ? f_.collectives : is_p2p(o.k) ? f_.p2p : f_.a2a;
+      a.path.add(links_.port(a.ranks[0], cls, false));
+      a.path.add(links_.port(a.ranks[0], cls, true));
+    }
+  }
+  schedule(slot);
+  join(slot, 1, now);
+  rerate(slot, now);
+  if (a.comm && a.volume && f_.shared_links) {
+    for (const std::uint32_t r : a.path) flows_on_[r].push_back(slot);
+    rebalance(a.path, now);
+  }
+}
+
+template <time_type T>
+void contended_run<T>::enter_volume(std::uint32_t slot, T now) {
+  running& a = slots_[slot];
+  a.volume = true;
+  if (!a.exact) {
+    a.fixed_left = T{0};
+    a.anchor = now;
+  }
+  schedule(slot);
+  if (f_.shared_links) {
+    for (const std::uint32_t r : a.path) flows_on_[r].push_back(slot);
+    rebalance(a.path, now);
+  }
+}
+
+template <time_type T>
+void contended_run<T>::end_unit(std::uint32_t slot, T now) {
+  running& a = slots_[slot];
+  due_.erase(slot);
+  free_.push_back(slot);
+  const std::uint32_t u = a.unit;
+  const flow_path path = a.path;
+  const bool flow = a.comm && f_.shared_links;
+  if (flow)
+    for (const std::uint32_t r : path) drop(flows_on_[r], slot);
+  join(slot, -1, now);
+  g_.each_member(u, [&](std::uint32_t x) {
+    ev_.finish[x] = now;
+    done_[x] = 1;
+  });
+  finished_ += g_.member_count(u);
+  st_.complete_unit(u, ev_);
+  if (flow) rebalance(path, now);
+}
+
+}  // namespace detail
+
+/// Simulates `p` under a cost model whose `contention` is active (`simulate` calls it then).
+template <time_type T>
+basic_timeline<T> simulate_contended(const program& p, const basic_cost_model<T>& c,
+                                     basic_sim_options<T> opt = {}) {
+  return detail::contended_run<T>(p, c, opt).run();
 }
 
 }  // namespace weft
