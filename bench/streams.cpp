@@ -9,9 +9,13 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <fstream>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
+#include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -87,15 +91,17 @@ void streams_chain(benchmark::State& state) {
 
 /// One rank, forward only, `chain` layers of one block each: layer l needs layer l-1. Blocks of
 /// 100 layers alternate between compute lanes 0 and 1, as `streams_chain` alternates streams.
-const weft::program& chain_program() {
-  static const weft::program p = [] {
-    weft::schedule s(weft::model_desc{.ranks = 1, .micro = 1, .layers = chain, .backward = false});
+const weft::program& chain_program(int length = chain) {
+  static std::map<int, weft::program> programs;
+  auto it = programs.find(length);
+  if (it == programs.end()) {
+    weft::schedule s(weft::model_desc{.ranks = 1, .micro = 1, .layers = length, .backward = false});
     s.add_rank();
-    for (int l = 0; l < chain; ++l)
+    for (int l = 0; l < length; ++l)
       s.add_slot(weft::make_op(weft::kind::block, weft::phase::F, 0, 0, l, 0, l / 100 % 2));
-    return weft::lower(s);
-  }();
-  return p;
+    it = programs.emplace(length, weft::lower(s)).first;
+  }
+  return it->second;
 }
 
 struct empty_kernels {
@@ -115,10 +121,11 @@ weft::exec::run_options chain_options() {
 void runner_chain(benchmark::State& state) {
   std::int64_t sink = 0;
   empty_kernels k{&sink};
-  weft::exec::runner r(chain_program(), 1, chain_options());
+  const auto length = static_cast<int>(state.range(0));
+  weft::exec::runner r(chain_program(length), 1, chain_options());
   for (auto _ : state) r.run(k);
   benchmark::DoNotOptimize(sink);
-  state.SetItemsProcessed(state.iterations() * chain);
+  state.SetItemsProcessed(state.iterations() * length);
 }
 
 /// `run_program`: a runner built for one run (semantics, threads, streams), per op.
@@ -220,7 +227,8 @@ void tbb_chain(benchmark::State& state) {
   std::int64_t value = 0;
   tbb::flow::graph g;
   std::vector<std::unique_ptr<tbb::flow::continue_node<tbb::flow::continue_msg>>> nodes;
-  for (int i = 0; i < chain; ++i) {
+  const auto length = static_cast<int>(state.range(0));
+  for (int i = 0; i < length; ++i) {
     nodes.push_back(std::make_unique<tbb::flow::continue_node<tbb::flow::continue_msg>>(
         g, [&value](const tbb::flow::continue_msg&) { ++value; }));
     if (i) tbb::flow::make_edge(*nodes[static_cast<std::size_t>(i - 1)], *nodes.back());
@@ -230,9 +238,16 @@ void tbb_chain(benchmark::State& state) {
     g.wait_for_all();
   }
   benchmark::DoNotOptimize(value);
-  state.SetItemsProcessed(state.iterations() * chain);
+  state.SetItemsProcessed(state.iterations() * length);
 }
-BENCHMARK(tbb_chain)->Unit(benchmark::kMicrosecond)->UseRealTime();
+// Chains of 1,000, 10,000 and 50,000 ops: the slope is the per-op cost, the intercept what a
+// run costs whatever its length (waking threads, setting up, collecting the timeline).
+BENCHMARK(tbb_chain)
+    ->Arg(1000)
+    ->Arg(chain)
+    ->Arg(50000)
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
 #endif
 
 }  // namespace
@@ -242,7 +257,12 @@ BENCHMARK(condvar_launch)->Unit(benchmark::kMicrosecond)->UseRealTime();
 BENCHMARK(streams_handoff)->Unit(benchmark::kMicrosecond)->UseRealTime();
 BENCHMARK(condvar_handoff)->Unit(benchmark::kMicrosecond)->UseRealTime();
 BENCHMARK(streams_chain)->Unit(benchmark::kMicrosecond)->UseRealTime();
-BENCHMARK(runner_chain)->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK(runner_chain)
+    ->Arg(1000)
+    ->Arg(chain)
+    ->Arg(50000)
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
 BENCHMARK(runner_chain_once)->Unit(benchmark::kMicrosecond)->UseRealTime();
 
 // How long a 150 us modelled delay really takes: the timer fires an event, a comm stream waiting
@@ -272,4 +292,47 @@ void timer_150us_host(benchmark::State& state) {
 }
 BENCHMARK(timer_150us_host)->Unit(benchmark::kMicrosecond)->UseRealTime();
 
-BENCHMARK_MAIN();
+// --- what decides the per-op figures ---------------------------------------------------------
+
+namespace {
+
+/// One reading of each clock: the runner reads its clock once per op of a chain.
+void steady_clock_read(benchmark::State& state) {
+  for (auto _ : state) benchmark::DoNotOptimize(std::chrono::steady_clock::now());
+}
+BENCHMARK(steady_clock_read);
+void cycle_clock_read(benchmark::State& state) {
+  for (auto _ : state) benchmark::DoNotOptimize(weft::rt::cycle_clock::now());
+}
+BENCHMARK(cycle_clock_read);
+
+std::string first_line_of(const char* path, std::string_view prefix = {}) {
+  std::ifstream in(path);
+  for (std::string line; std::getline(in, line);)
+    if (line.compare(0, prefix.size(), prefix) == 0) {
+      const auto colon = prefix.empty() ? std::string::npos : line.find(':');
+      return colon == std::string::npos ? line
+                                        : line.substr(line.find_first_not_of(" \t", colon + 1));
+    }
+  return "unknown";
+}
+
+}  // namespace
+
+// The machine's facts beside the results: the clock source the kernel uses, whether the
+// processor's time-stamp counter is invariant, which clock the runner reads, the cores.
+int main(int argc, char** argv) {
+  benchmark::AddCustomContext("cpu", first_line_of("/proc/cpuinfo", "model name"));
+  benchmark::AddCustomContext(
+      "clocksource",
+      first_line_of("/sys/devices/system/clocksource/clocksource0/current_clocksource"));
+  benchmark::AddCustomContext("invariant_tsc",
+                              weft::rt::cycle_clock::invariant_tsc() ? "yes" : "no");
+  benchmark::AddCustomContext("runner_clock", weft::rt::cycle_clock::name());
+  benchmark::AddCustomContext("cores", std::to_string(std::thread::hardware_concurrency()));
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

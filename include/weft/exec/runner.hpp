@@ -301,6 +301,9 @@ class runner {
   std::vector<ticks> started_, finished_, ready_;
   std::vector<const void*> ran_on_;
   std::vector<std::uint8_t> followed_;  ///< ran as a follow-on, in the task of the one before
+  /// What a run measured, in seconds (and, in a world, what it gathers): kept across runs, so a
+  /// large program does not map fresh pages every step.
+  std::vector<double> measured_;
 
   std::string name_rank(int wr) const {
     std::string s = "rank " + std::to_string(wr);

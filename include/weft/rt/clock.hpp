@@ -3,12 +3,14 @@
 // behind the vDSO), more than the rest of an op's bookkeeping. Where the processor has an
 // invariant time-stamp counter (x86-64 with the constant-rate, non-stop TSC), `cycle_clock` reads
 // it instead and converts ticks to seconds by the rate steady_clock shows between the process's
-// first reading and the latest: the longer the process runs, the more exact the rate. Elsewhere
-// it is steady_clock itself.
+// first reading and the latest: the longer the process runs, the more exact the rate. Elsewhere,
+// or with WEFT_CLOCK=steady in the environment, it is steady_clock itself.
 #pragma once
 
 #include <chrono>
 #include <cstdint>
+#include <cstdlib>
+#include <string_view>
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <cpuid.h>
@@ -49,8 +51,19 @@ class cycle_clock {
     }
   }
 
-  /// Is the time-stamp counter in use?
+  /// Is the time-stamp counter in use? Where the processor has an invariant one
+  /// (`invariant_tsc`), unless the environment says `WEFT_CLOCK=steady`: to compare the two, or
+  /// where reading the counter is slow (a hypervisor that traps it).
   static bool tsc() noexcept {
+    static const bool use = [] {
+      const char* choice = std::getenv("WEFT_CLOCK");
+      return invariant_tsc() && !(choice && std::string_view(choice) == "steady");
+    }();
+    return use;
+  }
+
+  /// Does the processor say its time-stamp counter runs at a constant rate in every power state?
+  static bool invariant_tsc() noexcept {
 #if WEFT_RT_HAVE_TSC
     static const bool invariant = [] {
       unsigned a = 0, b = 0, c = 0, d = 0;
@@ -62,6 +75,9 @@ class cycle_clock {
     return false;
 #endif
   }
+
+  /// The clock in use, by name: "tsc" or "steady_clock".
+  static const char* name() noexcept { return tsc() ? "tsc" : "steady_clock"; }
 
  private:
   struct origin {

@@ -344,7 +344,8 @@ WEFT_DECL timeline runner::run_bound(const detail::bound_model& model, run_measu
   };
   // What each op copy's rank measured, then (a world of processes) every rank's: started,
   // finished, and the runtime's gaps (sum and count of each kind).
-  std::vector<double> mine(2 * std::size_t{N} + 6, inf);
+  std::vector<double>& mine = measured_;
+  mine.assign(2 * std::size_t{N} + 6, inf);
   double* const start_s = mine.data();
   double* const finish_s = start_s + N;
   for (std::uint32_t x = 0; x < N; ++x) {
@@ -355,11 +356,14 @@ WEFT_DECL timeline runner::run_bound(const detail::bound_model& model, run_measu
   // previous one finished, the time between them is the runtime's own cost per unit (a
   // follow-on costs nothing of the kind: it starts as the unit before it completes); where the
   // worker had finished before the unit was ready, the time from ready to start is its wake-up.
+  // Only when asked for (or a world gathers every rank's): a sort of every unit, which a run
+  // that only wants its timeline should not pay for.
   double* const gaps = finish_s + N;  // gap sum, gap count, wake sum, wake count
   std::fill(gaps, gaps + 4, 0.0);
   std::vector<std::uint32_t> units;
-  for (std::uint32_t x = 0; x < N; ++x)
-    if (ran_on[x] != nullptr) units.push_back(x);
+  if (measures || opt_.comm)
+    for (std::uint32_t x = 0; x < N; ++x)
+      if (ran_on[x] != nullptr) units.push_back(x);
   std::sort(units.begin(), units.end(), [&](std::uint32_t a, std::uint32_t b) {
     return ran_on[a] != ran_on[b] ? std::less<const void*>()(ran_on[a], ran_on[b])
                                   : started_at[a] < started_at[b];
