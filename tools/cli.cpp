@@ -153,7 +153,26 @@ void pipeline_options(CLI::App& sub, request& q, bool one_schedule, bool scenari
                "the logging all-reduce awaited only at the end of the step");
 }
 
-void cost_options(CLI::App& sub, request& q, std::string& cost_text) {
+/// --contention links=1,compute=0.189,comm=0,uplink=4,a2a=inter,p2p=inter,collectives=intra
+weft::contention_facts parse_contention(const std::string& text) {
+  key_values kv(text, "--contention");
+  weft::contention_facts f;
+  f.shared_links = kv.whole("links", 0, 0, 1) == 1;
+  f.compute_slowdown = kv.number("compute", 0, 0, 10);
+  f.comm_slowdown = kv.number("comm", 0, 0, 10);
+  f.uplink_ports = kv.number("uplink", 0, 0, 1e6);
+  const auto cls = [&](std::string_view key, weft::link_class fallback) {
+    return static_cast<weft::link_class>(
+        kv.choice(key, static_cast<int>(fallback), {"intra", "inter"}));
+  };
+  f.a2a = cls("a2a", f.a2a);
+  f.p2p = cls("p2p", f.p2p);
+  f.collectives = cls("collectives", f.collectives);
+  kv.finish("links, compute, comm, uplink, a2a, p2p, collectives");
+  return f;
+}
+
+void cost_options(CLI::App& sub, request& q, std::string& cost_text, std::string& contention_text) {
   auto* cost = sub.add_option(
       "--cost", cost_text,
       "a rank's share of the model: F forward, B full backward, W its dW part, FB an overlapped F "
@@ -166,6 +185,11 @@ void cost_options(CLI::App& sub, request& q, std::string& cost_text) {
       ->check(CLI::IsMember({"deepseek-v3", "ampipe-16p", "llama2-70b-xdc"}))
       ->excludes(cost);
   sub.add_flag("--barrier", q.barrier, "each rank waits for a slot before the next");
+  sub.add_option("--contention", contention_text,
+                 "what overlap costs (docs/metrics.md): links=1 shares links max-min fairly, "
+                 "compute=X slows compute by 1+X while its device communicates (0.189: arXiv "
+                 "2507.03114's average), comm=X the reverse, uplink=N a site uplink N ports "
+                 "wide, a2a/p2p/collectives=intra|inter their link class (default: none)");
 }
 
 void output_options(CLI::App& sub, request& q, bool pictures) {
@@ -328,7 +352,7 @@ parsed parse(int argc, const char* const* argv) {
   app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::Throw);
   app.footer("Exit codes: 0 done (legal), 1 illegal, 2 bad input. Each subcommand has --help.");
 
-  std::string cost_text;
+  std::string cost_text, contention_text;
   auto* generate = app.add_subcommand("generate", "print a schedule");
   pipeline_options(*generate, q, true);
   generate
@@ -351,7 +375,7 @@ parsed parse(int argc, const char* const* argv) {
   auto* simulate = app.add_subcommand(
       "simulate", "run a schedule over simulated time: makespan, bubble, exposed communication");
   pipeline_options(*simulate, q, true, true);
-  cost_options(*simulate, q, cost_text);
+  cost_options(*simulate, q, cost_text, contention_text);
   simulate->add_option("--delay-model", q.delay,
                        "with --preset llama2-70b-xdc, the link between the data centres: "
                        "cross-dc[:KM[:RATIO]] (default the seed's 960 km, ratio 128), or "
@@ -360,7 +384,7 @@ parsed parse(int argc, const char* const* argv) {
 
   auto* compare = app.add_subcommand("compare", "simulate several schedules side by side");
   pipeline_options(*compare, q, false);
-  cost_options(*compare, q, cost_text);
+  cost_options(*compare, q, cost_text, contention_text);
   output_options(*compare, q, false);
 
   auto* run = app.add_subcommand(
@@ -548,6 +572,7 @@ parsed parse(int argc, const char* const* argv) {
     app.parse(argc, argv);
     for (const CLI::App* sub : app.get_subcommands()) q.command = sub->get_name();
     if (!cost_text.empty()) q.cost = parse_costs(cost_text);
+    if (!contention_text.empty()) q.contention = parse_contention(contention_text);
     if (q.command == "search" && search_chunks->count() == 0)
       q.chunks = q.placement == "vee" ? 2 : 1;
     parse_delay(q);

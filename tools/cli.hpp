@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include <weft/sim/cost.hpp>
+
 namespace weft::cli {
 
 /// Exit codes: 0 done (legal, generated, simulated), 1 illegal, 2 bad input.
@@ -53,7 +55,8 @@ struct request {
 
   // simulate, compare
   costs cost;
-  std::string preset;  ///< "", deepseek-v3, ampipe-16p or llama2-70b-xdc
+  weft::contention_facts contention;  ///< --contention
+  std::string preset;                 ///< "", deepseek-v3, ampipe-16p or llama2-70b-xdc
   bool barrier = false;
 
   // run

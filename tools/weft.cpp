@@ -72,10 +72,14 @@ weft::xdc_facts weft::cli::xdc_facts_of(const request& q) {
 }
 
 weft::unit_cost_model weft::cli::unit_costs(const request& q) {
-  if (q.preset == "deepseek-v3") return weft::unit_cost_model::deepseek_v3_like();
   const weft::cli::costs& c = q.cost;
-  return weft::unit_cost_model::pipeline(
-      {.F = c.F, .B = c.B, .W = c.W, .FB = c.FB, .P2P = c.P2P, .A2A = c.A2A});
+  weft::unit_cost_model m =
+      q.preset == "deepseek-v3"
+          ? weft::unit_cost_model::deepseek_v3_like()
+          : weft::unit_cost_model::pipeline(
+                {.F = c.F, .B = c.B, .W = c.W, .FB = c.FB, .P2P = c.P2P, .A2A = c.A2A});
+  m.contention = q.contention;
+  return m;
 }
 
 namespace {
@@ -299,7 +303,8 @@ int verify_command(const request& q) {
 /// take, and the fastest.
 int ampipe_command(const request& q) {
   const weft::moe_mesh_facts f;
-  const weft::cost_model cost = weft::ampipe_cost_model(f);
+  weft::cost_model cost = weft::ampipe_cost_model(f);
+  cost.contention = q.contention;
   struct result {
     weft::ampipe_layout layout;
     weft::program prog;
@@ -373,7 +378,8 @@ int ampipe_command(const request& q) {
 /// beside Megatron's baseline on the same links.
 int xdc_command(const request& q) {
   const weft::xdc_facts f = weft::cli::xdc_facts_of(q);
-  const weft::cost_model cost = weft::xdc_cost_model(f);
+  weft::cost_model cost = weft::xdc_cost_model(f);
+  cost.contention = q.contention;
   weft::p2p_options switches = weft::cli::p2p_of(q);
   const weft::program prog = weft::lower(weft::xdc_schedule(f, switches));
   const weft::timeline time = weft::simulate(prog, cost);

@@ -6,6 +6,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstddef>
+#include <initializer_list>
 #include <string>
 #include <string_view>
 #include <system_error>
@@ -63,6 +64,20 @@ class key_values {
       fail(std::string(key) + " needs a whole number in [" + std::to_string(lo) + ", " +
            std::to_string(hi) + "], got '" + t + "'");
     return v;
+  }
+
+  /// The value of `key`, one of `choices` (its index), or `fallback` when absent.
+  int choice(std::string_view key, int fallback, std::initializer_list<std::string_view> choices) {
+    entry* e = find(key);
+    if (!e) return fallback;
+    e->used = true;
+    int i = 0;
+    std::string list;
+    for (const std::string_view c : choices) {
+      if (e->value == c) return i;
+      list += (i++ ? "|" : "") + std::string(c);
+    }
+    fail(std::string(key) + " is one of " + list + ", not '" + e->value + "'");
   }
 
   /// Throws for the first key no getter asked for; `known` lists the ones there are.
