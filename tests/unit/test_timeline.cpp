@@ -2,10 +2,13 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <charconv>
+#include <cmath>
 #include <nlohmann/json.hpp>
 #include <pugixml.hpp>
 #include <sstream>
 #include <string>
+#include <system_error>
 #include <vector>
 
 #include <weft/generators/dualpipe.hpp>
@@ -105,12 +108,47 @@ TEST_CASE("SVG timeline: a rectangle per op, placed by its start and length") {
     ++ops;
   }
   CHECK(ops == static_cast<int>(s.prog.size()));
-  // The axis ends at the makespan, in milliseconds (tens of them), and says so.
+  // The axis in milliseconds, said once at its end, with round ticks: 0, then a step of 1, 2,
+  // 2.5 or 5 times a power of ten, at least four of them, the last within the makespan.
   std::vector<std::string> texts;
   for (const pugi::xml_node t : svg.children("text")) texts.emplace_back(t.child_value());
   REQUIRE(texts.size() >= 2);
   CHECK(texts.back() == "ms");
-  CHECK(std::stod(texts[texts.size() - 2]) == doctest::Approx(s.time.makespan.count() * 1e3));
+  CHECK(std::count(texts.begin(), texts.end(), "ms") == 1);
+  std::vector<double> ticks;
+  for (std::size_t k = texts.size() - 1; k-- > 0;) {
+    double v = 0;
+    const auto [end, ec] = std::from_chars(texts[k].data(), texts[k].data() + texts[k].size(), v);
+    if (ec != std::errc{} || end != texts[k].data() + texts[k].size()) break;
+    ticks.insert(ticks.begin(), v);
+  }
+  REQUIRE(ticks.size() >= 5);
+  CHECK(ticks.front() == 0);
+  const double step = ticks[1];
+  const double decade = std::pow(10.0, std::floor(std::log10(step)));
+  const double mantissa = step / decade;
+  CHECK((mantissa == doctest::Approx(1) || mantissa == doctest::Approx(2) ||
+         mantissa == doctest::Approx(2.5) || mantissa == doctest::Approx(5)));
+  for (std::size_t k = 0; k < ticks.size(); ++k) CHECK(ticks[k] == doctest::Approx(k * step));
+  CHECK(ticks.back() <= s.time.makespan.count() * 1e3);
+  CHECK(ticks.back() + step > s.time.makespan.count() * 1e3);
+  // Lanes are named by role: the MoE all-to-alls and the pipeline's transfers.
+  const std::string text = out.str();
+  CHECK(text.find("rank 0 compute<") != std::string::npos);
+  CHECK(text.find("rank 0 all-to-all") != std::string::npos);
+  CHECK(text.find("rank 0 p2p send") != std::string::npos);
+  CHECK(text.find("rank 1 p2p recv") != std::string::npos);
+  CHECK(text.find(">rank 0 comm ") == std::string::npos);
+}
+
+TEST_CASE("SVG axis: round steps for any span") {
+  CHECK(detail::tick_step(72.3455) == 10);  // 0, 10, ... 70 ms
+  CHECK(detail::tick_step(49) == 10);
+  CHECK(detail::tick_step(12) == 2.5);
+  CHECK(detail::tick_step(1889) == 250);
+  CHECK(detail::tick_step(0.004) == doctest::Approx(0.001));
+  CHECK(detail::tick_label(0.1 * 3) == "0.3");
+  CHECK(detail::tick_label(70) == "70");
 }
 
 TEST_CASE("pictures of unit-free time: the axis counts units, a trace needs their length") {
@@ -126,7 +164,9 @@ TEST_CASE("pictures of unit-free time: the axis counts units, a trace needs thei
     texts.emplace_back(x.child_value());
   REQUIRE(texts.size() >= 2);
   CHECK(texts.back() == "units");
-  CHECK(std::stod(texts[texts.size() - 2]) == doctest::Approx(t.makespan.count()));
+  const double last = std::stod(texts[texts.size() - 2]);
+  CHECK(last <= t.makespan.count());
+  CHECK(last + detail::tick_step(t.makespan.count()) > t.makespan.count());
   // The same step as the millisecond one above: each unit stands for 1 ms.
   std::ostringstream a, b;
   write_chrome_trace(a, s.prog, t, seconds(1e-3));

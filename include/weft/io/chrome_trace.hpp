@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <ostream>
 #include <string>
+#include <vector>
 
 #include <weft/core/error.hpp>
 #include <weft/io/timeline.hpp>
@@ -35,15 +36,18 @@ void chrome_trace(std::ostream& out, const program& p, const basic_timeline<T>& 
           {"ph", "M"},
           {"pid", r},
           {"args", {{"name", "rank " + std::to_string(r)}}}});
+    std::vector<int> used;
     for (int st = 0; st < streams_per_rank; ++st) {
       const std::uint32_t q = program::queue_of(r, st);
-      if (p.queue_begin[q] == p.queue_begin[q + 1]) continue;
+      if (p.queue_begin[q] != p.queue_begin[q + 1]) used.push_back(st);
+    }
+    const std::vector<std::string> names = stream_names(p, r, used);
+    for (std::size_t k = 0; k < used.size(); ++k)
       emit({{"name", "thread_name"},
             {"ph", "M"},
             {"pid", r},
-            {"tid", st},
-            {"args", {{"name", stream_name(st)}}}});
-    }
+            {"tid", used[k]},
+            {"args", {{"name", names[k]}}}});
   }
   for (std::uint32_t i = 0; i < p.size(); ++i) {
     if (!t.ran(i)) continue;

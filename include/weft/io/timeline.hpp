@@ -4,6 +4,8 @@
 #pragma once
 
 #include <algorithm>
+#include <charconv>
+#include <cmath>
 #include <concepts>
 #include <cstdint>
 #include <ostream>
@@ -19,10 +21,62 @@
 namespace weft {
 
 namespace detail {
-inline std::string stream_name(int stream) {
-  const bool compute = stream < lanes_per_class;
-  return std::string(compute ? "compute" : "comm") + " " +
-         std::to_string(compute ? stream : stream - lanes_per_class);
+/// A stream by role, from what runs on it: "compute" (and "compute 2" for an overlapped pair's
+/// second lane), "all-to-all", "p2p send", "p2p recv", "all-reduce", "TP collectives", or the
+/// roles joined by " + " where one lane carries several; a lane with nothing on it by number.
+inline std::string stream_name(const program& p, int rank, int stream) {
+  if (stream < lanes_per_class)
+    return stream == 0 ? "compute" : "compute " + std::to_string(stream + 1);
+  const std::uint32_t q = program::queue_of(rank, stream);
+  bool a2a = false, send_ = false, recv_ = false, reduce = false, tp = false;
+  for (std::uint32_t k = p.queue_begin[q]; k < p.queue_begin[q + 1]; ++k) {
+    const kind x = p.at(p.queue[k]).k;
+    a2a = a2a || x == kind::dispatch || x == kind::combine;
+    send_ = send_ || x == kind::send;
+    recv_ = recv_ || x == kind::recv;
+    reduce = reduce || x == kind::all_reduce;
+    tp = tp || x == kind::all_gather || x == kind::reduce_scatter;
+  }
+  std::string name;
+  const auto add = [&](bool on, const char* role) {
+    if (on) name += (name.empty() ? "" : " + ") + std::string(role);
+  };
+  add(a2a, "all-to-all");
+  add(send_, "p2p send");
+  add(recv_, "p2p recv");
+  add(reduce, "all-reduce");
+  add(tp, "TP collectives");
+  return name.empty() ? "comm " + std::to_string(stream - lanes_per_class) : name;
+}
+/// Two streams of one rank with one role get their lane number too ("all-to-all (lane 4)").
+inline std::vector<std::string> stream_names(const program& p, int rank,
+                                             const std::vector<int>& streams) {
+  std::vector<std::string> names;
+  for (const int s : streams) names.push_back(stream_name(p, rank, s));
+  for (std::size_t i = 0; i < names.size(); ++i)
+    for (std::size_t j = 0; j < names.size(); ++j)
+      if (i != j && names[i] == names[j] && streams[i] >= lanes_per_class) {
+        names[i] += " (lane " + std::to_string(streams[i] - lanes_per_class) + ")";
+        break;
+      }
+  return names;
+}
+/// Round ticks for an axis of `span` counts: a step of 1, 2, 2.5 or 5 times a power of ten, the
+/// largest that leaves at least four ticks after 0.
+inline double tick_step(double span) {
+  if (!(span > 0)) return 1;
+  const double decade = std::pow(10.0, std::floor(std::log10(span)));
+  double best = decade / 100;
+  for (const double d : {decade / 10, decade})
+    for (const double m : {1.0, 2.0, 2.5, 5.0})
+      if (span / (m * d) >= 4 && m * d > best) best = m * d;
+  return best;
+}
+/// A tick's label: the shortest text that reads back as its value (no 7.23455 from rounding).
+inline std::string tick_label(double v) {
+  char buf[32];
+  const auto r = std::to_chars(buf, buf + sizeof buf, std::round(v * 1e9) / 1e9);
+  return std::string(buf, r.ptr);
 }
 /// Colour per stage kind, close to the seeds' figures.
 inline const char* colour_of(kind k) {
@@ -127,11 +181,12 @@ double svg_timeline(std::ostream& out, const program& p, const basic_timeline<T>
   }
   for (int r = 0; r < p.ranks(); ++r) {
     const auto& ls = lanes[static_cast<std::size_t>(r)];
+    const std::vector<std::string> names = stream_names(p, r, ls);
     for (std::size_t k = 0; k < ls.size(); ++k) {
       const double ly =
           row_y[static_cast<std::size_t>(r)] + static_cast<double>(k) * st.lane_height;
-      out << "<text x=\"4\" y=\"" << ly + st.lane_height * 0.7 << "\">rank " << r << " "
-          << stream_name(ls[k]) << "</text>\n";
+      out << "<text x=\"4\" y=\"" << ly + st.lane_height * 0.7 << "\">rank " << r << " " << names[k]
+          << "</text>\n";
     }
   }
   for (std::uint32_t i = 0; i < p.size(); ++i) {
@@ -152,17 +207,18 @@ double svg_timeline(std::ostream& out, const program& p, const basic_timeline<T>
           << "\" text-anchor=\"middle\">" << label << "</text>";
     out << "</g>\n";
   }
-  // Time axis: ten ticks.
+  // Time axis: round ticks (0, 10, 20 ms ...) up to the span, its unit once at the end.
   const double axis = y + 4;
   out << "<line x1=\"" << left << "\" y1=\"" << axis << "\" x2=\"" << left + st.width << "\" y2=\""
       << axis << "\" stroke=\"black\"/>\n";
-  for (int k = 0; k <= 10; ++k) {
-    const double x = left + st.width * k / 10.0;
+  const double shown = span.count() * per_count, step = tick_step(shown);
+  for (int k = 0; k * step <= shown * (1 + 1e-9); ++k) {
+    const double x = left + (shown > 0 ? st.width * (k * step) / shown : 0);
     out << "<line x1=\"" << x << "\" y1=\"" << axis << "\" x2=\"" << x << "\" y2=\"" << axis + 4
         << "\" stroke=\"black\"/><text x=\"" << x << "\" y=\"" << axis + 16
-        << "\" text-anchor=\"middle\">" << span.count() * per_count * k / 10.0 << "</text>\n";
+        << "\" text-anchor=\"middle\">" << tick_label(k * step) << "</text>\n";
   }
-  out << "<text x=\"" << left + st.width + 4 << "\" y=\"" << axis + 16 << "\">" << unit
+  out << "<text x=\"" << left + st.width + 12 << "\" y=\"" << axis + 16 << "\">" << unit
       << "</text>\n";
   return axis + 26;
 }
