@@ -44,9 +44,9 @@ void lower(benchmark::State& state) {
   state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations() * s.ops.size()));
 }
 
-void simulate(benchmark::State& state) {
+/// Simulates the step under `c` for as long as the benchmark asks; its makespan as a counter.
+void simulate_step(benchmark::State& state, const weft::unit_cost_model& c) {
   const weft::program& p = big_program();
-  const weft::unit_cost_model c = weft::unit_cost_model::deepseek_v3_like();
   double makespan = 0;
   for (auto _ : state) {
     const weft::unit_timeline t = weft::simulate(p, c);
@@ -54,8 +54,13 @@ void simulate(benchmark::State& state) {
     benchmark::DoNotOptimize(t.finish.data());
   }
   state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations() * p.size()));
-  state.counters["ops"] = static_cast<double>(p.size());
   state.counters["makespan"] = makespan;
+}
+
+void simulate(benchmark::State& state) {
+  simulate_step(state, weft::unit_cost_model::deepseek_v3_like());
+  const weft::program& p = big_program();
+  state.counters["ops"] = static_cast<double>(p.size());
   // Program plus timeline plus the simulator's own arrays (about 8 words per op and event).
   const double sim_bytes =
       static_cast<double>(p.size()) * (2 * 8 + 4 * 4 + 8) + static_cast<double>(p.waits.size()) * 4;
@@ -66,17 +71,9 @@ void simulate(benchmark::State& state) {
 /// The same step with overlap priced: links shared (all-to-alls and pipeline transfers on one
 /// port class) and compute slowed 18.9 % while its device communicates (arXiv 2507.03114).
 void simulate_contended(benchmark::State& state) {
-  const weft::program& p = big_program();
   weft::unit_cost_model c = weft::unit_cost_model::deepseek_v3_like();
   c.contention = {.shared_links = true, .compute_slowdown = 0.189};
-  double makespan = 0;
-  for (auto _ : state) {
-    const weft::unit_timeline t = weft::simulate(p, c);
-    makespan = t.makespan.count();
-    benchmark::DoNotOptimize(t.finish.data());
-  }
-  state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations() * p.size()));
-  state.counters["makespan"] = makespan;
+  simulate_step(state, c);
 }
 
 void measure(benchmark::State& state) {
