@@ -153,8 +153,15 @@ void pipeline_options(CLI::App& sub, request& q, bool one_schedule, bool scenari
                "the logging all-reduce awaited only at the end of the step");
 }
 
-/// --contention links=1,compute=0.189,comm=0,uplink=4,a2a=inter,p2p=inter,collectives=intra
-weft::contention_facts parse_contention(const std::string& text) {
+/// --contention off|on|links|interference, or
+/// links=1,compute=0.189,comm=0,uplink=4,a2a=inter,p2p=inter,collectives=intra
+weft::contention_facts parse_contention(const std::string& text, bool& scenario) {
+  const weft::contention_facts published = weft::contention_facts::published();
+  scenario = text == "on" || text == "links";
+  if (text == "off") return {};
+  if (text == "on") return published;
+  if (text == "links") return {.shared_links = published.shared_links};
+  if (text == "interference") return {.compute_slowdown = published.compute_slowdown};
   key_values kv(text, "--contention");
   weft::contention_facts f;
   f.shared_links = kv.whole("links", 0, 0, 1) == 1;
@@ -172,6 +179,17 @@ weft::contention_facts parse_contention(const std::string& text) {
   return f;
 }
 
+void contention_option(CLI::App& sub, std::string& contention_text) {
+  sub.add_option("--contention", contention_text,
+                 "what overlap costs (docs/metrics.md): off (the default), on (the published "
+                 "facts: links shared, compute 18.9% slower while its device communicates, arXiv "
+                 "2507.03114; a preset adds its scenario's resources), links or interference "
+                 "(one of the two), or key=values: links=1 shares links max-min fairly, compute=X "
+                 "slows compute by 1+X while its device communicates, comm=X the reverse, "
+                 "uplink=N a site uplink N ports wide, a2a/p2p/collectives=intra|inter their "
+                 "link class");
+}
+
 void cost_options(CLI::App& sub, request& q, std::string& cost_text, std::string& contention_text) {
   auto* cost = sub.add_option(
       "--cost", cost_text,
@@ -185,11 +203,7 @@ void cost_options(CLI::App& sub, request& q, std::string& cost_text, std::string
       ->check(CLI::IsMember({"deepseek-v3", "ampipe-16p", "llama2-70b-xdc"}))
       ->excludes(cost);
   sub.add_flag("--barrier", q.barrier, "each rank waits for a slot before the next");
-  sub.add_option("--contention", contention_text,
-                 "what overlap costs (docs/metrics.md): links=1 shares links max-min fairly, "
-                 "compute=X slows compute by 1+X while its device communicates (0.189: arXiv "
-                 "2507.03114's average), comm=X the reverse, uplink=N a site uplink N ports "
-                 "wide, a2a/p2p/collectives=intra|inter their link class (default: none)");
+  contention_option(sub, contention_text);
 }
 
 void output_options(CLI::App& sub, request& q, bool pictures) {
@@ -498,6 +512,7 @@ parsed parse(int argc, const char* const* argv) {
         ->check(CLI::IsMember({"deepseek-v3", "llama2-70b-xdc"}))
         ->excludes(cost);
   }
+  contention_option(*search, contention_text);
   search->add_option("--delay-model", q.delay,
                      "with --preset llama2-70b-xdc, the link between the data centres: "
                      "cross-dc[:KM[:RATIO]] (default the seed's 960 km, ratio 128), or "
@@ -572,7 +587,8 @@ parsed parse(int argc, const char* const* argv) {
     app.parse(argc, argv);
     for (const CLI::App* sub : app.get_subcommands()) q.command = sub->get_name();
     if (!cost_text.empty()) q.cost = parse_costs(cost_text);
-    if (!contention_text.empty()) q.contention = parse_contention(contention_text);
+    if (!contention_text.empty())
+      q.contention = parse_contention(contention_text, q.contention_scenario);
     if (q.command == "search" && search_chunks->count() == 0)
       q.chunks = q.placement == "vee" ? 2 : 1;
     parse_delay(q);

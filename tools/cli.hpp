@@ -56,7 +56,9 @@ struct request {
   // simulate, compare
   costs cost;
   weft::contention_facts contention;  ///< --contention
-  std::string preset;                 ///< "", deepseek-v3, ampipe-16p or llama2-70b-xdc
+  /// --contention on or links: a preset's scenario adds its own resources (a site's uplink).
+  bool contention_scenario = false;
+  std::string preset;  ///< "", deepseek-v3, ampipe-16p or llama2-70b-xdc
   bool barrier = false;
 
   // run

@@ -177,7 +177,9 @@ int search_command(const request& q) {
     search::problem prob;
     prob.model = {
         .ranks = f.pp, .chunks_per_rank = f.chunks, .micro = f.micro, .max_live = q.max_live};
-    prob.cost = xdc_cost_model(f);
+    contention_facts contention = q.contention;
+    if (q.contention_scenario) contention.uplink_ports = xdc_contention(f).uplink_ports;
+    prob.cost = xdc_cost_model(f, contention);
     return report(q, prob, true);
   }
   search::unit_problem prob;

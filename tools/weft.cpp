@@ -378,8 +378,9 @@ int ampipe_command(const request& q) {
 /// beside Megatron's baseline on the same links.
 int xdc_command(const request& q) {
   const weft::xdc_facts f = weft::cli::xdc_facts_of(q);
-  weft::cost_model cost = weft::xdc_cost_model(f);
-  cost.contention = q.contention;
+  weft::contention_facts contention = q.contention;
+  if (q.contention_scenario) contention.uplink_ports = weft::xdc_contention(f).uplink_ports;
+  const weft::cost_model cost = weft::xdc_cost_model(f, contention);
   weft::p2p_options switches = weft::cli::p2p_of(q);
   const weft::program prog = weft::lower(weft::xdc_schedule(f, switches));
   const weft::timeline time = weft::simulate(prog, cost);

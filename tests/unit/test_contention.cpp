@@ -169,3 +169,43 @@ TEST_CASE("contention only slows: a contended run is never shorter") {
     CHECK(priced < free * 1.5);
   }
 }
+
+TEST_CASE("tensor-parallel communication inside an op: it computes, then moves that volume") {
+  // attn 2 (its last 1 the sequence-parallel all-gather and reduce-scatter, intra-node),
+  // dispatch and combine 2 (the all-to-all's 1 on the inter-node port, then the experts'
+  // all-gather's 1 intra-node), experts 1.
+  const schedule s = with_model(ranks(slots(attn(F, mb{0}), attn(F, mb{1}) | dispatch(F, mb{0}),
+                                            mlp(F, mb{0}) | dispatch(F, mb{1}),
+                                            mlp(F, mb{1}) | combine(F, mb{0}), combine(F, mb{1}))),
+                                moe_forward);
+  const program p = lower(s);
+  unit_cost_model c = moe_costs(2, 1, 2);
+  for (kind k : {kind::attn, kind::dispatch, kind::combine})
+    c.tp_comm[static_cast<int>(k)][0] = units(1);
+  // Free: attn1 and dispatch0 [2, 4]; mlp0 [4, 5]; dispatch1 [4, 6]; mlp1 [6, 7]; combine0 [6,
+  // 8]; combine1 [8, 10].
+  CHECK(simulate(p, c).makespan == units(10));
+  // Shared links: attn1 computes [2, 3] while dispatch0 moves its all-to-all (another port);
+  // from 3 both move intra-node on rank 0's ports, half each, and end at 5. Then mlp0 [5, 6],
+  // dispatch1 [5, 7], mlp1 [7, 8], combine0 [7, 9], combine1 [9, 11].
+  c.contention.shared_links = true;
+  unit_timeline t = simulate(p, c);
+  CHECK(at(t, p, attn(F, mb{1})) == 5);
+  CHECK(at(t, p, dispatch(F, mb{0})) == 5);
+  CHECK(t.makespan == units(11));
+  // The collectives on the inter-node class instead: dispatch0's two parts are then on one
+  // port pair, and attn1's all-gather [3, ...] shares it with dispatch0's second part — the
+  // same times, as the shares are the same.
+  c.contention.collectives = link_class::inter_node;
+  CHECK(simulate(p, c).makespan == units(11));
+  // Interference only, the all-to-all 3 long and all of it inter-node: attn1's compute [2, ...]
+  // runs at half speed beside dispatch0 [2, 5] and ends at 4; its all-gather is communication,
+  // not slowed: attn1 ends at 5. Were all of attn compute, its last 0.5 would run after 5: 5.5.
+  c.contention = {.compute_slowdown = 1};
+  c.set(kind::dispatch, phase::F, units(3));
+  c.tp_comm[static_cast<int>(kind::dispatch)][0] = units(0);
+  t = simulate(p, c);
+  CHECK(at(t, p, attn(F, mb{1})) == 5);
+  c.tp_comm[static_cast<int>(kind::attn)][0] = units(0);
+  CHECK(at(simulate(p, c), p, attn(F, mb{1})) == 5.5);
+}

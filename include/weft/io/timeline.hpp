@@ -207,6 +207,18 @@ double svg_timeline(std::ostream& out, const program& p, const basic_timeline<T>
           << "\" text-anchor=\"middle\">" << label << "</text>";
     out << "</g>\n";
   }
+  // Contention: where an op ran below full rate, a dark veil over that stretch of its box, the
+  // darker the slower.
+  for (const basic_slowed<T>& sl : t.slowed) {
+    const std::uint32_t i = sl.op;
+    const auto& ls = lanes[p.rank[i]];
+    const auto k = static_cast<double>(std::find(ls.begin(), ls.end(), p.stream[i]) - ls.begin());
+    const double x = left + sl.from.count() * scale, w = (sl.to - sl.from).count() * scale;
+    out << "<rect class=\"slowed\" x=\"" << x << "\" y=\"" << row_y[p.rank[i]] + k * st.lane_height + 1
+        << "\" width=\"" << w << "\" height=\"" << st.lane_height - 2
+        << "\" fill=\"black\" fill-opacity=\"" << 0.5 * (1 - sl.rate)
+        << "\"><title>at " << std::lround(100 * sl.rate) << "% of full rate</title></rect>\n";
+  }
   // Time axis: round ticks (0, 10, 20 ms ...) up to the span, its unit once at the end.
   const double axis = y + 4;
   out << "<line x1=\"" << left << "\" y1=\"" << axis << "\" x2=\"" << left + st.width << "\" y2=\""

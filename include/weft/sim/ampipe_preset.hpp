@@ -104,6 +104,17 @@ constexpr cost_model ampipe_cost_model(const moe_mesh_facts& f) noexcept {
     c.fixed[static_cast<int>(k)][static_cast<int>(phase::B)] = (1 + again) * latency;
   }
   c.fixed[static_cast<int>(kind::attn)][static_cast<int>(phase::B)] = l.chunk_sum;
+  // What of it is tensor-parallel communication (on the machine's links): only contention sees
+  // it, as a volume that shares those links.
+  const auto tp_comm = [&](kind k, phase ph, seconds t) {
+    c.tp_comm[static_cast<int>(k)][static_cast<int>(ph)] = t;
+  };
+  tp_comm(kind::attn, phase::F, l.sp_comm);
+  tp_comm(kind::attn, phase::B, (1 + again) * l.sp_comm);
+  for (kind k : {kind::dispatch, kind::combine}) {
+    tp_comm(k, phase::F, l.mlp_gather);
+    tp_comm(k, phase::B, (1 + again) * l.mlp_gather);
+  }
   return c;
 }
 

@@ -232,8 +232,8 @@ class contended_run {
       // then the starts; then the clock moves to the next event.
       if (!due_.empty() && !(now_ < due_.top_at())) {
         const std::uint32_t slot = due_.top();
-        if (!slots_[slot].volume)
-          enter_volume(slot, now_);
+        if (slots_[slot].at + 1 < slots_[slot].count)
+          end_part(slot, now_);
         else
           end_unit(slot, now_);
         continue;
@@ -257,41 +257,72 @@ class contended_run {
     }
     basic_timeline<T> t;
     settle(g_, ev_, start_, done_, finished_, t);
+    t.slowed = std::move(slowed_);
     return t;
   }
 
  private:
-  // A unit in progress. While `exact`, its rate has been 1 throughout and it ends at
-  // `plain_end` (start plus its span, as the plain simulator says); after its first other rate,
-  // it drains `fixed_left` with time and `work_left` at `rate` from `anchor`.
+  // What a unit in progress does in turn: wait out its fixed part (latency, rendezvous: time
+  // alone drains it), compute (slowed while its ranks communicate), move a volume over `path`
+  // (at its fair share, slowed while its ranks compute). A compute op with tensor-parallel
+  // communication inside computes, then moves that; a comm op waits, moves its own volume, then
+  // the tensor-parallel one.
+  enum class doing : std::uint8_t { wait, compute, move };
+  struct part {
+    doing what = doing::compute;
+    T length{0};  ///< at rate 1
+    flow_path path;
+  };
+  // A unit in progress. While `exact`, its rate has been 1 throughout: part i ends at its start
+  // plus the lengths so far, the last at `plain_end` (start plus its span, as the plain
+  // simulator says). After its first other rate it drains `left` of its current part at `rate`
+  // from `anchor`.
   struct running {
     std::uint32_t unit = 0;
     std::uint32_t mark = 0;  ///< the last component search that found it
-    bool comm = false, volume = true, exact = true;
+    part parts[3];
+    int count = 0, at = 0;
+    bool exact = true;
     int ranks[2] = {-1, -1};
-    flow_path path;
-    T plain_end{0}, fixed_end{0};
-    T anchor{0}, fixed_left{0}, work_left{0};
+    T begin{0}, plain_end{0};
+    T anchor{0}, left{0};
     double rate = 1, share = 1;
+    T slow_from{0};          ///< since when it runs at `slow_rate`
+    double slow_rate = 1;  ///< its effective rate as last recorded
 
-    T next_event() const {
-      if (!volume) return exact ? fixed_end : anchor + fixed_left;
-      return exact ? plain_end : anchor + work_left / rate;
+    const part& now() const { return parts[at]; }
+    bool comm() const { return now().what != doing::compute; }
+    bool moving() const { return now().what == doing::move; }
+    void add(doing what, T length, flow_path path = {}) {
+      if (length > T{0}) parts[count++] = {what, length, path};
     }
-    bool set_rate(double r, T now) {
+    // Where part `i` ends at rate 1 throughout.
+    T exact_end(int i) const {
+      if (i == count - 1) return plain_end;
+      T t = begin;
+      for (int j = 0; j <= i; ++j) t += parts[j].length;
+      return t < plain_end ? t : plain_end;
+    }
+    double effective_rate() const { return now().what == doing::wait ? 1.0 : rate; }
+    T next_event() const { return exact ? exact_end(at) : anchor + left / effective_rate(); }
+    bool set_rate(double r, T now_at) {
       if (r == rate) return false;
       if (exact) {
         exact = false;
-        fixed_left = volume ? T{0} : fixed_end - now;
-        work_left = volume ? plain_end - now : plain_end - fixed_end;
-      } else if (!volume) {
-        fixed_left -= now - anchor;
+        left = exact_end(at) - now_at;
       } else {
-        work_left -= (now - anchor) * rate;
+        left -= (now_at - anchor) * effective_rate();
       }
-      anchor = now;
+      anchor = now_at;
       rate = r;
       return true;
+    }
+    void next_part(T now_at) {
+      ++at;
+      if (!exact) {
+        anchor = now_at;
+        left = parts[at].length;
+      }
     }
   };
 
@@ -334,6 +365,7 @@ class contended_run {
   std::vector<std::uint32_t> res_mark_, comp_res_, comp_flows_;
   std::uint32_t epoch_ = 0;
   std::vector<double> capacity_, share_;
+  buffer<basic_slowed<T>> slowed_;
   std::vector<flow_path> local_paths_;
   fair_share solver_;
 
@@ -354,14 +386,27 @@ class contended_run {
   // The interference on a unit: compute while its ranks communicate, communication while they
   // compute.
   double interference(const running& a) const {
+    const bool comm = a.comm();
     for (const int r : a.ranks)
-      if (r >= 0 && !(a.comm ? compute_on_ : comm_on_)[static_cast<std::size_t>(r)].empty())
-        return a.comm ? comm_rate_ : compute_rate_;
+      if (r >= 0 && !(comm ? compute_on_ : comm_on_)[static_cast<std::size_t>(r)].empty())
+        return comm ? comm_rate_ : compute_rate_;
     return 1.0;
   }
   void rerate(std::uint32_t slot, T now) {
     running& a = slots_[slot];
     if (a.set_rate(a.share * interference(a), now)) schedule(slot);
+    track(slot, now, a.effective_rate());
+  }
+  // Records where a unit ran below full rate: a stretch per rate, for the pictures.
+  void track(std::uint32_t slot, T now, double rate) {
+    running& a = slots_[slot];
+    if (rate == a.slow_rate) return;
+    if (a.slow_rate < 1 && a.slow_from < now)
+      g_.each_member(a.unit, [&](std::uint32_t x) {
+        if (x < g_.size()) slowed_.push_back({x, a.slow_from, now, a.slow_rate});
+      });
+    a.slow_rate = rate;
+    a.slow_from = now;
   }
   // Units on rank r whose interference may have changed: its compute when communication there
   // started or stopped (`comm` true), its communication when compute did.
@@ -372,8 +417,10 @@ class contended_run {
   }
   void join(std::uint32_t slot, int sign, T now);
   void rebalance(const flow_path& from, T now);
+  void enter_flow(std::uint32_t slot, T now);
+  void leave_flow(std::uint32_t slot, T now);
   void begin_unit(std::uint32_t u, T now);
-  void enter_volume(std::uint32_t slot, T now);
+  void end_part(std::uint32_t slot, T now);
   void end_unit(std::uint32_t slot, T now);
 };
 
@@ -382,15 +429,16 @@ class contended_run {
 template <time_type T>
 void contended_run<T>::join(std::uint32_t slot, int sign, T now) {
   const running& a = slots_[slot];
+  const bool comm = a.comm();
   for (const int r : a.ranks) {
     if (r < 0) continue;
-    auto& list = (a.comm ? comm_on_ : compute_on_)[static_cast<std::size_t>(r)];
+    auto& list = (comm ? comm_on_ : compute_on_)[static_cast<std::size_t>(r)];
     const bool was = !list.empty();
     if (sign > 0)
       list.push_back(slot);
     else
       drop(list, slot);
-    if (was != !list.empty()) rerate_rank(r, a.comm, now);
+    if (was != !list.empty()) rerate_rank(r, comm, now);
   }
 }
 
@@ -431,14 +479,14 @@ void contended_run<T>::rebalance(const flow_path& from, T now) {
       if (a.mark == epoch_) continue;
       a.mark = epoch_;
       comp_flows_.push_back(s);
-      for (const std::uint32_t r : a.path) visit(r);
+      for (const std::uint32_t r : a.now().path) visit(r);
     }
   capacity_.resize(comp_res_.size());
   for (std::size_t i = 0; i < comp_res_.size(); ++i) capacity_[i] = links_.capacity(comp_res_[i]);
   local_paths_.clear();
   for (const std::uint32_t s : comp_flows_) {
     flow_path local;
-    for (const std::uint32_t r : slots_[s].path)
+    for (const std::uint32_t r : slots_[s].now().path)
       for (std::uint32_t i = 0; i < comp_res_.size(); ++i)
         if (comp_res_[i] == r) local.add(i);
     local_paths_.push_back(local);
@@ -448,6 +496,24 @@ void contended_run<T>::rebalance(const flow_path& from, T now) {
     slots_[comp_flows_[i]].share = share_[i];
     rerate(comp_flows_[i], now);
   }
+}
+
+// Slot `slot` starts moving its current part's volume, or stops: its flows join or leave the
+// resources on their path, whose fair shares are solved again.
+template <time_type T>
+void contended_run<T>::enter_flow(std::uint32_t slot, T now) {
+  if (!f_.shared_links || !slots_[slot].moving()) return;
+  for (const std::uint32_t r : slots_[slot].now().path) flows_on_[r].push_back(slot);
+  rebalance(slots_[slot].now().path, now);
+}
+
+template <time_type T>
+void contended_run<T>::leave_flow(std::uint32_t slot, T now) {
+  running& a = slots_[slot];
+  if (!f_.shared_links || !a.moving()) return;
+  for (const std::uint32_t r : a.now().path) drop(flows_on_[r], slot);
+  a.share = 1;
+  rebalance(a.now().path, now);
 }
 
 template <time_type T>
@@ -465,15 +531,17 @@ void contended_run<T>::begin_unit(std::uint32_t u, T now) {
   a = running{};
   a.mark = mark;
   a.unit = u;
+  a.begin = now;
   const unit_kind uk = g_.kind_of(u);
   const T cost = cost_of(g_, c_, u);
   const T span = uk == unit_kind::transfer ? span_of(g_, c_, ev_.arrive, u) : cost;
   a.plain_end = now + span;
   int n = 0;
+  bool comm = false;
   std::uint32_t send = npos, recv = npos, lead = npos;
   g_.each_member(u, [&](std::uint32_t x) {
     const op& o = g_.at(x);
-    a.comm = a.comm || stream_of(o.k) == stream_class::comm;
+    comm = comm || stream_of(o.k) == stream_class::comm;
     if (lead == npos) lead = x;
     if (o.k == kind::send) send = x;
     if (o.k == kind::recv) recv = x;
@@ -481,47 +549,57 @@ void contended_run<T>::begin_unit(std::uint32_t u, T now) {
     if (n < 2 && (n == 0 || a.ranks[0] != r)) a.ranks[n++] = r;
     start_[x] = now;
   });
-  if (uk == unit_kind::pair) a.comm = false;
-  if (a.comm) {
+  const auto ports = [&](int rank, link_class cls) {
+    flow_path path;
+    path.add(links_.port(rank, cls, false));
+    path.add(links_.port(rank, cls, true));
+    return path;
+  };
+  const op& o = g_.at(recv != npos ? recv : lead);
+  const T tp = uk == unit_kind::pair ? T{0} : c_.tp_comm_of(o, g_.model());
+  if (uk == unit_kind::pair || !comm) {
+    a.add(doing::compute, span - tp);
+    a.add(doing::move, tp, ports(a.ranks[0], f_.collectives));
+  } else {
     // Its fixed part: the rendezvous wait (span beyond cost) and the link latency.
-    const op& o = g_.at(recv != npos ? recv : lead);
     const T fixed = (span - cost) + c_.fixed_of(o, g_.model());
-    a.fixed_end = now + fixed;
-    a.volume = !(fixed > T{0});
+    flow_path path;
     if (send != npos && recv != npos) {
       const int from = rank_of(send), to = rank_of(recv);
-      a.path.add(links_.port(from, f_.p2p, false));
-      a.path.add(links_.port(to, f_.p2p, true));
+      path.add(links_.port(from, f_.p2p, false));
+      path.add(links_.port(to, f_.p2p, true));
       if (links_.uplink_capacity > 0 && site_of(from) != site_of(to))
-        a.path.add(links_.uplink(site_of(from), site_of(to)));
+        path.add(links_.uplink(site_of(from), site_of(to)));
     } else {
-      const link_class cls = is_collective(o.k) ? f_.collectives : is_p2p(o.k) ? f_.p2p : f_.a2a;
-      a.path.add(links_.port(a.ranks[0], cls, false));
-      a.path.add(links_.port(a.ranks[0], cls, true));
+      path = ports(a.ranks[0], is_collective(o.k) ? f_.collectives : f_.a2a);
     }
+    a.add(doing::wait, fixed);
+    a.add(doing::move, span - fixed - tp, path);
+    a.add(doing::move, tp, ports(a.ranks[0], f_.collectives));
   }
+  if (a.count == 0) a.parts[a.count++] = {comm ? doing::wait : doing::compute, T{0}, {}};
   schedule(slot);
   join(slot, 1, now);
   rerate(slot, now);
-  if (a.comm && a.volume && f_.shared_links) {
-    for (const std::uint32_t r : a.path) flows_on_[r].push_back(slot);
-    rebalance(a.path, now);
-  }
+  enter_flow(slot, now);
 }
 
+// The end of a part that is not the last: the unit moves on to its next part, changing its
+// class (compute or communication) or its flow where the two parts differ.
 template <time_type T>
-void contended_run<T>::enter_volume(std::uint32_t slot, T now) {
-  running& a = slots_[slot];
-  a.volume = true;
-  if (!a.exact) {
-    a.fixed_left = T{0};
-    a.anchor = now;
+void contended_run<T>::end_part(std::uint32_t slot, T now) {
+  const bool was_comm = slots_[slot].comm();
+  leave_flow(slot, now);
+  if (was_comm != (slots_[slot].parts[slots_[slot].at + 1].what != doing::compute)) {
+    join(slot, -1, now);
+    slots_[slot].next_part(now);
+    join(slot, 1, now);
+  } else {
+    slots_[slot].next_part(now);
   }
   schedule(slot);
-  if (f_.shared_links) {
-    for (const std::uint32_t r : a.path) flows_on_[r].push_back(slot);
-    rebalance(a.path, now);
-  }
+  rerate(slot, now);
+  enter_flow(slot, now);
 }
 
 template <time_type T>
@@ -530,8 +608,9 @@ void contended_run<T>::end_unit(std::uint32_t slot, T now) {
   due_.erase(slot);
   free_.push_back(slot);
   const std::uint32_t u = a.unit;
-  const flow_path path = a.path;
-  const bool flow = a.comm && f_.shared_links;
+  const bool flow = a.moving() && f_.shared_links;
+  const flow_path path = a.now().path;
+  track(slot, now, 1);
   if (flow)
     for (const std::uint32_t r : path) drop(flows_on_[r], slot);
   join(slot, -1, now);

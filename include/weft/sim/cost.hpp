@@ -58,6 +58,16 @@ struct contention_facts {
   constexpr bool active() const noexcept {
     return shared_links || compute_slowdown > 0 || comm_slowdown > 0;
   }
+
+  /// The published facts, one set for every device and scenario (`--contention on`): links
+  /// shared; compute 18.9 % slower while its device communicates, the average that arXiv
+  /// 2507.03114 measured over A100, H100, MI250 and MI210 (no public figure exists for Ascend's
+  /// HCCL beside its matmuls: its communication runs on engines of its own but shares HBM, so
+  /// we take the cross-vendor average there too); communication not slowed by compute, for
+  /// which no source gives a number. Scenarios add their own resources (a site's uplink).
+  static constexpr contention_facts published() noexcept {
+    return {.shared_links = true, .compute_slowdown = 0.189};
+  }
 };
 
 /// Time of every (kind, phase), in seconds (`cost_model`) or unit-free (`unit_cost_model`);
@@ -72,6 +82,11 @@ struct basic_cost_model {
   /// (AMPipe splits, pipe-experts pieces): a link's latency, kernel launches, the casts and adds
   /// a split brings. 0: every share costs its fraction.
   T fixed[kind_count][phase_count] = {};
+  /// The part of `time` that is tensor-parallel communication inside the op (sequence
+  /// parallelism's all-gathers and reduce-scatters around attention and the experts), a volume
+  /// on the `collectives` link class. Only contention sees it: there an op computes (or moves its
+  /// own volume), then moves this. 0: none.
+  T tp_comm[kind_count][phase_count] = {};
   /// The share of attention's time spent on causal scores: split s of D pays its fraction of it
   /// in proportion (2s + 1) / D, since its queries see s + 1/2 chunks of keys on average.
   double causal_share = 0;
@@ -122,6 +137,16 @@ struct basic_cost_model {
       share *= (1 - causal_share) + causal_share * (2.0 * o.split + 1) / m.splits;
     return (t - f) * share + f;
   }
+  /// The part of op `o`'s cost that is tensor-parallel communication: `tp_comm`, shrinking as
+  /// the rest of the op's varying part does; never more than that part.
+  constexpr T tp_comm_of(const op& o, const model_desc& m) const noexcept {
+    if (is_p2p(o.k)) return T{0};
+    const int k = static_cast<int>(o.k), ph = static_cast<int>(o.ph);
+    const T whole = time[k][ph] - fixed[k][ph], part = tp_comm[k][ph];
+    if (!(part > T{0}) || !(whole > T{0})) return T{0};
+    if (!(part < whole)) return of(o, m) - fixed[k][ph];
+    return (of(o, m) - fixed[k][ph]) * (part / whole);
+  }
   /// The part of op `o`'s cost that is not a volume moving over a link (latency, launch): a
   /// transfer's link latency, else the (kind, phase)'s `fixed`; never more than the cost.
   constexpr T fixed_of(const op& o, const model_desc& m) const noexcept {
@@ -160,6 +185,7 @@ struct basic_cost_model {
         for (int ph = 0; ph < phase_count; ++ph) {
           c.time[k][ph] *= f;
           c.fixed[k][ph] *= f;
+          c.tp_comm[k][ph] *= f;
         }
     if (c.fb_pair >= T{0}) c.fb_pair *= f;
     return c;
@@ -200,6 +226,7 @@ struct basic_cost_model {
       for (int ph = 0; ph < phase_count; ++ph) {
         c.time[k][ph] = time[k][ph].at(per_unit);
         c.fixed[k][ph] = fixed[k][ph].at(per_unit);
+        c.tp_comm[k][ph] = tp_comm[k][ph].at(per_unit);
       }
     c.causal_share = causal_share;
     c.fb_pair = fb_pair >= T{0} ? fb_pair.at(per_unit) : seconds(-1);

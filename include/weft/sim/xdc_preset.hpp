@@ -73,6 +73,17 @@ constexpr link_model xdc_link(const xdc_facts& f) noexcept {
   return link_model::cross_dc(f.km, f.ratio * f.tp / per_site);
 }
 
+/// The published contention facts (`contention_facts::published()`) with the sites' uplink as a
+/// resource of its own: `devices() / sites` ports converged `ratio` to 1, in a pipeline rank's
+/// ports (a rank is one tensor-parallel group of `tp` devices) — 1/32 for the seed's run. A
+/// transfer alone between the sites gets what `xdc_link` gives it; two at once in one
+/// direction share it.
+constexpr contention_facts xdc_contention(const xdc_facts& f) noexcept {
+  contention_facts c = contention_facts::published();
+  c.uplink_ports = static_cast<double>(f.devices()) / f.sites / (f.ratio * f.tp);
+  return c;
+}
+
 /// One layer's tensor-parallel communication in a forward: with sequence parallelism an
 /// all-gather before attention and before the MLP and a reduce-scatter after each (without it,
 /// two all-reduces), inside a machine; Megatron does not hide them.
@@ -87,20 +98,27 @@ constexpr seconds xdc_tp_comm(const xdc_facts& f) noexcept {
 /// the device's sustained rate plus its TP communication, its backward twice the compute plus
 /// the mirrored communication (no recompute: the activations of the deepest warm-up fit in
 /// 64 GB, docs/cross-dc.md); transfers inside a site on the inter-node link, between sites on
-/// `xdc_link`; the loss all-reduce over dp ranks between the sites.
-constexpr cost_model xdc_cost_model(const xdc_facts& f) noexcept {
+/// `xdc_link`; the loss all-reduce over dp ranks between the sites. Under `contention` with an
+/// uplink resource, a transfer between the sites moves at its port's speed over that resource
+/// instead, which slows it as `xdc_link` does when it crosses alone.
+constexpr cost_model xdc_cost_model(const xdc_facts& f,
+                                    const contention_facts& contention = {}) noexcept {
   const seconds compute(xdc_layer_flops(f) / f.device.sustained_flops());
   const double n = f.layers_per_chunk();
   cost_model c;
   c.set(kind::block, phase::F, n * (compute + xdc_tp_comm(f)))
       .set(kind::block, phase::B, n * (2.0 * compute + xdc_tp_comm(f)));
+  for (phase ph : {phase::F, phase::B})
+    c.tp_comm[static_cast<int>(kind::block)][static_cast<int>(ph)] = n * xdc_tp_comm(f);
   const seconds near = collective::p2p(link_model::inter_node(), xdc_p2p_bytes(f));
   for (kind k : {kind::send, kind::recv}) c.set(k, phase::F, near).set(k, phase::B, near);
   c.site_ranks = f.pp / f.sites;
-  c.far_p2p = collective::p2p(xdc_link(f), xdc_p2p_bytes(f));
+  const bool uplink = contention.shared_links && contention.uplink_ports > 0;
+  c.far_p2p = collective::p2p(uplink ? link_model::cross_dc(f.km) : xdc_link(f), xdc_p2p_bytes(f));
   c.p2p_latency = link_model::inter_node().alpha;
   c.far_p2p_latency = xdc_link(f).alpha;
   c.set(kind::all_reduce, phase::F, collective::ring_all_reduce(xdc_link(f), f.dp, 4));
+  c.contention = contention;
   return c;
 }
 
