@@ -73,6 +73,29 @@ int table(const char* svg) {
                 step_flops(f) / t.makespan.count() / 1e12, 100 * (base / t.makespan.count() - 1),
                 100 * (r.seed_tflops / rows[0].seed_tflops - 1), 1e3 * m.exposed_comm.count());
   }
+  // What overlap costs (docs/metrics.md): each row's gain over the baseline under the same facts.
+  const contention_facts published = contention_facts::published();
+  const std::pair<const char*, contention_facts> facts[] = {
+      {"free", {}},
+      {"links", {.shared_links = true}},
+      {"interference", {.compute_slowdown = published.compute_slowdown}},
+      {"both", published}};
+  std::printf("\ncontention ablation: gain over the baseline\n%-34s", "");
+  for (const auto& [name, x] : facts) std::printf(" %12s", name);
+  std::printf(" %8s\n", "seed");
+  std::vector<double> bases;
+  for (const row& r : rows) {
+    std::printf("%-34s", r.name);
+    const program p = lower(ampipe_schedule(f, r.s));
+    for (std::size_t i = 0; i < std::size(facts); ++i) {
+      cost_model priced = c;
+      priced.contention = facts[i].second;
+      const double step = simulate(p, priced).makespan.count();
+      if (bases.size() <= i) bases.push_back(step);
+      std::printf(" %+11.2f%%", 100 * (bases[i] / step - 1));
+    }
+    std::printf(" %+7.2f%%\n", 100 * (r.seed_tflops / rows[0].seed_tflops - 1));
+  }
   std::printf("\ndegree sweep (tp-sp overlap on)\n%6s %9s %8s %12s\n", "degree", "step ms", "gain",
               "exposed ms");
   for (int d = 1; d <= 16; d *= 2) {

@@ -103,6 +103,50 @@ int table(const char* svg) {
        });
   line("early receives, one stream: deadlocks (rule 4)",
        [](xdc_facts&, cost_model&, p2p_options&, p2p_options& o) { o.multi_stream = false; });
+  // What overlap costs (docs/metrics.md): the same table under the published contention facts,
+  // the sites' uplink a resource of its own (xdc_contention).
+  std::printf("\ncontention ablation: reduction (base -> opt ms)\n");
+  std::printf("%-44s %22s %22s %22s\n", "", "VP 5", "VP 2", "VP 1");
+  const contention_facts published = contention_facts::published();
+  const auto priced = [&](const char* name, bool links, bool interference) {
+    std::printf("%-44s", name);
+    for (const row& r : rows) {
+      xdc_facts f;
+      f.chunks = r.vp;
+      contention_facts x = xdc_contention(f);
+      x.shared_links = links;
+      if (!links) x.uplink_ports = 0;
+      x.compute_slowdown = interference ? published.compute_slowdown : 0;
+      const cost_model c = xdc_cost_model(f, x);
+      const double b = step_ms(f, c, {}), o = step_ms(f, c, seed);
+      std::printf(" %5.1f%% (%6.0f->%6.0f)", 100 * (1 - o / b), b, o);
+    }
+    std::printf("\n");
+  };
+  priced("free", false, false);
+  priced("links shared (ports, the sites' uplink)", true, false);
+  priced("interference (compute 18.9% slower)", false, true);
+  priced("both", true, true);
+  {  // Why links matter at VP 5: how long crossing transfers shared the uplink.
+    xdc_facts f;
+    f.chunks = 5;
+    const double alone = xdc_contention(f).uplink_ports;
+    const cost_model c = xdc_cost_model(f, {.shared_links = true, .uplink_ports = alone});
+    for (const bool opt : {false, true}) {
+      const program p = lower(xdc_schedule(f, opt ? seed : p2p_options{}));
+      const timeline t = simulate(p, c);
+      double shared = 0, crossing = 0;
+      for (const slowed_stretch& sl : t.slowed)
+        if (p.at(sl.op).k == kind::send && c.crosses_sites(p.at(sl.op), p.source.model)) {
+          crossing += (sl.to - sl.from).count();
+          if (sl.rate < alone * (1 - 1e-9)) shared += (sl.to - sl.from).count();
+        }
+      std::printf(
+          "VP 5, %s, links shared: crossing transfers moved for %.0f ms, %.0f ms of it "
+          "sharing the uplink\n",
+          opt ? "the seed's" : "Megatron's", 1e3 * crossing, 1e3 * shared);
+    }
+  }
   if (svg) {
     xdc_facts f;
     f.chunks = 2;

@@ -193,6 +193,14 @@ TEST_CASE("tensor-parallel communication inside an op: it computes, then moves t
   CHECK(at(t, p, attn(F, mb{1})) == 5);
   CHECK(at(t, p, dispatch(F, mb{0})) == 5);
   CHECK(t.makespan == units(11));
+  // Attention's all-gather before its compute (all of its tensor-parallel part first): attn1
+  // moves [2, 3] intra-node while dispatch0's all-to-all moves inter-node, then computes [3, 4]
+  // while dispatch0's all-gather moves alone: nothing shared, both end at 4.
+  c.tp_first[static_cast<int>(kind::attn)][0] = units(1);
+  t = simulate(p, c);
+  CHECK(at(t, p, attn(F, mb{1})) == 4);
+  CHECK(at(t, p, dispatch(F, mb{0})) == 4);
+  c.tp_first[static_cast<int>(kind::attn)][0] = units(0);
   // The collectives on the inter-node class instead: dispatch0's two parts are then on one
   // port pair, and attn1's all-gather [3, ...] shares it with dispatch0's second part — the
   // same times, as the shares are the same.
@@ -208,4 +216,34 @@ TEST_CASE("tensor-parallel communication inside an op: it computes, then moves t
   CHECK(at(t, p, attn(F, mb{1})) == 5);
   c.tp_comm[static_cast<int>(kind::attn)][0] = units(0);
   CHECK(at(simulate(p, c), p, attn(F, mb{1})) == 5.5);
+}
+
+TEST_CASE("the timeline records where an op ran below full rate") {
+  // attn0 | attn1 + dispatch0 | ..., compute at half speed while an all-to-all is in flight (the
+  // interference case above): attn1 runs at 1/2 over [1, 2], mlp0 over [2.5, 3.5], mlp1 over
+  // [4, 5]; nothing else is slowed.
+  const schedule s = with_model(ranks(slots(attn(F, mb{0}), attn(F, mb{1}) | dispatch(F, mb{0}),
+                                            mlp(F, mb{0}) | dispatch(F, mb{1}),
+                                            mlp(F, mb{1}) | combine(F, mb{0}), combine(F, mb{1}))),
+                                moe_forward);
+  const program p = lower(s);
+  unit_cost_model c = moe_costs(1, 1, 1);
+  CHECK(simulate(p, c).slowed.empty());
+  c.contention.compute_slowdown = 1;
+  const unit_timeline t = simulate(p, c);
+  struct stretch {
+    op o;
+    double from, to;
+  };
+  const stretch expected[] = {
+      {attn(F, mb{1}), 1, 2}, {mlp(F, mb{0}), 2.5, 3.5}, {mlp(F, mb{1}), 4, 5}};
+  REQUIRE(t.slowed.size() == std::size(expected));
+  for (const stretch& e : expected) {
+    bool found = false;
+    for (const auto& sl : t.slowed)
+      found = found || (p.at(sl.op).same_work(e.o) && sl.from.count() == e.from &&
+                        sl.to.count() == e.to && sl.rate == 0.5);
+    CAPTURE(to_string(e.o));
+    CHECK(found);
+  }
 }

@@ -303,6 +303,25 @@ TEST_CASE("llama2-70B across two data centres: the preset's costs from public fa
   CHECK(c.far_p2p_latency == testing::approx(l.alpha));
 }
 
+TEST_CASE("the sites' uplink as a resource: a crossing alone costs what the far link charges") {
+  const xdc_facts f;
+  // 32 ports per site converged 128:1 is a quarter of a device's port: 1/32 of a TP group's 8.
+  CHECK(xdc_contention(f).uplink_ports == doctest::Approx(32.0 / (128 * 8)));
+  CHECK(xdc_contention(f).compute_slowdown == contention_facts::published().compute_slowdown);
+  // Priced, a crossing moves at its port's speed over the uplink instead of at the far link's.
+  const cost_model priced =
+      xdc_cost_model(f, {.shared_links = true, .uplink_ports = xdc_contention(f).uplink_ports});
+  CHECK(priced.far_p2p ==
+        testing::approx(collective::p2p(link_model::cross_dc(f.km), xdc_p2p_bytes(f))));
+  // Megatron's blocking 1F1B with one micro-batch: one crossing at a time, each alone on its
+  // uplink, so the step is the plain model's.
+  xdc_facts one = f;
+  one.micro = 1;
+  const program p = lower(xdc_schedule(one, {}));
+  CHECK(simulate(p, priced).makespan.count() ==
+        doctest::Approx(simulate(p, xdc_cost_model(one)).makespan.count()).epsilon(1e-9));
+}
+
 TEST_CASE("the seed's table: step times and the seed's reductions, VP 5 / 2 / 1") {
   struct row {
     int vp;

@@ -216,3 +216,32 @@ TEST_CASE("SVG comparison: two timelines of one program, one above the other, on
   }
   CHECK((measured && predicted));
 }
+
+TEST_CASE(
+    "SVG under contention: a veil over each stretch an op ran slowed, the darker the slower") {
+  const sample s;
+  timeline t = s.time;
+  REQUIRE(t.slowed.empty());
+  std::ostringstream plain;
+  write_svg(plain, s.prog, t, svg_style{.width = 1000, .lane_height = 20, .title = ""});
+  CHECK(plain.str().find("class=\"slowed\"") == std::string::npos);
+  // Op 0 at a quarter of full rate over the second half of its run.
+  const seconds mid = t.start[0] + t.duration_of(0) / 2;
+  t.slowed.push_back({0, mid, t.finish[0], 0.25});
+  std::ostringstream out;
+  write_svg(out, s.prog, t, svg_style{.width = 1000, .lane_height = 20, .title = ""});
+  pugi::xml_document doc;
+  REQUIRE(doc.load_string(out.str().c_str()));
+  const pugi::xml_node veil = doc.child("svg").find_child_by_attribute("rect", "class", "slowed");
+  REQUIRE(veil);
+  const pugi::xml_node box =
+      doc.child("svg").find_child_by_attribute("g", "data-op", "0").child("rect");
+  const double scale = 1000 / t.makespan.count();
+  CHECK(veil.attribute("x").as_double() ==
+        doctest::Approx(box.attribute("x").as_double() + (mid - t.start[0]).count() * scale));
+  CHECK(veil.attribute("width").as_double() ==
+        doctest::Approx(box.attribute("width").as_double() / 2));
+  CHECK(veil.attribute("y").as_double() == box.attribute("y").as_double());
+  CHECK(veil.attribute("fill-opacity").as_double() == doctest::Approx(0.5 * 0.75));
+  CHECK(std::string(veil.child("title").child_value()) == "at 25% of full rate");
+}

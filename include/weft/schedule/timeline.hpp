@@ -18,6 +18,8 @@ struct basic_slowed {
   double rate = 1;  ///< the share of full speed it ran at
 };
 
+using slowed_stretch = basic_slowed<seconds>;
+
 /// When each op of a program ran, simulated or measured: what the simulators and the executor
 /// produce alike, and what traces, pictures and metrics read.
 template <time_type T>

@@ -105,15 +105,19 @@ constexpr cost_model ampipe_cost_model(const moe_mesh_facts& f) noexcept {
   }
   c.fixed[static_cast<int>(kind::attn)][static_cast<int>(phase::B)] = l.chunk_sum;
   // What of it is tensor-parallel communication (on the machine's links): only contention sees
-  // it, as a volume that shares those links.
-  const auto tp_comm = [&](kind k, phase ph, seconds t) {
+  // it, as a volume that shares those links: attention's all-gather before it and its
+  // reduce-scatter after (half each), the experts' all-gather after the dispatch's all-to-all
+  // and their reduce-scatter before the combine's.
+  const auto tp_comm = [&](kind k, phase ph, seconds t, double first) {
     c.tp_comm[static_cast<int>(k)][static_cast<int>(ph)] = t;
+    c.tp_first[static_cast<int>(k)][static_cast<int>(ph)] = first * t;
   };
-  tp_comm(kind::attn, phase::F, l.sp_comm);
-  tp_comm(kind::attn, phase::B, (1 + again) * l.sp_comm);
-  for (kind k : {kind::dispatch, kind::combine}) {
-    tp_comm(k, phase::F, l.mlp_gather);
-    tp_comm(k, phase::B, (1 + again) * l.mlp_gather);
+  tp_comm(kind::attn, phase::F, l.sp_comm, 0.5);
+  tp_comm(kind::attn, phase::B, (1 + again) * l.sp_comm, 0.5);
+  for (phase ph : {phase::F, phase::B}) {
+    const double n = ph == phase::F ? 1 : 1 + again;
+    tp_comm(kind::dispatch, ph, n * l.mlp_gather, 0);
+    tp_comm(kind::combine, ph, n * l.mlp_gather, 1);
   }
   return c;
 }

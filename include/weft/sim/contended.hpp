@@ -264,9 +264,9 @@ class contended_run {
  private:
   // What a unit in progress does in turn: wait out its fixed part (latency, rendezvous: time
   // alone drains it), compute (slowed while its ranks communicate), move a volume over `path`
-  // (at its fair share, slowed while its ranks compute). A compute op with tensor-parallel
-  // communication inside computes, then moves that; a comm op waits, moves its own volume, then
-  // the tensor-parallel one.
+  // (at its fair share, slowed while its ranks compute). An op with tensor-parallel
+  // communication inside moves its first part, does its own work (a comm op after its wait),
+  // then moves the rest.
   enum class doing : std::uint8_t { wait, compute, move };
   struct part {
     doing what = doing::compute;
@@ -280,14 +280,14 @@ class contended_run {
   struct running {
     std::uint32_t unit = 0;
     std::uint32_t mark = 0;  ///< the last component search that found it
-    part parts[3];
+    part parts[4];
     int count = 0, at = 0;
     bool exact = true;
     int ranks[2] = {-1, -1};
     T begin{0}, plain_end{0};
     T anchor{0}, left{0};
     double rate = 1, share = 1;
-    T slow_from{0};          ///< since when it runs at `slow_rate`
+    T slow_from{0};        ///< since when it runs at `slow_rate`
     double slow_rate = 1;  ///< its effective rate as last recorded
 
     const part& now() const { return parts[at]; }
@@ -556,10 +556,13 @@ void contended_run<T>::begin_unit(std::uint32_t u, T now) {
     return path;
   };
   const op& o = g_.at(recv != npos ? recv : lead);
-  const T tp = uk == unit_kind::pair ? T{0} : c_.tp_comm_of(o, g_.model());
-  if (uk == unit_kind::pair || !comm) {
+  const bool pair = uk == unit_kind::pair;
+  const T tp = pair ? T{0} : c_.tp_comm_of(o, g_.model());
+  const T first = pair ? T{0} : c_.tp_first_of(o, g_.model());
+  if (pair || !comm) {
+    a.add(doing::move, first, ports(a.ranks[0], f_.collectives));
     a.add(doing::compute, span - tp);
-    a.add(doing::move, tp, ports(a.ranks[0], f_.collectives));
+    a.add(doing::move, tp - first, ports(a.ranks[0], f_.collectives));
   } else {
     // Its fixed part: the rendezvous wait (span beyond cost) and the link latency.
     const T fixed = (span - cost) + c_.fixed_of(o, g_.model());
@@ -574,8 +577,9 @@ void contended_run<T>::begin_unit(std::uint32_t u, T now) {
       path = ports(a.ranks[0], is_collective(o.k) ? f_.collectives : f_.a2a);
     }
     a.add(doing::wait, fixed);
+    a.add(doing::move, first, ports(a.ranks[0], f_.collectives));
     a.add(doing::move, span - fixed - tp, path);
-    a.add(doing::move, tp, ports(a.ranks[0], f_.collectives));
+    a.add(doing::move, tp - first, ports(a.ranks[0], f_.collectives));
   }
   if (a.count == 0) a.parts[a.count++] = {comm ? doing::wait : doing::compute, T{0}, {}};
   schedule(slot);

@@ -84,9 +84,12 @@ struct basic_cost_model {
   T fixed[kind_count][phase_count] = {};
   /// The part of `time` that is tensor-parallel communication inside the op (sequence
   /// parallelism's all-gathers and reduce-scatters around attention and the experts), a volume
-  /// on the `collectives` link class. Only contention sees it: there an op computes (or moves its
-  /// own volume), then moves this. 0: none.
+  /// on the `collectives` link class. Only contention sees it: there an op moves `tp_first` of
+  /// it, computes (or moves its own volume), then moves the rest. 0: none.
   T tp_comm[kind_count][phase_count] = {};
+  /// Of `tp_comm`, the part that runs before the op's own work (an all-gather before
+  /// attention; the reduce-scatter before the combine's all-to-all); the rest runs after it.
+  T tp_first[kind_count][phase_count] = {};
   /// The share of attention's time spent on causal scores: split s of D pays its fraction of it
   /// in proportion (2s + 1) / D, since its queries see s + 1/2 chunks of keys on average.
   double causal_share = 0;
@@ -147,6 +150,14 @@ struct basic_cost_model {
     if (!(part < whole)) return of(o, m) - fixed[k][ph];
     return (of(o, m) - fixed[k][ph]) * (part / whole);
   }
+  /// Of `tp_comm_of(o, m)`, the part that runs before the op's own work.
+  constexpr T tp_first_of(const op& o, const model_desc& m) const noexcept {
+    const int k = static_cast<int>(o.k), ph = static_cast<int>(o.ph);
+    const T all = tp_comm_of(o, m);
+    if (!(all > T{0}) || !(tp_first[k][ph] > T{0})) return T{0};
+    if (!(tp_first[k][ph] < tp_comm[k][ph])) return all;
+    return all * (tp_first[k][ph] / tp_comm[k][ph]);
+  }
   /// The part of op `o`'s cost that is not a volume moving over a link (latency, launch): a
   /// transfer's link latency, else the (kind, phase)'s `fixed`; never more than the cost.
   constexpr T fixed_of(const op& o, const model_desc& m) const noexcept {
@@ -186,6 +197,7 @@ struct basic_cost_model {
           c.time[k][ph] *= f;
           c.fixed[k][ph] *= f;
           c.tp_comm[k][ph] *= f;
+          c.tp_first[k][ph] *= f;
         }
     if (c.fb_pair >= T{0}) c.fb_pair *= f;
     return c;
@@ -227,6 +239,7 @@ struct basic_cost_model {
         c.time[k][ph] = time[k][ph].at(per_unit);
         c.fixed[k][ph] = fixed[k][ph].at(per_unit);
         c.tp_comm[k][ph] = tp_comm[k][ph].at(per_unit);
+        c.tp_first[k][ph] = tp_first[k][ph].at(per_unit);
       }
     c.causal_share = causal_share;
     c.fb_pair = fb_pair >= T{0} ? fb_pair.at(per_unit) : seconds(-1);
