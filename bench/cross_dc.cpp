@@ -134,7 +134,7 @@ int table(const char* svg) {
     const cost_model c = xdc_cost_model(f, {.shared_links = true, .uplink_ports = alone});
     for (const bool opt : {false, true}) {
       const program p = lower(xdc_schedule(f, opt ? seed : p2p_options{}));
-      const timeline t = simulate(p, c);
+      const timeline t = simulate(p, c, {.record_slowed = true});
       double shared = 0, crossing = 0;
       for (const slowed_stretch& sl : t.slowed)
         if (p.at(sl.op).k == kind::send && c.crosses_sites(p.at(sl.op), p.source.model)) {

@@ -32,7 +32,7 @@ measured<T> measure_plan(const search::basic_problem<T>& q, const search::plan& 
   measured<T> m;
   const schedule s = search::to_schedule(p);
   m.prog = lower(s);
-  m.time = simulate(m.prog, q.cost);
+  m.time = simulate(m.prog, q.cost, {.record_slowed = true});  // a few plans, for the pictures
   m.metrics = measure(m.prog, m.time);
   for (const int x : peak_live_activations(s)) m.peak = std::max(m.peak, x);
   return m;

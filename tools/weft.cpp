@@ -102,6 +102,14 @@ struct simulated {
   weft::unit_step_metrics metrics;
 };
 
+/// Does the command draw the step (a trace or an SVG)? Then the simulator records where ops ran
+/// slowed.
+bool pictures(const request& q) { return !q.trace.empty() || !q.svg.empty(); }
+/// A picture's title says when overlap was priced (its veils show where).
+std::string priced(const request& q) {
+  return q.contention.active() ? ", overlap priced (veiled where slowed)" : "";
+}
+
 /// Lowers, simulates and measures; says what it does on big schedules, which take a while.
 simulated simulate(const request& q, const weft::schedule& s) {
   const bool big = s.ops.size() > 1'000'000;
@@ -121,7 +129,7 @@ simulated simulate(const request& q, const weft::schedule& s) {
   const weft::model_desc& m = s.model;
   const double share = !q.preset.empty() || m.bidirectional ? 1.0 : 1.0 / m.chunks_per_rank;
   out.time = weft::simulate(out.prog, weft::cli::unit_costs(q).scaled_compute(share),
-                            {.slot_barrier = q.barrier});
+                            {.slot_barrier = q.barrier, .record_slowed = pictures(q)});
   if (out.time.deadlocked()) {
     std::string why = "weft: simulate: deadlock; each rank is stuck at:";
     for (int r = 0; r < out.prog.ranks(); ++r) {
@@ -320,7 +328,7 @@ int ampipe_command(const request& q) {
                                                     .multi_stream = q.multi_stream},
                                                    &r.layout);
     r.prog = weft::lower(s);
-    r.time = weft::simulate(r.prog, cost);
+    r.time = weft::simulate(r.prog, cost, {.record_slowed = pictures(q)});
     return r;
   };
   const weft::seconds baseline =
@@ -348,7 +356,7 @@ int ampipe_command(const request& q) {
       "ampipe-16p, degree " + std::to_string(r.layout.splits) + ", " +
       std::to_string(r.layout.pieces) + " piece(s) per chunk" +
       (r.layout.overlap.multi_stream_all_to_all ? ", two all-to-all streams" : "");
-  write_pictures(q.trace, q.svg, r.prog, r.time, what);
+  write_pictures(q.trace, q.svg, r.prog, r.time, what + priced(q));
   if (q.json) {
     json j = metrics_json("ampipe-16p", metrics);
     j["degree"] = r.layout.splits;
@@ -383,7 +391,7 @@ int xdc_command(const request& q) {
   const weft::cost_model cost = weft::xdc_cost_model(f, contention);
   weft::p2p_options switches = weft::cli::p2p_of(q);
   const weft::program prog = weft::lower(weft::xdc_schedule(f, switches));
-  const weft::timeline time = weft::simulate(prog, cost);
+  const weft::timeline time = weft::simulate(prog, cost, {.record_slowed = pictures(q)});
   const weft::seconds baseline =
       weft::simulate(weft::lower(weft::xdc_schedule(f, {})), cost).makespan;
   const weft::step_metrics metrics = weft::measure(prog, time);
@@ -391,7 +399,7 @@ int xdc_command(const request& q) {
   std::string what = "llama2-70b-xdc, VP " + std::to_string(f.chunks) + ", " +
                      std::to_string(f.micro) + " micro-batches";
   if (f.sites > 1) what += ", data centres " + std::to_string(static_cast<int>(f.km)) + " km apart";
-  write_pictures(q.trace, q.svg, prog, time, what);
+  write_pictures(q.trace, q.svg, prog, time, what + priced(q));
   if (q.json) {
     json j = metrics_json("llama2-70b-xdc", metrics);
     j["chunks"] = f.chunks;
@@ -421,7 +429,7 @@ int simulate_command(const request& q) {
   const simulated sim = simulate(q, s);
   write_pictures(q.trace, q.svg, sim.prog, sim.time,
                  q.schedule + ", " + std::to_string(q.pp) + " ranks, " + std::to_string(q.micro) +
-                     " micro-batches");
+                     " micro-batches" + priced(q));
   if (q.json)
     std::cout << metrics_json(q.schedule, sim.metrics).dump() << "\n";
   else

@@ -228,9 +228,10 @@ TEST_CASE("the timeline records where an op ran below full rate") {
                                 moe_forward);
   const program p = lower(s);
   unit_cost_model c = moe_costs(1, 1, 1);
-  CHECK(simulate(p, c).slowed.empty());
+  CHECK(simulate(p, c, {.record_slowed = true}).slowed.empty());
   c.contention.compute_slowdown = 1;
-  const unit_timeline t = simulate(p, c);
+  CHECK(simulate(p, c).slowed.empty());  // not asked for
+  const unit_timeline t = simulate(p, c, {.record_slowed = true});
   struct stretch {
     op o;
     double from, to;

@@ -208,7 +208,8 @@ class contended_run {
         f_(c.contention),
         st_(g_),
         compute_rate_(1.0 / (1.0 + f_.compute_slowdown)),
-        comm_rate_(1.0 / (1.0 + f_.comm_slowdown)) {
+        comm_rate_(1.0 / (1.0 + f_.comm_slowdown)),
+        record_slowed_(opt.record_slowed) {
     links_.ranks = g_.ranks();
     links_.sites = c.site_ranks > 0 ? (g_.ranks() + c.site_ranks - 1) / c.site_ranks : 1;
     links_.uplink_capacity = f_.uplink_ports;
@@ -290,6 +291,16 @@ class contended_run {
     T slow_from{0};        ///< since when it runs at `slow_rate`
     double slow_rate = 1;  ///< its effective rate as last recorded
 
+    // A slot taken again: its state from scratch, its search mark kept (parts are written as
+    // they are added; clearing them all costs a unit more than anything else it does).
+    void reset(std::uint32_t u, T now_at) {
+      unit = u;
+      count = at = 0;
+      exact = true;
+      ranks[0] = ranks[1] = -1;
+      begin = now_at;
+      rate = share = slow_rate = 1;
+    }
     const part& now() const { return parts[at]; }
     bool comm() const { return now().what != doing::compute; }
     bool moving() const { return now().what == doing::move; }
@@ -353,6 +364,7 @@ class contended_run {
   buffer<std::uint8_t> done_;
   std::uint32_t finished_ = 0;
   double compute_rate_, comm_rate_;
+  bool record_slowed_;
   T now_{0};
   std::vector<std::uint32_t> starting_;
 
@@ -399,6 +411,7 @@ class contended_run {
   }
   // Records where a unit ran below full rate: a stretch per rate, for the pictures.
   void track(std::uint32_t slot, T now, double rate) {
+    if (!record_slowed_) return;
     running& a = slots_[slot];
     if (rate == a.slow_rate) return;
     if (a.slow_rate < 1 && a.slow_from < now)
@@ -527,11 +540,7 @@ void contended_run<T>::begin_unit(std::uint32_t u, T now) {
     free_.pop_back();
   }
   running& a = slots_[slot];
-  const std::uint32_t mark = a.mark;
-  a = running{};
-  a.mark = mark;
-  a.unit = u;
-  a.begin = now;
+  a.reset(u, now);
   const unit_kind uk = g_.kind_of(u);
   const T cost = cost_of(g_, c_, u);
   const T span = uk == unit_kind::transfer ? span_of(g_, c_, ev_.arrive, u) : cost;

@@ -28,6 +28,9 @@ struct basic_sim_options {
   /// starting it (waking up): the CPU runtime's `run_measures::wake_gap`. Only
   /// `simulate_on_workers` has workers to charge it to.
   T wake_latency{0};
+  /// With contention: record where ops ran below full rate (`timeline::slowed`, which the SVG
+  /// veils). Off, a contended run is about an eighth faster.
+  bool record_slowed = false;
 };
 using sim_options = basic_sim_options<seconds>;
 using unit_sim_options = basic_sim_options<units>;
