@@ -1,0 +1,71 @@
+// The machines a job runs on, from public spec sheets: a device's peak and memory, how many
+// share a node, the links inside a node and between nodes, and what overlap costs it. Built in
+// for four devices (`find_cluster`); plan/cluster_file.hpp reads one's own from JSON.
+#pragma once
+
+#include <array>
+#include <string_view>
+
+#include <weft/core/link.hpp>
+#include <weft/sim/cost.hpp>
+#include <weft/sim/device.hpp>
+
+namespace weft::plan {
+
+struct cluster {
+  std::string_view name;
+  device_facts device;   ///< peak dense bf16 FLOP/s, HBM bandwidth (efficiency: see below)
+  double hbm_bytes = 0;  ///< a device's memory
+  int per_node = 8;      ///< devices per node
+  link_model intra;      ///< device to device inside a node, one direction
+  link_model inter;      ///< a device's share of its node's network, one direction
+  contention_facts overlap = contention_facts::published();
+};
+
+namespace detail {
+// Per direction: NVLink's and HCCS's published figures are the sum of both directions.
+constexpr link_model gb_per_s(double alpha_us, double bytes_per_s) noexcept {
+  return link_model::with_bandwidth(seconds(alpha_us * 1e-6), bytes_per_s);
+}
+}  // namespace detail
+
+/// The built-in clusters (docs/planning.md gives the sources):
+/// - a100-80g: DGX A100 — 312 TFLOP/s bf16 dense, 80 GB HBM2e at 2.04 TB/s; NVLink 3 600 GB/s
+///   (300 each way) through NVSwitch; 8 x 200 Gb/s HDR InfiniBand per node (25 GB/s a GPU).
+/// - h100-sxm: DGX H100 — 989 TFLOP/s bf16 dense, 80 GB HBM3 at 3.35 TB/s; NVLink 4 900 GB/s
+///   (450 each way); 8 x 400 Gb/s NDR InfiniBand per node (50 GB/s a GPU).
+/// - h800: H100 with NVLink cut to 400 GB/s (200 each way); 8 x 400 Gb/s InfiniBand per node.
+/// - ascend-910b: Atlas 800T A2 — 313 TFLOP/s fp16, 64 GB HBM at 1.6 TB/s; HCCS as
+///   link_model::intra_node; one 200 Gb/s RoCE port per device.
+/// Latencies: 2 us inside a node, 10 us between nodes (link_model's classes). Overlap: the
+/// published contention facts for every device (contention_facts::published()).
+inline constexpr std::array<cluster, 4> clusters{{
+    {"a100-80g",
+     {.peak_flops = 312e12, .efficiency = ascend_910b.efficiency, .memory_bytes_per_s = 2.04e12},
+     80e9,
+     8,
+     detail::gb_per_s(2, 300e9),
+     detail::gb_per_s(10, 25e9)},
+    {"h100-sxm",
+     {.peak_flops = 989e12, .efficiency = ascend_910b.efficiency, .memory_bytes_per_s = 3.35e12},
+     80e9,
+     8,
+     detail::gb_per_s(2, 450e9),
+     detail::gb_per_s(10, 50e9)},
+    {"h800",
+     {.peak_flops = 989e12, .efficiency = ascend_910b.efficiency, .memory_bytes_per_s = 3.35e12},
+     80e9,
+     8,
+     detail::gb_per_s(2, 200e9),
+     detail::gb_per_s(10, 50e9)},
+    {"ascend-910b", ascend_910b, 64e9, 8, link_model::intra_node(), link_model::inter_node()},
+}};
+
+/// The built-in cluster called `name`, or nullptr.
+constexpr const cluster* find_cluster(std::string_view name) noexcept {
+  for (const cluster& c : clusters)
+    if (c.name == name) return &c;
+  return nullptr;
+}
+
+}  // namespace weft::plan

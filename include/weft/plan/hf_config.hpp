@@ -1,0 +1,278 @@
+// Reads a Hugging Face config.json as it is published: the key sets of the gpt2, bloom, llama,
+// mixtral, qwen2_moe and deepseek_v3 model types (and any model type that uses them) into one
+// `plan::transformer`. A key weft does not know is named in a warning; a key it needs and does
+// not find, or a value out of range, is a `config_error` naming it.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <initializer_list>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include <weft/core/error.hpp>
+#include <weft/plan/transformer.hpp>
+
+namespace weft::plan {
+
+/// What reading a config.json gives: the architecture, and what it did not use.
+struct hf_model {
+  transformer model;
+  std::vector<std::string> warnings;  ///< "config.json: key 'x' is not used", one per key
+};
+
+namespace detail {
+
+/// Keys that say nothing about the shapes or the cost of a step: read by no one here, and no
+/// warning for them.
+inline constexpr std::string_view ignored_keys[] = {"_name_or_path",
+                                                    "architectures",
+                                                    "auto_map",
+                                                    "bos_token_id",
+                                                    "eos_token_id",
+                                                    "pad_token_id",
+                                                    "torch_dtype",
+                                                    "transformers_version",
+                                                    "use_cache",
+                                                    "initializer_range",
+                                                    "rms_norm_eps",
+                                                    "layer_norm_epsilon",
+                                                    "layer_norm_eps",
+                                                    "rope_theta",
+                                                    "rope_scaling",
+                                                    "rope_interleave",
+                                                    "max_position_embeddings",
+                                                    "attention_dropout",
+                                                    "hidden_dropout",
+                                                    "attention_softmax_in_fp32",
+                                                    "apply_residual_connection_post_layernorm",
+                                                    "masked_softmax_fusion",
+                                                    "pretraining_tp",
+                                                    "slow_but_exact",
+                                                    "offset_alibi",
+                                                    "bias_dropout_fusion",
+                                                    "skip_bias_add",
+                                                    "skip_bias_add_qkv",
+                                                    "unk_token_id",
+                                                    "scale_attn_weights",
+                                                    "scale_attn_by_inverse_layer_idx",
+                                                    "reorder_and_upcast_attn",
+                                                    "summary_type",
+                                                    "summary_use_proj",
+                                                    "summary_activation",
+                                                    "summary_proj_to_labels",
+                                                    "summary_first_dropout",
+                                                    "task_specific_params",
+                                                    "sliding_window",
+                                                    "use_sliding_window",
+                                                    "max_window_layers",
+                                                    "output_router_logits",
+                                                    "router_aux_loss_coef",
+                                                    "router_jitter_noise",
+                                                    "aux_loss_alpha",
+                                                    "seq_aux",
+                                                    "norm_topk_prob",
+                                                    "routed_scaling_factor",
+                                                    "scoring_func",
+                                                    "n_group",
+                                                    "topk_group",
+                                                    "ep_size",
+                                                    "quantization_config",
+                                                    "bias",
+                                                    "n_ctx",
+                                                    "model_type",
+                                                    "mlp_bias",
+                                                    "attention_bias",
+                                                    "use_qk_norm",
+                                                    "num_experts_per_tok",
+                                                    "topk_method"};
+
+/// The config's object, the keys read so far, and what to say about the rest.
+class config_reader {
+ public:
+  explicit config_reader(const nlohmann::json& j) : j_(j) {
+    if (!j_.is_object()) throw config_error("config.json: not a JSON object");
+  }
+
+  bool has(std::string_view key) const { return j_.contains(key) && !j_.at(key).is_null(); }
+  /// The first of `keys` present (and not null), or "" for none.
+  std::string_view first_of(std::initializer_list<std::string_view> keys) {
+    for (const std::string_view k : keys) {
+      used_.emplace_back(k);
+      if (has(k)) return k;
+    }
+    return {};
+  }
+  /// A whole number in [lo, hi] under one of `keys`; `fallback` when none is present, or an
+  /// error naming them when there is no fallback.
+  double whole(std::initializer_list<std::string_view> keys, double lo, double hi,
+               const double* fallback = nullptr) {
+    const std::string_view k = first_of(keys);
+    if (k.empty()) {
+      if (fallback) return *fallback;
+      throw config_error("config.json: missing " + names(keys));
+    }
+    const nlohmann::json& v = j_.at(k);
+    const double x = v.is_number() ? v.get<double>() : std::nan("");
+    if (!v.is_number() || x != std::floor(x) || x < lo || x > hi)
+      throw config_error("config.json: " + std::string(k) + " must be a whole number in [" +
+                         show(lo) + ", " + show(hi) + "], got " + v.dump());
+    return x;
+  }
+  double whole(std::initializer_list<std::string_view> keys, double lo, double hi,
+               double fallback) {
+    return whole(keys, lo, hi, &fallback);
+  }
+  bool flag(std::string_view key, bool fallback) {
+    used_.emplace_back(key);
+    if (!has(key)) return fallback;
+    const nlohmann::json& v = j_.at(key);
+    if (!v.is_boolean())
+      throw config_error("config.json: " + std::string(key) + " must be true or false, got " +
+                         v.dump());
+    return v.get<bool>();
+  }
+  std::string text(std::initializer_list<std::string_view> keys, std::string fallback) {
+    const std::string_view k = first_of(keys);
+    if (k.empty()) return fallback;
+    const nlohmann::json& v = j_.at(k);
+    if (!v.is_string())
+      throw config_error("config.json: " + std::string(k) + " must be a string, got " + v.dump());
+    return v.get<std::string>();
+  }
+  double number(std::string_view key, double fallback) {
+    used_.emplace_back(key);
+    if (!has(key)) return fallback;
+    const nlohmann::json& v = j_.at(key);
+    if (!v.is_number() || !std::isfinite(v.get<double>()))
+      throw config_error("config.json: " + std::string(key) + " must be a number, got " + v.dump());
+    return v.get<double>();
+  }
+  /// "config.json: key 'x' is not used" for every key neither read nor known to be irrelevant.
+  std::vector<std::string> unused() const {
+    std::vector<std::string> out;
+    for (auto it = j_.begin(); it != j_.end(); ++it) {
+      const std::string& k = it.key();
+      const auto known = [&](std::string_view x) { return x == k; };
+      if (std::any_of(used_.begin(), used_.end(), known) ||
+          std::any_of(std::begin(ignored_keys), std::end(ignored_keys), known) ||
+          k.ends_with("_pdrop") || k.ends_with("_dropout"))
+        continue;
+      out.push_back("config.json: key '" + k + "' is not used");
+    }
+    return out;
+  }
+
+ private:
+  const nlohmann::json& j_;
+  std::vector<std::string> used_;
+
+  static std::string names(std::initializer_list<std::string_view> keys) {
+    std::string s;
+    for (const std::string_view k : keys) s += (s.empty() ? "" : " or ") + std::string(k);
+    return s;
+  }
+  static std::string show(double x) {
+    std::string s = std::to_string(static_cast<long long>(x));
+    return s;
+  }
+};
+
+}  // namespace detail
+
+/// Reads a config.json's text. Throws `config_error` for text that is not JSON, a key the
+/// model needs that is missing, or a value out of range.
+inline hf_model read_hf_config(std::string_view text) {
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(text);
+  } catch (const nlohmann::json::exception& e) {  // a syntax error, or a number out of range
+    throw config_error(std::string("config.json: not JSON: ") + e.what());
+  }
+  detail::config_reader r(j);
+  hf_model out;
+  transformer& m = out.model;
+  constexpr double most = 1 << 24;  // layers, heads, widths: far beyond any model, still exact
+  m.model_type = r.text({"model_type"}, "");
+  m.layers = static_cast<int>(r.whole({"num_hidden_layers", "n_layer", "num_layers"}, 1, 1 << 20));
+  m.hidden = r.whole({"hidden_size", "n_embd", "n_embed", "d_model"}, 1, most);
+  m.heads = static_cast<int>(r.whole({"num_attention_heads", "n_head"}, 1, most));
+  m.kv_heads = static_cast<int>(r.whole({"num_key_value_heads"}, 1, m.heads, m.heads));
+  if (m.heads % m.kv_heads != 0)
+    throw config_error("config.json: num_attention_heads (" + std::to_string(m.heads) +
+                       ") must be a multiple of num_key_value_heads (" +
+                       std::to_string(m.kv_heads) + ")");
+  m.head_dim = r.whole({"head_dim"}, 1, most, m.hidden / m.heads);
+  if (!r.has("head_dim") && std::fmod(m.hidden, m.heads) != 0)
+    throw config_error("config.json: hidden size " +
+                       std::to_string(static_cast<long long>(m.hidden)) +
+                       " is not a multiple of the " + std::to_string(m.heads) + " heads");
+  m.vocab = r.whole({"vocab_size", "padded_vocab_size"}, 1, most);
+
+  // The MLP: GPT-2 and BLOOM use GeLU over 4h (n_inner: null); Llama-style configs a gated
+  // activation (silu: SwiGLU) over intermediate_size.
+  const std::string act = r.text({"hidden_act", "activation_function"}, "gelu");
+  const bool gated_family = r.has("intermediate_size") && act.find("gelu") == std::string::npos;
+  m.mlp = (act == "silu" || act == "swiglu" || gated_family) ? mlp_kind::gated : mlp_kind::plain;
+  m.ffn = r.whole({"intermediate_size", "n_inner", "ffn_hidden_size"}, 1, most, 4 * m.hidden);
+
+  // GPT-2 and BLOOM: LayerNorm, biases everywhere, tied embeddings; GPT-2 learned positions,
+  // BLOOM ALiBi and a norm after the embedding. The rest: RMSNorm, no biases (unless said).
+  const bool gpt_family = m.model_type == "gpt2" || m.model_type == "bloom";
+  m.layer_norm = gpt_family;
+  m.linear_bias = gpt_family || r.flag("attention_bias", false);
+  m.qkv_bias = m.model_type == "qwen2_moe" || m.model_type == "qwen2";
+  m.tied_embeddings = r.flag("tie_word_embeddings", gpt_family);
+  if (m.model_type == "gpt2") m.positions = r.whole({"n_positions"}, 1, most, 1024);
+  m.embedding_norm = m.model_type == "bloom";
+  for (const char* k : {"attn_pdrop", "resid_pdrop", "attention_dropout", "hidden_dropout"})
+    m.dropout = r.number(k, 0) > 0 || m.dropout;
+
+  // Mixture of experts.
+  moe_shape& e = m.moe;
+  e.routed = static_cast<int>(
+      r.whole({"n_routed_experts", "num_local_experts", "num_experts"}, 0, 1 << 20, 0.0));
+  if (e.routed > 0) {
+    e.top_k = static_cast<int>(r.whole({"num_experts_per_tok"}, 1, e.routed));
+    if (m.model_type == "mixtral") {  // every layer MoE, experts of intermediate_size
+      e.expert_ffn = m.ffn;
+    } else {
+      e.expert_ffn = r.whole({"moe_intermediate_size"}, 1, most);
+    }
+    const double shared = r.whole({"n_shared_experts"}, 0, 1 << 20, 0.0);
+    e.shared_ffn = shared * e.expert_ffn;
+    if (r.has("shared_expert_intermediate_size")) {
+      e.shared_ffn = r.whole({"shared_expert_intermediate_size"}, 0, most);
+      e.shared_gate = e.shared_ffn > 0;
+    }
+    e.first_dense = static_cast<int>(r.whole({"first_k_dense_replace"}, 0, m.layers, 0.0));
+    if (r.has("decoder_sparse_step")) {
+      e.every = static_cast<int>(r.whole({"decoder_sparse_step"}, 1, m.layers));
+      e.offset = 1;
+    } else {
+      e.every = static_cast<int>(r.whole({"moe_layer_freq"}, 1, m.layers, 1.0));
+    }
+    if (r.has("mlp_only_layers") &&
+        !(j.at("mlp_only_layers").is_array() && j.at("mlp_only_layers").empty()))
+      throw config_error(
+          "config.json: mlp_only_layers (dense layers among MoE ones) is not supported");
+  }
+
+  // Multi-head latent attention.
+  mla_shape& a = m.mla;
+  a.kv_lora_rank = r.whole({"kv_lora_rank"}, 0, most, 0.0);
+  if (a.kv_lora_rank > 0) {
+    a.q_lora_rank = r.whole({"q_lora_rank"}, 0, most, 0.0);
+    a.qk_rope_head_dim = r.whole({"qk_rope_head_dim"}, 0, most);
+    a.qk_nope_head_dim = r.whole({"qk_nope_head_dim"}, 0, most);
+    a.v_head_dim = r.whole({"v_head_dim"}, 1, most);
+  }
+  m.mtp_layers = static_cast<int>(r.whole({"num_nextn_predict_layers"}, 0, 1 << 10, 0.0));
+  out.warnings = r.unused();
+  return out;
+}
+
+}  // namespace weft::plan

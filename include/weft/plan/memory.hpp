@@ -1,0 +1,108 @@
+// Memory in bytes: the activations a layer keeps for its backward (Korthikanti et al. 2022,
+// arXiv 2205.05198, section 4, generalised to grouped-query and latent attention, gated MLPs,
+// experts and flash attention), and the model states — weights, gradients, optimizer — with
+// Megatron's distributed optimizer. docs/planning.md derives every term.
+#pragma once
+
+#include <cstdint>
+
+#include <weft/plan/transformer.hpp>
+
+namespace weft::plan {
+
+/// Activation recomputation, as Megatron's --recompute-granularity names it: none; selective
+/// (the attention core runs again in the backward, its s x s scores not kept); full (each
+/// layer keeps only its input and runs its forward again).
+enum class recompute : std::uint8_t { none, selective, full };
+
+/// How one micro-batch's layer is laid out on a device.
+struct activation_layout {
+  double seq = 0;                  ///< tokens of a sequence
+  double micro_batch = 1;          ///< sequences per micro-batch
+  int tp = 1;                      ///< tensor parallelism (shards heads and inner widths)
+  int cp = 1;                      ///< context parallelism (shards the sequence)
+  bool sequence_parallel = false;  ///< the parts tensor parallelism replicates are sharded too
+  recompute policy = recompute::none;
+  /// Flash attention: the s x s scores are never kept (only a per-row softmax statistic).
+  bool flash_attention = false;
+};
+
+/// A layer's activation bytes by where they live: the parts tensor parallelism replicates
+/// (the norms' inputs, the projections' shared input, dropout masks), the parts it shards,
+/// and the attention scores. 16-bit values (2 bytes), 1-byte dropout masks.
+struct activation_bytes {
+  double replicated = 0, sharded = 0, scores = 0;
+};
+
+/// What layer `layer` of `m` keeps per micro-batch before any parallelism (s tokens of b
+/// sequences on one device): Korthikanti's 34sbh + 5as²b for GPT-3's layer (GeLU over 4h,
+/// dropout, no flash attention), term by term.
+constexpr activation_bytes layer_activations(const transformer& m, int layer, double s,
+                                             double s_keys, double b, bool flash) noexcept {
+  const double h = m.hidden, a = m.heads, sb = s * b;
+  const double mask = m.dropout ? 1 : 0;  // a dropout mask: one byte per value
+  activation_bytes x;
+  // Attention: its norm's input, the projections' input, the dropout mask after it.
+  x.replicated += (2 + 2 + mask) * sb * h;
+  if (m.mla.active()) {
+    // The latents: the query's (and its norm's output), the keys' and values' (and theirs).
+    const mla_shape& l = m.mla;
+    x.replicated += 2 * sb * (2 * l.q_lora_rank + 2 * l.kv_lora_rank + l.qk_rope_head_dim);
+    // Q and K per head (no-position and rotary parts), V, and the output projection's input.
+    x.sharded += 2 * sb * a * (2 * l.qk_head_dim() + 2 * l.v_head_dim);
+  } else {
+    // Q, K (for the scores), V, and the output projection's input: 8sbh with a = kv heads.
+    const double q = a * m.head_dim, kv = m.kv_heads * m.head_dim;
+    x.sharded += 2 * sb * (q + kv) + 2 * sb * kv + 2 * sb * q;
+  }
+  // The scores: softmax output (2as²b), dropout mask and output (as²b + 2as²b); flash attention
+  // keeps a 4-byte statistic per row and head instead.
+  x.scores = flash ? 4 * a * sb : (2 + 3 * mask) * a * s * s_keys * b;
+  // The MLP: its norm's input, the first linear's input, the dropout mask after it.
+  x.replicated += (2 + 2 + mask) * sb * h;
+  // Inside: the activation's input and the second linear's input (GeLU: 2 x 2sbf = 16sbh at
+  // f = 4h); gated: gate and up outputs and their product (3 x 2sbf).
+  const double per_width = m.mlp == mlp_kind::gated ? 6 : 4;
+  if (!m.is_moe_layer(layer)) {
+    x.sharded += per_width * sb * m.ffn;
+    return x;
+  }
+  // An MoE layer: each token's copy to each of its top-k experts (their first linear's input and
+  // their insides), the router's fp32 scores, the shared expert's insides.
+  const moe_shape& e = m.moe;
+  x.replicated += 2 * sb * h * e.top_k + 4 * sb * e.routed;
+  x.sharded += per_width * sb * e.top_k * e.expert_ffn + per_width * sb * e.shared_ffn;
+  return x;
+}
+
+/// The bytes layer `layer` keeps per micro-batch on one device of layout `o`: tensor parallelism
+/// shards the sharded part (and with sequence parallelism the replicated part), context
+/// parallelism the sequence; selective recomputation drops the scores, full recomputation
+/// keeps only the layer's input (2sbh, sharded as the replicated part is).
+constexpr double layer_activation_bytes(const transformer& m, int layer,
+                                        const activation_layout& o) noexcept {
+  const double s = o.seq / o.cp, t = o.tp;
+  const double rep = o.sequence_parallel ? t : 1;
+  if (o.policy == recompute::full) return 2 * s * o.micro_batch * m.hidden / rep;
+  const activation_bytes x =
+      layer_activations(m, layer, s, o.seq, o.micro_batch, o.flash_attention);
+  const double scores = o.policy == recompute::selective ? 0 : x.scores / t;
+  return x.replicated / rep + x.sharded / t + scores;
+}
+
+/// Bytes per parameter of the model states in mixed-precision training with Adam: 16-bit
+/// weights, fp32 gradients (Megatron accumulates them in fp32), fp32 master weights and the two
+/// moments (arXiv 2104.04473; Megatron's distributed optimizer shards those 12 bytes over the
+/// data-parallel ranks).
+struct state_bytes {
+  double weights = 2, gradients = 4, optimizer = 12;
+};
+
+/// The model states of `params` parameters on a device whose optimizer states are sharded over
+/// `optimizer_shards` data-parallel ranks (1: not sharded).
+constexpr double model_state_bytes(double params, int optimizer_shards,
+                                   const state_bytes& b = {}) noexcept {
+  return params * (b.weights + b.gradients + b.optimizer / optimizer_shards);
+}
+
+}  // namespace weft::plan

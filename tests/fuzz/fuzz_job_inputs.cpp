@@ -1,0 +1,52 @@
+// libFuzzer harness: what a user brings to plan a job — a Hugging Face config.json and a
+// Megatron pipeline layout. The first byte picks the reader (even: config.json, odd: layout,
+// whose next two bytes are the pipeline ranks and the decoder layers). Each must return a
+// model or layout that holds together, or refuse with a config_error; any other exception,
+// a crash or a hang is a finding.
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+#include <weft/core/error.hpp>
+#include <weft/plan/hf_config.hpp>
+#include <weft/plan/layout.hpp>
+
+namespace {
+void check_config(std::string_view text) {
+  weft::plan::hf_model m;
+  try {
+    m = weft::plan::read_hf_config(text);
+  } catch (const weft::config_error&) {
+    return;
+  }
+  const weft::plan::transformer& t = m.model;
+  if (t.layers < 1 || t.hidden < 1 || t.heads < 1 || t.kv_heads < 1 || t.heads % t.kv_heads != 0)
+    __builtin_trap();
+  const double p = weft::plan::total_parameters(t);
+  if (!std::isfinite(p) || p <= 0 || weft::plan::activated_parameters(t) > p) __builtin_trap();
+}
+
+void check_layout(std::string_view text, int pp, int layers) {
+  weft::plan::pipeline_layout l;
+  try {
+    l = weft::plan::parse_pipeline_layout(text, pp, layers, 0);
+  } catch (const weft::config_error&) {
+    return;
+  }
+  if (static_cast<int>(l.stages.size()) != pp * l.chunks) __builtin_trap();
+  int sum = 0;
+  for (const weft::plan::layout_stage& s : l.stages) sum += s.layers;
+  if (sum != layers || !l.stages.front().embedding || !l.stages.back().loss) __builtin_trap();
+}
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  if (size < 3) return 0;
+  const std::string_view rest(reinterpret_cast<const char*>(data) + 1, size - 1);
+  if (data[0] % 2 == 0)
+    check_config(rest);
+  else
+    check_layout(rest.substr(2), 1 + data[1] % 32, data[2]);
+  return 0;
+}

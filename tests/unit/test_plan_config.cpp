@@ -1,0 +1,248 @@
+// Hugging Face config.json files read as published, and the parameters that follow from them,
+// against the counts the model cards and papers publish.
+#include <doctest/doctest.h>
+
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include <weft/plan/hf_config.hpp>
+#include <weft/plan/layout.hpp>
+
+using namespace weft::plan;
+using weft::config_error;
+
+namespace {
+std::string fixture(const std::string& name) {
+  std::ifstream in(std::string(WEFT_TEST_DATA) + "/hf/" + name + ".json");
+  REQUIRE(in);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// The error `text` gives, or "" when it reads.
+std::string refusal(const std::string& text) {
+  try {
+    (void)read_hf_config(text);
+  } catch (const config_error& e) {
+    return e.what();
+  }
+  return "";
+}
+}  // namespace
+
+TEST_CASE("config.json: what weft needs is named when missing, and bad values are refused") {
+  CHECK(refusal("[1, 2]") == "config.json: not a JSON object");
+  CHECK(refusal("{\"n_layer\": 2,").find("config.json: not JSON: ") == 0);
+  // A number too large for a double is the JSON reader's range error: refused the same way.
+  CHECK(refusal("{\"n_layer\": 9e953248}").find("config.json: not JSON: ") == 0);
+  CHECK(refusal(R"({"hidden_size": 64, "num_attention_heads": 4, "vocab_size": 10})") ==
+        "config.json: missing num_hidden_layers or n_layer or num_layers");
+  CHECK(refusal(R"({"num_hidden_layers": 2, "num_attention_heads": 4, "vocab_size": 10})") ==
+        "config.json: missing hidden_size or n_embd or n_embed or d_model");
+  CHECK(refusal(R"({"num_hidden_layers": 2.5, "hidden_size": 64, "num_attention_heads": 4,
+                    "vocab_size": 10})") ==
+        "config.json: num_hidden_layers must be a whole number in [1, 1048576], got 2.5");
+  CHECK(refusal(R"({"num_hidden_layers": 2, "hidden_size": -64, "num_attention_heads": 4,
+                    "vocab_size": 10})") ==
+        "config.json: hidden_size must be a whole number in [1, 16777216], got -64");
+  CHECK(refusal(R"({"num_hidden_layers": "2", "hidden_size": 64, "num_attention_heads": 4,
+                    "vocab_size": 10})") ==
+        "config.json: num_hidden_layers must be a whole number in [1, 1048576], got \"2\"");
+  CHECK(refusal(R"({"num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 6,
+                    "num_key_value_heads": 4, "vocab_size": 10})") ==
+        "config.json: num_attention_heads (6) must be a multiple of num_key_value_heads (4)");
+  CHECK(refusal(R"({"num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 6,
+                    "vocab_size": 10})") ==
+        "config.json: hidden size 64 is not a multiple of the 6 heads");
+  CHECK(refusal(R"({"num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
+                    "vocab_size": 10, "num_local_experts": 8})") ==
+        "config.json: missing num_experts_per_tok");
+  CHECK(refusal(R"({"num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
+                    "vocab_size": 10, "tie_word_embeddings": 1})") ==
+        "config.json: tie_word_embeddings must be true or false, got 1");
+  // 1e300 layers: refused by name, not wrapped into an int.
+  CHECK(refusal(R"({"num_hidden_layers": 1e300, "hidden_size": 64, "num_attention_heads": 4,
+                    "vocab_size": 10})")
+            .find("config.json: num_hidden_layers must be a whole number") == 0);
+}
+
+TEST_CASE("config.json: a key weft does not use is named in a warning, known ones are not") {
+  const hf_model m = read_hf_config(R"({"model_type": "llama", "num_hidden_layers": 2,
+      "hidden_size": 64, "num_attention_heads": 4, "vocab_size": 10, "intermediate_size": 128,
+      "hidden_act": "silu", "rope_theta": 10000, "torch_dtype": "bfloat16",
+      "my_new_feature": 3, "attention_dropout": 0.0})");
+  REQUIRE(m.warnings.size() == 1);
+  CHECK(m.warnings[0] == "config.json: key 'my_new_feature' is not used");
+  CHECK(m.model.layers == 2);
+  CHECK(m.model.mlp == mlp_kind::gated);
+  CHECK(!m.model.dropout);
+}
+
+// Expected counts: the model cards' and papers' published figures, and the exact totals a
+// separate derivation from the Hugging Face modeling code's tensors gives (trainable
+// parameters; tied weights once; buffers such as DeepSeek-V3's balancing bias left out).
+TEST_CASE("published configs: their key sets read without a warning") {
+  for (const char* name : {"gpt2", "bloom-560m", "llama-3.1-405b", "mixtral-8x7b",
+                           "qwen1.5-moe-a2.7b", "deepseek-v3"}) {
+    CAPTURE(name);
+    const hf_model m = read_hf_config(fixture(name));
+    CHECK(m.warnings.empty());
+    for (const std::string& w : m.warnings) MESSAGE(w);
+  }
+}
+
+TEST_CASE("GPT-2 small and BLOOM-560m: exactly their published parameter counts") {
+  const transformer gpt2 = read_hf_config(fixture("gpt2")).model;
+  CHECK(gpt2.layers == 12);
+  CHECK(gpt2.hidden == 768);
+  CHECK(gpt2.ffn == 4 * 768);  // no n_inner: 4h
+  CHECK(gpt2.mlp == mlp_kind::plain);
+  CHECK(gpt2.tied_embeddings);
+  CHECK(gpt2.dropout);
+  CHECK(gpt2.positions == 1024);
+  CHECK(layer_parameters(gpt2, 0).attention == 2'362'368);
+  CHECK(layer_parameters(gpt2, 0).mlp == 4'722'432);
+  CHECK(total_parameters(gpt2) == 124'439'808);
+  const transformer bloom = read_hf_config(fixture("bloom-560m")).model;
+  CHECK(bloom.ffn == 4 * 1024);  // n_inner: null
+  CHECK(bloom.embedding_norm);
+  CHECK(layer_parameters(bloom, 0).total() == 12'596'224);
+  CHECK(total_parameters(bloom) == 559'214'592);  // the model card's count
+  // BLOOM's other spelling of the width reads the same.
+  std::string other = fixture("bloom-560m");
+  other.replace(other.find("\"hidden_size\""), 13, "\"n_embed\"");
+  CHECK(total_parameters(read_hf_config(other).model) == 559'214'592);
+}
+
+TEST_CASE("Llama 3.1 405B: grouped-query attention and SwiGLU, 405B") {
+  const transformer m = read_hf_config(fixture("llama-3.1-405b")).model;
+  CHECK(m.kv_heads == 8);
+  CHECK(m.head_dim == 128);
+  CHECK(m.mlp == mlp_kind::gated);
+  CHECK(!m.tied_embeddings);
+  CHECK(layer_parameters(m, 0).total() == 3'187'703'808);
+  CHECK(total_parameters(m) == 405'853'388'800);
+  CHECK(total_parameters(m) == doctest::Approx(405e9).epsilon(0.005));
+}
+
+TEST_CASE("Mixtral 8x7B and Qwen1.5-MoE-A2.7B: experts, shared experts, activated parameters") {
+  const transformer mixtral = read_hf_config(fixture("mixtral-8x7b")).model;
+  CHECK(mixtral.moe.routed == 8);
+  CHECK(mixtral.moe.top_k == 2);
+  CHECK(mixtral.moe_layers() == 32);
+  CHECK(total_parameters(mixtral) == 46'702'792'704);
+  CHECK(activated_parameters(mixtral) == 12'879'925'248);
+  CHECK(total_parameters(mixtral) == doctest::Approx(46.7e9).epsilon(0.005));
+  CHECK(activated_parameters(mixtral) == doctest::Approx(12.9e9).epsilon(0.005));
+  const transformer qwen = read_hf_config(fixture("qwen1.5-moe-a2.7b")).model;
+  CHECK(qwen.qkv_bias);
+  CHECK(qwen.moe.shared_gate);
+  CHECK(qwen.moe_layers() == 24);
+  CHECK(layer_parameters(qwen, 0).total() == 570'560'512);
+  CHECK(total_parameters(qwen) == 14'315'784'192);
+  CHECK(activated_parameters(qwen) == 2'689'173'504);
+  CHECK(total_parameters(qwen) == doctest::Approx(14.3e9).epsilon(0.005));
+  CHECK(activated_parameters(qwen) == doctest::Approx(2.7e9).epsilon(0.01));
+}
+
+TEST_CASE("DeepSeek-V3: latent attention, 3 dense layers then 58 MoE ones, MTP, 671B") {
+  const transformer m = read_hf_config(fixture("deepseek-v3")).model;
+  CHECK(m.mla.active());
+  CHECK(m.moe_layers() == 58);
+  CHECK(!m.is_moe_layer(2));
+  CHECK(m.is_moe_layer(3));
+  CHECK(m.mtp_layers == 1);
+  CHECK(attention_parameters(m) == 187'107'328);
+  CHECK(layer_parameters(m, 0).total() == 583'483'392);
+  CHECK(layer_parameters(m, 3).total() == 11'507'286'016);
+  // The main model: 671B; one token activates 37B of it (36.6B without the input embedding,
+  // as DeepSeek's weights document counts).
+  const edge_parameters e = edges(m);
+  CHECK(total_parameters(m) - e.mtp == 671'026'404'352);
+  CHECK(total_parameters(m) - e.mtp == doctest::Approx(671e9).epsilon(0.001));
+  CHECK(activated_parameters(m) == 37'552'282'624);
+  CHECK(activated_parameters(m) - e.embedding == doctest::Approx(36.6e9).epsilon(0.002));
+  // The MTP module: its projection, three norms and one MoE block (DeepSeek: 11.5B unique).
+  CHECK(e.mtp == 11'610'067'968);
+  CHECK(e.mtp == doctest::Approx(11.5e9).epsilon(0.01));
+}
+
+TEST_CASE("sparse-step MoE: Qwen counts its layers from 1, DeepSeek from 0") {
+  std::string every_second = fixture("qwen1.5-moe-a2.7b");
+  every_second.replace(every_second.find("\"decoder_sparse_step\": 1"), 24,
+                       "\"decoder_sparse_step\": 2");
+  const transformer q = read_hf_config(every_second).model;
+  CHECK(!q.is_moe_layer(0));
+  CHECK(q.is_moe_layer(1));
+  CHECK(q.moe_layers() == 12);
+  std::string freq = fixture("deepseek-v3");
+  freq.replace(freq.find("\"moe_layer_freq\": 1"), 19, "\"moe_layer_freq\": 2");
+  const transformer d = read_hf_config(freq).model;
+  CHECK(d.is_moe_layer(4));
+  CHECK(!d.is_moe_layer(5));
+}
+
+namespace {
+std::string layout_refusal(std::string_view text, int pp, int layers, int mtp) {
+  try {
+    (void)parse_pipeline_layout(text, pp, layers, mtp);
+  } catch (const config_error& e) {
+    return e.what();
+  }
+  return "";
+}
+}  // namespace
+
+TEST_CASE("--pipeline-layout: Megatron's DeepSeek-V3 example, PP 16 x VPP 2") {
+  // Megatron's docs: rank 0 holds the embedding and 3 decoder layers, then 2; ranks 1-13 two and
+  // two; rank 14 two, then the MTP layer; rank 15 two, then the loss.
+  const pipeline_layout l = parse_pipeline_layout("Et*3|(tt|)*29,m|L", 16, 61, 1);
+  CHECK(l.chunks == 2);
+  REQUIRE(l.stages.size() == 32);
+  CHECK(l.at(0, 0).embedding);
+  CHECK(l.at(0, 0).layers == 3);
+  CHECK(l.at(0, 0).first_layer == 0);
+  CHECK(l.at(0, 1).layers == 2);
+  for (int r = 1; r <= 13; ++r) {
+    CHECK(l.at(r, 0).layers == 2);
+    CHECK(l.at(r, 1).layers == 2);
+  }
+  CHECK(l.at(1, 0).first_layer == 3);
+  CHECK(l.at(14, 1).mtp == 1);
+  CHECK(l.at(14, 1).layers == 0);
+  CHECK(l.at(15, 1).loss);
+  CHECK(l.at(15, 1).layers == 0);
+  CHECK(l.at(15, 0).first_layer == 3 + 2 * 15 - 2);
+  // Empty stages are legal; commas and spaces are cosmetic.
+  const pipeline_layout e = parse_pipeline_layout("E||t, t|L", 2, 2, 0);
+  CHECK(e.chunks == 2);
+  CHECK(e.at(1, 0).layers == 0);
+  CHECK(e.at(0, 1).layers == 2);
+}
+
+TEST_CASE("--pipeline-layout: what does not parse or does not cover the model is named") {
+  CHECK(layout_refusal("Et*3|(tt|*29,m|L", 16, 61, 1) ==
+        "--pipeline-layout: '(' is never closed at position 17 of \"Et*3|(tt|*29,m|L\"");
+  CHECK(layout_refusal("Et*3|x|L", 3, 3, 0) ==
+        "--pipeline-layout: 'x' is not one of E t m L | ( ) * , at position 6 of \"Et*3|x|L\"");
+  CHECK(layout_refusal("Et*|L", 2, 1, 0) ==
+        "--pipeline-layout: '*' needs a count at position 4 of \"Et*|L\"");
+  CHECK(layout_refusal("Et*0|L", 2, 0, 0) ==
+        "--pipeline-layout: a count of 0 at position 5 of \"Et*0|L\"");
+  CHECK(layout_refusal("E(t*99999999)*99999999|L", 2, 1, 0)
+            .find("--pipeline-layout: the layout expands to more than 1048576 symbols") == 0);
+  CHECK(layout_refusal("Et|tt|L", 3, 4, 0) ==
+        "--pipeline-layout: 3 decoder layers (t), the model has 4 (\"Et|tt|L\")");
+  CHECK(layout_refusal("Et|tt|L", 2, 3, 0) ==
+        "--pipeline-layout: 3 stages are not a multiple of the 2 pipeline ranks (\"Et|tt|L\")");
+  CHECK(layout_refusal("tE|t|L", 3, 2, 0) ==
+        "--pipeline-layout: the embedding (E) must open the first stage");
+  CHECK(layout_refusal("Et|L|t", 3, 2, 0) ==
+        "--pipeline-layout: the loss (L) must appear once, in the last stage (\"Et|L|t\")");
+  CHECK(layout_refusal("Et|tm|L", 3, 2, 0) ==
+        "--pipeline-layout: 1 MTP layers (m), the model has 0 (\"Et|tm|L\")");
+  CHECK(layout_refusal("Et|t)|L", 3, 2, 0) ==
+        "--pipeline-layout: unexpected ')' at position 5 of \"Et|t)|L\"");
+}

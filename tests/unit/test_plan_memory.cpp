@@ -1,0 +1,100 @@
+// Memory in bytes: a layer's activations against Korthikanti et al. 2022's closed forms
+// (arXiv 2205.05198, section 4 and Table 2), and the model states of mixed-precision Adam.
+#include <doctest/doctest.h>
+
+#include <weft/plan/memory.hpp>
+
+using namespace weft::plan;
+
+namespace {
+// GPT-3 175B's layer as the paper counts it: hidden 12288, 96 heads, GeLU over 4h, dropout,
+// LayerNorm and biases; sequence 2048, one sequence per micro-batch.
+transformer gpt3() {
+  transformer m;
+  m.model_type = "gpt3";
+  m.layers = 96;
+  m.hidden = 12288;
+  m.heads = m.kv_heads = 96;
+  m.head_dim = 128;
+  m.ffn = 4 * 12288.0;
+  m.vocab = 51200;
+  m.mlp = mlp_kind::plain;
+  m.layer_norm = m.linear_bias = m.dropout = true;
+  return m;
+}
+constexpr double s = 2048, b = 1, h = 12288, a = 96;
+}  // namespace
+
+TEST_CASE("a GPT-3 layer's activations: Korthikanti et al.'s closed forms, term by term") {
+  const transformer m = gpt3();
+  const auto bytes = [&](int t, bool sp, recompute r) {
+    return layer_activation_bytes(
+        m, 0, {.seq = s, .micro_batch = b, .tp = t, .sequence_parallel = sp, .policy = r});
+  };
+  // No parallelism: 34sbh + 5as²b.
+  CHECK(bytes(1, false, recompute::none) == doctest::Approx(34 * s * b * h + 5 * a * s * s * b));
+  for (const int t : {2, 4, 8}) {
+    CAPTURE(t);
+    // Tensor parallelism: sbh(10 + 24/t + 5as/(ht)).
+    CHECK(bytes(t, false, recompute::none) ==
+          doctest::Approx(s * b * h * (10 + 24.0 / t + 5 * a * s / (h * t))));
+    // With sequence parallelism: (sbh/t)(34 + 5as/h).
+    CHECK(bytes(t, true, recompute::none) == doctest::Approx(s * b * h / t * (34 + 5 * a * s / h)));
+    // Selective recomputation: sbh(10 + 24/t); with sequence parallelism 34sbh/t.
+    CHECK(bytes(t, false, recompute::selective) == doctest::Approx(s * b * h * (10 + 24.0 / t)));
+    CHECK(bytes(t, true, recompute::selective) == doctest::Approx(34 * s * b * h / t));
+    // Full recomputation: the layer's input, 2sbh (sharded with sequence parallelism).
+    CHECK(bytes(t, false, recompute::full) == doctest::Approx(2 * s * b * h));
+    CHECK(bytes(t, true, recompute::full) == doctest::Approx(2 * s * b * h / t));
+  }
+  // The paper's headline: for GPT-3 at t = 8, sequence parallelism and selective recomputation
+  // together keep 34sbh/t, about 5x less than tensor parallelism alone keeps.
+  CHECK(bytes(8, false, recompute::none) / bytes(8, true, recompute::selective) ==
+        doctest::Approx((10 + 24.0 / 8 + 5 * a * s / (h * 8)) / (34.0 / 8)));
+}
+
+TEST_CASE("activations beyond GPT-3: no dropout, flash attention, grouped-query, gated, experts") {
+  transformer m = gpt3();
+  m.dropout = false;  // no masks: 2 + 2 for each block's norm and projection inputs
+  const activation_layout one{.seq = s, .micro_batch = b};
+  // Without dropout: 32sbh and the softmax output alone, 2as²b.
+  CHECK(layer_activation_bytes(m, 0, one) == doctest::Approx(32 * s * b * h + 2 * a * s * s * b));
+  // Flash attention keeps a 4-byte statistic per row and head instead of the scores.
+  activation_layout flash = one;
+  flash.flash_attention = true;
+  CHECK(layer_activation_bytes(m, 0, flash) == doctest::Approx(32 * s * b * h + 4 * a * s * b));
+  // Grouped-query attention with 8 key/value heads: K and V at 8/96 of h.
+  m.kv_heads = 8;
+  const double kv = h * 8 / 96;
+  CHECK(layer_activation_bytes(m, 0, flash) ==
+        doctest::Approx((4 + 4) * s * b * h + 2 * s * b * (h + kv) + 2 * s * b * kv +
+                        2 * s * b * h + 16 * s * b * h + 4 * a * s * b));
+  // A gated MLP of inner width f keeps 3 x 2sbf inside instead of 2 x 2sbf.
+  m.kv_heads = 96;
+  m.mlp = mlp_kind::gated;
+  m.ffn = 8192;
+  CHECK(layer_activation_bytes(m, 0, flash) ==
+        doctest::Approx(16 * s * b * h + 6 * s * b * 8192 + 4 * a * s * b));
+  // An MoE layer with 8 experts, top-2, experts of width 1024, a shared expert of 2048: each
+  // token's two copies (2sbh each), the router's fp32 scores, the experts' and the shared
+  // expert's insides.
+  m.moe = {.routed = 8, .top_k = 2, .expert_ffn = 1024, .shared_ffn = 2048};
+  CHECK(m.is_moe_layer(0));
+  CHECK(layer_activation_bytes(m, 0, flash) ==
+        doctest::Approx(16 * s * b * h + 2 * 2 * s * b * h + 4 * s * b * 8 +
+                        6 * s * b * (2 * 1024 + 2048) + 4 * a * s * b));
+  // Context parallelism shards the sequence: half the tokens, half the bytes (flash attention).
+  activation_layout cp = flash;
+  cp.cp = 2;
+  CHECK(layer_activation_bytes(m, 0, cp) ==
+        doctest::Approx(layer_activation_bytes(m, 0, flash) / 2));
+}
+
+TEST_CASE("model states: 2 + 4 + 12 bytes a parameter, the optimizer's 12 sharded") {
+  // Mixed-precision Adam: bf16 weights, fp32 gradients, fp32 master weights and two moments.
+  CHECK(model_state_bytes(1e9, 1) == doctest::Approx(18e9));
+  // The distributed optimizer over 8 data-parallel ranks: 2 + 4 + 12/8.
+  CHECK(model_state_bytes(1e9, 8) == doctest::Approx(7.5e9));
+  // Gradients kept in bf16.
+  CHECK(model_state_bytes(1e9, 1, {.gradients = 2}) == doctest::Approx(16e9));
+}
