@@ -436,3 +436,47 @@ TEST_CASE("one unit of time: named pipeline costs, unit-free tables scaled to se
   const cost_model c = cost_model::pipeline({.F = 1500us, .B = 3ms, .W = 1ms});
   CHECK(c.of(kind::block, phase::F) == testing::approx(seconds(1.5e-3)));
 }
+
+TEST_CASE("costs per chunk: stages that differ, and pairs that hide a half's communication") {
+  // 1F1B, 2 ranks, 2 micro-batches: chunk 0 F 1, B 2; chunk 1 F 2, B 3. By hand: rank 0 F0
+  // [0, 1], F1 [1, 2]; rank 1 F0 [1, 3], B0 [3, 6], F1 [6, 8], B1 [8, 11]; rank 0 B0 [6, 8],
+  // B1 [11, 13].
+  const program p = lower(one_f_one_b({.ranks = 2, .micro = 2}));
+  unit_cost_model c = unit_cost_model::pipeline({.F = 1, .B = 2});
+  c.chunks.push_back({units(1), units(2), units(0)});
+  c.chunks.push_back({units(2), units(3), units(0)});
+  CHECK(simulate(p, c).makespan == units(13));
+  CHECK(simulate_contended(p, c).makespan == units(13));
+  // A pair hides each half's communication behind the other's compute, never below either half:
+  // F 3 (1 of it an all-to-all) with B 4 (2): computes 2 + 2, hides both: 4.
+  const op f = make_op(kind::block, phase::F, 0, 0), b = make_op(kind::block, phase::B, 0, 1);
+  unit_cost_model pair;
+  pair.chunks.push_back({units(3), units(4), units(1), units(1), units(2)});
+  pair.chunks.push_back({units(3), units(4), units(1), units(1), units(2)});
+  CHECK(pair.pair_of(f, b) == units(4));
+  // B's communication 3: it computes 1, F's 1 hides behind it; B's 3 behind F's compute 2
+  // leaves 1: 2 + 1 + 0 + 1 = 4, again never below B alone.
+  pair.chunks[1].comm_B = units(3);
+  CHECK(pair.pair_of(f, b) == units(4));
+  // All communication: nothing hides it.
+  pair.chunks[0] = {units(2), units(1), units(0), units(2), units(0)};
+  pair.chunks[1] = {units(2), units(1), units(0), units(0), units(1)};
+  CHECK(pair.pair_of(f, b) == units(3));
+  // The floor: per phase the cheapest chunk, and a pair no dearer than any.
+  const unit_cost_model fl = c.floor();
+  CHECK(fl.chunks.empty());
+  CHECK(fl.of(kind::block, phase::F) == units(1));
+  CHECK(fl.of(kind::block, phase::B) == units(2));
+  CHECK(fl.pair() == units(3));
+  // Costs for the wrong number of chunks, or a chunk that is not whole, are refused.
+  unit_cost_model three = c;
+  three.chunks.push_back({units(1), units(1), units(0)});
+  CHECK_THROWS_WITH_AS(simulate(p, three), "cost model: costs for 3 chunks, the model has 2",
+                       config_error);
+  unit_cost_model bad = c;
+  bad.chunks[1].W = units(5);
+  CHECK_THROWS_WITH_AS(simulate(p, bad),
+                       "cost model: chunk 1's costs need 0 <= W <= B, 0 <= comm_F <= F and 0 <= "
+                       "comm_B <= B",
+                       config_error);
+}

@@ -506,7 +506,8 @@ lower_bounds<T> bounds_of(const basic_problem<T>& contended, bool split = true) 
   basic_problem<T> q = contended;
   q.cost.contention = {};
   const model_desc& m = q.model;
-  if (m.stages.has(kind::block)) {
+  // (With costs per chunk, `pair_of` is never shorter than either half by construction.)
+  if (m.stages.has(kind::block) && q.cost.chunks.empty()) {
     const T longer = std::max(q.cost.of(kind::block, phase::F), q.cost.of(kind::block, phase::B));
     if (q.cost.pair() < longer) {
       const auto show = [](T v) {

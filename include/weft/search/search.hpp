@@ -291,10 +291,17 @@ search_result<T> find_schedule(const basic_problem<T>& q, const search_options& 
                        std::to_string(opt.max_steps) +
                        ": each of the thousands of plans a search judges would take seconds "
                        "(search_options::max_steps; to compare the generators, simulate them)");
-  const bool pair = opt.pair.value_or(m.stages.has(kind::block)
-                                          ? q.cost.pair() < q.cost.of(kind::block, phase::F) +
-                                                                q.cost.of(kind::block, phase::B)
-                                          : q.overlap.pair_forward_backward);
+  // Pairs bring a gain when one is shorter than its halves one after the other (with costs per
+  // chunk: when some chunk's communication can hide behind compute).
+  const auto pairs_gain = [&] {
+    if (q.cost.chunks.empty())
+      return q.cost.pair() < q.cost.of(kind::block, phase::F) + q.cost.of(kind::block, phase::B);
+    for (const chunk_cost<T>& x : q.cost.chunks)
+      if (x.comm_F > T{0} || x.comm_B > T{0}) return true;
+    return false;
+  };
+  const bool pair =
+      opt.pair.value_or(m.stages.has(kind::block) ? pairs_gain() : q.overlap.pair_forward_backward);
   search_result<T> out;
   std::optional<scored<T>> best;
   // A plan at the lower bound is optimal: nothing is left to find (the bounds hold for a device

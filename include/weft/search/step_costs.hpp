@@ -45,18 +45,28 @@ step_cost<T> cost_of_step(const basic_problem<T>& q, const gen::pattern& p) {
   return out;
 }
 
-/// Every step of problem `q`'s chunks (every chunk costs the same): F, fused B, the split
+/// Every step of problem `q`'s chunks (as if every chunk cost the same): F, fused B, the split
 /// backward's halves I (dX) and W (dW), and the overlapped pair FB.
 template <time_type T>
 struct step_costs {
   step_cost<T> f, b, i, w, fb;
 
-  explicit step_costs(const basic_problem<T>& q)
+  /// With costs per chunk, every step at the cheapest chunk's cost (`cost_model::floor`): what
+  /// the bounds need to stay bounds, and a fair guess for the list scheduler.
+  explicit step_costs(const basic_problem<T>& problem) : step_costs(problem, floored(problem)) {}
+
+ private:
+  step_costs(const basic_problem<T>&, const basic_problem<T>& q)
       : f(cost_of_step(q, gen::forward_pattern(q.model, q.overlap))),
         b(cost_of_step(q, gen::backward_pattern(q.model, q.overlap, phase::B))),
         i(cost_of_step(q, gen::backward_pattern(q.model, q.overlap, phase::dX))),
         w(cost_of_step(q, gen::backward_pattern(q.model, q.overlap, phase::dW))),
         fb(cost_of_step(q, gen::overlap_pattern(q.model, q.overlap))) {}
+  static basic_problem<T> floored(const basic_problem<T>& q) {
+    basic_problem<T> out = q;
+    out.cost = q.cost.floor();
+    return out;
+  }
 };
 
 }  // namespace weft::search

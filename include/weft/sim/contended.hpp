@@ -642,6 +642,7 @@ void contended_run<T>::end_unit(std::uint32_t slot, T now) {
 template <time_type T>
 basic_timeline<T> simulate_contended(const program& p, const basic_cost_model<T>& c,
                                      basic_sim_options<T> opt = {}) {
+  c.check_chunks(p.source.model);
   return detail::contended_run<T>(p, c, opt).run();
 }
 

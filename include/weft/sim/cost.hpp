@@ -6,8 +6,11 @@
 #include <concepts>
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <utility>
 
+#include <weft/core/buffer.hpp>
+#include <weft/core/error.hpp>
 #include <weft/core/kinds.hpp>
 #include <weft/core/link.hpp>
 #include <weft/core/op.hpp>
@@ -70,6 +73,29 @@ struct contention_facts {
   }
 };
 
+/// One chunk's whole-block costs when chunks differ (`basic_cost_model::chunks`): a planned job's
+/// first stage with the embedding, its last with the LM head and the loss, uneven layers.
+template <time_type T>
+struct chunk_cost {
+  T F{0}, B{0}, W{0};  ///< forward, full backward, the backward's dW part
+  /// Of F and of B, the communication inside (all-to-alls, tensor-parallel collectives) that
+  /// the other half of an overlapped forward/backward pair hides behind its compute.
+  T comm_F{0}, comm_B{0};
+  constexpr T of(phase ph) const noexcept {
+    switch (ph) {
+      case phase::F:
+        return F;
+      case phase::B:
+        return B;
+      case phase::dX:
+        return B - W;
+      case phase::dW:
+        return W;
+    }
+    return T{0};
+  }
+};
+
 /// Time of every (kind, phase), in seconds (`cost_model`) or unit-free (`unit_cost_model`);
 /// the simulator reports in the same type.
 template <time_type T>
@@ -105,6 +131,11 @@ struct basic_cost_model {
   T p2p_latency{0}, far_p2p_latency{0};
   /// What concurrent ops take from each other; inactive by default.
   contention_facts contention{};
+  /// Per chunk (model order), when chunks differ: a whole-block op of chunk c costs
+  /// `chunks[c]` instead of the table's block time, and an overlapped pair of a forward and a
+  /// backward its halves' compute plus the communication neither hides (`pair_of`). Empty:
+  /// every chunk costs the table's. Its size must be the model's chunk count (`check_chunks`).
+  buffer<chunk_cost<T>> chunks;
 
   /// When a transfer can start, given when its send and its receive (`recv`) arrived.
   constexpr T transfer_start(const op& recv, const model_desc& m, T send_at,
@@ -130,6 +161,7 @@ struct basic_cost_model {
   /// piece's reduce-scatter) its share of the part that shrinks plus the fixed part.
   /// Transfers carry whole chunks and cost the same at any split; between sites `far_p2p`.
   constexpr T of(const op& o, const model_desc& m) const noexcept {
+    if (o.k == kind::block && o.chunk < chunks.size()) return chunks[o.chunk].of(o.ph);
     const T t = of(o.k, o.ph);
     if (is_p2p(o.k)) return crosses_sites(o, m) ? far_p2p : t;
     const int n = m.shares_of(o.k, o.ph);
@@ -189,7 +221,7 @@ struct basic_cost_model {
   }
   /// The same with every compute time (and the pair's) multiplied by `f`: the cost of a chunk
   /// that holds `f` of what the table was written for.
-  constexpr basic_cost_model scaled_compute(double f) const noexcept {
+  constexpr basic_cost_model scaled_compute(double f) const {
     basic_cost_model c = *this;
     for (int k = 0; k < kind_count; ++k)
       if (stream_of(static_cast<kind>(k)) == stream_class::compute)
@@ -200,10 +232,69 @@ struct basic_cost_model {
           c.tp_first[k][ph] *= f;
         }
     if (c.fb_pair >= T{0}) c.fb_pair *= f;
+    for (chunk_cost<T>& x : c.chunks) {  // their communication scales with the layers too
+      x.F *= f;
+      x.B *= f;
+      x.W *= f;
+      x.comm_F *= f;
+      x.comm_B *= f;
+    }
     return c;
   }
   constexpr T pair() const noexcept {
     return fb_pair >= T{0} ? fb_pair : of(kind::block, phase::F) + of(kind::block, phase::B);
+  }
+  /// An overlapped pair of forward `f` and backward `b`: `pair()`, or with costs per chunk each
+  /// half's compute, plus whatever of each half's communication the other's compute cannot hide
+  /// (never shorter than either half alone).
+  constexpr T pair_of(const op& f, const op& b) const noexcept {
+    if (chunks.empty()) return pair();
+    const chunk_cost<T> x = f.chunk < chunks.size() ? chunks[f.chunk] : chunk_cost<T>{};
+    const chunk_cost<T> y = b.chunk < chunks.size() ? chunks[b.chunk] : chunk_cost<T>{};
+    const T compute_f = x.F - x.comm_F, compute_b = y.B - y.comm_B;
+    const auto exposed = [](T comm, T behind) { return comm > behind ? comm - behind : T{0}; };
+    return compute_f + compute_b + exposed(x.comm_F, compute_b) + exposed(y.comm_B, compute_f);
+  }
+  /// Throws `config_error` unless the costs per chunk (if any) match `m`'s chunks.
+  /// Throws `config_error` unless the costs per chunk (if any) match `m`'s chunks and each is
+  /// whole: no part negative, dW within the backward, communication within its half.
+  constexpr void check_chunks(const model_desc& m) const {
+    if (chunks.empty()) return;
+    if (chunks.size() != static_cast<std::size_t>(m.chunks()))
+      throw config_error("cost model: costs for " + std::to_string(chunks.size()) +
+                         " chunks, the model has " + std::to_string(m.chunks()));
+    for (std::size_t c = 0; c < chunks.size(); ++c) {
+      const chunk_cost<T>& x = chunks[c];
+      const bool whole = x.F >= T{0} && x.B >= T{0} && x.W >= T{0} && x.comm_F >= T{0} &&
+                         x.comm_B >= T{0} && !(x.W > x.B) && !(x.comm_F > x.F) && !(x.comm_B > x.B);
+      if (!whole)
+        throw config_error("cost model: chunk " + std::to_string(c) +
+                           "'s costs need 0 <= W <= B, 0 <= comm_F <= F and 0 <= comm_B <= B");
+    }
+  }
+  /// A uniform table no dearer than any chunk: per phase (and for the pair) the cheapest
+  /// chunk's cost. What bounds and estimates that assume equal chunks may use: a run under it
+  /// is never longer.
+  constexpr basic_cost_model floor() const {
+    basic_cost_model c = *this;
+    if (chunks.empty()) return c;
+    c.chunks = {};
+    for (phase ph : {phase::F, phase::B, phase::dX, phase::dW}) {
+      T least = chunks[0].of(ph);
+      for (const chunk_cost<T>& x : chunks) least = x.of(ph) < least ? x.of(ph) : least;
+      c.set(kind::block, ph, least);
+    }
+    // Every pair is at least either half alone and at least its two halves' compute.
+    T compute_f = chunks[0].F - chunks[0].comm_F, compute_b = chunks[0].B - chunks[0].comm_B;
+    for (const chunk_cost<T>& x : chunks) {
+      compute_f = x.F - x.comm_F < compute_f ? x.F - x.comm_F : compute_f;
+      compute_b = x.B - x.comm_B < compute_b ? x.B - x.comm_B : compute_b;
+    }
+    T least = compute_f + compute_b;
+    for (const phase ph : {phase::F, phase::B})
+      least = c.of(kind::block, ph) > least ? c.of(kind::block, ph) : least;
+    c.fb_pair = least;
+    return c;
   }
 
   /// A table from whole-chunk costs. A chunk of MoE sub-stages splits F, B and W over its
@@ -231,8 +322,7 @@ struct basic_cost_model {
 
   /// The same table in seconds, each unit standing for `per_unit`: the one way from formula
   /// work to real time.
-  constexpr basic_cost_model<seconds> at(
-      seconds per_unit) const noexcept requires std::same_as<T, units> {
+  constexpr basic_cost_model<seconds> at(seconds per_unit) const requires std::same_as<T, units> {
     basic_cost_model<seconds> c;
     for (int k = 0; k < kind_count; ++k)
       for (int ph = 0; ph < phase_count; ++ph) {
@@ -248,6 +338,9 @@ struct basic_cost_model {
     c.p2p_latency = p2p_latency.at(per_unit);
     c.far_p2p_latency = far_p2p_latency.at(per_unit);
     c.contention = contention;
+    for (const chunk_cost<units>& x : chunks)
+      c.chunks.push_back({x.F.at(per_unit), x.B.at(per_unit), x.W.at(per_unit),
+                          x.comm_F.at(per_unit), x.comm_B.at(per_unit)});
     return c;
   }
 

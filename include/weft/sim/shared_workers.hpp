@@ -30,6 +30,7 @@ template <time_type T>
 basic_timeline<T> simulate_on_workers(const program& p, const basic_cost_model<T>& c,
                                       unsigned workers, basic_sim_options<T> opt = {},
                                       int replicas = 1) {
+  c.check_chunks(p.source.model);
   const semantics g(p, {.replicas = replicas, .slot_barrier = opt.slot_barrier});
   readiness<> st(g);
   using item = std::pair<T, std::uint32_t>;  // (ready time, unit)

@@ -23,6 +23,7 @@ namespace weft {
 template <time_type T>
 constexpr basic_timeline<T> simulate(const program& p, const basic_cost_model<T>& c,
                                      basic_sim_options<T> opt = {}) {
+  c.check_chunks(p.source.model);
   if (c.contention.active()) return simulate_contended(p, c, opt);
   const semantics g(p, {.slot_barrier = opt.slot_barrier});
   readiness<> st(g);

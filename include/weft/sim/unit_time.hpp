@@ -39,7 +39,12 @@ using unit_sim_options = basic_sim_options<units>;
 /// unit the longest of its members (a transfer's two ends, a collective's copies).
 template <time_type T>
 constexpr T cost_of(const semantics& g, const basic_cost_model<T>& c, std::uint32_t u) noexcept {
-  if (g.kind_of(u) == unit_kind::pair) return c.pair();
+  if (g.kind_of(u) == unit_kind::pair) {
+    if (c.chunks.empty()) return c.pair();
+    std::uint32_t f = npos, b = npos;
+    g.each_member(u, [&](std::uint32_t x) { (g.at(x).ph == phase::F ? f : b) = x; });
+    return f == npos || b == npos ? c.pair() : c.pair_of(g.at(f), g.at(b));
+  }
   T t{0};
   g.each_member(u, [&](std::uint32_t x) {
     const op& o = g.at(x);

@@ -1,7 +1,9 @@
-// Memory in bytes: a layer's activations against Korthikanti et al. 2022's closed forms
-// (arXiv 2205.05198, section 4 and Table 2), and the model states of mixed-precision Adam.
+// A model's work and memory: FLOPs against Korthikanti et al. 2022's and Narayanan et al.
+// 2021's closed forms, a layer's activations against Korthikanti et al.'s (arXiv 2205.05198,
+// section 4 and Table 2), and the model states of mixed-precision Adam.
 #include <doctest/doctest.h>
 
+#include <weft/plan/flops.hpp>
 #include <weft/plan/memory.hpp>
 
 using namespace weft::plan;
@@ -97,4 +99,65 @@ TEST_CASE("model states: 2 + 4 + 12 bytes a parameter, the optimizer's 12 sharde
   CHECK(model_state_bytes(1e9, 8) == doctest::Approx(7.5e9));
   // Gradients kept in bf16.
   CHECK(model_state_bytes(1e9, 1, {.gradients = 2}) == doctest::Approx(16e9));
+}
+
+TEST_CASE("model FLOPs: Korthikanti et al.'s 72BLsh^2(1 + s/6h + V/12hL) for GPT-3") {
+  const transformer m = gpt3();
+  const double B = 8, L = m.layers, V = m.vocab;
+  // Per layer forward: QKV and the projection 8Bsh^2, the MLP 16Bsh^2, scores and values 4Bs^2h.
+  const layer_flops f = forward_flops(m, 0, B * s, s);
+  CHECK(f.projections == doctest::Approx(8 * B * s * h * h));
+  CHECK(f.mlp == doctest::Approx(16 * B * s * h * h));
+  CHECK(f.scores == doctest::Approx(4 * B * s * s * h));
+  CHECK(model_flops(m, B * s, s) ==
+        doctest::Approx(72 * B * L * s * h * h * (1 + s / (6 * h) + V / (12 * h * L))));
+  // With full recomputation the devices do Narayanan et al.'s 96Bslh^2(1 + s/6h + V/16lh).
+  CHECK(model_flops(m, B * s, s) + recomputed_flops(m, B * s, s, true) ==
+        doctest::Approx(96 * B * s * L * h * h * (1 + s / (6 * h) + V / (16 * L * h))));
+  CHECK(recomputed_flops(m, B * s, s, false) == 0);
+}
+
+TEST_CASE("FLOPs beyond GPT-3: grouped-query, gated, experts, latent attention, MTP") {
+  transformer m = gpt3();
+  m.kv_heads = 8;
+  m.mlp = mlp_kind::gated;
+  m.ffn = 8192;
+  const double T = 1000;
+  const double kv = h * 8 / 96;
+  layer_flops f = forward_flops(m, 0, T, s);
+  CHECK(f.projections == doctest::Approx(2 * T * h * (h + 2 * kv) + 2 * T * h * h));
+  CHECK(f.mlp == doctest::Approx(3 * 2 * T * h * 8192));
+  // An MoE layer: the router over 16 experts, top-2 experts of width 1024, a shared one of 2048.
+  m.moe = {.routed = 16, .top_k = 2, .expert_ffn = 1024, .shared_ffn = 2048};
+  f = forward_flops(m, 0, T, s);
+  CHECK(f.router == doctest::Approx(2 * T * h * 16));
+  CHECK(f.experts == doctest::Approx(2 * 3 * 2 * T * h * 1024));
+  CHECK(f.mlp == doctest::Approx(3 * 2 * T * h * 2048));
+  // A token's FLOPs are twice its activated parameters' matmuls plus attention's scores: an
+  // MoE model's forward is 2 x (activated parameters without the embedding) per token, the
+  // norms and biases aside. DeepSeek-V3-like: latent attention, the scores over a sequence.
+  transformer d;
+  d.model_type = "deepseek_v3";
+  d.layers = 4;
+  d.hidden = 7168;
+  d.heads = d.kv_heads = 128;
+  d.head_dim = 56;
+  d.ffn = 18432;
+  d.vocab = 129280;
+  d.moe = {.routed = 256, .top_k = 8, .expert_ffn = 2048, .shared_ffn = 2048, .first_dense = 1};
+  d.mla = {.q_lora_rank = 1536,
+           .kv_lora_rank = 512,
+           .qk_rope_head_dim = 64,
+           .qk_nope_head_dim = 128,
+           .v_head_dim = 128};
+  d.mtp_layers = 1;
+  double scores = 0, matmul_params = activated_parameters(d) - edges(d).embedding;
+  for (int l = 0; l < d.layers; ++l) {
+    scores += forward_flops(d, l, 1, 4096).scores;
+    const parameter_count c = layer_parameters(d, l);
+    matmul_params -= c.norms;
+  }
+  matmul_params -= edges(d).final_norm + d.layers * (1536 + 512);  // the latents' norms
+  CHECK(model_flops(d, 1, 4096) / 3 - mtp_flops(d, 1, 4096) ==
+        doctest::Approx(2 * matmul_params + scores));
 }
