@@ -477,6 +477,55 @@ parsed parse(int argc, const char* const* argv) {
       ->check(CLI::IsMember({"llama3-405b"}));
   output_options(*tp2d, q, false);
 
+  auto* job = app.add_subcommand(
+      "plan",
+      "plan a real training job (docs/planning.md): a model's Hugging Face config.json, the job "
+      "as Megatron's flags state it and a cluster in; step time, tokens/s, MFU, memory per stage "
+      "against the device's, and every schedule that applies, out");
+  job->add_option("--model", q.model_file, "the model's config.json")->required();
+  job->add_option("--cluster", q.cluster,
+                  "a100-80g, h100-sxm, h800, ascend-910b, or FILE.json for one's own "
+                  "(docs/planning.md has the schema)")
+      ->required()
+      ->check(
+          [](const std::string& v) -> std::string {
+            for (const char* n : {"a100-80g", "h100-sxm", "h800", "ascend-910b"})
+              if (v == n) return "";
+            if (v.size() > 5 && v.ends_with(".json")) return "";
+            return v + " is not a100-80g, h100-sxm, h800, ascend-910b or a FILE.json";
+          },
+          "CLUSTER");
+  job->add_option("--tp", q.job.tp, "tensor-parallel size")->check(CLI::Range(1, 1 << 16));
+  job->add_option("--pp", q.job.pp, "pipeline-parallel size")->check(CLI::Range(1, 1 << 16));
+  job->add_option("--dp", q.job.dp, "data-parallel size")->check(CLI::Range(1, 1 << 20));
+  job->add_option("--cp", q.job.cp, "context-parallel size")->check(CLI::Range(1, 1 << 16));
+  job->add_option("--ep", q.job.ep, "expert-parallel size (carved from dp x cp)")
+      ->check(CLI::Range(1, 1 << 16));
+  job->add_option("--micro-batch-size", q.job.micro_batch_size, "sequences per micro-batch")
+      ->check(CLI::Range(1, 1 << 16));
+  job->add_option("--global-batch-size", q.job.global_batch_size,
+                  "sequences per optimizer step (default: one micro-batch per dp rank)")
+      ->check(CLI::Range(1, 1 << 30));
+  job->add_option("--seq-length", q.job.seq, "tokens per sequence (default 4096)")
+      ->check(CLI::Range(1.0, 16777216.0));
+  job->add_option("--recompute", q.recompute, "none, selective or full (default none)")
+      ->check(CLI::IsMember({"none", "selective", "full"}));
+  job->add_flag("--sequence-parallel", q.job.sequence_parallel,
+                "shard what tensor parallelism replicates over its ranks too");
+  job->add_option("--schedule", q.job.schedule, "the pipeline schedule (default 1f1b)")
+      ->check(CLI::IsMember(schedule_names));
+  job->add_option("--chunks", q.job.chunks, "model chunks per rank (interleaved; default 1)")
+      ->check(CLI::Range(1, weft::limits::chunks));
+  job->add_option("--pipeline-layout", q.job.layout,
+                  "the layers of each stage in Megatron's grammar, e.g. \"Et*3|(tt|)*29,m|L\"");
+  job->add_flag("--overlap-grad-reduce", q.job.overlap_grad_reduce,
+                "the gradient reduction overlapped with the backward");
+  job->add_flag("--no-distributed-optimizer", q.no_distributed_optimizer,
+                "keep the optimizer states whole on every data-parallel rank");
+  job->add_flag("--no-flash-attention", q.no_flash_attention,
+                "attention's scores as whole matmuls, kept for the backward (2022's Megatron)");
+  output_options(*job, q, true);
+
   auto* search = app.add_subcommand(
       "search",
       "search for the fastest legal schedule for given costs and a memory cap: the best found, "
@@ -576,10 +625,11 @@ parsed parse(int argc, const char* const* argv) {
       bool known = false;
       for (const CLI::App* s : app.get_subcommands({})) known = known || s->get_name() == first;
       if (!known) {
-        r.err = "weft: unknown subcommand '" + std::string(first) +
-                "' (generate, check, verify, simulate, compare, run, tp2d, plan-cp, search)\nrun "
-                "'weft --help' "
-                "for the options\n";
+        r.err =
+            "weft: unknown subcommand '" + std::string(first) +
+            "' (generate, check, verify, simulate, compare, run, tp2d, plan-cp, search, plan)\nrun "
+            "'weft --help' "
+            "for the options\n";
         r.exit_code = exit_bad_input;
         return r;
       }
@@ -596,6 +646,13 @@ parsed parse(int argc, const char* const* argv) {
       int d = 0;
       CLI::detail::lexical_cast(q.ampipe_degree, d);
       q.ampipe_degree = std::to_string(d);
+    }
+    if (q.command == "plan") {
+      q.job.policy = q.recompute == "full"        ? weft::plan::recompute::full
+                     : q.recompute == "selective" ? weft::plan::recompute::selective
+                                                  : weft::plan::recompute::none;
+      q.job.distributed_optimizer = !q.no_distributed_optimizer;
+      q.job.flash_attention = !q.no_flash_attention;
     }
     check_combinations(q);
     r.run = true;

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include <weft/plan/job.hpp>
 #include <weft/sim/cost.hpp>
 
 namespace weft::cli {
@@ -21,7 +22,7 @@ struct costs {
 };
 
 struct request {
-  std::string command;  ///< generate, check, verify, simulate, compare, run, tp2d, plan-cp, search
+  std::string command;  ///< generate, check, ..., plan-cp, search, plan
 
   // The pipeline (generate, check, simulate, compare, run).
   std::string schedule;                ///< --schedule
@@ -78,6 +79,14 @@ struct request {
   std::string fault;
   int fault_rank = 0;  ///< --inject-fault's RANK, as parsed
   long fault_op = 0;   ///< --inject-fault's N, as parsed
+
+  // plan (docs/planning.md): a model's config.json, the job as Megatron's flags state it, a
+  // cluster
+  std::string model_file;  ///< --model
+  std::string cluster;     ///< --cluster: a built-in name or a JSON file
+  weft::plan::job job;     ///< --tp --pp --dp --cp --ep --micro-batch-size ...
+  std::string recompute = "none";
+  bool no_distributed_optimizer = false, no_flash_attention = false;
 
   // output
   bool json = false;

@@ -32,6 +32,9 @@ xdc_facts xdc_facts_of(const request& q);
 /// `weft search`; returns the exit code, throws as the other commands do.
 int search_command(const request& q);
 
+/// `weft plan` (docs/planning.md); returns the exit code, throws as the other commands do.
+int plan_command(const request& q);
+
 /// `weft tp2d` (seed: tp-2d); returns the exit code, throws as the other commands do.
 int tp2d_command(const request& q);
 

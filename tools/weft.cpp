@@ -782,6 +782,7 @@ int dispatch(const request& q) {
   if (q.command == "run") return run_command(q);
   if (q.command == "tp2d") return weft::cli::tp2d_command(q);
   if (q.command == "search") return weft::cli::search_command(q);
+  if (q.command == "plan") return weft::cli::plan_command(q);
   return plan_cp_command(q);
 }
 

@@ -1,14 +1,15 @@
-// libFuzzer harness: what a user brings to plan a job — a Hugging Face config.json and a
-// Megatron pipeline layout. The first byte picks the reader (even: config.json, odd: layout,
-// whose next two bytes are the pipeline ranks and the decoder layers). Each must return a
-// model or layout that holds together, or refuse with a config_error; any other exception,
-// a crash or a hang is a finding.
+// libFuzzer harness: what a user brings to plan a job — a Hugging Face config.json, a Megatron
+// pipeline layout, a cluster file. The first byte picks the reader (modulo 3: config.json,
+// layout — whose next two bytes are the pipeline ranks and the decoder layers — or cluster).
+// Each must return something that holds together, or refuse with a config_error; any other
+// exception, a crash or a hang is a finding.
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
 
 #include <weft/core/error.hpp>
+#include <weft/plan/cluster_file.hpp>
 #include <weft/plan/hf_config.hpp>
 #include <weft/plan/layout.hpp>
 
@@ -39,14 +40,28 @@ void check_layout(std::string_view text, int pp, int layers) {
   for (const weft::plan::layout_stage& s : l.stages) sum += s.layers;
   if (sum != layers || !l.stages.front().embedding || !l.stages.back().loss) __builtin_trap();
 }
+void check_cluster(std::string_view text) {
+  weft::plan::cluster_file f;
+  try {
+    f = weft::plan::read_cluster(text, "cluster.json");
+  } catch (const weft::config_error&) {
+    return;
+  }
+  const weft::plan::cluster& c = f.spec;
+  if (!(c.device.sustained_flops() > 0) || !(c.hbm_bytes > 0) || c.per_node < 1 ||
+      !(c.intra.beta.count() > 0) || !(c.inter.beta.count() > 0))
+    __builtin_trap();
+}
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   if (size < 3) return 0;
   const std::string_view rest(reinterpret_cast<const char*>(data) + 1, size - 1);
-  if (data[0] % 2 == 0)
+  if (data[0] % 3 == 0)
     check_config(rest);
-  else
+  else if (data[0] % 3 == 1)
     check_layout(rest.substr(2), 1 + data[1] % 32, data[2]);
+  else
+    check_cluster(rest);
   return 0;
 }

@@ -6,6 +6,7 @@
 #include <sstream>
 #include <string>
 
+#include <weft/plan/cluster_file.hpp>
 #include <weft/plan/hf_config.hpp>
 #include <weft/plan/layout.hpp>
 
@@ -245,4 +246,36 @@ TEST_CASE("--pipeline-layout: what does not parse or does not cover the model is
         "--pipeline-layout: 1 MTP layers (m), the model has 0 (\"Et|tm|L\")");
   CHECK(layout_refusal("Et|t)|L", 3, 2, 0) ==
         "--pipeline-layout: unexpected ')' at position 5 of \"Et|t)|L\"");
+}
+
+TEST_CASE("one's own cluster from JSON: the built-in H100's figures read back, errors named") {
+  const cluster_file f = read_cluster(R"({"peak_flops": 989e12, "matmul_efficiency": 0.8,
+      "attention_efficiency": 0.6, "hbm_bytes": 80e9, "hbm_bytes_per_s": 3.35e12,
+      "devices_per_node": 8, "intra_node": {"latency_us": 2, "bytes_per_s": 450e9},
+      "inter_node": {"latency_us": 10, "bytes_per_s": 50e9, "switch": "ndr"}})",
+                                      "mine.json");
+  const cluster& h = *find_cluster("h100-sxm");
+  CHECK(f.spec.device.peak_flops == h.device.peak_flops);
+  CHECK(f.spec.hbm_bytes == h.hbm_bytes);
+  CHECK(f.spec.per_node == h.per_node);
+  CHECK(f.spec.intra.beta.count() == doctest::Approx(h.intra.beta.count()));
+  CHECK(f.spec.inter.alpha.count() == doctest::Approx(h.inter.alpha.count()));
+  CHECK(f.spec.overlap.compute_slowdown == weft::contention_facts::published().compute_slowdown);
+  REQUIRE(f.warnings.size() == 1);
+  CHECK(f.warnings[0] == "mine.json: inter_node: key 'switch' is not used");
+  const auto refusal = [](const std::string& text) -> std::string {
+    try {
+      (void)read_cluster(text, "mine.json");
+    } catch (const config_error& e) {
+      return e.what();
+    }
+    return "";
+  };
+  CHECK(refusal(R"({"matmul_efficiency": 0.8})") == "mine.json: missing peak_flops");
+  CHECK(refusal(R"({"peak_flops": 1e15, "matmul_efficiency": 1.5})") ==
+        "mine.json: matmul_efficiency must be in (0, 1], got 1.5");
+  CHECK(refusal(R"({"peak_flops": 1e15, "matmul_efficiency": 0.5, "hbm_bytes": 1e9,
+                    "hbm_bytes_per_s": 1e12, "devices_per_node": 8, "intra_node": 3})") ==
+        "mine.json: intra_node must be an object");
+  CHECK(refusal("{").find("mine.json: not JSON: ") == 0);
 }

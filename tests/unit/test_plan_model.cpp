@@ -3,6 +3,9 @@
 // section 4 and Table 2), and the model states of mixed-precision Adam.
 #include <doctest/doctest.h>
 
+#include <string>
+
+#include <weft/plan/estimate.hpp>
 #include <weft/plan/flops.hpp>
 #include <weft/plan/memory.hpp>
 
@@ -160,4 +163,115 @@ TEST_CASE("FLOPs beyond GPT-3: grouped-query, gated, experts, latent attention, 
   matmul_params -= edges(d).final_norm + d.layers * (1536 + 512);  // the latents' norms
   CHECK(model_flops(d, 1, 4096) / 3 - mtp_flops(d, 1, 4096) ==
         doctest::Approx(2 * matmul_params + scores));
+}
+
+TEST_CASE("a planned job's stages: FLOPs at the device's rates, memory in bytes, the whole step") {
+  // Two layers of hidden 1024 (8 heads, GeLU over 4096, no biases, 1000 tokens of vocabulary)
+  // on pp 2, one 1024-token sequence per micro-batch, 2 micro-batches: a device of 1 PFLOP/s
+  // that sustains all of it, 1 TB/s of HBM.
+  transformer m;
+  m.model_type = "tiny";
+  m.layers = 2;
+  m.hidden = 1024;
+  m.heads = m.kv_heads = 8;
+  m.head_dim = 128;
+  m.ffn = 4096;
+  m.vocab = 1000;
+  m.mlp = mlp_kind::plain;
+  cluster c = clusters[0];
+  c.device = {.peak_flops = 1e15, .efficiency = 1, .memory_bytes_per_s = 1e12};
+  job j;
+  j.pp = 2;
+  j.seq = 1024;
+  j.global_batch_size = 2;
+  const estimate e = estimate_job(m, j, c);
+  REQUIRE(e.stages.size() == 2);
+  // A layer's forward: projections 8Th^2, MLP 16Th^2, scores 4T s h of which flash attention
+  // computes the causal half; the head 2ThV on the last stage.
+  const double T = 1024, H = 1024;
+  const double layer = 8 * T * H * H + 16 * T * H * H + 2 * T * 1024 * H;
+  CHECK(e.stages[0].cost.F.count() == doctest::Approx(layer / 1e15));
+  CHECK(e.stages[1].cost.F.count() == doctest::Approx((layer + 2 * T * H * 1000) / 1e15));
+  CHECK(e.stages[0].cost.B.count() == doctest::Approx(2 * layer / 1e15));
+  CHECK(e.stages[0].cost.W.count() == doctest::Approx((layer - 2 * T * 1024 * H) / 1e15));
+  // Parameters: 4h^2 + 8h^2 + 2 norms of h per layer; the embedding on the first, the final
+  // norm and the head on the last.
+  CHECK(e.stages[0].params == doctest::Approx(12 * H * H + 2 * H + 1000 * H));
+  CHECK(e.stages[1].params == doctest::Approx(12 * H * H + 2 * H + H + 1000 * H));
+  // Activations (no dropout, flash attention): 32sbh + 4asb a layer; the embedding's output
+  // 2sbh on the first stage, the head's fp32 logits and its input on the last.
+  const double per_layer = 32 * T * H + 4 * 8 * T;
+  CHECK(e.stages[0].activation_bytes == doctest::Approx(per_layer + 2 * T * H));
+  CHECK(e.stages[1].activation_bytes == doctest::Approx(per_layer + 4 * T * 1000 + 2 * T * H));
+  // 1F1B on 2 ranks: rank 0 holds its first micro-batch's activations while the second's
+  // forward runs, rank 1 one at a time; the states 18 bytes a parameter.
+  CHECK(e.memory_per_rank[0] ==
+        doctest::Approx(18 * e.stages[0].params + 2 * e.stages[0].activation_bytes));
+  CHECK(e.memory_per_rank[1] ==
+        doctest::Approx(18 * e.stages[1].params + e.stages[1].activation_bytes));
+  // One data-parallel rank: no gradient reduction; Adam's 30 bytes a parameter at 1 TB/s.
+  CHECK(e.grad_sync.count() == 0);
+  CHECK(e.optimizer.count() == doctest::Approx(30 * e.stages[1].params / 1e12));
+  CHECK(e.step.count() == doctest::Approx((e.pipeline + e.optimizer).count()));
+  // MFU: the model FLOPs of 2 sequences over the step and 2 devices' peak.
+  CHECK(e.mfu == doctest::Approx(model_flops(m, 2 * T, T) / (e.step.count() * 2 * 1e15)));
+}
+
+TEST_CASE("a job that cannot train the model is refused, naming the numbers") {
+  transformer m;
+  m.layers = 6;
+  m.hidden = 1024;
+  m.heads = 12;
+  m.kv_heads = 4;
+  m.head_dim = 128;
+  m.ffn = 4096;
+  m.vocab = 1000;
+  const auto refusal = [&](auto&& change) -> std::string {
+    job j;
+    change(j);
+    try {
+      check_job(m, j);
+    } catch (const weft::config_error& e) {
+      return e.what();
+    }
+    return "";
+  };
+  CHECK(refusal([](job& j) { j.tp = 8; }) ==
+        "the model's 12 attention heads do not split over --tp 8");
+  CHECK(refusal([](job& j) { j.tp = 3; }) ==
+        "the model's 4 key/value heads do not split over --tp 3");
+  CHECK(refusal([](job& j) { j.pp = 4; }) ==
+        "the model's 6 layers do not split evenly over 4 pipeline ranks x 1 chunks; give "
+        "--pipeline-layout for an uneven split");
+  CHECK(refusal([](job& j) { j.ep = 2; }) == "--ep 2 needs a model with experts");
+  CHECK(refusal([](job& j) {
+          j.dp = 4;
+          j.micro_batch_size = 3;
+          j.global_batch_size = 16;
+        }) == "--global-batch-size 16 is not a multiple of --micro-batch-size x --dp (12)");
+  CHECK(refusal([](job& j) {
+          j.cp = 3;
+          j.seq = 1000;
+        }) ==
+        "--seq-length 1000 must be a multiple of 2 x --cp (6) for context parallelism's "
+        "balanced halves");
+  CHECK(refusal([](job& j) {
+          j.tp = 1 << 12;
+          j.pp = 1 << 12;
+          j.dp = 1 << 12;
+        }).find("devices is more than") != std::string::npos);
+  m.moe = {.routed = 6, .top_k = 2, .expert_ffn = 512};
+  CHECK(refusal([](job& j) {
+          j.dp = 4;
+          j.ep = 4;
+        }) == "the model's 6 experts do not split over --ep 4");
+  CHECK(refusal([](job& j) {
+          j.dp = 2;
+          j.ep = 3;
+        }) == "--ep 3 must divide the data-parallel ranks (dp x cp = 2) it is carved from");
+  CHECK(refusal([](job& j) {
+          j.pp = 2;
+          j.layout = "Et|t*5|L";
+        }) ==
+        "--pipeline-layout: 3 stages are not a multiple of the 2 pipeline ranks (\"Et|t*5|L\")");
 }

@@ -29,31 +29,51 @@ constexpr link_model gb_per_s(double alpha_us, double bytes_per_s) noexcept {
 }
 }  // namespace detail
 
+/// The sustained share of peak a device's large bf16 matmuls reach, measured (Bekman's
+/// "maximum achievable matmul FLOPS" table, stas00/ml-engineering, compute/accelerator): A100
+/// SXM 271.2 of 312 TFLOP/s, H100 SXM 794.5 of 989. The H800 has the H100's compute and no
+/// published figure of its own: the H100's. One value per device, for every op it computes.
+inline constexpr double a100_matmul_share = 271.2 / 312, h100_matmul_share = 794.5 / 989;
+/// And attention's (flash attention, head dim 128, forward and backward): A100 203 of 312
+/// TFLOP/s (FlashAttention-2, arXiv 2307.08691, Fig. 4); H100 FlashAttention-3's 648 forward
+/// and 561 backward (arXiv 2407.08608, Figs. 5 and 6), weighed 1 : 2.5 as their FLOPs are.
+inline constexpr double a100_attention_share = 203.0 / 312,
+                        h100_attention_share = (648 + 2.5 * 561) / 3.5 / 989;
+
 /// The built-in clusters (docs/planning.md gives the sources):
 /// - a100-80g: DGX A100 — 312 TFLOP/s bf16 dense, 80 GB HBM2e at 2.04 TB/s; NVLink 3 600 GB/s
 ///   (300 each way) through NVSwitch; 8 x 200 Gb/s HDR InfiniBand per node (25 GB/s a GPU).
 /// - h100-sxm: DGX H100 — 989 TFLOP/s bf16 dense, 80 GB HBM3 at 3.35 TB/s; NVLink 4 900 GB/s
 ///   (450 each way); 8 x 400 Gb/s NDR InfiniBand per node (50 GB/s a GPU).
 /// - h800: H100 with NVLink cut to 400 GB/s (200 each way); 8 x 400 Gb/s InfiniBand per node.
-/// - ascend-910b: Atlas 800T A2 — 313 TFLOP/s fp16, 64 GB HBM at 1.6 TB/s; HCCS as
-///   link_model::intra_node; one 200 Gb/s RoCE port per device.
+/// - ascend-910b: Atlas 800T A2 — `ascend_910b` (sim/device.hpp, the seeds' presets' device),
+///   64 GB HBM; HCCS as link_model::intra_node; one 200 Gb/s RoCE port per device.
 /// Latencies: 2 us inside a node, 10 us between nodes (link_model's classes). Overlap: the
 /// published contention facts for every device (contention_facts::published()).
 inline constexpr std::array<cluster, 4> clusters{{
     {"a100-80g",
-     {.peak_flops = 312e12, .efficiency = ascend_910b.efficiency, .memory_bytes_per_s = 2.04e12},
+     {.peak_flops = 312e12,
+      .efficiency = a100_matmul_share,
+      .memory_bytes_per_s = 2.04e12,
+      .attention_efficiency = a100_attention_share},
      80e9,
      8,
      detail::gb_per_s(2, 300e9),
      detail::gb_per_s(10, 25e9)},
     {"h100-sxm",
-     {.peak_flops = 989e12, .efficiency = ascend_910b.efficiency, .memory_bytes_per_s = 3.35e12},
+     {.peak_flops = 989e12,
+      .efficiency = h100_matmul_share,
+      .memory_bytes_per_s = 3.35e12,
+      .attention_efficiency = h100_attention_share},
      80e9,
      8,
      detail::gb_per_s(2, 450e9),
      detail::gb_per_s(10, 50e9)},
     {"h800",
-     {.peak_flops = 989e12, .efficiency = ascend_910b.efficiency, .memory_bytes_per_s = 3.35e12},
+     {.peak_flops = 989e12,
+      .efficiency = h100_matmul_share,
+      .memory_bytes_per_s = 3.35e12,
+      .attention_efficiency = h100_attention_share},
      80e9,
      8,
      detail::gb_per_s(2, 200e9),

@@ -7,8 +7,10 @@
 #include <algorithm>
 #include <cmath>
 #include <initializer_list>
+#include <sstream>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -93,8 +95,10 @@ inline constexpr std::string_view ignored_keys[] = {"_name_or_path",
 /// The config's object, the keys read so far, and what to say about the rest.
 class config_reader {
  public:
-  explicit config_reader(const nlohmann::json& j) : j_(j) {
-    if (!j_.is_object()) throw config_error("config.json: not a JSON object");
+  /// `file` names the input in messages ("config.json").
+  explicit config_reader(const nlohmann::json& j, std::string file = "config.json")
+      : j_(j), file_(std::move(file)) {
+    if (!j_.is_object()) throw config_error(file_ + ": not a JSON object");
   }
 
   bool has(std::string_view key) const { return j_.contains(key) && !j_.at(key).is_null(); }
@@ -113,13 +117,13 @@ class config_reader {
     const std::string_view k = first_of(keys);
     if (k.empty()) {
       if (fallback) return *fallback;
-      throw config_error("config.json: missing " + names(keys));
+      throw config_error(file_ + ": missing " + names(keys));
     }
     const nlohmann::json& v = j_.at(k);
     const double x = v.is_number() ? v.get<double>() : std::nan("");
     if (!v.is_number() || x != std::floor(x) || x < lo || x > hi)
-      throw config_error("config.json: " + std::string(k) + " must be a whole number in [" +
-                         show(lo) + ", " + show(hi) + "], got " + v.dump());
+      throw config_error(file_ + ": " + std::string(k) + " must be a whole number in [" + show(lo) +
+                         ", " + show(hi) + "], got " + v.dump());
     return x;
   }
   double whole(std::initializer_list<std::string_view> keys, double lo, double hi,
@@ -131,7 +135,7 @@ class config_reader {
     if (!has(key)) return fallback;
     const nlohmann::json& v = j_.at(key);
     if (!v.is_boolean())
-      throw config_error("config.json: " + std::string(key) + " must be true or false, got " +
+      throw config_error(file_ + ": " + std::string(key) + " must be true or false, got " +
                          v.dump());
     return v.get<bool>();
   }
@@ -140,7 +144,7 @@ class config_reader {
     if (k.empty()) return fallback;
     const nlohmann::json& v = j_.at(k);
     if (!v.is_string())
-      throw config_error("config.json: " + std::string(k) + " must be a string, got " + v.dump());
+      throw config_error(file_ + ": " + std::string(k) + " must be a string, got " + v.dump());
     return v.get<std::string>();
   }
   double number(std::string_view key, double fallback) {
@@ -148,8 +152,25 @@ class config_reader {
     if (!has(key)) return fallback;
     const nlohmann::json& v = j_.at(key);
     if (!v.is_number() || !std::isfinite(v.get<double>()))
-      throw config_error("config.json: " + std::string(key) + " must be a number, got " + v.dump());
+      throw config_error(file_ + ": " + std::string(key) + " must be a number, got " + v.dump());
     return v.get<double>();
+  }
+  /// A number in (lo, hi] under `key`; an error naming it when missing or out of range.
+  double positive(std::string_view key, double hi) {
+    used_.emplace_back(key);
+    if (!has(key)) throw config_error(file_ + ": missing " + std::string(key));
+    const double x = number(key, 0);
+    if (!(x > 0 && x <= hi))
+      throw config_error(file_ + ": " + std::string(key) + " must be in (0, " + show(hi) +
+                         "], got " + j_.at(key).dump());
+    return x;
+  }
+  /// The reader of the object under `key` (an error naming it when missing or not an object).
+  config_reader object(std::string_view key) {
+    used_.emplace_back(key);
+    if (!has(key) || !j_.at(key).is_object())
+      throw config_error(file_ + ": " + std::string(key) + " must be an object");
+    return config_reader(j_.at(key), file_ + ": " + std::string(key));
   }
   /// "config.json: key 'x' is not used" for every key neither read nor known to be irrelevant.
   std::vector<std::string> unused() const {
@@ -161,13 +182,14 @@ class config_reader {
           std::any_of(std::begin(ignored_keys), std::end(ignored_keys), known) ||
           k.ends_with("_pdrop") || k.ends_with("_dropout"))
         continue;
-      out.push_back("config.json: key '" + k + "' is not used");
+      out.push_back(file_ + ": key '" + k + "' is not used");
     }
     return out;
   }
 
  private:
   const nlohmann::json& j_;
+  std::string file_;
   std::vector<std::string> used_;
 
   static std::string names(std::initializer_list<std::string_view> keys) {
@@ -176,8 +198,10 @@ class config_reader {
     return s;
   }
   static std::string show(double x) {
-    std::string s = std::to_string(static_cast<long long>(x));
-    return s;
+    if (x == std::floor(x) && x < 1e18) return std::to_string(static_cast<long long>(x));
+    std::ostringstream s;
+    s << x;
+    return s.str();
   }
 };
 

@@ -325,14 +325,16 @@ class checker {
   // Rule 5: live activations stay under the bound.
   constexpr void memory_bound(const placed& p) {
     bool reported = false;
-    walk_live(s_, [&](int, std::uint32_t i, int live) {
-      if (reported || live <= s_.model.max_live) return;
-      violation v = at(p, i, rule::memory, fault::over_bound);
-      v.value = live;
-      v.bound = s_.model.max_live;
-      add(v);
-      reported = true;
-    });
+    walk_live(
+        s_, [](int) { return 1; },
+        [&](int, std::uint32_t i, int live) {
+          if (reported || live <= s_.model.max_live) return;
+          violation v = at(p, i, rule::memory, fault::over_bound);
+          v.value = live;
+          v.bound = s_.model.max_live;
+          add(v);
+          reported = true;
+        });
   }
 };
 

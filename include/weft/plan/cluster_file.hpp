@@ -1,0 +1,65 @@
+// One's own cluster from a JSON file (`weft plan --cluster FILE.json`), in the terms of the
+// built-in ones (plan/cluster.hpp). docs/planning.md has the schema:
+//   {"peak_flops": 989e12, "matmul_efficiency": 0.8, "attention_efficiency": 0.59,
+//    "hbm_bytes": 80e9, "hbm_bytes_per_s": 3.35e12, "devices_per_node": 8,
+//    "intra_node": {"latency_us": 2, "bytes_per_s": 450e9},
+//    "inter_node": {"latency_us": 10, "bytes_per_s": 50e9}, "compute_slowdown": 0.189}
+// attention_efficiency and compute_slowdown are optional (the matmul efficiency; the published
+// 0.189). A missing key or a value out of range is a `config_error` naming it; a key it does
+// not know, a warning.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include <weft/plan/cluster.hpp>
+#include <weft/plan/hf_config.hpp>
+
+namespace weft::plan {
+
+struct cluster_file {
+  cluster spec;  ///< its name left empty: the caller names it (it owns the text)
+  std::vector<std::string> warnings;
+};
+
+inline cluster_file read_cluster(std::string_view text, const std::string& file) {
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(text);
+  } catch (const nlohmann::json::exception& e) {
+    throw config_error(file + ": not JSON: " + e.what());
+  }
+  detail::config_reader r(j, file);
+  cluster_file out;
+  cluster& c = out.spec;
+  c.name = {};
+  c.device.peak_flops = r.positive("peak_flops", 1e18);
+  c.device.efficiency = r.positive("matmul_efficiency", 1);
+  c.device.attention_efficiency =
+      r.has("attention_efficiency") ? r.positive("attention_efficiency", 1) : 0;
+  c.hbm_bytes = r.positive("hbm_bytes", 1e15);
+  c.device.memory_bytes_per_s = r.positive("hbm_bytes_per_s", 1e15);
+  c.per_node = static_cast<int>(r.whole({"devices_per_node"}, 1, 1 << 16));
+  const auto link = [&](std::string_view key) {
+    detail::config_reader l = r.object(key);
+    const link_model m = link_model::with_bandwidth(seconds(l.positive("latency_us", 1e9) * 1e-6),
+                                                    l.positive("bytes_per_s", 1e15));
+    for (std::string& w : l.unused()) out.warnings.push_back(std::move(w));
+    return m;
+  };
+  c.intra = link("intra_node");
+  c.inter = link("inter_node");
+  c.overlap = contention_facts::published();
+  const double slowdown = r.number("compute_slowdown", c.overlap.compute_slowdown);
+  if (!(slowdown >= 0 && slowdown <= 10))
+    throw config_error(file + ": compute_slowdown must be in [0, 10], got " +
+                       j.at("compute_slowdown").dump());
+  c.overlap.compute_slowdown = slowdown;
+  for (std::string& w : r.unused()) out.warnings.push_back(std::move(w));
+  return out;
+}
+
+}  // namespace weft::plan

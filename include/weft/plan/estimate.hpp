@@ -1,0 +1,234 @@
+// A planned job, estimated: each pipeline stage's costs from its layers' FLOPs and bytes on the
+// cluster's devices and links, memory per rank in bytes, and the whole step — the pipeline
+// simulated with the one simulator (contention priced), the data-parallel gradient reduction and
+// the optimizer. docs/planning.md derives every term.
+#pragma once
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include <weft/core/link.hpp>
+#include <weft/generators/registry.hpp>
+#include <weft/plan/cluster.hpp>
+#include <weft/plan/flops.hpp>
+#include <weft/plan/job.hpp>
+#include <weft/plan/memory.hpp>
+#include <weft/schedule/lower.hpp>
+#include <weft/schedule/memory.hpp>
+#include <weft/sim/metrics.hpp>
+#include <weft/sim/simulate.hpp>
+
+namespace weft::plan {
+
+/// One pipeline stage on one device, per micro-batch.
+struct stage_estimate {
+  chunk_cost<seconds> cost;     ///< its forward, backward, dW, and what a pair can hide
+  double params = 0;            ///< parameters on one device but the routed experts' (tp shard)
+  double expert_params = 0;     ///< the routed experts' on one device (tp and ep shards)
+  double activation_bytes = 0;  ///< kept per micro-batch for the backward
+};
+
+/// The whole estimate.
+struct estimate {
+  std::vector<stage_estimate> stages;  ///< per pipeline stage, in model order
+  schedule sched;
+  program prog;
+  cost_model cost;  ///< costs per chunk, transfers, contention
+  timeline time;    ///< the pipeline's step, simulated
+  step_metrics metrics;
+  seconds pipeline{0}, grad_sync{0}, optimizer{0}, step{0};
+  std::vector<double> memory_per_rank;  ///< bytes: model states and peak live activations
+  double model_flops = 0;               ///< one step, every device together
+  double tokens_per_s = 0, mfu = 0, tflops_per_device = 0;
+};
+
+namespace detail {
+
+/// The link a group of `size` ranks, `stride` apart, crosses: inside a node or between nodes.
+constexpr link_model group_link(const cluster& c, long long size, long long stride) noexcept {
+  return size * stride <= c.per_node ? c.intra : c.inter;
+}
+
+/// Stage `st`'s costs and sizes for job `j` of model `m` on cluster `c`.
+inline stage_estimate stage_costs(const transformer& m, const job& j, const cluster& c,
+                                  const layout_stage& st) {
+  stage_estimate out;
+  const double T = j.micro_batch_size * j.seq / j.cp;  // tokens a device holds
+  const double rate = c.device.sustained_flops(), tp = j.tp;
+  const link_model tp_link = group_link(c, j.tp, 1);
+  const link_model ep_link = group_link(c, j.ep, static_cast<long long>(j.tp) * j.cp);
+  const link_model cp_link = group_link(c, j.cp, j.tp);
+  const double act = T * m.hidden * 2;  // one activation, bf16
+  // Sequence parallelism: an all-gather before and a reduce-scatter after attention and the
+  // MLP; without it, an all-reduce after each.
+  const seconds tp_comm = j.tp == 1 ? seconds(0)
+                          : j.sequence_parallel
+                              ? 4.0 * collective::ring_all_gather(tp_link, j.tp, act)
+                              : 2.0 * collective::ring_all_reduce(tp_link, j.tp, act);
+  seconds compute{0}, scores{0}, comm{0}, hideable{0};
+  const auto add_layer = [&](int l) {
+    const layer_flops f = forward_flops(m, l, T, j.seq);
+    // Flash attention skips the masked half, at the attention kernels' own rate; without it the
+    // scores are whole matmuls (masked after).
+    const seconds causal = j.flash_attention
+                               ? seconds(f.scores / 2 / tp / c.device.attention_flops())
+                               : seconds(f.scores / tp / rate);
+    compute += seconds((f.total() - f.scores) / tp / rate) + causal;
+    scores += causal;
+    comm += tp_comm;
+    if (j.cp > 1) {  // ring attention passes K and V round the group, hidden behind the scores
+      const double kv = 2 * T * 2 * m.kv_heads * m.head_dim / tp;
+      const seconds ring = (j.cp - 1.0) * collective::p2p(cp_link, kv);
+      comm += ring > causal ? ring - causal : seconds(0);
+    }
+    if (m.is_moe_layer(l) && j.ep > 1) {  // dispatch and combine over the expert group
+      const seconds a2a =
+          2.0 * collective::pairwise_all_to_all(ep_link, j.ep, T * m.moe.top_k * m.hidden * 2 / tp);
+      comm += a2a;
+      hideable += a2a;
+    }
+    const parameter_count p = layer_parameters(m, l);
+    out.params += (p.total() - p.experts) / tp;
+    out.expert_params += p.experts / tp / j.ep;
+    out.activation_bytes +=
+        layer_activation_bytes(m, l,
+                               {.seq = j.seq,
+                                .micro_batch = static_cast<double>(j.micro_batch_size),
+                                .tp = j.tp,
+                                .cp = j.cp,
+                                .sequence_parallel = j.sequence_parallel,
+                                .policy = j.policy,
+                                .flash_attention = j.flash_attention});
+  };
+  for (int l = st.first_layer; l < st.first_layer + st.layers; ++l) add_layer(l);
+  const edge_parameters e = edges(m);
+  if (st.embedding) {
+    out.params += e.embedding / tp;
+    out.activation_bytes += act / (j.sequence_parallel ? tp : 1);
+  }
+  const auto add_head = [&] {  // the LM head and the loss's fp32 logits (vocab-parallel)
+    compute += seconds(head_flops(m, T) / tp / rate);
+    out.activation_bytes += 4 * T * m.vocab / tp + act;
+  };
+  for (int k = 0; k < st.mtp; ++k) {  // its projection, its block (as the last layer), its head
+    compute += seconds(matmul_flops(T, 2 * m.hidden, m.hidden) / tp / rate);
+    add_layer(m.layers - 1);
+    add_head();
+    out.params +=
+        (e.mtp / std::max(m.mtp_layers, 1) - layer_parameters(m, m.layers - 1).total()) / tp;
+  }
+  if (st.loss) {
+    add_head();
+    out.params += (e.head + e.final_norm) / tp;
+  }
+  // Backward: twice the forward's compute, its communication mirrored; recomputation runs the
+  // forward (full) or the attention core (selective) again first.
+  const seconds again = j.policy == recompute::full        ? compute + comm
+                        : j.policy == recompute::selective ? scores
+                                                           : seconds(0);
+  out.cost.F = compute + comm;
+  out.cost.B = 2.0 * compute + comm + again;
+  out.cost.W = compute - scores;  // the weights' gradients: the matmuls again
+  out.cost.comm_F = hideable;
+  out.cost.comm_B = j.policy == recompute::full ? 2.0 * hideable : hideable;
+  return out;
+}
+
+}  // namespace detail
+
+/// Estimates job `j` of model `m` on cluster `c`: checks the job (`config_error` naming what
+/// does not split), costs each stage, simulates the pipeline with schedule `j.schedule` and
+/// the cluster's contention facts, adds the gradient reduction and the optimizer.
+inline estimate estimate_job(const transformer& m, const job& j, const cluster& c) {
+  check_job(m, j);
+  const generator_info* g = find_generator(j.schedule);
+  if (!g) (void)generate(j.schedule, {});  // the registry's error, naming the known ones
+  const std::string name(g->name);
+  int per_rank = g->chunks_per_rank > 0 ? g->chunks_per_rank : j.chunks;
+  if (g->chunks_per_rank > 0 && j.chunks != 1 && j.chunks != g->chunks_per_rank)
+    throw config_error("--schedule " + name + " makes " + std::to_string(g->chunks_per_rank) +
+                       " chunks per rank, not --chunks " + std::to_string(j.chunks));
+  if (!j.layout.empty()) {  // the layout says how many stages each rank holds
+    const int given = parse_pipeline_layout(j.layout, j.pp, m.layers, m.mtp_layers).chunks;
+    const int runs = g->chunks_per_rank > 0 ? per_rank / (g->bidirectional ? 2 : 1) : given;
+    if (given != runs)
+      throw config_error("--pipeline-layout gives each rank " + std::to_string(given) +
+                         " stage(s); --schedule " + name + " runs " + std::to_string(runs));
+    if (g->chunks_per_rank == 0) per_rank = given;
+  }
+  job staged = j;
+  staged.chunks = g->bidirectional ? per_rank / 2 : per_rank;
+  const pipeline_layout layout = stages_of(m, staged);
+
+  estimate out;
+  for (const layout_stage& st : layout.stages)
+    out.stages.push_back(detail::stage_costs(m, j, c, st));
+  generator_args a;
+  a.ranks = j.pp;
+  a.micro = j.micro();
+  a.chunks = per_rank;
+  a.transfers = true;
+  out.sched = generate(j.schedule, a);
+  out.prog = lower(out.sched);
+  const model_desc& md = out.sched.model;
+  const auto stage_of = [&](int chunk) {
+    return static_cast<std::size_t>(chunk) % out.stages.size();  // DualPipe's second copy
+  };
+  for (int ch = 0; ch < md.chunks(); ++ch) out.cost.chunks.push_back(out.stages[stage_of(ch)].cost);
+  // Pipeline transfers: a device's activation (its sequence-parallel shard) to the next stage,
+  // a node away once tp x cp x dp devices fill a node.
+  const double p2p_bytes =
+      j.micro_batch_size * j.seq / j.cp * m.hidden * 2 / (j.sequence_parallel ? j.tp : 1);
+  const link_model p2p_link = detail::group_link(c, 2, static_cast<long long>(j.tp) * j.cp * j.dp);
+  const seconds p2p = collective::p2p(p2p_link, p2p_bytes);
+  for (kind k : {kind::send, kind::recv}) out.cost.set(k, phase::F, p2p).set(k, phase::B, p2p);
+  out.cost.p2p_latency = p2p_link.alpha;
+  out.cost.contention = c.overlap;
+  out.time = simulate(out.prog, out.cost);
+  out.metrics = measure(out.prog, out.time);
+  out.pipeline = out.time.makespan;
+
+  // Per rank: its stages' parameters (and their states), and its peak live activations.
+  std::vector<double> dense(static_cast<std::size_t>(j.pp), 0), expert(dense);
+  for (int ch = 0; ch < md.chunks(); ++ch) {
+    const auto r = static_cast<std::size_t>(md.rank_of(ch));
+    dense[r] += out.stages[stage_of(ch)].params;
+    expert[r] += out.stages[stage_of(ch)].expert_params;
+  }
+  const buffer<double> live = peak_live_weight(
+      out.sched, [&](int ch) { return out.stages[stage_of(ch)].activation_bytes; });
+  const long long dp_ranks = static_cast<long long>(j.dp) * j.cp;
+  const int dense_shards = j.distributed_optimizer ? static_cast<int>(dp_ranks) : 1;
+  const int expert_shards = j.distributed_optimizer ? static_cast<int>(dp_ranks / j.ep) : 1;
+  double slowest_sync = 0, largest = 0;
+  for (std::size_t r = 0; r < dense.size(); ++r) {
+    out.memory_per_rank.push_back(model_state_bytes(dense[r], dense_shards) +
+                                  model_state_bytes(expert[r], expert_shards) + live[r]);
+    // Gradients reduce-scattered in fp32 and parameters all-gathered in bf16 over the
+    // data-parallel ranks (the experts' over theirs), across nodes.
+    const seconds sync =
+        collective::ring_reduce_scatter(c.inter, static_cast<int>(dp_ranks), 4 * dense[r]) +
+        collective::ring_all_gather(c.inter, static_cast<int>(dp_ranks), 2 * dense[r]) +
+        collective::ring_reduce_scatter(c.inter, static_cast<int>(dp_ranks / j.ep), 4 * expert[r]) +
+        collective::ring_all_gather(c.inter, static_cast<int>(dp_ranks / j.ep), 2 * expert[r]);
+    slowest_sync = std::max(slowest_sync, sync.count());
+    largest = std::max(largest, dense[r] / dense_shards + expert[r] / expert_shards);
+  }
+  // Overlapped with the backward, only the last bucket (a layer's worth) is left exposed.
+  const double buckets = std::max(1.0, static_cast<double>(m.layers) / (j.pp * per_rank));
+  out.grad_sync = seconds(j.overlap_grad_reduce ? slowest_sync / buckets : slowest_sync);
+  // Adam on a device's shard: read and write the fp32 master weights and moments, read the
+  // gradient, write the bf16 weights: 30 bytes a parameter, memory-bound.
+  out.optimizer = seconds(30 * largest / c.device.memory_bytes_per_s);
+  out.step = out.pipeline + out.grad_sync + out.optimizer;
+
+  const double tokens = static_cast<double>(j.batch()) * j.seq;
+  out.model_flops = model_flops(m, tokens, j.seq);
+  out.tokens_per_s = tokens / out.step.count();
+  out.tflops_per_device = out.model_flops / out.step.count() / j.devices() / 1e12;
+  out.mfu = out.model_flops / (out.step.count() * j.devices() * c.device.peak_flops);
+  return out;
+}
+
+}  // namespace weft::plan

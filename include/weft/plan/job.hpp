@@ -1,0 +1,121 @@
+// A training job as Megatron's flags state it — the parallel sizes, batch and sequence,
+// recomputation, the schedule and its chunks, an optional pipeline layout — checked against
+// the model it trains: every impossible split is one error naming the numbers.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <weft/core/error.hpp>
+#include <weft/plan/layout.hpp>
+#include <weft/plan/memory.hpp>
+#include <weft/plan/transformer.hpp>
+
+namespace weft::plan {
+
+struct job {
+  int tp = 1, pp = 1, dp = 1, cp = 1, ep = 1;  ///< --tp --pp --dp --cp --ep
+  int micro_batch_size = 1;                    ///< --micro-batch-size (sequences)
+  int global_batch_size = 0;           ///< --global-batch-size; 0: one micro-batch per dp rank
+  double seq = 4096;                   ///< --seq-length
+  recompute policy = recompute::none;  ///< --recompute none|selective|full
+  bool sequence_parallel = false;      ///< --sequence-parallel
+  std::string schedule = "1f1b";       ///< --schedule: any generator
+  int chunks = 1;                      ///< --chunks: model chunks per rank (virtual stages)
+  std::string layout;                  ///< --pipeline-layout; empty: an even split
+  bool distributed_optimizer = true;   ///< the optimizer states sharded over dp
+  bool flash_attention = true;
+  bool overlap_grad_reduce = false;  ///< the gradient reduction overlapped with the backward
+
+  constexpr long long devices() const noexcept { return static_cast<long long>(tp) * pp * dp * cp; }
+  /// Micro-batches per step and pipeline.
+  constexpr int micro() const noexcept {
+    return global_batch_size > 0 ? global_batch_size / (micro_batch_size * dp) : 1;
+  }
+  constexpr int batch() const noexcept {
+    return global_batch_size > 0 ? global_batch_size : micro_batch_size * dp;
+  }
+};
+
+namespace detail {
+inline std::string num(long long x) { return std::to_string(x); }
+}  // namespace detail
+
+/// What each pipeline stage holds: the layout's stages, or (none given) the decoder layers split
+/// evenly over pp x chunks stages, the embedding in the first, the MTP layers and the loss in
+/// the last. Throws `config_error` when the layers do not split as asked.
+inline pipeline_layout stages_of(const transformer& m, const job& j) {
+  if (!j.layout.empty()) {
+    pipeline_layout l = parse_pipeline_layout(j.layout, j.pp, m.layers, m.mtp_layers);
+    if (l.chunks != j.chunks && j.chunks != 1)
+      throw config_error("--pipeline-layout: " + detail::num(l.chunks) +
+                         " chunks per rank, --chunks says " + detail::num(j.chunks));
+    return l;
+  }
+  const long long stages = static_cast<long long>(j.pp) * j.chunks;
+  if (m.layers % stages != 0)
+    throw config_error("the model's " + detail::num(m.layers) +
+                       " layers do not split evenly over " + detail::num(j.pp) +
+                       " pipeline ranks x " + detail::num(j.chunks) +
+                       " chunks; give --pipeline-layout for an uneven split");
+  pipeline_layout l;
+  l.pp = j.pp;
+  l.chunks = j.chunks;
+  const int per = static_cast<int>(m.layers / stages);
+  for (long long s = 0; s < stages; ++s)
+    l.stages.push_back({.embedding = s == 0,
+                        .loss = s == stages - 1,
+                        .first_layer = static_cast<int>(s) * per,
+                        .layers = per,
+                        .mtp = s == stages - 1 ? m.mtp_layers : 0});
+  return l;
+}
+
+/// Throws `config_error` naming the numbers when `j` cannot train `m`: heads or key/value heads
+/// not divisible by tp, experts not divisible by ep, ep larger than the data-parallel ranks it
+/// is carved from, a global batch not a multiple of micro-batch x dp, a sequence context
+/// parallelism cannot halve, sizes out of range.
+inline void check_job(const transformer& m, const job& j) {
+  using detail::num;
+  for (const auto& [name, v] : {std::pair<const char*, int>{"--tp", j.tp},
+                                {"--pp", j.pp},
+                                {"--dp", j.dp},
+                                {"--cp", j.cp},
+                                {"--ep", j.ep},
+                                {"--micro-batch-size", j.micro_batch_size},
+                                {"--chunks", j.chunks}})
+    if (v < 1) throw config_error(std::string(name) + " must be at least 1, got " + num(v));
+  if (j.devices() > (1LL << 24))
+    throw config_error("tp x pp x dp x cp = " + num(j.devices()) +
+                       " devices is more than weft plans for (16,777,216)");
+  if (!(j.seq >= 1 && j.seq <= (1 << 24)))
+    throw config_error("--seq-length must be in [1, 16777216]");
+  if (m.heads % j.tp != 0)
+    throw config_error("the model's " + num(m.heads) + " attention heads do not split over --tp " +
+                       num(j.tp));
+  if (!m.mla.active() && m.kv_heads % j.tp != 0)
+    throw config_error("the model's " + num(m.kv_heads) +
+                       " key/value heads do not split over --tp " + num(j.tp));
+  if (j.ep > 1 && !m.moe.active())
+    throw config_error("--ep " + num(j.ep) + " needs a model with experts");
+  if (m.moe.active() && m.moe.routed % j.ep != 0)
+    throw config_error("the model's " + num(m.moe.routed) + " experts do not split over --ep " +
+                       num(j.ep));
+  if ((static_cast<long long>(j.dp) * j.cp) % j.ep != 0)
+    throw config_error("--ep " + num(j.ep) + " must divide the data-parallel ranks (dp x cp = " +
+                       num(static_cast<long long>(j.dp) * j.cp) + ") it is carved from");
+  if (j.global_batch_size < 0 ||
+      (j.global_batch_size > 0 &&
+       j.global_batch_size % (static_cast<long long>(j.micro_batch_size) * j.dp) != 0))
+    throw config_error("--global-batch-size " + num(j.global_batch_size) +
+                       " is not a multiple of --micro-batch-size x --dp (" +
+                       num(static_cast<long long>(j.micro_batch_size) * j.dp) + ")");
+  if (j.cp > 1 && static_cast<long long>(j.seq) % (2LL * j.cp) != 0)
+    throw config_error("--seq-length " + num(static_cast<long long>(j.seq)) +
+                       " must be a multiple of 2 x --cp (" + num(2LL * j.cp) +
+                       ") for context parallelism's balanced halves");
+  (void)stages_of(m, j);
+}
+
+}  // namespace weft::plan

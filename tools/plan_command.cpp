@@ -1,0 +1,168 @@
+// `weft plan`: a real training job — a model's config.json, Megatron's flags, a cluster — its
+// step time, throughput, MFU and memory per pipeline stage, beside every schedule that applies
+// (docs/planning.md).
+#include <algorithm>
+#include <fstream>
+#include <iomanip>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <weft/io/chrome_trace.hpp>
+#include <weft/io/timeline.hpp>
+#include <weft/plan/cluster_file.hpp>
+#include <weft/plan/estimate.hpp>
+#include <weft/plan/hf_config.hpp>
+#include "commands.hpp"
+
+namespace weft::cli {
+
+namespace {
+
+using json = nlohmann::ordered_json;
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw stop(exit_bad_input, "weft: plan: cannot read " + path);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+std::string gigabytes(double bytes) {
+  std::ostringstream s;
+  s << std::fixed << std::setprecision(1) << bytes / 1e9 << " GB";
+  return s.str();
+}
+
+}  // namespace
+
+int plan_command(const request& q) {
+  const plan::hf_model hf = plan::read_hf_config(read_text(q.model_file));
+  for (const std::string& w : hf.warnings) std::cerr << "weft: " << w << "\n";
+  const plan::transformer& m = hf.model;
+  // A built-in cluster, or one's own from a JSON file.
+  plan::cluster_file own;
+  const plan::cluster* c = plan::find_cluster(q.cluster);
+  if (!c) {
+    own = plan::read_cluster(read_text(q.cluster), q.cluster);
+    for (const std::string& w : own.warnings) std::cerr << "weft: " << w << "\n";
+    own.spec.name = q.cluster;
+    c = &own.spec;
+  }
+  const plan::estimate e = plan::estimate_job(m, q.job, *c);
+
+  // Every other schedule that applies to the same job, for the table.
+  struct row {
+    std::string name;
+    std::optional<plan::estimate> result;
+    std::string why;
+  };
+  std::vector<row> table;
+  for (const generator_info& g : generators) {
+    plan::job other = q.job;
+    other.schedule = g.name;
+    other.chunks = g.chunks_per_rank > 0 ? 1 : q.job.chunks;
+    row r{std::string(g.name), std::nullopt, ""};
+    try {
+      r.result = g.name == q.job.schedule ? e : plan::estimate_job(m, other, *c);
+    } catch (const config_error& x) {
+      r.why = x.what();
+    }
+    table.push_back(std::move(r));
+  }
+
+  if (!q.svg.empty() || !q.trace.empty()) {
+    const timeline t = simulate(e.prog, e.cost, {.record_slowed = true});
+    if (!q.svg.empty()) {
+      std::ofstream out = open_for_writing(q.svg);
+      write_svg(out, e.prog, t,
+                {.title = m.model_type + " on " + std::to_string(q.job.devices()) + " " +
+                          q.cluster + ", " + q.job.schedule + ", one step's pipeline"});
+    }
+    if (!q.trace.empty()) {
+      std::ofstream out = open_for_writing(q.trace);
+      write_chrome_trace(out, e.prog, t);
+    }
+  }
+
+  const double hbm = c->hbm_bytes;
+  const double peak = *std::max_element(e.memory_per_rank.begin(), e.memory_per_rank.end());
+  if (q.json) {
+    json j;
+    j["model_type"] = m.model_type;
+    j["parameters"] = plan::total_parameters(m);
+    j["activated_parameters"] = plan::activated_parameters(m);
+    j["cluster"] = q.cluster;
+    j["devices"] = q.job.devices();
+    j["schedule"] = q.job.schedule;
+    j["micro_batches"] = q.job.micro();
+    j["step_s"] = e.step.count();
+    j["pipeline_s"] = e.pipeline.count();
+    j["grad_sync_s"] = e.grad_sync.count();
+    j["optimizer_s"] = e.optimizer.count();
+    j["tokens_per_s"] = e.tokens_per_s;
+    j["tflops_per_device"] = e.tflops_per_device;
+    j["mfu"] = e.mfu;
+    j["bubble_ratio"] = e.metrics.bubble_ratio;
+    j["memory_per_stage_bytes"] = e.memory_per_rank;
+    j["hbm_bytes"] = hbm;
+    j["fits"] = peak <= hbm;
+    json rows = json::array();
+    for (const row& r : table) {
+      json x{{"schedule", r.name}};
+      if (r.result) {
+        x["step_s"] = r.result->step.count();
+        x["mfu"] = r.result->mfu;
+        x["peak_memory_bytes"] =
+            *std::max_element(r.result->memory_per_rank.begin(), r.result->memory_per_rank.end());
+      } else {
+        x["refused"] = r.why;
+      }
+      rows.push_back(x);
+    }
+    j["schedules"] = rows;
+    std::cout << j.dump() << "\n";
+    return exit_ok;
+  }
+  const plan::job& jb = q.job;
+  std::cout << std::fixed << std::setprecision(2) << m.model_type << ": "
+            << plan::total_parameters(m) / 1e9 << "B parameters ("
+            << plan::activated_parameters(m) / 1e9 << "B activated) on " << jb.devices() << " "
+            << q.cluster << " devices: tp " << jb.tp << ", pp " << jb.pp << ", dp " << jb.dp
+            << ", cp " << jb.cp << ", ep " << jb.ep << "; " << jb.schedule << ", " << jb.micro()
+            << " micro-batches of " << jb.micro_batch_size << " x "
+            << static_cast<long long>(jb.seq) << " tokens\n";
+  std::cout << "step " << std::setprecision(3) << e.step.count() << " s (pipeline "
+            << e.pipeline.count() << " s, gradient sync " << e.grad_sync.count() << " s, optimizer "
+            << e.optimizer.count() << " s); " << std::setprecision(0) << e.tokens_per_s
+            << " tokens/s; " << std::setprecision(1) << e.tflops_per_device
+            << " TFLOP/s per device, MFU " << 100 * e.mfu << "%; bubble "
+            << 100 * e.metrics.bubble_ratio << "%\n";
+  std::cout << "memory per stage (of " << gigabytes(hbm) << "):";
+  for (std::size_t r = 0; r < e.memory_per_rank.size(); ++r)
+    std::cout << (r ? ", " : " ") << "rank " << r << " " << gigabytes(e.memory_per_rank[r]);
+  std::cout << (peak <= hbm ? "" : " — does not fit") << "\n\n";
+  std::cout << std::left << std::setw(12) << "schedule" << std::right << std::setw(10) << "step s"
+            << std::setw(8) << "MFU" << std::setw(12) << "peak mem"
+            << "\n";
+  for (const row& r : table) {
+    std::cout << std::left << std::setw(12) << r.name << std::right;
+    if (!r.result) {
+      std::cout << "  " << r.why << "\n";
+      continue;
+    }
+    const double most =
+        *std::max_element(r.result->memory_per_rank.begin(), r.result->memory_per_rank.end());
+    std::cout << std::setw(10) << std::setprecision(3) << r.result->step.count() << std::setw(7)
+              << std::setprecision(1) << 100 * r.result->mfu << "%" << std::setw(12)
+              << gigabytes(most) << (most <= hbm ? "" : " (over)") << "\n";
+  }
+  std::cout << std::defaultfloat;
+  return exit_ok;
+}
+
+}  // namespace weft::cli
