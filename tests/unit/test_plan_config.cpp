@@ -244,6 +244,12 @@ TEST_CASE("--pipeline-layout: what does not parse or does not cover the model is
         "--pipeline-layout: the loss (L) must appear once, in the last stage (\"Et|L|t\")");
   CHECK(layout_refusal("Et|tm|L", 3, 2, 0) ==
         "--pipeline-layout: 1 MTP layers (m), the model has 0 (\"Et|tm|L\")");
+  // Nesting is bounded; an empty part repeated any number of times is nothing, at once.
+  const std::string deep = std::string(65, '(') + "t" + std::string(65, ')');
+  CHECK(layout_refusal("E" + deep + "|L", 2, 1, 0) ==
+        "--pipeline-layout: parentheses nested more than 64 deep at position 66 of \"E" + deep +
+            "|L\"");
+  CHECK(parse_pipeline_layout("E((()*99999999)*99999999)*99999999t|L", 2, 1, 0).chunks == 1);
   CHECK(layout_refusal("Et|t)|L", 3, 2, 0) ==
         "--pipeline-layout: unexpected ')' at position 5 of \"Et|t)|L\"");
 }

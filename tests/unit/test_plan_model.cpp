@@ -260,6 +260,12 @@ TEST_CASE("a job that cannot train the model is refused, naming the numbers") {
           j.pp = 1 << 12;
           j.dp = 1 << 12;
         }).find("devices is more than") != std::string::npos);
+  CHECK(refusal([](job& j) {
+          j.dp = 1 << 20;
+          j.micro_batch_size = 1 << 16;
+        }) ==
+        "--micro-batch-size x --dp = 68719476736 sequences a step is more than weft plans "
+        "for (2^30)");
   m.moe = {.routed = 6, .top_k = 2, .expert_ffn = 512};
   CHECK(refusal([](job& j) {
           j.dp = 4;

@@ -36,9 +36,10 @@ constexpr link_model gb_per_s(double alpha_us, double bytes_per_s) noexcept {
 inline constexpr double a100_matmul_share = 271.2 / 312, h100_matmul_share = 794.5 / 989;
 /// And attention's (flash attention, head dim 128, forward and backward): A100 203 of 312
 /// TFLOP/s (FlashAttention-2, arXiv 2307.08691, Fig. 4); H100 FlashAttention-3's 648 forward
-/// and 561 backward (arXiv 2407.08608, Figs. 5 and 6), weighed 1 : 2.5 as their FLOPs are.
+/// and 561 backward (arXiv 2407.08608, Figs. 5 and 6), combined as a step's time is — their
+/// FLOPs 1 : 2.5, as both papers count them — by the harmonic mean.
 inline constexpr double a100_attention_share = 203.0 / 312,
-                        h100_attention_share = (648 + 2.5 * 561) / 3.5 / 989;
+                        h100_attention_share = 3.5 / (1 / 648.0 + 2.5 / 561.0) / 989;
 
 /// The built-in clusters (docs/planning.md gives the sources):
 /// - a100-80g: DGX A100 — 312 TFLOP/s bf16 dense, 80 GB HBM2e at 2.04 TB/s; NVLink 3 600 GB/s

@@ -67,6 +67,7 @@ inline stage_estimate stage_costs(const transformer& m, const job& j, const clus
                               ? 4.0 * collective::ring_all_gather(tp_link, j.tp, act)
                               : 2.0 * collective::ring_all_reduce(tp_link, j.tp, act);
   seconds compute{0}, scores{0}, comm{0}, hideable{0};
+  seconds layers_compute{0}, layers_comm{0};  // what full recomputation runs again
   const auto add_layer = [&](int l) {
     const layer_flops f = forward_flops(m, l, T, j.seq);
     // Flash attention skips the masked half, at the attention kernels' own rate; without it the
@@ -74,11 +75,16 @@ inline stage_estimate stage_costs(const transformer& m, const job& j, const clus
     const seconds causal = j.flash_attention
                                ? seconds(f.scores / 2 / tp / c.device.attention_flops())
                                : seconds(f.scores / tp / rate);
-    compute += seconds((f.total() - f.scores) / tp / rate) + causal;
+    const seconds work = seconds((f.total() - f.scores) / tp / rate) + causal;
+    compute += work;
+    layers_compute += work;
     scores += causal;
     comm += tp_comm;
+    layers_comm += tp_comm;
     if (j.cp > 1) {  // ring attention passes K and V round the group, hidden behind the scores
-      const double kv = 2 * T * 2 * m.kv_heads * m.head_dim / tp;
+      const double kv_width = m.mla.active() ? m.heads * (m.mla.qk_head_dim() + m.mla.v_head_dim)
+                                             : 2 * m.kv_heads * m.head_dim;
+      const double kv = 2 * T * kv_width / tp;
       const seconds ring = (j.cp - 1.0) * collective::p2p(cp_link, kv);
       comm += ring > causal ? ring - causal : seconds(0);
     }
@@ -86,6 +92,7 @@ inline stage_estimate stage_costs(const transformer& m, const job& j, const clus
       const seconds a2a =
           2.0 * collective::pairwise_all_to_all(ep_link, j.ep, T * m.moe.top_k * m.hidden * 2 / tp);
       comm += a2a;
+      layers_comm += a2a;
       hideable += a2a;
     }
     const parameter_count p = layer_parameters(m, l);
@@ -121,10 +128,13 @@ inline stage_estimate stage_costs(const transformer& m, const job& j, const clus
   if (st.loss) {
     add_head();
     out.params += (e.head + e.final_norm) / tp;
+    // Tied embeddings: the last stage keeps its own copy of the embedding for the head (its
+    // gradient all-reduced with the first stage's).
+    if (m.tied_embeddings && !st.embedding) out.params += m.vocab * m.hidden / tp;
   }
   // Backward: twice the forward's compute, its communication mirrored; recomputation runs the
-  // forward (full) or the attention core (selective) again first.
-  const seconds again = j.policy == recompute::full        ? compute + comm
+  // layers' forward (full; not the head's) or the attention core (selective) again first.
+  const seconds again = j.policy == recompute::full        ? layers_compute + layers_comm
                         : j.policy == recompute::selective ? scores
                                                            : seconds(0);
   out.cost.F = compute + comm;
@@ -176,48 +186,60 @@ inline estimate estimate_job(const transformer& m, const job& j, const cluster& 
     return static_cast<std::size_t>(chunk) % out.stages.size();  // DualPipe's second copy
   };
   for (int ch = 0; ch < md.chunks(); ++ch) out.cost.chunks.push_back(out.stages[stage_of(ch)].cost);
-  // Pipeline transfers: a device's activation (its sequence-parallel shard) to the next stage,
-  // a node away once tp x cp x dp devices fill a node.
+  // Pipeline transfers: a device's activation (its sequence-parallel shard) to the next stage.
+  // Consecutive pipeline ranks are tp x cp x dp devices apart, so a node holds per_node / that
+  // many of them: a transfer inside a node takes the node's links, one between nodes its
+  // network (the cost model's sites).
   const double p2p_bytes =
       j.micro_batch_size * j.seq / j.cp * m.hidden * 2 / (j.sequence_parallel ? j.tp : 1);
-  const link_model p2p_link = detail::group_link(c, 2, static_cast<long long>(j.tp) * j.cp * j.dp);
-  const seconds p2p = collective::p2p(p2p_link, p2p_bytes);
-  for (kind k : {kind::send, kind::recv}) out.cost.set(k, phase::F, p2p).set(k, phase::B, p2p);
-  out.cost.p2p_latency = p2p_link.alpha;
+  const long long apart = static_cast<long long>(j.tp) * j.cp * j.dp;
+  const seconds near = collective::p2p(c.intra, p2p_bytes);
+  for (kind k : {kind::send, kind::recv}) out.cost.set(k, phase::F, near).set(k, phase::B, near);
+  out.cost.site_ranks = apart < c.per_node ? static_cast<int>(c.per_node / apart) : 1;
+  out.cost.far_p2p = collective::p2p(c.inter, p2p_bytes);
+  out.cost.p2p_latency = c.intra.alpha;
+  out.cost.far_p2p_latency = c.inter.alpha;
   out.cost.contention = c.overlap;
   out.time = simulate(out.prog, out.cost);
   out.metrics = measure(out.prog, out.time);
   out.pipeline = out.time.makespan;
 
   // Per rank: its stages' parameters (and their states), and its peak live activations.
-  std::vector<double> dense(static_cast<std::size_t>(j.pp), 0), expert(dense);
+  std::vector<double> dense(static_cast<std::size_t>(j.pp), 0), expert(dense), layers(dense);
   for (int ch = 0; ch < md.chunks(); ++ch) {
     const auto r = static_cast<std::size_t>(md.rank_of(ch));
     dense[r] += out.stages[stage_of(ch)].params;
     expert[r] += out.stages[stage_of(ch)].expert_params;
+    layers[r] += layout.stages[stage_of(ch)].layers + layout.stages[stage_of(ch)].mtp;
   }
   const buffer<double> live = peak_live_weight(
       out.sched, [&](int ch) { return out.stages[stage_of(ch)].activation_bytes; });
   const long long dp_ranks = static_cast<long long>(j.dp) * j.cp;
   const int dense_shards = j.distributed_optimizer ? static_cast<int>(dp_ranks) : 1;
   const int expert_shards = j.distributed_optimizer ? static_cast<int>(dp_ranks / j.ep) : 1;
+  // The data-parallel ranks are tp devices apart (the experts' tp x ep): inside a node while
+  // they fit, across nodes otherwise.
+  const link_model dp_link = detail::group_link(c, dp_ranks, j.tp);
+  const link_model edp_link =
+      detail::group_link(c, dp_ranks / j.ep, static_cast<long long>(j.tp) * j.ep);
+  const int d = static_cast<int>(dp_ranks), ed = static_cast<int>(dp_ranks / j.ep);
   double slowest_sync = 0, largest = 0;
   for (std::size_t r = 0; r < dense.size(); ++r) {
     out.memory_per_rank.push_back(model_state_bytes(dense[r], dense_shards) +
                                   model_state_bytes(expert[r], expert_shards) + live[r]);
     // Gradients reduce-scattered in fp32 and parameters all-gathered in bf16 over the
-    // data-parallel ranks (the experts' over theirs), across nodes.
-    const seconds sync =
-        collective::ring_reduce_scatter(c.inter, static_cast<int>(dp_ranks), 4 * dense[r]) +
-        collective::ring_all_gather(c.inter, static_cast<int>(dp_ranks), 2 * dense[r]) +
-        collective::ring_reduce_scatter(c.inter, static_cast<int>(dp_ranks / j.ep), 4 * expert[r]) +
-        collective::ring_all_gather(c.inter, static_cast<int>(dp_ranks / j.ep), 2 * expert[r]);
-    slowest_sync = std::max(slowest_sync, sync.count());
+    // data-parallel ranks (the experts' over theirs).
+    const seconds sync = collective::ring_reduce_scatter(dp_link, d, 4 * dense[r]) +
+                         collective::ring_all_gather(dp_link, d, 2 * dense[r]) +
+                         collective::ring_reduce_scatter(edp_link, ed, 4 * expert[r]) +
+                         collective::ring_all_gather(edp_link, ed, 2 * expert[r]);
+    // Overlapped with the backward, only the rank's last bucket (a layer's worth) is left.
+    const double exposed =
+        j.overlap_grad_reduce ? sync.count() / std::max(1.0, layers[r]) : sync.count();
+    slowest_sync = std::max(slowest_sync, exposed);
     largest = std::max(largest, dense[r] / dense_shards + expert[r] / expert_shards);
   }
-  // Overlapped with the backward, only the last bucket (a layer's worth) is left exposed.
-  const double buckets = std::max(1.0, static_cast<double>(m.layers) / (j.pp * per_rank));
-  out.grad_sync = seconds(j.overlap_grad_reduce ? slowest_sync / buckets : slowest_sync);
+  out.grad_sync = seconds(slowest_sync);
   // Adam on a device's shard: read and write the fp32 master weights and moments, read the
   // gradient, write the bf16 weights: 30 bytes a parameter, memory-bound.
   out.optimizer = seconds(30 * largest / c.device.memory_bytes_per_s);

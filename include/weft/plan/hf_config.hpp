@@ -247,7 +247,9 @@ inline hf_model read_hf_config(std::string_view text) {
   // BLOOM ALiBi and a norm after the embedding. The rest: RMSNorm, no biases (unless said).
   const bool gpt_family = m.model_type == "gpt2" || m.model_type == "bloom";
   m.layer_norm = gpt_family;
-  m.linear_bias = gpt_family || r.flag("attention_bias", false);
+  m.linear_bias = gpt_family;
+  m.attention_bias = !gpt_family && r.flag("attention_bias", false);
+  m.mlp_bias = !gpt_family && r.flag("mlp_bias", false);
   m.qkv_bias = m.model_type == "qwen2_moe" || m.model_type == "qwen2";
   m.tied_embeddings = r.flag("tie_word_embeddings", gpt_family);
   if (m.model_type == "gpt2") m.positions = r.whole({"n_positions"}, 1, most, 1024);

@@ -31,10 +31,14 @@ struct job {
   constexpr long long devices() const noexcept { return static_cast<long long>(tp) * pp * dp * cp; }
   /// Micro-batches per step and pipeline.
   constexpr int micro() const noexcept {
-    return global_batch_size > 0 ? global_batch_size / (micro_batch_size * dp) : 1;
+    return global_batch_size > 0 ? static_cast<int>(global_batch_size /
+                                                    (static_cast<long long>(micro_batch_size) * dp))
+                                 : 1;
   }
-  constexpr int batch() const noexcept {
-    return global_batch_size > 0 ? global_batch_size : micro_batch_size * dp;
+  /// Sequences per step (`check_job` keeps it within an int).
+  constexpr long long batch() const noexcept {
+    return global_batch_size > 0 ? global_batch_size
+                                 : static_cast<long long>(micro_batch_size) * dp;
   }
 };
 
@@ -105,6 +109,10 @@ inline void check_job(const transformer& m, const job& j) {
   if ((static_cast<long long>(j.dp) * j.cp) % j.ep != 0)
     throw config_error("--ep " + num(j.ep) + " must divide the data-parallel ranks (dp x cp = " +
                        num(static_cast<long long>(j.dp) * j.cp) + ") it is carved from");
+  if (static_cast<long long>(j.micro_batch_size) * j.dp > (1LL << 30))
+    throw config_error(
+        "--micro-batch-size x --dp = " + num(static_cast<long long>(j.micro_batch_size) * j.dp) +
+        " sequences a step is more than weft plans for (2^30)");
   if (j.global_batch_size < 0 ||
       (j.global_batch_size > 0 &&
        j.global_batch_size % (static_cast<long long>(j.micro_batch_size) * j.dp) != 0))

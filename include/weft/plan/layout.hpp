@@ -3,7 +3,8 @@
 // loss (LM head); `|` ends a stage; `x*N` repeats a symbol and `(...)*N` a part; commas are
 // cosmetic; empty stages are legal. Stages are listed virtual stage by virtual stage: the first
 // `pp` are chunk 0 of ranks 0..pp-1, the next `pp` chunk 1, and so on, so their count is a
-// multiple of pp and gives the chunks per rank.
+// multiple of pp and gives the chunks per rank. (On a V — zb-v, dualpipev — the stages are taken
+// in model order too, and the second `pp` run back up the ranks: stage pp + j on rank pp-1-j.)
 #pragma once
 
 #include <cstddef>
@@ -26,7 +27,7 @@ struct layout_stage {
 struct pipeline_layout {
   std::vector<layout_stage> stages;  ///< in Megatron's order: chunk-major, then rank
   int pp = 1, chunks = 1;
-  /// The stage rank `rank`'s chunk `chunk` runs.
+  /// The stage rank `rank`'s chunk `chunk` runs, in Megatron's loop placement.
   const layout_stage& at(int rank, int chunk) const {
     return stages[static_cast<std::size_t>(chunk * pp + rank)];
   }
@@ -46,8 +47,10 @@ class layout_expander {
 
  private:
   static constexpr std::size_t most = 1 << 20;  // symbols after expansion
+  static constexpr int deepest = 64;            // parentheses within parentheses
   std::string_view s_;
   std::size_t i_ = 0;
+  int depth_ = 0;
 
   [[noreturn]] void fail(const std::string& why) const {
     throw config_error("--pipeline-layout: " + why + " at position " + std::to_string(i_ + 1) +
@@ -59,10 +62,13 @@ class layout_expander {
       const char c = s_[i_];
       std::string part;
       if (c == '(') {
+        if (++depth_ > deepest)
+          fail("parentheses nested more than " + std::to_string(deepest) + " deep");
         ++i_;
         part = sequence();
         if (i_ >= s_.size()) fail("'(' is never closed");
         ++i_;  // ')'
+        --depth_;
       } else if (c == 'E' || c == 't' || c == 'm' || c == 'L' || c == '|') {
         part = std::string(1, c);
         ++i_;
@@ -73,6 +79,7 @@ class layout_expander {
         fail("'" + std::string(1, c) + "' is not one of E t m L | ( ) * ,");
       }
       const std::size_t n = repeat();
+      if (part.empty()) continue;  // "()*N" is nothing, however large N
       if (part.size() * n + out.size() > most)
         fail("the layout expands to more than " + std::to_string(most) + " symbols");
       for (std::size_t k = 0; k < n; ++k) out += part;

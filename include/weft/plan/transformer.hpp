@@ -50,6 +50,8 @@ struct transformer {
   bool tied_embeddings = false;  ///< the LM head reuses the input embedding
   bool linear_bias = false;      ///< every linear has a bias (GPT-2, BLOOM)
   bool qkv_bias = false;         ///< only the query/key/value projections have one (Qwen2)
+  bool attention_bias = false;   ///< the attention projections have one (Llama's attention_bias)
+  bool mlp_bias = false;         ///< the MLP's linears have one (Llama's mlp_bias)
   bool layer_norm = false;       ///< LayerNorm (weight and bias); else RMSNorm (weight only)
   double positions = 0;          ///< learned position embeddings (GPT-2's n_positions); 0: none
   bool embedding_norm = false;   ///< a norm right after the embedding (BLOOM)
@@ -92,7 +94,7 @@ constexpr double attention_parameters(const transformer& m) noexcept {
   }
   const double q = m.heads * m.head_dim, kv = m.kv_heads * m.head_dim;
   double p = h * (q + 2 * kv) + q * h;
-  if (m.linear_bias) p += q + 2 * kv + h;
+  if (m.linear_bias || m.attention_bias) p += q + 2 * kv + h;
   if (m.qkv_bias) p += q + 2 * kv;
   return p;
 }
@@ -101,7 +103,8 @@ constexpr double attention_parameters(const transformer& m) noexcept {
 constexpr double mlp_parameters(const transformer& m, double ffn) noexcept {
   const double h = m.hidden;
   const double matrices = m.mlp == mlp_kind::gated ? 3 * h * ffn : 2 * h * ffn;
-  return matrices + (m.linear_bias ? ffn * (m.mlp == mlp_kind::gated ? 2 : 1) + h : 0);
+  return matrices +
+         (m.linear_bias || m.mlp_bias ? ffn * (m.mlp == mlp_kind::gated ? 2 : 1) + h : 0);
 }
 
 constexpr double norm_parameters(const transformer& m) noexcept {

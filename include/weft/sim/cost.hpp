@@ -172,15 +172,17 @@ struct basic_cost_model {
       share *= (1 - causal_share) + causal_share * (2.0 * o.split + 1) / m.splits;
     return (t - f) * share + f;
   }
-  /// The part of op `o`'s cost that is tensor-parallel communication: `tp_comm`, shrinking as
-  /// the rest of the op's varying part does; never more than that part.
+  /// The part of op `o`'s cost that is tensor-parallel communication: `tp_comm`, shared evenly
+  /// by the op's splits and pieces (a gather's volume follows the tokens, not the causal keys);
+  /// never more than the op's varying part.
   constexpr T tp_comm_of(const op& o, const model_desc& m) const noexcept {
-    if (is_p2p(o.k)) return T{0};
+    if (is_p2p(o.k) || (o.k == kind::block && o.chunk < chunks.size())) return T{0};
     const int k = static_cast<int>(o.k), ph = static_cast<int>(o.ph);
-    const T whole = time[k][ph] - fixed[k][ph], part = tp_comm[k][ph];
-    if (!(part > T{0}) || !(whole > T{0})) return T{0};
-    if (!(part < whole)) return of(o, m) - fixed[k][ph];
-    return (of(o, m) - fixed[k][ph]) * (part / whole);
+    if (!(tp_comm[k][ph] > T{0})) return T{0};
+    const int n = m.shares_of(o.k, o.ph);
+    const T part = n > 1 ? tp_comm[k][ph] / n : tp_comm[k][ph];
+    const T most = of(o, m) - fixed[k][ph];
+    return part < most ? part : (most > T{0} ? most : T{0});
   }
   /// Of `tp_comm_of(o, m)`, the part that runs before the op's own work.
   constexpr T tp_first_of(const op& o, const model_desc& m) const noexcept {

@@ -31,6 +31,11 @@ basic_timeline<T> simulate_on_workers(const program& p, const basic_cost_model<T
                                       unsigned workers, basic_sim_options<T> opt = {},
                                       int replicas = 1) {
   c.check_chunks(p.source.model);
+  // Its workers are the resource it shares; it has no rates for links or interference.
+  if (c.contention.active())
+    throw config_error(
+        "simulate_on_workers: contention is not modelled on shared workers; "
+        "clear the cost model's contention (or simulate with a device per rank)");
   const semantics g(p, {.replicas = replicas, .slot_barrier = opt.slot_barrier});
   readiness<> st(g);
   using item = std::pair<T, std::uint32_t>;  // (ready time, unit)
