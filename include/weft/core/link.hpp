@@ -44,6 +44,13 @@ constexpr seconds ring_all_reduce(link_model l, int p, double n) noexcept {
 constexpr seconds pairwise_all_to_all(link_model l, int p, double n) noexcept {
   return (p - 1.0) * l.alpha + (p - 1) / static_cast<double>(p) * n * l.beta;
 }
+/// Tensor parallelism around one block (attention, or an MLP) on p ranks, n bytes of its full
+/// activation: with sequence parallelism an all-gather before it and a reduce-scatter after,
+/// without it an all-reduce after (Megatron's layout).
+constexpr seconds tensor_parallel_block(link_model l, int p, double n,
+                                        bool sequence_parallel) noexcept {
+  return sequence_parallel ? 2.0 * ring_all_gather(l, p, n) : ring_all_reduce(l, p, n);
+}
 }  // namespace collective
 
 }  // namespace weft

@@ -62,10 +62,8 @@ inline stage_estimate stage_costs(const transformer& m, const job& j, const clus
   const double act = T * m.hidden * 2;  // one activation, bf16
   // Sequence parallelism: an all-gather before and a reduce-scatter after attention and the
   // MLP; without it, an all-reduce after each.
-  const seconds tp_comm = j.tp == 1 ? seconds(0)
-                          : j.sequence_parallel
-                              ? 4.0 * collective::ring_all_gather(tp_link, j.tp, act)
-                              : 2.0 * collective::ring_all_reduce(tp_link, j.tp, act);
+  const seconds tp_comm =
+      2.0 * collective::tensor_parallel_block(tp_link, j.tp, act, j.sequence_parallel);
   seconds compute{0}, scores{0}, comm{0}, hideable{0};
   seconds layers_compute{0}, layers_comm{0};  // what full recomputation runs again
   const auto add_layer = [&](int l) {

@@ -66,8 +66,7 @@ constexpr moe_mesh_layer layer_costs(const moe_mesh_facts& f) noexcept {
   c.causal = seconds(c.causal_flops / rate);
   c.experts = seconds(c.expert_flops / rate);
   const double activations = tokens * h * f.bytes_per_value;  // one CP slice, all of TP's
-  c.sp_comm = f.sequence_parallel ? 2.0 * collective::ring_all_gather(f.tp_link, f.tp, activations)
-                                  : collective::ring_all_reduce(f.tp_link, f.tp, activations);
+  c.sp_comm = collective::tensor_parallel_block(f.tp_link, f.tp, activations, f.sequence_parallel);
   c.all_to_all = collective::pairwise_all_to_all(
       f.ep_link, f.ep, f.local_tokens() * f.top_k * h * f.bytes_per_value);
   c.mlp_gather = f.sequence_parallel

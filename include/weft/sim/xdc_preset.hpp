@@ -90,8 +90,7 @@ constexpr contention_facts xdc_contention(const xdc_facts& f) noexcept {
 constexpr seconds xdc_tp_comm(const xdc_facts& f) noexcept {
   const double full = f.seq * f.micro_batch_size * f.hidden * f.bytes_per_value;
   const link_model l = link_model::intra_node();
-  return f.sequence_parallel ? 4.0 * collective::ring_all_gather(l, f.tp, full)
-                             : 2.0 * collective::ring_all_reduce(l, f.tp, full);
+  return 2.0 * collective::tensor_parallel_block(l, f.tp, full, f.sequence_parallel);
 }
 
 /// The cost table of one chunk (its layers as one block): a layer's forward from its FLOPs at
