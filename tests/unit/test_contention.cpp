@@ -17,6 +17,15 @@ namespace {
 // One rank, forward only, MoE layers: attention, dispatch, experts, combine.
 const model_desc moe_forward{.micro = 2, .stages = stage_set::moe(), .backward = false};
 
+// attn0 | attn1 + dispatch0 | mlp0 + dispatch1 | mlp1 + combine0 | combine1: the all-to-alls on
+// one stream beside the compute.
+program one_stream_moe() {
+  return lower(with_model(ranks(slots(attn(F, mb{0}), attn(F, mb{1}) | dispatch(F, mb{0}),
+                                      mlp(F, mb{0}) | dispatch(F, mb{1}),
+                                      mlp(F, mb{1}) | combine(F, mb{0}), combine(F, mb{1}))),
+                          moe_forward));
+}
+
 unit_cost_model moe_costs(double attn, double mlp, double a2a) {
   unit_cost_model c;
   c.set(kind::attn, phase::F, units(attn))
@@ -76,11 +85,7 @@ TEST_CASE("interference: compute slows while its device communicates") {
   // dispatch0 [1, 2] slows attn1 to half until 2, which ends at 2.5; dispatch1 [2.5, 3.5] slows
   // mlp0 (from 2.5) to 3.5 (half done) and it ends at 4; combine0 [4, 5] slows mlp1 (from 4),
   // ending 5.5; combine1 [5.5, 6.5].
-  const schedule s = with_model(ranks(slots(attn(F, mb{0}), attn(F, mb{1}) | dispatch(F, mb{0}),
-                                            mlp(F, mb{0}) | dispatch(F, mb{1}),
-                                            mlp(F, mb{1}) | combine(F, mb{0}), combine(F, mb{1}))),
-                                moe_forward);
-  const program p = lower(s);
+  const program p = one_stream_moe();
   unit_cost_model c = moe_costs(1, 1, 1);
   CHECK(simulate(p, c).makespan == units(5));  // free overlap
   c.contention.compute_slowdown = 1;
@@ -174,11 +179,7 @@ TEST_CASE("tensor-parallel communication inside an op: it computes, then moves t
   // attn 2 (its last 1 the sequence-parallel all-gather and reduce-scatter, intra-node),
   // dispatch and combine 2 (the all-to-all's 1 on the inter-node port, then the experts'
   // all-gather's 1 intra-node), experts 1.
-  const schedule s = with_model(ranks(slots(attn(F, mb{0}), attn(F, mb{1}) | dispatch(F, mb{0}),
-                                            mlp(F, mb{0}) | dispatch(F, mb{1}),
-                                            mlp(F, mb{1}) | combine(F, mb{0}), combine(F, mb{1}))),
-                                moe_forward);
-  const program p = lower(s);
+  const program p = one_stream_moe();
   unit_cost_model c = moe_costs(2, 1, 2);
   for (kind k : {kind::attn, kind::dispatch, kind::combine})
     c.tp_comm[static_cast<int>(k)][0] = units(1);
@@ -222,11 +223,7 @@ TEST_CASE("the timeline records where an op ran below full rate") {
   // attn0 | attn1 + dispatch0 | ..., compute at half speed while an all-to-all is in flight (the
   // interference case above): attn1 runs at 1/2 over [1, 2], mlp0 over [2.5, 3.5], mlp1 over
   // [4, 5]; nothing else is slowed.
-  const schedule s = with_model(ranks(slots(attn(F, mb{0}), attn(F, mb{1}) | dispatch(F, mb{0}),
-                                            mlp(F, mb{0}) | dispatch(F, mb{1}),
-                                            mlp(F, mb{1}) | combine(F, mb{0}), combine(F, mb{1}))),
-                                moe_forward);
-  const program p = lower(s);
+  const program p = one_stream_moe();
   unit_cost_model c = moe_costs(1, 1, 1);
   CHECK(simulate(p, c, {.record_slowed = true}).slowed.empty());
   c.contention.compute_slowdown = 1;
