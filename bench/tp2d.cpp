@@ -33,14 +33,29 @@ double median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
+// The table's scenarios: how collectives cross the machines, and what overlap costs.
+struct scenario {
+  bool hierarchical;
+  contention_facts contention;
+  const char* label;
+};
+
 void table(const char* prefix) {
-  for (const bool hierarchical : {true, false}) {
+  const contention_facts on = contention_facts::published();
+  for (const scenario& sc :
+       {scenario{true, {}, "in two levels"}, scenario{false, {}, "as flat rings"},
+        scenario{true, on, "in two levels, overlap priced (links shared, compute +18.9 %)"},
+        scenario{true, {.shared_links = true}, "in two levels, links shared"},
+        scenario{true,
+                 {.compute_slowdown = on.compute_slowdown},
+                 "in two levels, compute +18.9 % while communicating"}}) {
     tp_layer_facts f;
-    f.mesh.hierarchical = hierarchical;
+    f.mesh.hierarchical = sc.hierarchical;
+    f.contention = sc.contention;
     std::printf(
         "\nllama3-405B layer, s 8192, tp 16 on 2 machines of 8; collectives over both "
         "machines %s\n",
-        hierarchical ? "in two levels" : "as flat rings");
+        sc.label);
     std::printf("%-8s %-10s %9s %7s | %8s %8s %8s %8s | %6s\n", "grid", "overlap", "layer ms",
                 "vs 1D", "qkv", "proj", "fc1", "fc2", "attn");
     const tp_layer_time base = simulate_tp_layer(f, tp::one_d_grid(16), tp_overlap::none);

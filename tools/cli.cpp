@@ -154,7 +154,8 @@ void pipeline_options(CLI::App& sub, request& q, bool one_schedule, bool scenari
 }
 
 /// --contention off|on|links|interference, or
-/// links=1,compute=0.189,comm=0,uplink=4,a2a=inter,p2p=inter,collectives=intra
+/// links=1,compute=0.189,comm=0,uplink=4,a2a=inter,p2p=inter,collectives=intra,
+/// reduce_scatters=intra
 weft::contention_facts parse_contention(const std::string& text, bool& scenario) {
   const weft::contention_facts published = weft::contention_facts::published();
   scenario = text == "on" || text == "links";
@@ -175,19 +176,21 @@ weft::contention_facts parse_contention(const std::string& text, bool& scenario)
   f.a2a = cls("a2a", f.a2a);
   f.p2p = cls("p2p", f.p2p);
   f.collectives = cls("collectives", f.collectives);
-  kv.finish("links, compute, comm, uplink, a2a, p2p, collectives");
+  f.reduce_scatters = cls("reduce_scatters", f.reduce_scatters);
+  kv.finish("links, compute, comm, uplink, a2a, p2p, collectives, reduce_scatters");
   return f;
 }
 
 void contention_option(CLI::App& sub, std::string& contention_text) {
-  sub.add_option("--contention", contention_text,
-                 "what overlap costs (docs/metrics.md): off (the default), on (the published "
-                 "facts: links shared, compute 18.9% slower while its device communicates, arXiv "
-                 "2507.03114; a preset adds its scenario's resources), links or interference "
-                 "(one of the two), or key=values: links=1 shares links max-min fairly, compute=X "
-                 "slows compute by 1+X while its device communicates, comm=X the reverse, "
-                 "uplink=N a site uplink N ports wide, a2a/p2p/collectives=intra|inter their "
-                 "link class");
+  sub.add_option(
+      "--contention", contention_text,
+      "what overlap costs (docs/metrics.md): off (the default), on (the published "
+      "facts: links shared, compute 18.9% slower while its device communicates, arXiv "
+      "2507.03114; a preset adds its scenario's resources), links or interference "
+      "(one of the two), or key=values: links=1 shares links max-min fairly, compute=X "
+      "slows compute by 1+X while its device communicates, comm=X the reverse, "
+      "uplink=N a site uplink N ports wide, a2a/p2p/collectives/reduce_scatters=intra|inter "
+      "their link class");
 }
 
 void cost_options(CLI::App& sub, request& q, std::string& cost_text, std::string& contention_text) {
@@ -310,8 +313,11 @@ void check_combinations(request& q) {
                        q.ag_matmul || q.matmul_rs || q.coc_fused || q.delay != "none";
     if (!q.preset.empty() && sized)
       bad("--preset llama3-405b is a whole scenario (tp 16: 8 x 2 against 16 x 1, every "
-          "overlap); it takes --json only");
+          "overlap); it takes --json and --contention only");
     if (q.delay == "cross-dc") bad("tp2d's --delay-model is none, intra-node or inter-node");
+    if (q.preset.empty() && q.contention.active())
+      bad("tp2d prices overlap in the simulated scenario only: --contention needs --preset "
+          "llama3-405b (a run measures what overlap costs)");
   }
   if (q.command == "run" && q.backend == "mpi" && q.delay != "none")
     bad("--delay-model emulates links between in-process ranks; over MPI the links are real: "
@@ -475,6 +481,7 @@ parsed parse(int argc, const char* const* argv) {
                    "llama3-405b: simulate a llama3-405B layer at tp 16, 1D against 8 x 2 under "
                    "every overlap, from device and link facts (no run)")
       ->check(CLI::IsMember({"llama3-405b"}));
+  contention_option(*tp2d, contention_text);
   output_options(*tp2d, q, false);
 
   auto* job = app.add_subcommand(

@@ -173,7 +173,8 @@ void print_run(const grid_run& r) {
 }
 
 int preset_command(const request& q) {
-  const tp_layer_facts f;
+  tp_layer_facts f;
+  f.contention = q.contention;
   const tp::grid one = tp::one_d_grid(16), two{8, 2};
   const tp_layer_time base = simulate_tp_layer(f, one, tp_overlap::none);
   json rows = json::array();
@@ -195,12 +196,18 @@ int preset_command(const request& q) {
   };
   if (!q.json)
     std::cout << "llama3-405B layer (s 8192, bf16) at tp 16 on Ascend 910B servers (8 per "
-                 "machine), forward + backward, simulated:\n";
+                 "machine), forward + backward, simulated"
+              << (f.contention.active() ? ", overlap priced" : "") << ":\n";
   row("1D 16x1", one, tp_overlap::none);
   for (const tp_overlap o :
        {tp_overlap::none, tp_overlap::ag_matmul, tp_overlap::matmul_rs, tp_overlap::fused})
     row("2D 8x2", two, o);
-  if (q.json) std::cout << json{{"preset", "llama3-405b"}, {"rows", rows}}.dump() << "\n";
+  if (q.json)
+    std::cout << json{{"preset", "llama3-405b"},
+                      {"overlap_priced", f.contention.active()},
+                      {"rows", rows}}
+                     .dump()
+              << "\n";
   return exit_ok;
 }
 

@@ -393,3 +393,44 @@ TEST_CASE("the llama3-405B preset: groups on machines and collectives priced by 
     CHECK(two.linears[i].time > two.linears[i].compute);
   }
 }
+
+TEST_CASE("llama3-405B layer priced: links by group, compute slowed where it overlaps") {
+  const tp_layer_facts free;
+  tp_layer_facts links = free, slowed = free;
+  links.contention.shared_links = true;
+  slowed.contention.compute_slowdown = 0.189;
+  for (const tp::grid g : {tp::one_d_grid(16), tp::grid{8, 2}}) {
+    // Without overlap a linear's ops run one at a time: nothing to price.
+    const seconds none = simulate_tp_layer(free, g, tp_overlap::none).total;
+    CHECK(simulate_tp_layer(slowed, g, tp_overlap::none).total.count() ==
+          doctest::Approx(none.count()));
+  }
+  // 8 x 2 fused: fc1's ring runs inside a machine while each piece's scatter crosses to the
+  // other, on links of two classes that share nothing. With the machine's link slowed until a
+  // ring step outlasts a piece, the ring and the scatters overlap: apart, sharing changes
+  // nothing; on one class they slow each other.
+  const tp::grid g{8, 2};
+  tp_layer_facts slow_ring = links;
+  slow_ring.mesh.intra = link_model::with_bandwidth(seconds(2e-6), 2e9);
+  tp_layer_facts slow_ring_free = slow_ring;
+  slow_ring_free.contention = {};
+  CHECK(simulate_tp_layer(slow_ring, g, tp_overlap::fused).total.count() ==
+        doctest::Approx(simulate_tp_layer(slow_ring_free, g, tp_overlap::fused).total.count()));
+  const tp_linear_facts fc1 = tp_layer_linears(slow_ring, g)[2];
+  const program p = lower(tp::linear_schedule(
+      tp_overlap::fused, tp::linear_groups{fc1.gather.members, fc1.scatter.members}));
+  cost_model one_class = tp_linear_costs(fc1, slow_ring.tokens(), slow_ring.mesh,
+                                         slow_ring.device, 2, tp_overlap::fused);
+  const seconds apart = simulate(p, one_class).makespan;
+  one_class.contention.shared_links = true;  // gathers and scatters both on intra_node
+  CHECK(simulate(p, one_class).makespan > apart);
+  const tp_layer_time a = simulate_tp_layer(free, g, tp_overlap::fused);
+  CHECK(simulate_tp_layer(links, g, tp_overlap::fused).total.count() ==
+        doctest::Approx(a.total.count()));
+  // Slowed compute costs something, and at most 18.9 % of the matmuls it overlaps.
+  const tp_layer_time b = simulate_tp_layer(slowed, g, tp_overlap::fused);
+  seconds matmuls{0};
+  for (const tp_linear_time& l : a.linears) matmuls += l.compute;
+  CHECK(b.total > a.total);
+  CHECK(b.total.count() <= a.total.count() + 0.189 * matmuls.count() + 1e-12);
+}

@@ -112,6 +112,10 @@ struct tp_layer_facts {
   double bytes_per_value = 2;
   device_facts device = ascend_910b;
   node_mesh mesh{};
+  /// What overlap costs (`contention_facts::published()` prices it); each linear's gathers and
+  /// scatters take the link class of the group they run over (inter-node once it spans
+  /// machines). Inactive by default: overlap is free.
+  contention_facts contention{};
 
   constexpr double tokens() const noexcept { return seq * micro_batch_size; }
   constexpr double kv_width() const noexcept { return hidden * kv_heads / heads; }
@@ -167,7 +171,11 @@ inline tp_layer_time simulate_tp_layer(const tp_layer_facts& f, const tp::grid& 
   for (const tp_linear_facts& l : tp_layer_linears(f, g)) {
     const schedule s =
         tp::linear_schedule(o, tp::linear_groups{l.gather.members, l.scatter.members});
-    const cost_model c = tp_linear_costs(l, f.tokens(), f.mesh, f.device, f.bytes_per_value, o);
+    cost_model c = tp_linear_costs(l, f.tokens(), f.mesh, f.device, f.bytes_per_value, o);
+    c.contention = f.contention;
+    c.contention.collectives = l.gather.nodes > 1 ? link_class::inter_node : link_class::intra_node;
+    c.contention.reduce_scatters =
+        l.scatter.nodes > 1 ? link_class::inter_node : link_class::intra_node;
     const seconds t = simulate(lower(s), c).makespan;
     out.linears.push_back({l.name, t, c.of(kind::block, phase::F) + c.of(kind::block, phase::B)});
     out.total += t;
