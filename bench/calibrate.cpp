@@ -1,10 +1,12 @@
 // Predicted against measured: a tiny MoE trained on 4 in-process ranks (2 pipeline x 2
 // expert-parallel) with all-to-alls and transfers over an emulated link. Each schedule runs
-// several times; the cost model is calibrated from each run — compute times and the comm ops'
-// host work (`calibrated`), the runtime's reaction to an event (`measured_event_latency`) — with
-// communication from the link model, and the shared-worker simulator, replicas and all,
-// predicts the step.
-// Prints measured and predicted step time and exposed communication per phase, medians.
+// several times; the cost model is calibrated from each run — compute ops' CPU time (their work)
+// and the comm ops' spans (`calibrated`), the runtime's reaction to an event
+// (`measured_event_latency`), its cost per unit and wake-up, the CPU its other threads take —
+// with communication from the link model, and the shared-worker simulator, replicas, the
+// machine's cores and all, predicts the step.
+// Prints measured and predicted step time (and the error without the cores: compute at its
+// measured span, a core per worker) and exposed communication per phase, medians.
 //
 //   calibrate [RUNS [COMPUTE_WORKERS]]
 #include <algorithm>
@@ -14,6 +16,7 @@
 #include <vector>
 
 #include <weft/exec/moe_executor.hpp>
+#include <weft/exec/prediction.hpp>
 #include <weft/generators/dualpipe.hpp>
 #include <weft/generators/one_f_one_b.hpp>
 #include <weft/sim/calibrate.hpp>
@@ -39,16 +42,22 @@ void compare(const char* name, const schedule& s, const exec::moe_config& c, int
   opt.workers = workers;
   opt.delay = rt::delay_model{bench::ep_link};
   exec::moe_executor<float> ex(model, opt);
-  std::vector<double> step, predicted, exposed[3], exposed_pred[3];
+  std::vector<double> step, predicted, coreless, exposed[3], exposed_pred[3];
   for (int r = 0; r < runs; ++r) {
     const exec::run_result<float> run = ex.run(s);
     const step_metrics got = measure(run.prog, run.time);
-    const cost_model cost = calibrated(run.prog, run.time, bench::link_costs(c), run.comm_span);
-    const sim_options so{.event_latency = measured_event_latency(run.prog, run.time, run.posted),
-                         .dispatch_overhead = run.dispatch_gap,
-                         .wake_latency = run.wake_gap};
-    const timeline sim = simulate_on_workers(run.prog, cost, workers, so, replicas);
+    // The machine: compute costs its CPU time, the cores (and what else runs on them) slow it.
+    const timeline sim =
+        exec::predicted_run(run.prog, run.time, run, workers, replicas, bench::link_costs(c));
     const step_metrics want = measure(run.prog, sim);
+    // Without the cores: compute costs its measured span, every worker a core of its own.
+    sim_options free_cores = exec::sim_options_from(run.prog, run.time, run);
+    free_cores.cores = 0;
+    coreless.push_back(
+        simulate_on_workers(run.prog,
+                            calibrated(run.prog, run.time, bench::link_costs(c), run.comm_span),
+                            workers, free_cores, replicas)
+            .makespan.count());
     step.push_back(got.makespan.count());
     predicted.push_back(want.makespan.count());
     for (int ph = 0; ph < 3; ++ph) {
@@ -56,8 +65,9 @@ void compare(const char* name, const schedule& s, const exec::moe_config& c, int
       exposed_pred[ph].push_back(want.exposed_by_phase[ph].count());
     }
   }
-  const double m = median(step), p = median(predicted);
-  std::printf("%-24s %9.2f ms %9.2f ms %+7.1f %%", name, 1e3 * m, 1e3 * p, 100 * (p - m) / m);
+  const double m = median(step), p = median(predicted), q = median(coreless);
+  std::printf("%-24s %9.2f ms %9.2f ms %+7.1f %% %+7.1f %%", name, 1e3 * m, 1e3 * p,
+              100 * (p - m) / m, 100 * (q - m) / m);
   for (int ph = 0; ph < 3; ++ph)
     std::printf("   %6.2f / %6.2f", 1e3 * median(exposed[ph]), 1e3 * median(exposed_pred[ph]));
   std::printf("\n");
@@ -75,10 +85,10 @@ int main(int argc, char** argv) {
       "%d runs each, medians\n",
       pipeline_ranks * replicas, pipeline_ranks, replicas, workers,
       bench::ep_link.alpha.count() * 1e6, 1e-9 / bench::ep_link.beta.count(), runs);
-  std::printf("%-24s %12s %12s %9s   exposed comm, ms, measured / predicted\n", "schedule",
-              "measured", "predicted", "error");
-  std::printf("%-24s %12s %12s %9s   %15s   %15s   %15s\n", "", "", "", "", "warm-up", "steady",
-              "cool-down");
+  std::printf("%-24s %12s %12s %9s %9s   exposed comm, ms, measured / predicted\n", "schedule",
+              "measured", "predicted", "error", "no cores");
+  std::printf("%-24s %12s %12s %9s %9s   %15s   %15s   %15s\n", "", "", "", "", "", "warm-up",
+              "steady", "cool-down");
   compare("1F1B",
           one_f_one_b({.ranks = pipeline_ranks, .micro = micro, .layers = 4, .stages = moe}),
           bench::example_config(pipeline_ranks, 4), runs);

@@ -19,12 +19,11 @@
 #include <vector>
 
 #include <weft/exec/executor.hpp>
+#include <weft/exec/prediction.hpp>
 #include <weft/generators/interleaved.hpp>
 #include <weft/io/timeline.hpp>
 #include <weft/schedule/lower.hpp>
-#include <weft/sim/calibrate.hpp>
 #include <weft/sim/metrics.hpp>
-#include <weft/sim/shared_workers.hpp>
 #include <weft/sim/simulate.hpp>
 #include <weft/sim/xdc_preset.hpp>
 
@@ -217,11 +216,7 @@ int executed(int runs, const char* svg) {
     double worst = 0;
     for (int r = 0; r < runs; ++r) {
       exec::run_result<float> run = ex.run(s);
-      const cost_model cost = calibrated(run.prog, run.time, links, run.comm_span);
-      const sim_options so{.event_latency = measured_event_latency(run.prog, run.time, run.posted),
-                           .dispatch_overhead = run.dispatch_gap,
-                           .wake_latency = run.wake_gap};
-      const timeline sim = simulate_on_workers(run.prog, cost, opt.workers, so);
+      const timeline sim = exec::predicted_run(run.prog, run.time, run, opt.workers, 1, links);
       const step_metrics got = measure(run.prog, run.time), want = measure(run.prog, sim);
       step.push_back(got.makespan.count());
       pred.push_back(want.makespan.count());

@@ -18,13 +18,12 @@
 #include <vector>
 
 #include <weft/exec/moe_executor.hpp>
+#include <weft/exec/prediction.hpp>
 #include <weft/generators/dualpipe.hpp>
 #include <weft/generators/one_f_one_b.hpp>
 #include <weft/mpi/communicator.hpp>
 #include <weft/mpi/slots.hpp>
-#include <weft/sim/calibrate.hpp>
 #include <weft/sim/metrics.hpp>
-#include <weft/sim/shared_workers.hpp>
 
 #include "moe_example.hpp"
 
@@ -71,12 +70,8 @@ figures compare(mpi::communicator& world, const schedule& s, const exec::moe_con
   for (int r = 0; r < runs; ++r) {
     const exec::run_result<float> run = ex.run(s);  // every rank: the whole timeline
     const step_metrics got = measure(run.prog, run.time);
-    const cost_model cost = calibrated(run.prog, run.time, cost_model{}, run.comm_span);
-    const sim_options so{.event_latency = measured_event_latency(run.prog, run.time, run.posted),
-                         .dispatch_overhead = run.dispatch_gap,
-                         .wake_latency = run.wake_gap};
     const step_metrics want =
-        measure(run.prog, simulate_on_workers(run.prog, cost, workers, so, replicas));
+        measure(run.prog, exec::predicted_run(run.prog, run.time, run, workers, replicas));
     step.push_back(got.makespan.count());
     predicted.push_back(want.makespan.count());
     error.push_back((want.makespan - got.makespan) / got.makespan);

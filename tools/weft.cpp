@@ -30,6 +30,7 @@
 #include <weft/cp/picture.hpp>
 #include <weft/exec/executor.hpp>
 #include <weft/exec/moe_executor.hpp>
+#include <weft/exec/prediction.hpp>
 #include <weft/generators/ampipe.hpp>
 #include <weft/generators/dualpipe.hpp>
 #include <weft/generators/interleaved.hpp>
@@ -41,9 +42,7 @@
 #include <weft/io/timeline.hpp>
 #include <weft/schedule/lower.hpp>
 #include <weft/sim/ampipe_preset.hpp>
-#include <weft/sim/calibrate.hpp>
 #include <weft/sim/metrics.hpp>
-#include <weft/sim/shared_workers.hpp>
 #include <weft/sim/unit_steps.hpp>
 #include <weft/sim/xdc_preset.hpp>
 #include "cli.hpp"
@@ -551,15 +550,12 @@ int run_and_report(const request& q, const weft::schedule& s, Model& model,
   const double worst = weft::exec::max_grad_rel_err(run, model);
   const weft::step_metrics metrics = weft::measure(run.prog, run.time);
   // The prediction of this very run: costs calibrated from it, the CPU runtime's workers and
-  // replicas, the same stream program through the same semantics.
-  const weft::cost_model cost = weft::calibrated(
-      run.prog, run.time, link_costs(opt.delay, replicas, transfer_bytes), run.comm_span);
-  const weft::sim_options so{
-      .event_latency = weft::measured_event_latency(run.prog, run.time, run.posted),
-      .dispatch_overhead = run.dispatch_gap,
-      .wake_latency = run.wake_gap};
+  // replicas, the same stream program through the same semantics. In-process, the machine too:
+  // compute costs its CPU time, and the cores it shares with the runtime's other threads slow
+  // it (over MPI, where no CPU time is gathered, its measured span and a core per worker).
   const weft::timeline predicted =
-      weft::simulate_on_workers(run.prog, cost, backend.workers, so, replicas);
+      weft::exec::predicted_run(run.prog, run.time, run, backend.workers, replicas,
+                                link_costs(opt.delay, replicas, transfer_bytes));
   if (!q.svg.empty()) {  // measured above predicted, on one time scale
     std::ofstream out = open_for_writing(q.svg);
     weft::write_svg_compare(out, run.prog, run.time, "measured", predicted,

@@ -318,6 +318,43 @@ TEST_CASE("a runner runs its program step after step, and again after a failed s
                         [&](std::uint32_t y, bool) { CHECK(third.finish[y] <= third.start[x]); });
 }
 
+namespace {
+// Forward kernels sleep (wall time, no CPU), backward kernels spin (CPU): what a run's CPU
+// times tell apart.
+struct sleep_or_spin_model {
+  int comm_steps(const op&) const { return 1; }
+  template <class Phase>
+  void operator()(kinds::block, Phase, run_call& c) {
+    const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(3);
+    if (c.op.ph == phase::F) {
+      std::this_thread::sleep_until(until);
+      return;
+    }
+    while (std::chrono::steady_clock::now() < until) {
+    }
+  }
+};
+}  // namespace
+
+TEST_CASE("a run's measures: each unit's CPU time, and the CPU the rest of the runtime took") {
+  runner r(lower(one_f_one_b({.ranks = 1, .micro = 2})), 1, {.workers = 1});
+  sleep_or_spin_model model;
+  run_measures m;
+  const timeline t = r.run(model, &m);
+  REQUIRE(m.cpu.size() == r.prog().size());
+  for (std::uint32_t i = 0; i < r.prog().size(); ++i) {
+    CAPTURE(to_string(r.prog().at(i)));
+    CHECK(t.duration_of(i) >= seconds(0.003));
+    CHECK(m.cpu[i] <= t.duration_of(i) + seconds(1e-3));  // a thread takes at most its time
+    if (r.prog().at(i).ph == phase::F)
+      CHECK(m.cpu[i] < seconds(0.001));  // asleep
+    else
+      CHECK(m.cpu[i] > seconds(0.001));  // spinning: most of its 3 ms, unless preempted long
+  }
+  CHECK(m.background_cores >= 0);
+  CHECK(m.background_cores < 4);
+}
+
 TEST_CASE("a runner refuses a replica count below one") {
   CHECK_THROWS_WITH_AS(runner(lower(one_f_one_b({.ranks = 2, .micro = 2})), 0),
                        "weft: run: replicas must be >= 1", std::invalid_argument);

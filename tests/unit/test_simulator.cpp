@@ -316,15 +316,23 @@ TEST_CASE("a cost model calibrated from a timeline takes each compute op's mean 
   CHECK(got.of(kind::attn, phase::dW) == seconds(0));     // not in the schedule: the base's
 }
 
-TEST_CASE("event latency: every cross-stream wait on the critical path costs it once") {
+TEST_CASE(
+    "event latency: every cross-stream wait on the critical path costs it once, or a wake-up") {
   // GPipe, 2 ranks, 1 micro-batch: F -> send -> recv -> F -> B -> send -> recv -> B; the sends
   // wait for compute and the computes for receives: four events, one after the other.
   const program p = lower(gpipe({.ranks = 2, .micro = 1}));
   const unit_cost_model c = unit_cost_model::pipeline({.F = 1, .B = 2, .W = 1, .P2P = 0.25});
   const units base = simulate(p, c).makespan, L = 0.125;
   CHECK(simulate(p, c, {.event_latency = L}).makespan == testing::approx(base + 4 * L));
+  // On the CPU runtime's workers a unit of compute is ready when its receive completes, and an
+  // idle worker's wake-up (measured from then) holds the event's crossing: the two sends pay
+  // the event latency, the three computes that find the worker idle (rank 0's first forward,
+  // rank 1's forward, rank 0's backward) its wake-up; rank 1's backward follows its forward.
+  const units W = 0.0625;
   CHECK(simulate_on_workers(p, c, 1, {.event_latency = L}).makespan ==
-        testing::approx(base + 4 * L));
+        testing::approx(base + 2 * L));
+  CHECK(simulate_on_workers(p, c, 1, {.event_latency = L, .wake_latency = W}).makespan ==
+        testing::approx(base + 2 * L + 3 * W));
 }
 
 TEST_CASE("calibration keeps a base's transfer costs when there are two link classes") {
@@ -353,6 +361,48 @@ TEST_CASE("the event latency of a timeline is found again from it") {
   CHECK(measured_event_latency(p, t0, {t0.start.begin(), t0.start.end()}) == seconds(0));
   const timeline t = simulate(p, c, {.event_latency = seconds(0.03)});
   CHECK(measured_event_latency(p, t, {t.start.begin(), t.start.end()}) == doctest::Approx(0.03));
+}
+
+TEST_CASE("the cores of the shared-worker simulator: units running at once share them") {
+  // One rank, F then B (1 and 2), twice over (two replicas) on two workers: side by side.
+  const program p = lower(one_f_one_b({.ranks = 1, .micro = 1}));
+  const unit_cost_model c = unit_cost_model::pipeline({.F = 1, .B = 2});
+  CHECK(simulate_on_workers(p, c, 2, {}, 2).makespan == testing::approx(units(3)));
+  // Two cores, nothing else on them: each unit has one.
+  CHECK(simulate_on_workers(p, c, 2, {.cores = 2}, 2).makespan == testing::approx(units(3)));
+  // One core's worth taken by the runtime's other threads: the two units share the rest, 2 / 3
+  // of a core each, so F takes 1.5 and B 3.
+  CHECK(simulate_on_workers(p, c, 2, {.cores = 2, .background_load = 1}, 2).makespan ==
+        testing::approx(units(4.5)));
+  // One worker: one unit at a time, and 2 cores for it and the background — at full rate.
+  CHECK(simulate_on_workers(p, c, 1, {.cores = 2, .background_load = 1}, 2).makespan ==
+        testing::approx(units(6)));
+  // A unit starting while another runs slows it from then on. 1F1B on two ranks, two
+  // micro-batches, transfers of 0.5 (no worker held): rank 0 runs F0 (0 to 1) and F1 from 1,
+  // alone at full rate until rank 1's F0 starts at 1.5; then both at 2 / 3. Rank 0's F1 has 0.5
+  // left, which takes 0.75: it ends at 2.25, when rank 1's F0 has done 0.5; alone again (rank 0
+  // waits for B0), rank 1's F0 ends at 2.75.
+  const program q = lower(one_f_one_b({.ranks = 2, .micro = 2, .transfers = true}));
+  const unit_cost_model t = unit_cost_model::pipeline({.F = 1, .B = 2, .P2P = 0.5});
+  const unit_timeline at = simulate_on_workers(q, t, 2, {.cores = 2, .background_load = 1});
+  int seen = 0;
+  for (std::uint32_t i = 0; i < q.size(); ++i) {
+    const op& o = q.at(i);
+    if (o.k != kind::block || o.ph != phase::F) continue;
+    if (q.rank[i] == 0 && o.mb == 1) {
+      CHECK(at.finish[i] == testing::approx(units(2.25)));
+      ++seen;
+    }
+    if (q.rank[i] == 1 && o.mb == 0) {
+      CHECK(at.start[i] == testing::approx(units(1.5)));
+      CHECK(at.finish[i] == testing::approx(units(2.75)));
+      ++seen;
+    }
+  }
+  CHECK(seen == 2);
+  CHECK_THROWS_WITH_AS(simulate_on_workers(p, c, 2, {.cores = 2, .background_load = -1}),
+                       "simulate_on_workers: background_load is a number of cores in [0, 1e6]",
+                       config_error);
 }
 
 TEST_CASE("replicas in the shared-worker simulator: copies share workers, all-to-alls meet") {

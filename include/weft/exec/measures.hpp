@@ -25,6 +25,14 @@ struct run_measures {
   /// ran it had nothing to do meanwhile: how long an idle worker takes to wake up and start it
   /// (`sim_options::wake_latency`).
   seconds wake_gap{0};
+  /// Per op (replica 0), for units of compute: the CPU time their unit's kernels took on the
+  /// worker's thread — the work, without the time the thread waited for a core. Empty over a
+  /// world of processes. What `calibrated` takes for compute when given.
+  std::vector<seconds> cpu;
+  /// The cores' worth of CPU the process spent besides units of compute over the run (its comm
+  /// worker, timer, host and the runtime's own work), on average: the process's CPU time less
+  /// every unit's, over the makespan (`sim_options::background_load`). 0 over a world.
+  double background_cores = 0;
 };
 
 }  // namespace weft::exec

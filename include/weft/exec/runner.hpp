@@ -299,6 +299,10 @@ class runner {
   // lead) it became ready and which worker thread ran it — to measure what the runtime spends
   // between units (`dispatch_gap`).
   std::vector<ticks> started_, finished_, ready_;
+  /// Per op copy of a unit of compute, when measuring in-process: its unit's CPU time, and
+  /// whether it is the unit's first member (so a unit is counted once).
+  std::vector<double> cpu_;
+  std::vector<std::uint8_t> cpu_lead_;
   std::vector<const void*> ran_on_;
   std::vector<std::uint8_t> followed_;  ///< ran as a follow-on, in the task of the one before
   /// What a run measured, in seconds (and, in a world, what it gathers): kept across runs, so a

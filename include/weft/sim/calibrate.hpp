@@ -23,8 +23,14 @@ namespace weft {
 /// its duration, so the calibrated table gives each op its mean back. With sites (`base.
 /// site_ranks`), transfers keep `base`'s costs: one mean cannot stand for two links, and an
 /// emulated link's costs are the link model's.
+///
+/// Given `cpu` (per op, the CPU runtime's `run_measures::cpu`), a compute op costs its CPU
+/// time instead of its span: its work at full rate, for a simulation that models the cores it
+/// shared (`sim_options::cores`) to slow it down again.
 inline cost_model calibrated(const program& p, const timeline& measured, cost_model base,
-                             std::span<const seconds> comm_span = {}) {
+                             std::span<const seconds> comm_span = {},
+                             std::span<const seconds> cpu = {}) {
+  const bool work = cpu.size() == p.size();
   seconds sum[kind_count][phase_count] = {};
   std::uint32_t count[kind_count][phase_count] = {};
   for (std::uint32_t i = 0; i < p.size(); ++i) {
@@ -35,7 +41,8 @@ inline cost_model calibrated(const program& p, const timeline& measured, cost_mo
     if (is_p2p(o.k) && base.site_ranks > 0) continue;
     const int k = static_cast<int>(o.k), ph = static_cast<int>(o.ph);
     const double parts = is_p2p(o.k) ? 1 : p.source.model.shares_of(o.k, o.ph);
-    sum[k][ph] += (compute ? measured.duration_of(i) : comm_span[i]) * parts;
+    const seconds took = !compute ? comm_span[i] : work ? cpu[i] : measured.duration_of(i);
+    sum[k][ph] += took * parts;
     ++count[k][ph];
   }
   for (int k = 0; k < kind_count; ++k)

@@ -1,18 +1,29 @@
-// Simulating a step when all ranks share a few workers, as the CPU runtime runs them: a unit that
-// computes needs one of `workers` threads for its whole duration (an overlapped forward/backward
-// pair is one unit, on one worker); a transfer or collective holds none (it waits on a timer or
-// its peers). Units start in order of the time they become ready, the way the runtime's pool
-// takes ready work first come, first served — except that a worker finishing a unit whose
-// completion readies the next unit of the same stream runs that one at once, and otherwise runs
-// next the first unit of another stream that completion readied, as the runtime's runner does
-// (exec/runner.hpp). Readiness is semantics.hpp's, as in `simulate`,
-// which gives every rank a device of its own instead.
+// Simulating a step when all ranks share a few workers on a few cores, as the CPU runtime runs
+// them: a unit that computes needs one of `workers` threads for its whole duration (an
+// overlapped forward/backward pair is one unit, on one worker); a transfer or collective holds
+// none (it waits on a timer or its peers). Units start in order of the time they become ready,
+// the way the runtime's pool takes ready work first come, first served — except that a worker
+// finishing a unit whose completion readies the next unit of the same stream runs that one at
+// once, and otherwise runs next the first unit of another stream that completion readied, as the
+// runtime's runner does (exec/runner.hpp). A unit of compute is ready when what it waits for
+// completes, as the runtime marks it: a busy worker takes it without waiting for an event to
+// cross, an idle one pays its wake-up, which holds the crossing.
+//
+// The cores are a resource too (`sim_options::cores`): the units of compute running at once and
+// the runtime's other threads (`background_load`, cores' worth) share them, so with n units
+// running each goes at min(1, cores / (n + background)) of its full rate, and a unit's cost is
+// its work at full rate (its CPU time, as `calibrated` takes it). The run is simulated in time
+// order, and a unit's end moves whenever the number running changes. Without cores every unit
+// runs at full rate and ends at its start plus its cost. Readiness is semantics.hpp's, as in
+// `simulate`, which gives every rank a device of its own instead.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <limits>
 #include <queue>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -21,101 +32,230 @@
 
 namespace weft {
 
-/// As `simulate` (the same options), with compute units competing for `workers` threads. With
-/// `replicas` > 1 every rank runs `replicas` times over (expert parallelism, as the executor runs
-/// it): the copies compete for the same workers, a copy's transfers go to the same copy of the
-/// peer, and the copies of a collective start together, when the last of them is ready. Returns
-/// copy 0's timeline; its makespan covers every copy.
+namespace detail {
+
+/// The readiness events of a run on shared workers: when each unit is ready, and the runtime's
+/// follow-on and hand-off (exec/runner.hpp) as a unit of compute completes.
+template <time_type T>
+struct worker_events : timed_events<T> {
+  const semantics* g = nullptr;
+  /// Units of compute ready and waiting for a worker, by (ready time, unit).
+  std::priority_queue<std::pair<T, std::uint32_t>, std::vector<std::pair<T, std::uint32_t>>,
+                      std::greater<>>
+      waiting;
+  /// Communication units ready to start, by (ready time, unit): they hold no worker.
+  std::priority_queue<std::pair<T, std::uint32_t>, std::vector<std::pair<T, std::uint32_t>>,
+                      std::greater<>>
+      comm_ready;
+  // The runtime's follow-on: a worker finishing a unit of compute runs the next unit of the same
+  // stream at once, ahead of everything waiting, when that completion made it ready. Else the
+  // first unit of another stream that completion readied is the worker's next, after the
+  // runtime's cost per unit, ahead of everything waiting (no other worker wakes).
+  std::uint32_t finishing_queue = npos, follow_on = npos, handoff = npos;
+  // When each op copy's last dependency completed, without the event latency: a unit of
+  // compute is ready then, as the runtime marks it; the event's crossing is part of the wake-up
+  // an idle worker measures (`wake_latency`), and a busy worker does not wait for it.
+  buffer<T> completed;
+
+  void released(std::uint32_t from, std::uint32_t to, bool event) {
+    timed_events<T>::released(from, to, event);
+    completed[to] = completed[to] > this->finish[from] ? completed[to] : this->finish[from];
+  }
+  T unit_ready_at(std::uint32_t u) const {
+    if (!g->computes(u)) return this->ready_at(*g, u);
+    T t{0};
+    g->each_member(u, [&](std::uint32_t x) { t = t > completed[x] ? t : completed[x]; });
+    return t;
+  }
+  void ready(std::uint32_t u) {
+    const T at = unit_ready_at(u);
+    if (!g->computes(u)) {
+      comm_ready.push({at, u});
+      return;
+    }
+    if (finishing_queue != npos) {
+      if (follow_on == npos && g->queue_of(u) == finishing_queue) {
+        follow_on = u;
+        return;
+      }
+      if (handoff == npos) {
+        handoff = u;
+        return;
+      }
+    }
+    waiting.push({at, u});
+  }
+};
+
+}  // namespace detail
+
+/// As `simulate` (the same options), with compute units competing for `workers` threads and,
+/// given `opt.cores`, the threads for the cores. With `replicas` > 1 every rank runs `replicas`
+/// times over (expert parallelism, as the executor runs it): the copies compete for the same
+/// workers, a copy's transfers go to the same copy of the peer, and the copies of a collective
+/// start together, when the last of them is ready. Returns copy 0's timeline; its makespan
+/// covers every copy.
 template <time_type T>
 basic_timeline<T> simulate_on_workers(const program& p, const basic_cost_model<T>& c,
                                       unsigned workers, basic_sim_options<T> opt = {},
                                       int replicas = 1) {
   c.check_chunks(p.source.model);
-  // Its workers are the resource it shares; it has no rates for links or interference.
+  // Its workers and cores are the resources it shares; it has no rates for links or
+  // interference between devices.
   if (c.contention.active())
     throw config_error(
         "simulate_on_workers: contention is not modelled on shared workers; "
         "clear the cost model's contention (or simulate with a device per rank)");
+  if (!(opt.background_load >= 0) || opt.background_load > 1e6)
+    throw config_error("simulate_on_workers: background_load is a number of cores in [0, 1e6]");
   const semantics g(p, {.replicas = replicas, .slot_barrier = opt.slot_barrier});
   readiness<> st(g);
-  using item = std::pair<T, std::uint32_t>;  // (ready time, unit)
-  struct events : detail::timed_events<T> {
-    const semantics* g = nullptr;
-    std::priority_queue<item, std::vector<item>, std::greater<>> ready_units;
-    // The runtime's follow-on: a worker finishing a unit of compute runs the next unit of the
-    // same stream at once, ahead of everything waiting, when that completion made it ready.
-    // Else the first unit of another stream that completion readied is the worker's next,
-    // after the runtime's cost per unit, ahead of everything waiting (no other worker wakes).
-    std::uint32_t finishing_queue = npos, follow_on = npos, handoff = npos;
-    T finishing_at{0};
-    void ready(std::uint32_t u) {
-      const T at = this->ready_at(*g, u);
-      if (finishing_queue != npos && g->computes(u) && at <= finishing_at) {
-        if (follow_on == npos && g->queue_of(u) == finishing_queue) {
-          follow_on = u;
-          return;
-        }
-        if (handoff == npos) {
-          handoff = u;
-          return;
-        }
-      }
-      ready_units.push({at, u});
-    }
-  } ev;
+  detail::worker_events<T> ev;
   ev.g = &g;
   ev.arrive.assign(g.ops(), T{0});
+  ev.completed.assign(g.ops(), T{0});
   ev.finish.assign(g.ops(), T{-1});
   ev.latency = opt.event_latency;
-  std::priority_queue<T, std::vector<T>, std::greater<>> free_at;
-  // Every worker starts idle: the first unit each takes wakes it up.
-  for (unsigned w = 0; w < (workers ? workers : 1); ++w)
-    free_at.push(T{-std::numeric_limits<double>::infinity()});
   buffer<T> start(g.ops(), T{-1});
   buffer<std::uint8_t> done(g.ops(), 0);
   std::uint32_t finished = 0;
-  const auto run = [&](std::uint32_t u, T begin) {
-    const T end = begin + span_of(g, c, ev.arrive, u);
+
+  // A worker: idle since `free` (every worker starts idle, so its first unit wakes it), or
+  // holding `unit` — from `begin` (after its wake-up or the runtime's cost per unit) with `left`
+  // of its work to do at `rate` since `since`. `version` tells a current end from a stale one.
+  struct worker {
+    std::uint32_t unit = npos;
+    T free{-std::numeric_limits<double>::infinity()};
+    T begin{0}, since{0}, left{0};
+    double rate = 1;
+    bool running = false;
+    std::uint64_t version = 0;
+  };
+  std::vector<worker> pool(workers ? workers : 1);
+  // (time, what, worker or unit, version): what 0 a unit of communication ends, 1 a worker
+  // starts its unit, 2 a worker's unit ends.
+  using event = std::tuple<T, int, std::uint32_t, std::uint64_t>;
+  std::priority_queue<event, std::vector<event>, std::greater<>> clock;
+  unsigned running = 0;
+  const auto rate_now = [&] {
+    if (opt.cores == 0) return 1.0;
+    return std::min(1.0, static_cast<double>(opt.cores) / (running + opt.background_load));
+  };
+  // The number running changed: every running unit drains what it did at its old rate and goes
+  // on at the new one. Units whose rate stays are not touched (their end stays exact).
+  const auto rerate = [&](T now) {
+    const double r = rate_now();
+    for (std::uint32_t w = 0; w < pool.size(); ++w) {
+      worker& k = pool[w];
+      if (!k.running || k.rate == r) continue;
+      k.left = k.left - (now - k.since) * k.rate;
+      if (k.left < T{0}) k.left = T{0};
+      k.since = now;
+      k.rate = r;
+      clock.push({now + k.left / r, 2, w, ++k.version});
+    }
+  };
+  const auto assign = [&](std::uint32_t w, std::uint32_t u, T begin) {
+    worker& k = pool[w];
+    k.unit = u;
+    k.begin = begin;
+    k.running = false;
+    clock.push({begin, 1, w, ++k.version});
+  };
+  // A free worker takes the unit that waited longest, after the runtime's cost per unit.
+  const auto take_waiting = [&](std::uint32_t w, T now) {
+    if (ev.waiting.empty()) {
+      pool[w].unit = npos;
+      pool[w].free = now;
+      return;
+    }
+    const std::uint32_t u = ev.waiting.top().second;
+    ev.waiting.pop();
+    assign(w, u, now + opt.dispatch_overhead);
+  };
+  // Units ready at `now` find the idle workers, the one idle longest first; an idle worker
+  // wakes up for its unit.
+  const auto wake_idle = [&] {
+    while (!ev.waiting.empty()) {
+      std::uint32_t best = npos;
+      for (std::uint32_t w = 0; w < pool.size(); ++w)
+        if (pool[w].unit == npos && (best == npos || pool[w].free < pool[best].free)) best = w;
+      if (best == npos) return;
+      const auto [at, u] = ev.waiting.top();
+      ev.waiting.pop();
+      const T f = pool[best].free;
+      assign(best, u, f >= at ? f + opt.dispatch_overhead : at + opt.wake_latency);
+    }
+  };
+  const auto start_comm = [&](T now) {
+    while (!ev.comm_ready.empty() && !(now < ev.comm_ready.top().first)) {
+      const auto [at, u] = ev.comm_ready.top();
+      ev.comm_ready.pop();
+      g.each_member(u, [&](std::uint32_t x) { start[x] = at; });
+      clock.push({at + span_of(g, c, ev.arrive, u), 0, u, 0});
+    }
+  };
+  const auto finish_unit = [&](std::uint32_t u, T now) {
     g.each_member(u, [&](std::uint32_t x) {
-      start[x] = begin;
-      ev.finish[x] = end;
+      ev.finish[x] = now;
       done[x] = 1;
     });
     finished += g.member_count(u);
-    return end;
   };
+
   st.begin(ev);
-  while (!ev.ready_units.empty()) {
-    auto [at, u] = ev.ready_units.top();
-    ev.ready_units.pop();
-    if (!g.computes(u)) {  // waits on a link or its peers, not on a worker
-      run(u, at);
-      st.complete_unit(u, ev);
+  wake_idle();
+  for (;;) {
+    // Communication that is ready starts first: it may end before the next event.
+    if (!ev.comm_ready.empty() &&
+        (clock.empty() || !(std::get<0>(clock.top()) < ev.comm_ready.top().first))) {
+      start_comm(ev.comm_ready.top().first);
       continue;
     }
-    // A busy worker takes the unit when it is done, paying the runtime's cost per unit; an idle
-    // one wakes up for it.
-    const T free = free_at.top();
-    T end = run(u, free >= at ? free + opt.dispatch_overhead : at + opt.wake_latency);
-    free_at.pop();
-    for (;;) {  // the worker's units, as long as each readies its next
-      ev.finishing_queue = g.queue_of(u);
-      ev.finishing_at = end;
-      st.complete_unit(u, ev);
-      ev.finishing_queue = npos;
-      u = std::exchange(ev.follow_on, npos);
-      const std::uint32_t h = std::exchange(ev.handoff, npos);
-      if (u != npos) {
-        if (h != npos) ev.ready_units.push({ev.ready_at(g, h), h});
-        end = run(u, end);
-      } else if (h != npos) {
-        u = h;
-        end = run(u, end + opt.dispatch_overhead);
-      } else {
-        break;
-      }
+    if (clock.empty()) break;
+    const auto [now, what, id, version] = clock.top();
+    clock.pop();
+    if (what == 0) {  // a unit of communication completes
+      finish_unit(id, now);
+      st.complete_unit(id, ev);
+      wake_idle();
+      continue;
     }
-    free_at.push(end);
+    worker& k = pool[id];
+    if (version != k.version) continue;  // its end moved
+    if (what == 1) {                     // the worker starts its unit
+      const std::uint32_t u = k.unit;
+      g.each_member(u, [&](std::uint32_t x) { start[x] = now; });
+      k.running = true;
+      k.since = now;
+      k.left = cost_of(g, c, u);
+      ++running;
+      k.rate = rate_now();
+      clock.push({now + k.left / k.rate, 2, id, ++k.version});
+      rerate(now);
+      continue;
+    }
+    // The worker's unit ends: its completion may give it the next unit of its stream at once,
+    // or one of another stream after the runtime's cost per unit.
+    const std::uint32_t u = k.unit;
+    k.running = false;
+    --running;
+    finish_unit(u, now);
+    ev.finishing_queue = g.queue_of(u);
+    st.complete_unit(u, ev);
+    ev.finishing_queue = npos;
+    const std::uint32_t next = std::exchange(ev.follow_on, npos);
+    const std::uint32_t h = std::exchange(ev.handoff, npos);
+    if (next != npos) {
+      if (h != npos) ev.waiting.push({ev.unit_ready_at(h), h});
+      assign(id, next, now);
+    } else if (h != npos) {
+      assign(id, h, now + opt.dispatch_overhead);
+    } else {
+      take_waiting(id, now);
+    }
+    rerate(now);
+    wake_idle();
   }
   basic_timeline<T> t;
   detail::settle(g, ev, start, done, finished, t);

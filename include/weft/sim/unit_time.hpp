@@ -26,8 +26,17 @@ struct basic_sim_options {
   T dispatch_overhead{0};
   /// What a worker that had nothing to do takes from a unit of compute becoming ready to
   /// starting it (waking up): the CPU runtime's `run_measures::wake_gap`. Only
-  /// `simulate_on_workers` has workers to charge it to.
+  /// `simulate_on_workers` has workers to charge it to; there it replaces the event latency of
+  /// a unit of compute, since the runtime marks a unit ready when the op it waited for
+  /// completes, and the wake-up it measures from then holds the event's crossing.
   T wake_latency{0};
+  /// The cores the CPU runtime's threads share (`simulate_on_workers` only): with n units of
+  /// compute running, each runs at min(1, cores / (n + background_load)) of its full rate. 0:
+  /// as many cores as threads, every unit at full rate.
+  unsigned cores = 0;
+  /// The cores' worth of CPU the runtime's other threads take on average (its comm worker,
+  /// timer and host): the CPU runtime's `run_measures::background_cores`.
+  double background_load = 0;
   /// With contention: record where ops ran below full rate (`timeline::slowed`, which the SVG
   /// veils). Off, a contended run is about an eighth faster.
   bool record_slowed = false;

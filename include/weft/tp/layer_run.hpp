@@ -16,13 +16,12 @@
 #include <vector>
 
 #include <weft/core/error.hpp>
+#include <weft/exec/prediction.hpp>
 #include <weft/exec/runner.hpp>
 #include <weft/nn/attention.hpp>
 #include <weft/rt/inproc.hpp>
 #include <weft/schedule/lower.hpp>
 #include <weft/schedule/timeline.hpp>
-#include <weft/sim/calibrate.hpp>
-#include <weft/sim/shared_workers.hpp>
 #include <weft/tp/layers.hpp>
 #include <weft/tp/run.hpp>
 
@@ -293,12 +292,7 @@ class layer_runner {
 /// a phase without a program (the attention) as measured.
 inline seconds predicted(const phase_timing& t, unsigned workers) {
   if (!t.prog) return t.wall;
-  const cost_model c = calibrated(*t.prog, t.measured, cost_model{}, t.measures.comm_span);
-  const sim_options so{
-      .event_latency = measured_event_latency(*t.prog, t.measured, t.measures.posted),
-      .dispatch_overhead = t.measures.dispatch_gap,
-      .wake_latency = t.measures.wake_gap};
-  return simulate_on_workers(*t.prog, c, workers, so, t.replicas).makespan;
+  return exec::predicted_run(*t.prog, t.measured, t.measures, workers, t.replicas).makespan;
 }
 /// What a phase took: a program's makespan as the runner timed it, the attention's wall time.
 inline seconds measured(const phase_timing& t) { return t.prog ? t.measured.makespan : t.wall; }

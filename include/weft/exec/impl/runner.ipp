@@ -16,6 +16,7 @@
 #include <vector>
 
 #include <weft/exec/runner.hpp>
+#include <weft/rt/cpu_time.hpp>
 
 namespace weft::exec {
 
@@ -110,6 +111,13 @@ WEFT_DECL timeline runner::run_bound(const detail::bound_model& model, run_measu
   ready_.assign(N, never);
   ran_on_.assign(N, nullptr);
   followed_.assign(N, 0);
+  // CPU time per unit costs two system calls: only when a run's measures are asked for, and
+  // in-process (a world of processes does not gather it).
+  const bool measure_cpu = measures != nullptr && !opt_.comm;
+  cpu_.assign(measure_cpu ? N : 0, 0.0);
+  cpu_lead_.assign(measure_cpu ? N : 0, 0);
+  double* const cpu_of = cpu_.data();
+  std::uint8_t* const cpu_lead = cpu_lead_.data();
   ticks* const started_at = started_.data();
   ticks* const finished_at = finished_.data();
   ticks* const ready_at = ready_.data();
@@ -221,10 +229,19 @@ WEFT_DECL timeline runner::run_bound(const detail::bound_model& model, run_measu
             t = rt::cycle_clock::now();
           }
           g.each_member(unit, [&](std::uint32_t x) { started_at[x] = t; });
+          const double cpu_start = measure_cpu ? rt::thread_cpu_seconds() : 0.0;
           g.each_member(unit, [&](std::uint32_t x) {
             run_call c = call_for(x, 0);
             model.call(model.self, c);
           });
+          if (measure_cpu) {
+            const double used = rt::thread_cpu_seconds() - cpu_start;
+            bool lead = true;
+            g.each_member(unit, [&](std::uint32_t x) {
+              cpu_of[x] = used;
+              cpu_lead[x] = std::exchange(lead, false);
+            });
+          }
         } catch (...) {
           failed_op.store(unit);
           self = saved;
@@ -257,6 +274,7 @@ WEFT_DECL timeline runner::run_bound(const detail::bound_model& model, run_measu
     for (int r = 0; r < opt_.comm->size(); ++r) everyone.push_back(r);
     await(opt_.comm->barrier(everyone, runtime_channel), deadline, "the barrier before the run");
   }
+  const double process_cpu_origin = measure_cpu ? rt::process_cpu_seconds() : 0.0;
   const auto origin = rt::cycle_clock::now();
   const auto steady_origin = std::chrono::steady_clock::now();
   detail::follow_on::here().tick = origin;
@@ -284,6 +302,7 @@ WEFT_DECL timeline runner::run_bound(const detail::bound_model& model, run_measu
     for (int pass = 0; pass < 2; ++pass)  // the second catches what the first one's tasks queued
       for (auto& s : streams_) s->abandon();
   }
+  const double process_cpu_end = measure_cpu ? rt::process_cpu_seconds() : 0.0;
   struct {
     const ticks* finish;
     bool operator[](std::uint32_t x) const noexcept { return finish[x] != never; }
@@ -430,6 +449,18 @@ WEFT_DECL timeline runner::run_bound(const detail::bound_model& model, run_measu
   // oversubscribed core adds lives in the tail a median would hide.
   measures->dispatch_gap = weft::seconds(gaps[1] > 0 ? gaps[0] / gaps[1] : 0.0);
   measures->wake_gap = weft::seconds(gaps[3] > 0 ? gaps[2] / gaps[3] : 0.0);
+  if (measure_cpu) {
+    // Every thread's CPU time but the units', spread over the run: what shares the cores with
+    // the units of compute on average.
+    double units_cpu = 0;
+    for (std::uint32_t x = 0; x < N; ++x)
+      if (cpu_lead[x]) units_cpu += cpu_of[x];
+    measures->cpu.assign(n, weft::seconds{0});
+    for (std::uint32_t i = 0; i < n; ++i) measures->cpu[i] = weft::seconds(cpu_of[i]);
+    const double span = time.makespan.count();
+    measures->background_cores =
+        span > 0 ? std::max(0.0, (process_cpu_end - process_cpu_origin - units_cpu) / span) : 0.0;
+  }
   measures->comm_span.assign(n, weft::seconds{0});
   for (std::uint32_t i = 0; i < n; ++i) {
     if (stream_of(p.at(i).k) != stream_class::comm) continue;
