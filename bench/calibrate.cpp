@@ -5,8 +5,10 @@
 // (`measured_event_latency`), its cost per unit and wake-up, the CPU its other threads take —
 // with communication from the link model, and the shared-worker simulator, replicas, the
 // machine's cores and all, predicts the step.
-// Prints measured and predicted step time (and the error without the cores: compute at its
-// measured span, a core per worker) and exposed communication per phase, medians.
+// Prints measured and predicted step time, the median of the runs' own errors (and of two
+// ablations': the runtime's other threads on the cores evenly rather than per communication in
+// flight, and no cores — compute at its measured span, a core per worker) and exposed
+// communication per phase, medians.
 //
 //   calibrate [RUNS [COMPUTE_WORKERS]]
 #include <algorithm>
@@ -42,22 +44,27 @@ void compare(const char* name, const schedule& s, const exec::moe_config& c, int
   opt.workers = workers;
   opt.delay = rt::delay_model{bench::ep_link};
   exec::moe_executor<float> ex(model, opt);
-  std::vector<double> step, predicted, coreless, exposed[3], exposed_pred[3];
+  std::vector<double> step, predicted, exposed[3], exposed_pred[3];
+  // Per run, the error of the model and of two ablations: the runtime's other threads taking an
+  // even share of the cores all the time (not per communication in flight), and no cores at all
+  // (compute at its measured span, a core per worker).
+  std::vector<double> error, even, coreless;
   for (int r = 0; r < runs; ++r) {
     const exec::run_result<float> run = ex.run(s);
     const step_metrics got = measure(run.prog, run.time);
-    // The machine: compute costs its CPU time, the cores (and what else runs on them) slow it.
-    const timeline sim =
-        exec::predicted_run(run.prog, run.time, run, workers, replicas, bench::link_costs(c));
+    const cost_model links = bench::link_costs(c);
+    const timeline sim = exec::predicted_run(run.prog, run.time, run, workers, replicas, links);
     const step_metrics want = measure(run.prog, sim);
-    // Without the cores: compute costs its measured span, every worker a core of its own.
-    sim_options free_cores = exec::sim_options_from(run.prog, run.time, run);
-    free_cores.cores = 0;
-    coreless.push_back(
-        simulate_on_workers(run.prog,
-                            calibrated(run.prog, run.time, bench::link_costs(c), run.comm_span),
-                            workers, free_cores, replicas)
-            .makespan.count());
+    const auto off = [&](const timeline& t) { return (t.makespan - got.makespan) / got.makespan; };
+    sim_options o = exec::sim_options_from(run.prog, run.time, run);
+    o.comm_load = 0;
+    o.background_load = run.background_cores;
+    even.push_back(off(simulate_on_workers(
+        run.prog, exec::calibrated_from(run.prog, run.time, run, links), workers, o, replicas)));
+    o.cores = 0;
+    coreless.push_back(off(simulate_on_workers(
+        run.prog, calibrated(run.prog, run.time, links, run.comm_span), workers, o, replicas)));
+    error.push_back(off(sim));
     step.push_back(got.makespan.count());
     predicted.push_back(want.makespan.count());
     for (int ph = 0; ph < 3; ++ph) {
@@ -65,9 +72,9 @@ void compare(const char* name, const schedule& s, const exec::moe_config& c, int
       exposed_pred[ph].push_back(want.exposed_by_phase[ph].count());
     }
   }
-  const double m = median(step), p = median(predicted), q = median(coreless);
-  std::printf("%-24s %9.2f ms %9.2f ms %+7.1f %% %+7.1f %%", name, 1e3 * m, 1e3 * p,
-              100 * (p - m) / m, 100 * (q - m) / m);
+  std::printf("%-24s %9.2f ms %9.2f ms %+7.1f %% %+7.1f %% %+7.1f %%", name, 1e3 * median(step),
+              1e3 * median(predicted), 100 * median(error), 100 * median(even),
+              100 * median(coreless));
   for (int ph = 0; ph < 3; ++ph)
     std::printf("   %6.2f / %6.2f", 1e3 * median(exposed[ph]), 1e3 * median(exposed_pred[ph]));
   std::printf("\n");
@@ -85,10 +92,10 @@ int main(int argc, char** argv) {
       "%d runs each, medians\n",
       pipeline_ranks * replicas, pipeline_ranks, replicas, workers,
       bench::ep_link.alpha.count() * 1e6, 1e-9 / bench::ep_link.beta.count(), runs);
-  std::printf("%-24s %12s %12s %9s %9s   exposed comm, ms, measured / predicted\n", "schedule",
-              "measured", "predicted", "error", "no cores");
-  std::printf("%-24s %12s %12s %9s %9s   %15s   %15s   %15s\n", "", "", "", "", "", "warm-up",
-              "steady", "cool-down");
+  std::printf("%-24s %12s %12s %9s %9s %9s   exposed comm, ms, measured / predicted\n", "schedule",
+              "measured", "predicted", "error", "even bg", "no cores");
+  std::printf("%-24s %12s %12s %9s %9s %9s   %15s   %15s   %15s\n", "", "", "", "", "", "",
+              "warm-up", "steady", "cool-down");
   compare("1F1B",
           one_f_one_b({.ranks = pipeline_ranks, .micro = micro, .layers = 4, .stages = moe}),
           bench::example_config(pipeline_ranks, 4), runs);

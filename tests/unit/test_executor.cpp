@@ -233,6 +233,9 @@ TEST_CASE(
     CHECK(quick.time.start[i] == quick.time.start[j]);  // one unit: both ends start together
     CHECK(quick.time.start[i] == std::max(quick.posted[i], quick.posted[j]));
   }
+  // The runtime's other threads' CPU (the host's at least), charged to the transfers in flight.
+  CHECK(quick.cpu.size() == quick.prog.size());
+  CHECK(quick.comm_cores > 0);
   // Work the runtime does for an op before it starts (here: before_op sleeping 3 ms) shows up as
   // the gap between two units on the one worker.
   opt.before_op = [](int, const op& o) {
@@ -353,6 +356,7 @@ TEST_CASE("a run's measures: each unit's CPU time, and the CPU the rest of the r
   }
   CHECK(m.background_cores >= 0);
   CHECK(m.background_cores < 4);
+  CHECK(m.comm_cores == 0);  // no communication to charge it to
 }
 
 TEST_CASE("a runner refuses a replica count below one") {

@@ -400,6 +400,26 @@ TEST_CASE("the cores of the shared-worker simulator: units running at once share
     }
   }
   CHECK(seen == 2);
+  // The runtime's threads working for a transfer in flight (2 cores' worth each here, nothing
+  // otherwise). Rank 0's F1 runs from 1 beside the transfer of F0 (to 1.5): at 2 / (1 + 2), a
+  // third done; then at full rate beside rank 1's F0 (2 units, 2 cores): it ends at 1.5 + 2 / 3.
+  // Rank 1's F0, two thirds done by then, goes on beside the transfer of F1 at 2 / 3: its last
+  // third takes 0.5, and it ends at 2 1/6 + 1/2 = 2 2/3.
+  const unit_timeline busy = simulate_on_workers(q, t, 2, {.cores = 2, .comm_load = 2});
+  seen = 0;
+  for (std::uint32_t i = 0; i < q.size(); ++i) {
+    const op& o = q.at(i);
+    if (o.k != kind::block || o.ph != phase::F) continue;
+    if (q.rank[i] == 0 && o.mb == 1) {
+      CHECK(busy.finish[i] == testing::approx(units(1.5 + 2.0 / 3)));
+      ++seen;
+    }
+    if (q.rank[i] == 1 && o.mb == 0) {
+      CHECK(busy.finish[i] == testing::approx(units(2 + 2.0 / 3)));
+      ++seen;
+    }
+  }
+  CHECK(seen == 2);
   CHECK_THROWS_WITH_AS(simulate_on_workers(p, c, 2, {.cores = 2, .background_load = -1}),
                        "simulate_on_workers: background_load is a number of cores in [0, 1e6]",
                        config_error);

@@ -31,8 +31,12 @@ struct run_measures {
   std::vector<seconds> cpu;
   /// The cores' worth of CPU the process spent besides units of compute over the run (its comm
   /// worker, timer, host and the runtime's own work), on average: the process's CPU time less
-  /// every unit's, over the makespan (`sim_options::background_load`). 0 over a world.
+  /// every unit's, over the makespan. 0 over a world.
   double background_cores = 0;
+  /// The same CPU per unit of communication in flight: over the sum of every communication
+  /// unit's time in flight (every replica's), the cores' worth that the runtime's other threads
+  /// take for each (`sim_options::comm_load`). 0 over a world, or with no communication.
+  double comm_cores = 0;
 };
 
 }  // namespace weft::exec

@@ -25,8 +25,10 @@ inline cost_model calibrated_from(const program& p, const timeline& measured, co
 
 /// The shared-worker simulator's options for a run: the runtime's reaction to an event, its
 /// cost per unit and an idle worker's wake-up; and where the run measured CPU time, the
-/// machine's cores and the CPU the runtime's other threads took of them. (Over MPI no CPU time
-/// is gathered: every worker then has a core, as `mpi::concurrent_workers` counts them.)
+/// machine's cores and the CPU the runtime's other threads took of them, spread evenly over
+/// the run (`run_measures::background_cores`; charging it to the communication in flight
+/// instead, `comm_cores`, predicted no better on the MoE example, docs/benchmarks.md). (Over MPI no
+/// CPU time is gathered: every worker then has a core, as `mpi::concurrent_workers` counts them.)
 inline sim_options sim_options_from(const program& p, const timeline& measured,
                                     const run_measures& m) {
   const bool work = m.cpu.size() == p.size();
@@ -34,7 +36,7 @@ inline sim_options sim_options_from(const program& p, const timeline& measured,
           .dispatch_overhead = m.dispatch_gap,
           .wake_latency = m.wake_gap,
           .cores = work ? std::max(1u, std::thread::hardware_concurrency()) : 0u,
-          .background_load = work ? m.background_cores : 0.0};
+          .comm_load = work ? m.comm_cores : 0.0};
 }
 
 /// What the simulator predicts for a run of `p` on `workers` with `replicas`, from the run

@@ -10,9 +10,11 @@
 // cross, an idle one pays its wake-up, which holds the crossing.
 //
 // The cores are a resource too (`sim_options::cores`): the units of compute running at once and
-// the runtime's other threads (`background_load`, cores' worth) share them, so with n units
-// running each goes at min(1, cores / (n + background)) of its full rate, and a unit's cost is
-// its work at full rate (its CPU time, as `calibrated` takes it). The run is simulated in time
+// the runtime's other threads share them — those take `background_load` cores' worth at all
+// times and `comm_load` per unit of communication in flight (the work they do for it: copies,
+// timers, events) — so with n units running and m in flight each goes at
+// min(1, cores / (n + background + comm_load m)) of its full rate, and a unit's cost is its work
+// at full rate (its CPU time, as `calibrated` takes it). The run is simulated in time
 // order, and a unit's end moves whenever the number running changes. Without cores every unit
 // runs at full rate and ends at its start plus its cost. Readiness is semantics.hpp's, as in
 // `simulate`, which gives every rank a device of its own instead.
@@ -136,10 +138,11 @@ basic_timeline<T> simulate_on_workers(const program& p, const basic_cost_model<T
   // starts its unit, 2 a worker's unit ends.
   using event = std::tuple<T, int, std::uint32_t, std::uint64_t>;
   std::priority_queue<event, std::vector<event>, std::greater<>> clock;
-  unsigned running = 0;
+  unsigned running = 0, moving = 0;  // units of compute running, of communication in flight
   const auto rate_now = [&] {
     if (opt.cores == 0) return 1.0;
-    return std::min(1.0, static_cast<double>(opt.cores) / (running + opt.background_load));
+    const double busy = running + opt.background_load + opt.comm_load * moving;
+    return std::min(1.0, static_cast<double>(opt.cores) / busy);
   };
   // The number running changed: every running unit drains what it did at its old rate and goes
   // on at the new one. Units whose rate stays are not touched (their end stays exact).
@@ -181,7 +184,8 @@ basic_timeline<T> simulate_on_workers(const program& p, const basic_cost_model<T
       for (std::uint32_t w = 0; w < pool.size(); ++w)
         if (pool[w].unit == npos && (best == npos || pool[w].free < pool[best].free)) best = w;
       if (best == npos) return;
-      const auto [at, u] = ev.waiting.top();
+      const T at = ev.waiting.top().first;
+      const std::uint32_t u = ev.waiting.top().second;
       ev.waiting.pop();
       const T f = pool[best].free;
       assign(best, u, f >= at ? f + opt.dispatch_overhead : at + opt.wake_latency);
@@ -189,10 +193,13 @@ basic_timeline<T> simulate_on_workers(const program& p, const basic_cost_model<T
   };
   const auto start_comm = [&](T now) {
     while (!ev.comm_ready.empty() && !(now < ev.comm_ready.top().first)) {
-      const auto [at, u] = ev.comm_ready.top();
+      const T at = ev.comm_ready.top().first;
+      const std::uint32_t u = ev.comm_ready.top().second;
       ev.comm_ready.pop();
       g.each_member(u, [&](std::uint32_t x) { start[x] = at; });
       clock.push({at + span_of(g, c, ev.arrive, u), 0, u, 0});
+      ++moving;
+      if (opt.comm_load > 0) rerate(at);
     }
   };
   const auto finish_unit = [&](std::uint32_t u, T now) {
@@ -213,9 +220,15 @@ basic_timeline<T> simulate_on_workers(const program& p, const basic_cost_model<T
       continue;
     }
     if (clock.empty()) break;
-    const auto [now, what, id, version] = clock.top();
+    // Named copies, not a structured binding: lambdas below capture them (clang 14 refuses).
+    const T now = std::get<0>(clock.top());
+    const int what = std::get<1>(clock.top());
+    const std::uint32_t id = std::get<2>(clock.top());
+    const std::uint64_t version = std::get<3>(clock.top());
     clock.pop();
     if (what == 0) {  // a unit of communication completes
+      --moving;
+      if (opt.comm_load > 0) rerate(now);
       finish_unit(id, now);
       st.complete_unit(id, ev);
       wake_idle();

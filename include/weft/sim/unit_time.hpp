@@ -31,12 +31,14 @@ struct basic_sim_options {
   /// completes, and the wake-up it measures from then holds the event's crossing.
   T wake_latency{0};
   /// The cores the CPU runtime's threads share (`simulate_on_workers` only): with n units of
-  /// compute running, each runs at min(1, cores / (n + background_load)) of its full rate. 0:
-  /// as many cores as threads, every unit at full rate.
+  /// compute running and m of communication in flight, each unit of compute runs at
+  /// min(1, cores / (n + background_load + comm_load m)) of its full rate. 0: as many cores as
+  /// threads, every unit at full rate.
   unsigned cores = 0;
-  /// The cores' worth of CPU the runtime's other threads take on average (its comm worker,
-  /// timer and host): the CPU runtime's `run_measures::background_cores`.
-  double background_load = 0;
+  /// The cores' worth of CPU the runtime's other threads (its comm worker, timer and host) take
+  /// at all times, and per unit of communication in flight: the work they do for it. The CPU
+  /// runtime measures the latter (`run_measures::comm_cores`).
+  double background_load = 0, comm_load = 0;
   /// With contention: record where ops ran below full rate (`timeline::slowed`, which the SVG
   /// veils). Off, a contended run is about an eighth faster.
   bool record_slowed = false;

@@ -458,8 +458,21 @@ WEFT_DECL timeline runner::run_bound(const detail::bound_model& model, run_measu
     measures->cpu.assign(n, weft::seconds{0});
     for (std::uint32_t i = 0; i < n; ++i) measures->cpu[i] = weft::seconds(cpu_of[i]);
     const double span = time.makespan.count();
-    measures->background_cores =
-        span > 0 ? std::max(0.0, (process_cpu_end - process_cpu_origin - units_cpu) / span) : 0.0;
+    const double other = std::max(0.0, process_cpu_end - process_cpu_origin - units_cpu);
+    measures->background_cores = span > 0 ? other / span : 0.0;
+    // And per unit of communication in flight: a unit from its last member's start to its last
+    // member's completion, as the simulator holds it in flight.
+    double in_flight = 0;
+    for (std::uint32_t x = 0; x < N; ++x) {
+      if (g.unit_of(x) != x || g.computes(x)) continue;
+      double begin = start_s[x], end = finish_s[x];
+      g.each_member(x, [&](std::uint32_t y) {
+        begin = std::max(begin, start_s[y]);
+        end = std::max(end, finish_s[y]);
+      });
+      if (end != inf && end > begin) in_flight += end - begin;
+    }
+    measures->comm_cores = in_flight > 0 ? other / in_flight : 0.0;
   }
   measures->comm_span.assign(n, weft::seconds{0});
   for (std::uint32_t i = 0; i < n; ++i) {
