@@ -25,10 +25,11 @@ inline cost_model calibrated_from(const program& p, const timeline& measured, co
 
 /// The shared-worker simulator's options for a run: the runtime's reaction to an event, its
 /// cost per unit and an idle worker's wake-up; and where the run measured CPU time, the
-/// machine's cores and the CPU the runtime's other threads took of them, spread evenly over
-/// the run (`run_measures::background_cores`; charging it to the communication in flight
-/// instead, `comm_cores`, predicted no better on the MoE example, docs/benchmarks.md). (Over MPI no
-/// CPU time is gathered: every worker then has a core, as `mpi::concurrent_workers` counts them.)
+/// machine's cores and the CPU the runtime's other threads took of them, charged to the
+/// communication in flight they served (`run_measures::comm_cores`; spread evenly over the run
+/// instead, `background_cores`, it predicts the MoE example as well and the 2D layers' short
+/// programs worse, docs/benchmarks.md). Over MPI no CPU time is gathered: every worker then has
+/// a core, as `mpi::concurrent_workers` counts them.
 inline sim_options sim_options_from(const program& p, const timeline& measured,
                                     const run_measures& m) {
   const bool work = m.cpu.size() == p.size();
