@@ -62,6 +62,7 @@ void compare(const char* name, const schedule& s, const exec::moe_config& c, int
     even.push_back(off(simulate_on_workers(
         run.prog, exec::calibrated_from(run.prog, run.time, run, links), workers, o, replicas)));
     o.cores = 0;
+    o.co_run_slowdown = 0;
     coreless.push_back(off(simulate_on_workers(
         run.prog, calibrated(run.prog, run.time, links, run.comm_span), workers, o, replicas)));
     error.push_back(off(sim));

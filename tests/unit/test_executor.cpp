@@ -14,6 +14,7 @@
 #include <vector>
 
 #include <weft/exec/executor.hpp>
+#include <weft/exec/prediction.hpp>
 #include <weft/generators/dualpipe.hpp>
 #include <weft/generators/interleaved.hpp>
 #include <weft/generators/one_f_one_b.hpp>
@@ -357,6 +358,39 @@ TEST_CASE("a run's measures: each unit's CPU time, and the CPU the rest of the r
   CHECK(m.background_cores >= 0);
   CHECK(m.background_cores < 4);
   CHECK(m.comm_cores == 0);  // no communication to charge it to
+  // One worker: no two units of compute ever ran at once. Two, with two replicas: side by side.
+  REQUIRE(m.co_run.size() == r.prog().size());
+  for (const double f : m.co_run) CHECK(f == 0);
+  runner two(lower(one_f_one_b({.ranks = 1, .micro = 2})), 2, {.workers = 2});
+  run_measures m2;
+  two.run(model, &m2);
+  CHECK(*std::max_element(m2.co_run.begin(), m2.co_run.end()) > 0.5);
+}
+
+TEST_CASE("the co-run slowdown read off a run, and the work calibrated without it") {
+  // Forwards and backwards of one rank, half of them run alone (1 and 2 ms of CPU), half beside
+  // another unit all along (1.5 and 3 ms): half as long again side by side.
+  const program p = lower(one_f_one_b({.ranks = 1, .micro = 4}));
+  run_measures m;
+  timeline t;
+  t.start.assign(p.size(), seconds(0));
+  t.finish.assign(p.size(), seconds(1));
+  m.posted.assign(t.start.begin(), t.start.end());
+  m.cpu.assign(p.size(), seconds(0));
+  m.co_run.assign(p.size(), 0.0);
+  for (std::uint32_t i = 0; i < p.size(); ++i) {
+    const bool beside = p.at(i).mb >= 2;
+    m.co_run[i] = beside ? 1.0 : 0.0;
+    m.cpu[i] = seconds((p.at(i).ph == phase::F ? 1e-3 : 2e-3) * (beside ? 1.5 : 1.0));
+  }
+  CHECK(co_run_slowdown(p, m) == doctest::Approx(0.5));
+  const cost_model c = calibrated_from(p, t, m);
+  CHECK(c.of(kind::block, phase::F).count() == doctest::Approx(1e-3));
+  CHECK(c.of(kind::block, phase::B).count() == doctest::Approx(2e-3));
+  CHECK(sim_options_from(p, t, m).co_run_slowdown == doctest::Approx(0.5));
+  // Nothing side by side: nothing to read.
+  std::fill(m.co_run.begin(), m.co_run.end(), 0.0);
+  CHECK(co_run_slowdown(p, m) == 0);
 }
 
 TEST_CASE("a runner refuses a replica count below one") {

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <array>
+#include <limits>
+#include <string>
 #include <vector>
 
 #include <weft/generators/dualpipe.hpp>
@@ -361,6 +363,10 @@ TEST_CASE("the event latency of a timeline is found again from it") {
   CHECK(measured_event_latency(p, t0, {t0.start.begin(), t0.start.end()}) == seconds(0));
   const timeline t = simulate(p, c, {.event_latency = seconds(0.03)});
   CHECK(measured_event_latency(p, t, {t.start.begin(), t.start.end()}) == doctest::Approx(0.03));
+  const std::string mismatch = "measured_event_latency: 0 posting times and a timeline of " +
+                               std::to_string(p.size()) + " ops for a program of " +
+                               std::to_string(p.size());
+  CHECK_THROWS_WITH_AS(measured_event_latency(p, t, {}), mismatch.c_str(), config_error);
 }
 
 TEST_CASE("the cores of the shared-worker simulator: units running at once share them") {
@@ -422,6 +428,24 @@ TEST_CASE("the cores of the shared-worker simulator: units running at once share
   CHECK(seen == 2);
   CHECK_THROWS_WITH_AS(simulate_on_workers(p, c, 2, {.cores = 2, .background_load = -1}),
                        "simulate_on_workers: background_load is a number of cores in [0, 1e6]",
+                       config_error);
+  CHECK_THROWS_WITH_AS(
+      simulate_on_workers(p, c, 2,
+                          {.cores = 2, .comm_load = std::numeric_limits<double>::quiet_NaN()}),
+      "simulate_on_workers: comm_load is a number of cores in [0, 1e6]", config_error);
+}
+
+TEST_CASE("units of compute side by side slow each other by the co-run slowdown") {
+  // One rank, F then B (1 and 2), two replicas on two workers: side by side throughout, each
+  // half as long again; on one worker never side by side.
+  const program p = lower(one_f_one_b({.ranks = 1, .micro = 1}));
+  const unit_cost_model c = unit_cost_model::pipeline({.F = 1, .B = 2});
+  CHECK(simulate_on_workers(p, c, 2, {.co_run_slowdown = 0.5}, 2).makespan ==
+        testing::approx(units(4.5)));
+  CHECK(simulate_on_workers(p, c, 1, {.co_run_slowdown = 0.5}, 2).makespan ==
+        testing::approx(units(6)));
+  CHECK_THROWS_WITH_AS(simulate_on_workers(p, c, 2, {.co_run_slowdown = -0.5}),
+                       "simulate_on_workers: co_run_slowdown is a fraction in [0, 100]",
                        config_error);
 }
 

@@ -37,6 +37,11 @@ struct run_measures {
   /// unit's time in flight (every replica's), the cores' worth that the runtime's other threads
   /// take for each (`sim_options::comm_load`). 0 over a world, or with no communication.
   double comm_cores = 0;
+  /// Per op (replica 0), for units of compute: the fraction of its unit's time during which
+  /// another unit of compute ran too (any rank, any replica). Two compute threads slow each other
+  /// beyond sharing cores (caches, memory, a core's hyper-threads); `co_run_slowdown` reads how
+  /// much from this and `cpu`. Empty over a world.
+  std::vector<double> co_run;
 };
 
 }  // namespace weft::exec

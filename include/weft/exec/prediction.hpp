@@ -5,7 +5,11 @@
 #pragma once
 
 #include <algorithm>
+#include <cmath>
+#include <cstdint>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include <weft/exec/measures.hpp>
 #include <weft/schedule/program.hpp>
@@ -15,12 +19,52 @@
 
 namespace weft::exec {
 
+/// How much longer a unit of compute takes while another runs (`sim_options::co_run_slowdown`),
+/// read off a run: every compute op's CPU time as a line in the fraction of its time another
+/// unit ran beside it (`run_measures::co_run`), cpu = w (1 + x f) with one w per (kind, phase),
+/// fitted by alternating least squares. 0 without CPU times, or when nothing ran side by side.
+inline double co_run_slowdown(const program& p, const run_measures& m) {
+  if (m.cpu.size() != p.size() || m.co_run.size() != p.size()) return 0;
+  const auto computes = [&](std::uint32_t i) {
+    return stream_of(p.at(i).k) == stream_class::compute && m.cpu[i] > seconds(0);
+  };
+  double x = 0;
+  for (int round = 0; round < 100; ++round) {  // it converges geometrically; a few dozen do
+    double w[kind_count][phase_count] = {};
+    int count[kind_count][phase_count] = {};
+    for (std::uint32_t i = 0; i < p.size(); ++i) {
+      if (!computes(i)) continue;
+      const int k = static_cast<int>(p.at(i).k), ph = static_cast<int>(p.at(i).ph);
+      w[k][ph] += m.cpu[i].count() / (1 + x * m.co_run[i]);
+      ++count[k][ph];
+    }
+    double num = 0, den = 0;
+    for (std::uint32_t i = 0; i < p.size(); ++i) {
+      if (!computes(i)) continue;
+      const int k = static_cast<int>(p.at(i).k), ph = static_cast<int>(p.at(i).ph);
+      const double f = m.co_run[i], mean = w[k][ph] / count[k][ph];
+      num += f * (m.cpu[i].count() / mean - 1);
+      den += f * f;
+    }
+    const double next = den > 0 ? std::clamp(num / den, 0.0, 100.0) : 0.0;
+    if (std::abs(next - x) < 1e-12) return next;
+    x = next;
+  }
+  return x;
+}
+
 /// `base` calibrated from a run of `p`: compute at its CPU time where the run measured it (its
-/// work, which the simulated cores slow again), else at its measured span; communication at its
+/// work alone: what running beside another unit added, `co_run_slowdown`, taken out again; the
+/// simulated cores slow it as they did), else at its measured span; communication at its
 /// measured spans.
 inline cost_model calibrated_from(const program& p, const timeline& measured, const run_measures& m,
                                   cost_model base = {}) {
-  return calibrated(p, measured, std::move(base), m.comm_span, m.cpu);
+  if (m.cpu.size() != p.size() || m.co_run.size() != p.size())
+    return calibrated(p, measured, std::move(base), m.comm_span, m.cpu);
+  const double x = co_run_slowdown(p, m);
+  std::vector<seconds> alone(m.cpu);
+  for (std::uint32_t i = 0; i < p.size(); ++i) alone[i] = m.cpu[i] / (1 + x * m.co_run[i]);
+  return calibrated(p, measured, std::move(base), m.comm_span, alone);
 }
 
 /// The shared-worker simulator's options for a run: the runtime's reaction to an event, its
@@ -37,7 +81,8 @@ inline sim_options sim_options_from(const program& p, const timeline& measured,
           .dispatch_overhead = m.dispatch_gap,
           .wake_latency = m.wake_gap,
           .cores = work ? std::max(1u, std::thread::hardware_concurrency()) : 0u,
-          .comm_load = work ? m.comm_cores : 0.0};
+          .comm_load = work ? m.comm_cores : 0.0,
+          .co_run_slowdown = work ? co_run_slowdown(p, m) : 0.0};
 }
 
 /// What the simulator predicts for a run of `p` on `workers` with `replicas`, from the run

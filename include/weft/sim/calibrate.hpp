@@ -8,8 +8,10 @@
 #include <algorithm>
 #include <cstdint>
 #include <span>
+#include <string>
 #include <vector>
 
+#include <weft/core/error.hpp>
 #include <weft/schedule/program.hpp>
 #include <weft/schedule/timeline.hpp>
 #include <weft/sim/cost.hpp>
@@ -58,6 +60,11 @@ inline cost_model calibrated(const program& p, const timeline& measured, cost_mo
 /// start in the timeline waits for its peer too). 0 if none waited.
 inline seconds measured_event_latency(const program& p, const timeline& measured,
                                       std::span<const seconds> posted) {
+  if (posted.size() != p.size() || measured.finish.size() != p.size())
+    throw config_error("measured_event_latency: " + std::to_string(posted.size()) +
+                       " posting times and a timeline of " +
+                       std::to_string(measured.finish.size()) + " ops for a program of " +
+                       std::to_string(p.size()));
   std::vector<seconds> lag;
   for (std::uint32_t q = 0; q + 1 < p.queue_begin.size(); ++q) {
     seconds prev{0};  // when the op before on the stream finished

@@ -14,7 +14,9 @@
 // times and `comm_load` per unit of communication in flight (the work they do for it: copies,
 // timers, events) — so with n units running and m in flight each goes at
 // min(1, cores / (n + background + comm_load m)) of its full rate, and a unit's cost is its work
-// at full rate (its CPU time, as `calibrated` takes it). The run is simulated in time
+// at full rate (its CPU time, as `calibrated` takes it). Units of compute running beside another
+// also take `co_run_slowdown` longer (1 + x), as two compute threads slow each other beyond
+// sharing cores (caches, memory bandwidth, a core's hyper-threads). The run is simulated in time
 // order, and a unit's end moves whenever the number running changes. Without cores every unit
 // runs at full rate and ends at its start plus its cost. Readiness is semantics.hpp's, as in
 // `simulate`, which gives every rank a device of its own instead.
@@ -25,6 +27,7 @@
 #include <functional>
 #include <limits>
 #include <queue>
+#include <string>
 #include <tuple>
 #include <utility>
 #include <vector>
@@ -108,8 +111,13 @@ basic_timeline<T> simulate_on_workers(const program& p, const basic_cost_model<T
     throw config_error(
         "simulate_on_workers: contention is not modelled on shared workers; "
         "clear the cost model's contention (or simulate with a device per rank)");
-  if (!(opt.background_load >= 0) || opt.background_load > 1e6)
-    throw config_error("simulate_on_workers: background_load is a number of cores in [0, 1e6]");
+  for (const auto& [name, load] :
+       {std::pair{"background_load", opt.background_load}, std::pair{"comm_load", opt.comm_load}})
+    if (!(load >= 0) || load > 1e6)
+      throw config_error(std::string("simulate_on_workers: ") + name +
+                         " is a number of cores in [0, 1e6]");
+  if (!(opt.co_run_slowdown >= 0) || opt.co_run_slowdown > 100)
+    throw config_error("simulate_on_workers: co_run_slowdown is a fraction in [0, 100]");
   const semantics g(p, {.replicas = replicas, .slot_barrier = opt.slot_barrier});
   readiness<> st(g);
   detail::worker_events<T> ev;
@@ -140,9 +148,12 @@ basic_timeline<T> simulate_on_workers(const program& p, const basic_cost_model<T
   std::priority_queue<event, std::vector<event>, std::greater<>> clock;
   unsigned running = 0, moving = 0;  // units of compute running, of communication in flight
   const auto rate_now = [&] {
-    if (opt.cores == 0) return 1.0;
-    const double busy = running + opt.background_load + opt.comm_load * moving;
-    return std::min(1.0, static_cast<double>(opt.cores) / busy);
+    double r = 1;
+    if (opt.cores > 0) {
+      const double busy = running + opt.background_load + opt.comm_load * moving;
+      r = std::min(1.0, static_cast<double>(opt.cores) / busy);
+    }
+    return running >= 2 ? r / (1 + opt.co_run_slowdown) : r;
   };
   // The number running changed: every running unit drains what it did at its old rate and goes
   // on at the new one. Units whose rate stays are not touched (their end stays exact).

@@ -39,6 +39,10 @@ struct basic_sim_options {
   /// at all times, and per unit of communication in flight: the work they do for it. The CPU
   /// runtime measures the latter (`run_measures::comm_cores`).
   double background_load = 0, comm_load = 0;
+  /// While two or more units of compute run, each takes 1 + this as long (`simulate_on_workers`
+  /// only): what two compute threads take from each other beyond the cores (caches, memory
+  /// bandwidth, hyper-threads). The CPU runtime's `exec::co_run_slowdown` reads it off a run.
+  double co_run_slowdown = 0;
   /// With contention: record where ops ran below full rate (`timeline::slowed`, which the SVG
   /// veils). Off, a contended run is about an eighth faster.
   bool record_slowed = false;

@@ -85,6 +85,80 @@ WEFT_DECL runner::runner(program p, int replicas, run_options opt)
   rt::cycle_clock::start();
 }
 
+namespace detail {
+
+/// What a run's CPU times say (`run_measures::cpu`, `background_cores`, `comm_cores`,
+/// `co_run`), from every op copy's start and finish (seconds), its unit's CPU time and whether
+/// it leads its unit, and the process's CPU time over the run.
+WEFT_DECL void measure_cpu_use(const semantics& g, const double* start, const double* finish,
+                               const double* cpu, const std::uint8_t* lead, double process_cpu,
+                               double makespan, run_measures& m) {
+  const std::uint32_t n = g.size(), N = g.ops();
+  constexpr double inf = std::numeric_limits<double>::infinity();
+  // A unit from its last member's start to its last member's completion, as the simulators
+  // hold it.
+  const auto span_of_unit = [&](std::uint32_t u) {
+    double begin = start[u], end = finish[u];
+    g.each_member(u, [&](std::uint32_t y) {
+      begin = std::max(begin, start[y]);
+      end = std::max(end, finish[y]);
+    });
+    return std::pair{begin, end};
+  };
+  double units_cpu = 0;
+  for (std::uint32_t x = 0; x < N; ++x)
+    if (lead[x]) units_cpu += cpu[x];
+  m.cpu.assign(n, weft::seconds{0});
+  for (std::uint32_t i = 0; i < n; ++i) m.cpu[i] = weft::seconds(cpu[i]);
+  // Every thread's CPU time but the units', spread over the run; and per unit of communication
+  // in flight.
+  const double other = std::max(0.0, process_cpu - units_cpu);
+  m.background_cores = makespan > 0 ? other / makespan : 0.0;
+  double in_flight = 0;
+  // Units of compute as (time, +1 start / -1 end), for the time each ran beside another.
+  std::vector<std::pair<double, int>> edges;
+  for (std::uint32_t x = 0; x < N; ++x) {
+    if (g.unit_of(x) != x) continue;
+    const auto [begin, end] = span_of_unit(x);
+    if (end == inf || !(end > begin)) continue;
+    if (!g.computes(x)) {
+      in_flight += end - begin;
+    } else {
+      edges.push_back({begin, 1});
+      edges.push_back({end, -1});
+    }
+  }
+  m.comm_cores = in_flight > 0 ? other / in_flight : 0.0;
+  // Per edge: how long two or more units of compute had run at once before it, and how many
+  // run after it.
+  std::sort(edges.begin(), edges.end());  // at one time, ends (-1) before starts
+  std::vector<std::pair<double, int>> marks;
+  marks.reserve(edges.size());
+  double together = 0;
+  int now = 0;
+  for (std::size_t k = 0; k < edges.size(); ++k) {
+    if (k > 0 && now >= 2) together += edges[k].first - edges[k - 1].first;
+    now += edges[k].second;
+    marks.push_back({together, now});
+  }
+  const auto together_until = [&](double t) {  // how long two or more ran before t
+    const auto it = std::upper_bound(edges.begin(), edges.end(), std::pair{t, 2});
+    if (it == edges.begin()) return 0.0;
+    const std::size_t k = static_cast<std::size_t>(it - edges.begin()) - 1;
+    return marks[k].first + (marks[k].second >= 2 ? t - edges[k].first : 0.0);
+  };
+  m.co_run.assign(n, 0.0);
+  for (std::uint32_t i = 0; i < n; ++i) {
+    if (!g.computes(g.unit_of(i))) continue;
+    const auto [begin, end] = span_of_unit(g.unit_of(i));
+    if (end == inf || !(end > begin)) continue;
+    m.co_run[i] =
+        std::clamp((together_until(end) - together_until(begin)) / (end - begin), 0.0, 1.0);
+  }
+}
+
+}  // namespace detail
+
 WEFT_DECL timeline runner::run_bound(const detail::bound_model& model, run_measures* measures) {
   if (opt_.comm)
     if (const std::string f = opt_.comm->fault(); !f.empty())
@@ -449,31 +523,9 @@ WEFT_DECL timeline runner::run_bound(const detail::bound_model& model, run_measu
   // oversubscribed core adds lives in the tail a median would hide.
   measures->dispatch_gap = weft::seconds(gaps[1] > 0 ? gaps[0] / gaps[1] : 0.0);
   measures->wake_gap = weft::seconds(gaps[3] > 0 ? gaps[2] / gaps[3] : 0.0);
-  if (measure_cpu) {
-    // Every thread's CPU time but the units', spread over the run: what shares the cores with
-    // the units of compute on average.
-    double units_cpu = 0;
-    for (std::uint32_t x = 0; x < N; ++x)
-      if (cpu_lead[x]) units_cpu += cpu_of[x];
-    measures->cpu.assign(n, weft::seconds{0});
-    for (std::uint32_t i = 0; i < n; ++i) measures->cpu[i] = weft::seconds(cpu_of[i]);
-    const double span = time.makespan.count();
-    const double other = std::max(0.0, process_cpu_end - process_cpu_origin - units_cpu);
-    measures->background_cores = span > 0 ? other / span : 0.0;
-    // And per unit of communication in flight: a unit from its last member's start to its last
-    // member's completion, as the simulator holds it in flight.
-    double in_flight = 0;
-    for (std::uint32_t x = 0; x < N; ++x) {
-      if (g.unit_of(x) != x || g.computes(x)) continue;
-      double begin = start_s[x], end = finish_s[x];
-      g.each_member(x, [&](std::uint32_t y) {
-        begin = std::max(begin, start_s[y]);
-        end = std::max(end, finish_s[y]);
-      });
-      if (end != inf && end > begin) in_flight += end - begin;
-    }
-    measures->comm_cores = in_flight > 0 ? other / in_flight : 0.0;
-  }
+  if (measure_cpu)
+    detail::measure_cpu_use(g, start_s, finish_s, cpu_of, cpu_lead,
+                            process_cpu_end - process_cpu_origin, time.makespan.count(), *measures);
   measures->comm_span.assign(n, weft::seconds{0});
   for (std::uint32_t i = 0; i < n; ++i) {
     if (stream_of(p.at(i).k) != stream_class::comm) continue;
