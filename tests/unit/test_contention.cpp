@@ -245,3 +245,19 @@ TEST_CASE("the timeline records where an op ran below full rate") {
     CHECK(found);
   }
 }
+
+TEST_CASE("link classes: a linear's gather group and scatter group swap roles in the backward") {
+  const contention_facts f{.a2a = link_class::inter_node,
+                           .p2p = link_class::intra_node,
+                           .collectives = link_class::intra_node,
+                           .reduce_scatters = link_class::inter_node};
+  CHECK(f.class_of(kind::all_gather, phase::F) == link_class::intra_node);
+  CHECK(f.class_of(kind::reduce_scatter, phase::F) == link_class::inter_node);
+  // Backward: the output gradient gathered over the scatter group, the input gradient
+  // scattered over the gather group.
+  CHECK(f.class_of(kind::all_gather, phase::B) == link_class::inter_node);
+  CHECK(f.class_of(kind::reduce_scatter, phase::B) == link_class::intra_node);
+  CHECK(f.class_of(kind::all_reduce, phase::dW) == link_class::intra_node);
+  CHECK(f.class_of(kind::dispatch, phase::F) == link_class::inter_node);
+  CHECK(f.class_of(kind::send, phase::B) == link_class::intra_node);
+}

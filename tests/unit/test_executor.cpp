@@ -388,6 +388,12 @@ TEST_CASE("the co-run slowdown read off a run, and the work calibrated without i
   CHECK(c.of(kind::block, phase::F).count() == doctest::Approx(1e-3));
   CHECK(c.of(kind::block, phase::B).count() == doctest::Approx(2e-3));
   CHECK(sim_options_from(p, t, m).co_run_slowdown == doctest::Approx(0.5));
+  // Every unit side by side about equally (90 or 100 % of its time): the fit still finds it.
+  for (std::uint32_t i = 0; i < p.size(); ++i) {
+    m.co_run[i] = p.at(i).mb >= 2 ? 1.0 : 0.9;
+    m.cpu[i] = seconds((p.at(i).ph == phase::F ? 1e-3 : 2e-3) * (1 + 0.5 * m.co_run[i]));
+  }
+  CHECK(co_run_slowdown(p, m) == doctest::Approx(0.5).epsilon(1e-6));
   // Nothing side by side: nothing to read.
   std::fill(m.co_run.begin(), m.co_run.end(), 0.0);
   CHECK(co_run_slowdown(p, m) == 0);

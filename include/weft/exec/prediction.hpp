@@ -4,14 +4,12 @@
 // they all predict with one model.
 #pragma once
 
-#include <algorithm>
-#include <cmath>
 #include <cstdint>
-#include <thread>
 #include <utility>
 #include <vector>
 
 #include <weft/exec/measures.hpp>
+#include <weft/rt/cpu_time.hpp>
 #include <weft/schedule/program.hpp>
 #include <weft/schedule/timeline.hpp>
 #include <weft/sim/calibrate.hpp>
@@ -22,14 +20,17 @@ namespace weft::exec {
 /// How much longer a unit of compute takes while another runs (`sim_options::co_run_slowdown`),
 /// read off a run: every compute op's CPU time as a line in the fraction of its time another
 /// unit ran beside it (`run_measures::co_run`), cpu = w (1 + x f) with one w per (kind, phase),
-/// fitted by alternating least squares. 0 without CPU times, or when nothing ran side by side.
+/// fitted by least squares. 0 without CPU times, or when nothing ran side by side or slower.
 inline double co_run_slowdown(const program& p, const run_measures& m) {
   if (m.cpu.size() != p.size() || m.co_run.size() != p.size()) return 0;
   const auto computes = [&](std::uint32_t i) {
     return stream_of(p.at(i).k) == stream_class::compute && m.cpu[i] > seconds(0);
   };
-  double x = 0;
-  for (int round = 0; round < 100; ++round) {  // it converges geometrically; a few dozen do
+  // For a given x, each (kind, phase)'s work is its ops' mean deflated CPU time, and the least
+  // squares x for those works is `next(x)`; the fit is where next(x) = x, found by bisection
+  // (the alternating update alone closes little of the gap per round where the units of a kind
+  // all ran beside others about equally).
+  const auto next = [&](double x) {
     double w[kind_count][phase_count] = {};
     int count[kind_count][phase_count] = {};
     for (std::uint32_t i = 0; i < p.size(); ++i) {
@@ -46,11 +47,17 @@ inline double co_run_slowdown(const program& p, const run_measures& m) {
       num += f * (m.cpu[i].count() / mean - 1);
       den += f * f;
     }
-    const double next = den > 0 ? std::clamp(num / den, 0.0, 100.0) : 0.0;
-    if (std::abs(next - x) < 1e-12) return next;
-    x = next;
+    return den > 0 ? num / den : 0.0;
+  };
+  constexpr double most = 100;
+  if (!(next(0) > 0)) return 0;
+  if (next(most) >= most) return most;
+  double lo = 0, hi = most;  // next(lo) > lo, next(hi) < hi
+  for (int round = 0; round < 60; ++round) {
+    const double mid = (lo + hi) / 2;
+    (next(mid) > mid ? lo : hi) = mid;
   }
-  return x;
+  return (lo + hi) / 2;
 }
 
 /// `base` calibrated from a run of `p`: compute at its CPU time where the run measured it (its
@@ -80,7 +87,7 @@ inline sim_options sim_options_from(const program& p, const timeline& measured,
   return {.event_latency = measured_event_latency(p, measured, m.posted),
           .dispatch_overhead = m.dispatch_gap,
           .wake_latency = m.wake_gap,
-          .cores = work ? std::max(1u, std::thread::hardware_concurrency()) : 0u,
+          .cores = work ? rt::usable_cores() : 0u,
           .comm_load = work ? m.comm_cores : 0.0,
           .co_run_slowdown = work ? co_run_slowdown(p, m) : 0.0};
 }

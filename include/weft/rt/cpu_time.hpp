@@ -4,7 +4,10 @@
 // A reading costs a system call (about 0.2 us), so a runner takes them only when asked to measure.
 #pragma once
 
+#include <sched.h>
 #include <time.h>
+
+#include <thread>
 
 namespace weft::rt {
 
@@ -22,6 +25,19 @@ inline double thread_cpu_seconds() noexcept { return detail::cpu_seconds(CLOCK_T
 /// The whole process's CPU time (every thread's), in seconds from an arbitrary origin.
 inline double process_cpu_seconds() noexcept {
   return detail::cpu_seconds(CLOCK_PROCESS_CPUTIME_ID);
+}
+
+/// The cores this process may run on: its CPU affinity (which `taskset` and containers narrow),
+/// else the machine's.
+inline unsigned usable_cores() noexcept {
+#ifdef __linux__
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0)
+    return static_cast<unsigned>(CPU_COUNT(&set));
+#endif
+  const unsigned h = std::thread::hardware_concurrency();
+  return h > 0 ? h : 1;
 }
 
 }  // namespace weft::rt

@@ -583,7 +583,7 @@ void contended_run<T>::begin_unit(std::uint32_t u, T now) {
       if (links_.uplink_capacity > 0 && site_of(from) != site_of(to))
         path.add(links_.uplink(site_of(from), site_of(to)));
     } else {
-      path = ports(a.ranks[0], f_.class_of(o.k));
+      path = ports(a.ranks[0], f_.class_of(o.k, o.ph));
     }
     a.add(doing::wait, fixed);
     a.add(doing::move, first, ports(a.ranks[0], f_.collectives));

@@ -54,15 +54,19 @@ struct contention_facts {
   /// transfers at full rate cross at once (a site's ports divided by the interconnect's
   /// convergence ratio). 0: no uplink resource (the port is the narrowest part).
   double uplink_ports = 0;
-  /// The link class of all-to-alls, of pipeline transfers and of tensor-parallel collectives
-  /// (all-gathers, all-reduces and the communication inside ops), and of reduce-scatter ops,
-  /// which a 2D grid runs over another group than its gathers (docs/tp-2d.md).
+  /// The link class of all-to-alls, of pipeline transfers and of tensor-parallel collectives:
+  /// `collectives` for a linear's gather group (the forward's all-gathers, the backward's
+  /// reduce-scatters, all-reduces and the communication inside ops), `reduce_scatters` for its
+  /// scatter group (the forward's reduce-scatters, the backward's all-gathers), which a 2D grid
+  /// puts on other links than its gather group (docs/tp-2d.md).
   link_class a2a = link_class::inter_node, p2p = link_class::inter_node,
              collectives = link_class::intra_node, reduce_scatters = link_class::intra_node;
 
-  /// The link class a communication op of kind `k` uses.
-  constexpr link_class class_of(kind k) const noexcept {
-    if (k == kind::reduce_scatter) return reduce_scatters;
+  /// The link class a communication op of kind `k` in phase `ph` uses.
+  constexpr link_class class_of(kind k, phase ph) const noexcept {
+    const bool forward = ph == phase::F;
+    if (k == kind::reduce_scatter) return forward ? reduce_scatters : collectives;
+    if (k == kind::all_gather) return forward ? collectives : reduce_scatters;
     if (is_collective(k)) return collectives;
     return is_p2p(k) ? p2p : a2a;
   }

@@ -17,8 +17,9 @@
 // at full rate (its CPU time, as `calibrated` takes it). Units of compute running beside another
 // also take `co_run_slowdown` longer (1 + x), as two compute threads slow each other beyond
 // sharing cores (caches, memory bandwidth, a core's hyper-threads). The run is simulated in time
-// order, and a unit's end moves whenever the number running changes. Without cores every unit
-// runs at full rate and ends at its start plus its cost. Readiness is semantics.hpp's, as in
+// order, and a unit's end moves whenever the number running changes. Without cores (the loads
+// then count for nothing) and without a co-run slowdown every unit runs at full rate and ends
+// at its start plus its cost. Readiness is semantics.hpp's, as in
 // `simulate`, which gives every rank a device of its own instead.
 #pragma once
 
@@ -142,8 +143,9 @@ basic_timeline<T> simulate_on_workers(const program& p, const basic_cost_model<T
     std::uint64_t version = 0;
   };
   std::vector<worker> pool(workers ? workers : 1);
-  // (time, what, worker or unit, version): what 0 a unit of communication ends, 1 a worker
-  // starts its unit, 2 a worker's unit ends.
+  // (time, what, worker or unit, version): what 0 a unit of communication ends, 1 a worker's
+  // unit ends, 2 a worker starts its unit — at one time, ends first, so a unit ending then is
+  // not re-rated by one starting then.
   using event = std::tuple<T, int, std::uint32_t, std::uint64_t>;
   std::priority_queue<event, std::vector<event>, std::greater<>> clock;
   unsigned running = 0, moving = 0;  // units of compute running, of communication in flight
@@ -166,7 +168,7 @@ basic_timeline<T> simulate_on_workers(const program& p, const basic_cost_model<T
       if (k.left < T{0}) k.left = T{0};
       k.since = now;
       k.rate = r;
-      clock.push({now + k.left / r, 2, w, ++k.version});
+      clock.push({now + k.left / r, 1, w, ++k.version});
     }
   };
   const auto assign = [&](std::uint32_t w, std::uint32_t u, T begin) {
@@ -174,7 +176,7 @@ basic_timeline<T> simulate_on_workers(const program& p, const basic_cost_model<T
     k.unit = u;
     k.begin = begin;
     k.running = false;
-    clock.push({begin, 1, w, ++k.version});
+    clock.push({begin, 2, w, ++k.version});
   };
   // A free worker takes the unit that waited longest, after the runtime's cost per unit.
   const auto take_waiting = [&](std::uint32_t w, T now) {
@@ -224,9 +226,10 @@ basic_timeline<T> simulate_on_workers(const program& p, const basic_cost_model<T
   st.begin(ev);
   wake_idle();
   for (;;) {
-    // Communication that is ready starts first: it may end before the next event.
+    // Communication that is ready starts before later events (it may end before them), after
+    // those at its time.
     if (!ev.comm_ready.empty() &&
-        (clock.empty() || !(std::get<0>(clock.top()) < ev.comm_ready.top().first))) {
+        (clock.empty() || ev.comm_ready.top().first < std::get<0>(clock.top()))) {
       start_comm(ev.comm_ready.top().first);
       continue;
     }
@@ -247,7 +250,7 @@ basic_timeline<T> simulate_on_workers(const program& p, const basic_cost_model<T
     }
     worker& k = pool[id];
     if (version != k.version) continue;  // its end moved
-    if (what == 1) {                     // the worker starts its unit
+    if (what == 2) {                     // the worker starts its unit
       const std::uint32_t u = k.unit;
       g.each_member(u, [&](std::uint32_t x) { start[x] = now; });
       k.running = true;
@@ -255,7 +258,7 @@ basic_timeline<T> simulate_on_workers(const program& p, const basic_cost_model<T
       k.left = cost_of(g, c, u);
       ++running;
       k.rate = rate_now();
-      clock.push({now + k.left / k.rate, 2, id, ++k.version});
+      clock.push({now + k.left / k.rate, 1, id, ++k.version});
       rerate(now);
       continue;
     }

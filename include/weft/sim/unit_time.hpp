@@ -33,7 +33,7 @@ struct basic_sim_options {
   /// The cores the CPU runtime's threads share (`simulate_on_workers` only): with n units of
   /// compute running and m of communication in flight, each unit of compute runs at
   /// min(1, cores / (n + background_load + comm_load m)) of its full rate. 0: as many cores as
-  /// threads, every unit at full rate.
+  /// threads, and the two loads count for nothing.
   unsigned cores = 0;
   /// The cores' worth of CPU the runtime's other threads (its comm worker, timer and host) take
   /// at all times, and per unit of communication in flight: the work they do for it. The CPU

@@ -526,6 +526,11 @@ WEFT_DECL timeline runner::run_bound(const detail::bound_model& model, run_measu
   if (measure_cpu)
     detail::measure_cpu_use(g, start_s, finish_s, cpu_of, cpu_lead,
                             process_cpu_end - process_cpu_origin, time.makespan.count(), *measures);
+  else {  // not measured: nothing from an earlier run may stand for this one's
+    measures->cpu.clear();
+    measures->co_run.clear();
+    measures->background_cores = measures->comm_cores = 0;
+  }
   measures->comm_span.assign(n, weft::seconds{0});
   for (std::uint32_t i = 0; i < n; ++i) {
     if (stream_of(p.at(i).k) != stream_class::comm) continue;
