@@ -357,6 +357,10 @@ TEST_CASE("a run's measures: each unit's CPU time, and the CPU the rest of the r
   }
   CHECK(m.background_cores >= 0);
   CHECK(m.background_cores < 4);
+  // The cores the simulation of this run gets: the process's, at least one.
+  CHECK(rt::usable_cores() >= 1);
+  CHECK(rt::usable_cores() <= std::max(1u, std::thread::hardware_concurrency()));
+  CHECK(sim_options_from(r.prog(), t, m).cores == rt::usable_cores());
   CHECK(m.comm_cores == 0);  // no communication to charge it to
   // One worker: no two units of compute ever ran at once. Two, with two replicas: side by side.
   REQUIRE(m.co_run.size() == r.prog().size());

@@ -287,6 +287,25 @@ TEST_CASE("ranks sharing workers: a unit readied by the one before it on its str
       if (q.at(i).mb == 0 && q.at(j).mb == 1) CHECK(t.finish[i] <= t.start[j] + 1e-9);
 }
 
+TEST_CASE("ranks sharing workers: a unit whose input arrived long before still follows on") {
+  // 1F1B on two ranks, two micro-batches, transfers of 0.5, one worker: rank 1's F1 has had its
+  // receive since 2.5, and it is B0's completion (at 5) that readies it — so it follows on,
+  // paying no cost per unit, however early the receive was seen. (Settling units out of time
+  // order saw the receive last and charged a dispatch.)
+  const program q = lower(one_f_one_b({.ranks = 2, .micro = 2, .transfers = true}));
+  const unit_cost_model t = unit_cost_model::pipeline({.F = 1, .B = 2, .P2P = 0.5});
+  const unit_timeline at = simulate_on_workers(q, t, 1, {.dispatch_overhead = 0.125});
+  units b0_end{-1}, f1_start{-1};
+  for (std::uint32_t i = 0; i < q.size(); ++i) {
+    const op& o = q.at(i);
+    if (q.rank[i] != 1 || o.k != kind::block) continue;
+    if (o.ph == phase::B && o.mb == 0) b0_end = at.finish[i];
+    if (o.ph == phase::F && o.mb == 1) f1_start = at.start[i];
+  }
+  REQUIRE(b0_end > units(0));
+  CHECK(f1_start == testing::approx(b0_end));
+}
+
 TEST_CASE("ranks sharing workers: an all-to-all waits on the link, holding no worker") {
   const unit_cost_model c =
       unit_cost_model::pipeline({.F = 2, .B = 4, .W = 2, .P2P = 0.2, .A2A = 0.5});

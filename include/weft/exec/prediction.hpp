@@ -49,7 +49,7 @@ inline double co_run_slowdown(const program& p, const run_measures& m) {
     }
     return den > 0 ? num / den : 0.0;
   };
-  constexpr double most = 100;
+  constexpr double most = max_co_run_slowdown;
   if (!(next(0) > 0)) return 0;
   if (next(most) >= most) return most;
   double lo = 0, hi = most;  // next(lo) > lo, next(hi) < hi
@@ -64,14 +64,21 @@ inline double co_run_slowdown(const program& p, const run_measures& m) {
 /// work alone: what running beside another unit added, `co_run_slowdown`, taken out again; the
 /// simulated cores slow it as they did), else at its measured span; communication at its
 /// measured spans.
+namespace detail {
+/// `calibrated_from` with the co-run slowdown `x` already read off the run.
 inline cost_model calibrated_from(const program& p, const timeline& measured, const run_measures& m,
-                                  cost_model base = {}) {
+                                  cost_model base, double x) {
   if (m.cpu.size() != p.size() || m.co_run.size() != p.size())
     return calibrated(p, measured, std::move(base), m.comm_span, m.cpu);
-  const double x = co_run_slowdown(p, m);
   std::vector<seconds> alone(m.cpu);
   for (std::uint32_t i = 0; i < p.size(); ++i) alone[i] = m.cpu[i] / (1 + x * m.co_run[i]);
   return calibrated(p, measured, std::move(base), m.comm_span, alone);
+}
+}  // namespace detail
+
+inline cost_model calibrated_from(const program& p, const timeline& measured, const run_measures& m,
+                                  cost_model base = {}) {
+  return detail::calibrated_from(p, measured, m, std::move(base), co_run_slowdown(p, m));
 }
 
 /// The shared-worker simulator's options for a run: the runtime's reaction to an event, its
@@ -93,11 +100,13 @@ inline sim_options sim_options_from(const program& p, const timeline& measured,
 }
 
 /// What the simulator predicts for a run of `p` on `workers` with `replicas`, from the run
-/// itself: `calibrated_from` and `sim_options_from`.
+/// itself: `calibrated_from` and `sim_options_from` (the co-run slowdown fitted once for both).
 inline timeline predicted_run(const program& p, const timeline& measured, const run_measures& m,
                               unsigned workers, int replicas = 1, cost_model base = {}) {
-  return simulate_on_workers(p, calibrated_from(p, measured, m, std::move(base)), workers,
-                             sim_options_from(p, measured, m), replicas);
+  const sim_options o = sim_options_from(p, measured, m);
+  return simulate_on_workers(
+      p, detail::calibrated_from(p, measured, m, std::move(base), o.co_run_slowdown), workers, o,
+      replicas);
 }
 
 }  // namespace weft::exec

@@ -117,8 +117,9 @@ basic_timeline<T> simulate_on_workers(const program& p, const basic_cost_model<T
     if (!(load >= 0) || load > 1e6)
       throw config_error(std::string("simulate_on_workers: ") + name +
                          " is a number of cores in [0, 1e6]");
-  if (!(opt.co_run_slowdown >= 0) || opt.co_run_slowdown > 100)
-    throw config_error("simulate_on_workers: co_run_slowdown is a fraction in [0, 100]");
+  if (!(opt.co_run_slowdown >= 0) || opt.co_run_slowdown > max_co_run_slowdown)
+    throw config_error("simulate_on_workers: co_run_slowdown is a fraction in [0, " +
+                       std::to_string(static_cast<int>(max_co_run_slowdown)) + "]");
   const semantics g(p, {.replicas = replicas, .slot_barrier = opt.slot_barrier});
   readiness<> st(g);
   detail::worker_events<T> ev;

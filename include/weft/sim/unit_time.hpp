@@ -11,6 +11,10 @@
 
 namespace weft {
 
+/// The largest co-run slowdown (`basic_sim_options::co_run_slowdown`) a simulation takes and a
+/// fit returns: a unit a hundred and one times as long beside another is a broken measurement.
+inline constexpr double max_co_run_slowdown = 100;
+
 template <time_type T>
 struct basic_sim_options {
   /// Each rank starts a slot only when its previous slot has finished: the host waits for every
