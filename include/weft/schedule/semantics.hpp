@@ -62,7 +62,8 @@ class semantics {
   constexpr std::uint32_t ops() const noexcept { return n_ * reps_; }  ///< op copies
   constexpr std::uint32_t size() const noexcept { return n_; }         ///< ops of the program
   constexpr int replicas() const noexcept { return static_cast<int>(reps_); }
-  constexpr std::uint32_t op_of(std::uint32_t x) const noexcept { return x % n_; }
+  // (Copy 0 is the common case, and the only one without a replica: no division for it.)
+  constexpr std::uint32_t op_of(std::uint32_t x) const noexcept { return x < n_ ? x : x % n_; }
   constexpr int replica_of(std::uint32_t x) const noexcept { return static_cast<int>(x / n_); }
   constexpr std::uint32_t copy(std::uint32_t i, int replica) const noexcept {
     return i + static_cast<std::uint32_t>(replica) * n_;

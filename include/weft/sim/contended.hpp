@@ -130,65 +130,68 @@ struct start_at {
 };
 
 /// The next event of every unit in progress, earliest (then lowest slot) first; a slot's time
-/// moves when its rate changes (an indexed heap: one entry per unit, updated in place).
+/// moves when its rate changes (an indexed heap: one entry per unit, updated in place). Entries
+/// hold their time, so a comparison reads the heap's own array and nothing beside it.
 template <time_type T>
 class slot_heap {
  public:
   bool empty() const noexcept { return heap_.empty(); }
-  std::uint32_t top() const noexcept { return heap_[0]; }
-  T top_at() const noexcept { return at_[heap_[0]]; }
+  std::uint32_t top() const noexcept { return heap_[0].slot; }
+  T top_at() const noexcept { return heap_[0].at; }
   void set(std::uint32_t s, T at) {
-    if (s >= pos_.size()) {
-      pos_.resize(s + 1, npos);
-      at_.resize(s + 1);
+    if (s >= pos_.size()) pos_.resize(s + 1, npos);
+    const entry e{at, s};
+    std::uint32_t i = pos_[s];
+    if (i == npos) {
+      i = static_cast<std::uint32_t>(heap_.size());
+      heap_.push_back(e);
+      return place(up(i, e), e);
     }
-    at_[s] = at;
-    if (pos_[s] == npos) {
-      pos_[s] = static_cast<std::uint32_t>(heap_.size());
-      heap_.push_back(s);
-    }
-    up(down(pos_[s]));
+    place(before(e, heap_[i]) ? up(i, e) : down(i, e), e);
   }
-  void erase(std::uint32_t s) {
-    const std::uint32_t i = pos_[s];
-    pos_[s] = npos;
-    const std::uint32_t last = heap_.back();
+  /// Takes the earliest entry out.
+  void pop() {
+    pos_[heap_[0].slot] = npos;
+    const entry last = heap_.back();
     heap_.pop_back();
-    if (i == heap_.size()) return;
-    heap_[i] = last;
-    pos_[last] = i;
-    up(down(i));
+    if (!heap_.empty()) place(down(0, last), last);
   }
 
  private:
-  std::vector<std::uint32_t> heap_, pos_;
-  std::vector<T> at_;
-  bool before(std::uint32_t i, std::uint32_t j) const noexcept {
-    const std::uint32_t a = heap_[i], b = heap_[j];
-    return at_[a] < at_[b] || (at_[a] == at_[b] && a < b);
+  struct entry {
+    T at;
+    std::uint32_t slot;
+  };
+  std::vector<entry> heap_;
+  std::vector<std::uint32_t> pos_;
+  static bool before(const entry& a, const entry& b) noexcept {
+    return a.at < b.at || (a.at == b.at && a.slot < b.slot);
   }
-  void swap_at(std::uint32_t i, std::uint32_t j) noexcept {
-    std::swap(heap_[i], heap_[j]);
-    pos_[heap_[i]] = i;
-    pos_[heap_[j]] = j;
+  void place(std::uint32_t i, const entry& e) noexcept {
+    heap_[i] = e;
+    pos_[e.slot] = i;
   }
-  std::uint32_t down(std::uint32_t i) noexcept {
+  // Where `e` belongs below hole `i`, moving the entries it passes up (a hole, not swaps).
+  std::uint32_t down(std::uint32_t i, const entry& e) noexcept {
     const auto n = static_cast<std::uint32_t>(heap_.size());
     for (;;) {
-      const std::uint32_t l = 2 * i + 1, r = l + 1;
-      std::uint32_t m = i;
-      if (l < n && before(l, m)) m = l;
-      if (r < n && before(r, m)) m = r;
-      if (m == i) return i;
-      swap_at(i, m);
-      i = m;
+      std::uint32_t c = 2 * i + 1;
+      if (c >= n) return i;
+      if (c + 1 < n && before(heap_[c + 1], heap_[c])) ++c;
+      if (!before(heap_[c], e)) return i;
+      place(i, heap_[c]);
+      i = c;
     }
   }
-  void up(std::uint32_t i) noexcept {
-    while (i > 0 && before(i, (i - 1) / 2)) {
-      swap_at(i, (i - 1) / 2);
-      i = (i - 1) / 2;
+  // Where `e` belongs above hole `i`, moving the entries it passes down.
+  std::uint32_t up(std::uint32_t i, const entry& e) noexcept {
+    while (i > 0) {
+      const std::uint32_t parent = (i - 1) / 2;
+      if (!before(e, heap_[parent])) return i;
+      place(i, heap_[parent]);
+      i = parent;
     }
+    return i;
   }
 };
 
@@ -345,6 +348,8 @@ class contended_run {
     std::vector<std::uint32_t> now;
     std::priority_queue<start_at<T>, std::vector<start_at<T>>, std::greater<>> later;
     void ready(std::uint32_t u) {
+      // Without an event latency nothing arrives after the completion that readies it.
+      if (!(this->latency > T{0})) return now.push_back(u);
       const T at = this->ready_at(*g, u);
       if (at > clock)
         later.push({at, u});
@@ -404,10 +409,13 @@ class contended_run {
         return comm ? comm_rate_ : compute_rate_;
     return 1.0;
   }
-  void rerate(std::uint32_t slot, T now) {
+  // Sets a unit's rate from its share and the interference on it; true if that moved its event.
+  bool rerate(std::uint32_t slot, T now) {
     running& a = slots_[slot];
-    if (a.set_rate(a.share * interference(a), now)) schedule(slot);
+    const bool moved = a.set_rate(a.share * interference(a), now);
+    if (moved) schedule(slot);
     track(slot, now, a.effective_rate());
+    return moved;
   }
   // Records where a unit ran below full rate: a stretch per rate, for the pictures.
   void track(std::uint32_t slot, T now, double rate) {
@@ -474,7 +482,8 @@ void contended_run<T>::rebalance(const flow_path& from, T now) {
       alone = alone && flows_on_[r].size() == 1 && flows_on_[r][0] == only;
     if (alone) {
       slots_[only].share = 1;
-      return rerate(only, now);
+      rerate(only, now);
+      return;
     }
   }
   ++epoch_;
@@ -542,13 +551,10 @@ void contended_run<T>::begin_unit(std::uint32_t u, T now) {
   running& a = slots_[slot];
   a.reset(u, now);
   const unit_kind uk = g_.kind_of(u);
-  const T cost = cost_of(g_, c_, u);
-  const T span = uk == unit_kind::transfer ? span_of(g_, c_, ev_.arrive, u) : cost;
-  a.plain_end = now + span;
   int n = 0;
   bool comm = false;
   std::uint32_t send = npos, recv = npos, lead = npos;
-  g_.each_member(u, [&](std::uint32_t x) {
+  const auto member = [&](std::uint32_t x) {
     const op& o = g_.at(x);
     comm = comm || stream_of(o.k) == stream_class::comm;
     if (lead == npos) lead = x;
@@ -557,24 +563,32 @@ void contended_run<T>::begin_unit(std::uint32_t u, T now) {
     const int r = rank_of(x);
     if (n < 2 && (n == 0 || a.ranks[0] != r)) a.ranks[n++] = r;
     start_[x] = now;
-  });
+  };
+  if (uk == unit_kind::solo)
+    member(u);  // most units: called here, where it inlines
+  else
+    g_.each_member(u, member);
+  const op& o = g_.at(recv != npos ? recv : lead);
+  const bool pair = uk == unit_kind::pair;
+  // The op's parts once (its cost alone when it is its unit's only member).
+  const auto pc = pair ? typename basic_cost_model<T>::parts{} : c_.parts_of(o, g_.model());
+  const T cost = uk == unit_kind::solo ? pc.whole : cost_of(g_, c_, u);
+  const T span = uk == unit_kind::transfer ? span_of(g_, c_, ev_.arrive, u) : cost;
+  const T tp = pc.tp_comm, first = pc.tp_first;
+  a.plain_end = now + span;
   const auto ports = [&](int rank, link_class cls) {
     flow_path path;
     path.add(links_.port(rank, cls, false));
     path.add(links_.port(rank, cls, true));
     return path;
   };
-  const op& o = g_.at(recv != npos ? recv : lead);
-  const bool pair = uk == unit_kind::pair;
-  const T tp = pair ? T{0} : c_.tp_comm_of(o, g_.model());
-  const T first = pair ? T{0} : c_.tp_first_of(o, g_.model());
   if (pair || !comm) {
     a.add(doing::move, first, ports(a.ranks[0], f_.collectives));
     a.add(doing::compute, span - tp);
     a.add(doing::move, tp - first, ports(a.ranks[0], f_.collectives));
   } else {
     // Its fixed part: the rendezvous wait (span beyond cost) and the link latency.
-    const T fixed = (span - cost) + c_.fixed_of(o, g_.model());
+    const T fixed = (span - cost) + pc.fixed;
     flow_path path;
     if (send != npos && recv != npos) {
       const int from = rank_of(send), to = rank_of(recv);
@@ -591,9 +605,8 @@ void contended_run<T>::begin_unit(std::uint32_t u, T now) {
     a.add(doing::move, tp - first, ports(a.ranks[0], f_.collectives));
   }
   if (a.count == 0) a.parts[a.count++] = {comm ? doing::wait : doing::compute, T{0}, {}};
-  schedule(slot);
   join(slot, 1, now);
-  rerate(slot, now);
+  if (!rerate(slot, now)) schedule(slot);  // into the heap once, at its first rate
   enter_flow(slot, now);
 }
 
@@ -610,15 +623,14 @@ void contended_run<T>::end_part(std::uint32_t slot, T now) {
   } else {
     slots_[slot].next_part(now);
   }
-  schedule(slot);
-  rerate(slot, now);
+  if (!rerate(slot, now)) schedule(slot);
   enter_flow(slot, now);
 }
 
 template <time_type T>
 void contended_run<T>::end_unit(std::uint32_t slot, T now) {
   running& a = slots_[slot];
-  due_.erase(slot);
+  due_.pop();  // the unit that ends is the earliest event
   free_.push_back(slot);
   const std::uint32_t u = a.unit;
   const bool flow = a.moving() && f_.shared_links;
@@ -627,10 +639,14 @@ void contended_run<T>::end_unit(std::uint32_t slot, T now) {
   if (flow)
     for (const std::uint32_t r : path) drop(flows_on_[r], slot);
   join(slot, -1, now);
-  g_.each_member(u, [&](std::uint32_t x) {
+  const auto finish = [&](std::uint32_t x) {
     ev_.finish[x] = now;
     done_[x] = 1;
-  });
+  };
+  if (g_.kind_of(u) == unit_kind::solo)
+    finish(u);
+  else
+    g_.each_member(u, finish);
   finished_ += g_.member_count(u);
   st_.complete_unit(u, ev_);
   if (flow) rebalance(path, now);

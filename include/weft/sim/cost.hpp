@@ -185,34 +185,32 @@ struct basic_cost_model {
       share *= (1 - causal_share) + causal_share * (2.0 * o.split + 1) / m.splits;
     return (t - f) * share + f;
   }
-  /// The part of op `o`'s cost that is tensor-parallel communication: `tp_comm`, shared evenly
-  /// by the op's splits and pieces (a gather's volume follows the tokens, not the causal keys);
-  /// never more than the op's varying part.
-  constexpr T tp_comm_of(const op& o, const model_desc& m) const noexcept {
-    if (is_p2p(o.k) || (o.k == kind::block && o.chunk < chunks.size())) return T{0};
+  /// Op `o`'s cost in the parts the contended simulator drains separately.
+  struct parts {
+    T whole;     ///< `of(o, m)`
+    T fixed;     ///< not a volume moving over a link (latency, launch); at most `whole`
+    T tp_comm;   ///< tensor-parallel communication inside the op
+    T tp_first;  ///< of `tp_comm`, the part that runs before the op's own work
+  };
+  /// `fixed`: a transfer's link latency, else the (kind, phase)'s `fixed`. `tp_comm`: the
+  /// (kind, phase)'s, shared evenly by the op's splits and pieces (a gather's volume follows the
+  /// tokens, not the causal keys), never more than the op's varying part.
+  constexpr parts parts_of(const op& o, const model_desc& m) const noexcept {
     const int k = static_cast<int>(o.k), ph = static_cast<int>(o.ph);
-    if (!(tp_comm[k][ph] > T{0})) return T{0};
+    parts r{of(o, m), T{0}, T{0}, T{0}};
+    T f = is_p2p(o.k) ? (crosses_sites(o, m) ? far_p2p_latency : p2p_latency) : fixed[k][ph];
+    if (f > r.whole) f = r.whole;
+    r.fixed = f < T{0} ? T{0} : f;
+    if (is_p2p(o.k) || (o.k == kind::block && o.chunk < chunks.size())) return r;
+    if (!(tp_comm[k][ph] > T{0})) return r;
     const int n = m.shares_of(o.k, o.ph);
     const T part = n > 1 ? tp_comm[k][ph] / n : tp_comm[k][ph];
-    const T most = of(o, m) - fixed[k][ph];
-    return part < most ? part : (most > T{0} ? most : T{0});
-  }
-  /// Of `tp_comm_of(o, m)`, the part that runs before the op's own work.
-  constexpr T tp_first_of(const op& o, const model_desc& m) const noexcept {
-    const int k = static_cast<int>(o.k), ph = static_cast<int>(o.ph);
-    const T all = tp_comm_of(o, m);
-    if (!(all > T{0}) || !(tp_first[k][ph] > T{0})) return T{0};
-    if (!(tp_first[k][ph] < tp_comm[k][ph])) return all;
-    return all * (tp_first[k][ph] / tp_comm[k][ph]);
-  }
-  /// The part of op `o`'s cost that is not a volume moving over a link (latency, launch): a
-  /// transfer's link latency, else the (kind, phase)'s `fixed`; never more than the cost.
-  constexpr T fixed_of(const op& o, const model_desc& m) const noexcept {
-    const T t = of(o, m);
-    T f = is_p2p(o.k) ? (crosses_sites(o, m) ? far_p2p_latency : p2p_latency)
-                      : fixed[static_cast<int>(o.k)][static_cast<int>(o.ph)];
-    if (f > t) f = t;
-    return f < T{0} ? T{0} : f;
+    const T most = r.whole - fixed[k][ph];
+    r.tp_comm = part < most ? part : (most > T{0} ? most : T{0});
+    if (!(r.tp_comm > T{0}) || !(tp_first[k][ph] > T{0})) return r;
+    r.tp_first = tp_first[k][ph] < tp_comm[k][ph] ? r.tp_comm * (tp_first[k][ph] / tp_comm[k][ph])
+                                                  : r.tp_comm;
+    return r;
   }
   constexpr basic_cost_model& set(kind k, phase ph, T t) noexcept {
     time[static_cast<int>(k)][static_cast<int>(ph)] = t;
