@@ -5,10 +5,11 @@
 // (`measured_event_latency`), its cost per unit and wake-up, the CPU its other threads take —
 // with communication from the link model, and the shared-worker simulator, replicas, the
 // machine's cores and all, predicts the step.
-// Prints measured and predicted step time, the median of the runs' own errors (and of two
-// ablations': the runtime's other threads on the cores evenly rather than per communication in
-// flight, and no cores — compute at its measured span, a core per worker) and exposed
-// communication per phase, medians.
+// Prints measured and predicted step time, the median of the runs' own errors (and of three
+// ablations': every unit of compute at its (kind, phase)'s mean work rather than its own, the
+// runtime's other threads on the cores evenly rather than per communication in flight, and no
+// cores — compute at its measured span, a core per worker) and exposed communication per phase,
+// medians.
 //
 //   calibrate [RUNS [COMPUTE_WORKERS]]
 #include <algorithm>
@@ -48,7 +49,7 @@ void compare(const char* name, const schedule& s, const exec::moe_config& c, int
   // Per run, the error of the model and of two ablations: the runtime's other threads taking an
   // even share of the cores all the time (not per communication in flight), and no cores at all
   // (compute at its measured span, a core per worker).
-  std::vector<double> error, even, coreless;
+  std::vector<double> error, means, even, coreless;
   for (int r = 0; r < runs; ++r) {
     const exec::run_result<float> run = ex.run(s);
     const step_metrics got = measure(run.prog, run.time);
@@ -57,12 +58,19 @@ void compare(const char* name, const schedule& s, const exec::moe_config& c, int
     const step_metrics want = measure(run.prog, sim);
     const auto off = [&](const timeline& t) { return (t.makespan - got.makespan) / got.makespan; };
     sim_options o = exec::sim_options_from(run.prog, run.time, run);
+    // Every unit of a (kind, phase) at its mean work, not each op copy at its own.
+    sim_options mean_work = o;
+    mean_work.work.clear();
+    means.push_back(
+        off(simulate_on_workers(run.prog, exec::calibrated_from(run.prog, run.time, run, links),
+                                workers, mean_work, replicas)));
     o.comm_load = 0;
     o.background_load = run.background_cores;
     even.push_back(off(simulate_on_workers(
         run.prog, exec::calibrated_from(run.prog, run.time, run, links), workers, o, replicas)));
     o.cores = 0;
     o.co_run_slowdown = 0;
+    o.work.clear();
     coreless.push_back(off(simulate_on_workers(
         run.prog, calibrated(run.prog, run.time, links, run.comm_span), workers, o, replicas)));
     error.push_back(off(sim));
@@ -73,9 +81,9 @@ void compare(const char* name, const schedule& s, const exec::moe_config& c, int
       exposed_pred[ph].push_back(want.exposed_by_phase[ph].count());
     }
   }
-  std::printf("%-24s %9.2f ms %9.2f ms %+7.1f %% %+7.1f %% %+7.1f %%", name, 1e3 * median(step),
-              1e3 * median(predicted), 100 * median(error), 100 * median(even),
-              100 * median(coreless));
+  std::printf("%-24s %9.2f ms %9.2f ms %+7.1f %% %+7.1f %% %+7.1f %% %+7.1f %%", name,
+              1e3 * median(step), 1e3 * median(predicted), 100 * median(error), 100 * median(means),
+              100 * median(even), 100 * median(coreless));
   for (int ph = 0; ph < 3; ++ph)
     std::printf("   %6.2f / %6.2f", 1e3 * median(exposed[ph]), 1e3 * median(exposed_pred[ph]));
   std::printf("\n");
@@ -93,9 +101,9 @@ int main(int argc, char** argv) {
       "%d runs each, medians\n",
       pipeline_ranks * replicas, pipeline_ranks, replicas, workers,
       bench::ep_link.alpha.count() * 1e6, 1e-9 / bench::ep_link.beta.count(), runs);
-  std::printf("%-24s %12s %12s %9s %9s %9s   exposed comm, ms, measured / predicted\n", "schedule",
-              "measured", "predicted", "error", "even bg", "no cores");
-  std::printf("%-24s %12s %12s %9s %9s %9s   %15s   %15s   %15s\n", "", "", "", "", "", "",
+  std::printf("%-24s %12s %12s %9s %9s %9s %9s   exposed comm, ms, measured / predicted\n",
+              "schedule", "measured", "predicted", "error", "means", "even bg", "no cores");
+  std::printf("%-24s %12s %12s %9s %9s %9s %9s   %15s   %15s   %15s\n", "", "", "", "", "", "", "",
               "warm-up", "steady", "cool-down");
   compare("1F1B",
           one_f_one_b({.ranks = pipeline_ranks, .micro = micro, .layers = 4, .stages = moe}),

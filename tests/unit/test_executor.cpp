@@ -367,8 +367,23 @@ TEST_CASE("a run's measures: each unit's CPU time, and the CPU the rest of the r
   for (const double f : m.co_run) CHECK(f == 0);
   runner two(lower(one_f_one_b({.ranks = 1, .micro = 2})), 2, {.workers = 2});
   run_measures m2;
-  two.run(model, &m2);
+  const timeline t2 = two.run(model, &m2);
   CHECK(*std::max_element(m2.co_run.begin(), m2.co_run.end()) > 0.5);
+  // Every replica's copy measured (replica 0's first), and each given to the simulator as the
+  // work of its own unit.
+  const std::size_t n = two.prog().size();
+  REQUIRE(m2.cpu.size() == 2 * n);
+  REQUIRE(m2.co_run.size() == 2 * n);
+  CHECK(m2.has_cpu(n));
+  for (std::size_t i = 0; i < n; ++i) {
+    if (two.prog().at(static_cast<std::uint32_t>(i)).ph != phase::F) continue;
+    CHECK(m2.cpu[i] < seconds(0.001));      // asleep
+    CHECK(m2.cpu[n + i] < seconds(0.001));  // asleep, in replica 1 too
+  }
+  const sim_options o = sim_options_from(two.prog(), t2, m2);
+  REQUIRE(o.work.size() == 2 * n);
+  for (std::size_t x = 0; x < 2 * n; ++x)
+    CHECK(o.work[x] == m2.cpu[x] / (1 + o.co_run_slowdown * m2.co_run[x]));
 }
 
 TEST_CASE("the co-run slowdown read off a run, and the work calibrated without it") {

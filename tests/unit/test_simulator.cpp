@@ -484,6 +484,53 @@ TEST_CASE("replicas in the shared-worker simulator: copies share workers, all-to
   CHECK_FALSE(one.deadlocked());
 }
 
+TEST_CASE("each op copy at its own work: the copies of an all-to-all wait for the slowest") {
+  // One rank, one micro-batch, MoE stages, two replicas on two workers, communication free:
+  // the copies run side by side and meet at every all-to-all. Every unit of compute costs 1.
+  const program p = lower(one_f_one_b({.ranks = 1, .micro = 1, .stages = stage_set::moe()}));
+  const auto costing = [](double attn_forward) {
+    unit_cost_model c;
+    for (int k = 0; k < kind_count; ++k)
+      for (int ph = 0; ph < phase_count; ++ph)
+        if (stream_of(static_cast<kind>(k)) == stream_class::compute)
+          c.set(static_cast<kind>(k), static_cast<phase>(ph), units(1));
+    return c.set(kind::attn, phase::F, units(attn_forward));
+  };
+  // Replica 1's attention forward measured 3, replica 0's 1: their mean is 2.
+  std::vector<units> work(2 * p.size());
+  for (std::uint32_t i = 0; i < p.size(); ++i) {
+    const op& o = p.at(i);
+    if (stream_of(o.k) != stream_class::compute) continue;
+    const bool attn_forward = o.k == kind::attn && o.ph == phase::F;
+    work[i] = units(1);
+    work[p.size() + i] = units(attn_forward ? 3 : 1);
+  }
+  unit_sim_options own;
+  own.work = work;
+  // The dispatch after it waits for replica 1's: as if both had taken 3, not their mean 2.
+  const units got = simulate_on_workers(p, costing(2), 2, own, 2).makespan;
+  CHECK(got == testing::approx(simulate_on_workers(p, costing(3), 2, {}, 2).makespan));
+  CHECK(got > simulate_on_workers(p, costing(2), 2, {}, 2).makespan + units(0.5));
+  // On one worker the copies take turns and it never idles (a copy waiting at an all-to-all
+  // leaves the worker to the other): the step is every copy's work, 1 + 3 for the forward
+  // attention and 1 for each other unit of compute of both replicas.
+  units others = 0;
+  for (std::uint32_t i = 0; i < p.size(); ++i)
+    if (stream_of(p.at(i).k) == stream_class::compute &&
+        !(p.at(i).k == kind::attn && p.at(i).ph == phase::F))
+      others += units(2);
+  CHECK(simulate_on_workers(p, costing(2), 1, own, 2).makespan ==
+        testing::approx(others + units(4)));
+  // Work for some other number of op copies is refused.
+  own.work.resize(p.size());
+  CHECK_THROWS_WITH_AS(simulate_on_workers(p, costing(2), 2, own, 2),
+                       ("simulate_on_workers: work is given for " + std::to_string(p.size()) +
+                        " op copies; the program has " + std::to_string(2 * p.size()) + " (" +
+                        std::to_string(p.size()) + " ops × 2 replicas)")
+                           .c_str(),
+                       config_error);
+}
+
 // The bubble formulas of docs/schedules.md, with B the full backward (dX + dW) and W its dW part.
 // Bubble: a rank's idle time, the makespan less its work (every rank does the same work here).
 TEST_CASE("bubbles as docs/schedules.md derives them: 1F1B, ZB-H1, ZB-V") {

@@ -2,6 +2,7 @@
 // the same runtime (sim/calibrate.hpp, sim_options).
 #pragma once
 
+#include <cstddef>
 #include <vector>
 
 #include <weft/core/time.hpp>
@@ -25,9 +26,12 @@ struct run_measures {
   /// ran it had nothing to do meanwhile: how long an idle worker takes to wake up and start it
   /// (`sim_options::wake_latency`).
   seconds wake_gap{0};
-  /// Per op (replica 0), for units of compute: the CPU time their unit's kernels took on the
-  /// worker's thread — the work, without the time the thread waited for a core. Empty over a
-  /// world of processes. What `calibrated` takes for compute when given.
+  /// Per op copy (replica r of op i at r × ops + i, as `semantics::copy` numbers them: replica
+  /// 0's first), for units of compute: the CPU time their unit's kernels took on the worker's
+  /// thread — the work, without the time the thread waited for a core. Empty over a world of
+  /// processes. What `calibrated` takes for compute (replica 0's), and what the shared-worker
+  /// simulator takes op by op (`sim_options::work`): the copies of one op differ, and a
+  /// collective waits for the slowest.
   std::vector<seconds> cpu;
   /// The cores' worth of CPU the process spent besides units of compute over the run (its comm
   /// worker, timer, host and the runtime's own work), on average: the process's CPU time less
@@ -37,11 +41,16 @@ struct run_measures {
   /// unit's time in flight (every replica's), the cores' worth that the runtime's other threads
   /// take for each (`sim_options::comm_load`). 0 over a world, or with no communication.
   double comm_cores = 0;
-  /// Per op (replica 0), for units of compute: the fraction of its unit's time during which
+  /// Per op copy, as `cpu`, for units of compute: the fraction of its unit's time during which
   /// another unit of compute ran too (any rank, any replica). Two compute threads slow each other
   /// beyond sharing cores (caches, memory, a core's hyper-threads); `co_run_slowdown` reads how
   /// much from this and `cpu`. Empty over a world.
   std::vector<double> co_run;
+
+  /// Were CPU times measured for a program of `ops` ops (every replica's)?
+  bool has_cpu(std::size_t ops) const noexcept {
+    return ops > 0 && !cpu.empty() && cpu.size() % ops == 0 && co_run.size() == cpu.size();
+  }
 };
 
 }  // namespace weft::exec

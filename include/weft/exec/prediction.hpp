@@ -4,7 +4,9 @@
 // they all predict with one model.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <span>
 #include <utility>
 #include <vector>
 
@@ -18,14 +20,17 @@
 namespace weft::exec {
 
 /// How much longer a unit of compute takes while another runs (`sim_options::co_run_slowdown`),
-/// read off a run: every compute op's CPU time as a line in the fraction of its time another
+/// read off a run: every compute op copy's CPU time as a line in the fraction of its time another
 /// unit ran beside it (`run_measures::co_run`), cpu = w (1 + x f) with one w per (kind, phase),
 /// fitted by least squares. 0 without CPU times, or when nothing ran side by side or slower.
 inline double co_run_slowdown(const program& p, const run_measures& m) {
-  if (m.cpu.size() != p.size() || m.co_run.size() != p.size()) return 0;
-  const auto computes = [&](std::uint32_t i) {
-    return stream_of(p.at(i).k) == stream_class::compute && m.cpu[i] > seconds(0);
+  if (!m.has_cpu(p.size())) return 0;
+  const std::size_t copies = m.cpu.size();
+  const auto computes = [&](std::size_t x) {
+    return stream_of(p.at(x % p.size()).k) == stream_class::compute && m.cpu[x] > seconds(0);
   };
+  const auto kind_of = [&](std::size_t x) { return static_cast<int>(p.at(x % p.size()).k); };
+  const auto phase_of = [&](std::size_t x) { return static_cast<int>(p.at(x % p.size()).ph); };
   // For a given x, each (kind, phase)'s work is its ops' mean deflated CPU time, and the least
   // squares x for those works is `next(x)`; the fit is where next(x) = x, found by bisection
   // (the alternating update alone closes little of the gap per round where the units of a kind
@@ -33,17 +38,16 @@ inline double co_run_slowdown(const program& p, const run_measures& m) {
   const auto next = [&](double x) {
     double w[kind_count][phase_count] = {};
     int count[kind_count][phase_count] = {};
-    for (std::uint32_t i = 0; i < p.size(); ++i) {
+    for (std::size_t i = 0; i < copies; ++i) {
       if (!computes(i)) continue;
-      const int k = static_cast<int>(p.at(i).k), ph = static_cast<int>(p.at(i).ph);
-      w[k][ph] += m.cpu[i].count() / (1 + x * m.co_run[i]);
-      ++count[k][ph];
+      w[kind_of(i)][phase_of(i)] += m.cpu[i].count() / (1 + x * m.co_run[i]);
+      ++count[kind_of(i)][phase_of(i)];
     }
     double num = 0, den = 0;
-    for (std::uint32_t i = 0; i < p.size(); ++i) {
+    for (std::size_t i = 0; i < copies; ++i) {
       if (!computes(i)) continue;
-      const int k = static_cast<int>(p.at(i).k), ph = static_cast<int>(p.at(i).ph);
-      const double f = m.co_run[i], mean = w[k][ph] / count[k][ph];
+      const double f = m.co_run[i],
+                   mean = w[kind_of(i)][phase_of(i)] / count[kind_of(i)][phase_of(i)];
       num += f * (m.cpu[i].count() / mean - 1);
       den += f * f;
     }
@@ -60,6 +64,17 @@ inline double co_run_slowdown(const program& p, const run_measures& m) {
   return (lo + hi) / 2;
 }
 
+namespace detail {
+/// Every op copy's work alone: its CPU time with what running beside another unit added
+/// (`co_run_slowdown` x) taken out again. Empty without CPU times.
+inline std::vector<seconds> work_alone(const program& p, const run_measures& m, double x) {
+  if (!m.has_cpu(p.size())) return {};
+  std::vector<seconds> alone(m.cpu);
+  for (std::size_t i = 0; i < alone.size(); ++i) alone[i] = m.cpu[i] / (1 + x * m.co_run[i]);
+  return alone;
+}
+}  // namespace detail
+
 /// `base` calibrated from a run of `p`: compute at its CPU time where the run measured it (its
 /// work alone: what running beside another unit added, `co_run_slowdown`, taken out again; the
 /// simulated cores slow it as they did), else at its measured span; communication at its
@@ -68,11 +83,10 @@ namespace detail {
 /// `calibrated_from` with the co-run slowdown `x` already read off the run.
 inline cost_model calibrated_from(const program& p, const timeline& measured, const run_measures& m,
                                   cost_model base, double x) {
-  if (m.cpu.size() != p.size() || m.co_run.size() != p.size())
-    return calibrated(p, measured, std::move(base), m.comm_span, m.cpu);
-  std::vector<seconds> alone(m.cpu);
-  for (std::uint32_t i = 0; i < p.size(); ++i) alone[i] = m.cpu[i] / (1 + x * m.co_run[i]);
-  return calibrated(p, measured, std::move(base), m.comm_span, alone);
+  const std::vector<seconds> alone = work_alone(p, m, x);
+  if (alone.empty()) return calibrated(p, measured, std::move(base), m.comm_span);
+  return calibrated(p, measured, std::move(base), m.comm_span,
+                    std::span(alone).first(p.size()));  // the timeline is replica 0's
 }
 }  // namespace detail
 
@@ -83,30 +97,34 @@ inline cost_model calibrated_from(const program& p, const timeline& measured, co
 
 /// The shared-worker simulator's options for a run: the runtime's reaction to an event, its
 /// cost per unit and an idle worker's wake-up; and where the run measured CPU time, the
-/// machine's cores and the CPU the runtime's other threads took of them, charged to the
+/// machine's cores, the CPU the runtime's other threads took of them, charged to the
 /// communication in flight they served (`run_measures::comm_cores`; spread evenly over the run
 /// instead, `background_cores`, it predicts the MoE example as well and the 2D layers' short
-/// programs worse, docs/benchmarks.md). Over MPI no CPU time is gathered: every worker then has
-/// a core, as `mpi::concurrent_workers` counts them.
+/// programs worse, docs/benchmarks.md), and every op copy's own work (`sim_options::work`: the
+/// copies of a collective then wait for the slowest, as they did). Over MPI no CPU time is
+/// gathered: every worker then has a core, as `mpi::concurrent_workers` counts them, and a unit
+/// costs its (kind, phase)'s mean.
 inline sim_options sim_options_from(const program& p, const timeline& measured,
                                     const run_measures& m) {
-  const bool work = m.cpu.size() == p.size();
+  const bool cpu = m.has_cpu(p.size());
+  const double x = cpu ? co_run_slowdown(p, m) : 0.0;
   return {.event_latency = measured_event_latency(p, measured, m.posted),
           .dispatch_overhead = m.dispatch_gap,
           .wake_latency = m.wake_gap,
-          .cores = work ? rt::usable_cores() : 0u,
-          .comm_load = work ? m.comm_cores : 0.0,
-          .co_run_slowdown = work ? co_run_slowdown(p, m) : 0.0};
+          .cores = cpu ? rt::usable_cores() : 0u,
+          .comm_load = cpu ? m.comm_cores : 0.0,
+          .co_run_slowdown = x,
+          .work = detail::work_alone(p, m, x)};
 }
 
 /// What the simulator predicts for a run of `p` on `workers` with `replicas`, from the run
 /// itself: `calibrated_from` and `sim_options_from` (the co-run slowdown fitted once for both).
 inline timeline predicted_run(const program& p, const timeline& measured, const run_measures& m,
                               unsigned workers, int replicas = 1, cost_model base = {}) {
-  const sim_options o = sim_options_from(p, measured, m);
-  return simulate_on_workers(
-      p, detail::calibrated_from(p, measured, m, std::move(base), o.co_run_slowdown), workers, o,
-      replicas);
+  sim_options o = sim_options_from(p, measured, m);
+  if (o.work.size() != p.size() * static_cast<std::size_t>(replicas)) o.work.clear();
+  const cost_model c = detail::calibrated_from(p, measured, m, std::move(base), o.co_run_slowdown);
+  return simulate_on_workers(p, c, workers, std::move(o), replicas);
 }
 
 }  // namespace weft::exec

@@ -19,7 +19,8 @@
 // sharing cores (caches, memory bandwidth, a core's hyper-threads). The run is simulated in time
 // order, and a unit's end moves whenever the number running changes. Without cores (the loads
 // then count for nothing) and without a co-run slowdown every unit runs at full rate and ends
-// at its start plus its cost. Readiness is semantics.hpp's, as in
+// at its start plus its cost. Given the work of every op copy (`sim_options::work`, a run's own),
+// a unit of compute costs that, not its (kind, phase)'s mean. Readiness is semantics.hpp's, as in
 // `simulate`, which gives every rank a device of its own instead.
 #pragma once
 
@@ -121,6 +122,11 @@ basic_timeline<T> simulate_on_workers(const program& p, const basic_cost_model<T
     throw config_error("simulate_on_workers: co_run_slowdown is a fraction in [0, " +
                        std::to_string(static_cast<int>(max_co_run_slowdown)) + "]");
   const semantics g(p, {.replicas = replicas, .slot_barrier = opt.slot_barrier});
+  if (!opt.work.empty() && opt.work.size() != g.ops())
+    throw config_error("simulate_on_workers: work is given for " + std::to_string(opt.work.size()) +
+                       " op copies; the program has " + std::to_string(g.ops()) + " (" +
+                       std::to_string(p.size()) + " ops × " + std::to_string(replicas) +
+                       " replicas)");
   readiness<> st(g);
   detail::worker_events<T> ev;
   ev.g = &g;
@@ -256,7 +262,7 @@ basic_timeline<T> simulate_on_workers(const program& p, const basic_cost_model<T
       g.each_member(u, [&](std::uint32_t x) { start[x] = now; });
       k.running = true;
       k.since = now;
-      k.left = cost_of(g, c, u);
+      k.left = !opt.work.empty() && opt.work[u] > T{0} ? opt.work[u] : cost_of(g, c, u);
       ++running;
       k.rate = rate_now();
       clock.push({now + k.left / k.rate, 1, id, ++k.version});

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include <weft/core/buffer.hpp>
 #include <weft/schedule/semantics.hpp>
@@ -50,6 +51,13 @@ struct basic_sim_options {
   /// With contention: record where ops ran below full rate (`timeline::slowed`, which the SVG
   /// veils). Off, a contended run is about an eighth faster.
   bool record_slowed = false;
+  /// Per op copy (replica r of op i at r × ops + i, `semantics::copy`), the work of its unit of
+  /// compute at full rate, as a run measured it op by op (`exec::sim_options_from` gives the CPU
+  /// runtime's): `simulate_on_workers` then costs a unit of compute here rather than at its
+  /// (kind, phase)'s mean, so the copies of one op differ as they did, and a collective after
+  /// them waits for the slowest. Empty: every unit at the cost model's. A size other than every
+  /// copy's is refused.
+  std::vector<T> work{};
 };
 using sim_options = basic_sim_options<seconds>;
 using unit_sim_options = basic_sim_options<units>;

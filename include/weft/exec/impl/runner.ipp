@@ -93,7 +93,7 @@ namespace detail {
 WEFT_DECL void measure_cpu_use(const semantics& g, const double* start, const double* finish,
                                const double* cpu, const std::uint8_t* lead, double process_cpu,
                                double makespan, run_measures& m) {
-  const std::uint32_t n = g.size(), N = g.ops();
+  const std::uint32_t N = g.ops();
   constexpr double inf = std::numeric_limits<double>::infinity();
   // A unit from its last member's start to its last member's completion, as the simulators
   // hold it.
@@ -108,8 +108,8 @@ WEFT_DECL void measure_cpu_use(const semantics& g, const double* start, const do
   double units_cpu = 0;
   for (std::uint32_t x = 0; x < N; ++x)
     if (lead[x]) units_cpu += cpu[x];
-  m.cpu.assign(n, weft::seconds{0});
-  for (std::uint32_t i = 0; i < n; ++i) m.cpu[i] = weft::seconds(cpu[i]);
+  m.cpu.assign(N, weft::seconds{0});
+  for (std::uint32_t x = 0; x < N; ++x) m.cpu[x] = weft::seconds(cpu[x]);
   // Every thread's CPU time but the units', spread over the run; and per unit of communication
   // in flight.
   const double other = std::max(0.0, process_cpu - units_cpu);
@@ -147,12 +147,12 @@ WEFT_DECL void measure_cpu_use(const semantics& g, const double* start, const do
     const std::size_t k = static_cast<std::size_t>(it - edges.begin()) - 1;
     return marks[k].first + (marks[k].second >= 2 ? t - edges[k].first : 0.0);
   };
-  m.co_run.assign(n, 0.0);
-  for (std::uint32_t i = 0; i < n; ++i) {
-    if (!g.computes(g.unit_of(i))) continue;
-    const auto [begin, end] = span_of_unit(g.unit_of(i));
+  m.co_run.assign(N, 0.0);
+  for (std::uint32_t x = 0; x < N; ++x) {
+    if (!g.computes(g.unit_of(x))) continue;
+    const auto [begin, end] = span_of_unit(g.unit_of(x));
     if (end == inf || !(end > begin)) continue;
-    m.co_run[i] =
+    m.co_run[x] =
         std::clamp((together_until(end) - together_until(begin)) / (end - begin), 0.0, 1.0);
   }
 }
