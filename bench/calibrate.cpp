@@ -46,7 +46,8 @@ void compare(const char* name, const schedule& s, const exec::moe_config& c, int
   opt.delay = rt::delay_model{bench::ep_link};
   exec::moe_executor<float> ex(model, opt);
   std::vector<double> step, predicted, exposed[3], exposed_pred[3];
-  // Per run, the error of the model and of two ablations: the runtime's other threads taking an
+  // Per run, the error of the model and of three ablations: every unit of a (kind, phase) at
+  // its mean work, the runtime's other threads taking an
   // even share of the cores all the time (not per communication in flight), and no cores at all
   // (compute at its measured span, a core per worker).
   std::vector<double> error, means, even, coreless;

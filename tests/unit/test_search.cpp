@@ -581,4 +581,11 @@ TEST_CASE("a problem too large to search is refused, by name") {
   const unit_problem q = problem_of(4, 8, false, 1, 2, 1, 0);
   CHECK_THROWS_AS((void)find_schedule(q, {.max_evaluations = 5, .max_steps = 63}), config_error);
   CHECK(find_schedule(q, {.max_evaluations = 5, .max_steps = 64}).best);
+  // One run's work per op copy fits one program, not the plans a search makes.
+  unit_problem measured = q;
+  measured.sim.work.assign(64, units(1));
+  CHECK_THROWS_WITH_AS((void)find_schedule(measured, {.max_evaluations = 5}),
+                       "weft: search: sim_options::work is one run's work per op copy, not a "
+                       "plan's; give the cost model instead (calibrated from the run)",
+                       config_error);
 }

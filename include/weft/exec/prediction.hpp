@@ -6,7 +6,6 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <span>
 #include <utility>
 #include <vector>
 
@@ -83,10 +82,7 @@ namespace detail {
 /// `calibrated_from` with the co-run slowdown `x` already read off the run.
 inline cost_model calibrated_from(const program& p, const timeline& measured, const run_measures& m,
                                   cost_model base, double x) {
-  const std::vector<seconds> alone = work_alone(p, m, x);
-  if (alone.empty()) return calibrated(p, measured, std::move(base), m.comm_span);
-  return calibrated(p, measured, std::move(base), m.comm_span,
-                    std::span(alone).first(p.size()));  // the timeline is replica 0's
+  return calibrated(p, measured, std::move(base), m.comm_span, work_alone(p, m, x));
 }
 }  // namespace detail
 
@@ -122,7 +118,6 @@ inline sim_options sim_options_from(const program& p, const timeline& measured,
 inline timeline predicted_run(const program& p, const timeline& measured, const run_measures& m,
                               unsigned workers, int replicas = 1, cost_model base = {}) {
   sim_options o = sim_options_from(p, measured, m);
-  if (o.work.size() != p.size() * static_cast<std::size_t>(replicas)) o.work.clear();
   const cost_model c = detail::calibrated_from(p, measured, m, std::move(base), o.co_run_slowdown);
   return simulate_on_workers(p, c, workers, std::move(o), replicas);
 }

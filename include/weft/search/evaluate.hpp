@@ -33,6 +33,8 @@ struct basic_problem {
   /// (`simulate_on_workers`, to search for what runs fastest there). The bounds assume 0.
   unsigned workers = 0;
   int replicas = 1;
+  /// The simulators' options for every plan; a run's per-op-copy work (`sim.work`) belongs to
+  /// one program, not to the plans a search makes, and is refused.
   basic_sim_options<T> sim{};
 };
 using problem = basic_problem<seconds>;

@@ -282,6 +282,10 @@ search_result<T> find_schedule(const basic_problem<T>& q, const search_options& 
   const model_desc& m = q.model;
   if (const model_error e = validate(m); e != model_error::none)
     throw config_error("weft: search: " + std::string(describe(e)));
+  if (!q.sim.work.empty())
+    throw config_error(
+        "weft: search: sim_options::work is one run's work per op copy, not a plan's; give the "
+        "cost model instead (calibrated from the run)");
   const std::uint64_t steps = 2 * static_cast<std::uint64_t>(m.micro) *
                               static_cast<std::uint64_t>(m.chunks()) / (m.bidirectional ? 2u : 1u);
   if (steps > opt.max_steps)

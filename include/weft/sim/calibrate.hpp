@@ -26,13 +26,14 @@ namespace weft {
 /// site_ranks`), transfers keep `base`'s costs: one mean cannot stand for two links, and an
 /// emulated link's costs are the link model's.
 ///
-/// Given `cpu` (per op, the CPU runtime's `run_measures::cpu`), a compute op costs its CPU
+/// Given `cpu` (per op copy, as the CPU runtime's `run_measures::cpu`, replica 0's first — the
+/// ones the timeline holds, and the ones used), a compute op costs its CPU
 /// time instead of its span: its work at full rate, for a simulation that models the cores it
 /// shared (`sim_options::cores`) to slow it down again.
 inline cost_model calibrated(const program& p, const timeline& measured, cost_model base,
                              std::span<const seconds> comm_span = {},
                              std::span<const seconds> cpu = {}) {
-  const bool work = cpu.size() == p.size();
+  const bool work = p.size() > 0 && !cpu.empty() && cpu.size() % p.size() == 0;
   seconds sum[kind_count][phase_count] = {};
   std::uint32_t count[kind_count][phase_count] = {};
   for (std::uint32_t i = 0; i < p.size(); ++i) {

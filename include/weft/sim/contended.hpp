@@ -572,7 +572,7 @@ void contended_run<T>::begin_unit(std::uint32_t u, T now) {
   const bool pair = uk == unit_kind::pair;
   // The op's parts once (its cost alone when it is its unit's only member).
   const auto pc = pair ? typename basic_cost_model<T>::parts{} : c_.parts_of(o, g_.model());
-  const T cost = uk == unit_kind::solo ? pc.whole : cost_of(g_, c_, u);
+  const T cost = uk != unit_kind::solo ? cost_of(g_, c_, u) : pc.whole > T{0} ? pc.whole : T{0};
   const T span = uk == unit_kind::transfer ? span_of(g_, c_, ev_.arrive, u) : cost;
   const T tp = pc.tp_comm, first = pc.tp_first;
   a.plain_end = now + span;

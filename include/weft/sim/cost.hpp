@@ -42,7 +42,7 @@ struct contention_facts {
   /// Communication moves its volume over the resources on its path — the device's egress and
   /// ingress port of its link class, and between data centres the sites' uplink — which
   /// concurrent transfers share max-min fairly (recomputed whenever a flow starts or ends). Its
-  /// fixed part (latency, launch: `basic_cost_model::fixed_of`) is not shared.
+  /// fixed part (latency, launch: `basic_cost_model::parts_of(...).fixed`) is not shared.
   bool shared_links = false;
   /// Interference: while a device has communication in flight, its compute runs this much
   /// slower (takes 1 + x as long). Published: compute overlapped with communication runs 18.9 %
