@@ -199,14 +199,27 @@ TEST_CASE("sites: a transfer between them takes the far link; a late receive its
   CHECK(d.handshake(3, 0) == weft::seconds(0.04));
   inproc_world w(4, d);
   std::vector<float> a(8, 1.0f), b(8);
-  // The receive first: the data leaves when the send is posted, 40 ms on the far link.
-  auto t0 = std::chrono::steady_clock::now();
+  // The receive well ahead (its clear-to-send has crossed): the data leaves when the send is
+  // posted, 40 ms on the far link.
   event r = w.at(2).irecv(b, 1, 0);
+  std::this_thread::sleep_for(50ms);
+  auto t0 = std::chrono::steady_clock::now();
   event s = w.at(1).isend(a, 2, 0);
   r.wait();
   s.wait();
-  const auto early = std::chrono::steady_clock::now() - t0;
-  CHECK(early >= 40ms);
+  CHECK(std::chrono::steady_clock::now() - t0 >= 40ms);
+  // The receive about 20 ms ahead: its clear-to-send is still the rest of 40 ms from the
+  // sender (60 ms in all when the sleep is exact; measured, as a busy machine sleeps longer).
+  const auto posted = std::chrono::steady_clock::now();
+  r = w.at(2).irecv(b, 1, 0);
+  std::this_thread::sleep_for(20ms);
+  t0 = std::chrono::steady_clock::now();
+  s = w.at(1).isend(a, 2, 0);
+  r.wait();
+  s.wait();
+  const auto ahead = t0 - posted;
+  if (ahead < 40ms)  // else the machine slept past the whole crossing: nothing to show
+    CHECK(std::chrono::steady_clock::now() - t0 >= 40ms + (40ms - ahead));
   // The send first: the receive's clear-to-send crosses first, 80 ms in all.
   t0 = std::chrono::steady_clock::now();
   s = w.at(1).isend(a, 2, 0);

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <algorithm>
+#include <chrono>
 #include <cstddef>
 #include <cstring>
 #include <deque>
@@ -44,7 +45,8 @@ struct delay_model {
     const auto l = link(src, dst);
     return l ? collective::p2p(*l, static_cast<double>(bytes)) : seconds{0};
   }
-  /// A receive posted after its send: its clear-to-send crosses the link first (rendezvous).
+  /// A receive's clear-to-send crosses the link before the data may flow (rendezvous): all of
+  /// it for a receive posted after its send.
   seconds handshake(int src, int dst) const {
     const auto l = link(src, dst);
     return l ? l->alpha : seconds{0};
@@ -76,11 +78,12 @@ class inproc_world {
  private:
   struct endpoint;
 
-  // A posted point-to-point operation waiting for its partner.
+  // A posted point-to-point operation waiting for its partner, and when it was posted.
   struct posted {
     const_data send;
     mutable_data recv;
     event done;
+    std::chrono::steady_clock::time_point at{};
   };
   struct channel {
     std::deque<posted> sends, recvs;
@@ -116,7 +119,10 @@ class inproc_world {
     posted r = ch.recvs.front();
     ch.recvs.pop_front();
     lock.unlock();
-    match(src, dst, tag, data, r.recv, done, r.done, false);
+    // The receive's clear-to-send left when it was posted: what of its crossing is still ahead.
+    const seconds crossed = std::chrono::steady_clock::now() - r.at;
+    const seconds ahead = delay_.handshake(src, dst) - crossed;
+    match(src, dst, tag, data, r.recv, done, r.done, std::max(ahead, seconds{0}));
     return done;
   }
   event recv(int dst, int src, int tag, mutable_data data) {
@@ -125,19 +131,21 @@ class inproc_world {
     std::unique_lock lock(m_);
     channel& ch = channels_[{src, dst, tag}];
     if (ch.sends.empty()) {
-      ch.recvs.push_back({{}, data, done});
+      ch.recvs.push_back({{}, data, done, std::chrono::steady_clock::now()});
       return done;
     }
     posted s = ch.sends.front();
     ch.sends.pop_front();
     lock.unlock();
-    match(src, dst, tag, s.send, data, s.done, done, true);
+    match(src, dst, tag, s.send, data, s.done, done, delay_.handshake(src, dst));
     return done;
   }
-  // `late_receive`: the receive was posted after the send, so the sender learns of it a link
-  // latency later before the data flows.
+  // `handshake`: what the sender still waits for the receive's clear-to-send, which crosses the
+  // link from the moment the receive is posted (rendezvous: nothing flows before the receiver
+  // has a buffer ready) — all of it for a receive posted after its send, what is left of it for
+  // one posted less than a link latency before, as `cost_model::transfer_start` has it.
   void match(int src, int dst, int tag, const_data from, mutable_data to, const event& sent,
-             const event& received, bool late_receive) {
+             const event& received, seconds handshake) {
     if (from.count != to.count || from.type != to.type) {
       sent.fire();  // nobody waits forever; the caller's task fails and stops the run
       received.fire();
@@ -148,8 +156,7 @@ class inproc_world {
                               name_of(to.type));
     }
     if (from.count > 0) std::memcpy(to.data, from.data, from.bytes());
-    const seconds t = delay_.p2p(from.bytes(), src, dst) +
-                      (late_receive ? delay_.handshake(src, dst) : seconds{0});
+    const seconds t = delay_.p2p(from.bytes(), src, dst) + handshake;
     complete_after(t, sent);
     complete_after(t, received);
   }
