@@ -292,7 +292,9 @@ class linear_binding {
     const row_range own = overlap_of(st.s * share, share);
     nn::matrix<T>& in = st.recv[static_cast<std::size_t>(j)];
     if (c.step == 1) {
-      for (int k = 0; k < S; ++k) {
+      // A piece none of whose rows this rank owns adds nothing (and its empty range may lie
+      // outside the output: no block of it is taken).
+      for (int k = 0; k < S && own.count > 0; ++k) {
         const auto block = in.middleRows(k * own.count, own.count);
         auto out = st.y.middleRows(own.first - st.s * share, own.count);
         if (k == 0)
