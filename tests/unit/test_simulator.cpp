@@ -511,6 +511,13 @@ TEST_CASE("each op copy at its own work: the copies of an all-to-all wait for th
   const units got = simulate_on_workers(p, costing(2), 2, own, 2).makespan;
   CHECK(got == testing::approx(simulate_on_workers(p, costing(3), 2, {}, 2).makespan));
   CHECK(got > simulate_on_workers(p, costing(2), 2, {}, 2).makespan + units(0.5));
+  // A copy whose work was not measured (0) costs the model's: replica 1's attention at 2, the
+  // slower of the two, as if both had taken 2.
+  unit_sim_options unmeasured = own;
+  for (std::uint32_t i = 0; i < p.size(); ++i)
+    if (p.at(i).k == kind::attn && p.at(i).ph == phase::F) unmeasured.work[p.size() + i] = units(0);
+  CHECK(simulate_on_workers(p, costing(2), 2, unmeasured, 2).makespan ==
+        testing::approx(simulate_on_workers(p, costing(2), 2, {}, 2).makespan));
   // On one worker the copies take turns and it never idles (a copy waiting at an all-to-all
   // leaves the worker to the other): the step is every copy's work, 1 + 3 for the forward
   // attention and 1 for each other unit of compute of both replicas.

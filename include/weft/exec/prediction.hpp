@@ -72,13 +72,6 @@ inline std::vector<seconds> work_alone(const program& p, const run_measures& m, 
   for (std::size_t i = 0; i < alone.size(); ++i) alone[i] = m.cpu[i] / (1 + x * m.co_run[i]);
   return alone;
 }
-}  // namespace detail
-
-/// `base` calibrated from a run of `p`: compute at its CPU time where the run measured it (its
-/// work alone: what running beside another unit added, `co_run_slowdown`, taken out again; the
-/// simulated cores slow it as they did), else at its measured span; communication at its
-/// measured spans.
-namespace detail {
 /// `calibrated_from` with the co-run slowdown `x` already read off the run.
 inline cost_model calibrated_from(const program& p, const timeline& measured, const run_measures& m,
                                   cost_model base, double x) {
@@ -86,6 +79,10 @@ inline cost_model calibrated_from(const program& p, const timeline& measured, co
 }
 }  // namespace detail
 
+/// `base` calibrated from a run of `p`: compute at its CPU time where the run measured it (its
+/// work alone: what running beside another unit added, `co_run_slowdown`, taken out again; the
+/// simulated cores slow it as they did), else at its measured span; communication at its
+/// measured spans.
 inline cost_model calibrated_from(const program& p, const timeline& measured, const run_measures& m,
                                   cost_model base = {}) {
   return detail::calibrated_from(p, measured, m, std::move(base), co_run_slowdown(p, m));

@@ -55,8 +55,9 @@ struct basic_sim_options {
   /// compute at full rate, as a run measured it op by op (`exec::sim_options_from` gives the CPU
   /// runtime's): `simulate_on_workers` then costs a unit of compute here rather than at its
   /// (kind, phase)'s mean, so the copies of one op differ as they did, and a collective after
-  /// them waits for the slowest. Empty: every unit at the cost model's. A size other than every
-  /// copy's is refused.
+  /// them waits for the slowest. Empty: every unit at the cost model's; an entry of 0 or less (a
+  /// unit the run did not measure) keeps the cost model's too. A size other than every copy's is
+  /// refused.
   std::vector<T> work{};
 };
 using sim_options = basic_sim_options<seconds>;
