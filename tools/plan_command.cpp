@@ -13,6 +13,7 @@
 
 #include <weft/io/chrome_trace.hpp>
 #include <weft/io/timeline.hpp>
+#include <weft/plan/best.hpp>
 #include <weft/plan/cluster_file.hpp>
 #include <weft/plan/estimate.hpp>
 #include <weft/plan/hf_config.hpp>
@@ -38,6 +39,14 @@ std::string gigabytes(double bytes) {
   return s.str();
 }
 
+/// The flags that run plan `j`'s schedule, chunks and layout.
+std::string flags(const plan::job& j) {
+  std::string f = "--schedule " + j.schedule;
+  if (j.chunks != 1) f += " --chunks " + std::to_string(j.chunks);
+  if (!j.layout.empty()) f += " --pipeline-layout \"" + j.layout + "\"";
+  return f;
+}
+
 }  // namespace
 
 int plan_command(const request& q) {
@@ -53,7 +62,28 @@ int plan_command(const request& q) {
     own.spec.name = q.cluster;
     c = &own.spec;
   }
-  const plan::estimate e = plan::estimate_job(m, q.job, *c);
+  const plan::estimate e = [&] {
+    try {
+      return plan::estimate_job(m, q.job, *c);
+    } catch (const config_error& x) {
+      // A job that does not run as asked (its layers do not split, its layout does not fit the
+      // schedule): name the search's plan with the same schedule, else its best.
+      std::string hint;
+      try {
+        const plan::plan_search_result r = plan::best_plan(m, q.job, *c);
+        const plan::plan_choice* pick = &r.judged[*r.best];
+        for (const plan::plan_choice& x : r.judged)
+          if (x.ran && x.tried.schedule == q.job.schedule &&
+              (pick->tried.schedule != q.job.schedule || (x.fits && !pick->fits) ||
+               (x.fits == pick->fits && x.step < pick->step)))
+            pick = &x;
+        hint = "\nweft plan: " + flags(pick->tried) + " runs this job" +
+               (pick->fits ? "" : " (though it does not fit in memory)");
+      } catch (const config_error&) {
+      }
+      throw config_error(x.what() + hint);
+    }
+  }();
 
   // Every other schedule that applies to the same job, for the table.
   struct row {
@@ -75,6 +105,9 @@ int plan_command(const request& q) {
     table.push_back(std::move(r));
   }
 
+  // The best plan: every schedule, chunk count and placement of the layers for the same sizes.
+  const plan::plan_search_result found = plan::best_plan(m, q.job, *c);
+  const plan::plan_choice& best = found.judged[*found.best];
   if (!q.svg.empty() || !q.trace.empty()) {
     const timeline t = simulate(e.prog, e.cost, {.record_slowed = true});
     if (!q.svg.empty()) {
@@ -125,6 +158,14 @@ int plan_command(const request& q) {
       rows.push_back(x);
     }
     j["schedules"] = rows;
+    j["best"] = {{"schedule", best.tried.schedule},
+                 {"chunks", best.tried.chunks},
+                 {"pipeline_layout", best.tried.layout},
+                 {"step_s", best.step.count()},
+                 {"mfu", best.mfu},
+                 {"peak_memory_bytes", best.peak_memory_bytes},
+                 {"fits", best.fits}};
+    j["plans_judged"] = found.judged.size();
     std::cout << j.dump() << "\n";
     return exit_ok;
   }
@@ -161,6 +202,11 @@ int plan_command(const request& q) {
               << std::setprecision(1) << 100 * r.result->mfu << "%" << std::setw(12)
               << gigabytes(most) << (most <= hbm ? "" : " (over)") << "\n";
   }
+  std::cout << "\nbest of " << found.judged.size()
+            << " plans judged (schedules, chunks, layouts): " << flags(best.tried) << "\n  step "
+            << std::setprecision(3) << best.step.count() << " s, MFU " << std::setprecision(1)
+            << 100 * best.mfu << "%, peak memory " << gigabytes(best.peak_memory_bytes)
+            << (best.fits ? "" : " — no plan fits; this one needs the least") << "\n";
   std::cout << std::defaultfloat;
   return exit_ok;
 }

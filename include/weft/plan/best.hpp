@@ -1,0 +1,265 @@
+// The best plan for a job: every schedule that applies, its chunk counts, and where the layers
+// sit — split evenly, or balanced so that no stage carries the embedding's or the LM head's
+// extra work on top of an even share — each estimated with the one model (plan/estimate.hpp);
+// the fastest that fits in the devices' memory wins. docs/planning.md shows it at work.
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <limits>
+#include <optional>
+#include <queue>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include <weft/core/error.hpp>
+#include <weft/generators/registry.hpp>
+#include <weft/plan/estimate.hpp>
+
+namespace weft::plan {
+
+struct plan_search_options {
+  /// The most chunks per rank tried for a generator that takes a count (the interleaved one).
+  int max_chunks = 4;
+};
+
+/// One plan judged: the job as tried (schedule, chunks, layout), and its figures — or why the
+/// job cannot run that way.
+struct plan_choice {
+  job tried;
+  bool ran = false;
+  seconds step{0};
+  double mfu = 0;
+  double peak_memory_bytes = 0;  ///< the heaviest pipeline rank's
+  bool fits = false;             ///< within the device's HBM
+  std::string why;               ///< when it did not run
+};
+
+struct plan_search_result {
+  std::vector<plan_choice> judged;  ///< in the order tried: schedule, chunks, layout
+  /// The fastest plan that fits; when none fits, the one needing the least memory. Empty when
+  /// no plan ran at all.
+  std::optional<std::size_t> best;
+  std::optional<estimate> best_estimate;
+};
+
+namespace detail {
+
+/// The stage of model `m`'s decoder layer `l` (first = l) on its own, or its edges: the
+/// embedding (`edge` 0), the LM head and loss (1), an MTP layer (2).
+inline seconds piece_cost(const transformer& m, const job& j, const cluster& c, int l, int edge) {
+  layout_stage st;
+  if (l >= 0) {
+    st.first_layer = l;
+    st.layers = 1;
+  } else {
+    st.embedding = edge == 0;
+    st.loss = edge == 1;
+    st.mtp = edge == 2 ? 1 : 0;
+  }
+  const chunk_cost<seconds> k = stage_costs(m, j, c, st).cost;
+  return k.F + k.B;
+}
+
+/// Splits pieces of costs `cost`, in order, into `stages` contiguous non-empty stages (at most
+/// one per piece) so that the costliest stage is as cheap as it can be. Returns where each
+/// stage begins, and the end: `stages` + 1 indices. The least feasible cap by bisection, each
+/// cap tried greedily (fill a stage while it stays under the cap: the fewest stages any
+/// partition under that cap needs); stages left over split the stages of the most pieces, which
+/// never raises the costliest. Pieces x 64 steps, plus a split's pieces each.
+inline std::vector<std::size_t> min_max_partition(const std::vector<double>& cost, int stages) {
+  const std::size_t n = cost.size();
+  if (stages < 1 || static_cast<std::size_t>(stages) > n)
+    throw config_error("min_max_partition: " + std::to_string(n) + " pieces do not fill " +
+                       std::to_string(stages) + " stage(s)");
+  double total = 0, largest = 0;
+  for (const double c : cost) {
+    if (!(c >= 0) || c > 1e300)
+      throw config_error("min_max_partition: a piece's cost is not finite");
+    total += c;
+    largest = std::max(largest, c);
+  }
+  const auto greedy = [&](double cap) {
+    std::vector<std::size_t> begin{0};
+    double load = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      if (i > begin.back() && load + cost[i] > cap) {
+        begin.push_back(i);
+        load = 0;
+      }
+      load += cost[i];
+    }
+    return begin;
+  };
+  const auto S = static_cast<std::size_t>(stages);
+  double lo = std::max(largest, total / static_cast<double>(S)), hi = std::max(lo, total);
+  for (int step = 0; step < 64 && hi - lo > 1e-12 * hi; ++step) {
+    const double mid = (lo + hi) / 2;
+    (greedy(mid).size() <= S ? hi : lo) = mid;
+  }
+  // The stages as (pieces, first, end), the most pieces on top.
+  std::priority_queue<std::tuple<std::size_t, std::size_t, std::size_t>> parts;
+  {
+    std::vector<std::size_t> b = greedy(hi);
+    b.push_back(n);
+    for (std::size_t s = 0; s + 1 < b.size(); ++s) parts.push({b[s + 1] - b[s], b[s], b[s + 1]});
+  }
+  while (parts.size() < S) {  // split the stage of the most pieces where it halves best
+    const std::size_t a = std::get<1>(parts.top()), b = std::get<2>(parts.top());
+    parts.pop();
+    std::size_t at = a + 1;
+    double left = cost[a], right = 0, best = std::numeric_limits<double>::infinity();
+    for (std::size_t i = a + 1; i < b; ++i) right += cost[i];
+    for (std::size_t k = a + 1; k < b; ++k) {  // the second part begins at k
+      if (std::max(left, right) < best) {
+        best = std::max(left, right);
+        at = k;
+      }
+      left += cost[k];
+      right -= cost[k];
+    }
+    parts.push({at - a, a, at});
+    parts.push({b - at, at, b});
+  }
+  std::vector<std::size_t> begin{n};
+  for (; !parts.empty(); parts.pop()) begin.push_back(std::get<1>(parts.top()));
+  std::sort(begin.begin(), begin.end());
+  return begin;
+}
+
+/// Stages' contents in Megatron's grammar, joined by `|`; a run of equal stages (but the last)
+/// written once, `(t*4|)*14,`.
+inline std::string layout_text(const std::vector<std::string>& stage) {
+  std::string out;
+  const std::size_t S = stage.size();
+  for (std::size_t s = 0; s + 1 < S;) {  // every stage but the last ends with '|'
+    std::size_t same = 1;
+    while (s + same + 1 < S && stage[s + same] == stage[s]) ++same;
+    out += same > 1 ? "(" + stage[s] + "|)*" + std::to_string(same) + "," : stage[s] + "|";
+    s += same;
+  }
+  return S > 0 ? out + stage[S - 1] : out;
+}
+
+/// A layout in Megatron's grammar that puts model `m`'s pieces — the embedding, the decoder
+/// layers, the MTP layers, the loss, in model order — into `stages` stages with the costliest
+/// stage as cheap as it can be (`min_max_partition`; a piece costs its forward and backward
+/// on its own, the embedding riding with the first layer, which it opens).
+inline std::string balanced_layout(const transformer& m, const job& j, const cluster& c,
+                                   int stages) {
+  std::vector<char> sym;
+  std::vector<double> cost;
+  const double embedding = piece_cost(m, j, c, -1, 0).count();
+  for (int l = 0; l < m.layers; ++l) {
+    sym.push_back('t');
+    cost.push_back(piece_cost(m, j, c, l, -1).count() + (l == 0 ? embedding : 0.0));
+  }
+  for (int k = 0; k < m.mtp_layers; ++k) {
+    sym.push_back('m');
+    cost.push_back(piece_cost(m, j, c, -1, 2).count());
+  }
+  sym.push_back('L');
+  cost.push_back(piece_cost(m, j, c, -1, 1).count());
+  const std::vector<std::size_t> begin = min_max_partition(cost, stages);
+  std::vector<std::string> text;
+  for (std::size_t s = 0; s + 1 < begin.size(); ++s) {
+    int layers = 0, mtp = 0;
+    bool loss = false;
+    for (std::size_t i = begin[s]; i < begin[s + 1]; ++i) {
+      layers += sym[i] == 't';
+      mtp += sym[i] == 'm';
+      loss = loss || sym[i] == 'L';
+    }
+    std::string t = s == 0 ? "E" : "";
+    if (layers > 0) t += layers == 1 ? "t" : "t*" + std::to_string(layers);
+    if (mtp > 0) t += mtp == 1 ? "m" : "m*" + std::to_string(mtp);
+    text.push_back(loss ? t + "L" : t);
+  }
+  return layout_text(text);
+}
+
+/// Pipeline stages a generator makes for `pp` ranks and `chunks` (where it takes a count).
+inline int stages_for(const generator_info& g, int pp, int chunks) {
+  const int per_rank = g.chunks_per_rank > 0 ? g.chunks_per_rank : chunks;
+  return pp * (g.bidirectional ? per_rank / 2 : per_rank);
+}
+
+}  // namespace detail
+
+/// Judges every schedule the registry has for job `base` of model `m` on cluster `c` — each
+/// with the chunk counts it can take (up to `o.max_chunks`), each with the layers as `base`
+/// places them (where its layout fits), split evenly (where they divide) and balanced
+/// (`detail::balanced_layout`); the job as given is judged first — and picks the fastest that fits
+/// the device's HBM. The parallel sizes, batch, recomputation and the rest stay as `base` has them.
+/// When no plan runs at all (sizes no schedule can change: heads over tp, experts over ep, the
+/// batch), throws the job's own `config_error`.
+inline plan_search_result best_plan(const transformer& m, const job& base, const cluster& c,
+                                    plan_search_options o = {}) {
+  if (o.max_chunks < 1 || o.max_chunks > 64)
+    throw config_error("best_plan: max_chunks must be in [1, 64], got " +
+                       std::to_string(o.max_chunks));
+  plan_search_result out;
+  std::vector<job> tries{base};
+  for (const generator_info& g : generators) {
+    std::vector<int> counts;
+    if (g.chunks_per_rank > 0)
+      counts.push_back(1);  // the generator's own count (`--chunks 1` leaves it)
+    else
+      for (int v = 2; v <= o.max_chunks; ++v) counts.push_back(v);
+    for (const int v : counts) {
+      job j = base;
+      j.schedule = std::string(g.name);
+      j.chunks = v;
+      const int S = detail::stages_for(g, j.pp, v);
+      if (!base.layout.empty()) tries.push_back(j);  // the user's layout, where it fits
+      j.layout.clear();
+      if (m.layers % S == 0) tries.push_back(j);
+      // Balanced: only with a piece for every stage (an empty stage idles its devices).
+      if (S <= m.layers + m.mtp_layers + 1) {
+        j.layout = detail::balanced_layout(m, j, c, S);
+        tries.push_back(j);
+      }
+    }
+  }
+  const auto same = [](const job& a, const job& b) {
+    return a.schedule == b.schedule && a.chunks == b.chunks && a.layout == b.layout;
+  };
+  double best_memory = std::numeric_limits<double>::infinity();
+  for (std::size_t t = 0; t < tries.size(); ++t) {
+    if (std::any_of(tries.begin(), tries.begin() + static_cast<std::ptrdiff_t>(t),
+                    [&](const job& x) { return same(x, tries[t]); }))
+      continue;
+    plan_choice ch;
+    ch.tried = tries[t];
+    std::optional<estimate> e;
+    try {
+      e = estimate_job(m, tries[t], c);
+    } catch (const config_error& x) {
+      ch.why = x.what();
+    }
+    if (e) {
+      ch.ran = true;
+      ch.step = e->step;
+      ch.mfu = e->mfu;
+      ch.peak_memory_bytes =
+          *std::max_element(e->memory_per_rank.begin(), e->memory_per_rank.end());
+      ch.fits = ch.peak_memory_bytes <= c.hbm_bytes;
+      const plan_choice* b = out.best ? &out.judged[*out.best] : nullptr;
+      const bool better = !b                   ? true
+                          : ch.fits != b->fits ? ch.fits
+                          : ch.fits            ? ch.step < b->step
+                                               : ch.peak_memory_bytes < best_memory;
+      if (better) {
+        out.best = out.judged.size();
+        out.best_estimate = std::move(e);
+        best_memory = ch.peak_memory_bytes;
+      }
+    }
+    out.judged.push_back(std::move(ch));
+  }
+  if (!out.best) throw config_error(out.judged.front().why);
+  return out;
+}
+
+}  // namespace weft::plan

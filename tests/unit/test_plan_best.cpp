@@ -1,0 +1,192 @@
+// The best plan for a job: the layers balanced over the stages (against a brute force), the
+// layout written in Megatron's grammar, and the search over schedules, chunks and layouts that
+// keeps to the devices' memory.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <weft/plan/best.hpp>
+
+using namespace weft::plan;
+
+namespace {
+
+/// The least costliest stage over every way to cut `cost` into `stages` non-empty runs.
+double brute_force(const std::vector<double>& cost, int stages) {
+  const std::size_t n = cost.size();
+  double best = std::numeric_limits<double>::infinity();
+  std::vector<std::size_t> cut(static_cast<std::size_t>(stages) + 1, 0);
+  const auto go = [&](auto& self, std::size_t s, std::size_t from) -> void {
+    if (s == static_cast<std::size_t>(stages)) {
+      if (from != n) return;
+      double worst = 0;
+      for (std::size_t k = 0; k < s; ++k) {
+        double sum = 0;
+        for (std::size_t i = cut[k]; i < cut[k + 1]; ++i) sum += cost[i];
+        worst = std::max(worst, sum);
+      }
+      best = std::min(best, worst);
+      return;
+    }
+    for (std::size_t to = from + 1; to <= n; ++to) {
+      cut[s + 1] = to;
+      self(self, s + 1, to);
+    }
+  };
+  go(go, 0, 0);
+  return best;
+}
+
+double costliest(const std::vector<double>& cost, const std::vector<std::size_t>& begin) {
+  double worst = 0;
+  for (std::size_t s = 0; s + 1 < begin.size(); ++s) {
+    double sum = 0;
+    for (std::size_t i = begin[s]; i < begin[s + 1]; ++i) sum += cost[i];
+    worst = std::max(worst, sum);
+  }
+  return worst;
+}
+
+// Five layers of hidden 1024 (8 heads, GeLU over 4096, 1000 tokens of vocabulary): a layer's
+// forward is 8Th^2 + 16Th^2 + 2Tsh FLOPs, the head's 2ThV, under a tenth of a layer's.
+transformer five_layers() {
+  transformer m;
+  m.model_type = "tiny";
+  m.layers = 5;
+  m.hidden = 1024;
+  m.heads = m.kv_heads = 8;
+  m.head_dim = 128;
+  m.ffn = 4096;
+  m.vocab = 1000;
+  m.mlp = mlp_kind::plain;
+  return m;
+}
+
+}  // namespace
+
+TEST_CASE("stages balanced: the costliest as cheap as any cut can make it") {
+  // Eight layers of 1 and a head of 3 on 4 stages: the head alone, the layers 3, 3 and 2.
+  const std::vector<double> eight{1, 1, 1, 1, 1, 1, 1, 1, 3};
+  CHECK(detail::min_max_partition(eight, 4) == std::vector<std::size_t>{0, 3, 6, 8, 9});
+  // One stage holds everything; as many stages as pieces, one each.
+  CHECK(detail::min_max_partition(eight, 1) == std::vector<std::size_t>{0, 9});
+  CHECK(detail::min_max_partition(eight, 9) ==
+        std::vector<std::size_t>{0, 1, 2, 3, 4, 5, 6, 7, 8, 9});
+  // A heavy piece first: the greedy cut needs only 2 stages at its cap; the rest are split off
+  // the stage of the most pieces, every stage still holding one.
+  const std::vector<double> heavy{10, 1, 1, 1, 1};
+  const std::vector<std::size_t> b = detail::min_max_partition(heavy, 4);
+  REQUIRE(b.size() == 5);
+  CHECK(costliest(heavy, b) == 10);
+  for (std::size_t s = 0; s + 1 < b.size(); ++s) CHECK(b[s] < b[s + 1]);
+
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<double> piece(0.0, 10.0);
+  for (int trial = 0; trial < 200; ++trial) {
+    std::vector<double> cost(static_cast<std::size_t>(1 + trial % 9));
+    for (double& c : cost) c = trial % 5 == 0 ? std::floor(piece(rng)) : piece(rng);
+    const int stages = 1 + trial % static_cast<int>(cost.size());
+    const std::vector<std::size_t> got = detail::min_max_partition(cost, stages);
+    REQUIRE(got.size() == static_cast<std::size_t>(stages) + 1);
+    CHECK(got.front() == 0);
+    CHECK(got.back() == cost.size());
+    for (std::size_t s = 0; s + 1 < got.size(); ++s) CHECK(got[s] < got[s + 1]);
+    CHECK(costliest(cost, got) == doctest::Approx(brute_force(cost, stages)).epsilon(1e-9));
+  }
+
+  CHECK_THROWS_WITH_AS(detail::min_max_partition(eight, 0),
+                       "min_max_partition: 9 pieces do not fill 0 stage(s)", weft::config_error);
+  CHECK_THROWS_WITH_AS(detail::min_max_partition(eight, 10),
+                       "min_max_partition: 9 pieces do not fill 10 stage(s)", weft::config_error);
+  CHECK_THROWS_WITH_AS(detail::min_max_partition({1, std::nan(""), 1}, 2),
+                       "min_max_partition: a piece's cost is not finite", weft::config_error);
+  CHECK_THROWS_AS(detail::min_max_partition({1, -1}, 1), weft::config_error);
+}
+
+TEST_CASE("a layout in Megatron's grammar: equal stages in a row written once") {
+  const std::string text = detail::layout_text({"Et*3", "t*4", "t*4", "t*4", "t*2mL"});
+  CHECK(text == "Et*3|(t*4|)*3,t*2mL");
+  const pipeline_layout l = parse_pipeline_layout(text, 5, 17, 1);
+  REQUIRE(l.stages.size() == 5);
+  CHECK(l.stages[0].layers == 3);
+  CHECK(l.stages[3].layers == 4);
+  CHECK(l.stages[4].layers == 2);
+  CHECK(l.stages[4].mtp == 1);
+  // The last stage stands alone even when it equals the ones before it.
+  CHECK(detail::layout_text({"Et", "t", "t", "tL"}) == "Et|(t|)*2,tL");
+  CHECK(detail::layout_text({"Et", "t", "t"}) == "Et|t|t");
+  CHECK(detail::layout_text({"EtL"}) == "EtL");
+}
+
+TEST_CASE("the best plan: every schedule, chunk count and layout, the fastest that fits") {
+  const transformer m = five_layers();
+  cluster c = clusters[0];
+  c.device = {.peak_flops = 1e15, .efficiency = 1, .memory_bytes_per_s = 1e12};
+  job j;
+  j.pp = 2;
+  j.seq = 1024;
+  j.global_batch_size = 4;
+
+  // Five layers do not split evenly over 2 ranks: the job as given is refused, and the layout
+  // balanced by cost puts 3 layers with the embedding first and 2 with the head (a tenth of a
+  // layer) last.
+  CHECK(detail::balanced_layout(m, j, c, 2) == "Et*3|t*2L");
+  const plan_search_result r = best_plan(m, j, c);
+  REQUIRE(!r.judged.empty());
+  CHECK(r.judged.front().tried.schedule == "1f1b");
+  CHECK(!r.judged.front().ran);
+  CHECK(r.judged.front().why.find("5 layers do not split evenly over 2 pipeline ranks") !=
+        std::string::npos);
+  REQUIRE(r.best);
+  REQUIRE(r.best_estimate);
+  const plan_choice& best = r.judged[*r.best];
+  CHECK(best.fits);
+  CHECK(best.step == r.best_estimate->step);
+  int ran = 0;
+  for (const plan_choice& x : r.judged) {
+    if (!x.ran) continue;
+    ++ran;
+    if (x.fits) CHECK(best.step <= x.step);
+  }
+  CHECK(ran >= 7);  // every generator ran with a balanced layout
+  bool balanced_1f1b = false;
+  for (const plan_choice& x : r.judged)
+    balanced_1f1b =
+        balanced_1f1b || (x.tried.schedule == "1f1b" && x.tried.layout == "Et*3|t*2L" && x.ran);
+  CHECK(balanced_1f1b);
+
+  // Memory decides: with room for only the leaner plans, the fastest of those wins; with room
+  // for none, the leanest, marked as not fitting.
+  double least = std::numeric_limits<double>::infinity(), most = 0;
+  for (const plan_choice& x : r.judged)
+    if (x.ran) {
+      least = std::min(least, x.peak_memory_bytes);
+      most = std::max(most, x.peak_memory_bytes);
+    }
+  REQUIRE(least < most);
+  c.hbm_bytes = (least + most) / 2;
+  const plan_search_result tight = best_plan(m, j, c);
+  const plan_choice& lean = tight.judged[*tight.best];
+  CHECK(lean.fits);
+  CHECK(lean.peak_memory_bytes <= c.hbm_bytes);
+  for (const plan_choice& x : tight.judged)
+    if (x.ran && x.fits) CHECK(lean.step <= x.step);
+  c.hbm_bytes = least / 2;
+  const plan_search_result none = best_plan(m, j, c);
+  CHECK(!none.judged[*none.best].fits);
+  CHECK(none.judged[*none.best].peak_memory_bytes == least);
+
+  // Sizes no schedule changes: the job's own error.
+  job bad = j;
+  bad.tp = 3;
+  CHECK_THROWS_WITH_AS(best_plan(m, bad, c),
+                       "the model's 8 attention heads do not split over --tp 3",
+                       weft::config_error);
+  CHECK_THROWS_AS(best_plan(m, j, c, {.max_chunks = 0}), weft::config_error);
+}
