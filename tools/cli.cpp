@@ -531,6 +531,9 @@ parsed parse(int argc, const char* const* argv) {
                 "keep the optimizer states whole on every data-parallel rank");
   job->add_flag("--no-flash-attention", q.no_flash_attention,
                 "attention's scores as whole matmuls, kept for the backward (2022's Megatron)");
+  job->add_flag("--check", q.check_memory,
+                "rule 5 in bytes: exit 1 (illegal) when a rank's model states and live "
+                "activations exceed its device's memory, naming the op where it first does");
   output_options(*job, q, true);
 
   auto* search = app.add_subcommand(

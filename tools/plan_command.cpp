@@ -16,6 +16,7 @@
 #include <weft/plan/best.hpp>
 #include <weft/plan/cluster_file.hpp>
 #include <weft/plan/estimate.hpp>
+#include <weft/plan/fits.hpp>
 #include <weft/plan/hf_config.hpp>
 #include "commands.hpp"
 
@@ -123,7 +124,10 @@ int plan_command(const request& q) {
   }
 
   const double hbm = c->hbm_bytes;
-  const double peak = *std::max_element(e.memory_per_rank.begin(), e.memory_per_rank.end());
+  const std::optional<plan::memory_overrun> over = plan::first_overrun(e, hbm);
+  const std::string over_text = over ? plan::to_string(*over, e.sched) : "";
+  // --check: the job is illegal when it does not fit (exit 1), as rule 5 is for the checker.
+  const int code = over && q.check_memory ? exit_illegal : exit_ok;
   if (q.json) {
     json j;
     j["model_type"] = m.model_type;
@@ -143,7 +147,8 @@ int plan_command(const request& q) {
     j["bubble_ratio"] = e.metrics.bubble_ratio;
     j["memory_per_stage_bytes"] = e.memory_per_rank;
     j["hbm_bytes"] = hbm;
-    j["fits"] = peak <= hbm;
+    j["fits"] = !over;
+    if (over) j["memory_overrun"] = over_text;
     json rows = json::array();
     for (const row& r : table) {
       json x{{"schedule", r.name}};
@@ -167,7 +172,7 @@ int plan_command(const request& q) {
                  {"fits", best.fits}};
     j["plans_judged"] = found.judged.size();
     std::cout << j.dump() << "\n";
-    return exit_ok;
+    return code;
   }
   const plan::job& jb = q.job;
   std::cout << std::fixed << std::setprecision(2) << m.model_type << ": "
@@ -186,7 +191,9 @@ int plan_command(const request& q) {
   std::cout << "memory per stage (of " << gigabytes(hbm) << "):";
   for (std::size_t r = 0; r < e.memory_per_rank.size(); ++r)
     std::cout << (r ? ", " : " ") << "rank " << r << " " << gigabytes(e.memory_per_rank[r]);
-  std::cout << (peak <= hbm ? "" : " — does not fit") << "\n\n";
+  std::cout << (over ? " — does not fit" : "") << "\n";
+  if (over) std::cout << over_text << "\n";
+  std::cout << "\n";
   std::cout << std::left << std::setw(12) << "schedule" << std::right << std::setw(10) << "step s"
             << std::setw(8) << "MFU" << std::setw(12) << "peak mem"
             << "\n";
@@ -208,7 +215,7 @@ int plan_command(const request& q) {
             << 100 * best.mfu << "%, peak memory " << gigabytes(best.peak_memory_bytes)
             << (best.fits ? "" : " — no plan fits; this one needs the least") << "\n";
   std::cout << std::defaultfloat;
-  return exit_ok;
+  return code;
 }
 
 }  // namespace weft::cli

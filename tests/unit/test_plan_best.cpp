@@ -7,11 +7,13 @@
 #include <cmath>
 #include <cstddef>
 #include <limits>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
 
 #include <weft/plan/best.hpp>
+#include <weft/plan/fits.hpp>
 
 using namespace weft::plan;
 
@@ -189,4 +191,46 @@ TEST_CASE("the best plan: every schedule, chunk count and layout, the fastest th
                        "the model's 8 attention heads do not split over --tp 3",
                        weft::config_error);
   CHECK_THROWS_AS(best_plan(m, j, c, {.max_chunks = 0}), weft::config_error);
+}
+
+TEST_CASE("rule 5 in bytes: a rank's model states and live activations against its device") {
+  // Two layers on pp 2, 1F1B, 2 micro-batches (the estimate's test in test_plan_model.cpp):
+  // rank 0 holds both micro-batches' activations after its second forward, rank 1 one at a time.
+  transformer m = five_layers();
+  m.layers = 2;
+  cluster c = clusters[0];
+  c.device = {.peak_flops = 1e15, .efficiency = 1, .memory_bytes_per_s = 1e12};
+  job j;
+  j.pp = 2;
+  j.seq = 1024;
+  j.global_batch_size = 2;
+  const estimate e = estimate_job(m, j, c);
+  const double states = 18 * e.stages[0].params, act = e.stages[0].activation_bytes;
+  REQUIRE(e.states_per_rank.size() == 2);
+  CHECK(e.states_per_rank[0] == doctest::Approx(states));
+  CHECK(e.memory_per_rank[0] == doctest::Approx(states + 2 * act));
+
+  CHECK(!first_overrun(e, states + 2 * act + 1));  // everything fits
+  // Room for one micro-batch: the second forward on rank 0 goes over.
+  const std::optional<memory_overrun> o = first_overrun(e, states + 1.5 * act);
+  REQUIRE(o);
+  CHECK(o->rank == 0);
+  CHECK(e.sched.ops[o->index].mb == 1);
+  CHECK(e.sched.ops[o->index].ph == weft::phase::F);
+  CHECK(o->units == 2);
+  CHECK(o->states == doctest::Approx(states));
+  CHECK(o->activations == doctest::Approx(2 * act));
+  const std::string text = to_string(*o, e.sched);
+  CHECK(text.starts_with("weft: rule 5 (memory): block/F mb=1 on rank 0, slot "));
+  CHECK(text.find(" — model states " + detail::gb(states) +
+                  " and 2 live (micro-batch, chunk) "
+                  "units of activations, " +
+                  detail::gb(2 * act) + " — over the device's " + detail::gb(states + 1.5 * act)) !=
+        std::string::npos);
+  // No room even for the states: the first forward already goes over.
+  const std::optional<memory_overrun> first = first_overrun(e, states / 2);
+  REQUIRE(first);
+  CHECK(first->rank == 0);
+  CHECK(e.sched.ops[first->index].mb == 0);
+  CHECK(first->units == 1);
 }

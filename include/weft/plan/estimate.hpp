@@ -39,7 +39,10 @@ struct estimate {
   step_metrics metrics;
   seconds pipeline{0}, grad_sync{0}, optimizer{0}, step{0};
   std::vector<double> memory_per_rank;  ///< bytes: model states and peak live activations
-  double model_flops = 0;               ///< one step, every device together
+  std::vector<double> states_per_rank;  ///< bytes: parameters, gradients, optimizer states
+  /// Bytes one micro-batch keeps for the backward on each chunk of the schedule's model.
+  std::vector<double> chunk_activation_bytes;
+  double model_flops = 0;  ///< one step, every device together
   double tokens_per_s = 0, mfu = 0, tflops_per_device = 0;
 };
 
@@ -210,8 +213,10 @@ inline estimate estimate_job(const transformer& m, const job& j, const cluster& 
     expert[r] += out.stages[stage_of(ch)].expert_params;
     layers[r] += layout.stages[stage_of(ch)].layers + layout.stages[stage_of(ch)].mtp;
   }
+  for (int ch = 0; ch < md.chunks(); ++ch)
+    out.chunk_activation_bytes.push_back(out.stages[stage_of(ch)].activation_bytes);
   const buffer<double> live = peak_live_weight(
-      out.sched, [&](int ch) { return out.stages[stage_of(ch)].activation_bytes; });
+      out.sched, [&](int ch) { return out.chunk_activation_bytes[static_cast<std::size_t>(ch)]; });
   const long long dp_ranks = static_cast<long long>(j.dp) * j.cp;
   const int dense_shards = j.distributed_optimizer ? static_cast<int>(dp_ranks) : 1;
   const int expert_shards = j.distributed_optimizer ? static_cast<int>(dp_ranks / j.ep) : 1;
@@ -223,8 +228,9 @@ inline estimate estimate_job(const transformer& m, const job& j, const cluster& 
   const int d = static_cast<int>(dp_ranks), ed = static_cast<int>(dp_ranks / j.ep);
   double slowest_sync = 0, largest = 0;
   for (std::size_t r = 0; r < dense.size(); ++r) {
-    out.memory_per_rank.push_back(model_state_bytes(dense[r], dense_shards) +
-                                  model_state_bytes(expert[r], expert_shards) + live[r]);
+    out.states_per_rank.push_back(model_state_bytes(dense[r], dense_shards) +
+                                  model_state_bytes(expert[r], expert_shards));
+    out.memory_per_rank.push_back(out.states_per_rank.back() + live[r]);
     // Gradients reduce-scattered in fp32 and parameters all-gathered in bf16 over the
     // data-parallel ranks (the experts' over theirs).
     const seconds sync = collective::ring_reduce_scatter(dp_link, d, 4 * dense[r]) +

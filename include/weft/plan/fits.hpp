@@ -1,0 +1,73 @@
+// Rule 5 in bytes: an estimated job against its devices' memory. Where the legality checker
+// counts live (micro-batch, chunk) units against a bound, a planned job weighs each unit at its
+// chunk's activation bytes, adds the rank's model states, and holds the sum to the device's HBM —
+// naming the op at which a rank first needs more than it has.
+#pragma once
+
+#include <cstdint>
+#include <cstdio>
+#include <optional>
+#include <string>
+
+#include <weft/plan/estimate.hpp>
+#include <weft/schedule/memory.hpp>
+#include <weft/schedule/text.hpp>
+
+namespace weft::plan {
+
+/// Where a rank first needs more memory than `cap`: the op whose forward claims the activations
+/// that go over (its index in the schedule), the rank's model states, and its live activations
+/// then, in bytes and in (micro-batch, chunk) units.
+struct memory_overrun {
+  int rank = -1;
+  std::uint32_t index = 0;
+  double states = 0, activations = 0, cap = 0;
+  int units = 0;
+};
+
+/// The first op, in issue order, at which a rank of estimate `e` holds more than `cap` bytes:
+/// its model states plus its live activations, each (micro-batch, chunk) unit at its chunk's
+/// bytes. Empty when every rank fits.
+inline std::optional<memory_overrun> first_overrun(const estimate& e, double cap) {
+  std::optional<memory_overrun> found;
+  weft::detail::walk_live(
+      e.sched, [&](int chunk) { return e.chunk_activation_bytes[static_cast<std::size_t>(chunk)]; },
+      [&](int r, std::uint32_t i, double live) {
+        const double states = e.states_per_rank[static_cast<std::size_t>(r)];
+        if (!found && states + live > cap)
+          found = memory_overrun{
+              .rank = r, .index = i, .states = states, .activations = live, .cap = cap};
+      });
+  if (found)  // the same walk in units, to the same op
+    weft::detail::walk_live(
+        e.sched, [](int) { return 1; },
+        [&](int, std::uint32_t i, int live) {
+          if (i == found->index) found->units = live;
+        });
+  return found;
+}
+
+namespace detail {
+inline std::string gb(double bytes) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.1f GB", bytes / 1e9);
+  return text;
+}
+}  // namespace detail
+
+/// One line in the checker's words, e.g. "weft: rule 5 (memory): attn/F mb=3 on rank 1, slot
+/// 12 needs 115.7 GB — model states 40.2 GB and 9 live (micro-batch, chunk) units of
+/// activations, 75.5 GB — over the device's 80.0 GB".
+inline std::string to_string(const memory_overrun& o, const schedule& s) {
+  int slot = 0;
+  for (std::uint32_t g = s.first_slot(o.rank); g < s.end_slot(o.rank); ++g)
+    if (o.index >= s.first_op(g) && o.index < s.slot_end[g])
+      slot = static_cast<int>(g - s.first_slot(o.rank));
+  return "weft: rule 5 (memory): " + weft::to_string(s.ops[o.index]) + " on " +
+         weft::detail::where(o.rank, slot) + " needs " + detail::gb(o.states + o.activations) +
+         " — model states " + detail::gb(o.states) + " and " + std::to_string(o.units) +
+         " live (micro-batch, chunk) units of activations, " + detail::gb(o.activations) +
+         " — over the device's " + detail::gb(o.cap);
+}
+
+}  // namespace weft::plan
