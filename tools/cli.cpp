@@ -527,8 +527,14 @@ parsed parse(int argc, const char* const* argv) {
                   "the layers of each stage in Megatron's grammar, e.g. \"Et*3|(tt|)*29,m|L\"");
   job->add_flag("--overlap-grad-reduce", q.job.overlap_grad_reduce,
                 "the gradient reduction overlapped with the backward");
-  job->add_flag("--no-distributed-optimizer", q.no_distributed_optimizer,
-                "keep the optimizer states whole on every data-parallel rank");
+  auto* whole = job->add_flag("--no-distributed-optimizer", q.no_distributed_optimizer,
+                              "keep the optimizer states whole on every data-parallel rank");
+  job->add_option("--data-parallel-sharding-strategy", q.sharding,
+                  "what the data-parallel ranks shard (Megatron-FSDP's names): no_shard, optim "
+                  "(the distributed optimizer, ZeRO-1; the default), optim_grads (ZeRO-2) or "
+                  "optim_grads_params (FSDP, ZeRO-3)")
+      ->check(CLI::IsMember({"no_shard", "optim", "optim_grads", "optim_grads_params"}))
+      ->excludes(whole);
   job->add_flag("--no-flash-attention", q.no_flash_attention,
                 "attention's scores as whole matmuls, kept for the backward (2022's Megatron)");
   job->add_flag("--check", q.check_memory,
@@ -661,7 +667,12 @@ parsed parse(int argc, const char* const* argv) {
       q.job.policy = q.recompute == "full"        ? weft::plan::recompute::full
                      : q.recompute == "selective" ? weft::plan::recompute::selective
                                                   : weft::plan::recompute::none;
-      q.job.distributed_optimizer = !q.no_distributed_optimizer;
+      using weft::plan::dp_sharding;
+      q.job.sharding = q.no_distributed_optimizer           ? dp_sharding::no_shard
+                       : q.sharding == "no_shard"           ? dp_sharding::no_shard
+                       : q.sharding == "optim_grads"        ? dp_sharding::optim_grads
+                       : q.sharding == "optim_grads_params" ? dp_sharding::optim_grads_params
+                                                            : dp_sharding::optim;
       q.job.flash_attention = !q.no_flash_attention;
     }
     check_combinations(q);

@@ -137,6 +137,7 @@ int plan_command(const request& q) {
     j["devices"] = q.job.devices();
     j["schedule"] = q.job.schedule;
     j["micro_batches"] = q.job.micro();
+    j["data_parallel_sharding"] = plan::name_of(q.job.sharding);
     j["step_s"] = e.step.count();
     j["pipeline_s"] = e.pipeline.count();
     j["grad_sync_s"] = e.grad_sync.count();

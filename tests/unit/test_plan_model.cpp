@@ -101,7 +101,12 @@ TEST_CASE("model states: 2 + 4 + 12 bytes a parameter, the optimizer's 12 sharde
   // The distributed optimizer over 8 data-parallel ranks: 2 + 4 + 12/8.
   CHECK(model_state_bytes(1e9, 8) == doctest::Approx(7.5e9));
   // Gradients kept in bf16.
-  CHECK(model_state_bytes(1e9, 1, {.gradients = 2}) == doctest::Approx(16e9));
+  CHECK(model_state_bytes(1e9, 1, dp_sharding::optim, {.gradients = 2}) == doctest::Approx(16e9));
+  // Megatron-FSDP's sharding strategies over 8 ranks: nothing (18), the optimizer (7.5), the
+  // gradients too (2 + 4/8 + 12/8), the parameters too (18/8).
+  CHECK(model_state_bytes(1e9, 8, dp_sharding::no_shard) == doctest::Approx(18e9));
+  CHECK(model_state_bytes(1e9, 8, dp_sharding::optim_grads) == doctest::Approx(4e9));
+  CHECK(model_state_bytes(1e9, 8, dp_sharding::optim_grads_params) == doctest::Approx(2.25e9));
 }
 
 TEST_CASE("model FLOPs: Korthikanti et al.'s 72BLsh^2(1 + s/6h + V/12hL) for GPT-3") {
@@ -215,6 +220,57 @@ TEST_CASE("a planned job's stages: FLOPs at the device's rates, memory in bytes,
   CHECK(e.step.count() == doctest::Approx((e.pipeline + e.optimizer).count()));
   // MFU: the model FLOPs of 2 sequences over the step and 2 devices' peak.
   CHECK(e.mfu == doctest::Approx(model_flops(m, 2 * T, T) / (e.step.count() * 2 * 1e15)));
+}
+
+TEST_CASE("data-parallel sharding: the states each rank keeps, what it gathers, what it syncs") {
+  // The two layers of the test above on pp 2 x dp 2, one layer a rank, 2 micro-batches a rank.
+  transformer m;
+  m.model_type = "tiny";
+  m.layers = 2;
+  m.hidden = 1024;
+  m.heads = m.kv_heads = 8;
+  m.head_dim = 128;
+  m.ffn = 4096;
+  m.vocab = 1000;
+  m.mlp = mlp_kind::plain;
+  cluster c = clusters[0];
+  c.device = {.peak_flops = 1e15, .efficiency = 1, .memory_bytes_per_s = 1e12};
+  job j;
+  j.pp = 2;
+  j.dp = 2;
+  j.seq = 1024;
+  j.global_batch_size = 4;
+  j.overlap_grad_reduce = true;
+  const auto with = [&](dp_sharding s) {
+    job x = j;
+    x.sharding = s;
+    return estimate_job(m, x, c);
+  };
+  const estimate optim = with(dp_sharding::optim), grads = with(dp_sharding::optim_grads),
+                 fsdp = with(dp_sharding::optim_grads_params), whole = with(dp_sharding::no_shard);
+  const double p0 = optim.stages[0].params, p1 = optim.stages[1].params;
+  // Per parameter: 2 + 4 + 12/2 with the optimizer sharded; + 4 for nothing sharded; ZeRO-2's
+  // 2 + 4/2 + 12/2 and a layer's fp32 bucket (4) waiting for its reduce-scatter; FSDP's 18/2,
+  // the bucket, and two layers' gathered bf16 weights (the one computing, the next).
+  CHECK(optim.states_per_rank[0] == doctest::Approx(12 * p0));
+  CHECK(whole.states_per_rank[0] == doctest::Approx(18 * p0));
+  CHECK(grads.states_per_rank[0] == doctest::Approx((10 + 4) * p0));
+  CHECK(fsdp.states_per_rank[0] == doctest::Approx((9 + 4 + 4) * p0));
+  // The sync: a reduce-scatter of fp32 gradients and an all-gather of bf16 weights, FSDP's
+  // twice (forward and backward); overlapped, a layer's worth of it (the rank's one layer).
+  const weft::link_model dp = c.intra;  // 2 ranks, tp (1) devices apart: inside a node
+  const auto sync = [&](double params, double gathers) {
+    return (weft::collective::ring_reduce_scatter(dp, 2, 4 * params) +
+            gathers * weft::collective::ring_all_gather(dp, 2, 2 * params))
+        .count();
+  };
+  CHECK(p1 > p0);  // the last rank's head and final norm
+  CHECK(optim.grad_sync.count() == doctest::Approx(sync(p1, 1)));
+  CHECK(grads.grad_sync.count() == doctest::Approx(sync(p1, 1)));
+  CHECK(fsdp.grad_sync.count() == doctest::Approx(sync(p1, 2)));
+  // Adam on the shard: 30 bytes a parameter, all of them unsharded.
+  CHECK(optim.optimizer.count() == doctest::Approx(30 * p1 / 2 / 1e12));
+  CHECK(whole.optimizer.count() == doctest::Approx(30 * p1 / 1e12));
 }
 
 TEST_CASE("a job that cannot train the model is refused, naming the numbers") {

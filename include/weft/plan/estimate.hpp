@@ -218,8 +218,14 @@ inline estimate estimate_job(const transformer& m, const job& j, const cluster& 
   const buffer<double> live = peak_live_weight(
       out.sched, [&](int ch) { return out.chunk_activation_bytes[static_cast<std::size_t>(ch)]; });
   const long long dp_ranks = static_cast<long long>(j.dp) * j.cp;
-  const int dense_shards = j.distributed_optimizer ? static_cast<int>(dp_ranks) : 1;
-  const int expert_shards = j.distributed_optimizer ? static_cast<int>(dp_ranks / j.ep) : 1;
+  const int dense_shards = static_cast<int>(dp_ranks);
+  const int expert_shards = static_cast<int>(dp_ranks / j.ep);
+  const bool fsdp = j.sharding == dp_sharding::optim_grads_params;
+  // What sharded states need whole for a moment, per layer of the rank (the average of its
+  // stages'): sharded parameters gathered in bf16 for the layer computing and the next one
+  // prefetched; sharded gradients a layer's fp32 bucket waiting for its reduce-scatter.
+  const double transient_per_param =
+      (fsdp ? 2 * 2.0 : 0.0) + (j.sharding >= dp_sharding::optim_grads ? 4.0 : 0.0);
   // The data-parallel ranks are tp devices apart (the experts' tp x ep): inside a node while
   // they fit, across nodes otherwise.
   const link_model dp_link = detail::group_link(c, dp_ranks, j.tp);
@@ -228,20 +234,28 @@ inline estimate estimate_job(const transformer& m, const job& j, const cluster& 
   const int d = static_cast<int>(dp_ranks), ed = static_cast<int>(dp_ranks / j.ep);
   double slowest_sync = 0, largest = 0;
   for (std::size_t r = 0; r < dense.size(); ++r) {
-    out.states_per_rank.push_back(model_state_bytes(dense[r], dense_shards) +
-                                  model_state_bytes(expert[r], expert_shards));
+    out.states_per_rank.push_back(model_state_bytes(dense[r], dense_shards, j.sharding) +
+                                  model_state_bytes(expert[r], expert_shards, j.sharding) +
+                                  transient_per_param * (dense[r] + expert[r]) /
+                                      std::max(1.0, layers[r]));
     out.memory_per_rank.push_back(out.states_per_rank.back() + live[r]);
     // Gradients reduce-scattered in fp32 and parameters all-gathered in bf16 over the
-    // data-parallel ranks (the experts' over theirs).
+    // data-parallel ranks (the experts' over theirs); FSDP gathers the parameters twice, before
+    // each layer's forward and again before its backward, and none after the step.
+    const double gathers = fsdp ? 2 : 1;
     const seconds sync = collective::ring_reduce_scatter(dp_link, d, 4 * dense[r]) +
-                         collective::ring_all_gather(dp_link, d, 2 * dense[r]) +
+                         gathers * collective::ring_all_gather(dp_link, d, 2 * dense[r]) +
                          collective::ring_reduce_scatter(edp_link, ed, 4 * expert[r]) +
-                         collective::ring_all_gather(edp_link, ed, 2 * expert[r]);
-    // Overlapped with the backward, only the rank's last bucket (a layer's worth) is left.
+                         gathers * collective::ring_all_gather(edp_link, ed, 2 * expert[r]);
+    // Overlapped with the backward (FSDP always overlaps: it prefetches the next layer), only a
+    // layer's worth is left.
     const double exposed =
-        j.overlap_grad_reduce ? sync.count() / std::max(1.0, layers[r]) : sync.count();
+        j.overlap_grad_reduce || fsdp ? sync.count() / std::max(1.0, layers[r]) : sync.count();
     slowest_sync = std::max(slowest_sync, exposed);
-    largest = std::max(largest, dense[r] / dense_shards + expert[r] / expert_shards);
+    // Adam runs on the rank's shard of the optimizer states (all of them when unsharded).
+    const bool split = j.sharding != dp_sharding::no_shard;
+    largest = std::max(
+        largest, dense[r] / (split ? dense_shards : 1) + expert[r] / (split ? expert_shards : 1));
   }
   out.grad_sync = seconds(slowest_sync);
   // Adam on a device's shard: read and write the fp32 master weights and moments, read the

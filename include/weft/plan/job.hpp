@@ -24,7 +24,9 @@ struct job {
   std::string schedule = "1f1b";       ///< --schedule: any generator
   int chunks = 1;                      ///< --chunks: model chunks per rank (virtual stages)
   std::string layout;                  ///< --pipeline-layout; empty: an even split
-  bool distributed_optimizer = true;   ///< the optimizer states sharded over dp
+  /// What the data-parallel ranks shard (`--data-parallel-sharding-strategy`; the distributed
+  /// optimizer's `optim` by default, `--no-distributed-optimizer` nothing).
+  dp_sharding sharding = dp_sharding::optim;
   bool flash_attention = true;
   bool overlap_grad_reduce = false;  ///< the gradient reduction overlapped with the backward
 

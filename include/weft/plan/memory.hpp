@@ -98,11 +98,27 @@ struct state_bytes {
   double weights = 2, gradients = 4, optimizer = 12;
 };
 
-/// The model states of `params` parameters on a device whose optimizer states are sharded over
-/// `optimizer_shards` data-parallel ranks (1: not sharded).
-constexpr double model_state_bytes(double params, int optimizer_shards,
+/// What the data-parallel ranks shard of the model states, as Megatron-FSDP's
+/// `--data-parallel-sharding-strategy` names it (ZeRO's stages 0-3): nothing, the optimizer
+/// states (Megatron's distributed optimizer, ZeRO-1), the gradients too (ZeRO-2), and the
+/// parameters too (FSDP, ZeRO-3).
+enum class dp_sharding : std::uint8_t { no_shard, optim, optim_grads, optim_grads_params };
+
+/// As Megatron spells it.
+constexpr const char* name_of(dp_sharding s) noexcept {
+  constexpr const char* names[] = {"no_shard", "optim", "optim_grads", "optim_grads_params"};
+  return names[static_cast<int>(s)];
+}
+
+/// The model states of `params` parameters on a device of `shards` data-parallel ranks that
+/// shard what `what` says (1 shard: nothing is divided).
+constexpr double model_state_bytes(double params, int shards, dp_sharding what = dp_sharding::optim,
                                    const state_bytes& b = {}) noexcept {
-  return params * (b.weights + b.gradients + b.optimizer / optimizer_shards);
+  const double n = shards > 1 ? shards : 1;
+  const double optimizer = what == dp_sharding::no_shard ? b.optimizer : b.optimizer / n;
+  const double gradients = what >= dp_sharding::optim_grads ? b.gradients / n : b.gradients;
+  const double weights = what == dp_sharding::optim_grads_params ? b.weights / n : b.weights;
+  return params * (weights + gradients + optimizer);
 }
 
 }  // namespace weft::plan
