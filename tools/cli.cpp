@@ -537,6 +537,18 @@ parsed parse(int argc, const char* const* argv) {
       ->excludes(whole);
   job->add_flag("--no-flash-attention", q.no_flash_attention,
                 "attention's scores as whole matmuls, kept for the backward (2022's Megatron)");
+  job->add_option("--search-budget-s", q.plan_search_budget_s,
+                  "also run the schedule search (weft search) on the best plan's costs for this "
+                  "long (default 0: not at all)")
+      ->check(CLI::Range(0.0, 86400.0));
+  job->add_option("--evaluations", q.evaluations,
+                  "stop the search after judging this many orders (0: no cap)")
+      ->check(CLI::Range(0LL, 1LL << 40));
+  job->add_option("--seed", q.seed, "the search's seed (default 1)")
+      ->check(CLI::Range(0LL, 1LL << 62));
+  job->add_option("--out", q.out,
+                  "write the fastest order found as PyTorch's schedule CSV (weft run "
+                  "--schedule-file runs it)");
   job->add_flag("--check", q.check_memory,
                 "rule 5 in bytes: exit 1 (illegal) when a rank's model states and live "
                 "activations exceed its device's memory, naming the op where it first does");

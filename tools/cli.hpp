@@ -87,8 +87,9 @@ struct request {
   weft::plan::job job;     ///< --tp --pp --dp --cp --ep --micro-batch-size ...
   std::string recompute = "none";
   bool no_distributed_optimizer = false, no_flash_attention = false;
-  std::string sharding = "optim";  ///< --data-parallel-sharding-strategy
-  bool check_memory = false;       ///< plan --check: exit 1 when the job does not fit its devices
+  std::string sharding = "optim";   ///< --data-parallel-sharding-strategy
+  bool check_memory = false;        ///< plan --check: exit 1 when the job does not fit its devices
+  double plan_search_budget_s = 0;  ///< plan --search-budget-s: 0, no schedule search
 
   // output
   bool json = false;

@@ -12,12 +12,15 @@
 #include <vector>
 
 #include <weft/io/chrome_trace.hpp>
+#include <weft/io/pytorch_csv.hpp>
 #include <weft/io/timeline.hpp>
 #include <weft/plan/best.hpp>
 #include <weft/plan/cluster_file.hpp>
 #include <weft/plan/estimate.hpp>
 #include <weft/plan/fits.hpp>
 #include <weft/plan/hf_config.hpp>
+#include <weft/schedule/memory.hpp>
+#include <weft/search/search.hpp>
 #include "commands.hpp"
 
 namespace weft::cli {
@@ -109,6 +112,55 @@ int plan_command(const request& q) {
   // The best plan: every schedule, chunk count and placement of the layers for the same sizes.
   const plan::plan_search_result found = plan::best_plan(m, q.job, *c);
   const plan::plan_choice& best = found.judged[*found.best];
+  // The schedule search (as `weft search`) on the best plan's costs: orders of its ops beyond
+  // the generators', using no more live (micro-batch, chunk) units than that plan, and checked
+  // against the devices' memory in bytes afterwards.
+  struct searched {
+    search::search_result<seconds> result;
+    seconds step{0};
+    double peak_memory_bytes = 0;
+  };
+  std::optional<searched> better;
+  std::string search_note;
+  if (q.plan_search_budget_s > 0) {
+    const plan::estimate& b = *found.best_estimate;
+    search::problem prob;
+    prob.model = b.sched.model;
+    for (const int x : peak_live_activations(b.sched))
+      prob.model.max_live = std::max(prob.model.max_live, x);
+    prob.cost = b.cost;
+    searched s{
+        search::find_schedule(prob, {.budget_s = q.plan_search_budget_s,
+                                     .max_evaluations = static_cast<std::uint64_t>(q.evaluations),
+                                     .seed = static_cast<std::uint64_t>(q.seed)})};
+    if (!s.result.best) {
+      search_note = "the schedule search found no legal order for this model";
+    } else {
+      const schedule order = search::to_schedule(s.result.best->p);
+      const buffer<double> live = peak_live_weight(
+          order, [&](int ch) { return b.chunk_activation_bytes[static_cast<std::size_t>(ch)]; });
+      for (std::size_t r = 0; r < live.size(); ++r)
+        s.peak_memory_bytes = std::max(s.peak_memory_bytes, b.states_per_rank[r] + live[r]);
+      s.step = s.result.best->makespan + b.grad_sync + b.optimizer;
+      better = std::move(s);
+    }
+  }
+  if (!q.out.empty()) {  // the fastest order found, as PyTorch's schedule CSV
+    const bool searched_faster = better && better->step < best.step;
+    const schedule order =
+        searched_faster ? search::to_schedule(better->result.best->p) : found.best_estimate->sched;
+    std::ostringstream csv;
+    try {
+      write_pytorch_csv(csv, order);
+    } catch (const config_error& x) {
+      throw config_error("weft plan: --out: the fastest order (" +
+                         (searched_faster ? "the search's" : best.tried.schedule) + ") " +
+                         x.what());
+    }
+    std::ofstream out = open_for_writing(q.out);
+    out << csv.str();
+  }
+
   if (!q.svg.empty() || !q.trace.empty()) {
     const timeline t = simulate(e.prog, e.cost, {.record_slowed = true});
     if (!q.svg.empty()) {
@@ -172,6 +224,14 @@ int plan_command(const request& q) {
                  {"peak_memory_bytes", best.peak_memory_bytes},
                  {"fits", best.fits}};
     j["plans_judged"] = found.judged.size();
+    if (better)
+      j["search"] = {{"step_s", better->step.count()},
+                     {"pipeline_s", better->result.best->makespan.count()},
+                     {"peak_memory_bytes", better->peak_memory_bytes},
+                     {"found_by", better->result.found_by},
+                     {"plans_judged", better->result.evaluations}};
+    else if (!search_note.empty())
+      j["search"] = {{"refused", search_note}};
     std::cout << j.dump() << "\n";
     return code;
   }
@@ -215,6 +275,21 @@ int plan_command(const request& q) {
             << std::setprecision(3) << best.step.count() << " s, MFU " << std::setprecision(1)
             << 100 * best.mfu << "%, peak memory " << gigabytes(best.peak_memory_bytes)
             << (best.fits ? "" : " — no plan fits; this one needs the least") << "\n";
+  if (better) {
+    const double gain = 100 * (1 - better->step / best.step);
+    std::cout << "schedule search (" << better->result.evaluations << " orders in "
+              << std::setprecision(1) << better->result.seconds << " s, found by "
+              << better->result.found_by << "): step " << std::setprecision(3)
+              << better->step.count() << " s, peak memory " << gigabytes(better->peak_memory_bytes)
+              << " — ";
+    if (gain >= 0.05)
+      std::cout << std::setprecision(1) << gain << "% shorter than the best plan";
+    else
+      std::cout << "none 0.1% shorter than the best plan's";
+    std::cout << (better->peak_memory_bytes <= hbm ? "" : " (over the device's memory)") << "\n";
+  } else if (!search_note.empty()) {
+    std::cout << search_note << "\n";
+  }
   std::cout << std::defaultfloat;
   return code;
 }
