@@ -2,6 +2,7 @@
 // does not rebuild the others.
 #pragma once
 
+#include <filesystem>
 #include <fstream>
 #include <stdexcept>
 #include <string>
@@ -25,7 +26,13 @@ std::ofstream open_for_writing(const std::string& path);
 /// deepseek-v3` (per chunk layer).
 unit_cost_model unit_costs(const request& q);
 
-/// The llama2-70b-xdc scenario asked for: --chunks, --micro, --delay-model (throws
+/// The folder of preset `name` (presets/<name>/ with config.json, job.json, cluster.json):
+/// under $WEFT_PRESETS, installed beside the tool, or in the source tree; `config_error` naming
+/// where it looked otherwise.
+std::filesystem::path preset_dir(const std::string& name);
+
+/// The llama2-70b-xdc scenario asked for: presets/llama2-70b-xdc's facts with --chunks, --micro,
+/// --delay-model (throws
 /// `config_error` for a chunk count that does not divide a rank's layers).
 xdc_facts xdc_facts_of(const request& q);
 

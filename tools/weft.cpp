@@ -40,6 +40,7 @@
 #include <weft/io/format.hpp>
 #include <weft/io/pytorch_csv.hpp>
 #include <weft/io/timeline.hpp>
+#include <weft/plan/presets.hpp>
 #include <weft/schedule/lower.hpp>
 #include <weft/sim/ampipe_preset.hpp>
 #include <weft/sim/metrics.hpp>
@@ -57,7 +58,9 @@ std::ofstream weft::cli::open_for_writing(const std::string& path) {
 }
 
 weft::xdc_facts weft::cli::xdc_facts_of(const request& q) {
-  weft::xdc_facts f;
+  const weft::plan::preset p = weft::plan::read_preset(preset_dir("llama2-70b-xdc"));
+  for (const std::string& w : p.warnings) std::cerr << "weft: " << w << "\n";
+  weft::xdc_facts f = weft::plan::xdc_facts_of(p.model.model, p.job.spec, p.cluster.spec);
   if (f.layers % (f.pp * q.chunks) != 0)
     throw weft::config_error("weft: llama2-70b-xdc: --chunks must divide the " +
                              std::to_string(f.layers / f.pp) +

@@ -1,6 +1,7 @@
 // libFuzzer harness: what a user brings to plan a job — a Hugging Face config.json, a Megatron
-// pipeline layout, a cluster file. The first byte picks the reader (modulo 3: config.json,
-// layout — whose next two bytes are the pipeline ranks and the decoder layers — or cluster).
+// pipeline layout, a cluster file, a job file. The first byte picks the reader (modulo 4:
+// config.json, layout — whose next two bytes are the pipeline ranks and the decoder layers —,
+// cluster or job).
 // Each must return something that holds together, or refuse with a config_error; any other
 // exception, a crash or a hang is a finding.
 #include <cmath>
@@ -11,6 +12,7 @@
 #include <weft/core/error.hpp>
 #include <weft/plan/cluster_file.hpp>
 #include <weft/plan/hf_config.hpp>
+#include <weft/plan/job_file.hpp>
 #include <weft/plan/layout.hpp>
 
 namespace {
@@ -52,16 +54,30 @@ void check_cluster(std::string_view text) {
       !(c.intra.beta.count() > 0) || !(c.inter.beta.count() > 0))
     __builtin_trap();
 }
+void check_job(std::string_view text) {
+  weft::plan::job_file f;
+  try {
+    f = weft::plan::read_job(text, "job.json");
+  } catch (const weft::config_error&) {
+    return;
+  }
+  const weft::plan::job& j = f.spec;
+  if (j.tp < 1 || j.pp < 1 || j.dp < 1 || j.cp < 1 || j.ep < 1 || j.micro_batch_size < 1 ||
+      j.chunks < 1 || j.global_batch_size < 0 || !(j.seq >= 1) || j.devices() < 1)
+    __builtin_trap();
+}
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   if (size < 3) return 0;
   const std::string_view rest(reinterpret_cast<const char*>(data) + 1, size - 1);
-  if (data[0] % 3 == 0)
+  if (data[0] % 4 == 0)
     check_config(rest);
-  else if (data[0] % 3 == 1)
+  else if (data[0] % 4 == 1)
     check_layout(rest.substr(2), 1 + data[1] % 32, data[2]);
-  else
+  else if (data[0] % 4 == 2)
     check_cluster(rest);
+  else
+    check_job(rest);
   return 0;
 }

@@ -20,11 +20,11 @@ struct link_model {
   /// RDMA between nodes of a data centre: 10 us, 25 GB/s.
   static constexpr link_model inter_node() noexcept { return with_bandwidth(seconds(10e-6), 25e9); }
   /// Between data centres `km` apart (seed: pp-cross-dc-comm-overlap): the inter-node link's
-  /// latency plus 5 ms per 1000 km of fibre, and its bandwidth divided by the interconnect's
+  /// (`dc`) latency plus 5 ms per 1000 km of fibre, and its bandwidth divided by the interconnect's
   /// convergence ratio (what a device's port gets of the links between the centres when every
   /// device sends at once; 1: the full port).
-  static constexpr link_model cross_dc(double km, double bandwidth_ratio = 1) noexcept {
-    const link_model dc = inter_node();
+  static constexpr link_model cross_dc(double km, double bandwidth_ratio = 1,
+                                       link_model dc = inter_node()) noexcept {
     return {dc.alpha + seconds(5e-3 * km / 1000.0), dc.beta * bandwidth_ratio};
   }
 };

@@ -20,6 +20,13 @@ struct cluster {
   link_model intra;      ///< device to device inside a node, one direction
   link_model inter;      ///< a device's share of its node's network, one direction
   contention_facts overlap = contention_facts::published();
+  /// Data centres (seed: pp-cross-dc-comm-overlap): the devices split evenly over `sites`
+  /// centres `km` apart, every device's inter-node port converging `convergence_ratio` to 1
+  /// onto the links between them. One site: none of it.
+  struct data_centres {
+    int sites = 1;
+    double km = 0, convergence_ratio = 1;
+  } centres{};
 };
 
 namespace detail {

@@ -4,9 +4,10 @@
 //    "hbm_bytes": 80e9, "hbm_bytes_per_s": 3.35e12, "devices_per_node": 8,
 //    "intra_node": {"latency_us": 2, "bytes_per_s": 450e9},
 //    "inter_node": {"latency_us": 10, "bytes_per_s": 50e9}, "compute_slowdown": 0.189}
+//    (optional) "data_centres": {"sites": 2, "km": 960, "convergence_ratio": 128}
 // attention_efficiency and compute_slowdown are optional (the matmul efficiency; the published
-// 0.189). A missing key or a value out of range is a `config_error` naming it; a key it does
-// not know, a warning.
+// 0.189), and so are the data centres (one site). A missing key or a value out of range is a
+// `config_error` naming it; a key it does not know, a warning.
 #pragma once
 
 #include <string>
@@ -45,7 +46,9 @@ inline cluster_file read_cluster(std::string_view text, const std::string& file)
   c.per_node = static_cast<int>(r.whole({"devices_per_node"}, 1, 1 << 16));
   const auto link = [&](std::string_view key) {
     detail::config_reader l = r.object(key);
-    const link_model m = link_model::with_bandwidth(seconds(l.positive("latency_us", 1e9) * 1e-6),
+    // Divided, not multiplied by 1e-6: 10 / 1e6 is the double nearest 1e-5, as the built-in
+    // links write it, so a file can state them to the bit.
+    const link_model m = link_model::with_bandwidth(seconds(l.positive("latency_us", 1e9) / 1e6),
                                                     l.positive("bytes_per_s", 1e15));
     for (std::string& w : l.unused()) out.warnings.push_back(std::move(w));
     return m;
@@ -58,6 +61,13 @@ inline cluster_file read_cluster(std::string_view text, const std::string& file)
     throw config_error(file + ": compute_slowdown must be in [0, 10], got " +
                        j.at("compute_slowdown").dump());
   c.overlap.compute_slowdown = slowdown;
+  if (r.has("data_centres")) {
+    detail::config_reader d = r.object("data_centres");
+    c.centres.sites = static_cast<int>(d.whole({"sites"}, 1, 1 << 10));
+    c.centres.km = d.positive("km", 40000);
+    c.centres.convergence_ratio = d.positive("convergence_ratio", 1e6);
+    for (std::string& w : d.unused()) out.warnings.push_back(std::move(w));
+  }
   for (std::string& w : r.unused()) out.warnings.push_back(std::move(w));
   return out;
 }

@@ -34,6 +34,8 @@ struct xdc_facts {
   bool sequence_parallel = true;
   double bytes_per_value = 2;  ///< bf16 activations
   device_facts device = ascend_910b;
+  link_model intra = link_model::intra_node();  ///< inside a server (HCCS)
+  link_model inter = link_model::inter_node();  ///< between servers (a device's RoCE port)
   // The data centres: the pipeline ranks split in two halves, one per site, `km` apart; every
   // device's 200 Gb/s port converges `ratio` to 1 onto the links between the sites.
   double km = 960;
@@ -70,7 +72,7 @@ constexpr double xdc_p2p_bytes(const xdc_facts& f) noexcept {
 /// devices); latency 5 ms per 1000 km on top of the inter-node link's (link_model::cross_dc).
 constexpr link_model xdc_link(const xdc_facts& f) noexcept {
   const double per_site = static_cast<double>(f.devices()) / f.sites;
-  return link_model::cross_dc(f.km, f.ratio * f.tp / per_site);
+  return link_model::cross_dc(f.km, f.ratio * f.tp / per_site, f.inter);
 }
 
 /// The published contention facts (`contention_facts::published()`) with the sites' uplink as a
@@ -89,8 +91,7 @@ constexpr contention_facts xdc_contention(const xdc_facts& f) noexcept {
 /// two all-reduces), inside a machine; Megatron does not hide them.
 constexpr seconds xdc_tp_comm(const xdc_facts& f) noexcept {
   const double full = f.seq * f.micro_batch_size * f.hidden * f.bytes_per_value;
-  const link_model l = link_model::intra_node();
-  return 2.0 * collective::tensor_parallel_block(l, f.tp, full, f.sequence_parallel);
+  return 2.0 * collective::tensor_parallel_block(f.intra, f.tp, full, f.sequence_parallel);
 }
 
 /// The cost table of one chunk (its layers as one block): a layer's forward from its FLOPs at
@@ -109,12 +110,13 @@ constexpr cost_model xdc_cost_model(const xdc_facts& f,
       .set(kind::block, phase::B, n * (2.0 * compute + xdc_tp_comm(f)));
   for (phase ph : {phase::F, phase::B})
     c.tp_comm[static_cast<int>(kind::block)][static_cast<int>(ph)] = n * xdc_tp_comm(f);
-  const seconds near = collective::p2p(link_model::inter_node(), xdc_p2p_bytes(f));
+  const seconds near = collective::p2p(f.inter, xdc_p2p_bytes(f));
   for (kind k : {kind::send, kind::recv}) c.set(k, phase::F, near).set(k, phase::B, near);
   c.site_ranks = f.pp / f.sites;
   const bool uplink = contention.shared_links && contention.uplink_ports > 0;
-  c.far_p2p = collective::p2p(uplink ? link_model::cross_dc(f.km) : xdc_link(f), xdc_p2p_bytes(f));
-  c.p2p_latency = link_model::inter_node().alpha;
+  c.far_p2p = collective::p2p(uplink ? link_model::cross_dc(f.km, 1, f.inter) : xdc_link(f),
+                              xdc_p2p_bytes(f));
+  c.p2p_latency = f.inter.alpha;
   c.far_p2p_latency = xdc_link(f).alpha;
   c.set(kind::all_reduce, phase::F, collective::ring_all_reduce(xdc_link(f), f.dp, 4));
   c.contention = contention;

@@ -1,0 +1,78 @@
+// A training job from a JSON file (a preset's job.json, `weft plan --job FILE.json`), keyed by
+// `weft plan`'s flags without their dashes — the names Megatron gives them:
+//   {"tp": 8, "pp": 8, "dp": 1, "seq-length": 4096, "micro-batch-size": 1,
+//    "global-batch-size": 64, "sequence-parallel": true, "schedule": "interleaved", "chunks": 5}
+// Every key is optional (a job's defaults, `plan::job`); the values take the flags' ranges. A
+// value out of range or of the wrong type is a `config_error` naming it; a key it does not know,
+// a warning. docs/planning.md has the keys.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include <weft/core/error.hpp>
+#include <weft/core/op.hpp>
+#include <weft/plan/hf_config.hpp>
+#include <weft/plan/job.hpp>
+
+namespace weft::plan {
+
+struct job_file {
+  job spec;
+  std::vector<std::string> warnings;
+};
+
+inline job_file read_job(std::string_view text, const std::string& file) {
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(text);
+  } catch (const nlohmann::json::exception& e) {
+    throw config_error(file + ": not JSON: " + e.what());
+  }
+  detail::config_reader r(j, file);
+  job_file out;
+  job& b = out.spec;
+  const auto whole = [&](std::string_view key, int& into, double hi) {
+    into = static_cast<int>(r.whole({key}, 1, hi, static_cast<double>(into)));
+  };
+  whole("tp", b.tp, 1 << 16);
+  whole("pp", b.pp, 1 << 16);
+  whole("dp", b.dp, 1 << 20);
+  whole("cp", b.cp, 1 << 16);
+  whole("ep", b.ep, 1 << 16);
+  whole("micro-batch-size", b.micro_batch_size, 1 << 16);
+  if (r.has("global-batch-size")) whole("global-batch-size", b.global_batch_size, 1 << 30);
+  b.seq = r.whole({"seq-length"}, 1, 16777216, b.seq);
+  whole("chunks", b.chunks, limits::chunks);
+  const auto choice = [&](std::string_view key, std::string fallback,
+                          std::initializer_list<std::string_view> allowed) {
+    std::string v = r.text({key}, std::move(fallback));
+    for (const std::string_view a : allowed)
+      if (v == a) return v;
+    std::string list;
+    for (const std::string_view a : allowed) list += (list.empty() ? "" : ", ") + std::string(a);
+    throw config_error(file + ": " + std::string(key) + " must be one of " + list + ", got '" + v +
+                       "'");
+  };
+  const std::string policy = choice("recompute", "none", {"none", "selective", "full"});
+  b.policy = policy == "full"        ? recompute::full
+             : policy == "selective" ? recompute::selective
+                                     : recompute::none;
+  const std::string sharding = choice("data-parallel-sharding-strategy", "optim",
+                                      {"no_shard", "optim", "optim_grads", "optim_grads_params"});
+  for (const dp_sharding s : {dp_sharding::no_shard, dp_sharding::optim, dp_sharding::optim_grads,
+                              dp_sharding::optim_grads_params})
+    if (sharding == name_of(s)) b.sharding = s;
+  b.schedule = r.text({"schedule"}, b.schedule);  // the generator's own error names the known
+  b.layout = r.text({"pipeline-layout"}, b.layout);
+  b.sequence_parallel = r.flag("sequence-parallel", b.sequence_parallel);
+  b.overlap_grad_reduce = r.flag("overlap-grad-reduce", b.overlap_grad_reduce);
+  b.flash_attention = r.flag("flash-attention", b.flash_attention);
+  for (std::string& w : r.unused()) out.warnings.push_back(std::move(w));
+  return out;
+}
+
+}  // namespace weft::plan

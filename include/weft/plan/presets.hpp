@@ -1,0 +1,92 @@
+// The seeds' scenarios as data: a preset is a folder holding the model's config.json, the job
+// (job.json, plan/job_file.hpp) and the cluster (cluster.json, plan/cluster_file.hpp), read the
+// way `weft plan` reads a user's own, and turned into the facts a scenario's cost model is built
+// from. The files of `presets/` reproduce the figures the scenarios were recorded with, to the
+// bit (tests/unit/test_presets.cpp).
+#pragma once
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <weft/core/error.hpp>
+#include <weft/plan/cluster_file.hpp>
+#include <weft/plan/hf_config.hpp>
+#include <weft/plan/job_file.hpp>
+#include <weft/sim/xdc_preset.hpp>
+
+namespace weft::plan {
+
+/// A preset's three files, read; every reader's warnings together.
+struct preset {
+  hf_model model;
+  job_file job;
+  cluster_file cluster;
+  std::vector<std::string> warnings;
+};
+
+/// Reads `dir`/config.json, job.json and cluster.json. Throws `config_error` naming the file
+/// that is missing or wrong.
+inline preset read_preset(const std::filesystem::path& dir) {
+  const auto text = [&](const char* name) {
+    const std::filesystem::path p = dir / name;
+    std::ifstream in(p, std::ios::binary);
+    if (!in)
+      throw config_error("preset " + dir.filename().string() + ": cannot read " + p.string());
+    std::ostringstream s;
+    s << in.rdbuf();
+    return s.str();
+  };
+  const std::string where = dir.filename().string() + "/";
+  preset out;
+  try {
+    out.model = read_hf_config(text("config.json"));
+  } catch (const config_error& e) {  // the reader names config.json; say which preset's
+    throw config_error("preset " + where + std::string(e.what()));
+  }
+  out.job = read_job(text("job.json"), where + "job.json");
+  out.cluster = read_cluster(text("cluster.json"), where + "cluster.json");
+  for (const auto* w : {&out.model.warnings, &out.job.warnings, &out.cluster.warnings})
+    for (const std::string& x : *w) out.warnings.push_back(where + x);
+  return out;
+}
+
+/// The cross-data-centre scenario's facts (sim/xdc_preset.hpp) from a model, a job and a cluster
+/// of data centres: a dense model with a SwiGLU MLP, pipeline and tensor parallelism (no
+/// context or expert parallelism), every micro-batch's `seq` tokens. Throws `config_error` for
+/// what the scenario does not price.
+inline xdc_facts xdc_facts_of(const transformer& m, const job& j, const cluster& c) {
+  const auto refuse = [](const std::string& why) {
+    throw config_error("the cross-DC scenario prices " + why);
+  };
+  if (m.moe.active() || m.mla.active()) refuse("a dense model with standard attention");
+  if (m.mlp != mlp_kind::gated) refuse("a SwiGLU MLP (three matrices)");
+  if (j.cp != 1 || j.ep != 1) refuse("pipeline, tensor and data parallelism only (cp 1, ep 1)");
+  if (c.centres.sites < 1 || j.pp % c.centres.sites != 0)
+    refuse("pipeline ranks split evenly over the data centres");
+  xdc_facts f;
+  f.layers = m.layers;
+  f.hidden = m.hidden;
+  f.ffn = m.ffn;
+  f.heads = m.heads;
+  f.kv_heads = m.kv_heads;
+  f.seq = j.seq;
+  f.micro_batch_size = j.micro_batch_size;
+  f.tp = j.tp;
+  f.pp = j.pp;
+  f.dp = j.dp;
+  f.chunks = j.chunks;
+  f.micro = j.micro();
+  f.sequence_parallel = j.sequence_parallel;
+  f.device = c.device;
+  f.intra = c.intra;
+  f.inter = c.inter;
+  f.km = c.centres.km;
+  f.ratio = c.centres.convergence_ratio;
+  f.sites = c.centres.sites;
+  return f;
+}
+
+}  // namespace weft::plan

@@ -1,0 +1,170 @@
+// The seeds' scenarios as data (presets/): each preset's files read as a user's own are, and
+// the scenario built from them equal, to the bit, to the one its recorded figures came from; the
+// job file's reader and the cluster file's data centres, with their errors.
+#include <doctest/doctest.h>
+
+#include <string>
+
+#include <weft/plan/presets.hpp>
+#include <weft/schedule/lower.hpp>
+#include <weft/sim/simulate.hpp>
+
+using namespace weft;
+
+namespace {
+const std::string presets = WEFT_PRESETS_DIR;
+}
+
+TEST_CASE("llama2-70b-xdc from its files: the scenario's facts, and its figures to the bit") {
+  const plan::preset p = plan::read_preset(presets + "/llama2-70b-xdc");
+  CHECK(p.warnings.empty());
+  const xdc_facts data = plan::xdc_facts_of(p.model.model, p.job.spec, p.cluster.spec);
+  xdc_facts recorded;  // the facts the seed's table was recorded with (docs/cross-dc.md)
+  recorded.chunks = 5;
+  CHECK(data.layers == recorded.layers);
+  CHECK(data.hidden == recorded.hidden);
+  CHECK(data.ffn == recorded.ffn);
+  CHECK(data.heads == recorded.heads);
+  CHECK(data.kv_heads == recorded.kv_heads);
+  CHECK(data.seq == recorded.seq);
+  CHECK(data.micro_batch_size == recorded.micro_batch_size);
+  CHECK(data.tp == recorded.tp);
+  CHECK(data.pp == recorded.pp);
+  CHECK(data.dp == recorded.dp);
+  CHECK(data.chunks == recorded.chunks);
+  CHECK(data.micro == recorded.micro);
+  CHECK(data.sequence_parallel == recorded.sequence_parallel);
+  CHECK(data.bytes_per_value == recorded.bytes_per_value);
+  CHECK(data.device.peak_flops == recorded.device.peak_flops);
+  CHECK(data.device.efficiency == recorded.device.efficiency);
+  CHECK(data.device.memory_bytes_per_s == recorded.device.memory_bytes_per_s);
+  CHECK(data.device.attention_efficiency == recorded.device.attention_efficiency);
+  CHECK(data.intra.alpha == recorded.intra.alpha);
+  CHECK(data.intra.beta == recorded.intra.beta);
+  CHECK(data.inter.alpha == recorded.inter.alpha);
+  CHECK(data.inter.beta == recorded.inter.beta);
+  CHECK(data.km == recorded.km);
+  CHECK(data.ratio == recorded.ratio);
+  CHECK(data.sites == recorded.sites);
+  // Every row of the seed's table, free and priced, Megatron's lowering and the seed's: equal.
+  for (const int vp : {5, 2, 1})
+    for (const bool overlap : {false, true})
+      for (const bool priced : {false, true}) {
+        xdc_facts a = data, b = recorded;
+        a.chunks = b.chunks = vp;
+        const contention_facts ca = priced ? xdc_contention(a) : contention_facts{};
+        const contention_facts cb = priced ? xdc_contention(b) : contention_facts{};
+        const p2p_options o{.overlap_p2p = overlap, .multi_stream = overlap};
+        const seconds from_data =
+            simulate(lower(xdc_schedule(a, o)), xdc_cost_model(a, ca)).makespan;
+        const seconds from_code =
+            simulate(lower(xdc_schedule(b, o)), xdc_cost_model(b, cb)).makespan;
+        CAPTURE(vp);
+        CAPTURE(overlap);
+        CAPTURE(priced);
+        CHECK(from_data.count() == from_code.count());
+      }
+}
+
+TEST_CASE("the cross-DC scenario refuses what it does not price") {
+  const plan::preset p = plan::read_preset(presets + "/llama2-70b-xdc");
+  plan::job j = p.job.spec;
+  j.ep = 2;
+  CHECK_THROWS_WITH_AS(plan::xdc_facts_of(p.model.model, j, p.cluster.spec),
+                       "the cross-DC scenario prices pipeline, tensor and data parallelism only "
+                       "(cp 1, ep 1)",
+                       config_error);
+  plan::cluster c = p.cluster.spec;
+  c.centres.sites = 3;  // 8 pipeline ranks do not split over 3 sites
+  CHECK_THROWS_WITH_AS(plan::xdc_facts_of(p.model.model, p.job.spec, c),
+                       "the cross-DC scenario prices pipeline ranks split evenly over the data "
+                       "centres",
+                       config_error);
+  plan::transformer m = p.model.model;
+  m.mlp = plan::mlp_kind::plain;
+  CHECK_THROWS_WITH_AS(plan::xdc_facts_of(m, p.job.spec, p.cluster.spec),
+                       "the cross-DC scenario prices a SwiGLU MLP (three matrices)", config_error);
+  CHECK_THROWS_WITH_AS(plan::read_preset(presets + "/no-such-preset"),
+                       doctest::Contains("preset no-such-preset: cannot read"), config_error);
+}
+
+TEST_CASE("a job from JSON: weft plan's flags as keys, each checked") {
+  const plan::job_file f = plan::read_job(
+      R"({"tp": 4, "pp": 2, "dp": 3, "cp": 2, "ep": 2, "micro-batch-size": 2,
+          "global-batch-size": 48, "seq-length": 8192, "recompute": "selective",
+          "sequence-parallel": true, "schedule": "interleaved", "chunks": 3,
+          "pipeline-layout": "Et|t|t|t|t|tL", "overlap-grad-reduce": true,
+          "data-parallel-sharding-strategy": "optim_grads", "flash-attention": false,
+          "colour": "blue"})",
+      "job.json");
+  const plan::job& j = f.spec;
+  CHECK(j.tp == 4);
+  CHECK(j.pp == 2);
+  CHECK(j.dp == 3);
+  CHECK(j.cp == 2);
+  CHECK(j.ep == 2);
+  CHECK(j.micro_batch_size == 2);
+  CHECK(j.global_batch_size == 48);
+  CHECK(j.micro() == 8);  // 48 sequences over 2 a micro-batch and 3 data-parallel ranks
+  CHECK(j.seq == 8192);
+  CHECK(j.policy == plan::recompute::selective);
+  CHECK(j.sequence_parallel);
+  CHECK(j.schedule == "interleaved");
+  CHECK(j.chunks == 3);
+  CHECK(j.layout == "Et|t|t|t|t|tL");
+  CHECK(j.overlap_grad_reduce);
+  CHECK(j.sharding == plan::dp_sharding::optim_grads);
+  CHECK(!j.flash_attention);
+  REQUIRE(f.warnings.size() == 1);
+  CHECK(f.warnings[0] == "job.json: key 'colour' is not used");
+  // Nothing given: a job's defaults.
+  const plan::job none = plan::read_job("{}", "job.json").spec;
+  CHECK(none.tp == 1);
+  CHECK(none.schedule == "1f1b");
+  CHECK(none.sharding == plan::dp_sharding::optim);
+
+  CHECK_THROWS_WITH_AS(plan::read_job(R"({"tp": 0})", "job.json"),
+                       "job.json: tp must be a whole number in [1, 65536], got 0", config_error);
+  CHECK_THROWS_WITH_AS(plan::read_job(R"({"pp": 2.5})", "job.json"),
+                       "job.json: pp must be a whole number in [1, 65536], got 2.5", config_error);
+  CHECK_THROWS_WITH_AS(plan::read_job(R"({"recompute": "some"})", "job.json"),
+                       "job.json: recompute must be one of none, selective, full, got 'some'",
+                       config_error);
+  CHECK_THROWS_WITH_AS(plan::read_job(R"({"sequence-parallel": 1})", "job.json"),
+                       "job.json: sequence-parallel must be true or false, got 1", config_error);
+  CHECK_THROWS_WITH_AS(plan::read_job(R"({"schedule": 3})", "job.json"),
+                       "job.json: schedule must be a string, got 3", config_error);
+  CHECK_THROWS_WITH_AS(plan::read_job("[1, 2]", "job.json"), "job.json: not a JSON object",
+                       config_error);
+  CHECK_THROWS_AS(plan::read_job("{", "job.json"), config_error);
+}
+
+TEST_CASE("a cluster's data centres from JSON") {
+  const std::string base =
+      R"("peak_flops": 313e12, "matmul_efficiency": 0.6, "hbm_bytes": 64e9,
+         "hbm_bytes_per_s": 1.6e12, "devices_per_node": 8,
+         "intra_node": {"latency_us": 2, "bytes_per_s": 150e9},
+         "inter_node": {"latency_us": 10, "bytes_per_s": 25e9})";
+  const plan::cluster one = plan::read_cluster("{" + base + "}", "c.json").spec;
+  CHECK(one.centres.sites == 1);
+  // The links to the bit of the built-in classes: 10 us is 10 / 1e6 s, as 1e-5 is written.
+  CHECK(one.inter.alpha == link_model::inter_node().alpha);
+  CHECK(one.intra.alpha == link_model::intra_node().alpha);
+  const plan::cluster two =
+      plan::read_cluster(
+          "{" + base + R"(, "data_centres": {"sites": 2, "km": 960, "convergence_ratio": 128}})",
+          "c.json")
+          .spec;
+  CHECK(two.centres.sites == 2);
+  CHECK(two.centres.km == 960);
+  CHECK(two.centres.convergence_ratio == 128);
+  CHECK_THROWS_WITH_AS(
+      plan::read_cluster(
+          "{" + base + R"(, "data_centres": {"sites": 2, "km": -1, "convergence_ratio": 1}})",
+          "c.json"),
+      "c.json: data_centres: km must be in (0, 40000], got -1", config_error);
+  CHECK_THROWS_WITH_AS(
+      plan::read_cluster("{" + base + R"(, "data_centres": {"km": 5, "convergence_ratio": 1}})",
+                         "c.json"),
+      "c.json: data_centres: missing sites", config_error);
+}
