@@ -312,7 +312,10 @@ int verify_command(const request& q) {
 /// baseline (degree 1, no pipe-experts); with --ampipe-degree auto, every degree the seed's rules
 /// take, and the fastest.
 int ampipe_command(const request& q) {
-  const weft::moe_mesh_facts f;
+  const weft::plan::preset p = weft::plan::read_preset(weft::cli::preset_dir("ampipe-16p"));
+  for (const std::string& w : p.warnings) std::cerr << "weft: " << w << "\n";
+  const weft::moe_mesh_facts f =
+      weft::plan::moe_mesh_facts_of(p.model.model, p.job.spec, p.cluster.spec);
   weft::cost_model cost = weft::ampipe_cost_model(f);
   cost.contention = q.contention;
   struct result {

@@ -66,6 +66,103 @@ TEST_CASE("llama2-70b-xdc from its files: the scenario's facts, and its figures 
       }
 }
 
+TEST_CASE("ampipe-16p from its files: the scenario's facts, and the seed's rows to the bit") {
+  const plan::preset p = plan::read_preset(presets + "/ampipe-16p");
+  CHECK(p.warnings.empty());
+  const moe_mesh_facts data = plan::moe_mesh_facts_of(p.model.model, p.job.spec, p.cluster.spec);
+  const moe_mesh_facts recorded;  // the facts the seed's table was recorded with (docs/ampipe.md)
+  CHECK(data.seq == recorded.seq);
+  CHECK(data.hidden == recorded.hidden);
+  CHECK(data.ffn == recorded.ffn);
+  CHECK(data.layers == recorded.layers);
+  CHECK(data.experts == recorded.experts);
+  CHECK(data.top_k == recorded.top_k);
+  CHECK(data.tp == recorded.tp);
+  CHECK(data.cp == recorded.cp);
+  CHECK(data.ep == recorded.ep);
+  CHECK(data.sequence_parallel == recorded.sequence_parallel);
+  CHECK(data.full_recompute == recorded.full_recompute);
+  CHECK(data.bytes_per_value == recorded.bytes_per_value);
+  CHECK(data.accum_bytes == recorded.accum_bytes);
+  CHECK(data.peak_flops == recorded.peak_flops);
+  CHECK(data.efficiency == recorded.efficiency);
+  CHECK(data.memory_bytes_per_s == recorded.memory_bytes_per_s);
+  CHECK(data.tp_link.alpha == recorded.tp_link.alpha);
+  CHECK(data.tp_link.beta == recorded.tp_link.beta);
+  CHECK(data.ep_link.alpha == recorded.ep_link.alpha);
+  CHECK(data.ep_link.beta == recorded.ep_link.beta);
+  // The seed's four rows, free and priced: the same steps.
+  const ampipe_config rows[] = {{},
+                                {.pipe_experts = true, .multi_data = 2, .multi_stream = true},
+                                {.degree = 2, .tp_sp_overlap = true},
+                                {.degree = 2,
+                                 .tp_sp_overlap = true,
+                                 .pipe_experts = true,
+                                 .multi_data = 4,
+                                 .multi_stream = true}};
+  for (const ampipe_config& row : rows)
+    for (const bool priced : {false, true}) {
+      cost_model a = ampipe_cost_model(data), b = ampipe_cost_model(recorded);
+      if (priced) a.contention = b.contention = contention_facts::published();
+      const seconds from_data = simulate(lower(ampipe_schedule(data, row)), a).makespan;
+      const seconds from_code = simulate(lower(ampipe_schedule(recorded, row)), b).makespan;
+      CAPTURE(row.degree);
+      CAPTURE(priced);
+      CHECK(from_data.count() == from_code.count());
+    }
+  // What the scenario does not price is refused by name.
+  plan::transformer gated = p.model.model;
+  gated.mlp = plan::mlp_kind::gated;
+  CHECK_THROWS_WITH_AS(plan::moe_mesh_facts_of(gated, p.job.spec, p.cluster.spec),
+                       "the AMPipe scenario prices experts with a plain two-matrix MLP (GeLU)",
+                       config_error);
+  plan::job pipelined = p.job.spec;
+  pipelined.pp = 2;
+  CHECK_THROWS_WITH_AS(plan::moe_mesh_facts_of(p.model.model, pipelined, p.cluster.spec),
+                       "the AMPipe scenario prices one pipeline rank and one sequence a "
+                       "micro-batch",
+                       config_error);
+}
+
+TEST_CASE("llama3-405b from its files: the 2D TP layer's facts, and its times to the bit") {
+  const plan::preset p = plan::read_preset(presets + "/llama3-405b");
+  CHECK(p.warnings.empty());
+  const tp_layer_facts data = plan::tp_layer_facts_of(p.model.model, p.job.spec, p.cluster.spec);
+  const tp_layer_facts recorded;  // the facts docs/tp-2d.md's comparison was recorded with
+  CHECK(data.hidden == recorded.hidden);
+  CHECK(data.ffn == recorded.ffn);
+  CHECK(data.heads == recorded.heads);
+  CHECK(data.kv_heads == recorded.kv_heads);
+  CHECK(data.seq == recorded.seq);
+  CHECK(data.micro_batch_size == recorded.micro_batch_size);
+  CHECK(data.bytes_per_value == recorded.bytes_per_value);
+  CHECK(data.device.peak_flops == recorded.device.peak_flops);
+  CHECK(data.device.efficiency == recorded.device.efficiency);
+  CHECK(data.device.memory_bytes_per_s == recorded.device.memory_bytes_per_s);
+  CHECK(data.mesh.per_node == recorded.mesh.per_node);
+  CHECK(data.mesh.intra.alpha == recorded.mesh.intra.alpha);
+  CHECK(data.mesh.intra.beta == recorded.mesh.intra.beta);
+  CHECK(data.mesh.inter.alpha == recorded.mesh.inter.alpha);
+  CHECK(data.mesh.inter.beta == recorded.mesh.inter.beta);
+  CHECK(data.mesh.hierarchical == recorded.mesh.hierarchical);
+  for (const tp::grid g : {tp::one_d_grid(16), tp::grid{8, 2}})
+    for (const tp_overlap o :
+         {tp_overlap::none, tp_overlap::ag_matmul, tp_overlap::matmul_rs, tp_overlap::fused})
+      for (const bool priced : {false, true}) {
+        tp_layer_facts a = data, b = recorded;
+        if (priced) a.contention = b.contention = contention_facts::published();
+        CAPTURE(g.tp_x);
+        CAPTURE(tp::name_of(o));
+        CAPTURE(priced);
+        CHECK(simulate_tp_layer(a, g, o).total.count() == simulate_tp_layer(b, g, o).total.count());
+      }
+  plan::transformer moe = p.model.model;
+  moe.mlp = plan::mlp_kind::plain;
+  CHECK_THROWS_WITH_AS(
+      plan::tp_layer_facts_of(moe, p.job.spec, p.cluster.spec),
+      "the 2D tensor-parallel scenario prices a SwiGLU MLP (fc1 holds gate and up)", config_error);
+}
+
 TEST_CASE("the cross-DC scenario refuses what it does not price") {
   const plan::preset p = plan::read_preset(presets + "/llama2-70b-xdc");
   plan::job j = p.job.spec;

@@ -89,6 +89,12 @@ inline constexpr std::array<cluster, 4> clusters{{
     {"ascend-910b", ascend_910b, 64e9, 8, link_model::intra_node(), link_model::inter_node()},
 }};
 
+/// The link a group of `size` ranks, `stride` apart, crosses on cluster `c`: inside a node while
+/// the group fits in one, between nodes otherwise.
+constexpr link_model group_link(const cluster& c, long long size, long long stride) noexcept {
+  return size * stride <= c.per_node ? c.intra : c.inter;
+}
+
 /// The built-in cluster called `name`, or nullptr.
 constexpr const cluster* find_cluster(std::string_view name) noexcept {
   for (const cluster& c : clusters)

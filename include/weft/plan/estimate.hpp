@@ -48,11 +48,6 @@ struct estimate {
 
 namespace detail {
 
-/// The link a group of `size` ranks, `stride` apart, crosses: inside a node or between nodes.
-constexpr link_model group_link(const cluster& c, long long size, long long stride) noexcept {
-  return size * stride <= c.per_node ? c.intra : c.inter;
-}
-
 /// Stage `st`'s costs and sizes for job `j` of model `m` on cluster `c`.
 inline stage_estimate stage_costs(const transformer& m, const job& j, const cluster& c,
                                   const layout_stage& st) {
@@ -228,9 +223,8 @@ inline estimate estimate_job(const transformer& m, const job& j, const cluster& 
       (fsdp ? 2 * 2.0 : 0.0) + (j.sharding >= dp_sharding::optim_grads ? 4.0 : 0.0);
   // The data-parallel ranks are tp devices apart (the experts' tp x ep): inside a node while
   // they fit, across nodes otherwise.
-  const link_model dp_link = detail::group_link(c, dp_ranks, j.tp);
-  const link_model edp_link =
-      detail::group_link(c, dp_ranks / j.ep, static_cast<long long>(j.tp) * j.ep);
+  const link_model dp_link = group_link(c, dp_ranks, j.tp);
+  const link_model edp_link = group_link(c, dp_ranks / j.ep, static_cast<long long>(j.tp) * j.ep);
   const int d = static_cast<int>(dp_ranks), ed = static_cast<int>(dp_ranks / j.ep);
   double slowest_sync = 0, largest = 0;
   for (std::size_t r = 0; r < dense.size(); ++r) {

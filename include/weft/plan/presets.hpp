@@ -1,8 +1,8 @@
-// The seeds' scenarios as data: a preset is a folder holding the model's config.json, the job
-// (job.json, plan/job_file.hpp) and the cluster (cluster.json, plan/cluster_file.hpp), read the
-// way `weft plan` reads a user's own, and turned into the facts a scenario's cost model is built
-// from. The files of `presets/` reproduce the figures the scenarios were recorded with, to the
-// bit (tests/unit/test_presets.cpp).
+// The seeds' scenarios as data (llama2-70b-xdc, ampipe-16p, llama3-405b): a preset is a folder
+// holding the model's config.json, the job (job.json, plan/job_file.hpp) and the cluster
+// (cluster.json, plan/cluster_file.hpp), read the way `weft plan` reads a user's own, and turned
+// into the facts a scenario's cost model is built from. The files of `presets/` reproduce the
+// figures the scenarios were recorded with, to the bit (tests/unit/test_presets.cpp).
 #pragma once
 
 #include <filesystem>
@@ -15,7 +15,9 @@
 #include <weft/plan/cluster_file.hpp>
 #include <weft/plan/hf_config.hpp>
 #include <weft/plan/job_file.hpp>
+#include <weft/sim/ampipe_preset.hpp>
 #include <weft/sim/xdc_preset.hpp>
+#include <weft/tp/preset.hpp>
 
 namespace weft::plan {
 
@@ -86,6 +88,65 @@ inline xdc_facts xdc_facts_of(const transformer& m, const job& j, const cluster&
   f.km = c.centres.km;
   f.ratio = c.centres.convergence_ratio;
   f.sites = c.centres.sites;
+  return f;
+}
+
+/// The AMPipe scenario's facts (sim/ampipe_preset.hpp) from a model, a job and a cluster: MoE
+/// layers of routed experts with a plain (GeLU) MLP each and standard attention, one sequence a
+/// micro-batch on one pipeline rank, tensor parallelism inside a node where it fits and expert
+/// parallelism over the links its group crosses (`group_link`). Throws `config_error` for what
+/// the scenario does not price.
+inline moe_mesh_facts moe_mesh_facts_of(const transformer& m, const job& j, const cluster& c) {
+  const auto refuse = [](const std::string& why) {
+    throw config_error("the AMPipe scenario prices " + why);
+  };
+  if (!m.moe.active() || m.moe.first_dense != 0 || m.moe.every != 1 || m.moe.shared_ffn > 0)
+    refuse("MoE layers throughout, routed experts only");
+  if (m.mlp != mlp_kind::plain) refuse("experts with a plain two-matrix MLP (GeLU)");
+  if (m.mla.active() || m.kv_heads != m.heads)
+    refuse("standard attention (as many KV as query heads)");
+  if (j.pp != 1 || j.micro_batch_size != 1)
+    refuse("one pipeline rank and one sequence a micro-batch");
+  if (j.policy == recompute::selective) refuse("no recomputation or full recomputation");
+  moe_mesh_facts f;
+  f.seq = j.seq;
+  f.hidden = m.hidden;
+  f.ffn = m.moe.expert_ffn;
+  f.layers = m.layers;
+  f.experts = m.moe.routed;
+  f.top_k = m.moe.top_k;
+  f.tp = j.tp;
+  f.cp = j.cp;
+  f.ep = j.ep;
+  f.sequence_parallel = j.sequence_parallel;
+  f.full_recompute = j.policy == recompute::full;
+  f.peak_flops = c.device.peak_flops;
+  f.efficiency = c.device.efficiency;
+  f.memory_bytes_per_s = c.device.memory_bytes_per_s;
+  f.tp_link = group_link(c, j.tp, 1);
+  f.ep_link = group_link(c, j.ep, static_cast<long long>(j.tp) * j.cp);
+  return f;
+}
+
+/// The 2D tensor-parallel scenario's layer (tp/preset.hpp) from a model, a job and a cluster: a
+/// dense layer with a SwiGLU MLP (fc1 holds gate and up) and grouped-query attention, `seq`
+/// tokens a sequence, the cluster's devices and machines (collectives across machines in two
+/// levels). Throws `config_error` for what the scenario does not price.
+inline tp_layer_facts tp_layer_facts_of(const transformer& m, const job& j, const cluster& c) {
+  const auto refuse = [](const std::string& why) {
+    throw config_error("the 2D tensor-parallel scenario prices " + why);
+  };
+  if (m.moe.active() || m.mla.active()) refuse("a dense layer with standard attention");
+  if (m.mlp != mlp_kind::gated) refuse("a SwiGLU MLP (fc1 holds gate and up)");
+  tp_layer_facts f;
+  f.hidden = m.hidden;
+  f.ffn = m.ffn;
+  f.heads = m.heads;
+  f.kv_heads = m.kv_heads;
+  f.seq = j.seq;
+  f.micro_batch_size = j.micro_batch_size;
+  f.device = c.device;
+  f.mesh = {.per_node = c.per_node, .intra = c.intra, .inter = c.inter, .hierarchical = true};
   return f;
 }
 
