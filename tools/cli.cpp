@@ -223,6 +223,8 @@ void check_combinations(request& q) {
   const bool interleaved_asked =
       q.schedule == "interleaved" ||
       std::find(q.schedules.begin(), q.schedules.end(), "interleaved") != q.schedules.end();
+  if (q.command == "plan" && q.plan_preset.empty() && (q.model_file.empty() || q.cluster.empty()))
+    bad("plan needs --model and --cluster (or --preset NAME)");
   if (q.command == "search") {
     const bool xdc_search = q.preset == "llama2-70b-xdc";
     if (!xdc_search && (q.pp == 0 || q.micro == 0))
@@ -489,11 +491,26 @@ parsed parse(int argc, const char* const* argv) {
       "plan a real training job (docs/planning.md): a model's Hugging Face config.json, the job "
       "as Megatron's flags state it and a cluster in; step time, tokens/s, MFU, memory per stage "
       "against the device's, and every schedule that applies, out");
-  job->add_option("--model", q.model_file, "the model's config.json")->required();
+  // The model, the job and the cluster: flags, files, or a preset's three files.
+  auto* preset = job->add_option("--preset", q.plan_preset,
+                                 "a preset's folder of config.json, job.json and cluster.json "
+                                 "(presets/: llama2-70b-xdc, ampipe-16p, llama3-405b, "
+                                 "deepseek-v3, or one's own under $WEFT_PRESETS)")
+                     ->check(
+                         [](const std::string& v) -> std::string {
+                           const bool plain =
+                               !v.empty() && v.size() <= 64 &&
+                               v.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789.-_") ==
+                                   std::string::npos &&
+                               v.front() != '.';
+                           return plain ? "" : v + " is not a preset's name (a-z, 0-9, . - _)";
+                         },
+                         "NAME");
+  job->add_option("--model", q.model_file, "the model's config.json")->excludes(preset);
   job->add_option("--cluster", q.cluster,
                   "a100-80g, h100-sxm, h800, ascend-910b, or FILE.json for one's own "
                   "(docs/planning.md has the schema)")
-      ->required()
+      ->excludes(preset)
       ->check(
           [](const std::string& v) -> std::string {
             for (const char* n : {"a100-80g", "h100-sxm", "h800", "ascend-910b"})
@@ -502,41 +519,51 @@ parsed parse(int argc, const char* const* argv) {
             return v + " is not a100-80g, h100-sxm, h800, ascend-910b or a FILE.json";
           },
           "CLUSTER");
-  job->add_option("--tp", q.job.tp, "tensor-parallel size")->check(CLI::Range(1, 1 << 16));
-  job->add_option("--pp", q.job.pp, "pipeline-parallel size")->check(CLI::Range(1, 1 << 16));
-  job->add_option("--dp", q.job.dp, "data-parallel size")->check(CLI::Range(1, 1 << 20));
-  job->add_option("--cp", q.job.cp, "context-parallel size")->check(CLI::Range(1, 1 << 16));
-  job->add_option("--ep", q.job.ep, "expert-parallel size (carved from dp x cp)")
-      ->check(CLI::Range(1, 1 << 16));
-  job->add_option("--micro-batch-size", q.job.micro_batch_size, "sequences per micro-batch")
-      ->check(CLI::Range(1, 1 << 16));
-  job->add_option("--global-batch-size", q.job.global_batch_size,
-                  "sequences per optimizer step (default: one micro-batch per dp rank)")
-      ->check(CLI::Range(1, 1 << 30));
-  job->add_option("--seq-length", q.job.seq, "tokens per sequence (default 4096)")
-      ->check(CLI::Range(1.0, 16777216.0));
-  job->add_option("--recompute", q.recompute, "none, selective or full (default none)")
-      ->check(CLI::IsMember({"none", "selective", "full"}));
-  job->add_flag("--sequence-parallel", q.job.sequence_parallel,
-                "shard what tensor parallelism replicates over its ranks too");
-  job->add_option("--schedule", q.job.schedule, "the pipeline schedule (default 1f1b)")
-      ->check(CLI::IsMember(schedule_names));
-  job->add_option("--chunks", q.job.chunks, "model chunks per rank (interleaved; default 1)")
-      ->check(CLI::Range(1, weft::limits::chunks));
-  job->add_option("--pipeline-layout", q.job.layout,
-                  "the layers of each stage in Megatron's grammar, e.g. \"Et*3|(tt|)*29,m|L\"");
-  job->add_flag("--overlap-grad-reduce", q.job.overlap_grad_reduce,
-                "the gradient reduction overlapped with the backward");
+  auto* job_file = job->add_option("--job", q.job_file,
+                                   "the job as a JSON file keyed by these flags without their "
+                                   "dashes (docs/planning.md)")
+                       ->excludes(preset);
+  // A job's flags say what a job file or a preset's says: one or the other.
+  std::vector<CLI::Option*> job_flags{
+      job->add_option("--tp", q.job.tp, "tensor-parallel size")->check(CLI::Range(1, 1 << 16)),
+      job->add_option("--pp", q.job.pp, "pipeline-parallel size")->check(CLI::Range(1, 1 << 16)),
+      job->add_option("--dp", q.job.dp, "data-parallel size")->check(CLI::Range(1, 1 << 20)),
+      job->add_option("--cp", q.job.cp, "context-parallel size")->check(CLI::Range(1, 1 << 16)),
+      job->add_option("--ep", q.job.ep, "expert-parallel size (carved from dp x cp)")
+          ->check(CLI::Range(1, 1 << 16)),
+      job->add_option("--micro-batch-size", q.job.micro_batch_size, "sequences per micro-batch")
+          ->check(CLI::Range(1, 1 << 16)),
+      job->add_option("--global-batch-size", q.job.global_batch_size,
+                      "sequences per optimizer step (default: one micro-batch per dp rank)")
+          ->check(CLI::Range(1, 1 << 30)),
+      job->add_option("--seq-length", q.job.seq, "tokens per sequence (default 4096)")
+          ->check(CLI::Range(1.0, 16777216.0)),
+      job->add_option("--recompute", q.recompute, "none, selective or full (default none)")
+          ->check(CLI::IsMember({"none", "selective", "full"})),
+      job->add_flag("--sequence-parallel", q.job.sequence_parallel,
+                    "shard what tensor parallelism replicates over its ranks too"),
+      job->add_option("--schedule", q.job.schedule, "the pipeline schedule (default 1f1b)")
+          ->check(CLI::IsMember(schedule_names)),
+      job->add_option("--chunks", q.job.chunks, "model chunks per rank (interleaved; default 1)")
+          ->check(CLI::Range(1, weft::limits::chunks)),
+      job->add_option("--pipeline-layout", q.job.layout,
+                      "the layers of each stage in Megatron's grammar, e.g. \"Et*3|(tt|)*29,m|L\""),
+      job->add_flag("--overlap-grad-reduce", q.job.overlap_grad_reduce,
+                    "the gradient reduction overlapped with the backward")};
   auto* whole = job->add_flag("--no-distributed-optimizer", q.no_distributed_optimizer,
                               "keep the optimizer states whole on every data-parallel rank");
-  job->add_option("--data-parallel-sharding-strategy", q.sharding,
-                  "what the data-parallel ranks shard (Megatron-FSDP's names): no_shard, optim "
-                  "(the distributed optimizer, ZeRO-1; the default), optim_grads (ZeRO-2) or "
-                  "optim_grads_params (FSDP, ZeRO-3)")
-      ->check(CLI::IsMember({"no_shard", "optim", "optim_grads", "optim_grads_params"}))
-      ->excludes(whole);
-  job->add_flag("--no-flash-attention", q.no_flash_attention,
-                "attention's scores as whole matmuls, kept for the backward (2022's Megatron)");
+  job_flags.push_back(whole);
+  job_flags.push_back(
+      job->add_option("--data-parallel-sharding-strategy", q.sharding,
+                      "what the data-parallel ranks shard (Megatron-FSDP's names): no_shard, optim "
+                      "(the distributed optimizer, ZeRO-1; the default), optim_grads (ZeRO-2) or "
+                      "optim_grads_params (FSDP, ZeRO-3)")
+          ->check(CLI::IsMember({"no_shard", "optim", "optim_grads", "optim_grads_params"}))
+          ->excludes(whole));
+  job_flags.push_back(job->add_flag(
+      "--no-flash-attention", q.no_flash_attention,
+      "attention's scores as whole matmuls, kept for the backward (2022's Megatron)"));
+  for (CLI::Option* o : job_flags) o->excludes(job_file)->excludes(preset);
   job->add_option("--search-budget-s", q.plan_search_budget_s,
                   "also run the schedule search (weft search) on the best plan's costs for this "
                   "long (default 0: not at all)")

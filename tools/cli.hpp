@@ -90,6 +90,8 @@ struct request {
   std::string sharding = "optim";   ///< --data-parallel-sharding-strategy
   bool check_memory = false;        ///< plan --check: exit 1 when the job does not fit its devices
   double plan_search_budget_s = 0;  ///< plan --search-budget-s: 0, no schedule search
+  std::string plan_preset;          ///< plan --preset: model, job and cluster from presets/NAME
+  std::string job_file;             ///< plan --job FILE.json
 
   // output
   bool json = false;

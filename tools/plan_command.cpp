@@ -19,6 +19,8 @@
 #include <weft/plan/estimate.hpp>
 #include <weft/plan/fits.hpp>
 #include <weft/plan/hf_config.hpp>
+#include <weft/plan/job_file.hpp>
+#include <weft/plan/presets.hpp>
 #include <weft/schedule/memory.hpp>
 #include <weft/search/search.hpp>
 #include "commands.hpp"
@@ -53,19 +55,39 @@ std::string flags(const plan::job& j) {
 
 }  // namespace
 
-int plan_command(const request& q) {
-  const plan::hf_model hf = plan::read_hf_config(read_text(q.model_file));
-  for (const std::string& w : hf.warnings) std::cerr << "weft: " << w << "\n";
-  const plan::transformer& m = hf.model;
-  // A built-in cluster, or one's own from a JSON file.
+int plan_command(const request& in) {
+  // The model, the job and the cluster: a preset's files, or the flags (the job perhaps a file).
+  request q = in;
+  plan::hf_model hf;
   plan::cluster_file own;
-  const plan::cluster* c = plan::find_cluster(q.cluster);
-  if (!c) {
-    own = plan::read_cluster(read_text(q.cluster), q.cluster);
-    for (const std::string& w : own.warnings) std::cerr << "weft: " << w << "\n";
+  const plan::cluster* c = nullptr;
+  if (!q.plan_preset.empty()) {
+    plan::preset p = plan::read_preset(preset_dir(q.plan_preset));
+    for (const std::string& w : p.warnings) std::cerr << "weft: " << w << "\n";
+    hf = std::move(p.model);
+    q.job = p.job.spec;
+    q.cluster = q.plan_preset;
+    own = std::move(p.cluster);
     own.spec.name = q.cluster;
     c = &own.spec;
+  } else {
+    hf = plan::read_hf_config(read_text(q.model_file));
+    for (const std::string& w : hf.warnings) std::cerr << "weft: " << w << "\n";
+    if (!q.job_file.empty()) {
+      const plan::job_file f = plan::read_job(read_text(q.job_file), q.job_file);
+      for (const std::string& w : f.warnings) std::cerr << "weft: " << w << "\n";
+      q.job = f.spec;
+    }
+    // A built-in cluster, or one's own from a JSON file.
+    c = plan::find_cluster(q.cluster);
+    if (!c) {
+      own = plan::read_cluster(read_text(q.cluster), q.cluster);
+      for (const std::string& w : own.warnings) std::cerr << "weft: " << w << "\n";
+      own.spec.name = q.cluster;
+      c = &own.spec;
+    }
   }
+  const plan::transformer& m = hf.model;
   const plan::estimate e = [&] {
     try {
       return plan::estimate_job(m, q.job, *c);

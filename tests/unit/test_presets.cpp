@@ -5,6 +5,7 @@
 
 #include <string>
 
+#include <weft/plan/estimate.hpp>
 #include <weft/plan/presets.hpp>
 #include <weft/schedule/lower.hpp>
 #include <weft/sim/simulate.hpp>
@@ -161,6 +162,71 @@ TEST_CASE("llama3-405b from its files: the 2D TP layer's facts, and its times to
   CHECK_THROWS_WITH_AS(
       plan::tp_layer_facts_of(moe, p.job.spec, p.cluster.spec),
       "the 2D tensor-parallel scenario prices a SwiGLU MLP (fc1 holds gate and up)", config_error);
+}
+
+TEST_CASE("a planned job across data centres: its crossings priced as the cross-DC scenario's") {
+  const plan::preset p = plan::read_preset(presets + "/llama2-70b-xdc");
+  const xdc_facts f = plan::xdc_facts_of(p.model.model, p.job.spec, p.cluster.spec);
+  // Priced (the published facts, links shared): a crossing at its port's speed over the sites'
+  // uplink, 1/32 of a pipeline rank's ports wide; its latency the far link's.
+  const plan::estimate priced = plan::estimate_job(p.model.model, p.job.spec, p.cluster.spec);
+  CHECK(priced.cost.site_ranks == 4);
+  CHECK(priced.cost.contention.uplink_ports == xdc_contention(f).uplink_ports);
+  CHECK(priced.cost.far_p2p ==
+        collective::p2p(link_model::cross_dc(f.km, 1, f.inter), xdc_p2p_bytes(f)));
+  CHECK(priced.cost.far_p2p_latency == xdc_link(f).alpha);
+  // Free: the far link as the scenario's, each tensor-parallel group's share of its site.
+  plan::cluster free = p.cluster.spec;
+  free.overlap = {};
+  const plan::estimate plain = plan::estimate_job(p.model.model, p.job.spec, free);
+  CHECK(plain.cost.far_p2p == collective::p2p(xdc_link(f), xdc_p2p_bytes(f)));
+  // Inside a site, a pipeline rank is a server (tp 8 of 8): its transfers cross servers.
+  CHECK(plain.cost.of(kind::send, phase::F) == collective::p2p(f.inter, xdc_p2p_bytes(f)));
+  plan::job odd = p.job.spec;
+  odd.pp = 5;  // 16 layers a rank, and no half of 5 ranks in each centre
+  odd.chunks = 1;
+  odd.schedule = "1f1b";
+  CHECK_THROWS_WITH_AS(plan::estimate_job(p.model.model, odd, free),
+                       "the pipeline's 5 ranks do not split evenly over the cluster's 2 data "
+                       "centres",
+                       config_error);
+}
+
+TEST_CASE("deepseek-v3 from its files: the real model on 2048 H800s, as the published-run row") {
+  const plan::preset p = plan::read_preset(presets + "/deepseek-v3");
+  CHECK(p.warnings.empty());
+  const plan::transformer& m = p.model.model;
+  CHECK(m.layers == 61);
+  CHECK(m.moe.first_dense == 3);
+  CHECK(m.moe.routed == 256);
+  CHECK(m.mla.active());
+  CHECK(m.mtp_layers == 1);
+  // The cluster file states the built-in H800 to the bit.
+  const plan::cluster& file = p.cluster.spec;
+  const plan::cluster& h800 = *plan::find_cluster("h800");
+  CHECK(file.device.peak_flops == h800.device.peak_flops);
+  CHECK(file.device.efficiency == h800.device.efficiency);
+  CHECK(file.device.attention_efficiency == h800.device.attention_efficiency);
+  CHECK(file.device.memory_bytes_per_s == h800.device.memory_bytes_per_s);
+  CHECK(file.hbm_bytes == h800.hbm_bytes);
+  CHECK(file.per_node == h800.per_node);
+  CHECK(file.intra.alpha == h800.intra.alpha);
+  CHECK(file.intra.beta == h800.intra.beta);
+  CHECK(file.inter.alpha == h800.inter.alpha);
+  CHECK(file.inter.beta == h800.inter.beta);
+  // The job docs/planning.md's DeepSeek-V3 row states with flags: the same step to the bit.
+  plan::job flags;
+  flags.pp = 16;
+  flags.dp = 128;
+  flags.ep = 64;
+  flags.seq = 4096;
+  flags.global_batch_size = 15360;
+  flags.schedule = "dualpipe";
+  flags.layout = "Et*3|(t*4|)*14,t*2mL";
+  const plan::estimate a = plan::estimate_job(m, p.job.spec, file);
+  const plan::estimate b = plan::estimate_job(m, flags, h800);
+  CHECK(a.step.count() == b.step.count());
+  CHECK(a.memory_per_rank == b.memory_per_rank);
 }
 
 TEST_CASE("the cross-DC scenario refuses what it does not price") {

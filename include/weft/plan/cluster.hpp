@@ -32,7 +32,7 @@ struct cluster {
 namespace detail {
 // Per direction: NVLink's and HCCS's published figures are the sum of both directions.
 constexpr link_model gb_per_s(double alpha_us, double bytes_per_s) noexcept {
-  return link_model::with_bandwidth(seconds(alpha_us * 1e-6), bytes_per_s);
+  return link_model::with_bandwidth(seconds(alpha_us / 1e6), bytes_per_s);  // as files read it
 }
 }  // namespace detail
 

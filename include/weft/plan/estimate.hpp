@@ -189,13 +189,38 @@ inline estimate estimate_job(const transformer& m, const job& j, const cluster& 
   const double p2p_bytes =
       j.micro_batch_size * j.seq / j.cp * m.hidden * 2 / (j.sequence_parallel ? j.tp : 1);
   const long long apart = static_cast<long long>(j.tp) * j.cp * j.dp;
-  const seconds near = collective::p2p(c.intra, p2p_bytes);
-  for (kind k : {kind::send, kind::recv}) out.cost.set(k, phase::F, near).set(k, phase::B, near);
-  out.cost.site_ranks = apart < c.per_node ? static_cast<int>(c.per_node / apart) : 1;
-  out.cost.far_p2p = collective::p2p(c.inter, p2p_bytes);
-  out.cost.p2p_latency = c.intra.alpha;
-  out.cost.far_p2p_latency = c.inter.alpha;
   out.cost.contention = c.overlap;
+  if (c.centres.sites <= 1) {
+    const seconds near = collective::p2p(c.intra, p2p_bytes);
+    for (kind k : {kind::send, kind::recv}) out.cost.set(k, phase::F, near).set(k, phase::B, near);
+    out.cost.site_ranks = apart < c.per_node ? static_cast<int>(c.per_node / apart) : 1;
+    out.cost.far_p2p = collective::p2p(c.inter, p2p_bytes);
+    out.cost.p2p_latency = c.intra.alpha;
+    out.cost.far_p2p_latency = c.inter.alpha;
+  } else {
+    // Data centres (docs/cross-dc.md): the pipeline ranks split evenly over them; a transfer
+    // inside one takes the link between its ranks, one between two the centres' link, which a
+    // tensor-parallel group's devices share with the rest of their centre's ports, converged.
+    if (j.pp % c.centres.sites != 0)
+      throw config_error("the pipeline's " + std::to_string(j.pp) +
+                         " ranks do not split evenly over the cluster's " +
+                         std::to_string(c.centres.sites) + " data centres");
+    const link_model inside = apart < c.per_node ? c.intra : c.inter;
+    const seconds near = collective::p2p(inside, p2p_bytes);
+    for (kind k : {kind::send, kind::recv}) out.cost.set(k, phase::F, near).set(k, phase::B, near);
+    const double per_site = static_cast<double>(j.devices()) / c.centres.sites;
+    const double ratio = c.centres.convergence_ratio * j.tp / per_site;
+    const link_model far = link_model::cross_dc(c.centres.km, ratio, c.inter);
+    // Priced with shared links, the centres' uplink is a resource of its own (ports wide, in a
+    // pipeline rank's): a crossing moves at its port's speed over it, as alone it did over `far`.
+    out.cost.contention.uplink_ports = 1 / ratio;
+    const bool uplink = out.cost.contention.shared_links;
+    out.cost.site_ranks = j.pp / c.centres.sites;
+    out.cost.far_p2p =
+        collective::p2p(uplink ? link_model::cross_dc(c.centres.km, 1, c.inter) : far, p2p_bytes);
+    out.cost.p2p_latency = inside.alpha;
+    out.cost.far_p2p_latency = far.alpha;
+  }
   out.time = simulate(out.prog, out.cost);
   out.metrics = measure(out.prog, out.time);
   out.pipeline = out.time.makespan;
