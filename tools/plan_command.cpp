@@ -98,11 +98,11 @@ int plan_command(const request& in) {
       try {
         const plan::plan_search_result r = plan::best_plan(m, q.job, *c);
         const plan::plan_choice* pick = &r.judged[*r.best];
-        for (const plan::plan_choice& x : r.judged)
-          if (x.ran && x.tried.schedule == q.job.schedule &&
-              (pick->tried.schedule != q.job.schedule || (x.fits && !pick->fits) ||
-               (x.fits == pick->fits && x.step < pick->step)))
-            pick = &x;
+        for (const plan::plan_choice& choice : r.judged)
+          if (choice.ran && choice.tried.schedule == q.job.schedule &&
+              (pick->tried.schedule != q.job.schedule || (choice.fits && !pick->fits) ||
+               (choice.fits == pick->fits && choice.step < pick->step)))
+            pick = &choice;
         hint = "\nweft plan: " + flags(pick->tried) + " runs this job" +
                (pick->fits ? "" : " (though it does not fit in memory)");
       } catch (const config_error&) {
@@ -135,8 +135,8 @@ int plan_command(const request& in) {
   const plan::plan_search_result found = plan::best_plan(m, q.job, *c);
   const plan::plan_choice& best = found.judged[*found.best];
   // The schedule search (as `weft search`) on the best plan's costs: orders of its ops beyond
-  // the generators', using no more live (micro-batch, chunk) units than that plan, and checked
-  // against the devices' memory in bytes afterwards.
+  // the generators', no rank holding more live (micro-batch, chunk) units than that plan's
+  // busiest rank does, each order's memory checked in bytes afterwards.
   struct searched {
     search::search_result<seconds> result;
     seconds step{0};
@@ -168,7 +168,11 @@ int plan_command(const request& in) {
     }
   }
   if (!q.out.empty()) {  // the fastest order found, as PyTorch's schedule CSV
-    const bool searched_faster = better && better->step < best.step;
+    // The search's order only when it is faster and needs no more memory than the devices
+    // have (or than the best plan, when even that does not fit).
+    const bool searched_faster =
+        better && better->step < best.step &&
+        better->peak_memory_bytes <= std::max(c->hbm_bytes, best.peak_memory_bytes);
     const schedule order =
         searched_faster ? search::to_schedule(better->result.best->p) : found.best_estimate->sched;
     std::ostringstream csv;

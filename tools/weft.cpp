@@ -61,10 +61,14 @@ weft::xdc_facts weft::cli::xdc_facts_of(const request& q) {
   const weft::plan::preset p = weft::plan::read_preset(preset_dir("llama2-70b-xdc"));
   for (const std::string& w : p.warnings) std::cerr << "weft: " << w << "\n";
   weft::xdc_facts f = weft::plan::xdc_facts_of(p.model.model, p.job.spec, p.cluster.spec);
-  if (f.layers % (f.pp * q.chunks) != 0)
+  if (f.layers % (f.pp * q.chunks) != 0) {
+    std::string counts;  // what divides a rank's layers
+    for (int d = 1; d <= f.layers / f.pp; ++d)
+      if ((f.layers / f.pp) % d == 0) counts += (counts.empty() ? "" : ", ") + std::to_string(d);
     throw weft::config_error("weft: llama2-70b-xdc: --chunks must divide the " +
-                             std::to_string(f.layers / f.pp) +
-                             " layers of a pipeline rank (1, 2, 5 or 10)");
+                             std::to_string(f.layers / f.pp) + " layers of a pipeline rank (" +
+                             counts + ")");
+  }
   f.chunks = q.chunks;
   if (q.micro != 0) f.micro = q.micro;
   if (q.delay == "inter-node") f.sites = 1;

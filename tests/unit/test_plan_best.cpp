@@ -120,10 +120,32 @@ TEST_CASE("a layout in Megatron's grammar: equal stages in a row written once") 
   CHECK(l.stages[3].layers == 4);
   CHECK(l.stages[4].layers == 2);
   CHECK(l.stages[4].mtp == 1);
-  // The last stage stands alone even when it equals the ones before it.
   CHECK(detail::layout_text({"Et", "t", "t", "tL"}) == "Et|(t|)*2,tL");
+  // The last stage stands alone even when it equals the one before it.
   CHECK(detail::layout_text({"Et", "t", "t"}) == "Et|t|t");
   CHECK(detail::layout_text({"EtL"}) == "EtL");
+}
+
+TEST_CASE("a balanced layout reads back: every stage count, the MTP layers with the loss") {
+  // Seven layers and two MTP layers: eight pieces (the MTP layers ride with the head, as Megatron
+  // keeps them in the last virtual stage), costs rising and falling.
+  detail::model_pieces p;
+  p.layers = 7;
+  p.mtp = 2;
+  p.cost = {3, 1, 4, 1, 5, 9, 2, 6};
+  for (int S = 1; S <= 8; ++S) {
+    CAPTURE(S);
+    const std::string text = detail::balanced_layout(p, S);
+    const pipeline_layout l = parse_pipeline_layout(text, S, 7, 2);
+    REQUIRE(static_cast<int>(l.stages.size()) == S);
+    CHECK(l.stages.back().mtp == 2);
+    CHECK(l.stages.back().loss);
+    for (int s = 0; s < S; ++s)
+      CHECK(l.stages[static_cast<std::size_t>(s)].layers + (s == S - 1) > 0);
+  }
+  // Two stages: cut after the fourth piece, 9 | 22; after the fifth, 14 | 17; after the sixth,
+  // 23 | 8. The fifth is best: five layers, then two with the MTP layers and the head.
+  CHECK(detail::balanced_layout(p, 2) == "Et*5|t*2m*2L");
 }
 
 TEST_CASE("the best plan: every schedule, chunk count and layout, the fastest that fits") {
@@ -156,7 +178,13 @@ TEST_CASE("the best plan: every schedule, chunk count and layout, the fastest th
     ++ran;
     if (x.fits) CHECK(best.step <= x.step);
   }
-  CHECK(ran >= 7);  // every generator ran with a balanced layout
+  CHECK(ran >= 8);
+  for (const weft::generator_info& g : weft::generators) {  // every generator ran, balanced
+    CAPTURE(g.name);
+    CHECK(std::any_of(r.judged.begin(), r.judged.end(), [&](const plan_choice& x) {
+      return x.ran && x.tried.schedule == g.name && !x.tried.layout.empty();
+    }));
+  }
   bool balanced_1f1b = false;
   for (const plan_choice& x : r.judged)
     balanced_1f1b =

@@ -249,7 +249,7 @@ TEST_CASE("data-parallel sharding: the states each rank keeps, what it gathers, 
   const estimate optim = with(dp_sharding::optim), grads = with(dp_sharding::optim_grads),
                  fsdp = with(dp_sharding::optim_grads_params), whole = with(dp_sharding::no_shard);
   const double p0 = optim.stages[0].params, p1 = optim.stages[1].params;
-  // Per parameter: 2 + 4 + 12/2 with the optimizer sharded; + 4 for nothing sharded; ZeRO-2's
+  // Per parameter: 2 + 4 + 12/2 with the optimizer sharded; 18 for nothing sharded; ZeRO-2's
   // 2 + 4/2 + 12/2 and a layer's fp32 bucket (4) waiting for its reduce-scatter; FSDP's 18/2,
   // the bucket, and two layers' gathered bf16 weights (the one computing, the next).
   CHECK(optim.states_per_rank[0] == doctest::Approx(12 * p0));

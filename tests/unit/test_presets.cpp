@@ -180,6 +180,14 @@ TEST_CASE("a planned job across data centres: its crossings priced as the cross-
   free.overlap = {};
   const plan::estimate plain = plan::estimate_job(p.model.model, p.job.spec, free);
   CHECK(plain.cost.far_p2p == collective::p2p(xdc_link(f), xdc_p2p_bytes(f)));
+  // Two data-parallel replicas: twice the devices cross at once over twice the ports, so each
+  // still gets 1/32 of its port (128 x 2 sites / 8 ranks).
+  plan::job wider = p.job.spec;
+  wider.dp = 2;
+  wider.global_batch_size = 128;
+  const plan::estimate two = plan::estimate_job(p.model.model, wider, free);
+  CHECK(two.cost.far_p2p ==
+        collective::p2p(link_model::cross_dc(960, 32, link_model::inter_node()), xdc_p2p_bytes(f)));
   // Inside a site, a pipeline rank is a server (tp 8 of 8): its transfers cross servers.
   CHECK(plain.cost.of(kind::send, phase::F) == collective::p2p(f.inter, xdc_p2p_bytes(f)));
   plan::job odd = p.job.spec;
@@ -330,4 +338,11 @@ TEST_CASE("a cluster's data centres from JSON") {
       plan::read_cluster("{" + base + R"(, "data_centres": {"km": 5, "convergence_ratio": 1}})",
                          "c.json"),
       "c.json: data_centres: missing sites", config_error);
+  CHECK_THROWS_WITH_AS(
+      plan::read_cluster(
+          "{" + base + R"(, "data_centres": {"sites": 2, "km": 5, "convergence_ratio": 0.5}})",
+          "c.json"),
+      "c.json: data_centres: convergence_ratio must be 1 or more (ports to links between the "
+      "centres), got 0.5",
+      config_error);
 }

@@ -142,41 +142,54 @@ inline std::string layout_text(const std::vector<std::string>& stage) {
   return S > 0 ? out + stage[S - 1] : out;
 }
 
-/// A layout in Megatron's grammar that puts model `m`'s pieces — the embedding, the decoder
-/// layers, the MTP layers, the loss, in model order — into `stages` stages with the costliest
-/// stage as cheap as it can be (`min_max_partition`; a piece costs its forward and backward
-/// on its own, the embedding riding with the first layer, which it opens).
-inline std::string balanced_layout(const transformer& m, const job& j, const cluster& c,
-                                   int stages) {
-  std::vector<char> sym;
+/// Model `m`'s pieces in order, as a balanced layout cuts them, each at its own forward and
+/// backward on job `j`'s devices: the embedding riding with the first layer (which it opens),
+/// every decoder layer, and the loss with the MTP layers before it — Megatron keeps every MTP
+/// layer in the last virtual stage, so they and the head stay one piece.
+struct model_pieces {
   std::vector<double> cost;
+  int layers = 0, mtp = 0;
+  /// Symbols a layout of `stages` stages expands to: every piece's, the E, the separators.
+  std::size_t symbols(int stages) const noexcept {
+    return static_cast<std::size_t>(layers) + static_cast<std::size_t>(mtp) + 2 +
+           static_cast<std::size_t>(stages);
+  }
+};
+inline model_pieces pieces_of(const transformer& m, const job& j, const cluster& c) {
+  model_pieces out;
+  out.layers = m.layers;
+  out.mtp = m.mtp_layers;
   const double embedding = piece_cost(m, j, c, -1, 0).count();
-  for (int l = 0; l < m.layers; ++l) {
-    sym.push_back('t');
-    cost.push_back(piece_cost(m, j, c, l, -1).count() + (l == 0 ? embedding : 0.0));
-  }
-  for (int k = 0; k < m.mtp_layers; ++k) {
-    sym.push_back('m');
-    cost.push_back(piece_cost(m, j, c, -1, 2).count());
-  }
-  sym.push_back('L');
-  cost.push_back(piece_cost(m, j, c, -1, 1).count());
-  const std::vector<std::size_t> begin = min_max_partition(cost, stages);
+  for (int l = 0; l < m.layers; ++l)
+    out.cost.push_back(piece_cost(m, j, c, l, -1).count() + (l == 0 ? embedding : 0.0));
+  double tail = piece_cost(m, j, c, -1, 1).count();
+  for (int k = 0; k < m.mtp_layers; ++k) tail += piece_cost(m, j, c, -1, 2).count();
+  out.cost.push_back(tail);
+  return out;
+}
+
+/// A layout in Megatron's grammar that puts model pieces `p` into `stages` stages with the
+/// costliest stage as cheap as it can be (`min_max_partition`).
+inline std::string balanced_layout(const model_pieces& p, int stages) {
+  const std::vector<std::size_t> begin = min_max_partition(p.cost, stages);
+  const auto layers = static_cast<std::size_t>(p.layers);
   std::vector<std::string> text;
   for (std::size_t s = 0; s + 1 < begin.size(); ++s) {
-    int layers = 0, mtp = 0;
-    bool loss = false;
-    for (std::size_t i = begin[s]; i < begin[s + 1]; ++i) {
-      layers += sym[i] == 't';
-      mtp += sym[i] == 'm';
-      loss = loss || sym[i] == 'L';
-    }
+    const std::size_t n = std::min(begin[s + 1], layers) - std::min(begin[s], layers);
     std::string t = s == 0 ? "E" : "";
-    if (layers > 0) t += layers == 1 ? "t" : "t*" + std::to_string(layers);
-    if (mtp > 0) t += mtp == 1 ? "m" : "m*" + std::to_string(mtp);
-    text.push_back(loss ? t + "L" : t);
+    if (n > 0) t += n == 1 ? "t" : "t*" + std::to_string(n);
+    if (begin[s + 1] > layers) {  // the last piece: the MTP layers and the loss
+      if (p.mtp > 0) t += p.mtp == 1 ? "m" : "m*" + std::to_string(p.mtp);
+      t += "L";
+    }
+    text.push_back(std::move(t));
   }
   return layout_text(text);
+}
+/// The same for model `m` on job `j`'s devices.
+inline std::string balanced_layout(const transformer& m, const job& j, const cluster& c,
+                                   int stages) {
+  return balanced_layout(pieces_of(m, j, c), stages);
 }
 
 /// Pipeline stages a generator makes for `pp` ranks and `chunks` (where it takes a count).
@@ -189,7 +202,7 @@ inline int stages_for(const generator_info& g, int pp, int chunks) {
 
 /// Judges every schedule the registry has for job `base` of model `m` on cluster `c` — each
 /// with the chunk counts it can take (up to `o.max_chunks`), each with the layers as `base`
-/// places them (where its layout fits), split evenly (where they divide) and balanced
+/// places them (where its layout has the stages), split evenly (where they divide) and balanced
 /// (`detail::balanced_layout`); the job as given is judged first — and picks the fastest that fits
 /// the device's HBM. The parallel sizes, batch, recomputation and the rest stay as `base` has them.
 /// When no plan runs at all (sizes no schedule can change: heads over tp, experts over ep, the
@@ -201,6 +214,14 @@ inline plan_search_result best_plan(const transformer& m, const job& base, const
                        std::to_string(o.max_chunks));
   plan_search_result out;
   std::vector<job> tries{base};
+  const detail::model_pieces pieces = detail::pieces_of(m, base, c);
+  // The stages the job's own layout gives (none when it has none or it does not parse).
+  long long given = 0;
+  if (!base.layout.empty()) try {
+      given = static_cast<long long>(
+          parse_pipeline_layout(base.layout, base.pp, m.layers, m.mtp_layers).stages.size());
+    } catch (const config_error&) {
+    }
   for (const generator_info& g : generators) {
     std::vector<int> counts;
     if (g.chunks_per_rank > 0)
@@ -212,12 +233,14 @@ inline plan_search_result best_plan(const transformer& m, const job& base, const
       j.schedule = std::string(g.name);
       j.chunks = v;
       const int S = detail::stages_for(g, j.pp, v);
-      if (!base.layout.empty()) tries.push_back(j);  // the user's layout, where it fits
+      if (given == S) tries.push_back(j);  // the user's layout, where its stages fit
       j.layout.clear();
       if (m.layers % S == 0) tries.push_back(j);
-      // Balanced: only with a piece for every stage (an empty stage idles its devices).
-      if (S <= m.layers + m.mtp_layers + 1) {
-        j.layout = detail::balanced_layout(m, j, c, S);
+      // Balanced: only with a piece for every stage (an empty stage idles its devices), and
+      // short enough to read back (layout.hpp's limit on symbols).
+      if (static_cast<std::size_t>(S) <= pieces.cost.size() &&
+          pieces.symbols(S) <= (std::size_t{1} << 20)) {
+        j.layout = detail::balanced_layout(pieces, S);
         tries.push_back(j);
       }
     }
@@ -235,8 +258,8 @@ inline plan_search_result best_plan(const transformer& m, const job& base, const
     std::optional<estimate> e;
     try {
       e = estimate_job(m, tries[t], c);
-    } catch (const config_error& x) {
-      ch.why = x.what();
+    } catch (const config_error& why) {
+      ch.why = why.what();
     }
     if (e) {
       ch.ran = true;

@@ -66,6 +66,11 @@ inline cluster_file read_cluster(std::string_view text, const std::string& file)
     c.centres.sites = static_cast<int>(d.whole({"sites"}, 1, 1 << 10));
     c.centres.km = d.positive("km", 40000);
     c.centres.convergence_ratio = d.positive("convergence_ratio", 1e6);
+    if (c.centres.convergence_ratio < 1)
+      throw config_error(file +
+                         ": data_centres: convergence_ratio must be 1 or more (ports to "
+                         "links between the centres), got " +
+                         j.at("data_centres").at("convergence_ratio").dump());
     for (std::string& w : d.unused()) out.warnings.push_back(std::move(w));
   }
   for (std::string& w : r.unused()) out.warnings.push_back(std::move(w));

@@ -199,8 +199,11 @@ inline estimate estimate_job(const transformer& m, const job& j, const cluster& 
     out.cost.far_p2p_latency = c.inter.alpha;
   } else {
     // Data centres (docs/cross-dc.md): the pipeline ranks split evenly over them; a transfer
-    // inside one takes the link between its ranks, one between two the centres' link, which a
-    // tensor-parallel group's devices share with the rest of their centre's ports, converged.
+    // inside one takes the link between consecutive ranks (inside a node while they share one,
+    // else between nodes: one class for all of a centre's transfers), one between two the
+    // centres' link. The devices that cross at once — a pipeline rank's tp x dp x cp — share
+    // their centre's ports converged `convergence_ratio` to 1: each gets ratio x sites / pp of
+    // its port (never more than the port).
     if (j.pp % c.centres.sites != 0)
       throw config_error("the pipeline's " + std::to_string(j.pp) +
                          " ranks do not split evenly over the cluster's " +
@@ -208,8 +211,8 @@ inline estimate estimate_job(const transformer& m, const job& j, const cluster& 
     const link_model inside = apart < c.per_node ? c.intra : c.inter;
     const seconds near = collective::p2p(inside, p2p_bytes);
     for (kind k : {kind::send, kind::recv}) out.cost.set(k, phase::F, near).set(k, phase::B, near);
-    const double per_site = static_cast<double>(j.devices()) / c.centres.sites;
-    const double ratio = c.centres.convergence_ratio * j.tp / per_site;
+    const double ratio =
+        std::max(1.0, c.centres.convergence_ratio * c.centres.sites / static_cast<double>(j.pp));
     const link_model far = link_model::cross_dc(c.centres.km, ratio, c.inter);
     // Priced with shared links, the centres' uplink is a resource of its own (ports wide, in a
     // pipeline rank's): a crossing moves at its port's speed over it, as alone it did over `far`.
@@ -245,7 +248,9 @@ inline estimate estimate_job(const transformer& m, const job& j, const cluster& 
   // stages'): sharded parameters gathered in bf16 for the layer computing and the next one
   // prefetched; sharded gradients a layer's fp32 bucket waiting for its reduce-scatter.
   const double transient_per_param =
-      (fsdp ? 2 * 2.0 : 0.0) + (j.sharding >= dp_sharding::optim_grads ? 4.0 : 0.0);
+      dense_shards <= 1
+          ? 0.0  // one data-parallel rank: nothing to gather or reduce
+          : (fsdp ? 2 * 2.0 : 0.0) + (j.sharding >= dp_sharding::optim_grads ? 4.0 : 0.0);
   // The data-parallel ranks are tp devices apart (the experts' tp x ep): inside a node while
   // they fit, across nodes otherwise.
   const link_model dp_link = group_link(c, dp_ranks, j.tp);

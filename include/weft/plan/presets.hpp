@@ -50,8 +50,10 @@ inline preset read_preset(const std::filesystem::path& dir) {
   }
   out.job = read_job(text("job.json"), where + "job.json");
   out.cluster = read_cluster(text("cluster.json"), where + "cluster.json");
-  for (const auto* w : {&out.model.warnings, &out.job.warnings, &out.cluster.warnings})
-    for (const std::string& x : *w) out.warnings.push_back(where + x);
+  // The job's and the cluster's readers name their file already; the config's says config.json.
+  for (const std::string& x : out.model.warnings) out.warnings.push_back(where + x);
+  for (const auto* w : {&out.job.warnings, &out.cluster.warnings})
+    for (const std::string& x : *w) out.warnings.push_back(x);
   return out;
 }
 
