@@ -636,8 +636,11 @@ int run_command(const request& q) {
     std::cerr << e.what() << "\n";
     std::this_thread::sleep_for(report_linger);
     world->abort(e.code);
-  } catch (const weft::config_error& e) {  // the same on every rank: said once
-    if (root) std::cerr << e.what() << "\nrun 'weft run --help' for the options\n";
+  } catch (const weft::config_error& e) {  // the same on every rank: said once, by rank 0
+    if (root)
+      std::cerr << e.what() << "\nrun 'weft run --help' for the options\n";
+    else  // rank 0 ends the job once it has said it; a peer ending it first could cut it off
+      std::this_thread::sleep_for(report_linger);
     world->abort(weft::cli::exit_bad_input);
   } catch (const std::exception& e) {
     std::cerr << "weft: rank " << opt.comm->rank() << ": " << e.what() << "\n";
