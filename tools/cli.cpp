@@ -539,7 +539,8 @@ parsed parse(int argc, const char* const* argv) {
       job->add_option("--seq-length", q.job.seq, "tokens per sequence (default 4096)")
           ->check(CLI::Range(1.0, 16777216.0)),
       job->add_option("--recompute", q.recompute, "none, selective or full (default none)")
-          ->check(CLI::IsMember({"none", "selective", "full"})),
+          ->check(CLI::IsMember(std::vector<std::string>(weft::plan::recompute_names.begin(),
+                                                         weft::plan::recompute_names.end()))),
       job->add_flag("--sequence-parallel", q.job.sequence_parallel,
                     "shard what tensor parallelism replicates over its ranks too"),
       job->add_option("--schedule", q.job.schedule, "the pipeline schedule (default 1f1b)")
@@ -558,7 +559,8 @@ parsed parse(int argc, const char* const* argv) {
                       "what the data-parallel ranks shard (Megatron-FSDP's names): no_shard, optim "
                       "(the distributed optimizer, ZeRO-1; the default), optim_grads (ZeRO-2) or "
                       "optim_grads_params (FSDP, ZeRO-3)")
-          ->check(CLI::IsMember({"no_shard", "optim", "optim_grads", "optim_grads_params"}))
+          ->check(CLI::IsMember(std::vector<std::string>(weft::plan::dp_sharding_names.begin(),
+                                                         weft::plan::dp_sharding_names.end())))
           ->excludes(whole));
   job_flags.push_back(job->add_flag(
       "--no-flash-attention", q.no_flash_attention,
@@ -703,15 +705,13 @@ parsed parse(int argc, const char* const* argv) {
       q.ampipe_degree = std::to_string(d);
     }
     if (q.command == "plan") {
-      q.job.policy = q.recompute == "full"        ? weft::plan::recompute::full
-                     : q.recompute == "selective" ? weft::plan::recompute::selective
-                                                  : weft::plan::recompute::none;
-      using weft::plan::dp_sharding;
-      q.job.sharding = q.no_distributed_optimizer           ? dp_sharding::no_shard
-                       : q.sharding == "no_shard"           ? dp_sharding::no_shard
-                       : q.sharding == "optim_grads"        ? dp_sharding::optim_grads
-                       : q.sharding == "optim_grads_params" ? dp_sharding::optim_grads_params
-                                                            : dp_sharding::optim;
+      namespace plan = weft::plan;
+      q.job.policy = plan::named<plan::recompute>(plan::recompute_names, q.recompute)
+                         .value_or(plan::recompute::none);  // the flag's check named them
+      q.job.sharding = q.no_distributed_optimizer
+                           ? plan::dp_sharding::no_shard
+                           : plan::named<plan::dp_sharding>(plan::dp_sharding_names, q.sharding)
+                                 .value_or(plan::dp_sharding::optim);
       q.job.flash_attention = !q.no_flash_attention;
     }
     check_combinations(q);

@@ -39,12 +39,6 @@ std::string read_text(const std::string& path) {
   return text.str();
 }
 
-std::string gigabytes(double bytes) {
-  std::ostringstream s;
-  s << std::fixed << std::setprecision(1) << bytes / 1e9 << " GB";
-  return s.str();
-}
-
 /// The flags that run plan `j`'s schedule, chunks and layout.
 std::string flags(const plan::job& j) {
   std::string f = "--schedule " + j.schedule;
@@ -215,7 +209,7 @@ int plan_command(const request& in) {
     j["devices"] = q.job.devices();
     j["schedule"] = q.job.schedule;
     j["micro_batches"] = q.job.micro();
-    j["data_parallel_sharding"] = plan::name_of(q.job.sharding);
+    j["data_parallel_sharding"] = std::string(plan::name_of(q.job.sharding));
     j["step_s"] = e.step.count();
     j["pipeline_s"] = e.pipeline.count();
     j["grad_sync_s"] = e.grad_sync.count();
@@ -275,9 +269,9 @@ int plan_command(const request& in) {
             << " tokens/s; " << std::setprecision(1) << e.tflops_per_device
             << " TFLOP/s per device, MFU " << 100 * e.mfu << "%; bubble "
             << 100 * e.metrics.bubble_ratio << "%\n";
-  std::cout << "memory per stage (of " << gigabytes(hbm) << "):";
+  std::cout << "memory per stage (of " << plan::gigabytes(hbm) << "):";
   for (std::size_t r = 0; r < e.memory_per_rank.size(); ++r)
-    std::cout << (r ? ", " : " ") << "rank " << r << " " << gigabytes(e.memory_per_rank[r]);
+    std::cout << (r ? ", " : " ") << "rank " << r << " " << plan::gigabytes(e.memory_per_rank[r]);
   std::cout << (over ? " — does not fit" : "") << "\n";
   if (over) std::cout << over_text << "\n";
   std::cout << "\n";
@@ -294,20 +288,20 @@ int plan_command(const request& in) {
         *std::max_element(r.result->memory_per_rank.begin(), r.result->memory_per_rank.end());
     std::cout << std::setw(10) << std::setprecision(3) << r.result->step.count() << std::setw(7)
               << std::setprecision(1) << 100 * r.result->mfu << "%" << std::setw(12)
-              << gigabytes(most) << (most <= hbm ? "" : " (over)") << "\n";
+              << plan::gigabytes(most) << (most <= hbm ? "" : " (over)") << "\n";
   }
   std::cout << "\nbest of " << found.judged.size()
             << " plans judged (schedules, chunks, layouts): " << flags(best.tried) << "\n  step "
             << std::setprecision(3) << best.step.count() << " s, MFU " << std::setprecision(1)
-            << 100 * best.mfu << "%, peak memory " << gigabytes(best.peak_memory_bytes)
+            << 100 * best.mfu << "%, peak memory " << plan::gigabytes(best.peak_memory_bytes)
             << (best.fits ? "" : " — no plan fits; this one needs the least") << "\n";
   if (better) {
     const double gain = 100 * (1 - better->step / best.step);
     std::cout << "schedule search (" << better->result.evaluations << " orders in "
               << std::setprecision(1) << better->result.seconds << " s, found by "
               << better->result.found_by << "): step " << std::setprecision(3)
-              << better->step.count() << " s, peak memory " << gigabytes(better->peak_memory_bytes)
-              << " — ";
+              << better->step.count() << " s, peak memory "
+              << plan::gigabytes(better->peak_memory_bytes) << " — ";
     if (gain >= 0.05)
       std::cout << std::setprecision(1) << gain << "% shorter than the best plan";
     else

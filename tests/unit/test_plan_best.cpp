@@ -14,6 +14,7 @@
 
 #include <weft/plan/best.hpp>
 #include <weft/plan/fits.hpp>
+#include "plan_fixtures.hpp"
 
 using namespace weft::plan;
 
@@ -53,21 +54,6 @@ double costliest(const std::vector<double>& cost, const std::vector<std::size_t>
     worst = std::max(worst, sum);
   }
   return worst;
-}
-
-// Five layers of hidden 1024 (8 heads, GeLU over 4096, 1000 tokens of vocabulary): a layer's
-// forward is 8Th^2 + 16Th^2 + 2Tsh FLOPs, the head's 2ThV, under a tenth of a layer's.
-transformer five_layers() {
-  transformer m;
-  m.model_type = "tiny";
-  m.layers = 5;
-  m.hidden = 1024;
-  m.heads = m.kv_heads = 8;
-  m.head_dim = 128;
-  m.ffn = 4096;
-  m.vocab = 1000;
-  m.mlp = mlp_kind::plain;
-  return m;
 }
 
 }  // namespace
@@ -149,9 +135,10 @@ TEST_CASE("a balanced layout reads back: every stage count, the MTP layers with 
 }
 
 TEST_CASE("the best plan: every schedule, chunk count and layout, the fastest that fits") {
-  const transformer m = five_layers();
-  cluster c = clusters[0];
-  c.device = {.peak_flops = 1e15, .efficiency = 1, .memory_bytes_per_s = 1e12};
+  // Five layers of the tiny model (plan_fixtures.hpp): a layer's forward is 8Th^2 + 16Th^2 +
+  // 2Tsh FLOPs, the head's 2ThV, under a tenth of a layer's.
+  const transformer m = testing::tiny_dense(5);
+  cluster c = testing::ideal_cluster();
   job j;
   j.pp = 2;
   j.seq = 1024;
@@ -224,10 +211,8 @@ TEST_CASE("the best plan: every schedule, chunk count and layout, the fastest th
 TEST_CASE("rule 5 in bytes: a rank's model states and live activations against its device") {
   // Two layers on pp 2, 1F1B, 2 micro-batches (the estimate's test in test_plan_model.cpp):
   // rank 0 holds both micro-batches' activations after its second forward, rank 1 one at a time.
-  transformer m = five_layers();
-  m.layers = 2;
-  cluster c = clusters[0];
-  c.device = {.peak_flops = 1e15, .efficiency = 1, .memory_bytes_per_s = 1e12};
+  const transformer m = testing::tiny_dense(2);
+  cluster c = testing::ideal_cluster();
   job j;
   j.pp = 2;
   j.seq = 1024;
@@ -250,10 +235,10 @@ TEST_CASE("rule 5 in bytes: a rank's model states and live activations against i
   CHECK(o->activations == doctest::Approx(2 * act));
   const std::string text = to_string(*o, e.sched);
   CHECK(text.starts_with("weft: rule 5 (memory): block/F mb=1 on rank 0, slot "));
-  CHECK(text.find(" — model states " + detail::gb(states) +
+  CHECK(text.find(" — model states " + gigabytes(states) +
                   " and 2 live (micro-batch, chunk) "
                   "units of activations, " +
-                  detail::gb(2 * act) + " — over the device's " + detail::gb(states + 1.5 * act)) !=
+                  gigabytes(2 * act) + " — over the device's " + gigabytes(states + 1.5 * act)) !=
         std::string::npos);
   // No room even for the states: the first forward already goes over.
   const std::optional<memory_overrun> first = first_overrun(e, states / 2);

@@ -8,6 +8,7 @@
 #include <weft/plan/estimate.hpp>
 #include <weft/plan/flops.hpp>
 #include <weft/plan/memory.hpp>
+#include "plan_fixtures.hpp"
 
 using namespace weft::plan;
 
@@ -174,17 +175,8 @@ TEST_CASE("a planned job's stages: FLOPs at the device's rates, memory in bytes,
   // Two layers of hidden 1024 (8 heads, GeLU over 4096, no biases, 1000 tokens of vocabulary)
   // on pp 2, one 1024-token sequence per micro-batch, 2 micro-batches: a device of 1 PFLOP/s
   // that sustains all of it, 1 TB/s of HBM.
-  transformer m;
-  m.model_type = "tiny";
-  m.layers = 2;
-  m.hidden = 1024;
-  m.heads = m.kv_heads = 8;
-  m.head_dim = 128;
-  m.ffn = 4096;
-  m.vocab = 1000;
-  m.mlp = mlp_kind::plain;
-  cluster c = clusters[0];
-  c.device = {.peak_flops = 1e15, .efficiency = 1, .memory_bytes_per_s = 1e12};
+  const transformer m = testing::tiny_dense(2);
+  const cluster c = testing::ideal_cluster();
   job j;
   j.pp = 2;
   j.seq = 1024;
@@ -224,17 +216,8 @@ TEST_CASE("a planned job's stages: FLOPs at the device's rates, memory in bytes,
 
 TEST_CASE("data-parallel sharding: the states each rank keeps, what it gathers, what it syncs") {
   // The two layers of the test above on pp 2 x dp 2, one layer a rank, 2 micro-batches a rank.
-  transformer m;
-  m.model_type = "tiny";
-  m.layers = 2;
-  m.hidden = 1024;
-  m.heads = m.kv_heads = 8;
-  m.head_dim = 128;
-  m.ffn = 4096;
-  m.vocab = 1000;
-  m.mlp = mlp_kind::plain;
-  cluster c = clusters[0];
-  c.device = {.peak_flops = 1e15, .efficiency = 1, .memory_bytes_per_s = 1e12};
+  const transformer m = testing::tiny_dense(2);
+  const cluster c = testing::ideal_cluster();
   job j;
   j.pp = 2;
   j.dp = 2;

@@ -27,12 +27,7 @@ struct cluster_file {
 };
 
 inline cluster_file read_cluster(std::string_view text, const std::string& file) {
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::exception& e) {
-    throw config_error(file + ": not JSON: " + e.what());
-  }
+  const nlohmann::json j = detail::parse_json(text, file);
   detail::config_reader r(j, file);
   cluster_file out;
   cluster& c = out.spec;

@@ -18,6 +18,7 @@
 #include <weft/schedule/memory.hpp>
 #include <weft/sim/metrics.hpp>
 #include <weft/sim/simulate.hpp>
+#include <weft/sim/xdc_preset.hpp>
 
 namespace weft::plan {
 
@@ -201,9 +202,7 @@ inline estimate estimate_job(const transformer& m, const job& j, const cluster& 
     // Data centres (docs/cross-dc.md): the pipeline ranks split evenly over them; a transfer
     // inside one takes the link between consecutive ranks (inside a node while they share one,
     // else between nodes: one class for all of a centre's transfers), one between two the
-    // centres' link. The devices that cross at once — a pipeline rank's tp x dp x cp — share
-    // their centre's ports converged `convergence_ratio` to 1: each gets ratio x sites / pp of
-    // its port (never more than the port).
+    // centres' link, at the cross-DC scenario's share of a port (`crossing_slowdown`).
     if (j.pp % c.centres.sites != 0)
       throw config_error("the pipeline's " + std::to_string(j.pp) +
                          " ranks do not split evenly over the cluster's " +
@@ -211,8 +210,7 @@ inline estimate estimate_job(const transformer& m, const job& j, const cluster& 
     const link_model inside = apart < c.per_node ? c.intra : c.inter;
     const seconds near = collective::p2p(inside, p2p_bytes);
     for (kind k : {kind::send, kind::recv}) out.cost.set(k, phase::F, near).set(k, phase::B, near);
-    const double ratio =
-        std::max(1.0, c.centres.convergence_ratio * c.centres.sites / static_cast<double>(j.pp));
+    const double ratio = crossing_slowdown(c.centres.convergence_ratio, c.centres.sites, j.pp);
     const link_model far = link_model::cross_dc(c.centres.km, ratio, c.inter);
     // Priced with shared links, the centres' uplink is a resource of its own (ports wide, in a
     // pipeline rank's): a crossing moves at its port's speed over it, as alone it did over `far`.

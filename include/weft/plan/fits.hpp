@@ -47,13 +47,12 @@ inline std::optional<memory_overrun> first_overrun(const estimate& e, double cap
   return found;
 }
 
-namespace detail {
-inline std::string gb(double bytes) {
+/// Bytes as the tool prints memory: decimal gigabytes to a tenth, "80.0 GB".
+inline std::string gigabytes(double bytes) {
   char text[32];
   std::snprintf(text, sizeof text, "%.1f GB", bytes / 1e9);
   return text;
 }
-}  // namespace detail
 
 /// One line in the checker's words, e.g. "weft: rule 5 (memory): attn/F mb=3 on rank 1, slot
 /// 12 needs 115.7 GB — model states 40.2 GB and 9 live (micro-batch, chunk) units of
@@ -64,10 +63,10 @@ inline std::string to_string(const memory_overrun& o, const schedule& s) {
     if (o.index >= s.first_op(g) && o.index < s.slot_end[g])
       slot = static_cast<int>(g - s.first_slot(o.rank));
   return "weft: rule 5 (memory): " + weft::to_string(s.ops[o.index]) + " on " +
-         weft::detail::where(o.rank, slot) + " needs " + detail::gb(o.states + o.activations) +
-         " — model states " + detail::gb(o.states) + " and " + std::to_string(o.units) +
-         " live (micro-batch, chunk) units of activations, " + detail::gb(o.activations) +
-         " — over the device's " + detail::gb(o.cap);
+         weft::detail::where(o.rank, slot) + " needs " + gigabytes(o.states + o.activations) +
+         " — model states " + gigabytes(o.states) + " and " + std::to_string(o.units) +
+         " live (micro-batch, chunk) units of activations, " + gigabytes(o.activations) +
+         " — over the device's " + gigabytes(o.cap);
 }
 
 }  // namespace weft::plan

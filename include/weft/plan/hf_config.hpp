@@ -92,6 +92,16 @@ inline constexpr std::string_view ignored_keys[] = {"_name_or_path",
                                                     "num_experts_per_tok",
                                                     "topk_method"};
 
+/// `text` parsed as JSON; a syntax error (or a number out of range) is a `config_error` naming
+/// `file`. What every reader of a user's JSON starts with.
+inline nlohmann::json parse_json(std::string_view text, const std::string& file) {
+  try {
+    return nlohmann::json::parse(text);
+  } catch (const nlohmann::json::exception& e) {
+    throw config_error(file + ": not JSON: " + e.what());
+  }
+}
+
 /// The config's object, the keys read so far, and what to say about the rest.
 class config_reader {
  public:
@@ -210,12 +220,7 @@ class config_reader {
 /// Reads a config.json's text. Throws `config_error` for text that is not JSON, a key the
 /// model needs that is missing, or a value out of range.
 inline hf_model read_hf_config(std::string_view text) {
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::exception& e) {  // a syntax error, or a number out of range
-    throw config_error(std::string("config.json: not JSON: ") + e.what());
-  }
+  const nlohmann::json j = detail::parse_json(text, "config.json");
   detail::config_reader r(j);
   hf_model out;
   transformer& m = out.model;

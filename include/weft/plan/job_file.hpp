@@ -7,6 +7,9 @@
 // a warning. docs/planning.md has the keys.
 #pragma once
 
+#include <array>
+#include <cstddef>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -26,12 +29,7 @@ struct job_file {
 };
 
 inline job_file read_job(std::string_view text, const std::string& file) {
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::exception& e) {
-    throw config_error(file + ": not JSON: " + e.what());
-  }
+  const nlohmann::json j = detail::parse_json(text, file);
   detail::config_reader r(j, file);
   job_file out;
   job& b = out.spec;
@@ -47,25 +45,18 @@ inline job_file read_job(std::string_view text, const std::string& file) {
   if (r.has("global-batch-size")) whole("global-batch-size", b.global_batch_size, 1 << 30);
   b.seq = r.whole({"seq-length"}, 1, 16777216, b.seq);
   whole("chunks", b.chunks, limits::chunks);
-  const auto choice = [&](std::string_view key, std::string fallback,
-                          std::initializer_list<std::string_view> allowed) {
-    std::string v = r.text({key}, std::move(fallback));
-    for (const std::string_view a : allowed)
-      if (v == a) return v;
+  // One of an enum's names (memory.hpp's lists), or an error listing them.
+  const auto choice = [&]<class Enum, std::size_t N>(std::string_view key, Enum fallback,
+                                                     const std::array<std::string_view, N>& names) {
+    const std::string v = r.text({key}, std::string(names[static_cast<std::size_t>(fallback)]));
+    if (const std::optional<Enum> e = named<Enum>(names, v)) return *e;
     std::string list;
-    for (const std::string_view a : allowed) list += (list.empty() ? "" : ", ") + std::string(a);
+    for (const std::string_view a : names) list += (list.empty() ? "" : ", ") + std::string(a);
     throw config_error(file + ": " + std::string(key) + " must be one of " + list + ", got '" + v +
                        "'");
   };
-  const std::string policy = choice("recompute", "none", {"none", "selective", "full"});
-  b.policy = policy == "full"        ? recompute::full
-             : policy == "selective" ? recompute::selective
-                                     : recompute::none;
-  const std::string sharding = choice("data-parallel-sharding-strategy", "optim",
-                                      {"no_shard", "optim", "optim_grads", "optim_grads_params"});
-  for (const dp_sharding s : {dp_sharding::no_shard, dp_sharding::optim, dp_sharding::optim_grads,
-                              dp_sharding::optim_grads_params})
-    if (sharding == name_of(s)) b.sharding = s;
+  b.policy = choice("recompute", b.policy, recompute_names);
+  b.sharding = choice("data-parallel-sharding-strategy", b.sharding, dp_sharding_names);
   b.schedule = r.text({"schedule"}, b.schedule);  // the generator's own error names the known
   b.layout = r.text({"pipeline-layout"}, b.layout);
   b.sequence_parallel = r.flag("sequence-parallel", b.sequence_parallel);

@@ -4,7 +4,11 @@
 // Megatron's distributed optimizer. docs/planning.md derives every term.
 #pragma once
 
+#include <array>
+#include <cstddef>
 #include <cstdint>
+#include <optional>
+#include <string_view>
 
 #include <weft/plan/transformer.hpp>
 
@@ -14,6 +18,8 @@ namespace weft::plan {
 /// (the attention core runs again in the backward, its s x s scores not kept); full (each
 /// layer keeps only its input and runs its forward again).
 enum class recompute : std::uint8_t { none, selective, full };
+/// As `--recompute` spells them, in the enum's order: the one list the flags and files read.
+inline constexpr std::array<std::string_view, 3> recompute_names{"none", "selective", "full"};
 
 /// How one micro-batch's layer is laid out on a device.
 struct activation_layout {
@@ -104,10 +110,20 @@ struct state_bytes {
 /// parameters too (FSDP, ZeRO-3).
 enum class dp_sharding : std::uint8_t { no_shard, optim, optim_grads, optim_grads_params };
 
-/// As Megatron spells it.
-constexpr const char* name_of(dp_sharding s) noexcept {
-  constexpr const char* names[] = {"no_shard", "optim", "optim_grads", "optim_grads_params"};
-  return names[static_cast<int>(s)];
+/// As Megatron spells them, in the enum's order: the one list the flags and files read.
+inline constexpr std::array<std::string_view, 4> dp_sharding_names{
+    "no_shard", "optim", "optim_grads", "optim_grads_params"};
+constexpr std::string_view name_of(dp_sharding s) noexcept {
+  return dp_sharding_names[static_cast<std::size_t>(s)];
+}
+
+/// The enumerator whose name (`names`, in the enum's order) is `name`, or none.
+template <class Enum, std::size_t N>
+constexpr std::optional<Enum> named(const std::array<std::string_view, N>& names,
+                                    std::string_view name) noexcept {
+  for (std::size_t i = 0; i < N; ++i)
+    if (names[i] == name) return static_cast<Enum>(i);
+  return std::nullopt;
 }
 
 /// The model states of `params` parameters on a device of `shards` data-parallel ranks that

@@ -21,6 +21,13 @@
 
 namespace weft::plan {
 
+namespace detail {
+/// What a scenario's facts do not price: a `config_error` naming the scenario.
+[[noreturn]] inline void refuse(const char* scenario, const std::string& why) {
+  throw config_error(std::string("the ") + scenario + " scenario prices " + why);
+}
+}  // namespace detail
+
 /// A preset's three files, read; every reader's warnings together.
 struct preset {
   hf_model model;
@@ -62,9 +69,7 @@ inline preset read_preset(const std::filesystem::path& dir) {
 /// context or expert parallelism), every micro-batch's `seq` tokens. Throws `config_error` for
 /// what the scenario does not price.
 inline xdc_facts xdc_facts_of(const transformer& m, const job& j, const cluster& c) {
-  const auto refuse = [](const std::string& why) {
-    throw config_error("the cross-DC scenario prices " + why);
-  };
+  const auto refuse = [](const std::string& why) { detail::refuse("cross-DC", why); };
   if (m.moe.active() || m.mla.active()) refuse("a dense model with standard attention");
   if (m.mlp != mlp_kind::gated) refuse("a SwiGLU MLP (three matrices)");
   if (j.cp != 1 || j.ep != 1) refuse("pipeline, tensor and data parallelism only (cp 1, ep 1)");
@@ -99,9 +104,7 @@ inline xdc_facts xdc_facts_of(const transformer& m, const job& j, const cluster&
 /// parallelism over the links its group crosses (`group_link`). Throws `config_error` for what
 /// the scenario does not price.
 inline moe_mesh_facts moe_mesh_facts_of(const transformer& m, const job& j, const cluster& c) {
-  const auto refuse = [](const std::string& why) {
-    throw config_error("the AMPipe scenario prices " + why);
-  };
+  const auto refuse = [](const std::string& why) { detail::refuse("AMPipe", why); };
   if (!m.moe.active() || m.moe.first_dense != 0 || m.moe.every != 1 || m.moe.shared_ffn > 0)
     refuse("MoE layers throughout, routed experts only");
   if (m.mlp != mlp_kind::plain) refuse("experts with a plain two-matrix MLP (GeLU)");
@@ -135,9 +138,7 @@ inline moe_mesh_facts moe_mesh_facts_of(const transformer& m, const job& j, cons
 /// tokens a sequence, the cluster's devices and machines (collectives across machines in two
 /// levels). Throws `config_error` for what the scenario does not price.
 inline tp_layer_facts tp_layer_facts_of(const transformer& m, const job& j, const cluster& c) {
-  const auto refuse = [](const std::string& why) {
-    throw config_error("the 2D tensor-parallel scenario prices " + why);
-  };
+  const auto refuse = [](const std::string& why) { detail::refuse("2D tensor-parallel", why); };
   if (m.moe.active() || m.mla.active()) refuse("a dense layer with standard attention");
   if (m.mlp != mlp_kind::gated) refuse("a SwiGLU MLP (fc1 holds gate and up)");
   tp_layer_facts f;

@@ -65,24 +65,31 @@ constexpr double xdc_p2p_bytes(const xdc_facts& f) noexcept {
   return tokens * f.hidden * f.bytes_per_value;
 }
 
-/// The link between the sites as one tensor-parallel group sees it: a transfer between two
-/// stages moves one group's `tp` shards at once, and those share their site's uplink — the
-/// site's `devices() / sites` ports converged `ratio` to 1 — so each device gets
-/// ratio x tp / (devices per site) less than its port (the seed's 128 becomes 32 at 64
-/// devices); latency 5 ms per 1000 km on top of the inter-node link's (link_model::cross_dc).
+/// How much slower than its port a device crosses between data centres: a transfer between two
+/// stages moves a pipeline rank's shards at once (its tp x dp x cp devices), and those share
+/// their site's ports converged `convergence` to 1 onto the links between the sites, so each
+/// gets convergence x sites / pp less than its port — never more than the port itself (the
+/// seed's 128 becomes 32 at 8 ranks over 2 sites). The one rule for the scenario and for a
+/// planned job (plan/estimate.hpp).
+constexpr double crossing_slowdown(double convergence, int sites, int pp) noexcept {
+  const double r = convergence * sites / static_cast<double>(pp);
+  return r > 1 ? r : 1;
+}
+
+/// The link between the sites as one device sees it (`crossing_slowdown`); latency 5 ms per
+/// 1000 km on top of the inter-node link's (link_model::cross_dc).
 constexpr link_model xdc_link(const xdc_facts& f) noexcept {
-  const double per_site = static_cast<double>(f.devices()) / f.sites;
-  return link_model::cross_dc(f.km, f.ratio * f.tp / per_site, f.inter);
+  return link_model::cross_dc(f.km, crossing_slowdown(f.ratio, f.sites, f.pp), f.inter);
 }
 
 /// The published contention facts (`contention_facts::published()`) with the sites' uplink as a
-/// resource of its own: `devices() / sites` ports converged `ratio` to 1, in a pipeline rank's
-/// ports (a rank is one tensor-parallel group of `tp` devices) — 1/32 for the seed's run. A
+/// resource of its own: its sites' ports converged `ratio` to 1, in a pipeline rank's ports
+/// (1 / `crossing_slowdown`) — 1/32 for the seed's run. A
 /// transfer alone between the sites gets what `xdc_link` gives it; two at once in one
 /// direction share it.
 constexpr contention_facts xdc_contention(const xdc_facts& f) noexcept {
   contention_facts c = contention_facts::published();
-  c.uplink_ports = static_cast<double>(f.devices()) / f.sites / (f.ratio * f.tp);
+  c.uplink_ports = 1 / crossing_slowdown(f.ratio, f.sites, f.pp);
   return c;
 }
 
