@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <map>
 #include <memory>
@@ -421,6 +422,36 @@ TEST_CASE("the co-run slowdown read off a run, and the work calibrated without i
 TEST_CASE("a runner refuses a replica count below one") {
   CHECK_THROWS_WITH_AS(runner(lower(one_f_one_b({.ranks = 2, .micro = 2})), 0),
                        "weft: run: replicas must be >= 1", std::invalid_argument);
+}
+
+namespace {
+// Blocks that take `each` of wall time (and count how many ran).
+struct slow_blocks {
+  std::chrono::milliseconds each;
+  std::atomic<int> ran{0};
+  int comm_steps(const op&) const { return 1; }
+  template <class Phase>
+  void operator()(kinds::block, Phase, run_call&) {
+    std::this_thread::sleep_for(each);
+    ++ran;
+  }
+};
+}  // namespace
+
+TEST_CASE("a chain the host runs itself still stops at the run's timeout") {
+  // One rank, 60 blocks in a chain of 5 ms each (300 ms) against a timeout of 60 ms: the host,
+  // which runs the first units itself in a worker's place, must hand the chain on and mind
+  // the deadline, not finish the chain first.
+  schedule chain(model_desc{.ranks = 1, .micro = 1, .layers = 60, .backward = false});
+  chain.add_rank();
+  for (int l = 0; l < 60; ++l) chain.add_slot(make_op(kind::block, phase::F, 0, 0, l));
+  runner r(lower(chain), 1, {.workers = 1, .timeout = std::chrono::milliseconds(60)});
+  for (int run = 0; run < 3; ++run) {  // the first run's worker may be awake: the host queues
+    slow_blocks model{std::chrono::milliseconds(5)};
+    CHECK_THROWS_WITH_AS(r.run(model), doctest::Contains("weft: run: not finished after 60 ms"),
+                         run_error);
+    CHECK(model.ran < 60);
+  }
 }
 
 TEST_CASE("one worker runs units in the order the shared-worker simulator gives them") {

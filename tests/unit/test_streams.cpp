@@ -5,8 +5,10 @@
 #include <atomic>
 #include <chrono>
 #include <memory>
+#include <mutex>
 #include <stdexcept>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include <weft/rt/stream.hpp>
@@ -230,4 +232,173 @@ TEST_CASE("a host waiting on an event with a progress source polls it until it f
   polled idle;
   CHECK_FALSE(idle.e.wait_for(std::chrono::milliseconds(20)));
   CHECK(idle.rounds == 0);
+}
+
+namespace {
+// Helps until the pool has a place free: right after it is built (or has worked) its workers
+// may not yet be asleep, and a host helps only in a worker's place.
+template <class Fn>
+bool help_when_free(worker_pool& pool, Fn queue_work) {
+  for (int attempt = 0; attempt < 2000; ++attempt) {
+    bool helping = false;
+    pool.help(
+        [&](bool h) {
+          helping = h;
+          if (h) queue_work();
+        },
+        [] { return true; });
+    if (helping) return true;
+    std::this_thread::sleep_for(1ms);
+  }
+  return false;
+}
+}  // namespace
+
+TEST_CASE("a host that helps runs the work it queues in the one worker's place") {
+  worker_pool pool(1);
+  stream a(pool), b(pool);
+  std::mutex m;
+  std::vector<std::thread::id> ran;
+  const auto note = [&] {
+    std::lock_guard lock(m);
+    ran.push_back(std::this_thread::get_id());
+  };
+  REQUIRE(help_when_free(pool, [&] {
+    // A chain handed between two streams by events, and a third stream's work: with its one
+    // place taken by the host, the worker may not run any of it.
+    for (int blk = 0; blk < 10; ++blk) {
+      stream& s = blk % 2 ? b : a;
+      for (int i = 0; i < 10; ++i) s.enqueue(note);
+      event e;
+      s.record(e);
+      (blk % 2 ? a : b).wait(e);
+    }
+  }));
+  a.synchronize();
+  b.synchronize();
+  REQUIRE(ran.size() == 100);
+  for (const std::thread::id& t : ran) CHECK(t == std::this_thread::get_id());
+}
+
+TEST_CASE("a host finds no place while every worker is awake, and only queues") {
+  worker_pool pool(1);
+  stream busy(pool), s(pool);
+  std::atomic<bool> release{false}, running{false};
+  busy.enqueue([&] {
+    running = true;
+    const auto deadline = std::chrono::steady_clock::now() + 5s;
+    while (!release.load() && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(100us);
+  });
+  while (!running.load()) std::this_thread::sleep_for(100us);
+  std::thread::id ran_on;
+  bool helping = true;
+  const bool ran = pool.help(
+      [&](bool h) {
+        helping = h;
+        s.enqueue([&] { ran_on = std::this_thread::get_id(); });
+      },
+      [] { return true; });
+  CHECK_FALSE(helping);
+  CHECK_FALSE(ran);
+  release = true;
+  s.synchronize();
+  CHECK(ran_on != std::this_thread::get_id());
+}
+
+TEST_CASE("a host that stops helping leaves the rest to the workers, and one wakes for it") {
+  worker_pool pool(1);
+  stream s(pool);
+  std::atomic<int> done{0};
+  std::thread::id ran_on;
+  bool ran = true;
+  REQUIRE(help_when_free(pool, [&] {
+    // enqueue_next makes it this thread's to run next; stopping at once hands it back.
+    s.enqueue_next([&] {
+      ran_on = std::this_thread::get_id();
+      ++done;
+    });
+  }));
+  s.synchronize();
+  CHECK(done == 1);
+  // Now stop before running anything.
+  bool helping = false;
+  for (int attempt = 0; attempt < 2000 && !helping; ++attempt) {
+    ran = pool.help(
+        [&](bool h) {
+          helping = h;
+          s.enqueue_next([&] {
+            ran_on = std::this_thread::get_id();
+            ++done;
+          });
+        },
+        [] { return false; });
+    if (!helping) {
+      s.synchronize();
+      std::this_thread::sleep_for(1ms);
+    }
+  }
+  REQUIRE(helping);
+  CHECK_FALSE(ran);
+  CHECK(s.synchronize_for(5s));
+  CHECK(ran_on != std::this_thread::get_id());
+}
+
+TEST_CASE("a host whose queueing throws gives its place back") {
+  worker_pool pool(1);
+  stream s(pool);
+  int attempts = 0;
+  for (bool thrown = false; !thrown && attempts < 2000; ++attempts) {
+    try {
+      pool.help(
+          [&](bool h) {
+            if (h) throw std::runtime_error("queueing failed");
+          },
+          [] { return true; });
+      std::this_thread::sleep_for(1ms);
+    } catch (const std::runtime_error&) {
+      thrown = true;
+    }
+  }
+  REQUIRE(attempts < 2000);
+  // The place is free again: the host can help, and the worker still runs what it is given.
+  CHECK(help_when_free(pool, [&] { s.enqueue([] {}); }));
+  std::atomic<bool> ran{false};
+  s.enqueue([&] { ran = true; });
+  CHECK(s.synchronize_for(5s));
+  CHECK(ran.load());
+}
+
+TEST_CASE("a task that leaves its stream hands what follows it, in order, to a worker") {
+  worker_pool pool(1);
+  stream s(pool);
+  std::mutex m;
+  std::vector<std::pair<int, std::thread::id>> ran;
+  const auto note = [&](int i) {
+    std::lock_guard lock(m);
+    ran.emplace_back(i, std::this_thread::get_id());
+  };
+  std::atomic<bool> left{false};
+  bool helping = false;
+  for (int attempt = 0; attempt < 2000 && !helping; ++attempt) {
+    pool.help(
+        [&](bool h) {
+          helping = h;
+          if (!h) return;
+          s.enqueue([&] {
+            note(0);
+            stream::leave();
+            left = true;
+          });
+          for (int i = 1; i < 5; ++i) s.enqueue([&, i] { note(i); });
+        },
+        [&] { return !left.load(); });
+    if (!helping) std::this_thread::sleep_for(1ms);
+  }
+  REQUIRE(helping);
+  CHECK(s.synchronize_for(5s));
+  REQUIRE(ran.size() == 5);
+  CHECK(ran[0].second == std::this_thread::get_id());
+  for (int i = 0; i < 5; ++i) CHECK(ran[static_cast<std::size_t>(i)].first == i);
+  for (int i = 1; i < 5; ++i) CHECK(ran[static_cast<std::size_t>(i)].second != ran[0].second);
 }

@@ -217,6 +217,17 @@ class atomic_counters {
   void set_relaxed(std::size_t i, std::uint32_t v) noexcept {
     c_[i].store(v, std::memory_order_relaxed);
   }
+  /// Counts one release of `i`; true for the last. A count of 1 has one releaser left, this
+  /// one (counts only fall, each releaser once): it needs no read-modify-write, whose lock
+  /// prefix is the costliest instruction of a dependent chain's op. The acquiring load still
+  /// orders what the earlier releasers wrote before what follows.
+  static bool release(std::atomic<std::uint32_t>* c, std::size_t i) noexcept {
+    if (c[i].load(std::memory_order_acquire) == 1) {
+      c[i].store(0, std::memory_order_relaxed);
+      return true;
+    }
+    return c[i].fetch_sub(1, std::memory_order_acq_rel) == 1;
+  }
   const std::atomic<std::uint32_t>& operator[](std::size_t i) const noexcept { return c_[i]; }
 
  private:
@@ -231,6 +242,9 @@ struct follow_on {
   std::uint32_t queue = 0, unit = npos;
   std::uint32_t handoff = npos;  ///< a unit of another stream readied meanwhile
   rt::cycle_clock::ticks tick = 0;
+  /// The thread is the run's host, helping (rt::worker_pool::help): it hands its chain to the
+  /// workers after a while, to mind the run's deadline.
+  bool host = false;
   static follow_on& here() noexcept {
     thread_local follow_on f;
     return f;
@@ -283,6 +297,9 @@ class runner {
 
   using ticks = rt::cycle_clock::ticks;
   static constexpr ticks never = ~ticks{0};
+  /// How often the host of a run looks at its deadline and its peers' faults (a failure does
+  /// not wake it), and how long it first helps run the work before it does.
+  static constexpr std::chrono::milliseconds host_looks_every{5};
 
   program p_;
   kind_phase_set uses_ = uses_ops(p_.source.ops);

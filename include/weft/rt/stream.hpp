@@ -31,6 +31,7 @@ struct worker_local {
   worker_pool* pool = nullptr;
   int queue = 0;  ///< which of the pool's queues the thread serves
   stream* handoff = nullptr;
+  bool leave = false;  ///< stop draining the stream after the task that runs (stream::leave)
 };
 inline thread_local worker_local this_worker;
 }  // namespace detail
@@ -129,6 +130,9 @@ class worker_pool {
     if (workers == 0) workers = 1;
     comm_queue_ = comm_workers > 0 ? 1 : 0;
     workers_ = workers;
+    // Every thread starts awake, holding one of its queue's places.
+    places_[0] = awake_[0] = workers;
+    places_[1] = awake_[1] = comm_workers;
     threads_.reserve(workers + comm_workers);
     for (unsigned i = 0; i < workers; ++i) threads_.emplace_back([this] { work(0); });
     for (unsigned i = 0; i < comm_workers; ++i) threads_.emplace_back([this] { work(1); });
@@ -164,6 +168,21 @@ class worker_pool {
     aborted_.store(false, std::memory_order_relaxed);
   }
 
+  /// Lets the calling thread — a host about to wait for work it queues — run that work in a
+  /// worker's place, as TBB's waiting thread runs its graph's tasks: a chain of work then costs
+  /// no wake-up at its start (the host runs what it made ready rather than waking a worker for
+  /// it) nor, when the host ran its last task, at its end. `queue_work(bool helping)` runs first,
+  /// with this thread counted as a compute worker when `helping` (work it queues with
+  /// `enqueue_next`, or that an event it fires makes ready, is its own to run next); then the
+  /// thread runs what is ready on the compute queue until nothing is, and returns, true if it
+  /// ran anything. It takes a worker's place only when one is free, so that no more than
+  /// `workers()` threads ever run compute at once; when none is, it only calls
+  /// `queue_work(false)`, and the workers run the rest.
+  /// It stops taking work once `keep_going()` is false (checked between streams: a host minding a
+  /// deadline).
+  template <class Fn, class KeepGoing>
+  bool help(Fn&& queue_work, KeepGoing&& keep_going);
+
  private:
   friend class stream;
   friend class event;
@@ -174,7 +193,7 @@ class worker_pool {
     {
       std::lock_guard lock(m_);
       ready_[queue].push_back(s);
-      wake = sleepers_[queue] > 0;
+      wake = sleepers_[queue] > 0 && awake_[queue] < places_[queue];
     }
     if (wake) wake_[queue].notify_one();
   }
@@ -190,6 +209,9 @@ class worker_pool {
   std::condition_variable wake_[2];
   std::deque<stream*> ready_[2];  ///< compute (and comm without comm workers); comm
   unsigned sleepers_[2] = {0, 0};
+  // Per queue, the threads that may run its streams at once (its workers), and those awake: a
+  // worker sleeps when none is left, and a helping host takes one of them (`help`).
+  unsigned places_[2] = {0, 0}, awake_[2] = {0, 0};
   int comm_queue_ = 0;
   unsigned workers_ = 0;
   bool stop_ = false;
@@ -281,6 +303,12 @@ class stream {
     std::lock_guard lock(m_);
     abandoning_ = false;
   }
+  /// Called from a task: once it returns, the calling thread stops running this stream and puts
+  /// it back on the pool's queue, what follows the task still in order (any thread of the pool
+  /// may take it up, the caller too). A host that helps (worker_pool::help) and must go back to
+  /// minding its run leaves this way, and stops helping.
+  static void leave() noexcept { detail::this_worker.leave = true; }
+
   /// True while the stream's head waits for an event that has not fired.
   bool parked() const {
     std::lock_guard lock(m_);
@@ -344,7 +372,9 @@ class stream {
         }
       }
       std::shared_ptr<event::state> pending;
-      for (entry& e : batch_) {
+      std::size_t ran = 0;
+      while (ran < batch_.size() && !detail::this_worker.leave) {
+        entry& e = batch_[ran++];
         if (e.kind == entry::fire) {
           event::fire(*e.ev);
         } else if (!pool_.aborted()) {
@@ -355,6 +385,10 @@ class stream {
             pool_.fail(e.tag, std::current_exception());
           }
         }
+      }
+      if (ran < batch_.size()) {  // leaving: what the batch holds yet goes back, in order
+        std::lock_guard lock(m_);
+        for (std::size_t k = batch_.size(); k-- > ran;) queue_.push_front(std::move(batch_[k]));
       }
       batch_.clear();
       if (stream* woken = detail::this_worker.handoff) {
@@ -370,6 +404,19 @@ class stream {
       if (pending) {  // the async operation's completion holds back what follows
         std::lock_guard lock(m_);
         if (!abandoning_) queue_.push_front({entry::wait, {}, std::move(pending), 0});
+      }
+      if (std::exchange(detail::this_worker.leave, false)) {
+        {
+          std::lock_guard lock(m_);
+          if (queue_.empty()) {  // nothing to hand on: the stream goes idle as usual
+            parked_on_.reset();
+            active_ = false;
+            idle_.notify_all();
+            return;
+          }
+        }
+        pool_.schedule(this, pool_queue_);  // still active: another worker goes on with it
+        return;
       }
     }
   }
@@ -412,9 +459,14 @@ inline void worker_pool::work(int queue) {
     stream* s = nullptr;
     {
       std::unique_lock lock(m_);
-      ++sleepers_[queue];
-      wake_[queue].wait(lock, [&] { return stop_ || !ready.empty(); });
-      --sleepers_[queue];
+      if (ready.empty() && !stop_) {  // sleep, giving up this thread's place
+        --awake_[queue];
+        ++sleepers_[queue];
+        wake_[queue].wait(
+            lock, [&] { return stop_ || (!ready.empty() && awake_[queue] < places_[queue]); });
+        --sleepers_[queue];
+        ++awake_[queue];
+      }
       if (ready.empty()) return;  // stopping, and nothing left to run
       s = ready.front();
       ready.pop_front();
@@ -422,6 +474,64 @@ inline void worker_pool::work(int queue) {
     s->drain();
     while (stream* next = std::exchange(detail::this_worker.handoff, nullptr)) next->drain();
   }
+}
+
+template <class Fn, class KeepGoing>
+bool worker_pool::help(Fn&& queue_work, KeepGoing&& keep_going) {
+  detail::worker_local& w = detail::this_worker;
+  bool place = false;
+  if (w.pool == nullptr) {  // (a worker holds its place already: it only queues)
+    std::lock_guard lock(m_);
+    if (awake_[0] < places_[0]) {
+      ++awake_[0];
+      place = true;
+    }
+  }
+  if (!place) {
+    queue_work(false);
+    return false;
+  }
+  w = {this, 0, nullptr};
+  // Gives the place back; what this thread was to run next goes to the workers.
+  const auto leave = [&] {
+    stream* next = std::exchange(w.handoff, nullptr);
+    w = {};
+    bool wake = false;
+    {
+      std::lock_guard lock(m_);
+      if (next) ready_[0].push_back(next);
+      --awake_[0];
+      wake = !ready_[0].empty() && sleepers_[0] > 0;
+    }
+    if (wake) wake_[0].notify_one();
+  };
+  try {
+    queue_work(true);
+  } catch (...) {
+    leave();
+    throw;
+  }
+  bool ran = false;
+  while (keep_going()) {  // as a worker's loop, ending where a worker would sleep
+    if (stream* next = std::exchange(w.handoff, nullptr)) {
+      next->drain();
+      ran = true;
+      continue;
+    }
+    stream* s = nullptr;
+    {
+      std::lock_guard lock(m_);
+      if (!ready_[0].empty()) {
+        s = ready_[0].front();
+        ready_[0].pop_front();
+      }
+    }
+    if (s == nullptr) break;
+    s->drain();
+    ran = true;
+  }
+  leave();
+  return ran;
 }
 
 }  // namespace weft::rt

@@ -64,13 +64,15 @@ class semantics {
   constexpr int replicas() const noexcept { return static_cast<int>(reps_); }
   // (Copy 0 is the common case, and the only one without a replica: no division for it.)
   constexpr std::uint32_t op_of(std::uint32_t x) const noexcept { return x < n_ ? x : x % n_; }
-  constexpr int replica_of(std::uint32_t x) const noexcept { return static_cast<int>(x / n_); }
+  constexpr int replica_of(std::uint32_t x) const noexcept {
+    return x < n_ ? 0 : static_cast<int>(x / n_);
+  }
   constexpr std::uint32_t copy(std::uint32_t i, int replica) const noexcept {
     return i + static_cast<std::uint32_t>(replica) * n_;
   }
   /// The (rank, stream) queue of an op copy, numbered over replicas.
   constexpr std::uint32_t queue_of(std::uint32_t x) const noexcept {
-    return x / n_ * queues() + p_.queue_of(x % n_);
+    return x < n_ ? p_.queue_of(x) : x / n_ * queues() + p_.queue_of(x % n_);
   }
   constexpr std::uint32_t queues() const noexcept {
     return static_cast<std::uint32_t>(p_.queue_begin.size() - 1);
@@ -92,7 +94,7 @@ class semantics {
       case unit_kind::pair:
       case unit_kind::transfer:
         fn(u);
-        return fn(u - u % n_ + p_.partner[u % n_]);
+        return fn(u < n_ ? p_.partner[u] : u - u % n_ + p_.partner[u % n_]);
       case unit_kind::meeting:
         for (std::uint32_t r = 0; r < reps_; ++r) fn(u + r * n_);
         return;
@@ -327,12 +329,12 @@ class readiness {
     for (std::uint32_t e = g_.out_begin_[x], end = g_.out_begin_[x + 1]; e < end; ++e) {
       const std::uint32_t y = out[e] & semantics::index_mask;
       if constexpr (Events::timed) ev.released(x, y, (out[e] & semantics::event_bit) != 0);
-      if (--pending[y] != 0) continue;
+      if (!release(pending, y)) continue;
       // y arrives (written out here, not called: this loop runs once per wait of the program).
       if constexpr (Events::announces_arrivals) ev.arrived(y);
       // A unit of one member is ready as its member arrives: no counter to touch.
       const std::uint32_t u = lead[y];
-      if (kind[u] == unit_kind::solo || --missing[u] == 0) ev.ready(u);
+      if (kind[u] == unit_kind::solo || release(missing, u)) ev.ready(u);
     }
   }
   /// Every member of unit `u` has completed.
@@ -354,6 +356,15 @@ class readiness {
       c.set_relaxed(x, v);
     else
       c[x] = v;
+  }
+
+  // One release of counter `x`; true for the last (counters of their own may do it cheaper).
+  template <class Counter>
+  static constexpr bool release(Counter* c, std::uint32_t x) {
+    if constexpr (requires { Counters::release(c, x); })
+      return Counters::release(c, x);
+    else
+      return --c[x] == 0;
   }
 
   template <class Events>

@@ -182,9 +182,13 @@ WEFT_DECL timeline runner::run_bound(const detail::bound_model& model, run_measu
   const std::uint32_t n = g.size(), N = g.ops(), Q = g.queues();
   started_.assign(N, never);
   finished_.assign(N, never);
-  ready_.assign(N, never);
-  ran_on_.assign(N, nullptr);
-  followed_.assign(N, 0);
+  // What the runtime spends between units (`dispatch_gap`, `wake_gap`): only when a run's
+  // measures are asked for, or a world gathers every rank's — three stores per op and their
+  // arrays, which a run that only wants its timeline should not pay for.
+  const bool measuring = measures != nullptr || opt_.comm != nullptr;
+  ready_.assign(measuring ? N : 0, never);
+  ran_on_.assign(measuring ? N : 0, nullptr);
+  followed_.assign(measuring ? N : 0, 0);
   // CPU time per unit costs two system calls: only when a run's measures are asked for, and
   // in-process (a world of processes does not gather it).
   const bool measure_cpu = measures != nullptr && !opt_.comm;
@@ -222,6 +226,11 @@ WEFT_DECL timeline runner::run_bound(const detail::bound_model& model, run_measu
   const std::uint8_t* const awaited = awaited_.data();
   std::mutex done_m;
   std::condition_variable done_cv;
+  const auto deadline = std::chrono::steady_clock::now() + opt_.timeout;
+  // The host helps run the work at first (see below), until then. Only the host's own tasks
+  // read and write `host_time_up`.
+  const auto host_until = std::min(deadline, std::chrono::steady_clock::now() + host_looks_every);
+  bool host_time_up = false;
   // Op copy `x` completed at `t` (on the calling thread's clock reading): release what waits.
   const auto complete = [&](std::uint32_t x, ticks t, auto& ev) {
     finished_at[x] = t;
@@ -273,7 +282,7 @@ WEFT_DECL timeline runner::run_bound(const detail::bound_model& model, run_measu
   const auto run = [&](auto& ev, std::uint32_t u) {
     if (!g.computes(u) || stopping.load() || !local(u)) return;
     detail::follow_on& self = detail::follow_on::here();
-    ready_at[u] = self.tick;
+    if (measuring) ready_at[u] = self.tick;
     if (self.owner == &g) {  // readied by a unit this thread is running: see below
       if (self.queue == g.queue_of(u) && self.unit == npos) {
         self.unit = u;
@@ -292,10 +301,11 @@ WEFT_DECL timeline runner::run_bound(const detail::bound_model& model, run_measu
     auto task = [&, u] {
       detail::follow_on& self = detail::follow_on::here();
       const detail::follow_on saved = self;
-      self = {&g, g.queue_of(u), npos, npos, 0};
+      self = {&g, g.queue_of(u), npos, npos, 0, saved.host && !host_time_up};
       ticks t = rt::cycle_clock::now();
+      ticks looked = t;
       for (std::uint32_t unit = u; unit != npos && !stopping.load();) {
-        ran_on[unit] = &self;  // the thread's own follow-on record names the worker
+        if (measuring) ran_on[unit] = &self;  // the thread's own follow-on record names the worker
         try {
           if (opt_.before_op) {
             g.each_member(
@@ -325,7 +335,17 @@ WEFT_DECL timeline runner::run_bound(const detail::bound_model& model, run_measu
         g.each_member(unit, [&](std::uint32_t x) { complete(x, t, ev); });
         if (opt_.comm) opt_.comm->poll();  // this thread has a core: move communication on
         unit = std::exchange(self.unit, npos);
-        if (unit != npos) followed[unit] = 1;
+        // The host, helping, hands its chain to the workers once its time to help is up.
+        // (It looks at the time after about a millisecond, 2^20 ticks of a clock of 1-5 GHz or
+        // of steady_clock's nanoseconds: a subtraction per op, not a clock reading.)
+        if (self.host && unit != npos && t - looked >= ticks{1} << 20 &&
+            (looked = t, std::chrono::steady_clock::now() >= host_until)) {
+          self.host = false;
+          host_time_up = true;
+          ev.launch(ev, std::exchange(unit, npos), false);  // queued behind this task
+          rt::stream::leave();                              // and the stream handed to a worker
+        }
+        if (measuring && unit != npos) followed[unit] = 1;
         // A unit of another stream this completion readied: this worker takes it once it is
         // free, unless its own stream goes on.
         if (const std::uint32_t h = std::exchange(self.handoff, npos); h != npos)
@@ -340,7 +360,6 @@ WEFT_DECL timeline runner::run_bound(const detail::bound_model& model, run_measu
       s.enqueue(std::move(task), u);
   };
   detail::launcher<decltype(post), decltype(run), decltype(launch)> ev{{}, post, run, launch};
-  const auto deadline = std::chrono::steady_clock::now() + opt_.timeout;
   // A world of processes starts together: the time origins of its ranks are then the moment
   // they leave one barrier (within its skew), and the gathered timeline is one.
   std::vector<int> everyone;
@@ -351,8 +370,26 @@ WEFT_DECL timeline runner::run_bound(const detail::bound_model& model, run_measu
   const double process_cpu_origin = measure_cpu ? rt::process_cpu_seconds() : 0.0;
   const auto origin = rt::cycle_clock::now();
   const auto steady_origin = std::chrono::steady_clock::now();
-  detail::follow_on::here().tick = origin;
-  st.begin(ev);
+  // The host runs work itself while it would otherwise sleep, in a worker's place (none wakes
+  // for the first unit, none wakes the host after the last), for a while: then it leaves the
+  // rest to the workers and minds the deadline.
+  {
+    detail::follow_on& host = detail::follow_on::here();
+    const detail::follow_on saved = host;
+    pool_.help(
+        [&](bool helping) {
+          // Helping, the first unit the start readies is the host's to run (`run` leaves it in
+          // `handoff`: the host has no stream of its own, so nothing follows on).
+          host = {helping ? &g : nullptr, npos, npos, npos, origin, false};
+          st.begin(ev);
+          const std::uint32_t first = std::exchange(host.handoff, npos);
+          host = saved;
+          host.host = helping;
+          if (first != npos) ev.launch(ev, first, true);
+        },
+        [&] { return std::chrono::steady_clock::now() < host_until && !stopping.load(); });
+    host = saved;
+  }
 
   // Wait until every op has completed, but stop early when an op has failed (its consumers
   // would wait for data that never comes) or a peer process has, and give up at the deadline.
@@ -364,8 +401,7 @@ WEFT_DECL timeline runner::run_bound(const detail::bound_model& model, run_measu
       const auto left = deadline - std::chrono::steady_clock::now();
       if (left <= std::chrono::steady_clock::duration::zero()) break;
       // A failure does not wake the host: look again every few milliseconds.
-      done_cv.wait_for(
-          lock, std::min<std::chrono::steady_clock::duration>(left, std::chrono::milliseconds(5)));
+      done_cv.wait_for(lock, std::min<std::chrono::steady_clock::duration>(left, host_looks_every));
     }
   }
   const bool finished = remaining.load() == 0;
@@ -437,8 +473,19 @@ WEFT_DECL timeline runner::run_bound(const detail::bound_model& model, run_measu
   };
   // What each op copy's rank measured, then (a world of processes) every rank's: started,
   // finished, and the runtime's gaps (sum and count of each kind).
+  // Per rank: start and finish per op copy (seconds), then what a world's ranks also share.
+  enum tail_field : std::size_t {
+    gap_sum,
+    gap_count,
+    wake_sum,
+    wake_count,  // the runtime's gaps (below)
+    host_id,
+    steady_origin_s,  // where and when the rank's time began
+    tail_fields
+  };
+  const std::size_t tail = 2 * std::size_t{N};
   std::vector<double>& mine = measured_;
-  mine.assign(2 * std::size_t{N} + 6, inf);
+  mine.resize(tail + tail_fields);  // what is read is written below
   double* const start_s = mine.data();
   double* const finish_s = start_s + N;
   for (std::uint32_t x = 0; x < N; ++x) {
@@ -451,10 +498,9 @@ WEFT_DECL timeline runner::run_bound(const detail::bound_model& model, run_measu
   // worker had finished before the unit was ready, the time from ready to start is its wake-up.
   // Only when asked for (or a world gathers every rank's): a sort of every unit, which a run
   // that only wants its timeline should not pay for.
-  double* const gaps = finish_s + N;  // gap sum, gap count, wake sum, wake count
-  std::fill(gaps, gaps + 4, 0.0);
+  double gaps[4] = {0, 0, 0, 0};  // gap sum, gap count, wake sum, wake count
   std::vector<std::uint32_t> units;
-  if (measures || opt_.comm)
+  if (measuring)
     for (std::uint32_t x = 0; x < N; ++x)
       if (ran_on[x] != nullptr) units.push_back(x);
   std::sort(units.begin(), units.end(), [&](std::uint32_t a, std::uint32_t b) {
@@ -475,19 +521,20 @@ WEFT_DECL timeline runner::run_bound(const detail::bound_model& model, run_measu
     // With them, where and when this rank's time began: ranks on one machine share its steady
     // clock, so their origins are put on one time line exactly; across machines the barrier
     // they left together is the common origin.
-    mine[2 * std::size_t{N} + 4] = detail::this_host();
-    mine[2 * std::size_t{N} + 5] =
+    std::copy(gaps, gaps + 4, mine.data() + tail + gap_sum);
+    mine[tail + host_id] = detail::this_host();
+    mine[tail + steady_origin_s] =
         std::chrono::duration<double>(steady_origin.time_since_epoch()).count();
     const std::size_t len = mine.size();
     std::vector<double> all(len * everyone.size());
     await(opt_.comm->all_gather(mine, all, everyone, runtime_channel), deadline,
           "gathering the timeline");
+    const auto tail_of = [&](std::size_t r) { return all.data() + r * len + tail; };
     std::vector<double> shift(everyone.size(), 0.0);
     for (std::size_t r = 0; r < everyone.size(); ++r)
       for (std::size_t h = 0; h < r; ++h)  // the first rank on r's machine
-        if (all[h * len + 2 * std::size_t{N} + 4] == all[r * len + 2 * std::size_t{N} + 4]) {
-          shift[r] = shift[h] + all[r * len + 2 * std::size_t{N} + 5] -
-                     all[h * len + 2 * std::size_t{N} + 5];
+        if (tail_of(h)[host_id] == tail_of(r)[host_id]) {
+          shift[r] = shift[h] + tail_of(r)[steady_origin_s] - tail_of(h)[steady_origin_s];
           break;
         }
     // Time 0: the first rank to leave the barrier.
@@ -501,21 +548,27 @@ WEFT_DECL timeline runner::run_bound(const detail::bound_model& model, run_measu
     }
     std::fill(gaps, gaps + 4, 0.0);
     for (std::size_t r = 0; r < everyone.size(); ++r)
-      for (int k = 0; k < 4; ++k) gaps[k] += all[r * len + 2 * std::size_t{N} + k];
+      for (std::size_t k = gap_sum; k <= wake_count; ++k) gaps[k] += tail_of(r)[k];
   }
   const auto secs = [](double t) { return weft::seconds(t == inf ? -1.0 : t); };
   timeline time;
-  time.start.assign(n, weft::seconds{-1});
-  time.finish.assign(n, weft::seconds{-1});
+  time.start.reserve(n);  // (filled as it goes: no pass that writes what the next overwrites)
+  time.finish.reserve(n);
+  double makespan = 0;
   for (std::uint32_t i = 0; i < n; ++i) {
     // A unit starts when its last member does (semantics.hpp): a transfer posted early starts
     // when its peer is posted too, as the simulators count it.
     double start = start_s[i];
-    g.each_member(g.unit_of(i), [&](std::uint32_t y) { start = std::max(start, start_s[y]); });
-    time.start[i] = secs(std::min(start, finish_s[i]));
-    time.finish[i] = secs(finish_s[i]);
+    if (g.kind_of(g.unit_of(i)) != unit_kind::solo)
+      g.each_member(g.unit_of(i), [&](std::uint32_t y) { start = std::max(start, start_s[y]); });
+    const double finish = finish_s[i];
+    time.start.push_back(secs(std::min(start, finish)));
+    time.finish.push_back(secs(finish));
+    if (finish != inf) makespan = std::max(makespan, finish);
   }
-  for (std::uint32_t x = 0; x < N; ++x) time.makespan = std::max(time.makespan, secs(finish_s[x]));
+  for (std::uint32_t x = n; x < N; ++x)
+    if (finish_s[x] != inf) makespan = std::max(makespan, finish_s[x]);
+  time.makespan = weft::seconds(makespan);
   if (!measures) return time;
   measures->posted.resize(n);
   for (std::uint32_t i = 0; i < n; ++i) measures->posted[i] = secs(start_s[i]);
