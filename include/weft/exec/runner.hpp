@@ -217,17 +217,6 @@ class atomic_counters {
   void set_relaxed(std::size_t i, std::uint32_t v) noexcept {
     c_[i].store(v, std::memory_order_relaxed);
   }
-  /// Counts one release of `i`; true for the last. A count of 1 has one releaser left, this
-  /// one (counts only fall, each releaser once): it needs no read-modify-write, whose lock
-  /// prefix is the costliest instruction of a dependent chain's op. The acquiring load still
-  /// orders what the earlier releasers wrote before what follows.
-  static bool release(std::atomic<std::uint32_t>* c, std::size_t i) noexcept {
-    if (c[i].load(std::memory_order_acquire) == 1) {
-      c[i].store(0, std::memory_order_relaxed);
-      return true;
-    }
-    return c[i].fetch_sub(1, std::memory_order_acq_rel) == 1;
-  }
   const std::atomic<std::uint32_t>& operator[](std::size_t i) const noexcept { return c_[i]; }
 
  private:

@@ -188,11 +188,15 @@ class worker_pool {
   friend class event;
 
   int queue_of(stream_role r) const noexcept { return r == stream_role::comm ? comm_queue_ : 0; }
-  void schedule(stream* s, int queue) {
+  /// Queues a stream with work; `first`: ahead of the others (one that was running goes on).
+  void schedule(stream* s, int queue, bool first = false) {
     bool wake = false;
     {
       std::lock_guard lock(m_);
-      ready_[queue].push_back(s);
+      if (first)
+        ready_[queue].push_front(s);
+      else
+        ready_[queue].push_back(s);
       wake = sleepers_[queue] > 0 && awake_[queue] < places_[queue];
     }
     if (wake) wake_[queue].notify_one();
@@ -304,9 +308,10 @@ class stream {
     abandoning_ = false;
   }
   /// Called from a task: once it returns, the calling thread stops running this stream and puts
-  /// it back on the pool's queue, what follows the task still in order (any thread of the pool
-  /// may take it up, the caller too). A host that helps (worker_pool::help) and must go back to
-  /// minding its run leaves this way, and stops helping.
+  /// it at the head of the pool's queue, what follows the task still in order (the next thread of
+  /// the pool to look takes it up, the caller too). A host that helps (worker_pool::help) and
+  /// must go back to minding its run leaves this way, and stops helping: the stream goes on as
+  /// if the worker whose place the host had took over.
   static void leave() noexcept { detail::this_worker.leave = true; }
 
   /// True while the stream's head waits for an event that has not fired.
@@ -415,7 +420,7 @@ class stream {
             return;
           }
         }
-        pool_.schedule(this, pool_queue_);  // still active: another worker goes on with it
+        pool_.schedule(this, pool_queue_, true);  // still active: the next worker goes on
         return;
       }
     }

@@ -329,12 +329,12 @@ class readiness {
     for (std::uint32_t e = g_.out_begin_[x], end = g_.out_begin_[x + 1]; e < end; ++e) {
       const std::uint32_t y = out[e] & semantics::index_mask;
       if constexpr (Events::timed) ev.released(x, y, (out[e] & semantics::event_bit) != 0);
-      if (!release(pending, y)) continue;
+      if (--pending[y] != 0) continue;
       // y arrives (written out here, not called: this loop runs once per wait of the program).
       if constexpr (Events::announces_arrivals) ev.arrived(y);
       // A unit of one member is ready as its member arrives: no counter to touch.
       const std::uint32_t u = lead[y];
-      if (kind[u] == unit_kind::solo || release(missing, u)) ev.ready(u);
+      if (kind[u] == unit_kind::solo || --missing[u] == 0) ev.ready(u);
     }
   }
   /// Every member of unit `u` has completed.
@@ -356,15 +356,6 @@ class readiness {
       c.set_relaxed(x, v);
     else
       c[x] = v;
-  }
-
-  // One release of counter `x`; true for the last (counters of their own may do it cheaper).
-  template <class Counter>
-  static constexpr bool release(Counter* c, std::uint32_t x) {
-    if constexpr (requires { Counters::release(c, x); })
-      return Counters::release(c, x);
-    else
-      return --c[x] == 0;
   }
 
   template <class Events>
