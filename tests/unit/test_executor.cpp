@@ -18,6 +18,8 @@
 #include <weft/exec/prediction.hpp>
 #include <weft/generators/dualpipe.hpp>
 #include <weft/generators/interleaved.hpp>
+#include <weft/generators/interleaved_zero_bubble.hpp>
+#include <weft/generators/looped_bfs.hpp>
 #include <weft/generators/one_f_one_b.hpp>
 #include <weft/generators/zero_bubble_v.hpp>
 #include <weft/schedule/dsl.hpp>
@@ -45,6 +47,9 @@ TEST_CASE("every whole-block generator: loss and gradients equal the serial run"
   for (const case_& c :
        {case_{"gpipe", gpipe(p), P}, case_{"1f1b", one_f_one_b(p), P}, case_{"zb-h1", zb_h1(p), P},
         case_{"interleaved", interleaved({.ranks = P, .micro = M, .chunks = 2}), 2 * P},
+        case_{"looped-bfs", looped_bfs({.ranks = P, .micro = M, .chunks = 2}), 2 * P},
+        case_{"interleaved-zb", interleaved_zero_bubble({.ranks = P, .micro = M, .chunks = 2}),
+              2 * P},
         case_{"zb-v", zb_v(p), 2 * P}, case_{"dualpipev", dualpipev(p), 2 * P},
         case_{"dualpipe", dualpipe(p), P},
         case_{"1f1b+transfers", one_f_one_b({.ranks = P, .micro = M, .transfers = true}), P}}) {

@@ -11,6 +11,7 @@
 #include <weft/generators/dualpipe.hpp>
 #include <weft/generators/interleaved.hpp>
 #include <weft/generators/one_f_one_b.hpp>
+#include <weft/generators/registry.hpp>
 #include <weft/generators/zero_bubble_v.hpp>
 #include <weft/io/pytorch_csv.hpp>
 #include <weft/schedule/lower.hpp>
@@ -54,6 +55,58 @@ std::string error_of(const std::string& text) {
 
 TEST_CASE("weft's DualPipeV reproduces PyTorch's, action for action") {
   CHECK(csv_of(dualpipev({.ranks = 4, .micro = 10})) == slurp("pytorch_dualpipev_4rank_10mb.csv"));
+}
+
+TEST_CASE("weft's interleaved-zb and looped-bfs reproduce PyTorch's orders, step for step") {
+  // Blocks "== <schedule> P=<ranks> V=<stages per rank> M=<micro-batches>", then one row per
+  // rank: PyTorch's own order functions run on each shape (data/pytorch/README.md).
+  std::istringstream in(slurp("pytorch_orders_derived.txt"));
+  std::string line, name, expected;
+  generator_args args;
+  int cases = 0;
+  const auto compare = [&] {
+    if (name.empty()) return;
+    CAPTURE(name);
+    CAPTURE(args.ranks);
+    CAPTURE(args.chunks);
+    CAPTURE(args.micro);
+    const schedule s = generate(name == "interleaved_zb" ? "interleaved-zb" : "looped-bfs", args);
+    CHECK(csv_of(s) == expected);
+    CHECK(check(s).ok());
+    ++cases;
+  };
+  while (std::getline(in, line)) {
+    if (line.rfind("== ", 0) == 0) {
+      compare();
+      std::istringstream head(line.substr(3));
+      std::string p, v, m;
+      head >> name >> p >> v >> m;
+      args = {};
+      args.ranks = std::stoi(p.substr(2));
+      args.chunks = std::stoi(v.substr(2));
+      args.micro = std::stoi(m.substr(2));
+      expected.clear();
+    } else if (!line.empty()) {
+      expected += line + "\n";
+    }
+  }
+  compare();
+  CHECK(cases == 10);
+}
+
+TEST_CASE("interleaved-zb and looped-bfs refuse what PyTorch refuses") {
+  generator_args a;
+  a.ranks = 3;
+  a.micro = 7;  // two rounds of 3.5
+  CHECK_THROWS_WITH_AS(generate("interleaved-zb", a),
+                       doctest::Contains("micro must be a multiple of the rounds"), config_error);
+  a.micro = 6;
+  a.chunks = 0;
+  CHECK_THROWS_WITH_AS(generate("looped-bfs", a), doctest::Contains("chunks (per rank) must be"),
+                       config_error);
+  a.chunks = 2;
+  a.p2p.megatron = true;  // Megatron has no such schedule
+  CHECK_THROWS_AS(generate("interleaved-zb", a), config_error);
 }
 
 TEST_CASE("every oracle file imports and is legal") {

@@ -56,6 +56,9 @@ class pipeline_builder {
     stamp(s_, overlapped_, fmb, fchunk, bmb, bchunk);
   }
 
+  /// An idle step: an empty slot, as PyTorch's schedules pad their steps with None.
+  constexpr void idle() { s_.close_slot(); }
+
   constexpr schedule take() { return static_cast<schedule&&>(s_); }
 
  private:

@@ -9,6 +9,8 @@
 #include <weft/core/error.hpp>
 #include <weft/generators/dualpipe.hpp>
 #include <weft/generators/interleaved.hpp>
+#include <weft/generators/interleaved_zero_bubble.hpp>
+#include <weft/generators/looped_bfs.hpp>
 #include <weft/generators/one_f_one_b.hpp>
 #include <weft/generators/params.hpp>
 #include <weft/generators/zero_bubble_v.hpp>
@@ -36,18 +38,19 @@ struct generator_info {
 };
 
 namespace gen {
-constexpr schedule make_interleaved(const generator_args& a) {
-  return interleaved({.ranks = a.ranks,
-                      .micro = a.micro,
-                      .chunks = a.chunks,
-                      .layers = a.layers,
-                      .stages = a.stages,
-                      .transfers = a.transfers,
-                      .overlap = a.overlap,
-                      .extra_warmup = a.extra_warmup,
-                      .splits = a.splits,
-                      .pieces = a.pieces,
-                      .p2p = a.p2p});
+/// The arguments of the schedules that take chunks per rank.
+constexpr interleaved_params chunked(const generator_args& a) {
+  return {.ranks = a.ranks,
+          .micro = a.micro,
+          .chunks = a.chunks,
+          .layers = a.layers,
+          .stages = a.stages,
+          .transfers = a.transfers,
+          .overlap = a.overlap,
+          .extra_warmup = a.extra_warmup,
+          .splits = a.splits,
+          .pieces = a.pieces,
+          .p2p = a.p2p};
 }
 }  // namespace gen
 
@@ -58,7 +61,14 @@ inline constexpr generator_info generators[] = {
     {"1f1b", "one forward, one backward (PipeDream-flush, Megatron's default)", placement::loop,
      false, 1, false, false, [](const generator_args& a) { return one_f_one_b(a); }},
     {"interleaved", "Megatron's virtual pipeline: several chunks per rank in a loop",
-     placement::loop, false, 0, true, false, gen::make_interleaved},
+     placement::loop, false, 0, true, false,
+     [](const generator_args& a) { return interleaved(gen::chunked(a)); }},
+    {"looped-bfs", "PyTorch's looped BFS: each chunk takes every micro-batch before the next",
+     placement::loop, false, 0, false, false,
+     [](const generator_args& a) { return looped_bfs(gen::chunked(a)); }},
+    {"interleaved-zb", "PyTorch's interleaved zero bubble (ZB1P): interleaved with dX and dW",
+     placement::loop, false, 0, false, true,
+     [](const generator_args& a) { return interleaved_zero_bubble(gen::chunked(a)); }},
     {"zb-h1", "1F1B with backwards split into dX and dW, dW deferred into the cool-down",
      placement::loop, false, 1, false, true, [](const generator_args& a) { return zb_h1(a); }},
     {"zb-v", "zero bubble on a V: two chunks per rank, dX and dW", placement::vee, false, 2, false,

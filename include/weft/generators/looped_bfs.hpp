@@ -1,0 +1,47 @@
+// PyTorch's looped breadth-first schedule (`ScheduleLoopedBFS`; Lamy-Poirier, "Breadth-First
+// Pipeline Parallelism", arXiv 2211.05953): several chunks per rank in loop placement, each chunk
+// taking every micro-batch before the next one starts.
+#pragma once
+
+#include <weft/generators/builder.hpp>
+#include <weft/generators/interleaved.hpp>
+#include <weft/generators/params.hpp>
+
+namespace weft {
+
+/// Looped BFS as PyTorch orders it, step for step: rank r idles r steps, runs the forwards of its
+/// chunks r, r + ranks, ... in turn, every micro-batch of one before the next; idles 2 (ranks -
+/// 1 - r) steps while the first backward comes up; then the fused backwards of its chunks in
+/// reverse, the micro-batches of each from the last to the first. Every micro-batch's
+/// activations stay until its backward: the memory of GPipe, with the bubble of interleaving.
+/// Takes `chunks` per rank; no `extra_warmup`, no Megatron lowering.
+constexpr schedule looped_bfs(const interleaved_params& p) {
+  const pipeline_params common{p.ranks,   p.micro,  p.layers, p.stages, p.transfers,
+                               p.overlap, p.splits, p.pieces, p.p2p};
+  if (p.chunks < 1) gen::reject("looped-bfs", "chunks (per rank) must be >= 1");
+  if (p.extra_warmup) gen::reject("looped-bfs", "extra_warmup is the interleaved schedule's");
+  const model_desc m{.ranks = p.ranks,
+                     .chunks_per_rank = p.chunks,
+                     .micro = p.micro,
+                     .layers = p.layers,
+                     .stages = p.stages,
+                     .splits = p.splits,
+                     .pieces = p.pieces,
+                     .loss = p.p2p.loss(),
+                     .waits = p.p2p.waits()};
+  gen::check_common("looped-bfs", common, m);
+  const int P = p.ranks, V = p.chunks, M = p.micro;
+  gen::pipeline_builder b(m, p.overlap);
+  for (int r = 0; r < P; ++r) {
+    b.add_rank();
+    for (int i = 0; i < r; ++i) b.idle();
+    for (int v = 0; v < V; ++v)
+      for (int mb = 0; mb < M; ++mb) b.forward(mb, v * P + r);
+    for (int i = 0; i < 2 * (P - 1 - r); ++i) b.idle();
+    for (int v = V; v-- > 0;)
+      for (int mb = M; mb-- > 0;) b.backward(mb, v * P + r);
+  }
+  return gen::finish(b, common);
+}
+
+}  // namespace weft
