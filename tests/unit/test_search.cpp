@@ -9,6 +9,7 @@
 #include <vector>
 
 #include <weft/generators/dualpipe.hpp>
+#include <weft/generators/looped_bfs.hpp>
 #include <weft/generators/one_f_one_b.hpp>
 #include <weft/search/exact.hpp>
 #include <weft/search/search.hpp>
@@ -67,6 +68,19 @@ TEST_CASE("a generator's schedule is a plan, and the plan builds the same schedu
   for (const auto& r : dv.ranks)
     for (const step& st : r) pairs += st.a == action::FB ? 1 : 0;
   CHECK(pairs > 0);
+}
+
+TEST_CASE("PyTorch's idle steps are dropped from a plan: the order stays") {
+  // Looped BFS on 2 ranks: rank 0 idles 2 steps after its forwards, rank 1 one before them.
+  const schedule s = looped_bfs({.ranks = 2, .micro = 4, .chunks = 2});
+  const plan p = plan_of(s);
+  REQUIRE(p.ranks.size() == 2);
+  CHECK(p.ranks[0].size() == 16);
+  CHECK(p.ranks[1].size() == 16);
+  const schedule back = to_schedule(p);
+  CHECK(back.ops == s.ops);  // the same ops in the same order, without the empty slots
+  CHECK(back.slot_end.size() + 3 == s.slot_end.size());
+  CHECK(check(back).ok());
 }
 
 TEST_CASE("a schedule of sub-stages is not a plan, and says which slot") {

@@ -68,15 +68,17 @@ inline schedule to_schedule(const plan& p) {
 }
 
 /// The plan of a pipeline-level schedule — whole blocks (`stage_set::whole_block()`), no
-/// explicit transfers: what every generator gives for whole blocks. Throws `config_error`
-/// naming the first slot that is not one chunk's forward or backward, or a forward and a
-/// backward overlapped.
+/// explicit transfers: what every generator gives for whole blocks. Idle steps (empty slots, as
+/// PyTorch's orders pad theirs) are dropped: a plan is an order, and the simulators wait for what
+/// an op needs anyway. Throws `config_error` naming the first slot that is not one chunk's
+/// forward or backward, or a forward and a backward overlapped.
 inline plan plan_of(const schedule& s, overlap_options overlap = overlap_options::none()) {
   plan p{s.model, overlap, {}};
   p.ranks.resize(static_cast<std::size_t>(s.ranks()));
   for (int r = 0; r < s.ranks(); ++r)
     for (int k = 0; k < s.slots(r); ++k) {
       const auto ops = s.slot(r, k);
+      if (ops.empty()) continue;
       const auto bad = [&] {
         std::string what;
         for (const op& o : ops) what += (what.empty() ? "" : " | ") + to_string(o);
