@@ -29,7 +29,7 @@ struct zb_action {
 /// any is left) and a dX, and from its r-th dX on, the dW of the oldest dX without one; the dW
 /// left over close the rank. Then, as PyTorch does, the ranks are walked in lockstep and a
 /// forward whose input (the previous chunk's forward of its micro-batch) is not yet done by the
-/// step before waits an idle step — which only happens with few micro-batches (micro <= ranks).
+/// step before waits an idle step — which happens with fewer micro-batches than ranks.
 /// Takes `chunks` per rank; no `extra_warmup`, no Megatron lowering.
 constexpr schedule interleaved_zero_bubble(const interleaved_params& p) {
   constexpr const char* name = "interleaved-zb";

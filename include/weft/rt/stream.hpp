@@ -179,7 +179,7 @@ class worker_pool {
   /// `workers()` threads ever run compute at once; when none is, it only calls
   /// `queue_work(false)`, and the workers run the rest.
   /// It stops taking work once `keep_going()` is false (checked between streams: a host minding a
-  /// deadline).
+  /// deadline) or a task it runs leaves its stream (`stream::leave`).
   template <class Fn, class KeepGoing>
   bool help(Fn&& queue_work, KeepGoing&& keep_going);
 
@@ -307,11 +307,11 @@ class stream {
     std::lock_guard lock(m_);
     abandoning_ = false;
   }
-  /// Called from a task: once it returns, the calling thread stops running this stream and puts
-  /// it at the head of the pool's queue, what follows the task still in order (the next thread of
-  /// the pool to look takes it up, the caller too). A host that helps (worker_pool::help) and
-  /// must go back to minding its run leaves this way, and stops helping: the stream goes on as
-  /// if the worker whose place the host had took over.
+  /// Called from a task (and only there: the flag waits for the thread's next task otherwise):
+  /// once the task returns, the calling thread stops running this stream and puts it at the
+  /// head of the pool's queue, what follows the task still in order (the next thread of the
+  /// pool to look takes it up, the caller too). A host that helps (worker_pool::help) stops
+  /// helping there: the stream goes on as if the worker whose place the host had took over.
   static void leave() noexcept { detail::this_worker.leave = true; }
 
   /// True while the stream's head waits for an event that has not fired.
@@ -347,8 +347,8 @@ class stream {
   }
 
   /// Runs entries until the queue is empty or the head waits for an event that has not fired
-  /// (the event reschedules the stream then).
-  void drain() {
+  /// (the event reschedules the stream then); true if a task left it (`leave`).
+  bool drain() {
     for (;;) {
       {
         std::lock_guard lock(m_);
@@ -356,13 +356,13 @@ class stream {
           parked_on_.reset();
           active_ = false;
           idle_.notify_all();
-          return;
+          return false;
         }
         entry& head = queue_.front();
         if (head.kind == entry::wait) {
           if (event::add_waiter(*head.ev, this)) {
             parked_on_ = head.ev;
-            return;  // stays active: the event brings it back
+            return false;  // stays active: the event brings it back
           }
           parked_on_.reset();
           queue_.pop_front();
@@ -393,7 +393,8 @@ class stream {
       }
       if (ran < batch_.size()) {  // leaving: what the batch holds yet goes back, in order
         std::lock_guard lock(m_);
-        for (std::size_t k = batch_.size(); k-- > ran;) queue_.push_front(std::move(batch_[k]));
+        if (!abandoning_)
+          for (std::size_t k = batch_.size(); k-- > ran;) queue_.push_front(std::move(batch_[k]));
       }
       batch_.clear();
       if (stream* woken = detail::this_worker.handoff) {
@@ -417,11 +418,11 @@ class stream {
             parked_on_.reset();
             active_ = false;
             idle_.notify_all();
-            return;
+            return true;
           }
         }
         pool_.schedule(this, pool_queue_, true);  // still active: the next worker goes on
-        return;
+        return true;
       }
     }
   }
@@ -476,8 +477,8 @@ inline void worker_pool::work(int queue) {
       s = ready.front();
       ready.pop_front();
     }
-    s->drain();
-    while (stream* next = std::exchange(detail::this_worker.handoff, nullptr)) next->drain();
+    (void)s->drain();
+    while (stream* next = std::exchange(detail::this_worker.handoff, nullptr)) (void)next->drain();
   }
 }
 
@@ -510,30 +511,24 @@ bool worker_pool::help(Fn&& queue_work, KeepGoing&& keep_going) {
     }
     if (wake) wake_[0].notify_one();
   };
+  bool ran = false;
   try {
     queue_work(true);
-  } catch (...) {
-    leave();
-    throw;
-  }
-  bool ran = false;
-  while (keep_going()) {  // as a worker's loop, ending where a worker would sleep
-    if (stream* next = std::exchange(w.handoff, nullptr)) {
-      next->drain();
-      ran = true;
-      continue;
-    }
-    stream* s = nullptr;
-    {
-      std::lock_guard lock(m_);
-      if (!ready_[0].empty()) {
+    // As a worker's loop, ending where a worker would sleep, or where a task left its stream.
+    while (keep_going()) {
+      stream* s = std::exchange(w.handoff, nullptr);
+      if (s == nullptr) {
+        std::lock_guard lock(m_);
+        if (ready_[0].empty()) break;
         s = ready_[0].front();
         ready_[0].pop_front();
       }
+      ran = true;
+      if (s->drain()) break;
     }
-    if (s == nullptr) break;
-    s->drain();
-    ran = true;
+  } catch (...) {  // (a task's own exception is the pool's failure: this is the runtime's)
+    leave();
+    throw;
   }
   leave();
   return ran;

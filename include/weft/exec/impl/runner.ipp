@@ -228,9 +228,10 @@ WEFT_DECL timeline runner::run_bound(const detail::bound_model& model, run_measu
   std::condition_variable done_cv;
   const auto deadline = std::chrono::steady_clock::now() + opt_.timeout;
   // The host helps run the work at first (see below), until then. Only the host's own tasks
-  // read and write `host_time_up`.
+  // read and write `host_time_up` and `host_looked` (when it last read the time).
   const auto host_until = std::min(deadline, std::chrono::steady_clock::now() + host_looks_every);
   bool host_time_up = false;
+  ticks host_looked = 0;
   // Op copy `x` completed at `t` (on the calling thread's clock reading): release what waits.
   const auto complete = [&](std::uint32_t x, ticks t, auto& ev) {
     finished_at[x] = t;
@@ -303,7 +304,6 @@ WEFT_DECL timeline runner::run_bound(const detail::bound_model& model, run_measu
       const detail::follow_on saved = self;
       self = {&g, g.queue_of(u), npos, npos, 0, saved.host && !host_time_up};
       ticks t = rt::cycle_clock::now();
-      ticks looked = t;
       for (std::uint32_t unit = u; unit != npos && !stopping.load();) {
         if (measuring) ran_on[unit] = &self;  // the thread's own follow-on record names the worker
         try {
@@ -335,15 +335,16 @@ WEFT_DECL timeline runner::run_bound(const detail::bound_model& model, run_measu
         g.each_member(unit, [&](std::uint32_t x) { complete(x, t, ev); });
         if (opt_.comm) opt_.comm->poll();  // this thread has a core: move communication on
         unit = std::exchange(self.unit, npos);
-        // The host, helping, hands its chain to the workers once its time to help is up.
-        // (It looks at the time after about a millisecond, 2^20 ticks of a clock of 1-5 GHz or
-        // of steady_clock's nanoseconds: a subtraction per op, not a clock reading.)
-        if (self.host && unit != npos && t - looked >= ticks{1} << 20 &&
-            (looked = t, std::chrono::steady_clock::now() >= host_until)) {
+        // The host, helping, hands its stream to the workers once its time to help is up, after
+        // any unit, chained or not. (It looks at the time after about a millisecond, 2^20 ticks
+        // of a clock of 1-5 GHz or of steady_clock's nanoseconds: a subtraction per op, not a
+        // clock reading.)
+        if (self.host && t - host_looked >= ticks{1} << 20 &&
+            (host_looked = t, std::chrono::steady_clock::now() >= host_until)) {
           self.host = false;
           host_time_up = true;
-          ev.launch(ev, std::exchange(unit, npos), false);  // queued behind this task
-          rt::stream::leave();                              // and the stream handed to a worker
+          if (unit != npos) ev.launch(ev, std::exchange(unit, npos), false);  // behind this task
+          rt::stream::leave();  // and the stream handed to a worker
         }
         if (measuring && unit != npos) followed[unit] = 1;
         // A unit of another stream this completion readied: this worker takes it once it is
@@ -373,9 +374,16 @@ WEFT_DECL timeline runner::run_bound(const detail::bound_model& model, run_measu
   // The host runs work itself while it would otherwise sleep, in a worker's place (none wakes
   // for the first unit, none wakes the host after the last), for a while: then it leaves the
   // rest to the workers and minds the deadline.
+  host_looked = origin;
   {
     detail::follow_on& host = detail::follow_on::here();
-    const detail::follow_on saved = host;
+    // The host's record as it was, whatever happens (`help` rethrows the runtime's failures).
+    struct restore {
+      detail::follow_on& record;
+      const detail::follow_on saved = record;
+      ~restore() { record = saved; }
+    } const keep{host};
+    const detail::follow_on& saved = keep.saved;
     pool_.help(
         [&](bool helping) {
           // Helping, the first unit the start readies is the host's to run (`run` leaves it in
@@ -387,8 +395,10 @@ WEFT_DECL timeline runner::run_bound(const detail::bound_model& model, run_measu
           host.host = helping;
           if (first != npos) ev.launch(ev, first, true);
         },
-        [&] { return std::chrono::steady_clock::now() < host_until && !stopping.load(); });
-    host = saved;
+        [&] {
+          return std::chrono::steady_clock::now() < host_until && !stopping.load() &&
+                 !pool_.failed();
+        });
   }
 
   // Wait until every op has completed, but stop early when an op has failed (its consumers
