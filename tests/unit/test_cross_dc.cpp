@@ -106,6 +106,43 @@ TEST_CASE("early receives on one blocking stream deadlock; ping/pong streams do 
   CHECK(to_string(bad.ops[t.blocked[1]]) == "recv/F mb=1 chunk=1 lane=1");
 }
 
+TEST_CASE("interleaved under Megatron's code: every forward first when micro-batches equal ranks") {
+  // Megatron-LM core_r0.7.0 schedules.py, forward_backward_pipelining_with_interleaving: with
+  // num_microbatches == pipeline size, num_warmup_microbatches = total (all_warmup_microbatches):
+  // every rank runs its 2 chunks x 2 micro-batches forward, then the backwards, virtual
+  // micro-batch k on chunk (k mod 4) / 2 (backwards: the reverse) of micro-batch k mod 2.
+  const auto compute = [](const schedule& s, int r) {
+    std::vector<std::string> out;
+    for (const op& o : s.rank_ops(r))
+      if (o.k == kind::block)
+        out.push_back(std::string(o.ph == phase::F ? "F" : "B") + std::to_string(o.chunk) + "." +
+                      std::to_string(o.mb));
+    return out;
+  };
+  for (const p2p_options& code :
+       {p2p_options{.megatron = true}, p2p_options{.blocking = true},
+        p2p_options{.overlap_p2p = true}, p2p_options{.overlap_p2p = true, .multi_stream = true}}) {
+    const schedule s = interleaved({.ranks = 2, .micro = 2, .chunks = 2, .p2p = code});
+    // (Early receives on one stream are rule 4's deadlock, as below: the order is the point.)
+    if (!code.overlap_p2p || code.multi_stream) CHECK(check(s).ok());
+    CHECK(compute(s, 0) == strings{"F0.0", "F0.1", "F2.0", "F2.1", "B2.0", "B2.1", "B0.0", "B0.1"});
+    CHECK(compute(s, 1) == strings{"F1.0", "F1.1", "F3.0", "F3.1", "B3.0", "B3.1", "B1.0", "B1.1"});
+  }
+  // PyTorch's ScheduleInterleaved1F1B keeps its warm-up, min(2 (P - r - 1) + (V - 1) G, V M):
+  // rank 1 of 2 warms up with 2 forwards, then alternates.
+  const schedule pt = interleaved({.ranks = 2, .micro = 2, .chunks = 2});
+  CHECK(compute(pt, 1) == strings{"F1.0", "F1.1", "F3.0", "B3.0", "F3.1", "B3.1", "B1.0", "B1.1"});
+  // 4 ranks, 4 micro-batches, 2 chunks: every rank's 8 forwards come first.
+  const schedule four =
+      interleaved({.ranks = 4, .micro = 4, .chunks = 2, .p2p = {.megatron = true}});
+  CHECK(check(four).ok());
+  for (int r = 0; r < 4; ++r) {
+    const std::vector<std::string> ops = compute(four, r);
+    REQUIRE(ops.size() == 16);
+    for (std::size_t k = 0; k < 16; ++k) CHECK((ops[k][0] == 'F') == (k < 8));
+  }
+}
+
 TEST_CASE("Megatron's lowerings and the seed's are legal for every pipeline Megatron runs") {
   // Interleaved: micro-batches in multiples of the ranks (Megatron's rule), every-forward
   // warm-ups (micro = ranks) included; 1F1B: any count.

@@ -32,7 +32,9 @@ struct interleaved_params {
 /// Virtual micro-batch k runs on local chunk (k mod G*chunks) / G (backwards: chunks - 1 - that)
 /// of micro-batch (k / (G*chunks)) * G + k mod G; rank r warms up with
 /// 2 (ranks - r - 1) + (chunks - 1) G forwards (+1 with `extra_warmup`), then alternates.
-/// With micro a multiple of ranks, G = ranks: Megatron's order. Rule: micro must be a multiple
+/// With micro a multiple of ranks, G = ranks: Megatron's order — and under Megatron's lowerings
+/// (p2p megatron, blocking, overlap_p2p) with micro equal to ranks every rank runs every forward
+/// first, as Megatron's code does. Rule: micro must be a multiple
 /// of the rounds (as PyTorch: pp 4 takes 10 micro-batches in 2 rounds of 5, not 11).
 /// Bubble (ranks - 1) / (chunks * micro + ranks - 1) when G = ranks.
 constexpr schedule interleaved(const interleaved_params& p) {
@@ -49,7 +51,8 @@ constexpr schedule interleaved(const interleaved_params& p) {
                      .loss = p.p2p.loss(),
                      .waits = p.p2p.waits()};
   gen::check_common("interleaved", common, m, true);
-  if ((p.p2p.megatron || p.p2p.blocking || p.p2p.overlap_p2p) && p.micro % p.ranks != 0)
+  const bool megatron_code = p.p2p.megatron || p.p2p.blocking || p.p2p.overlap_p2p;
+  if (megatron_code && p.micro % p.ranks != 0)
     gen::reject("interleaved",
                 "Megatron's p2p and the seed's take micro-batches in multiples of the ranks "
                 "(micro % ranks == 0; Megatron's interleaved schedule requires it): with rounds of "
@@ -71,7 +74,10 @@ constexpr schedule interleaved(const interleaved_params& p) {
   for (int r = 0; r < P; ++r) {
     b.add_rank();
     int warmup = 2 * (P - r - 1) + (V - 1) * G + (p.extra_warmup ? 1 : 0);
-    if (warmup > total) warmup = total;
+    // Megatron (and MindSpeed, which builds on it) runs every forward first when the
+    // micro-batches equal the pipeline ranks (schedules.py, `all_warmup_microbatches`); PyTorch
+    // keeps the usual warm-up there.
+    if (warmup > total || (megatron_code && p.micro == P)) warmup = total;
     warmups[static_cast<std::size_t>(r)] = static_cast<std::uint16_t>(warmup);
     const auto forward = [&](int k) { b.forward(mb_of(k), local_chunk(k, true) * P + r); };
     const auto backward = [&](int k) { b.backward(mb_of(k), local_chunk(k, false) * P + r); };
