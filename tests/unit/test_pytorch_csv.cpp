@@ -105,8 +105,15 @@ TEST_CASE("interleaved-zb and looped-bfs refuse what PyTorch refuses") {
   CHECK_THROWS_WITH_AS(generate("looped-bfs", a), doctest::Contains("chunks (per rank) must be"),
                        config_error);
   a.chunks = 2;
+  a.extra_warmup = true;  // the interleaved schedule's variant
+  for (const char* name : {"interleaved-zb", "looped-bfs"})
+    CHECK_THROWS_WITH_AS(generate(name, a),
+                         doctest::Contains("extra_warmup is the interleaved schedule's"),
+                         config_error);
+  a.extra_warmup = false;
   a.p2p.megatron = true;  // Megatron has no such schedule
-  CHECK_THROWS_AS(generate("interleaved-zb", a), config_error);
+  CHECK_THROWS_WITH_AS(generate("interleaved-zb", a),
+                       doctest::Contains("Megatron's transfer lowering"), config_error);
 }
 
 TEST_CASE("every oracle file imports and is legal") {

@@ -27,6 +27,34 @@ struct interleaved_params {
   p2p_options p2p{};
 };
 
+namespace gen {
+/// What the schedules of `chunks` per rank in loop placement (chunk c on rank c % ranks) share:
+/// their common parameters and their model, checked (`megatron_code` as in `check_common`).
+struct loop_chunks {
+  pipeline_params common;
+  model_desc model;
+};
+constexpr loop_chunks loop_chunks_of(const char* name, const interleaved_params& p,
+                                     bool megatron_code = false) {
+  if (p.chunks < 1) reject(name, "chunks (per rank) must be >= 1");
+  const pipeline_params common{p.ranks,   p.micro,  p.layers, p.stages, p.transfers,
+                               p.overlap, p.splits, p.pieces, p.p2p};
+  const model_desc m = pipeline_model(common, p.chunks);
+  check_common(name, common, m, megatron_code);
+  return {common, m};
+}
+/// PyTorch's rounds: micro-batches pass the chunks in max(1, micro / ranks) rounds of equal
+/// size; the size, G. Rule: micro a multiple of the rounds.
+constexpr int round_size(const char* name, int ranks, int micro) {
+  const int rounds = micro / ranks > 1 ? micro / ranks : 1;
+  if (micro % rounds != 0)
+    reject(name,
+           "micro must be a multiple of the rounds, max(1, micro / ranks): micro-batches pass the "
+           "chunks in rounds of equal size");
+  return micro / rounds;
+}
+}  // namespace gen
+
 /// Megatron's interleaved schedule, with PyTorch's rounds (`ScheduleInterleaved1F1B`): the
 /// micro-batches pass the chunks in max(1, micro / ranks) rounds of G = micro / rounds each.
 /// Virtual micro-batch k runs on local chunk (k mod G*chunks) / G (backwards: chunks - 1 - that)
@@ -38,19 +66,9 @@ struct interleaved_params {
 /// of the rounds (as PyTorch: pp 4 takes 10 micro-batches in 2 rounds of 5, not 11).
 /// Bubble (ranks - 1) / (chunks * micro + ranks - 1) when G = ranks.
 constexpr schedule interleaved(const interleaved_params& p) {
-  const pipeline_params common{p.ranks,   p.micro,  p.layers, p.stages, p.transfers,
-                               p.overlap, p.splits, p.pieces, p.p2p};
-  if (p.chunks < 1) gen::reject("interleaved", "chunks (per rank) must be >= 1");
-  const model_desc m{.ranks = p.ranks,
-                     .chunks_per_rank = p.chunks,
-                     .micro = p.micro,
-                     .layers = p.layers,
-                     .stages = p.stages,
-                     .splits = p.splits,
-                     .pieces = p.pieces,
-                     .loss = p.p2p.loss(),
-                     .waits = p.p2p.waits()};
-  gen::check_common("interleaved", common, m, true);
+  const gen::loop_chunks shape = gen::loop_chunks_of("interleaved", p, true);
+  const pipeline_params& common = shape.common;
+  const model_desc& m = shape.model;
   const bool megatron_code = p.p2p.megatron || p.p2p.blocking || p.p2p.overlap_p2p;
   if (megatron_code && p.micro % p.ranks != 0)
     gen::reject("interleaved",
@@ -58,12 +76,8 @@ constexpr schedule interleaved(const interleaved_params& p) {
                 "(micro % ranks == 0; Megatron's interleaved schedule requires it): with rounds of "
                 "another size, ping/pong streams deadlock (checked: ranks 8, micro 22) and so do "
                 "blocking transfers (ranks 2, micro 1)");
-  const int rounds = p.micro / p.ranks > 1 ? p.micro / p.ranks : 1;
-  if (p.micro % rounds != 0)
-    gen::reject("interleaved",
-                "micro must be a multiple of the rounds, max(1, micro / ranks): micro-batches "
-                "pass the chunks in rounds of equal size");
-  const int P = p.ranks, V = p.chunks, G = p.micro / rounds, total = p.micro * V;
+  const int P = p.ranks, V = p.chunks, G = gen::round_size("interleaved", P, p.micro),
+            total = p.micro * V;
   const auto mb_of = [&](int k) { return (k / (G * V)) * G + k % G; };
   const auto local_chunk = [&](int k, bool forward) {
     const int v = (k % (G * V)) / G;

@@ -33,27 +33,11 @@ struct zb_action {
 /// Takes `chunks` per rank; no `extra_warmup`, no Megatron lowering.
 constexpr schedule interleaved_zero_bubble(const interleaved_params& p) {
   constexpr const char* name = "interleaved-zb";
-  const pipeline_params common{p.ranks,   p.micro,  p.layers, p.stages, p.transfers,
-                               p.overlap, p.splits, p.pieces, p.p2p};
-  if (p.chunks < 1) gen::reject(name, "chunks (per rank) must be >= 1");
+  const gen::loop_chunks shape = gen::loop_chunks_of(name, p);
+  const pipeline_params& common = shape.common;
+  const model_desc& m = shape.model;
   if (p.extra_warmup) gen::reject(name, "extra_warmup is the interleaved schedule's");
-  const model_desc m{.ranks = p.ranks,
-                     .chunks_per_rank = p.chunks,
-                     .micro = p.micro,
-                     .layers = p.layers,
-                     .stages = p.stages,
-                     .splits = p.splits,
-                     .pieces = p.pieces,
-                     .loss = p.p2p.loss(),
-                     .waits = p.p2p.waits()};
-  gen::check_common(name, common, m);
-  const int P = p.ranks, V = p.chunks, M = p.micro;
-  const int rounds = M / P > 1 ? M / P : 1;
-  if (M % rounds != 0)
-    gen::reject(name,
-                "micro must be a multiple of the rounds, max(1, micro / ranks): micro-batches "
-                "pass the chunks in rounds of equal size");
-  const int G = M / rounds, work = V * M;
+  const int P = p.ranks, V = p.chunks, M = p.micro, G = gen::round_size(name, P, M), work = V * M;
   using gen::zb_action;
 
   // Each rank's order, before the lockstep walk: all ranks in one array, rank r's from

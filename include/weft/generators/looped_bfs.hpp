@@ -16,20 +16,10 @@ namespace weft {
 /// activations stay until its backward: the memory of GPipe, with the bubble of interleaving.
 /// Takes `chunks` per rank; no `extra_warmup`, no Megatron lowering.
 constexpr schedule looped_bfs(const interleaved_params& p) {
-  const pipeline_params common{p.ranks,   p.micro,  p.layers, p.stages, p.transfers,
-                               p.overlap, p.splits, p.pieces, p.p2p};
-  if (p.chunks < 1) gen::reject("looped-bfs", "chunks (per rank) must be >= 1");
+  const gen::loop_chunks shape = gen::loop_chunks_of("looped-bfs", p);
+  const pipeline_params& common = shape.common;
+  const model_desc& m = shape.model;
   if (p.extra_warmup) gen::reject("looped-bfs", "extra_warmup is the interleaved schedule's");
-  const model_desc m{.ranks = p.ranks,
-                     .chunks_per_rank = p.chunks,
-                     .micro = p.micro,
-                     .layers = p.layers,
-                     .stages = p.stages,
-                     .splits = p.splits,
-                     .pieces = p.pieces,
-                     .loss = p.p2p.loss(),
-                     .waits = p.p2p.waits()};
-  gen::check_common("looped-bfs", common, m);
   const int P = p.ranks, V = p.chunks, M = p.micro;
   gen::pipeline_builder b(m, p.overlap);
   for (int r = 0; r < P; ++r) {

@@ -8,23 +8,10 @@ namespace weft {
 
 using one_f_one_b_params = pipeline_params;
 
-namespace gen {
-constexpr model_desc single_chunk_model(const pipeline_params& p) noexcept {
-  return {.ranks = p.ranks,
-          .micro = p.micro,
-          .layers = p.layers,
-          .stages = p.stages,
-          .splits = p.splits,
-          .pieces = p.pieces,
-          .loss = p.p2p.loss(),
-          .waits = p.p2p.waits()};
-}
-}  // namespace gen
-
 /// GPipe: every forward, then every backward. Peak memory: all `micro` micro-batches on every
 /// rank; bubble (ranks - 1) / (micro + ranks - 1).
 constexpr schedule gpipe(const pipeline_params& p) {
-  const model_desc m = gen::single_chunk_model(p);
+  const model_desc m = gen::pipeline_model(p);
   gen::check_common("gpipe", p, m);
   gen::pipeline_builder b(m, p.overlap);
   for (int r = 0; r < p.ranks; ++r) {
@@ -39,7 +26,7 @@ constexpr schedule gpipe(const pipeline_params& p) {
 /// one backward, so at most `ranks - rank` micro-batches are live on a rank. Same bubble as
 /// GPipe, (ranks - 1) / (micro + ranks - 1), with memory bounded by the pipeline depth.
 constexpr schedule one_f_one_b(const pipeline_params& p) {
-  const model_desc m = gen::single_chunk_model(p);
+  const model_desc m = gen::pipeline_model(p);
   gen::check_common("1f1b", p, m, true);
   gen::pipeline_builder b(m, p.overlap);
   for (int r = 0; r < p.ranks; ++r) {
@@ -59,7 +46,7 @@ constexpr schedule one_f_one_b(const pipeline_params& p) {
 /// dW of rank r deferred by r steps into the cool-down, where 1F1B leaves the rank idle. Every
 /// rank then keeps at most `ranks` micro-batches live — the first rank's 1F1B peak.
 constexpr schedule zb_h1(const pipeline_params& p) {
-  const model_desc m = gen::single_chunk_model(p);
+  const model_desc m = gen::pipeline_model(p);
   gen::check_common("zb-h1", p, m);
   gen::pipeline_builder b(m, p.overlap);
   for (int r = 0; r < p.ranks; ++r) {

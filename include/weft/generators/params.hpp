@@ -127,21 +127,29 @@ constexpr void check_common(const char* name, const pipeline_params& p, const mo
            "(overlap.pair_forward_backward)");
 }
 
+/// The model a generator's parameters describe, with its shape: chunks per rank, where they sit,
+/// and whether micro-batches enter from both ends. Unchecked (`check_common` checks it).
+constexpr model_desc pipeline_model(const pipeline_params& p, int chunks_per_rank = 1,
+                                    placement place = placement::loop,
+                                    bool bidirectional = false) noexcept {
+  return {.ranks = p.ranks,
+          .chunks_per_rank = chunks_per_rank,
+          .place = place,
+          .bidirectional = bidirectional,
+          .micro = p.micro,
+          .layers = p.layers,
+          .stages = p.stages,
+          .splits = p.splits,
+          .pieces = p.pieces,
+          .loss = p.p2p.loss(),
+          .waits = p.p2p.waits()};
+}
+
 /// The model of a V-shaped schedule (two chunks per rank: r and 2·ranks-1-r), checked, with the
 /// rule these schedules share: micro >= 2·ranks, so the warm-up can fill both arms of the V.
 constexpr model_desc vee_model(const char* name, const pipeline_params& p,
                                bool bidirectional = false) {
-  const model_desc m{.ranks = p.ranks,
-                     .chunks_per_rank = 2,
-                     .place = placement::vee,
-                     .bidirectional = bidirectional,
-                     .micro = p.micro,
-                     .layers = p.layers,
-                     .stages = p.stages,
-                     .splits = p.splits,
-                     .pieces = p.pieces,
-                     .loss = p.p2p.loss(),
-                     .waits = p.p2p.waits()};
+  const model_desc m = pipeline_model(p, 2, placement::vee, bidirectional);
   check_common(name, p, m);
   if (p.micro < 2 * p.ranks) reject(name, "micro must be >= 2 * ranks");
   return m;

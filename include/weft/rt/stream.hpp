@@ -499,7 +499,7 @@ bool worker_pool::help(Fn&& queue_work, KeepGoing&& keep_going) {
   }
   w = {this, 0, nullptr};
   // Gives the place back; what this thread was to run next goes to the workers.
-  const auto leave = [&] {
+  const auto give_back = [&] {
     stream* next = std::exchange(w.handoff, nullptr);
     w = {};
     bool wake = false;
@@ -527,10 +527,10 @@ bool worker_pool::help(Fn&& queue_work, KeepGoing&& keep_going) {
       if (s->drain()) break;
     }
   } catch (...) {  // (a task's own exception is the pool's failure: this is the runtime's)
-    leave();
+    give_back();
     throw;
   }
-  leave();
+  give_back();
   return ran;
 }
 
