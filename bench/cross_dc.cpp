@@ -60,6 +60,38 @@ int table(const char* svg) {
     std::printf("%4d %12.1f %12.1f %9.1f%% | %12.1f %12.1f %9.1f%%\n", r.vp, b, o,
                 100 * (1 - o / b), r.base, r.opt, 100 * (1 - r.opt / r.base));
   }
+  // The NanoPipe rows: the same facts, MindSpeed's interleaved code at every VP with the weight
+  // gradients of rank r's first 2r steady-phase backwards deferred to the end of its step.
+  const row nano_rows[] = {{5, 16764.5, 12265.4}, {2, 12345.4, 12207.7}, {1, 12531.0, 12517.8}};
+  std::printf("\nwith NanoPipe (--nanopipe)\n");
+  for (const row& r : nano_rows) {
+    xdc_facts f;
+    f.chunks = r.vp;
+    f.nanopipe = true;
+    for (const bool contended : {false, true}) {
+      const cost_model c = xdc_cost_model(f, contended ? xdc_contention(f) : contention_facts{});
+      const double b = step_ms(f, c, {}), o = step_ms(f, c, seed);
+      std::printf("%4d %12.1f %12.1f %9.1f%% | %12.1f %12.1f %9.1f%%%s\n", r.vp, b, o,
+                  100 * (1 - o / b), r.base, r.opt, 100 * (1 - r.opt / r.base),
+                  contended ? "  (priced: --contention on)" : "");
+    }
+  }
+  // How much of that is the deferred dW: the same interleaved code (one chunk at VP 1) without.
+  std::printf("the same interleaved code without deferring dW (base -> opt ms):");
+  for (const row& r : nano_rows) {
+    xdc_facts f;
+    f.chunks = r.vp;
+    const cost_model c = xdc_cost_model(f);
+    const auto ms = [&](p2p_options o) {
+      o.megatron = true;
+      return 1e3 * simulate(lower(interleaved({.ranks = f.pp, .micro = f.micro, .chunks = r.vp,
+                                               .p2p = o})),
+                            c)
+                       .makespan.count();
+    };
+    std::printf("  VP %d %.1f -> %.1f", r.vp, ms({}), ms(seed));
+  }
+  std::printf("\n");
   // What each mechanism of the model is worth: the same table without it.
   std::printf("\nablation: reduction (base -> opt ms) with one mechanism taken out\n");
   std::printf("%-44s %22s %22s %22s\n", "", "VP 5", "VP 2", "VP 1");

@@ -151,6 +151,9 @@ void pipeline_options(CLI::App& sub, request& q, bool one_schedule, bool scenari
                "backward");
   sub.add_flag("--async-log-allreduce", q.async_log_allreduce,
                "the logging all-reduce awaited only at the end of the step");
+  sub.add_flag("--nanopipe,--use-nanopipe", q.nanopipe,
+               "interleaved: MindSpeed's NanoPipe, rank r's first 2r steady-phase backwards "
+               "split, their dW run after the cool-down (docs/cross-dc.md)");
 }
 
 /// --contention off|on|links|interference, or
@@ -272,7 +275,8 @@ void check_combinations(request& q) {
               q.fb_overlap || q.transfers || q.barrier || q.ampipe() || q.p2p != "pytorch"))
     bad("--preset llama2-70b-xdc is a whole scenario (Megatron's interleaved schedule on pp 8, "
         "tp 8); it takes --chunks, --micro, --delay-model and the seed's switches "
-        "(--overlap-p2p, --multi-stream, --log-allreduce, --async-log-allreduce) only");
+        "(--overlap-p2p, --multi-stream, --log-allreduce, --async-log-allreduce, --nanopipe) "
+        "only");
   if (q.command == "simulate" && xdc && (q.delay == "intra-node"))
     bad("--delay-model intra-node: pipeline stages of llama2-70b-xdc are on different machines; "
         "use inter-node or cross-dc[:KM[:RATIO]]");

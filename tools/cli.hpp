@@ -49,6 +49,7 @@ struct request {
   bool p2p_multi_stream = false;     ///< --multi-stream
   bool log_allreduce = false;        ///< --log-allreduce
   bool async_log_allreduce = false;  ///< --async-log-allreduce
+  bool nanopipe = false;             ///< --nanopipe
   bool p2p_options() const {
     return p2p != "pytorch" || overlap_p2p || p2p_multi_stream || log_allreduce ||
            async_log_allreduce;

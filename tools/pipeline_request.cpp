@@ -54,5 +54,6 @@ weft::schedule weft::cli::schedule_of(const request& q, const std::string& name,
   a.p2p = p2p_of(q);
   a.chunks = q.chunks;
   a.extra_warmup = q.fb_overlap;  // fb-overlap on VPP: the seed's extra warm-up micro-batch
+  a.nanopipe = q.nanopipe;
   return weft::generate(name, a);
 }

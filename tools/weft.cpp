@@ -70,6 +70,7 @@ weft::xdc_facts weft::cli::xdc_facts_of(const request& q) {
                              counts + ")");
   }
   f.chunks = q.chunks;
+  f.nanopipe = q.nanopipe;
   if (q.micro != 0) f.micro = q.micro;
   if (q.delay == "inter-node") f.sites = 1;
   if (q.delay_km_given) f.km = q.delay_km;
@@ -407,6 +408,7 @@ int xdc_command(const request& q) {
   const double reduction = 1 - time.makespan / baseline;
   std::string what = "llama2-70b-xdc, VP " + std::to_string(f.chunks) + ", " +
                      std::to_string(f.micro) + " micro-batches";
+  if (f.nanopipe) what += ", NanoPipe";
   if (f.sites > 1) what += ", data centres " + std::to_string(static_cast<int>(f.km)) + " km apart";
   write_pictures(q.trace, q.svg, prog, time, what + priced(q));
   if (q.json) {
@@ -418,6 +420,7 @@ int xdc_command(const request& q) {
     j["overlap_p2p"] = switches.overlap_p2p;
     j["multi_stream"] = switches.multi_stream;
     j["async_log_allreduce"] = switches.async_log_allreduce;
+    j["nanopipe"] = f.nanopipe;
     j["baseline_makespan"] = baseline.count();
     j["reduction"] = reduction;
     j["tflops_per_device"] = weft::xdc_step_flops(f) / time.makespan.count() / 1e12;
@@ -425,7 +428,8 @@ int xdc_command(const request& q) {
     return weft::cli::exit_ok;
   }
   std::cout << what << ": " << std::fixed << std::setprecision(1) << time.makespan.count() * 1e3
-            << " ms per step, Megatron's baseline " << baseline.count() * 1e3 << " ms ("
+            << " ms per step, " << (f.nanopipe ? "MindSpeed's NanoPipe" : "Megatron's")
+            << " baseline " << baseline.count() * 1e3 << " ms ("
             << 100 * reduction << "% less)" << std::defaultfloat << "\n";
   print_text(std::cout, "llama2-70b-xdc", metrics);
   return weft::cli::exit_ok;

@@ -47,6 +47,8 @@ TEST_CASE("every whole-block generator: loss and gradients equal the serial run"
   for (const case_& c :
        {case_{"gpipe", gpipe(p), P}, case_{"1f1b", one_f_one_b(p), P}, case_{"zb-h1", zb_h1(p), P},
         case_{"interleaved", interleaved({.ranks = P, .micro = M, .chunks = 2}), 2 * P},
+        case_{"interleaved+nanopipe",
+              interleaved({.ranks = P, .micro = M, .chunks = 2, .nanopipe = true}), 2 * P},
         case_{"looped-bfs", looped_bfs({.ranks = P, .micro = M, .chunks = 2}), 2 * P},
         case_{"interleaved-zb", interleaved_zero_bubble({.ranks = P, .micro = M, .chunks = 2}),
               2 * P},
@@ -83,6 +85,9 @@ TEST_CASE("cross-DC options over two emulated sites: loss and gradients equal th
               interleaved({.ranks = P, .micro = M, .chunks = 2, .p2p = {.megatron = true}}), 2 * P},
         case_{"interleaved, seed, async loss all-reduce",
               interleaved({.ranks = P, .micro = M, .chunks = 2, .p2p = seed_async}), 2 * P},
+        case_{"interleaved, seed, NanoPipe",
+              interleaved({.ranks = P, .micro = M, .chunks = 2, .p2p = seed, .nanopipe = true}),
+              2 * P},
         case_{
             "1f1b, blocking, loss all-reduce",
             one_f_one_b({.ranks = P, .micro = M, .p2p = {.blocking = true, .log_allreduce = true}}),

@@ -150,10 +150,11 @@ TEST_CASE("imported files find their model: ranks, stages, placement, micro-batc
 }
 
 TEST_CASE("schedules round-trip through the CSV form") {
-  for (const schedule& s :
-       {one_f_one_b({.ranks = 4, .micro = 8}), zb_h1({.ranks = 3, .micro = 6}),
-        interleaved({.ranks = 2, .micro = 4, .chunks = 2}), dualpipev({.ranks = 2, .micro = 6}),
-        zb_v({.ranks = 3, .micro = 6}), one_f_one_b({.ranks = 3, .micro = 4, .transfers = true})}) {
+  for (const schedule& s : {one_f_one_b({.ranks = 4, .micro = 8}), zb_h1({.ranks = 3, .micro = 6}),
+                            interleaved({.ranks = 2, .micro = 4, .chunks = 2}),
+                            interleaved({.ranks = 4, .micro = 8, .chunks = 2, .nanopipe = true}),
+                            dualpipev({.ranks = 2, .micro = 6}), zb_v({.ranks = 3, .micro = 6}),
+                            one_f_one_b({.ranks = 3, .micro = 4, .transfers = true})}) {
     const std::string text = csv_of(s);
     const schedule back = parse(text);
     CHECK(back.ops == s.ops);
@@ -318,6 +319,7 @@ TEST_CASE("every generator's CSV reads back legal, or is refused with the reason
   for (const schedule& s : {gpipe(p), one_f_one_b(p), zb_h1(p), zb_v(p), dualpipev(p),
                             interleaved({.ranks = 4, .micro = 8, .chunks = 2}),
                             interleaved({.ranks = 4, .micro = 10, .chunks = 3}),
+                            interleaved({.ranks = 4, .micro = 8, .chunks = 3, .nanopipe = true}),
                             one_f_one_b({.ranks = 4, .micro = 8, .transfers = true})}) {
     const schedule back = parse(csv_of(s));
     CHECK(check(back).ok());

@@ -25,6 +25,9 @@ struct interleaved_params {
   int pieces = 1;
   /// How transfers are issued, as in `pipeline_params`.
   p2p_options p2p{};
+  /// MindSpeed's NanoPipe (`--use-nanopipe`): the first steady-phase backwards of rank r split
+  /// into dX and dW, the dW kept in a queue and run after the cool-down, where rank r idles.
+  bool nanopipe = false;
 };
 
 namespace gen {
@@ -55,6 +58,29 @@ constexpr int round_size(const char* name, int ranks, int micro) {
 }
 }  // namespace gen
 
+namespace gen {
+/// MindSpeed's limits for NanoPipe (docs/features/nanopipe-pipeline-parallel.md, arguments.py,
+/// flexible_schedules.py), as config errors.
+constexpr void check_nanopipe(const interleaved_params& p) {
+  if (p.ranks <= 2)
+    reject("interleaved",
+           "nanopipe needs more than 2 pipeline ranks (MindSpeed: --pipeline-model-parallel-size "
+           "> 2, Megatron's rule for its interleaved schedule)");
+  if (p.micro % p.ranks != 0)
+    reject("interleaved",
+           "nanopipe takes micro-batches in multiples of the ranks (MindSpeed's nanopipe "
+           "schedule requires micro % ranks == 0)");
+  if (p.extra_warmup || p.overlap.pair_forward_backward)
+    reject("interleaved",
+           "nanopipe does not combine with MoE fb-overlap (MindSpeed: --use-nanopipe is not "
+           "available with mcore models, where fb-overlap lives)");
+  if (p.splits > 1)
+    reject("interleaved",
+           "nanopipe does not combine with AMPipe (MindSpeed: ampipe does not "
+           "support use_nanopipe)");
+}
+}  // namespace gen
+
 /// Megatron's interleaved schedule, with PyTorch's rounds (`ScheduleInterleaved1F1B`): the
 /// micro-batches pass the chunks in max(1, micro / ranks) rounds of G = micro / rounds each.
 /// Virtual micro-batch k runs on local chunk (k mod G*chunks) / G (backwards: chunks - 1 - that)
@@ -65,6 +91,9 @@ constexpr int round_size(const char* name, int ranks, int micro) {
 /// first, as Megatron's code does. Rule: micro must be a multiple
 /// of the rounds (as PyTorch: pp 4 takes 10 micro-batches in 2 rounds of 5, not 11).
 /// Bubble (ranks - 1) / (chunks * micro + ranks - 1) when G = ranks.
+/// With `nanopipe`, rank r's first d_r = min(2 (ranks - 1) + (chunks - 1) ranks, chunks micro)
+/// - warm-up_r steady-phase backwards are dX alone (2r of them in general; none on rank 0 nor
+/// when every forward comes first) and their dW run, in the same order, after the cool-down.
 constexpr schedule interleaved(const interleaved_params& p) {
   const gen::loop_chunks shape = gen::loop_chunks_of("interleaved", p, true);
   const pipeline_params& common = shape.common;
@@ -76,8 +105,12 @@ constexpr schedule interleaved(const interleaved_params& p) {
                 "(micro % ranks == 0; Megatron's interleaved schedule requires it): with rounds of "
                 "another size, ping/pong streams deadlock (checked: ranks 8, micro 22) and so do "
                 "blocking transfers (ranks 2, micro 1)");
+  if (p.nanopipe) gen::check_nanopipe(p);
   const int P = p.ranks, V = p.chunks, G = gen::round_size("interleaved", P, p.micro),
             total = p.micro * V;
+  // NanoPipe (MindSpeed core_r0.7.0, NanoPipe.init_decouple): rank 0's warm-up, without the
+  // every-forward case; a rank splits as many steady-phase backwards as it warms up less.
+  const int deepest = 2 * (P - 1) + (V - 1) * G < total ? 2 * (P - 1) + (V - 1) * G : total;
   const auto mb_of = [&](int k) { return (k / (G * V)) * G + k % G; };
   const auto local_chunk = [&](int k, bool forward) {
     const int v = (k % (G * V)) / G;
@@ -96,7 +129,13 @@ constexpr schedule interleaved(const interleaved_params& p) {
     const auto forward = [&](int k) { b.forward(mb_of(k), local_chunk(k, true) * P + r); };
     const auto backward = [&](int k) { b.backward(mb_of(k), local_chunk(k, false) * P + r); };
     for (int k = 0; k < warmup; ++k) forward(k);
+    const int split = p.nanopipe && deepest > warmup ? deepest - warmup : 0;
     for (int i = 0; i + warmup < total; ++i) {
+      if (i < split) {  // NanoPipe: its dW waits in the queue
+        forward(i + warmup);
+        b.backward_input(mb_of(i), local_chunk(i, false) * P + r);
+        continue;
+      }
       if (p.extra_warmup) {  // the forward and backward are of different micro-batches: overlap
         const int k = i + warmup;
         b.overlapped(mb_of(k), local_chunk(k, true) * P + r, mb_of(i),
@@ -107,6 +146,9 @@ constexpr schedule interleaved(const interleaved_params& p) {
       backward(i);
     }
     for (int k = total - warmup; k < total; ++k) backward(k);
+    // The queue, first in first out, after the last backward (WeightGradStore.pop).
+    for (int i = 0; i < split && i + warmup < total; ++i)
+      b.backward_weight(mb_of(i), local_chunk(i, false) * P + r);
   }
   return gen::finish(b, common, true, static_cast<buffer<std::uint16_t>&&>(warmups));
 }

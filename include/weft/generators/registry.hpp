@@ -22,6 +22,7 @@ namespace weft {
 struct generator_args : pipeline_params {
   int chunks = 2;             ///< model chunks per rank, where the generator takes them
   bool extra_warmup = false;  ///< one more warm-up micro-batch, where the generator has it
+  bool nanopipe = false;      ///< NanoPipe's deferred dW, where the generator has it
 };
 
 /// A generator and the pipeline it makes.
@@ -33,6 +34,7 @@ struct generator_info {
   /// Chunks per rank it makes: a fixed count, or 0 when it takes `generator_args::chunks`.
   int chunks_per_rank;
   bool has_extra_warmup;  ///< reads `generator_args::extra_warmup`
+  bool has_nanopipe;      ///< reads `generator_args::nanopipe`
   bool splits_backward;   ///< emits dX and dW rather than fused backwards
   schedule (*make)(const generator_args&);
 };
@@ -50,33 +52,36 @@ constexpr interleaved_params chunked(const generator_args& a) {
           .extra_warmup = a.extra_warmup,
           .splits = a.splits,
           .pieces = a.pieces,
-          .p2p = a.p2p};
+          .p2p = a.p2p,
+          .nanopipe = a.nanopipe};
 }
 }  // namespace gen
 
 /// Every generator, in the order the tool lists them.
 inline constexpr generator_info generators[] = {
-    {"gpipe", "every forward, then every backward", placement::loop, false, 1, false, false,
+    {"gpipe", "every forward, then every backward", placement::loop, false, 1, false, false, false,
      [](const generator_args& a) { return gpipe(a); }},
     {"1f1b", "one forward, one backward (PipeDream-flush, Megatron's default)", placement::loop,
-     false, 1, false, false, [](const generator_args& a) { return one_f_one_b(a); }},
+     false, 1, false, false, false, [](const generator_args& a) { return one_f_one_b(a); }},
     {"interleaved", "Megatron's virtual pipeline: several chunks per rank in a loop",
-     placement::loop, false, 0, true, false,
+     placement::loop, false, 0, true, true, false,
      [](const generator_args& a) { return interleaved(gen::chunked(a)); }},
     {"looped-bfs", "PyTorch's looped BFS: each chunk takes every micro-batch before the next",
-     placement::loop, false, 0, false, false,
+     placement::loop, false, 0, false, false, false,
      [](const generator_args& a) { return looped_bfs(gen::chunked(a)); }},
     {"interleaved-zb", "PyTorch's interleaved zero bubble (ZB1P): interleaved with dX and dW",
-     placement::loop, false, 0, false, true,
+     placement::loop, false, 0, false, false, true,
      [](const generator_args& a) { return interleaved_zero_bubble(gen::chunked(a)); }},
     {"zb-h1", "1F1B with backwards split into dX and dW, dW deferred into the cool-down",
-     placement::loop, false, 1, false, true, [](const generator_args& a) { return zb_h1(a); }},
+     placement::loop, false, 1, false, false, true,
+     [](const generator_args& a) { return zb_h1(a); }},
     {"zb-v", "zero bubble on a V: two chunks per rank, dX and dW", placement::vee, false, 2, false,
-     true, [](const generator_args& a) { return zb_v(a); }},
+     false, true, [](const generator_args& a) { return zb_v(a); }},
     {"dualpipe", "DeepSeek's DualPipe: micro-batches from both ends, forward/backward pairs",
-     placement::vee, true, 2, false, true, [](const generator_args& a) { return dualpipe(a); }},
+     placement::vee, true, 2, false, false, true,
+     [](const generator_args& a) { return dualpipe(a); }},
     {"dualpipev", "DualPipe folded onto a V: half the devices' parameters", placement::vee, false,
-     2, false, true, [](const generator_args& a) { return dualpipev(a); }},
+     2, false, false, true, [](const generator_args& a) { return dualpipev(a); }},
 };
 
 /// The generator named `name`, or null.
@@ -97,6 +102,10 @@ inline schedule generate(std::string_view name, const generator_args& a) {
     throw config_error("weft: no generator named '" + std::string(name) + "' (there are " + known +
                        ")");
   }
+  if (a.nanopipe && !g->has_nanopipe)
+    throw config_error("weft: " + std::string(name) +
+                       ": nanopipe is MindSpeed's change to the interleaved schedule (at one "
+                       "chunk per rank too: --schedule interleaved --chunks 1)");
   return g->make(a);
 }
 

@@ -84,7 +84,7 @@ struct generator_plan {
 
 /// Every generator of the registry (`generators`) that makes `m`'s placement and chunks (loop
 /// with one chunk: GPipe, 1F1B, ZB-H1; loop with more: interleaved, with and without the extra
-/// warm-up micro-batch; vee: ZB-V and DualPipeV; bidirectional: DualPipe), as plans of `m`. A
+/// warm-up micro-batch, and with NanoPipe; PyTorch's looped BFS and interleaved zero bubble; vee: ZB-V and DualPipeV; bidirectional: DualPipe), as plans of `m`. A
 /// generator that rejects the model (too few micro-batches for a V, say) has its error in `why`.
 inline std::vector<generator_plan> generator_plans(const model_desc& m,
                                                    overlap_options overlap = {}) {
@@ -118,6 +118,12 @@ inline std::vector<generator_plan> generator_plans(const model_desc& m,
       if (extra && !g.has_extra_warmup) break;
       a.extra_warmup = extra;
       add(std::string(g.name) + (extra ? "+1" : ""), [&] { return g.make(a); });
+    }
+    a.extra_warmup = false;
+    if (g.has_nanopipe) {  // MindSpeed's NanoPipe: its deferred dW in the bubbles
+      a.nanopipe = true;
+      add(std::string(g.name) + "+nanopipe", [&] { return g.make(a); });
+      a.nanopipe = false;
     }
   }
   return out;

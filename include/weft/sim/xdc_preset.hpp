@@ -28,6 +28,9 @@ struct xdc_facts {
   // pipeline activation of seq / tp tokens per device then).
   int tp = 8, pp = 8, dp = 1;
   int chunks = 1;  ///< virtual pipeline size (the table's VP)
+  /// MindSpeed's NanoPipe (the table's nanopipe column): its interleaved schedule at any VP,
+  /// with weight gradients deferred into the bubbles (`interleaved_params::nanopipe`).
+  bool nanopipe = false;
   /// Micro-batches per step. The seed does not give its batch; 64 (a global batch of 64
   /// sequences, 8 per pipeline rank: the seed's rule wants a multiple of pp) is our assumption.
   int micro = 64;
@@ -46,17 +49,23 @@ struct xdc_facts {
   constexpr int layers_per_chunk() const noexcept { return layers / (pp * chunks); }
 };
 
-/// Per device, one layer's forward FLOPs for one micro-batch: QKV (grouped-query: K and V at
-/// kv_heads), the causal half of scores and weighted sum (flash attention skips the masked
-/// half), the output projection, the three SwiGLU matrices; tensor parallelism splits all of it.
-constexpr double xdc_layer_flops(const xdc_facts& f) noexcept {
+/// Per device, the FLOPs of one layer's linears (its weights) in a forward for one
+/// micro-batch: QKV (grouped-query: K and V at kv_heads), the output projection, the three
+/// SwiGLU matrices; tensor parallelism splits them. Their weight gradients cost as much again.
+constexpr double xdc_linear_flops(const xdc_facts& f) noexcept {
   const double h = f.hidden, tokens = f.seq * f.micro_batch_size;
   const double kv = h * f.kv_heads / f.heads;
   const double per_token = 2 * h * (h + 2 * kv)  // QKV
-                           + 2 * f.seq * h       // causal half of 4 s h
                            + 2 * h * h           // output projection
                            + 2 * 3 * h * f.ffn;  // gate, up, down
   return per_token * tokens / f.tp;
+}
+
+/// Per device, one layer's forward FLOPs for one micro-batch: its linears and the causal half
+/// of scores and weighted sum (flash attention skips the masked half).
+constexpr double xdc_layer_flops(const xdc_facts& f) noexcept {
+  const double causal_half = 2 * f.seq * f.hidden;  // of 4 s h per token
+  return xdc_linear_flops(f) + causal_half * f.seq * f.micro_batch_size / f.tp;
 }
 
 /// The bytes one device sends per pipeline transfer: its activation (or gradient) shard.
@@ -104,18 +113,24 @@ constexpr seconds xdc_tp_comm(const xdc_facts& f) noexcept {
 /// The cost table of one chunk (its layers as one block): a layer's forward from its FLOPs at
 /// the device's sustained rate plus its TP communication, its backward twice the compute plus
 /// the mirrored communication (no recompute: the activations of the deepest warm-up fit in
-/// 64 GB, docs/cross-dc.md); transfers inside a site on the inter-node link, between sites on
-/// `xdc_link`; the loss all-reduce over dp ranks between the sites. Under `contention` with an
-/// uplink resource, a transfer between the sites moves at its port's speed over that resource
-/// instead, which slows it as `xdc_link` does when it crosses alone.
+/// 64 GB, docs/cross-dc.md). Split (NanoPipe), the dW half is the linears' weight gradients
+/// alone — their inputs gathered again on a stream of their own, hidden behind the GEMMs
+/// (MindSpeed's WeightGradStore.pop) — and dX the rest with all the communication; transfers inside
+/// a site on the inter-node link, between sites on `xdc_link`; the loss all-reduce over dp ranks
+/// between the sites. Under `contention` with an uplink resource, a transfer between the sites
+/// moves at its port's speed over that resource instead, which slows it as `xdc_link` does when it
+/// crosses alone.
 constexpr cost_model xdc_cost_model(const xdc_facts& f,
                                     const contention_facts& contention = {}) noexcept {
   const seconds compute(xdc_layer_flops(f) / f.device.sustained_flops());
+  const seconds weights(xdc_linear_flops(f) / f.device.sustained_flops());
   const double n = f.layers_per_chunk();
   cost_model c;
   c.set(kind::block, phase::F, n * (compute + xdc_tp_comm(f)))
-      .set(kind::block, phase::B, n * (2.0 * compute + xdc_tp_comm(f)));
-  for (phase ph : {phase::F, phase::B})
+      .set(kind::block, phase::B, n * (2.0 * compute + xdc_tp_comm(f)))
+      .set(kind::block, phase::dX, n * (2.0 * compute - weights + xdc_tp_comm(f)))
+      .set(kind::block, phase::dW, n * weights);
+  for (phase ph : {phase::F, phase::B, phase::dX})
     c.tp_comm[static_cast<int>(kind::block)][static_cast<int>(ph)] = n * xdc_tp_comm(f);
   const seconds near = collective::p2p(f.inter, xdc_p2p_bytes(f));
   for (kind k : {kind::send, kind::recv}) c.set(k, phase::F, near).set(k, phase::B, near);
@@ -138,14 +153,21 @@ constexpr double xdc_step_flops(const xdc_facts& f) noexcept {
 /// One step of the scenario with the seed's switches. Without them, Megatron: its interleaved
 /// schedule with `overlap_p2p_comm` at VP > 1; at VP 1 its 1F1B, where it turns that overlap off
 /// (blocking transfers). With `overlap_p2p`, the seed's schedule: Megatron's interleaved code at
-/// any VP (the seed lets VP 1 through).
+/// any VP (the seed lets VP 1 through). With NanoPipe, MindSpeed's interleaved code at any VP
+/// too: NanoPipe asks for a virtual pipeline stage size (`--num-layers-per-virtual-pipeline-
+/// stage`), which at VP 1 gives Megatron a virtual pipeline of one chunk, so its interleaved
+/// schedule with `overlap_p2p_comm` on.
 constexpr schedule xdc_schedule(const xdc_facts& f, p2p_options switches) {
   switches.megatron = true;
-  if (f.chunks == 1 && !switches.overlap_p2p) {
+  if (f.chunks == 1 && !switches.overlap_p2p && !f.nanopipe) {
     switches.blocking = true;
     return one_f_one_b({.ranks = f.pp, .micro = f.micro, .p2p = switches});
   }
-  return interleaved({.ranks = f.pp, .micro = f.micro, .chunks = f.chunks, .p2p = switches});
+  return interleaved({.ranks = f.pp,
+                      .micro = f.micro,
+                      .chunks = f.chunks,
+                      .p2p = switches,
+                      .nanopipe = f.nanopipe});
 }
 
 }  // namespace weft
