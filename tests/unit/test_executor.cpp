@@ -16,6 +16,7 @@
 
 #include <weft/exec/executor.hpp>
 #include <weft/exec/prediction.hpp>
+#include <weft/generators/controllable_memory.hpp>
 #include <weft/generators/dualpipe.hpp>
 #include <weft/generators/interleaved.hpp>
 #include <weft/generators/interleaved_zero_bubble.hpp>
@@ -52,7 +53,8 @@ TEST_CASE("every whole-block generator: loss and gradients equal the serial run"
         case_{"looped-bfs", looped_bfs({.ranks = P, .micro = M, .chunks = 2}), 2 * P},
         case_{"interleaved-zb", interleaved_zero_bubble({.ranks = P, .micro = M, .chunks = 2}),
               2 * P},
-        case_{"zb-v", zb_v(p), 2 * P}, case_{"dualpipev", dualpipev(p), 2 * P},
+        case_{"zb-v", zb_v(p), 2 * P}, case_{"v-half", v_half(p), 2 * P},
+        case_{"v-min", v_min(p), 2 * P}, case_{"dualpipev", dualpipev(p), 2 * P},
         case_{"dualpipe", dualpipe(p), P},
         case_{"1f1b+transfers", one_f_one_b({.ranks = P, .micro = M, .transfers = true}), P}}) {
     CAPTURE(c.name);

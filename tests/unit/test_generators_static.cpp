@@ -3,6 +3,7 @@
 // family keeps each constant evaluation within the compilers' limits.
 #include <doctest/doctest.h>
 
+#include <weft/generators/controllable_memory.hpp>
 #include <weft/generators/dualpipe.hpp>
 #include <weft/generators/interleaved.hpp>
 #include <weft/generators/one_f_one_b.hpp>
@@ -55,6 +56,11 @@ template struct proven_grid<5>;
 template struct proven_grid<6>;
 template struct proven_grid<7>;
 template struct proven_grid<8>;
+
+// The controllable-memory V schedules, and NanoPipe on the interleaved schedule.
+static_assert(verify(v_half({.ranks = 4, .micro = 8})) && verify(v_min({.ranks = 4, .micro = 8})));
+static_assert(verify(v_half({.ranks = 3, .micro = 9})) && verify(v_min({.ranks = 3, .micro = 9})));
+static_assert(verify(interleaved({.ranks = 4, .micro = 8, .chunks = 2, .nanopipe = true})));
 
 // Sub-stages too.
 static_assert(verify(dualpipev({.ranks = 4, .micro = 10, .stages = stage_set::moe()})));

@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include <weft/core/error.hpp>
+#include <weft/generators/controllable_memory.hpp>
 #include <weft/generators/dualpipe.hpp>
 #include <weft/generators/interleaved.hpp>
 #include <weft/generators/interleaved_zero_bubble.hpp>
@@ -77,6 +78,11 @@ inline constexpr generator_info generators[] = {
      [](const generator_args& a) { return zb_h1(a); }},
     {"zb-v", "zero bubble on a V: two chunks per rank, dX and dW", placement::vee, false, 2, false,
      false, true, [](const generator_args& a) { return zb_v(a); }},
+    {"v-half", "a V with half of 1F1B's activation memory (controllable-memory V-Half)",
+     placement::vee, false, 2, false, false, true,
+     [](const generator_args& a) { return v_half(a); }},
+    {"v-min", "a V with the least activation memory (controllable-memory V-Min)", placement::vee,
+     false, 2, false, false, true, [](const generator_args& a) { return v_min(a); }},
     {"dualpipe", "DeepSeek's DualPipe: micro-batches from both ends, forward/backward pairs",
      placement::vee, true, 2, false, false, true,
      [](const generator_args& a) { return dualpipe(a); }},
