@@ -40,10 +40,6 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     } catch (const weft::config_error&) {
       continue;  // refused, by name: exit 2
     }
-    // The seed's early receives on one p2p stream deadlock by design: the documented
-    // demonstration of what its second stream avoids (docs/cross-dc.md), refused by rule 4
-    // with a hint to add --multi-stream.
-    if (q.overlap_p2p && !q.p2p_multi_stream) continue;
     if (!weft::check(s, {.max_violations = 1}).ok()) __builtin_trap();
   }
   return 0;

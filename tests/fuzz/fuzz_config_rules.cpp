@@ -126,9 +126,6 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   } catch (const config_error&) {
     return 0;  // refused, by name
   }
-  // The seed's early receives on one p2p stream deadlock by design: the documented
-  // demonstration of what its second stream avoids (docs/cross-dc.md), refused by rule 4.
-  if (p.p2p.overlap_p2p && !p.p2p.multi_stream) return 0;
   if (!check(s, {.max_violations = 1}).ok()) __builtin_trap();  // accepted, so legal
   return 0;
 }

@@ -94,6 +94,8 @@ config random_config(std::mt19937& rng) {
     case 3: {
       p.micro = P * pick(1, 3);
       p.p2p = random_p2p(rng, false);
+      // MindSpeed's two groups by rank parity wrap around between even ranks only.
+      if (p.p2p.overlap_p2p && P % 2 == 1) p.p2p = {.megatron = true};
       return {"interleaved, " + name + describe(p.p2p), interleaved({.ranks = P,
                                                                      .micro = p.micro,
                                                                      .chunks = 2,

@@ -14,6 +14,7 @@
 #include <weft/schedule/lower.hpp>
 #include <weft/schedule/semantics.hpp>
 #include <weft/schedule/text.hpp>
+#include <weft/schedule/transfers.hpp>
 #include <weft/schedule/verify.hpp>
 #include <weft/sim/simulate.hpp>
 #include <weft/sim/xdc_preset.hpp>
@@ -86,12 +87,14 @@ TEST_CASE("interleaved, Megatron's placement: a direction's next receive after i
   CHECK(r1[b1 - 2] == "F1");
 }
 
-TEST_CASE("early receives on one blocking stream deadlock; ping/pong streams do not") {
-  // Both neighbours post a receive before their send on one FIFO stream: rank 0 waits in rB0
-  // for rank 1's sB0, which waits behind rank 1's rF1, which waits for rank 0's sF1, behind rB0.
-  const pipeline_params one{
-      .ranks = 2, .micro = 2, .p2p = {.overlap_p2p = true}};  // no multi_stream: one stream
-  const schedule bad = one_f_one_b(one);
+TEST_CASE("early receives on one process group deadlock; MindSpeed's two groups do not") {
+  // One group, one stream for its point-to-point operations (torch_npu's HCCL group; NCCL's
+  // when both face the same peer): both neighbours post a receive before their send. Rank 0
+  // waits in rB0 for rank 1's sB0, which waits behind rank 1's rF1, which waits for rank 0's
+  // sF1, behind rB0.
+  const schedule bad =
+      with_transfers(one_f_one_b({.ranks = 2, .micro = 2}),
+                     {.lanes = p2p_lanes::single, .receives = receive_posting::early});
   const violation v = diagnose(bad);
   REQUIRE(v.code == rule::deadlock);
   const std::string msg = to_string(v);
@@ -104,6 +107,18 @@ TEST_CASE("early receives on one blocking stream deadlock; ping/pong streams do 
   REQUIRE(t.deadlocked());
   CHECK(to_string(bad.ops[t.blocked[0]]) == "recv/B mb=0 lane=1");
   CHECK(to_string(bad.ops[t.blocked[1]]) == "recv/F mb=1 chunk=1 lane=1");
+  // MindSpeed without --use-multi-stream: the same early receives, sends and receives in two
+  // groups by rank parity (ping/pong), both launched from the compute stream. Legal.
+  const schedule ms = one_f_one_b({.ranks = 2, .micro = 2, .p2p = {.overlap_p2p = true}});
+  CHECK(trace(ms, 0) == trace(bad, 0));
+  CHECK(trace(ms, 1) == trace(bad, 1));
+  CHECK(ms.model.waits == transfer_wait::launch_ordered);
+  for (int r = 0; r < 2; ++r)
+    for (const op& o : ms.rank_ops(r))
+      if (is_p2p(o.k))
+        CHECK(o.lane == ((r % 2 == 0) == (o.k == kind::recv) ? ping_lane : pong_lane));
+  CHECK(check(ms).ok());
+  CHECK_FALSE(simulate(lower(ms), cost_model::pipeline({.F = seconds(1)})).deadlocked());
 }
 
 TEST_CASE("interleaved under Megatron's code: every forward first when micro-batches equal ranks") {
@@ -123,8 +138,7 @@ TEST_CASE("interleaved under Megatron's code: every forward first when micro-bat
        {p2p_options{.megatron = true}, p2p_options{.blocking = true},
         p2p_options{.overlap_p2p = true}, p2p_options{.overlap_p2p = true, .multi_stream = true}}) {
     const schedule s = interleaved({.ranks = 2, .micro = 2, .chunks = 2, .p2p = code});
-    // (Early receives on one stream are rule 4's deadlock, as below: the order is the point.)
-    if (!code.overlap_p2p || code.multi_stream) CHECK(check(s).ok());
+    CHECK(check(s).ok());
     CHECK(compute(s, 0) == strings{"F0.0", "F0.1", "F2.0", "F2.1", "B2.0", "B2.1", "B0.0", "B0.1"});
     CHECK(compute(s, 1) == strings{"F1.0", "F1.1", "F3.0", "F3.1", "B3.0", "B3.1", "B1.0", "B1.1"});
   }
@@ -146,14 +160,17 @@ TEST_CASE("interleaved under Megatron's code: every forward first when micro-bat
 TEST_CASE("Megatron's lowerings and the seed's are legal for every pipeline Megatron runs") {
   // Interleaved: micro-batches in multiples of the ranks (Megatron's rule), every-forward
   // warm-ups (micro = ranks) included; 1F1B: any count.
-  const p2p_options seed{.overlap_p2p = true, .multi_stream = true};
+  const p2p_options seed{.overlap_p2p = true, .multi_stream = true}, alone{.overlap_p2p = true};
   for (int P : {2, 3, 4, 5, 8})
     for (int V : {1, 2, 3, 5})
       for (int M = P; M <= 3 * P; M += P) {
         CAPTURE(P);
         CAPTURE(V);
         CAPTURE(M);
-        CHECK(check(interleaved({.ranks = P, .micro = M, .chunks = V, .p2p = seed})).ok());
+        if (P % 2 == 0 || V == 1) {  // MindSpeed's groups by parity need an even pp to wrap
+          CHECK(check(interleaved({.ranks = P, .micro = M, .chunks = V, .p2p = seed})).ok());
+          CHECK(check(interleaved({.ranks = P, .micro = M, .chunks = V, .p2p = alone})).ok());
+        }
         CHECK(check(interleaved({.ranks = P, .micro = M, .chunks = V, .p2p = {.megatron = true}}))
                   .ok());
         CHECK(check(interleaved({.ranks = P, .micro = M, .chunks = V, .p2p = {.blocking = true}}))
@@ -164,12 +181,21 @@ TEST_CASE("Megatron's lowerings and the seed's are legal for every pipeline Mega
       CAPTURE(P);
       CAPTURE(M);
       CHECK(check(one_f_one_b({.ranks = P, .micro = M, .p2p = seed})).ok());
+      CHECK(check(one_f_one_b({.ranks = P, .micro = M, .p2p = alone})).ok());
       CHECK(check(one_f_one_b({.ranks = P, .micro = M, .p2p = {.megatron = true}})).ok());
       CHECK(check(one_f_one_b({.ranks = P, .micro = M, .p2p = {.blocking = true}})).ok());
     }
 }
 
 TEST_CASE("the seed's rules on its switches") {
+  // Odd pp with chunks: the wrap-around from rank P-1 to rank 0 joins two even ranks, one
+  // sending on pong, the other receiving on ping (MindSpeed's groups by rank parity).
+  for (const p2p_options& o :
+       {p2p_options{.overlap_p2p = true}, p2p_options{.overlap_p2p = true, .multi_stream = true}})
+    CHECK_THROWS_WITH_AS(interleaved({.ranks = 3, .micro = 6, .chunks = 2, .p2p = o}),
+                         doctest::Contains("needs an even --pp"), config_error);
+  CHECK(
+      check(interleaved({.ranks = 3, .micro = 6, .chunks = 1, .p2p = {.overlap_p2p = true}})).ok());
   CHECK_THROWS_WITH_AS(
       interleaved({.ranks = 4, .micro = 8, .chunks = 2, .p2p = {.multi_stream = true}}),
       doctest::Contains("--use-multi-stream option must be enabled together with "
@@ -240,6 +266,12 @@ TEST_CASE("who waits for a transfer: the data's consumer, its exchange, or the h
   CHECK(blk.model.waits == transfer_wait::host);
   CHECK(waits_for(blk, 0, "F1", "sF0"));
   CHECK_FALSE(waits_for(meg, 0, "F1", "sF0"));
+  // MindSpeed without its own streams: a transfer launched from the compute stream starts
+  // after the compute issued before it — rank 0's early rB0 after F0, and only with them.
+  const schedule alone = one_f_one_b({.ranks = 2, .micro = 2, .p2p = {.overlap_p2p = true}});
+  CHECK(waits_for(alone, 0, "rB0", "F0"));
+  CHECK_FALSE(waits_for(seed, 0, "rB0", "F0"));
+  CHECK(waits_for(alone, 1, "F1", "rF1"));
 }
 
 TEST_CASE("a receive's clear-to-send crosses the link before the data does") {
@@ -479,6 +511,7 @@ TEST_CASE("NanoPipe: MindSpeed's limits, and legal under every lowering Megatron
           CAPTURE(P);
           CAPTURE(V);
           CAPTURE(rounds);
+          if (l.overlap_p2p && P % 2 == 1 && V > 1) continue;  // MindSpeed's groups: even pp
           const schedule s = interleaved(
               {.ranks = P, .micro = rounds * P, .chunks = V, .p2p = l, .nanopipe = true});
           CHECK(check(s).ok());

@@ -392,8 +392,8 @@ TEST_CASE("a small file costs memory by its ops, not by the model it declares") 
 
 TEST_CASE("every generator's CSV reads back legal, or is refused with the reason") {
   const pipeline_params p{.ranks = 4, .micro = 8};
-  for (const schedule& s : {gpipe(p), one_f_one_b(p), zb_h1(p), zb_v(p), dualpipev(p),
-                            interleaved({.ranks = 4, .micro = 8, .chunks = 2}),
+  for (const schedule& s : {gpipe(p), one_f_one_b(p), zb_h1(p), zb_v(p), v_half(p), v_min(p),
+                            dualpipev(p), interleaved({.ranks = 4, .micro = 8, .chunks = 2}),
                             interleaved({.ranks = 4, .micro = 10, .chunks = 3}),
                             interleaved({.ranks = 4, .micro = 8, .chunks = 3, .nanopipe = true}),
                             one_f_one_b({.ranks = 4, .micro = 8, .transfers = true})}) {

@@ -105,6 +105,13 @@ constexpr schedule interleaved(const interleaved_params& p) {
                 "(micro % ranks == 0; Megatron's interleaved schedule requires it): with rounds of "
                 "another size, ping/pong streams deadlock (checked: ranks 8, micro 22) and so do "
                 "blocking transfers (ranks 2, micro 1)");
+  if (p.p2p.overlap_p2p && p.chunks > 1 && p.ranks % 2 == 1)
+    gen::reject("interleaved",
+                "the seed's early receives split transfers over two process groups by rank "
+                "parity (MindSpeed: even ranks receive on ping and send on pong, odd ranks the "
+                "reverse); with an odd number of ranks the chunks' wrap-around joins two even "
+                "ranks, P-1 sending on pong while rank 0 receives on ping, and they never meet: "
+                "--overlap-p2p with --chunks > 1 needs an even --pp");
   if (p.nanopipe) gen::check_nanopipe(p);
   const int P = p.ranks, V = p.chunks, G = gen::round_size("interleaved", P, p.micro),
             total = p.micro * V;

@@ -25,9 +25,13 @@ struct p2p_options {
   /// Megatron without `overlap_p2p_comm`, which it turns off without a virtual pipeline.
   bool blocking = false;
   /// Receives posted a step earlier in warm-up and cool-down (`receive_posting::early`; seed:
-  /// `--overlap-warmup-cooldown-communication`).
+  /// `--overlap-warmup-cooldown-communication`). MindSpeed splits the transfers over two
+  /// process groups by rank parity, ping and pong (`p2p_lanes::ping_pong`), each with its own
+  /// communication stream; issued from the compute stream, each transfer starts after the
+  /// compute issued before it (`transfer_wait::launch_ordered`).
   bool overlap_p2p = false;
-  /// Ping/pong streams by rank parity (`p2p_lanes::ping_pong`; seed: `--use-multi-stream`).
+  /// Sends and receives issued from streams of their own (seed: `--use-multi-stream`): a
+  /// receive no longer waits for the compute issued before it (`transfer_wait::data`).
   bool multi_stream = false;
   /// Each micro-batch's loss all-reduced for logging on the last stage, and awaited by its
   /// backward (`loss_reduce::blocking`, Megatron's loss function) ...
@@ -41,10 +45,11 @@ struct p2p_options {
   }
   /// Who waits for a transfer: Megatron's compute stream for the whole exchange a receive came
   /// with (its handles hold the sends too); blocking ones, the host; the seed's and PyTorch's,
-  /// only the ops that need the data (the seed waits on its receives' handles alone and leaves
-  /// sends to their own stream).
+  /// only the ops that need the data (the seed waits on its receives' handles alone) — and
+  /// without the seed's own streams a transfer waits for the compute issued before it.
   constexpr transfer_wait waits() const noexcept {
     if (blocking) return transfer_wait::host;
+    if (overlap_p2p && !multi_stream) return transfer_wait::launch_ordered;
     if (overlap_p2p || multi_stream) return transfer_wait::data;
     return megatron ? transfer_wait::exchange : transfer_wait::data;
   }
@@ -57,7 +62,7 @@ struct p2p_options {
   /// any number of chunks), else its 1F1B.
   constexpr transfer_options transfers(bool interleaved) const {
     if (!megatron && !blocking && !overlap_p2p && !multi_stream) return {};
-    return {.lanes = multi_stream ? p2p_lanes::ping_pong : p2p_lanes::single,
+    return {.lanes = overlap_p2p ? p2p_lanes::ping_pong : p2p_lanes::single,
             .receives = overlap_p2p   ? receive_posting::early
                         : interleaved ? receive_posting::after_previous
                                       : receive_posting::at_use};

@@ -86,6 +86,11 @@ enum class transfer_wait : std::uint8_t {
   /// Every op waits for every transfer its rank issued before it: Megatron without
   /// `overlap_p2p_comm`, which it turns off without a virtual pipeline.
   host,
+  /// The data an op needs, and a transfer starts only after the compute its rank issued before
+  /// it: issued while the compute stream is current, its communicator's stream waits on that
+  /// stream at launch (PyTorch's and torch_npu's process groups, `syncStreams`) — MindSpeed's
+  /// transfers without `--use-multi-stream`.
+  launch_ordered,
 };
 
 struct model_desc {

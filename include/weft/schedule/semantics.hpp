@@ -199,6 +199,7 @@ class semantics {
           add_edge<Fill>(waits[w] + base, i + base, event_bit);
       if (s.model.waits == transfer_wait::host) blocking_transfers<Fill>(base);
       if (s.model.waits == transfer_wait::exchange) exchanges<Fill>(base);
+      if (s.model.waits == transfer_wait::launch_ordered) launched_after_compute<Fill>(base);
       if (!slot_barrier) continue;
       for (int rk = 0; rk < s.ranks(); ++rk) {
         std::uint32_t prev_b = 0, prev_e = 0;
@@ -232,6 +233,26 @@ class semantics {
             if (st != stream[i] && next[st] != npos)
               add_edge<Fill>(i + base, next[st] + base, event_bit);
         next[stream[i]] = i;
+      }
+    }
+  }
+
+  // A transfer launched from the compute stream: it starts after the last compute op its rank
+  // issued before it (the compute stream's order covers the earlier ones).
+  template <bool Fill>
+  constexpr void launched_after_compute(std::uint32_t base) {
+    const schedule& s = s_;
+    for (int rk = 0; rk < s.ranks(); ++rk) {
+      const std::uint32_t b = s.first_op(s.first_slot(rk));
+      const std::uint32_t e = s.end_slot(rk) == 0 ? 0 : s.slot_end[s.end_slot(rk) - 1];
+      std::uint32_t last = npos;
+      for (std::uint32_t i = b; i < e; ++i) {
+        const kind k = s.ops[i].k;
+        if (is_p2p(k)) {
+          if (last != npos) add_edge<Fill>(last + base, i + base, event_bit);
+        } else if (stream_of(k) == stream_class::compute) {
+          last = i;
+        }
       }
     }
   }
