@@ -94,7 +94,10 @@ TEST_CASE("cross-DC options over two emulated sites: loss and gradients equal th
             "1f1b, blocking, loss all-reduce",
             one_f_one_b({.ranks = P, .micro = M, .p2p = {.blocking = true, .log_allreduce = true}}),
             P},
-        case_{"1f1b, seed", one_f_one_b({.ranks = P, .micro = M, .p2p = seed}), P}}) {
+        case_{"1f1b, seed", one_f_one_b({.ranks = P, .micro = M, .p2p = seed}), P},
+        case_{"interleaved, early receives without their own streams",
+              interleaved({.ranks = P, .micro = M, .chunks = 2, .p2p = {.overlap_p2p = true}}),
+              2 * P}}) {
     CAPTURE(c.name);
     dense_model<float> model({.stages = c.stages, .micro = M, .seed = 13});
     dense_executor<float> ex(model, opt);
