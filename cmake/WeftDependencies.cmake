@@ -7,8 +7,6 @@ function(weft_require found what package)
 endfunction()
 
 find_package(Threads REQUIRED)  # the runtime's streams
-find_package(Boost 1.74 QUIET)
-weft_require(Boost_FOUND "Boost.Hana (Boost headers >= 1.74)" "libboost-dev")
 
 # The reference kernels (weft/nn) use Eigen; only targets that include them link it.
 find_package(Eigen3 3.3 QUIET CONFIG)

@@ -10,7 +10,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-packages=(cmake ninja-build g++ clang libboost-dev doctest-dev libbenchmark-dev nlohmann-json3-dev
+packages=(cmake ninja-build g++ clang doctest-dev libbenchmark-dev nlohmann-json3-dev
           libpugixml-dev libtbb-dev libeigen3-dev time python3 libcli11-dev librange-v3-dev
           libopenmpi-dev openmpi-bin)
 

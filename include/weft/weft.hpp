@@ -1,5 +1,5 @@
-// Everything of weft that needs nothing beyond the `weft::weft` target (the standard library and
-// Boost.Hana): schedules and their vocabulary, the checker, the generators, transfers, the
+// Everything of weft that needs nothing beyond the `weft::weft` target (the standard library):
+// schedules and their vocabulary, the checker, the generators, transfers, the
 // stream program, both simulators, metrics, calibration, PyTorch CSV, text, SVG pictures. The
 // Chrome trace (weft/io/chrome_trace.hpp, nlohmann-json) is included where it is written.
 // The rest comes in by part, each with the target that carries its dependencies:

@@ -1,5 +1,6 @@
 # Compiles SOURCE with -DWEFT_OK or -DWEFT_KO. ok: must compile. ko: must fail, and the
-# diagnostics must match every pattern in PATTERNS (separated by '|').
+# diagnostics must match every pattern in PATTERNS (separated by '|') and, when MAX_LINES is
+# above 0, fit in that many lines.
 string(REPLACE "|" ";" include_list "${INCLUDES}")
 set(flags -std=c++20 -fsyntax-only)
 foreach(dir IN LISTS include_list)
@@ -26,4 +27,11 @@ foreach(p IN LISTS pattern_list)
     message(FATAL_ERROR "the diagnostics lack the pattern\n  ${p}\n---- diagnostics ----\n${log}")
   endif()
 endforeach()
+if(MAX_LINES GREATER 0)
+  string(REGEX MATCHALL "\n" newlines "${log}")
+  list(LENGTH newlines lines)
+  if(lines GREATER MAX_LINES)
+    message(FATAL_ERROR "the diagnostics take ${lines} lines, more than ${MAX_LINES}:\n${log}")
+  endif()
+endif()
 message(STATUS "failed as expected with every expected pattern")

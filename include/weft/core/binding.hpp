@@ -15,10 +15,6 @@
 #include <type_traits>
 #include <utility>
 
-#include <boost/hana/for_each.hpp>
-#include <boost/hana/tuple.hpp>
-#include <boost/hana/type.hpp>
-
 #include <weft/core/error.hpp>
 #include <weft/core/kinds.hpp>
 #include <weft/core/op.hpp>
@@ -40,64 +36,88 @@ concept has_kernel = kind_tag<Kind> && phase_tag<Phase> &&
 };
 
 namespace detail {
-// Every kind's and phase's tag, from the kind table (a new kind needs no entry here).
-template <std::size_t... I>
-constexpr auto kind_tags(std::index_sequence<I...>) {
-  return boost::hana::tuple_t<kinds::tag<static_cast<kind>(I)>...>;
-}
-inline constexpr auto all_kinds = kind_tags(std::make_index_sequence<kind_count>{});
-inline constexpr auto all_phases = boost::hana::tuple_t<phases::forward, phases::backward,
-                                                        phases::backward_dx, phases::backward_dw>;
+// Every (kind, phase) pair as one number, k * phase_count + p, and its tags, from the kind table
+// (a new kind needs no entry here).
+inline constexpr std::size_t pair_count = static_cast<std::size_t>(kind_count * phase_count);
+template <std::size_t I>
+using kind_of_pair = kinds::tag<static_cast<kind>(I / phase_count)>;
+template <std::size_t I>
+using phase_of_pair = phases::tag<static_cast<phase>(I % phase_count)>;
 }  // namespace detail
 
 namespace diag {
-template <class Model, class Kind, class Phase, class Call = kernel_call>
+/// Stops compilation, naming the model, kind, phase and call, when `Bound` is false (by default:
+/// when the model has no kernel for the pair). A plain bool, so the error is the message alone.
+template <class Model, class Kind, class Phase, class Call = kernel_call,
+          bool Bound = has_kernel<Model, Kind, Phase, Call>>
 struct model_lacks_kernel {
-  static_assert(has_kernel<Model, Kind, Phase, Call>,
+  static_assert(Bound,
                 "weft: model binding: the model has no kernel for a (kind, phase) the schedule "
                 "uses; add `void operator()(Kind, Phase, Call&)` (the model, kind, phase and "
                 "call are the arguments of 'model_lacks_kernel<Model, Kind, Phase, Call>')");
+  static constexpr bool value = Bound;
 };
 }  // namespace diag
 
-/// True when `Model` has a kernel for every pair in `Used`; otherwise compilation stops at the
-/// first missing pair with `diag::model_lacks_kernel<Model, Kind, Phase, Call>`.
-template <class Model, kind_phase_set Used, class Call = kernel_call>
-inline constexpr bool binds_all = [] {
-  bool all = true;
-  boost::hana::for_each(detail::all_kinds, [&](auto k) {
-    using Kind = typename std::remove_cvref_t<decltype(k)>::type;
-    boost::hana::for_each(detail::all_phases, [&](auto p) {
-      using Phase = typename std::remove_cvref_t<decltype(p)>::type;
-      if constexpr (Used.has(Kind::value, Phase::value) && !has_kernel<Model, Kind, Phase, Call>) {
-        (void)sizeof(diag::model_lacks_kernel<Model, Kind, Phase, Call>);
-        all = false;
-      }
-    });
-  });
-  return all;
-}();
-
 namespace detail {
+// One pair: bound when `Used` lacks it or the model has its kernel; the check's type stops
+// compilation for an unbound one. A plain fold over the pairs keeps that error a few lines
+// from the user's static_assert, and the result does not read the check, so no error follows.
+template <class Model, kind_phase_set Used, class Call, std::size_t I>
+inline constexpr bool pair_bound = !Used.has(kind_of_pair<I>::value, phase_of_pair<I>::value) ||
+                                   has_kernel<Model, kind_of_pair<I>, phase_of_pair<I>, Call>;
 // Calls `fn(Kind{}, Phase{})` for the tags of (k, ph) if the model has that kernel; false if not.
+template <class Model, class Call, std::size_t I, class Fn>
+constexpr bool call_if_pair(kind k, phase ph, Fn& fn) {
+  using Kind = kind_of_pair<I>;
+  using Phase = phase_of_pair<I>;
+  if constexpr (has_kernel<Model, Kind, Phase, Call>) {
+    if (Kind::value == k && Phase::value == ph) {
+      fn(Kind{}, Phase{});
+      return true;
+    }
+  }
+  return false;
+}
+template <class Model, class Call, class Fn, std::size_t... I>
+constexpr bool with_kernel_tags(kind k, phase ph, Fn&& fn, std::index_sequence<I...>) {
+  return (call_if_pair<Model, Call, I>(k, ph, fn) || ...);
+}
 template <class Model, class Call, class Fn>
 constexpr bool with_kernel_tags(kind k, phase ph, Fn&& fn) {
-  bool found = false;
-  boost::hana::for_each(all_kinds, [&](auto kt) {
-    using Kind = typename std::remove_cvref_t<decltype(kt)>::type;
-    if (Kind::value != k) return;
-    boost::hana::for_each(all_phases, [&](auto pt) {
-      using Phase = typename std::remove_cvref_t<decltype(pt)>::type;
-      if constexpr (has_kernel<Model, Kind, Phase, Call>) {
-        if (Phase::value != ph) return;
-        found = true;
-        fn(Kind{}, Phase{});
-      }
-    });
-  });
-  return found;
+  return with_kernel_tags<Model, Call>(k, ph, fn, std::make_index_sequence<pair_count>{});
 }
 }  // namespace detail
+
+namespace detail {
+// The first pair `Used` has and the model lacks, or pair_count when there is none.
+template <class Model, kind_phase_set Used, class Call, std::size_t... I>
+constexpr std::size_t first_unbound() {
+  std::size_t first = pair_count;
+  ((first == pair_count && !pair_bound<Model, Used, Call, I> ? first = I : first), ...);
+  return first;
+}
+// Its diagnostic: the check of that pair, unbound, or of none (pair 0, bound) — named only.
+template <class Model, class Call, std::size_t J>
+using check_of = std::conditional_t<
+    J == pair_count, diag::model_lacks_kernel<Model, kind_of_pair<0>, phase_of_pair<0>, Call, true>,
+    diag::model_lacks_kernel<Model, kind_of_pair<(J < pair_count ? J : 0)>,
+                             phase_of_pair<(J < pair_count ? J : 0)>, Call, false>>;
+}  // namespace detail
+
+/// True when `Model` has a kernel for every pair in `Used`; otherwise compilation stops at the
+/// first missing pair with `diag::model_lacks_kernel<Model, Kind, Phase, Call>`. (`Pairs`
+/// numbers the (kind, phase) pairs; leave it.)
+template <class Model, kind_phase_set Used, class Call = kernel_call,
+          class Pairs = std::make_index_sequence<detail::pair_count>>
+inline constexpr bool binds_all = false;
+// A plain fold over the pairs, in the variable's own initializer: the error of the first unbound
+// pair comes a few lines from the user's static_assert, and the result does not read the check,
+// so no second error follows.
+template <class Model, kind_phase_set Used, class Call, std::size_t... I>
+inline constexpr bool binds_all<Model, Used, Call, std::index_sequence<I...>> =
+    (void(sizeof(detail::check_of<Model, Call, detail::first_unbound<Model, Used, Call, I...>()>)),
+     (detail::pair_bound<Model, Used, Call, I> && ...));
 
 /// Whether `Model` has a kernel for (k, ph): the run-time question `binds_all` answers at
 /// compile time, for schedules only known at run time.

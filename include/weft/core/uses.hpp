@@ -1,5 +1,5 @@
 // The (kind, phase) pairs a set of ops uses: what a model must have kernels for. Apart from the
-// model binding (core/binding.hpp) so the parts that compute it need no Boost.Hana.
+// model binding (core/binding.hpp) so the parts that compute it need none of its templates.
 #pragma once
 
 #include <cstdint>

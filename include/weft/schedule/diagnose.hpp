@@ -8,6 +8,8 @@
 // lines of the error, next to a static_assert message that names the rule.
 #pragma once
 
+#include <type_traits>
+
 #include <weft/schedule/verify.hpp>
 #include <weft/schedule/violation.hpp>
 
@@ -45,6 +47,8 @@ template <class Op, class At>
 struct needs {};
 template <class Op>
 struct needs_unassumed {};
+template <class Op, class At>
+struct needed_by {};
 template <class Op, class At>
 struct first_seen {};
 template <class Op, class At>
@@ -88,6 +92,15 @@ struct rule_1_complete_missing_op {
   static_assert(always_false<Op>,
                 "weft: rule 1 (complete and unique): an op the model needs never appears "
                 "(see 'rule_1_complete_missing_op<op, belongs_on>')");
+};
+template <class Op, class Home, class NeededBy>
+struct rule_1_complete_missing_op_looks_like_a_fragment {
+  static_assert(always_false<Op>,
+                "weft: rule 1 (complete and unique): an op the model needs never appears, and "
+                "the schedule runs an op whose input it lacks: it looks like part of a step. A "
+                "fragment is proven with what it takes as done: "
+                "proven<diagnose(s, assuming(done(...)))> (see "
+                "'rule_1_complete_missing_op_looks_like_a_fragment<op, belongs_on, needed_by>')");
 };
 template <class Op, class At, class Other>
 struct rule_1_complete_mixed_backward {
@@ -157,54 +170,62 @@ struct rule_6_config_bad_model {
       "(see the model_error in 'rule_6_config_bad_model<...>'; weft::describe explains it)");
 };
 
+/// A legal schedule's diagnostic: nothing to say.
+struct legal {};
+
+/// The diagnostic of violation `V`, as a type that is only named here (instantiating it stops
+/// compilation with its message).
 template <violation V>
-constexpr bool raise() {
+constexpr auto diagnostic_of() {
   using O = op_t<V.subject>;
   using A = at_t<V.rank, V.slot>;
   using P = op_t<V.other>;
   using PA = at_t<V.other_rank, V.other_slot>;
-  if constexpr (V.what == fault::outside_model)
-    return sizeof(rule_1_complete_op_outside_model<O, A, because<static_cast<outside>(V.value)>>) ==
-           0;
+  if constexpr (V.code == rule::none)
+    return std::type_identity<legal>{};
+  else if constexpr (V.what == fault::outside_model)
+    return std::type_identity<
+        rule_1_complete_op_outside_model<O, A, because<static_cast<outside>(V.value)>>>{};
   else if constexpr (V.what == fault::wrong_rank)
-    return sizeof(rule_1_complete_op_on_wrong_rank<O, A, belongs_on<rank<V.other_rank>>>) == 0;
+    return std::type_identity<
+        rule_1_complete_op_on_wrong_rank<O, A, belongs_on<rank<V.other_rank>>>>{};
   else if constexpr (V.what == fault::duplicate)
-    return sizeof(rule_1_complete_duplicate_op<O, A, first_seen<P, PA>>) == 0;
+    return std::type_identity<rule_1_complete_duplicate_op<O, A, first_seen<P, PA>>>{};
+  else if constexpr (V.what == fault::missing && V.value == 1)
+    return std::type_identity<rule_1_complete_missing_op_looks_like_a_fragment<
+        O, belongs_on<rank<V.rank>>, needed_by<P, PA>>>{};
   else if constexpr (V.what == fault::missing)
-    return sizeof(rule_1_complete_missing_op<O, belongs_on<rank<V.rank>>>) == 0;
+    return std::type_identity<rule_1_complete_missing_op<O, belongs_on<rank<V.rank>>>>{};
   else if constexpr (V.what == fault::mixed_backward)
-    return sizeof(rule_1_complete_mixed_backward<O, A, also_has<P, PA>>) == 0;
+    return std::type_identity<rule_1_complete_mixed_backward<O, A, also_has<P, PA>>>{};
   else if constexpr (V.what == fault::runs_before_producer)
-    return sizeof(rule_2_order_runs_before_producer<O, A, needs<P, PA>>) == 0;
+    return std::type_identity<rule_2_order_runs_before_producer<O, A, needs<P, PA>>>{};
   else if constexpr (V.what == fault::producer_missing)
-    return sizeof(rule_2_order_producer_not_assumed<O, A, needs_unassumed<P>>) == 0;
+    return std::type_identity<rule_2_order_producer_not_assumed<O, A, needs_unassumed<P>>>{};
   else if constexpr (V.what == fault::same_stream)
-    return sizeof(rule_3_slot_same_stream<O, A, shares_stream_with<P, PA>>) == 0;
+    return std::type_identity<rule_3_slot_same_stream<O, A, shares_stream_with<P, PA>>>{};
   else if constexpr (V.what == fault::dependent_in_slot)
-    return sizeof(rule_3_slot_dependent_ops<O, A, needs<P, PA>>) == 0;
+    return std::type_identity<rule_3_slot_dependent_ops<O, A, needs<P, PA>>>{};
   else if constexpr (V.what == fault::cycle)
-    return sizeof(rule_4_deadlock_cycle<O, A, waits_for<P, PA>>) == 0;
+    return std::type_identity<rule_4_deadlock_cycle<O, A, waits_for<P, PA>>>{};
   else if constexpr (V.what == fault::unmatched_send)
-    return sizeof(rule_4_deadlock_unmatched_send<O, A>) == 0;
+    return std::type_identity<rule_4_deadlock_unmatched_send<O, A>>{};
   else if constexpr (V.what == fault::unmatched_recv)
-    return sizeof(rule_4_deadlock_unmatched_recv<O, A>) == 0;
+    return std::type_identity<rule_4_deadlock_unmatched_recv<O, A>>{};
   else if constexpr (V.what == fault::mismatched_transfer)
-    return sizeof(rule_4_deadlock_mismatched_transfer<O, A, paired_with<P, PA>>) == 0;
+    return std::type_identity<rule_4_deadlock_mismatched_transfer<O, A, paired_with<P, PA>>>{};
   else if constexpr (V.what == fault::over_bound)
-    return sizeof(rule_5_memory_over_bound<O, A, live<V.value>, bound<V.bound>>) == 0;
+    return std::type_identity<rule_5_memory_over_bound<O, A, live<V.value>, bound<V.bound>>>{};
   else
-    return sizeof(rule_6_config_bad_model<static_cast<model_error>(V.value)>) == 0;
+    return std::type_identity<rule_6_config_bad_model<static_cast<model_error>(V.value)>>{};
 }
+template <violation V>
+using diagnostic_t = typename decltype(diagnostic_of<V>())::type;
 }  // namespace diag
 
 /// True for a legal schedule; for an illegal one, compilation stops with the violation spelled
 /// out. Use as `static_assert(proven<diagnose(s)>)` (or `diagnose(s, assuming(...))`).
 template <violation V>
-inline constexpr bool proven = [] {
-  if constexpr (V.code == rule::none)
-    return true;
-  else
-    return diag::raise<V>();
-}();
+inline constexpr bool proven = (void(sizeof(diag::diagnostic_t<V>)), V.code == rule::none);
 
 }  // namespace weft

@@ -350,7 +350,21 @@ constexpr report check(const schedule& s, const check_options& opt = {}) {
 /// inside a template argument, which would report its buffers as leaked.
 constexpr violation diagnose(schedule s) {
   report r = check(s, {.max_violations = 1});
-  return r.ok() ? violation{} : r.violations.front();
+  if (r.ok()) return violation{};
+  violation v = r.violations.front();
+  // Ops missing while scheduled ops need ops the schedule lacks: part of a step, most likely,
+  // proven as a whole one. Say so, naming an op whose input is missing.
+  if (v.what == fault::missing) {
+    const report part = check(s, {.fragment = true, .max_violations = 1});
+    if (!part.ok() && part.violations.front().what == fault::producer_missing) {
+      const violation& f = part.violations.front();
+      v.value = 1;
+      v.other = f.subject;
+      v.other_rank = f.rank;
+      v.other_slot = f.slot;
+    }
+  }
+  return v;
 }
 /// The first violation of a fragment that takes `a` for granted (rule 1 checks uniqueness only).
 constexpr violation diagnose(schedule s, const assumptions& a) {

@@ -24,7 +24,9 @@ enum class fault : std::uint8_t {
   outside_model,         ///< 1: the op is not part of the model (value: `outside` reason)
   wrong_rank,            ///< 1: the op's chunk lives on another rank (other_rank: that rank)
   duplicate,             ///< 1: the op appears twice (other: first appearance)
-  missing,               ///< 1: a needed op never appears (rank: where it belongs)
+  missing,               ///< 1: a needed op never appears (rank: where it belongs; `diagnose`
+                         ///< sets value 1 and `other` when scheduled ops need ops the schedule
+                         ///< lacks: it looks like a fragment proven without `assuming`)
   mixed_backward,        ///< 1: a unit's backward is both fused (B) and split (dX/dW)
   runs_before_producer,  ///< 2: a producer on the same rank sits in a later slot
   producer_missing,      ///< 2: a fragment needs an op it neither has nor assumes done
