@@ -478,17 +478,18 @@ TEST_CASE("NanoPipe: rank r splits the backwards it warms up less by, and runs t
   CHECK(compute_units(one, 2) == strings{"F2.0", "I2.0", "F2.1", "I2.1", "F2.2", "I2.2", "F2.3",
                                          "I2.3", "F2.4", "B2.4", "F2.5", "B2.5", "W2.0", "W2.1",
                                          "W2.2", "W2.3"});
-  // Micro-batches equal to the ranks: Megatron's code runs every forward first, num_fwd =
-  // total = warm-up, nothing splits. PyTorch's warm-up on the last rank is 0 + 4 of 8 while
-  // num_fwd = min(10, 8) = 8, so it splits all 4 of its steady-phase backwards.
+  // Micro-batches equal to the ranks: MindSpeed's code (Megatron's) runs every forward first,
+  // num_fwd = total = warm-up, nothing splits — whichever lowering the transfers take.
   const schedule all = interleaved(
       {.ranks = 4, .micro = 4, .chunks = 2, .p2p = {.megatron = true}, .nanopipe = true});
   for (int r = 0; r < 4; ++r)
     for (const std::string& u : compute_units(all, r)) CHECK((u[0] == 'F' || u[0] == 'B'));
   const schedule pt = interleaved({.ranks = 4, .micro = 4, .chunks = 2, .nanopipe = true});
-  CHECK(compute_units(pt, 3) == strings{"F3.0", "F3.1", "F3.2", "F3.3", "F7.0", "I7.0", "F7.1",
-                                        "I7.1", "F7.2", "I7.2", "F7.3", "I7.3", "B3.0", "B3.1",
-                                        "B3.2", "B3.3", "W7.0", "W7.1", "W7.2", "W7.3"});
+  for (int r = 0; r < 4; ++r) {
+    const strings u = compute_units(pt, r);
+    REQUIRE(u.size() == 16);
+    for (std::size_t k = 0; k < 16; ++k) CHECK((u[k][0] == 'F') == (k < 8));
+  }
 }
 
 TEST_CASE("NanoPipe: MindSpeed's limits, and legal under every lowering Megatron's code has") {

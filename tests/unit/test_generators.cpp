@@ -368,3 +368,18 @@ TEST_CASE("the registry: every generator makes the pipeline its row says") {
     CHECK(std::string(e.what()).find("dualpipev") != std::string::npos);
   }
 }
+
+TEST_CASE("V-Half and V-Min take any number of micro-batches on any number of ranks") {
+  // sail-sg's zbv_greedy.py builds them for any M >= 1; each result must be legal.
+  for (const char* name : {"v-half", "v-min"})
+    for (int P = 1; P <= 7; ++P)
+      for (int M = 1; M <= 3 * P; ++M) {
+        CAPTURE(name);
+        CAPTURE(P);
+        CAPTURE(M);
+        generator_args a;
+        a.ranks = P;
+        a.micro = M;
+        CHECK(check(generate(name, a)).ok());
+      }
+}

@@ -262,3 +262,29 @@ TEST_CASE("the report collects every violation up to a limit") {
   CHECK(all.violations.size() == 3);  // mb 2 outside, mb 0 duplicate, mb 0 and 1 on one stream
   CHECK(check(s, {.max_violations = 1}).violations.size() == 1);
 }
+
+TEST_CASE("a fragment proven as a whole step: the violation says it looks like one") {
+  // One layer's sub-stages of micro-batch 1's forward beside micro-batch 0's backward, without
+  // micro-batch 0's forward: whole, ops are missing, and the backward of micro-batch 0 needs
+  // forwards that are neither there nor assumed.
+  const auto layer_fb =
+      slots(attn(F, mb{1}) | combine(B, mb{0}), mlp(B, mb{0}) | dispatch(F, mb{1}),
+            mlp(F, mb{1}) | dispatch(B, mb{0}), attn(B, mb{0}) | combine(F, mb{1}));
+  const violation v = diagnose(layer_fb);
+  CHECK(v.what == fault::missing);
+  CHECK(v.value == 1);
+  // The named op is one the scheduled `other` needs, and it is missing from the schedule.
+  bool present = false;
+  for (const op& o : layer_fb.ops) present = present || o == v.subject;
+  CHECK_FALSE(present);
+  CHECK(v.other.mb == 0);
+  CHECK(to_string(v).find("it looks like part of a step") != std::string::npos);
+  // Assumed done, the fragment is legal; a whole schedule missing an op nothing needs gets no
+  // hint.
+  CHECK(verify(layer_fb, assuming(done(F, mb{0}))));
+  const violation whole = diagnose(
+      with_model(slots(block(F, mb{0}), block(F, mb{1}), block(B, mb{0})), model_desc{.micro = 2}));
+  CHECK(whole.what == fault::missing);
+  CHECK(whole.value == 0);
+  CHECK(to_string(whole).find("looks like") == std::string::npos);
+}

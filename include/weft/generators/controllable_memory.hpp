@@ -2,8 +2,9 @@
 // Controllable Memory" (arXiv 2405.15362), as sail-sg/zero-bubble-pipeline-parallelism builds
 // them (`zbv_greedy.py`, `--zero-bubble-v-schedule-mem-setup half|min`): two chunks per rank in
 // V placement, every backward split into dX and dW. A repeating pattern fixes when each rank
-// starts each micro-batch's four passes (a forward and a dX on each arm of the V) so that at
-// most about half (V-Half) or a third (V-Min) of 1F1B's activations are alive; a greedy pass
+// starts each micro-batch's four passes (a forward and a dX on each arm of the V) so that about
+// half (V-Half) or a third (V-Min) of 1F1B's activations are alive, as the paper counts them (an
+// activation mostly freed by its dX; counted until its dW, both keep about half); a greedy pass
 // then pulls each pass as early as its dependencies and that memory allow, and the dW passes
 // fill the slots left empty.
 #pragma once
@@ -15,6 +16,11 @@
 namespace weft {
 
 namespace gen::controllable {
+
+/// A pass in a rank's order: its type times `pass_stride`, plus its micro-batch (which `op`
+/// holds in 16 bits).
+inline constexpr int pass_stride = 1 << 16;
+static_assert(limits::micro < pass_stride);
 
 /// A rank's passes by type, each type's list indexed by micro-batch and holding a time slot.
 /// Types: 0 the first arm's forward (chunk r), 1 the second arm's forward (chunk 2P-1-r), 2 the
@@ -103,7 +109,7 @@ constexpr int memory(const passes& s) {
     if (t < 0) reject("v-schedule", "internal: a pass outside the pattern");
     if (slot == i) {
       ++next[static_cast<std::size_t>(t)];
-      live += t < 2 ? 1 : t == 4 ? -1 : 0;
+      live += t < 2 ? 1 : t >= 4 ? -1 : 0;
       if (t == 2 || t == 3) ++pending;
     } else if (!weights && pending > 0) {
       --live;
@@ -118,7 +124,7 @@ constexpr int memory(const passes& s) {
 /// forward after the previous rank's on its arm, a dX after the next one's, each pass after its
 /// predecessor in the V and after the previous micro-batch's of its type), each pass `cost[t]`
 /// long and a transfer `comm`. Writes each pass's start into `start` (same shape as `s`) and,
-/// when given, each rank's order as type * 65536 + micro-batch into `order`.
+/// when given, each rank's order as type * `pass_stride` + micro-batch into `order`.
 constexpr void squeeze(const buffer<passes>& s, const int* cost, int comm, buffer<passes>& start,
                        buffer<buffer<int>>* order = nullptr) {
   const int S = static_cast<int>(s.size()), T = s[0].types;
@@ -167,7 +173,7 @@ constexpr void squeeze(const buffer<passes>& s, const int* cost, int comm, buffe
     last[static_cast<std::size_t>(stage)] = static_cast<int>(key(stage, t, mb));
     start[static_cast<std::size_t>(stage)].at[t][static_cast<std::size_t>(mb)] =
         static_cast<int>(ready);
-    if (order) (*order)[static_cast<std::size_t>(stage)].push_back(t * 65536 + mb);
+    if (order) (*order)[static_cast<std::size_t>(stage)].push_back(t * pass_stride + mb);
   }
 }
 
@@ -227,17 +233,13 @@ constexpr buffer<passes> reorder(buffer<passes> s, bool weights) {
     if ((t == 0 || t == 2) && stage > 0) after(at(stage - 1, t, mb));
     if ((t == 1 || t == 3) && stage + 1 < S) after(at(stage + 1, t, mb));
     if (t > 0 && t < 4) after(at(stage, t - 1, mb));
-    if (t == 4) {  // after the mb-th dX of either arm, in slot order
-      buffer<int> dx;
-      for (int u = 2; u < 4; ++u)
-        for (int x : here.at[u]) dx.push_back(x);
-      for (std::size_t i = 1; i < dx.size(); ++i)  // insertion sort: the lists are short
-        for (std::size_t j = i; j > 0 && dx[j - 1] > dx[j]; --j) {
-          const int y = dx[j];
-          dx[j] = dx[j - 1];
-          dx[j - 1] = y;
-        }
-      after(dx[static_cast<std::size_t>(mb)]);
+    if (t == 4) {  // after the mb-th dX of either arm, in slot order: merge the two lists
+      const buffer<int>&a = here.at[2], &b = here.at[3];
+      std::size_t i = 0, j = 0;
+      int x = 0;
+      for (int n = 0; n <= mb; ++n)
+        x = j == b.size() || (i < a.size() && a[i] <= b[j]) ? a[i++] : b[j++];
+      after(x);
     }
     if (mb > 0) after(at(stage, t, mb - 1));
     ++ready;
@@ -260,9 +262,10 @@ constexpr buffer<passes> reorder(buffer<passes> s, bool weights) {
   return start;
 }
 
-/// Each rank's order of passes (type * 65536 + micro-batch), from the pattern's first slot of
-/// each type on each rank, repeated every 6 slots per micro-batch.
+/// Each rank's order of passes (type * pass_stride + micro-batch), from the pattern's first slot
+/// of each type on each rank, repeated every 6 slots per micro-batch.
 constexpr buffer<buffer<int>> orders(const buffer<int>& first, int ranks, int micro) {
+  if (micro < 1 || micro > limits::micro) reject("v-schedule", describe(model_error::bad_micro));
   buffer<passes> s(static_cast<std::size_t>(ranks));
   for (int r = 0; r < ranks; ++r)
     for (int t = 0; t < 4; ++t)
@@ -309,7 +312,7 @@ constexpr schedule v_schedule(const char* name, bool half, const pipeline_params
     b.add_rank();
     const int first = r, second = 2 * P - 1 - r;
     for (int x : order[static_cast<std::size_t>(r)]) {
-      const int t = x / 65536, mb = x % 65536;
+      const int t = x / pass_stride, mb = x % pass_stride;
       switch (t) {
         case 0:
           b.forward(mb, first);

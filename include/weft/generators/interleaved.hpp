@@ -128,10 +128,10 @@ constexpr schedule interleaved(const interleaved_params& p) {
   for (int r = 0; r < P; ++r) {
     b.add_rank();
     int warmup = 2 * (P - r - 1) + (V - 1) * G + (p.extra_warmup ? 1 : 0);
-    // Megatron (and MindSpeed, which builds on it) runs every forward first when the
-    // micro-batches equal the pipeline ranks (schedules.py, `all_warmup_microbatches`); PyTorch
-    // keeps the usual warm-up there.
-    if (warmup > total || (megatron_code && p.micro == P)) warmup = total;
+    // Megatron (and MindSpeed, which builds on it, NanoPipe included) runs every forward first
+    // when the micro-batches equal the pipeline ranks (schedules.py, `all_warmup_microbatches`);
+    // PyTorch keeps the usual warm-up there.
+    if (warmup > total || ((megatron_code || p.nanopipe) && p.micro == P)) warmup = total;
     warmups[static_cast<std::size_t>(r)] = static_cast<std::uint16_t>(warmup);
     const auto forward = [&](int k) { b.forward(mb_of(k), local_chunk(k, true) * P + r); };
     const auto backward = [&](int k) { b.backward(mb_of(k), local_chunk(k, false) * P + r); };

@@ -30,13 +30,14 @@ struct zb_action {
 /// left over close the rank. Then, as PyTorch does, the ranks are walked in lockstep and a
 /// forward whose input (the previous chunk's forward of its micro-batch) is not yet done by the
 /// step before waits an idle step — which happens with fewer micro-batches than ranks.
-/// Takes `chunks` per rank; no `extra_warmup`, no Megatron lowering.
+/// Takes `chunks` per rank; no `extra_warmup`, no `nanopipe`, no Megatron lowering.
 constexpr schedule interleaved_zero_bubble(const interleaved_params& p) {
   constexpr const char* name = "interleaved-zb";
   const gen::loop_chunks shape = gen::loop_chunks_of(name, p);
   const pipeline_params& common = shape.common;
   const model_desc& m = shape.model;
   if (p.extra_warmup) gen::reject(name, "extra_warmup is the interleaved schedule's");
+  if (p.nanopipe) gen::reject(name, "nanopipe is the interleaved schedule's (MindSpeed's)");
   const int P = p.ranks, V = p.chunks, M = p.micro, G = gen::round_size(name, P, M), work = V * M;
   using gen::zb_action;
 

@@ -14,12 +14,13 @@ namespace weft {
 /// 1 - r) steps while the first backward comes up; then the fused backwards of its chunks in
 /// reverse, the micro-batches of each from the last to the first. Every micro-batch's
 /// activations stay until its backward: the memory of GPipe, with the bubble of interleaving.
-/// Takes `chunks` per rank; no `extra_warmup`, no Megatron lowering.
+/// Takes `chunks` per rank; no `extra_warmup`, no `nanopipe`, no Megatron lowering.
 constexpr schedule looped_bfs(const interleaved_params& p) {
   const gen::loop_chunks shape = gen::loop_chunks_of("looped-bfs", p);
   const pipeline_params& common = shape.common;
   const model_desc& m = shape.model;
   if (p.extra_warmup) gen::reject("looped-bfs", "extra_warmup is the interleaved schedule's");
+  if (p.nanopipe) gen::reject("looped-bfs", "nanopipe is the interleaved schedule's (MindSpeed's)");
   const int P = p.ranks, V = p.chunks, M = p.micro;
   gen::pipeline_builder b(m, p.overlap);
   for (int r = 0; r < P; ++r) {

@@ -86,6 +86,10 @@ inline std::string to_string(const violation& v) {
     case fault::missing:
       s += to_string(v.subject) + " never appears (it belongs on rank " + std::to_string(v.rank) +
            ")";
+      if (v.value == 1)
+        s += ", and " + other +
+             " needs it: it looks like part of a step; prove a fragment with what it takes as done "
+             "(diagnose(s, assuming(done(...))), check_options::fragment)";
       break;
     case fault::mixed_backward:
       s += op + " is fused but the split " + other + " exists too";

@@ -353,12 +353,14 @@ constexpr violation diagnose(schedule s) {
   if (r.ok()) return violation{};
   violation v = r.violations.front();
   // Ops missing while scheduled ops need ops the schedule lacks: part of a step, most likely,
-  // proven as a whole one. Say so, naming an op whose input is missing.
+  // proven as a whole one. Say so, naming a missing producer and the scheduled op that needs it.
   if (v.what == fault::missing) {
     const report part = check(s, {.fragment = true, .max_violations = 1});
     if (!part.ok() && part.violations.front().what == fault::producer_missing) {
       const violation& f = part.violations.front();
       v.value = 1;
+      v.subject = f.other;
+      v.rank = s.model.rank_of(f.other.chunk);
       v.other = f.subject;
       v.other_rank = f.rank;
       v.other_slot = f.slot;

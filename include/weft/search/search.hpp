@@ -84,8 +84,9 @@ struct generator_plan {
 
 /// Every generator of the registry (`generators`) that makes `m`'s placement and chunks (loop
 /// with one chunk: GPipe, 1F1B, ZB-H1; loop with more: interleaved, with and without the extra
-/// warm-up micro-batch, and with NanoPipe; PyTorch's looped BFS and interleaved zero bubble; vee: ZB-V and DualPipeV; bidirectional: DualPipe), as plans of `m`. A
-/// generator that rejects the model (too few micro-batches for a V, say) has its error in `why`.
+/// warm-up micro-batch and with NanoPipe, PyTorch's looped BFS and interleaved zero bubble; vee:
+/// ZB-V, V-Half, V-Min and DualPipeV; bidirectional: DualPipe), as plans of `m`. A generator that
+/// rejects the model (too few micro-batches for a V, say) has its error in `why`.
 inline std::vector<generator_plan> generator_plans(const model_desc& m,
                                                    overlap_options overlap = {}) {
   std::vector<generator_plan> out;
