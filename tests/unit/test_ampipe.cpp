@@ -115,7 +115,7 @@ TEST_CASE("a chunk's queries see every key: dropping the other chunks' keys woul
   x.row(0) = random(1, 8, 1.0);  // a token of the first chunk (not a multiple: norms rescale)
   layer.attn_forward(x, mask, c, 6, 6);
   CHECK(rel_err(c.h, h) > 1e-3);
-  CHECK_THROWS_AS(layer.attn_forward(x, mask, c, 8, 6), std::invalid_argument);
+  CHECK_THROWS_AS(layer.attn_forward(x, mask, c, 8, 6), weft::config_error);
 }
 
 TEST_CASE("capacity: per routing call, first choices first, so chunking changes what is dropped") {

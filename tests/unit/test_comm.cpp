@@ -52,7 +52,7 @@ TEST_CASE("point-to-point: mismatched lengths and unknown peers are errors") {
   CHECK(r.done());  // nobody waits forever
   CHECK_THROWS_WITH_AS(w.at(0).isend(three, 5, 0),
                        "weft: inproc: send to rank 5, outside a world of 2", std::out_of_range);
-  CHECK_THROWS_AS(inproc_world(0), std::invalid_argument);
+  CHECK_THROWS_AS(inproc_world(0), weft::config_error);
 }
 
 TEST_CASE("fp64: point-to-point and sums keep every bit; a type mismatch is an error") {
@@ -147,7 +147,7 @@ TEST_CASE("collectives: a non-member and mismatched counts are errors") {
   const std::vector<int> only_zero{0};
   CHECK_THROWS_WITH_AS(w.at(1).all_reduce_sum(x, only_zero, 0),
                        "weft: inproc: rank 1 joins a collective of a group it is not in",
-                       std::invalid_argument);
+                       weft::config_error);
   const std::vector<int> both{0, 1};
   std::vector<float> send(2), recv(2);
   const std::vector<std::size_t> one_each{1, 1}, wrong{2, 0};

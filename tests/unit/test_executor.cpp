@@ -126,9 +126,9 @@ TEST_CASE("a schedule that does not fit the model is refused") {
   dense_executor<float> ex(model);
   CHECK_THROWS_WITH_AS(ex.run(one_f_one_b({.ranks = 4, .micro = 2})),
                        "weft: run: the schedule has 2 micro-batches, the model 4",
-                       std::invalid_argument);
+                       weft::config_error);
   CHECK_THROWS_AS(ex.run(one_f_one_b({.ranks = 4, .micro = 4, .stages = stage_set::moe()})),
-                  std::invalid_argument);
+                  weft::config_error);
 }
 
 TEST_CASE("an op that throws stops the run and names the rank and the op") {
@@ -436,7 +436,7 @@ TEST_CASE("the co-run slowdown read off a run, and the work calibrated without i
 
 TEST_CASE("a runner refuses a replica count below one") {
   CHECK_THROWS_WITH_AS(runner(lower(one_f_one_b({.ranks = 2, .micro = 2})), 0),
-                       "weft: run: replicas must be >= 1", std::invalid_argument);
+                       "weft: run: replicas must be >= 1", weft::config_error);
 }
 
 namespace {

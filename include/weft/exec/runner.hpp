@@ -338,7 +338,7 @@ class runner {
 template <run_binding Model>
 timeline run_program(const program& p, int replicas, Model& model, const run_options& opt,
                      run_measures* measures = nullptr) {
-  if (replicas < 1) throw std::invalid_argument("weft: run: replicas must be >= 1");
+  if (replicas < 1) throw config_error("weft: run: replicas must be >= 1");
   runner r(p, replicas, opt);
   return r.run(model, measures);
 }

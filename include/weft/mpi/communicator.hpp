@@ -33,6 +33,7 @@
 #include <utility>
 #include <vector>
 
+#include <weft/core/error.hpp>
 #include <weft/mpi/environment.hpp>
 #include <weft/rt/comm.hpp>
 
@@ -137,9 +138,9 @@ class communicator final : public rt::communicator, private rt::progress_source 
                          std::span<const int> members, int channel) override {
     group& g = group_of(members, channel);
     if (send_counts.size() != members.size() || recv_counts.size() != members.size())
-      throw std::invalid_argument("weft: mpi: all-to-all needs a count per member");
+      throw config_error("weft: mpi: all-to-all needs a count per member");
     if (send.type != recv.type)
-      throw std::invalid_argument("weft: mpi: all-to-all sends and receives one element type");
+      throw config_error("weft: mpi: all-to-all sends and receives one element type");
     std::size_t sent = 0, received = 0;
     for (std::size_t j = 0; j < members.size(); ++j) {
       count_of(send_counts[j], "an all-to-all");
@@ -150,10 +151,9 @@ class communicator final : public rt::communicator, private rt::progress_source 
     count_of(sent, "an all-to-all");
     count_of(received, "an all-to-all");
     if (sent != send.count || received != recv.count)
-      throw std::invalid_argument("weft: mpi: all-to-all counts add up to " + std::to_string(sent) +
-                                  " sent and " + std::to_string(received) +
-                                  " received, the buffers hold " + std::to_string(send.count) +
-                                  " and " + std::to_string(recv.count));
+      throw config_error("weft: mpi: all-to-all counts add up to " + std::to_string(sent) +
+                         " sent and " + std::to_string(received) + " received, the buffers hold " +
+                         std::to_string(send.count) + " and " + std::to_string(recv.count));
     // The counts are read when the call is made, maybe later (a group being created): like the
     // buffers, the caller keeps them until the event fires (rt/comm.hpp).
     return submit(&g, "all-to-all", -1, [=](pending& p, MPI_Comm c) {
@@ -350,8 +350,8 @@ class communicator final : public rt::communicator, private rt::progress_source 
   group& group_of(std::span<const int> members, int channel) {
     const auto me = std::find(members.begin(), members.end(), rank_);
     if (me == members.end())
-      throw std::invalid_argument("weft: mpi: rank " + std::to_string(rank_) +
-                                  " joins a collective of a group it is not in");
+      throw config_error("weft: mpi: rank " + std::to_string(rank_) +
+                         " joins a collective of a group it is not in");
     for (const int r : members) check_peer(r, "meet");
     std::lock_guard lock(m_);
     for (const auto& known : groups_)  // few groups, looked up per collective: no allocation

@@ -7,9 +7,9 @@
 
 #include <cmath>
 #include <limits>
-#include <stdexcept>
 #include <vector>
 
+#include <weft/core/error.hpp>
 #include <weft/nn/tensor.hpp>
 
 namespace weft::nn {
@@ -96,11 +96,11 @@ struct attention {
   matrix<T> forward(const matrix<T>& x, const attention_mask& mask, context& c, Eigen::Index first,
                     Eigen::Index rows) const {
     const Eigen::Index s = x.rows(), d = x.cols();
-    if (d % heads != 0) throw std::invalid_argument("weft: attention: heads must divide the width");
+    if (d % heads != 0) throw config_error("weft: attention: heads must divide the width");
     if (mask.rows() != s || mask.cols() != s)
-      throw std::invalid_argument("weft: attention: the mask must be tokens x tokens");
+      throw config_error("weft: attention: the mask must be tokens x tokens");
     if (first < 0 || rows < 0 || first + rows > s)
-      throw std::invalid_argument("weft: attention: the query rows must lie within the tokens");
+      throw config_error("weft: attention: the query rows must lie within the tokens");
     c.x = x;
     c.first = first;
     c.q = x.middleRows(first, rows) * wq.value;

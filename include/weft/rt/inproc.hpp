@@ -19,6 +19,7 @@
 #include <tuple>
 #include <vector>
 
+#include <weft/core/error.hpp>
 #include <weft/core/link.hpp>
 #include <weft/rt/comm.hpp>
 #include <weft/rt/timer.hpp>
@@ -66,7 +67,7 @@ struct delay_model {
 class inproc_world {
  public:
   explicit inproc_world(int ranks, delay_model delay = {}) : delay_(delay) {
-    if (ranks < 1) throw std::invalid_argument("weft: inproc: a world needs at least one rank");
+    if (ranks < 1) throw config_error("weft: inproc: a world needs at least one rank");
     for (int r = 0; r < ranks; ++r) comms_.push_back(std::make_unique<endpoint>(*this, r));
   }
   inproc_world(const inproc_world&) = delete;
@@ -172,8 +173,8 @@ class inproc_world {
              meeting::part mine) {
     const auto me = std::find(members.begin(), members.end(), rank);
     if (me == members.end())
-      throw std::invalid_argument("weft: inproc: rank " + std::to_string(rank) +
-                                  " joins a collective of a group it is not in");
+      throw config_error("weft: inproc: rank " + std::to_string(rank) +
+                         " joins a collective of a group it is not in");
     for (const int r : members) check_peer(r, "meet");
     const auto index = static_cast<std::size_t>(me - members.begin());
     std::vector<int> key(members.begin(), members.end());
@@ -314,7 +315,7 @@ class inproc_world {
                        std::span<const std::size_t> recv_counts, std::span<const int> members,
                        int channel) override {
       if (send_counts.size() != members.size() || recv_counts.size() != members.size())
-        throw std::invalid_argument("weft: inproc: all-to-all needs a count per member");
+        throw config_error("weft: inproc: all-to-all needs a count per member");
       return world.meet(
           me, meeting::a2a, members, channel,
           {.in = send, .out = recv, .send_counts = send_counts, .recv_counts = recv_counts});

@@ -2,11 +2,11 @@
 // compiled once for float and double into `weft::exec_compiled` with WEFT_SEPARATE_COMPILATION.
 #pragma once
 
-#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include <weft/core/error.hpp>
 #include <weft/exec/collect.hpp>
 #include <weft/exec/executor.hpp>
 #include <weft/schedule/lower.hpp>
@@ -72,15 +72,15 @@ class dense_run {
 
   void check_fits(const model_desc& m) const {
     if (!(m.stages == stage_set::whole_block()))
-      throw std::invalid_argument("weft: run: the dense model runs whole-block schedules");
+      throw config_error("weft: run: the dense model runs whole-block schedules");
     if (m.micro != model_.cfg.micro)
-      throw std::invalid_argument("weft: run: the schedule has " + std::to_string(m.micro) +
-                                  " micro-batches, the model " + std::to_string(model_.cfg.micro));
+      throw config_error("weft: run: the schedule has " + std::to_string(m.micro) +
+                         " micro-batches, the model " + std::to_string(model_.cfg.micro));
     if (stage_of_chunk(m, m.chunks() - 1) + 1 != model_.cfg.stages)
-      throw std::invalid_argument("weft: run: the schedule's chunks do not carry the model's " +
-                                  std::to_string(model_.cfg.stages) + " stages");
+      throw config_error("weft: run: the schedule's chunks do not carry the model's " +
+                         std::to_string(model_.cfg.stages) + " stages");
     if (m.layers != 1)
-      throw std::invalid_argument("weft: run: a whole-block op runs a whole stage: layers = 1");
+      throw config_error("weft: run: a whole-block op runs a whole stage: layers = 1");
   }
   void setup(const model_desc& m) {
     model_desc_ = m;

@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include <weft/core/error.hpp>
 #include <weft/exec/runner.hpp>
 #include <weft/rt/cpu_time.hpp>
 
@@ -22,8 +23,7 @@ namespace weft::exec {
 
 WEFT_DECL runner::runner(program p, int replicas, run_options opt)
     : p_(std::move(p)),
-      replicas_(replicas >= 1 ? replicas
-                              : throw std::invalid_argument("weft: run: replicas must be >= 1")),
+      replicas_(replicas >= 1 ? replicas : throw config_error("weft: run: replicas must be >= 1")),
       opt_(std::move(opt)),
       g_(p_, {.replicas = replicas_}),
       pool_(opt_.workers, opt_.comm_workers),
