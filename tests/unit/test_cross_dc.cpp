@@ -3,6 +3,8 @@
 // transfer, the rendezvous, links between sites, the loss all-reduce, and the seed's table.
 #include <doctest/doctest.h>
 
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -56,10 +58,12 @@ TEST_CASE("Megatron's 1F1B lowering: each receive right before its step, odd ran
 }
 
 TEST_CASE("the seed's early receives: each posted before the step preceding its consumer") {
-  // Rank 0: B0's receive goes before F1, B1's before B0. Rank 1: F1's before B0.
+  // Rank 0: B0's receive goes before F1 (the step before B0); B1's after B0, where MindSpeed's
+  // 1F1B phase posts the next backward's receive (the cool-down posts them a step early). Rank
+  // 1: F1's before B0. Each rank sends, then posts its receives.
   const schedule s =
       one_f_one_b({.ranks = 2, .micro = 2, .p2p = {.overlap_p2p = true, .multi_stream = true}});
-  CHECK(trace(s, 0) == strings{"F0", "sF0", "rB0", "F1", "sF1", "rB1", "B0", "B1"});
+  CHECK(trace(s, 0) == strings{"F0", "sF0", "rB0", "F1", "sF1", "B0", "rB1", "B1"});
   CHECK(trace(s, 1) == strings{"rF0", "F0", "rF1", "B0", "sB0", "F1", "B1", "sB1"});
   // Ping/pong: even ranks receive on ping and send on pong, odd ranks the reverse.
   for (int r = 0; r < 2; ++r)
@@ -576,4 +580,76 @@ TEST_CASE("the seed's NanoPipe rows: MindSpeed's interleaved code at every VP, d
     CHECK(o < b);
     if (r.vp < 5) CHECK(1 - o / b < 0.03);
   }
+}
+
+namespace {
+/// A rank's compute and transfers as the reference file spells them: `F<chunk>.<mb>`,
+/// `B<chunk>.<mb>`, `sF…`/`rB…` for sends and receives (a send names its sender's chunk, a
+/// receive its consumer's), and `@ping`/`@pong` on transfers when `groups`.
+std::vector<std::string> issue_order(const schedule& s, int r, bool groups) {
+  std::vector<std::string> out;
+  for (const op& o : s.rank_ops(r)) {
+    std::string t = o.k == kind::send ? "s" : o.k == kind::recv ? "r" : "";
+    if (o.k != kind::block && t.empty()) continue;
+    t += o.ph == phase::F ? "F" : "B";
+    t += std::to_string(o.chunk) + "." + std::to_string(o.mb);
+    if (groups && !(t[0] == 'F' || t[0] == 'B')) t += o.lane == ping_lane ? "@ping" : "@pong";
+    out.push_back(t);
+  }
+  return out;
+}
+/// The same from a reference line: calls' braces, waits and streams dropped.
+std::vector<std::string> reference_order(const std::string& line, bool groups) {
+  std::vector<std::string> out;
+  std::istringstream in(line);
+  for (std::string t; in >> t;) {
+    if (t == "{" || t == "}" || t == "}w" || t.rfind("w(", 0) == 0 || t.back() == ')') continue;
+    if (const auto at = t.find('@'); at != std::string::npos) {
+      const std::string group = t.substr(at, t.find('/') - at);
+      t = t.substr(0, at) + (groups ? group : "");
+    }
+    out.push_back(t);
+  }
+  return out;
+}
+}  // namespace
+
+TEST_CASE("Megatron's and MindSpeed's transfers in the order their code issues them") {
+  // tests/data/megatron/transfer_orders_derived.txt: a transcription of the control flow of
+  // Megatron-LM core_r0.7.0's interleaved schedule (overlap_p2p_comm) and MindSpeed
+  // core_r0.7.0's early-receive schedule, with and without --use-multi-stream, made without
+  // weft's code (data/megatron/README.md). Every rank's compute, sends and receives in issue
+  // order, and for MindSpeed the process group each transfer uses, at pp 2 and 4, VP 1, 2 and 3,
+  // micro-batches equal to pp and twice it.
+  std::ifstream file(std::string(WEFT_TEST_DATA) + "/megatron/transfer_orders_derived.txt");
+  REQUIRE(file);
+  std::string line;
+  int blocks = 0;
+  while (std::getline(file, line)) {
+    if (line.rfind("== ", 0) != 0) continue;
+    std::istringstream head(line.substr(3));
+    std::string variant, p, v, m;
+    head >> variant >> p >> v >> m;
+    const int P = std::stoi(p.substr(2)), V = std::stoi(v.substr(2)), M = std::stoi(m.substr(2));
+    p2p_options o;
+    if (variant == "megatron_interleaved_overlap")
+      o.megatron = true;
+    else if (variant == "mindspeed_overlap")
+      o.overlap_p2p = true;
+    else if (variant == "mindspeed_overlap_multistream")
+      o = {.overlap_p2p = true, .multi_stream = true};
+    else
+      continue;  // Megatron's batched calls (1F1B, interleaved without overlap_p2p_comm)
+    const bool groups = o.overlap_p2p;
+    CAPTURE(line);
+    const schedule s = interleaved({.ranks = P, .micro = M, .chunks = V, .p2p = o});
+    CHECK(check(s).ok());
+    for (int r = 0; r < P; ++r) {
+      REQUIRE(std::getline(file, line));
+      CAPTURE(r);
+      CHECK(issue_order(s, r, groups) == reference_order(line, groups));
+    }
+    ++blocks;
+  }
+  CHECK(blocks == 36);
 }

@@ -97,7 +97,10 @@ enum class receive_posting : std::uint8_t {
   after_previous,
   /// Early (seed: pp-cross-dc-comm-overlap, `--overlap-warmup-cooldown-communication`): before
   /// the step preceding its consumer, so the data arrives while that step computes; in the
-  /// 1F1B phase the same as Megatron's, in warm-up and cool-down one step earlier.
+  /// 1F1B phase the same as Megatron's, in warm-up and cool-down one step earlier — MindSpeed's
+  /// code: the first cool-down backward's after the last steady one, and with every forward in
+  /// the warm-up (`transfer_options::warmup`) the backwards' after the last forward. A rank
+  /// issues its sends, then its receives.
   early,
 };
 
@@ -105,9 +108,11 @@ enum class receive_posting : std::uint8_t {
 struct transfer_options {
   p2p_lanes lanes = p2p_lanes::per_peer;
   receive_posting receives = receive_posting::when_sent;
-  /// `after_previous`: per rank, how many forwards its warm-up runs (the generator's count).
-  /// Megatron posts the first backward's receive with the last warm-up step, or, when the
-  /// warm-up holds every forward, right before that backward. Empty: the latter.
+  /// `after_previous` and `early`: per rank, how many forwards its warm-up runs (the
+  /// generator's count). Megatron posts the first backward's receive with the last warm-up
+  /// step, or, when the warm-up holds every forward, right before that backward (empty: the
+  /// latter); MindSpeed's early receives too wait until every forward is issued then (empty:
+  /// they do not).
   buffer<std::uint16_t> warmup{};
 };
 
@@ -272,8 +277,23 @@ constexpr schedule lower_by_steps(const transfer_lowering& L) {
     }
     const auto steps = static_cast<std::uint32_t>(step_begin.size());
     // Where each step's receives go: before step `post`.
+    // Every forward first on this rank (the generator's warm-up holds all its forwards)?
+    std::uint32_t forwards = 0;
+    for (const std::uint8_t x : dirs) forwards += (x & 1) ? 1 : 0;
+    const bool all_warmup = r < L.opt.warmup.size() && L.opt.warmup[r] >= forwards;
+    const auto backward_at = [&](std::uint32_t I) { return (dirs[I] & 2) != 0; };
     const auto post_before = [&](std::uint32_t J, phase d) -> std::uint32_t {
-      if (L.opt.receives == receive_posting::early) return J > 0 ? J - 1 : 0;
+      if (L.opt.receives == receive_posting::early) {
+        if (J == 0 || d == phase::F) return J > 0 ? J - 1 : 0;
+        // MindSpeed's code: a backward's receive goes before the step preceding it in the
+        // cool-down, but right after the previous backward in the 1F1B phase (so before a
+        // first cool-down backward only after the last steady one), and after every forward
+        // when the warm-up holds them all.
+        if (backward_at(J - 1)) return all_warmup || (J >= 2 && backward_at(J - 2)) ? J - 1 : J;
+        bool first = true;
+        for (std::uint32_t I = 0; I < J && first; ++I) first = !backward_at(I);
+        return first && all_warmup ? J : J - 1;
+      }
       if (L.opt.receives == receive_posting::at_use) return J;
       const std::uint8_t bit = d == phase::F ? 1 : 2;
       for (std::uint32_t I = J; I-- > 0;)
@@ -303,6 +323,11 @@ constexpr schedule lower_by_steps(const transfer_lowering& L) {
     // one FIFO stream two neighbours then always meet: each send faces the receive it matches.
     buffer<op> group;
     const auto flush = [&] {
+      if (L.opt.receives == receive_posting::early) {  // MindSpeed: each send, then receives
+        for (const op& t : group) issue(r, t);
+        group.clear();
+        return;
+      }
       const auto order = [&](const op& t) {
         const int dir = t.ph == phase::F ? 0 : 2;  // F: to next / from prev; B: the reverse
         const bool sends = t.k == kind::send;
