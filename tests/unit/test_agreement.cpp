@@ -87,6 +87,8 @@ config random_config(std::mt19937& rng) {
       return {"gpipe, " + name, gpipe(p)};
     case 1:
       p.p2p = random_p2p(rng, true);
+      // The seed's switches run MindSpeed's interleaved code: micro-batches in multiples of pp.
+      if (p.p2p.overlap_p2p) p.micro = 2 * P;
       return {"1f1b, " + name + describe(p.p2p), one_f_one_b(p)};
     case 2:
       p.overlap = overlap_options::none();

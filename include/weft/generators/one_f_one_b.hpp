@@ -2,6 +2,7 @@
 #pragma once
 
 #include <weft/generators/builder.hpp>
+#include <weft/generators/interleaved.hpp>
 #include <weft/generators/params.hpp>
 
 namespace weft {
@@ -25,7 +26,22 @@ constexpr schedule gpipe(const pipeline_params& p) {
 /// 1F1B: after a warm-up of (ranks - rank - 1) forwards, each rank alternates one forward and
 /// one backward, so at most `ranks - rank` micro-batches are live on a rank. Same bubble as
 /// GPipe, (ranks - 1) / (micro + ranks - 1), with memory bounded by the pipeline depth.
+/// With the seed's early receives (`p2p.overlap_p2p`) it is what MindSpeed runs for them
+/// without a virtual pipeline: its interleaved schedule with one chunk per rank, whose warm-up
+/// holds 2 (ranks - rank - 1) forwards (every forward when micro equals ranks), and micro a
+/// multiple of ranks.
 constexpr schedule one_f_one_b(const pipeline_params& p) {
+  if (p.p2p.overlap_p2p)
+    return interleaved({.ranks = p.ranks,
+                        .micro = p.micro,
+                        .chunks = 1,
+                        .layers = p.layers,
+                        .stages = p.stages,
+                        .transfers = p.transfers,
+                        .overlap = p.overlap,
+                        .splits = p.splits,
+                        .pieces = p.pieces,
+                        .p2p = p.p2p});
   const model_desc m = gen::pipeline_model(p);
   gen::check_common("1f1b", p, m, true);
   gen::pipeline_builder b(m, p.overlap);
