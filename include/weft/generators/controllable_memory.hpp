@@ -59,6 +59,29 @@ constexpr int earliest(const passes& s, int types, const buffer<int>& next, int 
   return best;
 }
 
+/// The pass every rank's lists reach first, ranks in order on a tie: its rank, type and slot
+/// (rank -1 when every list is done). `next` walks each (rank, type) list.
+constexpr void next_pass(const buffer<passes>& s, int types, const buffer<int>& next, int& stage,
+                         int& t, int& slot) {
+  stage = -1;
+  for (int r = 0; r < static_cast<int>(s.size()); ++r) {
+    int at = slot;
+    const int u = earliest(s[static_cast<std::size_t>(r)], types, next, r * types, at);
+    if (u >= 0 && (stage < 0 || at < slot)) {
+      stage = r;
+      t = u;
+      slot = at;
+    }
+  }
+}
+
+/// All ranks' passes: every rank runs as many of each type as the first.
+constexpr std::size_t pass_count(const buffer<passes>& s) {
+  std::size_t total = 0;
+  for (int t = 0; t < s[0].types; ++t) total += s[0].at[t].size();
+  return total * s.size();
+}
+
 /// Puts the dW passes into the slots the other four types leave empty, each after a dX: one
 /// list for both arms, or (`per_arm`) one per arm, the second arm's first. Those left over go
 /// after the horizon.
@@ -128,12 +151,10 @@ constexpr int memory(const passes& s) {
 constexpr void squeeze(const buffer<passes>& s, const int* cost, int comm, buffer<passes>& start,
                        buffer<buffer<int>>* order = nullptr) {
   const int S = static_cast<int>(s.size()), T = s[0].types;
-  int width = 0, latest = 0;
-  for (const passes& x : s) {
+  int width = 0;
+  for (const passes& x : s)
     for (int t = 0; t < T; ++t)
       width = static_cast<int>(x.at[t].size()) > width ? static_cast<int>(x.at[t].size()) : width;
-    latest = x.latest() > latest ? x.latest() : latest;
-  }
   const auto key = [&](int stage, int t, int mb) {
     return static_cast<std::size_t>((stage * T + t) * width + mb);
   };
@@ -141,24 +162,14 @@ constexpr void squeeze(const buffer<passes>& s, const int* cost, int comm, buffe
   buffer<int> next(static_cast<std::size_t>(S * T), 0), last(static_cast<std::size_t>(S), -1);
   start = s;
   if (order) order->assign(static_cast<std::size_t>(S), buffer<int>{});
-  std::size_t total = 0;
-  for (int t = 0; t < T; ++t) total += s[0].at[t].size();
-  total *= static_cast<std::size_t>(S);
+  const std::size_t total = pass_count(s);
   const auto done = [&](std::size_t k) {
     if (end[k] < 0) reject("v-schedule", "internal: a pass before its input");
     return end[k];
   };
   for (std::size_t n = 0; n < total; ++n) {
-    int stage = -1, t = -1, slot = latest + 1;
-    for (int r = 0; r < S; ++r) {
-      int at = slot;
-      const int u = earliest(s[static_cast<std::size_t>(r)], T, next, r * T, at);
-      if (u >= 0 && (stage < 0 || at < slot)) {
-        stage = r;
-        t = u;
-        slot = at;
-      }
-    }
+    int stage = -1, t = -1, slot = 0;
+    next_pass(s, T, next, stage, t, slot);
     if (stage < 0) reject("v-schedule", "internal: passes left unscheduled");
     const int mb = next[static_cast<std::size_t>(stage * T + t)]++;
     long long ready = 0;
@@ -194,21 +205,11 @@ constexpr buffer<passes> reorder(buffer<passes> s, bool weights) {
   }
   buffer<bool> taken(static_cast<std::size_t>(S * (latest + 1)), false);
   buffer<int> next(static_cast<std::size_t>(S * T), 0);
-  std::size_t total = 0;
-  for (int t = 0; t < T; ++t) total += s[0].at[t].size();
-  total *= static_cast<std::size_t>(S);
+  const std::size_t total = pass_count(s);
   int phase = 0;
   for (std::size_t n = 0; n < total; ++n) {
-    int stage = -1, t = -1, slot = latest + 1;
-    for (int r = 0; r < S; ++r) {
-      int at = slot;
-      const int u = earliest(s[static_cast<std::size_t>(r)], T, next, r * T, at);
-      if (u >= 0 && (stage < 0 || at < slot)) {
-        stage = r;
-        t = u;
-        slot = at;
-      }
-    }
+    int stage = -1, t = -1, slot = 0;
+    next_pass(s, T, next, stage, t, slot);
     if (stage < 0) reject("v-schedule", "internal: passes left unplaced");
     const int mb = next[static_cast<std::size_t>(stage * T + t)]++;
     passes& here = s[static_cast<std::size_t>(stage)];

@@ -46,6 +46,19 @@ constexpr loop_chunks loop_chunks_of(const char* name, const interleaved_params&
   check_common(name, common, m, megatron_code);
   return {common, m};
 }
+/// The interleaved parameters of a pipeline at `chunks` per rank (the rest at their defaults).
+constexpr interleaved_params with_chunks(const pipeline_params& p, int chunks) {
+  return {.ranks = p.ranks,
+          .micro = p.micro,
+          .chunks = chunks,
+          .layers = p.layers,
+          .stages = p.stages,
+          .transfers = p.transfers,
+          .overlap = p.overlap,
+          .splits = p.splits,
+          .pieces = p.pieces,
+          .p2p = p.p2p};
+}
 /// PyTorch's rounds: micro-batches pass the chunks in max(1, micro / ranks) rounds of equal
 /// size; the size, G. Rule: micro a multiple of the rounds.
 constexpr int round_size(const char* name, int ranks, int micro) {

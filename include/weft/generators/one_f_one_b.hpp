@@ -31,17 +31,7 @@ constexpr schedule gpipe(const pipeline_params& p) {
 /// holds 2 (ranks - rank - 1) forwards (every forward when micro equals ranks), and micro a
 /// multiple of ranks.
 constexpr schedule one_f_one_b(const pipeline_params& p) {
-  if (p.p2p.overlap_p2p)
-    return interleaved({.ranks = p.ranks,
-                        .micro = p.micro,
-                        .chunks = 1,
-                        .layers = p.layers,
-                        .stages = p.stages,
-                        .transfers = p.transfers,
-                        .overlap = p.overlap,
-                        .splits = p.splits,
-                        .pieces = p.pieces,
-                        .p2p = p.p2p});
+  if (p.p2p.overlap_p2p) return interleaved(gen::with_chunks(p, 1));
   const model_desc m = gen::pipeline_model(p);
   gen::check_common("1f1b", p, m, true);
   gen::pipeline_builder b(m, p.overlap);

@@ -43,18 +43,10 @@ struct generator_info {
 namespace gen {
 /// The arguments of the schedules that take chunks per rank.
 constexpr interleaved_params chunked(const generator_args& a) {
-  return {.ranks = a.ranks,
-          .micro = a.micro,
-          .chunks = a.chunks,
-          .layers = a.layers,
-          .stages = a.stages,
-          .transfers = a.transfers,
-          .overlap = a.overlap,
-          .extra_warmup = a.extra_warmup,
-          .splits = a.splits,
-          .pieces = a.pieces,
-          .p2p = a.p2p,
-          .nanopipe = a.nanopipe};
+  interleaved_params p = with_chunks(a, a.chunks);
+  p.extra_warmup = a.extra_warmup;
+  p.nanopipe = a.nanopipe;
+  return p;
 }
 }  // namespace gen
 
