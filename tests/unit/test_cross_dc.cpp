@@ -244,6 +244,24 @@ TEST_CASE("Megatron's lowerings are refused for schedules Megatron has no code f
   refused([] { return gpipe({.ranks = 2, .micro = 4, .p2p = {.blocking = true}}); });
   refused([] { return dualpipev({.ranks = 2, .micro = 4, .p2p = {.megatron = true}}); });
   refused([] { return dualpipe({.ranks = 2, .micro = 4, .p2p = {.overlap_p2p = true}}); });
+  // MindSpeed's fb-overlap VPP is a copy of Megatron's interleaved code without the early
+  // receives; with them (accepted once, found by fuzzing) MoE stages deadlocked.
+  CHECK_THROWS_WITH_AS(interleaved({.ranks = 4,
+                                    .micro = 8,
+                                    .chunks = 3,
+                                    .stages = stage_set::moe(),
+                                    .overlap = overlap_options::all(),
+                                    .extra_warmup = true,
+                                    .p2p = {.overlap_p2p = true}}),
+                       doctest::Contains("fb-overlap's extra warm-up"), config_error);
+  CHECK(check(interleaved({.ranks = 4,
+                           .micro = 8,
+                           .chunks = 3,
+                           .stages = stage_set::moe(),
+                           .overlap = overlap_options::all(),
+                           .extra_warmup = true,
+                           .p2p = {.megatron = true}}))
+            .ok());
   // PyTorch's lowering, and the logging all-reduce (no transfer placement of its own), stay.
   CHECK(check(zb_h1({.ranks = 2, .micro = 5, .transfers = true})).ok());
   CHECK(check(zb_v({.ranks = 2, .micro = 4, .p2p = {.async_log_allreduce = true}})).ok());

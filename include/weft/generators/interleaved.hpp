@@ -125,6 +125,13 @@ constexpr schedule interleaved(const interleaved_params& p) {
                 "reverse); with an odd number of ranks the chunks' wrap-around joins two even "
                 "ranks, P-1 sending on pong while rank 0 receives on ping, and they never meet: "
                 "--overlap-p2p with --chunks > 1 needs an even --pp");
+  if (p.p2p.overlap_p2p && p.extra_warmup)
+    gen::reject("interleaved",
+                "the seed's early receives do not combine with fb-overlap's extra warm-up "
+                "micro-batch: MindSpeed's fb-overlap runs VPP through a copy of Megatron's "
+                "interleaved schedule (moe_feature/fb_overlap/vpp_schedules.py) with Megatron's "
+                "overlap_p2p_comm, not the early-receive one; with MoE stages and fb-overlap, "
+                "posting receives early there deadlocks (checked: pp 4, micro 8, chunks 3)");
   if (p.nanopipe) gen::check_nanopipe(p);
   const int P = p.ranks, V = p.chunks, G = gen::round_size("interleaved", P, p.micro),
             total = p.micro * V;
