@@ -408,6 +408,17 @@ TEST_CASE("every generator's CSV reads back legal, or is refused with the reason
                        config_error);
 }
 
+TEST_CASE("Megatron's batched calls write as a cell per transfer and read back legal") {
+  // 1F1B, 2 ranks, 2 micro-batches under Megatron's code: rank 0 runs F0 {sF0} F1 {sF1 rB0} B0
+  // {rB1} B1. PyTorch has no batched call, so the call's two transfers take two cells.
+  const schedule s = one_f_one_b({.ranks = 2, .micro = 2, .p2p = {.blocking = true}});
+  const std::string text = csv_of(s);
+  CHECK(text.substr(0, text.find('\n')) == "0F0,0SEND_F0,0F1,0SEND_F1,0RECV_B0,0B0,0RECV_B1,0B1");
+  const schedule back = parse(text);
+  CHECK(check(back).ok());
+  CHECK(back.ops.size() == s.ops.size());
+}
+
 TEST_CASE("only whole-chunk schedules have a CSV form") {
   std::ostringstream out;
   CHECK_THROWS_AS(
@@ -426,7 +437,8 @@ TEST_CASE("with_transfers refuses schedules it cannot lower") {
 
 TEST_CASE("transfer lanes: per peer, one stream, or ping/pong by rank parity") {
   const schedule s = interleaved({.ranks = 4, .micro = 8, .chunks = 2});
-  for (const p2p_lanes lanes : {p2p_lanes::per_peer, p2p_lanes::single, p2p_lanes::ping_pong}) {
+  for (const p2p_lanes lanes :
+       {p2p_lanes::per_peer, p2p_lanes::single, p2p_lanes::ping_pong, p2p_lanes::by_direction}) {
     const schedule t = with_transfers(s, {.lanes = lanes});
     CHECK(check(t).ok());
     const op_index ix(t.model, false);
@@ -441,6 +453,10 @@ TEST_CASE("transfer lanes: per peer, one stream, or ping/pong by rank parity") {
           CHECK(o.lane == (even == receives ? ping_lane : pong_lane));
         }
         if (lanes == p2p_lanes::per_peer && o.k == kind::send) CHECK(o.lane == send_lane);
+        if (lanes == p2p_lanes::by_direction)  // a lane per kind and direction
+          CHECK(o.lane == (o.k == kind::send ? (o.ph == phase::F ? send_lane : send_upstream_lane)
+                                             : (o.ph == phase::F ? recv_from_lower_lane
+                                                                 : recv_from_higher_lane)));
       }
   }
 }

@@ -66,7 +66,7 @@ struct stream_id {
   std::uint8_t lane = 0;
   friend constexpr bool operator==(const stream_id&, const stream_id&) = default;
 };
-inline constexpr int lanes_per_class = 6;
+inline constexpr int lanes_per_class = 7;
 
 /// Comm lanes. MoE all-to-alls run on lane 0; pipeline sends on lane 1; receives on lane 2 from
 /// a lower rank and on lane 3 from a higher one (`transfer_lane`, schedule/transfers.hpp). PyTorch
@@ -81,7 +81,10 @@ inline constexpr int recv_from_higher_lane = 3;
 inline constexpr int second_all_to_all_lane = 4;
 /// The loss all-reduce for logging (seed: pp-cross-dc-comm-overlap) on the last stage.
 inline constexpr int loss_lane = 5;
-static_assert(loss_lane < lanes_per_class);
+/// Megatron's batched calls (`p2p_lanes::by_direction`): gradients sent upstream, beside
+/// activations sent downstream on `send_lane`, so a call's sends progress together.
+inline constexpr int send_upstream_lane = 6;
+static_assert(send_upstream_lane < lanes_per_class);
 
 inline constexpr int streams_per_rank = 2 * lanes_per_class;
 

@@ -67,8 +67,9 @@ class pipeline_builder {
 };
 
 /// The schedule built so far, lowered to explicit transfers when `p` asks for them (`transfers`,
-/// or any p2p option); `interleaved`: Megatron's interleaved lowering for `p.p2p.megatron`, with
-/// each rank's warm-up forwards in `warmup`.
+/// or any p2p option); `interleaved`: Megatron's interleaved lowering for `p.p2p.megatron`, else
+/// its 1F1B; each rank's warm-up forwards in `warmup` (Megatron's lowerings place transfers by
+/// phase).
 constexpr schedule finish(pipeline_builder& b, const pipeline_params& p, bool interleaved = false,
                           buffer<std::uint16_t> warmup = {}) {
   schedule s = b.take();

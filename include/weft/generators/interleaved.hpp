@@ -125,6 +125,13 @@ constexpr schedule interleaved(const interleaved_params& p) {
                 "reverse); with an odd number of ranks the chunks' wrap-around joins two even "
                 "ranks, P-1 sending on pong while rank 0 receives on ping, and they never meet: "
                 "--overlap-p2p with --chunks > 1 needs an even --pp");
+  if (p.p2p.blocking && p.ranks == 2 && p.chunks > 1)
+    gen::reject("interleaved",
+                "Megatron's batched calls need more than 2 pipeline ranks with chunks (Megatron: "
+                "'pipeline-model-parallel size should be greater than 2 with interleaved "
+                "schedule'): on 2 ranks both neighbours are one peer, a call's activation and "
+                "gradient to it match the peer's receives in issue order, and they are issued in "
+                "opposite orders, so each would land in the other's buffer");
   if (p.p2p.overlap_p2p && p.extra_warmup)
     gen::reject("interleaved",
                 "the seed's early receives do not combine with fb-overlap's extra warm-up "

@@ -29,15 +29,26 @@ constexpr schedule gpipe(const pipeline_params& p) {
 /// With the seed's early receives (`p2p.overlap_p2p`) it is what MindSpeed runs for them
 /// without a virtual pipeline: its interleaved schedule with one chunk per rank, whose warm-up
 /// holds 2 (ranks - rank - 1) forwards (every forward when micro equals ranks), and micro a
-/// multiple of ranks.
+/// multiple of ranks. Megatron's lowering (`p2p.megatron`, `p2p.blocking`) is its 1F1B code:
+/// batched calls, each waited by the host (`receive_posting::batched_1f1b`).
 constexpr schedule one_f_one_b(const pipeline_params& p) {
   if (p.p2p.overlap_p2p) return interleaved(gen::with_chunks(p, 1));
+  if (p.p2p.megatron && !p.p2p.blocking) {
+    // Megatron turns overlap_p2p_comm off without a virtual pipeline (arguments.py), so its
+    // 1F1B code always makes batched calls the host waits for: the `blocking` lowering.
+    pipeline_params q = p;
+    q.p2p.megatron = false;
+    q.p2p.blocking = true;
+    return one_f_one_b(q);
+  }
   const model_desc m = gen::pipeline_model(p);
   gen::check_common("1f1b", p, m, true);
   gen::pipeline_builder b(m, p.overlap);
+  buffer<std::uint16_t> warmups(static_cast<std::size_t>(p.ranks), 0);
   for (int r = 0; r < p.ranks; ++r) {
     b.add_rank();
     const int warmup = p.ranks - r - 1 < p.micro ? p.ranks - r - 1 : p.micro;
+    warmups[static_cast<std::size_t>(r)] = static_cast<std::uint16_t>(warmup);
     for (int i = 0; i < warmup; ++i) b.forward(i, r);
     for (int i = 0; i + warmup < p.micro; ++i) {
       b.forward(i + warmup, r);
@@ -45,7 +56,7 @@ constexpr schedule one_f_one_b(const pipeline_params& p) {
     }
     for (int i = p.micro - warmup; i < p.micro; ++i) b.backward(i, r);
   }
-  return gen::finish(b, p);
+  return gen::finish(b, p, false, static_cast<buffer<std::uint16_t>&&>(warmups));
 }
 
 /// ZB-H1 (zero bubble, Qi et al. 2023): 1F1B with each backward split into dX and dW, and the

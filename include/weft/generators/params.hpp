@@ -21,8 +21,9 @@ namespace weft {
 /// either selects it. Any option here lowers the schedule to explicit transfers.
 struct p2p_options {
   bool megatron = false;
-  /// Megatron's lowering with the host waiting for every transfer (`transfer_wait::host`):
-  /// Megatron without `overlap_p2p_comm`, which it turns off without a virtual pipeline.
+  /// Megatron without `overlap_p2p_comm` (`--no-overlap-p2p-communication`; always without a
+  /// virtual pipeline): batched calls (`batch_isend_irecv`), each waited by the host
+  /// (`transfer_wait::host`; `receive_posting::batched_1f1b`, `batched_interleaved`).
   bool blocking = false;
   /// Receives posted a step earlier in warm-up and cool-down (`receive_posting::early`; seed:
   /// `--overlap-warmup-cooldown-communication`). MindSpeed splits the transfers over two
@@ -62,6 +63,10 @@ struct p2p_options {
   /// any number of chunks), else its 1F1B.
   constexpr transfer_options transfers(bool interleaved) const {
     if (!megatron && !blocking && !overlap_p2p && !multi_stream) return {};
+    if (blocking)
+      return {.lanes = p2p_lanes::by_direction,
+              .receives = interleaved ? receive_posting::batched_interleaved
+                                      : receive_posting::batched_1f1b};
     return {.lanes = overlap_p2p ? p2p_lanes::ping_pong : p2p_lanes::single,
             .receives = overlap_p2p   ? receive_posting::early
                         : interleaved ? receive_posting::after_previous

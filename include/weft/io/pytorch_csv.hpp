@@ -220,7 +220,9 @@ inline std::string action_text(const op& o) {
 }  // namespace csv_detail
 
 /// Writes `s` as a PyTorch CSV. Only whole-chunk schedules have that form (one `block` op per
-/// chunk, transfers); a slot holds one action or a forward and a backward (OVERLAP_F_B).
+/// chunk, transfers); a slot holds one action or a forward and a backward (OVERLAP_F_B). PyTorch
+/// has no batched call: one of Megatron's (a slot of transfers, `p2p.blocking`) becomes a cell
+/// per transfer, in its order — read back, each is a transfer of its own.
 inline void write_pytorch_csv(std::ostream& out, const schedule& s) {
   const model_desc& m = s.model;
   if (!(m.stages == stage_set::whole_block()) || m.layers != 1 || m.splits != 1)
@@ -239,6 +241,9 @@ inline void write_pytorch_csv(std::ostream& out, const schedule& s) {
         continue;  // an idle step: an empty cell
       } else if (slot.size() == 1) {
         out << csv_detail::action_text(slot[0]);
+      } else if (is_p2p(slot[0].k)) {
+        for (std::size_t k = 0; k < slot.size(); ++k)
+          out << (k ? "," : "") << csv_detail::action_text(slot[k]);
       } else if (slot.size() == 2 && slot[0].k == kind::block && slot[1].k == kind::block &&
                  slot[0].ph == phase::F && slot[1].ph != phase::F) {
         out << '(' << csv_detail::action_text(slot[0]) << ';' << csv_detail::action_text(slot[1])

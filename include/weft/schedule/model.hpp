@@ -83,8 +83,11 @@ enum class transfer_wait : std::uint8_t {
   /// transfers between two computing slots): Megatron's `wait()` on the handles of a combined
   /// `send_forward_recv_forward`-style call, its sends included.
   exchange,
-  /// Every op waits for every transfer its rank issued before it: Megatron without
-  /// `overlap_p2p_comm`, which it turns off without a virtual pipeline.
+  /// Blocking calls (a slot of transfers is one call, its ops progressing together): every op
+  /// waits for every transfer of the calls its rank issued before it, and a call starts after
+  /// the compute issued before it — Megatron without `overlap_p2p_comm` (which it turns off
+  /// without a virtual pipeline): `batch_isend_irecv`, its requests waited, then
+  /// `torch.cuda.synchronize()` (`batch_p2p_sync`, on by default).
   host,
   /// The data an op needs, and a transfer starts only after the compute its rank issued before
   /// it: issued while the compute stream is current, its communicator's stream waits on that

@@ -12,7 +12,7 @@
 //   communication streams included: a transfer blocks its stream until it is done), the events of
 //   its producers on other streams and ranks, with a slot barrier every op of the rank's
 //   previous slot, and as model_desc::waits says, the other transfers issued with a receive it
-//   needs (`exchange`) or every transfer its rank issued before it (`host`).
+//   needs (`exchange`) or every transfer of the calls its rank issued before it (`host`).
 // - A unit is ready when all its members have arrived.
 //
 // A program run `replicas` times (each rank copied; copy r's transfers go to copy r of the peer)
@@ -197,7 +197,10 @@ class semantics {
       for (std::uint32_t i = 0; i < n_; ++i)
         for (std::uint32_t w = wb[i]; w < wb[i + 1]; ++w)
           add_edge<Fill>(waits[w] + base, i + base, event_bit);
-      if (s.model.waits == transfer_wait::host) blocking_transfers<Fill>(base);
+      if (s.model.waits == transfer_wait::host) {
+        blocking_calls<Fill>(base);
+        launched_after_compute<Fill>(base);
+      }
       if (s.model.waits == transfer_wait::exchange) exchanges<Fill>(base);
       if (s.model.waits == transfer_wait::launch_ordered) launched_after_compute<Fill>(base);
       if (!slot_barrier) continue;
@@ -216,23 +219,24 @@ class semantics {
     }
   }
 
-  // A blocking transfer: the first op after it (in issue order) on each other stream of its rank
-  // waits for it; the streams' order makes every later op wait.
+  // Blocking calls: a slot of transfers is one call, its ops progressing together; the first op
+  // after the call (in issue order) on each other stream of its rank waits for each of them, and
+  // the streams' order makes every later op wait.
   template <bool Fill>
-  constexpr void blocking_transfers(std::uint32_t base) {
+  constexpr void blocking_calls(std::uint32_t base) {
     const schedule& s = s_;
     const std::uint8_t* stream = p_.stream.data();
     for (int rk = 0; rk < s.ranks(); ++rk) {
-      const std::uint32_t b = s.first_op(s.first_slot(rk));
-      const std::uint32_t e = s.end_slot(rk) == 0 ? 0 : s.slot_end[s.end_slot(rk) - 1];
       std::uint32_t next[streams_per_rank];
       for (std::uint32_t& n : next) n = npos;
-      for (std::uint32_t i = e; i-- > b;) {
-        if (is_p2p(s.ops[i].k))
-          for (int st = 0; st < streams_per_rank; ++st)
-            if (st != stream[i] && next[st] != npos)
-              add_edge<Fill>(i + base, next[st] + base, event_bit);
-        next[stream[i]] = i;
+      for (std::uint32_t g = s.end_slot(rk); g-- > s.first_slot(rk);) {
+        const std::uint32_t b = s.first_op(g), e = s.slot_end[g];
+        for (std::uint32_t i = b; i < e; ++i)
+          if (is_p2p(s.ops[i].k))
+            for (int st = 0; st < streams_per_rank; ++st)
+              if (st != stream[i] && next[st] != npos)
+                add_edge<Fill>(i + base, next[st] + base, event_bit);
+        for (std::uint32_t i = e; i-- > b;) next[stream[i]] = i;
       }
     }
   }

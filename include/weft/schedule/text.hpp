@@ -48,7 +48,8 @@ inline std::string_view describe(outside why) noexcept {
     case outside::p2p_fields:
       return "transfers carry whole chunks: layer and split must be 0";
     case outside::lane:
-      return "its lane is >= 6 (lanes_per_class)";
+      static_assert(lanes_per_class == 7, "the message below names lanes_per_class");
+      return "its lane is >= 7 (lanes_per_class)";
   }
   return "unknown";
 }

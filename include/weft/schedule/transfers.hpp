@@ -25,6 +25,11 @@ enum class p2p_lanes : std::uint8_t {
   /// ranks the reverse, so a send and its matching receive share a stream (a communicator) and a
   /// rank's sends never queue behind its receives.
   ping_pong,
+  /// Megatron's batched calls (`batch_isend_irecv`): a lane per kind and direction — activations
+  /// sent on `send_lane`, gradients on `send_upstream_lane`, activations received on
+  /// `recv_from_lower_lane`, gradients on `recv_from_higher_lane` — so the ops of one call,
+  /// at most one of each, progress together.
+  by_direction,
 };
 
 /// The comm lanes of ping and pong (`send_lane` and `recv_from_lower_lane`, core/op.hpp).
@@ -39,6 +44,9 @@ constexpr int transfer_lane(const op_index& ix, const op& o,
       return send_lane;
     case p2p_lanes::ping_pong:
       return (here % 2 == 0) == (o.k == kind::recv) ? ping_lane : pong_lane;
+    case p2p_lanes::by_direction:
+      if (o.k == kind::send) return o.ph == phase::F ? send_lane : send_upstream_lane;
+      return o.ph == phase::F ? recv_from_lower_lane : recv_from_higher_lane;
     case p2p_lanes::per_peer:
       break;
   }
@@ -102,6 +110,20 @@ enum class receive_posting : std::uint8_t {
   /// the warm-up (`transfer_options::warmup`) the backwards' after the last forward. A rank
   /// issues its sends, then its receives.
   early,
+  /// Megatron's 1F1B (`forward_backward_pipelining_without_interleaving`, batched calls, each
+  /// waited by the host): each receive right before its step, in one call with the previous
+  /// step's send in the 1F1B phase (`send_forward_recv_backward`, ...), in calls of their own
+  /// in warm-up and cool-down and between them (`send_forward`, then `recv_forward`). A call's ops
+  /// in `batch_isend_irecv`'s order: send to the previous rank, receive from it, send to the
+  /// next, receive from it. Lanes: `p2p_lanes::by_direction`.
+  batched_1f1b,
+  /// Megatron's interleaved schedule without `overlap_p2p_comm` (batched calls, each waited by
+  /// the host): a rank's steps in units — each warm-up forward, each 1F1B-phase forward with its
+  /// backward, each cool-down backward — and one call between two units with the first's sends
+  /// and the second's receives (so the first backward's receive goes with the last warm-up
+  /// forward's); when the warm-up holds every forward (`transfer_options::warmup`), the first
+  /// backward's receive in a call of its own. Order and lanes as `batched_1f1b`.
+  batched_interleaved,
 };
 
 /// How `with_transfers` lowers: which streams carry transfers, where receives are posted.
@@ -112,7 +134,8 @@ struct transfer_options {
   /// generator's count). Megatron posts the first backward's receive with the last warm-up
   /// step, or, when the warm-up holds every forward, right before that backward (empty: the
   /// latter); MindSpeed's early receives too wait until every forward is issued then (empty:
-  /// they do not).
+  /// they do not); Megatron's batched calls tell the 1F1B phase from the warm-up by it (empty:
+  /// all warm-up).
   buffer<std::uint16_t> warmup{};
 };
 
@@ -282,7 +305,26 @@ constexpr schedule lower_by_steps(const transfer_lowering& L) {
     for (const std::uint8_t x : dirs) forwards += (x & 1) ? 1 : 0;
     const bool all_warmup = r < L.opt.warmup.size() && L.opt.warmup[r] >= forwards;
     const auto backward_at = [&](std::uint32_t I) { return (dirs[I] & 2) != 0; };
+    // Megatron's batched calls: the step each step's unit begins with (a unit: a step, or a
+    // 1F1B-phase forward with the backward after it in the interleaved code).
+    const bool batched = L.opt.receives == receive_posting::batched_1f1b ||
+                         L.opt.receives == receive_posting::batched_interleaved;
+    buffer<std::uint32_t> unit_of(steps, 0);
+    buffer<std::uint8_t> steady(steps, 0);  // a forward past the warm-up
+    {
+      const std::uint32_t w = r < L.opt.warmup.size() ? L.opt.warmup[r] : forwards;
+      std::uint32_t before = 0;  // forwards in the steps before J
+      for (std::uint32_t J = 0; J < steps; ++J) {
+        unit_of[J] = J;
+        steady[J] = dirs[J] == 1 && before >= w;
+        if (L.opt.receives == receive_posting::batched_interleaved && J > 0 && dirs[J] == 2 &&
+            steady[J - 1])
+          unit_of[J] = J - 1;
+        before += (dirs[J] & 1) ? 1 : 0;
+      }
+    }
     const auto post_before = [&](std::uint32_t J, phase d) -> std::uint32_t {
+      if (batched) return unit_of[J];
       if (L.opt.receives == receive_posting::early) {
         if (J == 0 || d == phase::F) return J > 0 ? J - 1 : 0;
         // MindSpeed's code: a backward's receive goes before the step preceding it in the
@@ -338,9 +380,47 @@ constexpr schedule lower_by_steps(const transfer_lowering& L) {
           if (order(t) == pass) issue(r, t);
       group.clear();
     };
+    // Megatron's batched calls: a call is one slot, its ops in `batch_isend_irecv`'s order.
+    // Before step J (or after the last, J == steps): one call, or the sends' and then the
+    // receives' where Megatron's code makes two.
+    const auto flush_calls = [&](std::uint32_t J) {
+      const auto order = [](const op& t) {  // to prev, from prev, to next, from next
+        return t.ph == phase::F ? (t.k == kind::send ? 2 : 1) : (t.k == kind::send ? 0 : 3);
+      };
+      // Apart: from the warm-up straight into the cool-down (`send_forward`, then
+      // `recv_backward`), and in 1F1B's warm-up and cool-down.
+      const bool apart =
+          J > 0 && J < steps &&
+          ((dirs[J - 1] == 1 && !steady[J - 1] && dirs[J] == 2) ||
+           (L.opt.receives == receive_posting::batched_1f1b && dirs[J - 1] == dirs[J]));
+      const auto call = [&](bool sends, bool receives) {
+        bool any = false;
+        for (int pass = 0; pass < 4; ++pass)
+          for (const op& t : group)
+            if (order(t) == pass && (t.k == kind::send ? sends : receives)) {
+              out[r].push_back(t);
+              any = true;
+            }
+        if (any) ends_of[r].push_back(static_cast<std::uint32_t>(out[r].size()));
+      };
+      if (apart) {
+        call(true, false);
+        call(false, true);
+      } else {
+        call(true, true);
+      }
+      group.clear();
+    };
     for (std::uint32_t J = 0; J < steps; ++J) {
-      for (const op& rcv : receives_before[J]) group.push_back(rcv);
-      flush();
+      if (batched) {
+        if (unit_of[J] == J) {
+          for (const op& rcv : receives_before[J]) group.push_back(rcv);
+          flush_calls(J);
+        }
+      } else {
+        for (const op& rcv : receives_before[J]) group.push_back(rcv);
+        flush();
+      }
       const std::uint32_t end = J + 1 < steps ? step_begin[J + 1] : s.end_slot(rank);
       for (std::uint32_t g = step_begin[J]; g < end; ++g) {
         if (s.first_op(g) == s.slot_end[g]) continue;
@@ -350,7 +430,10 @@ constexpr schedule lower_by_steps(const transfer_lowering& L) {
           L.on_output(s.ops[i], outputs_left, [&](const op& snd) { group.push_back(snd); });
       }
     }
-    flush();
+    if (batched)
+      flush_calls(steps);
+    else
+      flush();
   }
   return assemble(L.m, out, ends_of);
 }
