@@ -44,8 +44,8 @@ struct p2p_options {
     return megatron || blocking || overlap_p2p || multi_stream || log_allreduce ||
            async_log_allreduce;
   }
-  /// Who waits for a transfer: Megatron's compute stream for the whole exchange a receive came
-  /// with (its handles hold the sends too); blocking ones, the host; the seed's and PyTorch's,
+  /// Who waits for a transfer: Megatron's compute stream, before a step, for its direction's
+  /// last call (its handles hold the sends too); blocking ones, the host; the seed's and PyTorch's,
   /// only the ops that need the data (the seed waits on its receives' handles alone) — and
   /// without the seed's own streams a transfer waits for the compute issued before it.
   constexpr transfer_wait waits() const noexcept {

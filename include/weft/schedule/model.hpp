@@ -79,9 +79,10 @@ enum class tp_overlap : std::uint8_t {
 enum class transfer_wait : std::uint8_t {
   /// Only the data an op needs: its receive (PyTorch's events).
   data,
-  /// An op that needs a receive waits for every transfer issued together with it (a run of
-  /// transfers between two computing slots): Megatron's `wait()` on the handles of a combined
-  /// `send_forward_recv_forward`-style call, its sends included.
+  /// A step of one direction waits for every transfer of that direction its rank issued since
+  /// its previous step of that direction, sends included: Megatron's `wait()` on the handles of
+  /// its last `send_forward_recv_forward` (`send_backward_recv_backward`) call before the next
+  /// forward (backward), with `overlap_p2p_comm`.
   exchange,
   /// Blocking calls (a slot of transfers is one call, its ops progressing together): every op
   /// waits for every transfer of the calls its rank issued before it, and a call starts after

@@ -11,8 +11,9 @@
 //   (every stream is an in-order queue that runs an op only after the previous one completed,
 //   communication streams included: a transfer blocks its stream until it is done), the events of
 //   its producers on other streams and ranks, with a slot barrier every op of the rank's
-//   previous slot, and as model_desc::waits says, the other transfers issued with a receive it
-//   needs (`exchange`) or every transfer of the calls its rank issued before it (`host`).
+//   previous slot, and as model_desc::waits says, the transfers of its rank of its step's
+//   direction issued since the previous step of that direction (`exchange`), or every
+//   transfer of the calls its rank issued before it (`host`).
 // - A unit is ready when all its members have arrived.
 //
 // A program run `replicas` times (each rank copied; copy r's transfers go to copy r of the peer)
@@ -261,27 +262,27 @@ class semantics {
     }
   }
 
-  // An op that needs a receive of its rank waits for the other transfers of the receive's
-  // exchange: the run of transfers, in issue order, the receive is part of.
+  // Megatron's wait() on a direction's handles (overlap_p2p_comm): before a step of one
+  // direction its rank waits for every transfer of that direction it issued since its previous
+  // step of that direction — the forward's send and the next forward's receive, the backward's
+  // likewise. The step's first op waits; the streams' order makes the rest wait.
   template <bool Fill>
   constexpr void exchanges(std::uint32_t base) {
     const schedule& s = s_;
     const op* ops_ = s.ops.data();
-    const std::uint32_t* wb = p_.wait_begin.data();
-    const std::uint32_t* waits = p_.waits.data();
-    const std::uint16_t* rank = p_.rank.data();
-    for (std::uint32_t i = 0; i < n_; ++i)
-      for (std::uint32_t w = wb[i]; w < wb[i + 1]; ++w) {
-        const std::uint32_t x = waits[w];
-        if (ops_[x].k != kind::recv || rank[x] != rank[i] || is_p2p(ops_[i].k)) continue;
-        const std::uint32_t first = s.first_op(s.first_slot(rank[x]));
-        const std::uint32_t end = s.slot_end[s.end_slot(rank[x]) - 1];
-        std::uint32_t b = x, e = x + 1;
-        while (b > first && is_p2p(ops_[b - 1].k)) --b;
-        while (e < end && is_p2p(ops_[e].k)) ++e;
-        for (std::uint32_t y = b; y < e; ++y)
-          if (y != x) add_edge<Fill>(y + base, i + base, event_bit);
+    for (int rk = 0; rk < s.ranks(); ++rk) {
+      const std::uint32_t b = s.first_op(s.first_slot(rk));
+      const std::uint32_t e = s.end_slot(rk) == 0 ? 0 : s.slot_end[s.end_slot(rk) - 1];
+      std::uint32_t since[2] = {b, b};  // per direction: where its unwaited transfers begin
+      for (std::uint32_t i = b; i < e; ++i) {
+        if (is_p2p(ops_[i].k)) continue;
+        const int d = ops_[i].ph == phase::F ? 0 : 1;
+        for (std::uint32_t y = since[d]; y < i; ++y)
+          if (is_p2p(ops_[y].k) && (ops_[y].ph == phase::F ? 0 : 1) == d)
+            add_edge<Fill>(y + base, i + base, event_bit);
+        since[d] = i + 1;
       }
+    }
   }
 
   constexpr void build_edges(bool slot_barrier) {
