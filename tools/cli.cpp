@@ -136,9 +136,11 @@ void pipeline_options(CLI::App& sub, request& q, bool one_schedule, bool scenari
                "AMPipe: all-to-alls per chunk and local expert, the experts' all-gather and "
                "reduce-scatter pipelined with their compute");
   sub.add_option("--p2p", q.p2p,
-                 "how transfers are issued: pytorch (default; a stream per peer), megatron (one "
-                 "stream, receives after the previous step of their direction), blocking "
-                 "(megatron, the host waiting for each); docs/cross-dc.md")
+                 "how transfers are issued: pytorch (default; a stream per peer), megatron "
+                 "(Megatron's interleaved code with overlap_p2p_comm: one stream, receives after "
+                 "the previous step of their direction; for 1f1b the same as blocking), blocking "
+                 "(Megatron without overlap_p2p_comm: batched calls, each waited by the host); "
+                 "docs/cross-dc.md")
       ->check(CLI::IsMember({"pytorch", "megatron", "blocking"}));
   sub.add_flag("--overlap-p2p,--overlap-warmup-cooldown-communication", q.overlap_p2p,
                "cross-DC: receives posted a step early in warm-up and cool-down (Megatron's "

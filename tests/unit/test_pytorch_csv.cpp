@@ -417,6 +417,16 @@ TEST_CASE("Megatron's batched calls write as a cell per transfer and read back l
   const schedule back = parse(text);
   CHECK(check(back).ok());
   CHECK(back.ops.size() == s.ops.size());
+  // A slot mixing a transfer with compute has no form there.
+  schedule mixed(s.model);
+  mixed.add_rank();
+  mixed.push(make_op(kind::send, phase::F, 0, 0, 0, 0, send_lane));
+  mixed.push(make_op(kind::block, phase::F, 1, 0));
+  mixed.close_slot();
+  std::ostringstream out;
+  CHECK_THROWS_WITH_AS(write_pytorch_csv(out, mixed),
+                       doctest::Contains("only one action or a forward/backward pair fits a cell"),
+                       config_error);
 }
 
 TEST_CASE("only whole-chunk schedules have a CSV form") {

@@ -69,9 +69,10 @@ struct stream_id {
 inline constexpr int lanes_per_class = 7;
 
 /// Comm lanes. MoE all-to-alls run on lane 0; pipeline sends on lane 1; receives on lane 2 from
-/// a lower rank and on lane 3 from a higher one (`transfer_lane`, schedule/transfers.hpp). PyTorch
-/// runs point-to-point traffic on a communicator per peer: a transfer from one neighbour never
-/// waits behind another's, and a blocked send never holds back a receive.
+/// a lower rank and on lane 3 from a higher one (`transfer_lane`, schedule/transfers.hpp; for
+/// Megatron's batched calls, activations on 2 and gradients on 3, whichever rank sent them).
+/// PyTorch runs point-to-point traffic on a communicator per peer: a transfer from one neighbour
+/// never waits behind another's, and a blocked send never holds back a receive.
 inline constexpr int all_to_all_lane = 0;
 inline constexpr int send_lane = 1;
 inline constexpr int recv_from_lower_lane = 2;

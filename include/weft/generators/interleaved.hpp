@@ -116,8 +116,7 @@ constexpr schedule interleaved(const interleaved_params& p) {
     gen::reject("interleaved",
                 "Megatron's p2p and the seed's take micro-batches in multiples of the ranks "
                 "(micro % ranks == 0; Megatron's interleaved schedule requires it): with rounds of "
-                "another size, ping/pong streams deadlock (checked: ranks 8, micro 22) and so do "
-                "blocking transfers (ranks 2, micro 1)");
+                "another size, ping/pong streams deadlock (checked: ranks 8, micro 22)");
   if (p.p2p.overlap_p2p && p.chunks > 1 && p.ranks % 2 == 1)
     gen::reject("interleaved",
                 "the seed's early receives split transfers over two process groups by rank "

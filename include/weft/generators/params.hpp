@@ -14,11 +14,11 @@
 namespace weft {
 
 /// How a pipeline's transfers are issued, for links where they cost (seed:
-/// pp-cross-dc-comm-overlap). The default is PyTorch's lowering; `megatron` is Megatron's
-/// (one p2p stream, each receive posted after the previous step of its direction), the
-/// baseline the seed improves on (receives at use in 1F1B, after the previous step of their
-/// direction in the interleaved schedule); the seed's options are changes to that one, so setting
-/// either selects it. Any option here lowers the schedule to explicit transfers.
+/// pp-cross-dc-comm-overlap). The default is PyTorch's lowering; `megatron` is Megatron's, the
+/// baseline the seed improves on: its interleaved code with `overlap_p2p_comm` (one p2p stream,
+/// each receive posted after the previous step of its direction), and its 1F1B, which has no
+/// such overlap and is `blocking`'s; the seed's options are changes to the interleaved code, so
+/// setting either selects it. Any option here lowers the schedule to explicit transfers.
 struct p2p_options {
   bool megatron = false;
   /// Megatron without `overlap_p2p_comm` (`--no-overlap-p2p-communication`; always without a

@@ -5,6 +5,7 @@
 // weft chunk.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <istream>
 #include <optional>
@@ -241,7 +242,7 @@ inline void write_pytorch_csv(std::ostream& out, const schedule& s) {
         continue;  // an idle step: an empty cell
       } else if (slot.size() == 1) {
         out << csv_detail::action_text(slot[0]);
-      } else if (is_p2p(slot[0].k)) {
+      } else if (std::all_of(slot.begin(), slot.end(), [](const op& o) { return is_p2p(o.k); })) {
         for (std::size_t k = 0; k < slot.size(); ++k)
           out << (k ? "," : "") << csv_detail::action_text(slot[k]);
       } else if (slot.size() == 2 && slot[0].k == kind::block && slot[1].k == kind::block &&

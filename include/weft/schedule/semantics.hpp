@@ -11,9 +11,10 @@
 //   (every stream is an in-order queue that runs an op only after the previous one completed,
 //   communication streams included: a transfer blocks its stream until it is done), the events of
 //   its producers on other streams and ranks, with a slot barrier every op of the rank's
-//   previous slot, and as model_desc::waits says, the transfers of its rank of its step's
-//   direction issued since the previous step of that direction (`exchange`), or every
-//   transfer of the calls its rank issued before it (`host`).
+//   previous slot, and as model_desc::waits says: the transfers of its rank of its step's
+//   direction issued since the previous step of that direction (`exchange`); for a transfer,
+//   the compute its rank issued before it (`launch_ordered`); every transfer of the calls its
+//   rank issued before it, and for a call's transfers the compute before them (`host`).
 // - A unit is ready when all its members have arrived.
 //
 // A program run `replicas` times (each rank copied; copy r's transfers go to copy r of the peer)

@@ -95,8 +95,10 @@ struct chunk_ends {
 enum class receive_posting : std::uint8_t {
   /// PyTorch's `_add_send_recv`: when the producing rank sends (ranks advance in rounds).
   when_sent,
-  /// Megatron's 1F1B (`forward_backward_pipelining_without_interleaving`): right before the
-  /// step that needs it, with the previous step's send (`send_forward_recv_backward`, ...).
+  /// Right before the step that needs it, with the previous step's send, each transfer a call
+  /// of its own on the lanes given: the unbatched form of Megatron's 1F1B
+  /// (`send_forward_recv_backward`, ... without `batch_p2p_comm`, which Megatron always sets
+  /// there; its batched form is `batched_1f1b`).
   at_use,
   /// Megatron's interleaved schedule (`overlap_p2p_comm`): right after the previous step of the
   /// same direction and its send — in the 1F1B phase one step ahead, in warm-up and cool-down
@@ -130,7 +132,8 @@ enum class receive_posting : std::uint8_t {
 struct transfer_options {
   p2p_lanes lanes = p2p_lanes::per_peer;
   receive_posting receives = receive_posting::when_sent;
-  /// `after_previous` and `early`: per rank, how many forwards its warm-up runs (the
+  /// `after_previous`, `early` and the batched ones: per rank, how many forwards its warm-up
+  /// runs (the
   /// generator's count). Megatron posts the first backward's receive with the last warm-up
   /// step, or, when the warm-up holds every forward, right before that backward (empty: the
   /// latter); MindSpeed's early receives too wait until every forward is issued then (empty:
@@ -309,9 +312,9 @@ constexpr schedule lower_by_steps(const transfer_lowering& L) {
     // 1F1B-phase forward with the backward after it in the interleaved code).
     const bool batched = L.opt.receives == receive_posting::batched_1f1b ||
                          L.opt.receives == receive_posting::batched_interleaved;
-    buffer<std::uint32_t> unit_of(steps, 0);
-    buffer<std::uint8_t> steady(steps, 0);  // a forward past the warm-up
-    {
+    buffer<std::uint32_t> unit_of(batched ? steps : 0, 0);
+    buffer<std::uint8_t> steady(batched ? steps : 0, 0);  // a forward past the warm-up
+    if (batched) {
       const std::uint32_t w = r < L.opt.warmup.size() ? L.opt.warmup[r] : forwards;
       std::uint32_t before = 0;  // forwards in the steps before J
       for (std::uint32_t J = 0; J < steps; ++J) {
@@ -445,9 +448,16 @@ constexpr schedule lower_by_steps(const transfer_lowering& L) {
 /// where `o.receives` says (PyTorch's `_add_send_recv` by default), each transfer on the comm
 /// lane `transfer_lane` gives for `o.lanes`. Whether the result can run (no rank waits forever)
 /// is the checker's rule 4 to prove: posting receives early on one stream can deadlock.
-/// Throws `config_error` when the schedule has transfers already, or (PyTorch placement) when
-/// some rank can never issue its next slot.
+/// Throws `config_error` when the schedule has transfers already, when Megatron's batched calls
+/// are asked for on other lanes than `by_direction`, or (PyTorch placement) when some rank can
+/// never issue its next slot.
 constexpr schedule with_transfers(const schedule& s, transfer_options o = {}) {
+  if ((o.receives == receive_posting::batched_1f1b ||
+       o.receives == receive_posting::batched_interleaved) &&
+      o.lanes != p2p_lanes::by_direction)
+    throw config_error(
+        "weft: with_transfers: Megatron's batched calls need p2p_lanes::by_direction: a call's "
+        "transfers progress together, each on a lane of its own");
   const detail::transfer_lowering L(s, o);
   // Two returns, not `?:` of two calls: g++ 12 then frees the result's storage in constant
   // evaluation ("use of allocated storage after deallocation").
