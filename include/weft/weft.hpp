@@ -34,6 +34,7 @@
 #include <weft/schedule/transfers.hpp>
 #include <weft/schedule/verify.hpp>
 #include <weft/sim/calibrate.hpp>
+#include <weft/sim/contract.hpp>
 #include <weft/sim/cost.hpp>
 #include <weft/sim/metrics.hpp>
 #include <weft/sim/shared_workers.hpp>

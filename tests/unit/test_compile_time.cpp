@@ -4,9 +4,11 @@
 
 #include <utility>
 
+#include <weft/generators/interleaved.hpp>
 #include <weft/generators/one_f_one_b.hpp>
 #include <weft/schedule/diagnose.hpp>
 #include <weft/schedule/dsl.hpp>
+#include <weft/sim/contract.hpp>
 
 using namespace weft;
 
@@ -70,6 +72,24 @@ constexpr bool grid(std::integer_sequence<int, P...>) {
           ...);
 }
 static_assert(grid(std::integer_sequence<int, 2, 3, 4, 8>{}));
+// Performance contracts: lowered, simulated and measured by the compiler. With unit costs
+// F 1, B 2 and free transfers a pipeline of P ranks runs M + P - 1 forward-backward periods of
+// 3 and idles (P - 1) / (M + P - 1) of them (Narayanan et al. 2021); the interleaved schedule
+// with V chunks of a third of the work each the same with V M periods of 1
+// ((P - 1) / (V M + P - 1), Megatron's interleaved bubble); thirds do not add up exactly in
+// binary, hence the 1e-9.
+constexpr auto unit = unit_cost_model::pipeline({.F = 1, .B = 2});
+static_assert(
+    kept<contract(one_f_one_b({.ranks = 4, .micro = 8}), unit, {.makespan = 33, .bubble = 0.273})>);
+static_assert(!contract(one_f_one_b({.ranks = 4, .micro = 8}), unit, {.makespan = 32.999}).kept());
+static_assert(!contract(one_f_one_b({.ranks = 4, .micro = 8}), unit, {.bubble = 0.272}).kept());
+static_assert(contract(gpipe({.ranks = 4, .micro = 8}), unit, {}).makespan == 33'000);
+constexpr auto third = unit_cost_model::pipeline({.F = 1.0 / 3, .B = 2.0 / 3});
+static_assert(kept<contract(interleaved({.ranks = 4, .micro = 8, .chunks = 3}), third,
+                            {.makespan = 27 + 1e-9, .bubble = 3.0 / 27 + 1e-9})>);
+static_assert(!contract(interleaved({.ranks = 4, .micro = 8, .chunks = 3}), third,
+                        {.makespan = 26.99})
+                   .kept());
 }  // namespace
 
 TEST_CASE("legality proofs and diagnoses hold at compile time") {

@@ -49,7 +49,12 @@ constexpr program lower(const schedule& input, bool checked) {
       throw config_error("weft: lower: the schedule is not legal: " + to_string(r.violations[0]));
   }
   const bool crosses = !p2p && adds_transfers(input);
-  const schedule s = crosses ? with_transfers(input) : input;
+  // Two returns, not `?:`: g++ 12 frees the result's storage of a conditional between a call
+  // and a copy in constant evaluation ("use of allocated storage after deallocation").
+  const schedule s = [&] {
+    if (crosses) return with_transfers(input);
+    return schedule(input);
+  }();
   placed p(s, collectives, p2p || crosses);
   for (std::uint32_t i = 0; i < s.ops.size(); ++i) {
     const op& o = s.ops[i];

@@ -53,7 +53,7 @@ using interval = std::pair<T, T>;
 
 /// Sorts and merges `v` into disjoint intervals.
 template <class T>
-std::vector<interval<T>> merged(std::vector<interval<T>> v) {
+constexpr std::vector<interval<T>> merged(std::vector<interval<T>> v) {
   std::sort(v.begin(), v.end());
   std::vector<interval<T>> out;
   for (const interval<T>& x : v) {
@@ -66,15 +66,15 @@ std::vector<interval<T>> merged(std::vector<interval<T>> v) {
   return out;
 }
 template <class T>
-T length(const std::vector<interval<T>>& v) {
+constexpr T length(const std::vector<interval<T>>& v) {
   T t{0};
   for (const interval<T>& x : v) t += x.second - x.first;
   return t;
 }
 /// Parts of disjoint `a` not covered by disjoint `b`.
 template <class T>
-std::vector<interval<T>> minus(const std::vector<interval<T>>& a,
-                               const std::vector<interval<T>>& b) {
+constexpr std::vector<interval<T>> minus(const std::vector<interval<T>>& a,
+                                         const std::vector<interval<T>>& b) {
   std::vector<interval<T>> out;
   std::size_t j = 0;
   for (interval<T> x : a) {
@@ -89,7 +89,7 @@ std::vector<interval<T>> minus(const std::vector<interval<T>>& a,
   return out;
 }
 template <class T>
-T clipped(const std::vector<interval<T>>& v, T from, T to) {
+constexpr T clipped(const std::vector<interval<T>>& v, T from, T to) {
   T t{0};
   for (const interval<T>& x : v)
     t += std::max(T{0}, std::min(x.second, to) - std::max(x.first, from));
@@ -98,7 +98,7 @@ T clipped(const std::vector<interval<T>>& v, T from, T to) {
 }  // namespace detail
 
 template <time_type T>
-basic_step_metrics<T> measure(const program& p, const basic_timeline<T>& t) {
+constexpr basic_step_metrics<T> measure(const program& p, const basic_timeline<T>& t) {
   using interval = detail::interval<T>;
   basic_step_metrics<T> m;
   m.makespan = t.makespan;
