@@ -42,6 +42,31 @@ struct case_ {
 
 }  // namespace
 
+namespace run_binding_checks {
+// run_binding checks what it says: a kernel taking a run_call, and comm_steps returning a count.
+struct no_kernels {};
+struct kernel_call_only {  // a planning-time model, no runtime call record
+  void operator()(kinds::block, phases::forward, weft::kernel_call&, int);
+};
+struct one_kernel {
+  void operator()(kinds::block, phases::forward, exec::run_call&);
+};
+struct steps_of_nothing {
+  void operator()(kinds::block, phases::forward, exec::run_call&);
+  void comm_steps(const op&);
+};
+struct steps_counted {
+  void operator()(kinds::block, phases::forward, exec::run_call&);
+  int comm_steps(const op&);
+};
+static_assert(!exec::run_binding<int>);
+static_assert(!exec::run_binding<no_kernels>);
+static_assert(!exec::run_binding<kernel_call_only>);
+static_assert(exec::run_binding<one_kernel>);
+static_assert(!exec::run_binding<steps_of_nothing>);
+static_assert(exec::run_binding<steps_counted>);
+}  // namespace run_binding_checks
+
 TEST_CASE("every whole-block generator: loss and gradients equal the serial run") {
   const int P = 4, M = 8;
   const pipeline_params p{.ranks = P, .micro = M};

@@ -45,6 +45,19 @@ template <std::size_t I>
 using phase_of_pair = phases::tag<static_cast<phase>(I % phase_count)>;
 }  // namespace detail
 
+namespace detail {
+template <class Model, class Call, std::size_t... I>
+constexpr bool any_kernel(std::index_sequence<I...>) {
+  return (has_kernel<Model, kind_of_pair<I>, phase_of_pair<I>, Call> || ...);
+}
+}  // namespace detail
+
+/// A model object with at least one kernel taking `Call`: what a runtime can drive at all (which
+/// kernels a given schedule needs is `binds_all`'s to say).
+template <class Model, class Call = kernel_call>
+concept has_some_kernel = std::is_class_v<Model> &&
+    detail::any_kernel<Model, Call>(std::make_index_sequence<detail::pair_count>{});
+
 namespace diag {
 /// Stops compilation, naming the model, kind, phase and call, when `Bound` is false (by default:
 /// when the model has no kernel for the pair). A plain bool, so the error is the message alone.

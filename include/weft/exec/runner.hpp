@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <concepts>
 #include <condition_variable>
 #include <cstdint>
 #include <exception>
@@ -96,10 +97,15 @@ inline constexpr int runtime_channel = -1;
 /// `void operator()(weft::kinds::K, weft::phases::P, weft::exec::run_call&)` (compute kernels do
 /// their work; comm kernels start an operation on `call.comm`, see `run_call`). Optionally:
 /// `int comm_steps(const op&)`, how many steps a comm op takes (1 without), and the transfer
-/// routing of `routes_transfers`. Whether every kernel the program needs is there is checked
-/// when a run starts (docs/custom-model.md).
+/// routing of `routes_transfers`. The concept checks a kernel taking a `run_call` and, where
+/// there is one, `comm_steps`'s signature; whether every kernel the program needs is there is
+/// checked when a run starts (`runnable` proves it at compile time; docs/custom-model.md).
 template <class Model>
-concept run_binding = std::is_class_v<Model>;
+concept run_binding = has_some_kernel<Model, run_call> &&(
+    !requires(Model & m, const op& o) { m.comm_steps(o); } ||
+    requires(Model & m, const op& o) {
+      { m.comm_steps(o) } -> std::convertible_to<int>;
+    });
 
 /// A model that leaves its pipeline transfers to the runner: it names the data each send carries
 /// and the buffer each receive lands in (per op: its micro-batch and chunk say which), and the
