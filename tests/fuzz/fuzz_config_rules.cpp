@@ -110,18 +110,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       case 5:
         s = dualpipev(p);
         break;
-      default:
-        s = interleaved({.ranks = p.ranks,
-                         .micro = p.micro,
-                         .chunks = chunks,
-                         .layers = p.layers,
-                         .stages = p.stages,
-                         .transfers = p.transfers,
-                         .overlap = p.overlap,
-                         .extra_warmup = c.flag(),
-                         .splits = p.splits,
-                         .pieces = p.pieces,
-                         .p2p = p.p2p});
+      default: {
+        interleaved_params q = gen::with_chunks(p, chunks);
+        q.extra_warmup = c.flag();
+        s = interleaved(q);
+      }
     }
   } catch (const config_error&) {
     return 0;  // refused, by name

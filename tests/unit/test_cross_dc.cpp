@@ -774,42 +774,73 @@ wait_sets weft_waits(const schedule& s, const semantics& g, int r) {
 
 }  // namespace
 
+namespace {
+/// One schedule of tests/data/megatron/transfer_orders_derived.txt: its variant, its options
+/// and shape, and each rank's line.
+struct reference_block {
+  std::string variant;
+  p2p_options p2p;
+  int P = 0, V = 0, M = 0;
+  std::vector<std::string> lines;
+  /// Megatron refuses it (more than 2 ranks with chunks), and so does weft: a batched call's two
+  /// transfers to the one peer would cross.
+  bool refused() const { return variant == "megatron_interleaved_blocking" && P == 2 && V > 1; }
+  schedule make() const {
+    return variant == "megatron_1f1b"
+               ? one_f_one_b({.ranks = P, .micro = M, .p2p = p2p})
+               : interleaved({.ranks = P, .micro = M, .chunks = V, .p2p = p2p});
+  }
+};
+std::vector<reference_block> reference_blocks() {
+  std::ifstream file(std::string(WEFT_TEST_DATA) + "/megatron/transfer_orders_derived.txt");
+  REQUIRE(file);
+  std::vector<reference_block> out;
+  for (std::string line; std::getline(file, line);) {
+    if (line.rfind("== ", 0) != 0) continue;
+    std::istringstream head(line.substr(3));
+    std::string p, v, m;
+    reference_block b;
+    head >> b.variant >> p >> v >> m;
+    b.P = std::stoi(p.substr(2));
+    b.V = std::stoi(v.substr(2));
+    b.M = std::stoi(m.substr(2));
+    if (b.variant == "megatron_interleaved_overlap")
+      b.p2p = {.megatron = true};
+    else if (b.variant.rfind("mindspeed", 0) == 0)
+      b.p2p = {.overlap_p2p = true,
+               .multi_stream = b.variant.find("multistream") != std::string::npos};
+    else  // megatron_1f1b, megatron_interleaved_blocking: batched calls
+      b.p2p = {.blocking = true};
+    for (int r = 0; r < b.P; ++r) {
+      REQUIRE(std::getline(file, line));
+      b.lines.push_back(line);
+    }
+    out.push_back(b);
+  }
+  return out;
+}
+}  // namespace
+
 TEST_CASE("the waits: Megatron's on its calls, MindSpeed's on its receives") {
   // Megatron-LM core_r0.7.0, forward_backward_pipelining_with_interleaving (overlap_p2p_comm):
   // before a forward it waits on fwd_wait_handles (the last send_forward_recv_forward's, its
   // send included), before a backward on bwd_wait_handles; the cool-down's and the first
   // receive's calls wait before returning. Without overlap_p2p_comm every call waits before
   // returning. MindSpeed's early receives wait on the receive a step needs, never on a send.
-  // Every step's waits in the transcription
-  // (tests/data/megatron/transfer_orders_derived.txt), rank by rank, against weft's semantics.
-  std::ifstream file(std::string(WEFT_TEST_DATA) + "/megatron/transfer_orders_derived.txt");
-  REQUIRE(file);
-  std::string line;
+  // Every step's waits in the transcription, rank by rank, against weft's semantics.
   int blocks = 0;
-  while (std::getline(file, line)) {
-    if (line.rfind("== ", 0) != 0) continue;
-    std::istringstream head(line.substr(3));
-    std::string variant, p, v, m;
-    head >> variant >> p >> v >> m;
-    const int P = std::stoi(p.substr(2)), V = std::stoi(v.substr(2)), M = std::stoi(m.substr(2));
-    CAPTURE(line);
-    p2p_options o{.blocking = true};
-    if (variant == "megatron_interleaved_overlap") o = {.megatron = true};
-    if (variant.rfind("mindspeed", 0) == 0)
-      o = {.overlap_p2p = true, .multi_stream = variant.find("multistream") != std::string::npos};
-    if (variant == "megatron_interleaved_blocking" && P == 2 && V > 1) {  // refused
-      for (int r = 0; r < P; ++r) REQUIRE(std::getline(file, line));
-      continue;
-    }
-    const schedule s = variant == "megatron_1f1b"
-                           ? one_f_one_b({.ranks = P, .micro = M, .p2p = o})
-                           : interleaved({.ranks = P, .micro = M, .chunks = V, .p2p = o});
+  for (const reference_block& b : reference_blocks()) {
+    if (b.refused()) continue;
+    CAPTURE(b.variant);
+    CAPTURE(b.P);
+    CAPTURE(b.V);
+    CAPTURE(b.M);
+    const schedule s = b.make();
     const program prog = lower(s);
     const semantics g(prog);
-    for (int r = 0; r < P; ++r) {
-      REQUIRE(std::getline(file, line));
+    for (int r = 0; r < b.P; ++r) {
       CAPTURE(r);
-      CHECK(weft_waits(s, g, r) == reference_waits(line));
+      CHECK(weft_waits(s, g, r) == reference_waits(b.lines[static_cast<std::size_t>(r)]));
     }
     ++blocks;
   }
@@ -824,41 +855,23 @@ TEST_CASE("Megatron's and MindSpeed's transfers in the order their code issues t
   // compute, sends and receives in issue order; for Megatron's batched calls which transfers
   // form one call; for MindSpeed the process group each transfer uses. At pp 2 and 4, VP 1, 2
   // and 3, micro-batches equal to pp and twice it (1F1B: also pp + 1).
-  std::ifstream file(std::string(WEFT_TEST_DATA) + "/megatron/transfer_orders_derived.txt");
-  REQUIRE(file);
-  std::string line;
   int blocks = 0, refused = 0;
-  while (std::getline(file, line)) {
-    if (line.rfind("== ", 0) != 0) continue;
-    std::istringstream head(line.substr(3));
-    std::string variant, p, v, m;
-    head >> variant >> p >> v >> m;
-    const int P = std::stoi(p.substr(2)), V = std::stoi(v.substr(2)), M = std::stoi(m.substr(2));
-    p2p_options o;
-    if (variant == "megatron_interleaved_overlap")
-      o.megatron = true;
-    else if (variant == "mindspeed_overlap")
-      o.overlap_p2p = true;
-    else if (variant == "mindspeed_overlap_multistream")
-      o = {.overlap_p2p = true, .multi_stream = true};
-    else  // megatron_1f1b, megatron_interleaved_blocking: batched calls
-      o = {.blocking = true};
-    const bool groups = o.overlap_p2p, calls = o.blocking;
-    CAPTURE(line);
-    if (variant == "megatron_interleaved_blocking" && P == 2 && V > 1) {
-      // Megatron refuses it (more than 2 ranks with chunks), and so does weft: the calls' two
-      // transfers to the one peer would cross.
-      CHECK_THROWS_AS(interleaved({.ranks = P, .micro = M, .chunks = V, .p2p = o}), config_error);
+  for (const reference_block& b : reference_blocks()) {
+    CAPTURE(b.variant);
+    CAPTURE(b.P);
+    CAPTURE(b.V);
+    CAPTURE(b.M);
+    if (b.refused()) {
+      CHECK_THROWS_AS(b.make(), config_error);
       ++refused;
       continue;
     }
-    const schedule s = variant == "megatron_1f1b"
-                           ? one_f_one_b({.ranks = P, .micro = M, .p2p = o})
-                           : interleaved({.ranks = P, .micro = M, .chunks = V, .p2p = o});
+    const bool groups = b.p2p.overlap_p2p, calls = b.p2p.blocking;
+    const schedule s = b.make();
     CHECK(check(s).ok());
-    for (int r = 0; r < P; ++r) {
-      REQUIRE(std::getline(file, line));
+    for (int r = 0; r < b.P; ++r) {
       CAPTURE(r);
+      const std::string& line = b.lines[static_cast<std::size_t>(r)];
       CHECK(issue_order(s, r, groups, calls) == reference_order(line, groups, calls));
     }
     ++blocks;
