@@ -5,7 +5,8 @@
 #            x L layers x 8 sub-stage ops), and the containers behind them (-fsyntax-only)
 #   headers  a file per public header using what it offers (bench/compile_use/), compiled and
 #            optimised (-O2) as a trainer's build compiles it; the executors header-only and with
-#            weft::exec_compiled (WEFT_SEPARATE_COMPILATION)
+#            weft::exec_compiled (WEFT_SEPARATE_COMPILATION); a trainer's planning file at -O2
+#            and -O3, header-only and with weft::compiled
 # Usage: [CXX=clang++] bench/compile_time.sh [REPS] [proofs|headers|all]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -60,7 +61,19 @@ if [ "$what" = headers ] || [ "$what" = all ]; then
   done
   printf '%-44s %-22s\n' "simulator.cpp with weft::compiled" \
     "$(measure bench/compile_use/simulator.cpp -DWEFT_SEPARATE_COMPILATION -O2 -c -o /dev/null)"
-  for part in core runner exec_float exec_double; do  # the libraries, built once
+  # A trainer's planning file: four generators, simulate, measure, search; sizes as constants
+  # (which g++ may try to fold at compile time) or from argv.
+  for opt in -O2 -O3; do
+    for constant in 1 0; do
+      sizes=$([ "$constant" = 1 ] && echo "constant sizes" || echo "sizes from argv")
+      printf '%-44s %-22s\n' "trainer.cpp $opt, $sizes" \
+        "$(measure bench/compile_use/trainer.cpp -DWEFT_BENCH_CONSTANT=$constant $opt -c -o /dev/null)"
+      printf '%-44s %-22s\n' "  with weft::compiled" \
+        "$(measure bench/compile_use/trainer.cpp -DWEFT_BENCH_CONSTANT=$constant \
+           -DWEFT_SEPARATE_COMPILATION $opt -c -o /dev/null)"
+    done
+  done
+  for part in core generators search simulate runner exec_float exec_double; do  # built once
     printf '%-44s %-22s\n' "src/$part.cpp" \
       "$(measure src/$part.cpp "${eigen[@]}" -DWEFT_SEPARATE_COMPILATION -O2 -c -o /dev/null)"
   done

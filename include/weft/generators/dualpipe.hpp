@@ -7,6 +7,9 @@
 // holds a stage of each direction: twice the parameters of DualPipeV for half the bubble.
 #pragma once
 
+#include <type_traits>
+
+#include <weft/config.hpp>
 #include <weft/core/buffer.hpp>
 #include <weft/generators/builder.hpp>
 #include <weft/generators/params.hpp>
@@ -84,10 +87,10 @@ constexpr void dual_steps(pipeline_builder& b, const dual_rank& d) {
 
 }  // namespace gen
 
-/// DualPipeV (DeepSeek's "cut-in-half" DualPipe, PyTorch's ScheduleDualPipeV): 2·ranks chunks
-/// in V placement. Rules: micro >= 2·ranks. Peak memory: 2·ranks + 1 chunks of half a rank's
-/// layers on every rank (ranks + 1/2 stages, within DeepSeek's published ranks + 1).
-constexpr schedule dualpipev(const pipeline_params& p) {
+namespace gen {
+/// `dualpipev`'s steps: what it returns, built in constant evaluation and in the
+/// compiled copy.
+constexpr schedule build_dualpipev(const pipeline_params& p) {
   const model_desc m = gen::vee_model("dualpipev", p);
   gen::pipeline_builder b(m, p.overlap);
   for (int r = 0; r < p.ranks; ++r) {
@@ -100,10 +103,24 @@ constexpr schedule dualpipev(const pipeline_params& p) {
   }
   return gen::finish(b, p);
 }
+}  // namespace gen
 
-/// DualPipe (DeepSeek-V3): bidirectional, 2·ranks chunks; micro-batches [0, micro/2) enter at
-/// rank 0, the rest at rank ranks-1. Rules: even ranks, even micro, micro >= 2·ranks.
-constexpr schedule dualpipe(const pipeline_params& p) {
+namespace detail {
+WEFT_DECL schedule dualpipev_at_run_time(const pipeline_params& p);
+}  // namespace detail
+
+/// DualPipeV (DeepSeek's "cut-in-half" DualPipe, PyTorch's ScheduleDualPipeV): 2·ranks chunks
+/// in V placement. Rules: micro >= 2·ranks. Peak memory: 2·ranks + 1 chunks of half a rank's
+/// layers on every rank (ranks + 1/2 stages, within DeepSeek's published ranks + 1).
+constexpr schedule dualpipev(const pipeline_params& p) {
+  if (std::is_constant_evaluated()) return gen::build_dualpipev(p);
+  return detail::dualpipev_at_run_time(p);
+}
+
+namespace gen {
+/// `dualpipe`'s steps: what it returns, built in constant evaluation and in the
+/// compiled copy.
+constexpr schedule build_dualpipe(const pipeline_params& p) {
   if (p.ranks % 2 != 0) gen::reject("dualpipe", "ranks must be even");
   if (p.micro % 2 != 0) gen::reject("dualpipe", "micro must be even (half for each direction)");
   const model_desc m = gen::vee_model("dualpipe", p, true);
@@ -121,5 +138,21 @@ constexpr schedule dualpipe(const pipeline_params& p) {
   }
   return gen::finish(b, p);
 }
+}  // namespace gen
+
+namespace detail {
+WEFT_DECL schedule dualpipe_at_run_time(const pipeline_params& p);
+}  // namespace detail
+
+/// DualPipe (DeepSeek-V3): bidirectional, 2·ranks chunks; micro-batches [0, micro/2) enter at
+/// rank 0, the rest at rank ranks-1. Rules: even ranks, even micro, micro >= 2·ranks.
+constexpr schedule dualpipe(const pipeline_params& p) {
+  if (std::is_constant_evaluated()) return gen::build_dualpipe(p);
+  return detail::dualpipe_at_run_time(p);
+}
 
 }  // namespace weft
+
+#ifndef WEFT_SEPARATE_COMPILATION
+#include <weft/generators/impl/dualpipe.ipp>
+#endif

@@ -2,6 +2,9 @@
 // placement (chunk c on rank c % ranks), micro-batches in rounds of equal size.
 #pragma once
 
+#include <type_traits>
+
+#include <weft/config.hpp>
 #include <weft/generators/builder.hpp>
 #include <weft/generators/params.hpp>
 
@@ -94,20 +97,10 @@ constexpr void check_nanopipe(const interleaved_params& p) {
 }
 }  // namespace gen
 
-/// Megatron's interleaved schedule, with PyTorch's rounds (`ScheduleInterleaved1F1B`): the
-/// micro-batches pass the chunks in max(1, micro / ranks) rounds of G = micro / rounds each.
-/// Virtual micro-batch k runs on local chunk (k mod G*chunks) / G (backwards: chunks - 1 - that)
-/// of micro-batch (k / (G*chunks)) * G + k mod G; rank r warms up with
-/// 2 (ranks - r - 1) + (chunks - 1) G forwards (+1 with `extra_warmup`), then alternates.
-/// With micro a multiple of ranks, G = ranks: Megatron's order — and under Megatron's lowerings
-/// (p2p megatron, blocking, overlap_p2p) with micro equal to ranks every rank runs every forward
-/// first, as Megatron's code does. Rule: micro must be a multiple
-/// of the rounds (as PyTorch: pp 4 takes 10 micro-batches in 2 rounds of 5, not 11).
-/// Bubble (ranks - 1) / (chunks * micro + ranks - 1) when G = ranks.
-/// With `nanopipe`, rank r's first d_r = min(2 (ranks - 1) + (chunks - 1) ranks, chunks micro)
-/// - warm-up_r steady-phase backwards are dX alone (2r of them in general; none on rank 0 nor
-/// when every forward comes first) and their dW run, in the same order, after the cool-down.
-constexpr schedule interleaved(const interleaved_params& p) {
+namespace gen {
+/// `interleaved`'s steps: what it returns, built in constant evaluation and in the
+/// compiled copy.
+constexpr schedule build_interleaved(const interleaved_params& p) {
   const gen::loop_chunks shape = gen::loop_chunks_of("interleaved", p, true);
   const pipeline_params& common = shape.common;
   const model_desc& m = shape.model;
@@ -185,5 +178,32 @@ constexpr schedule interleaved(const interleaved_params& p) {
   }
   return gen::finish(b, common, true, static_cast<buffer<std::uint16_t>&&>(warmups));
 }
+}  // namespace gen
+
+namespace detail {
+WEFT_DECL schedule interleaved_at_run_time(const interleaved_params& p);
+}  // namespace detail
+
+/// Megatron's interleaved schedule, with PyTorch's rounds (`ScheduleInterleaved1F1B`): the
+/// micro-batches pass the chunks in max(1, micro / ranks) rounds of G = micro / rounds each.
+/// Virtual micro-batch k runs on local chunk (k mod G*chunks) / G (backwards: chunks - 1 - that)
+/// of micro-batch (k / (G*chunks)) * G + k mod G; rank r warms up with
+/// 2 (ranks - r - 1) + (chunks - 1) G forwards (+1 with `extra_warmup`), then alternates.
+/// With micro a multiple of ranks, G = ranks: Megatron's order — and under Megatron's lowerings
+/// (p2p megatron, blocking, overlap_p2p) with micro equal to ranks every rank runs every forward
+/// first, as Megatron's code does. Rule: micro must be a multiple
+/// of the rounds (as PyTorch: pp 4 takes 10 micro-batches in 2 rounds of 5, not 11).
+/// Bubble (ranks - 1) / (chunks * micro + ranks - 1) when G = ranks.
+/// With `nanopipe`, rank r's first d_r = min(2 (ranks - 1) + (chunks - 1) ranks, chunks micro)
+/// - warm-up_r steady-phase backwards are dX alone (2r of them in general; none on rank 0 nor
+/// when every forward comes first) and their dW run, in the same order, after the cool-down.
+constexpr schedule interleaved(const interleaved_params& p) {
+  if (std::is_constant_evaluated()) return gen::build_interleaved(p);
+  return detail::interleaved_at_run_time(p);
+}
 
 }  // namespace weft
+
+#ifndef WEFT_SEPARATE_COMPILATION
+#include <weft/generators/impl/interleaved.ipp>
+#endif

@@ -4,7 +4,10 @@
 // weight halves held back to fill what would be bubbles.
 #pragma once
 
+#include <type_traits>
+
 #include <cstdint>
+#include <weft/config.hpp>
 
 #include <weft/core/buffer.hpp>
 #include <weft/generators/builder.hpp>
@@ -22,16 +25,10 @@ struct zb_action {
 };
 }  // namespace gen
 
-/// ZB1P as PyTorch orders it, step for step. Micro-batches pass the chunks in rounds of
-/// G = micro / max(1, micro / ranks), as in the interleaved schedule (rule: micro a multiple of
-/// the rounds). Rank r idles r steps, warms up with min((chunks - 1) G + ranks - 1 - r,
-/// chunks * micro) forwards and idles ranks - 1 - r steps; then each step runs a forward (while
-/// any is left) and a dX, and from its r-th dX on, the dW of the oldest dX without one; the dW
-/// left over close the rank. Then, as PyTorch does, the ranks are walked in lockstep and a
-/// forward whose input (the previous chunk's forward of its micro-batch) is not yet done by the
-/// step before waits an idle step — which happens with fewer micro-batches than ranks.
-/// Takes `chunks` per rank; no `extra_warmup`, no `nanopipe`, no Megatron lowering.
-constexpr schedule interleaved_zero_bubble(const interleaved_params& p) {
+namespace gen {
+/// `interleaved_zero_bubble`'s steps: what it returns, built in constant evaluation and in the
+/// compiled copy.
+constexpr schedule build_interleaved_zero_bubble(const interleaved_params& p) {
   constexpr const char* name = "interleaved-zb";
   const gen::loop_chunks shape = gen::loop_chunks_of(name, p);
   const pipeline_params& common = shape.common;
@@ -135,5 +132,28 @@ constexpr schedule interleaved_zero_bubble(const interleaved_params& p) {
   }
   return gen::finish(b, common);
 }
+}  // namespace gen
+
+namespace detail {
+WEFT_DECL schedule interleaved_zero_bubble_at_run_time(const interleaved_params& p);
+}  // namespace detail
+
+/// ZB1P as PyTorch orders it, step for step. Micro-batches pass the chunks in rounds of
+/// G = micro / max(1, micro / ranks), as in the interleaved schedule (rule: micro a multiple of
+/// the rounds). Rank r idles r steps, warms up with min((chunks - 1) G + ranks - 1 - r,
+/// chunks * micro) forwards and idles ranks - 1 - r steps; then each step runs a forward (while
+/// any is left) and a dX, and from its r-th dX on, the dW of the oldest dX without one; the dW
+/// left over close the rank. Then, as PyTorch does, the ranks are walked in lockstep and a
+/// forward whose input (the previous chunk's forward of its micro-batch) is not yet done by the
+/// step before waits an idle step — which happens with fewer micro-batches than ranks.
+/// Takes `chunks` per rank; no `extra_warmup`, no `nanopipe`, no Megatron lowering.
+constexpr schedule interleaved_zero_bubble(const interleaved_params& p) {
+  if (std::is_constant_evaluated()) return gen::build_interleaved_zero_bubble(p);
+  return detail::interleaved_zero_bubble_at_run_time(p);
+}
 
 }  // namespace weft
+
+#ifndef WEFT_SEPARATE_COMPILATION
+#include <weft/generators/impl/interleaved_zero_bubble.ipp>
+#endif

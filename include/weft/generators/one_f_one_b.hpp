@@ -1,6 +1,9 @@
 // GPipe and 1F1B (PipeDream-flush): one model chunk per rank, loop placement.
 #pragma once
 
+#include <type_traits>
+
+#include <weft/config.hpp>
 #include <weft/generators/builder.hpp>
 #include <weft/generators/interleaved.hpp>
 #include <weft/generators/params.hpp>
@@ -9,9 +12,10 @@ namespace weft {
 
 using one_f_one_b_params = pipeline_params;
 
-/// GPipe: every forward, then every backward. Peak memory: all `micro` micro-batches on every
-/// rank; bubble (ranks - 1) / (micro + ranks - 1).
-constexpr schedule gpipe(const pipeline_params& p) {
+namespace gen {
+/// `gpipe`'s steps: what it returns, built in constant evaluation and in the
+/// compiled copy.
+constexpr schedule build_gpipe(const pipeline_params& p) {
   const model_desc m = gen::pipeline_model(p);
   gen::check_common("gpipe", p, m);
   gen::pipeline_builder b(m, p.overlap);
@@ -22,24 +26,31 @@ constexpr schedule gpipe(const pipeline_params& p) {
   }
   return gen::finish(b, p);
 }
+}  // namespace gen
 
-/// 1F1B: after a warm-up of (ranks - rank - 1) forwards, each rank alternates one forward and
-/// one backward, so at most `ranks - rank` micro-batches are live on a rank. Same bubble as
-/// GPipe, (ranks - 1) / (micro + ranks - 1), with memory bounded by the pipeline depth.
-/// With the seed's early receives (`p2p.overlap_p2p`) it is what MindSpeed runs for them
-/// without a virtual pipeline: its interleaved schedule with one chunk per rank, whose warm-up
-/// holds 2 (ranks - rank - 1) forwards (every forward when micro equals ranks), and micro a
-/// multiple of ranks. Megatron's lowering (`p2p.megatron`, `p2p.blocking`) is its 1F1B code:
-/// batched calls, each waited by the host (`receive_posting::batched_1f1b`).
-constexpr schedule one_f_one_b(const pipeline_params& p) {
-  if (p.p2p.overlap_p2p) return interleaved(gen::with_chunks(p, 1));
+namespace detail {
+WEFT_DECL schedule gpipe_at_run_time(const pipeline_params& p);
+}  // namespace detail
+
+/// GPipe: every forward, then every backward. Peak memory: all `micro` micro-batches on every
+/// rank; bubble (ranks - 1) / (micro + ranks - 1).
+constexpr schedule gpipe(const pipeline_params& p) {
+  if (std::is_constant_evaluated()) return gen::build_gpipe(p);
+  return detail::gpipe_at_run_time(p);
+}
+
+namespace gen {
+/// `one_f_one_b`'s steps: what it returns, built in constant evaluation and in the
+/// compiled copy.
+constexpr schedule build_one_f_one_b(const pipeline_params& p) {
+  if (p.p2p.overlap_p2p) return build_interleaved(with_chunks(p, 1));
   if (p.p2p.megatron && !p.p2p.blocking) {
     // Megatron turns overlap_p2p_comm off without a virtual pipeline (arguments.py), so its
     // 1F1B code always makes batched calls the host waits for: the `blocking` lowering.
     pipeline_params q = p;
     q.p2p.megatron = false;
     q.p2p.blocking = true;
-    return one_f_one_b(q);
+    return build_one_f_one_b(q);
   }
   const model_desc m = gen::pipeline_model(p);
   gen::check_common("1f1b", p, m, true);
@@ -58,11 +69,29 @@ constexpr schedule one_f_one_b(const pipeline_params& p) {
   }
   return gen::finish(b, p, false, static_cast<buffer<std::uint16_t>&&>(warmups));
 }
+}  // namespace gen
 
-/// ZB-H1 (zero bubble, Qi et al. 2023): 1F1B with each backward split into dX and dW, and the
-/// dW of rank r deferred by r steps into the cool-down, where 1F1B leaves the rank idle. Every
-/// rank then keeps at most `ranks` micro-batches live — the first rank's 1F1B peak.
-constexpr schedule zb_h1(const pipeline_params& p) {
+namespace detail {
+WEFT_DECL schedule one_f_one_b_at_run_time(const pipeline_params& p);
+}  // namespace detail
+
+/// 1F1B: after a warm-up of (ranks - rank - 1) forwards, each rank alternates one forward and
+/// one backward, so at most `ranks - rank` micro-batches are live on a rank. Same bubble as
+/// GPipe, (ranks - 1) / (micro + ranks - 1), with memory bounded by the pipeline depth.
+/// With the seed's early receives (`p2p.overlap_p2p`) it is what MindSpeed runs for them
+/// without a virtual pipeline: its interleaved schedule with one chunk per rank, whose warm-up
+/// holds 2 (ranks - rank - 1) forwards (every forward when micro equals ranks), and micro a
+/// multiple of ranks. Megatron's lowering (`p2p.megatron`, `p2p.blocking`) is its 1F1B code:
+/// batched calls, each waited by the host (`receive_posting::batched_1f1b`).
+constexpr schedule one_f_one_b(const pipeline_params& p) {
+  if (std::is_constant_evaluated()) return gen::build_one_f_one_b(p);
+  return detail::one_f_one_b_at_run_time(p);
+}
+
+namespace gen {
+/// `zb_h1`'s steps: what it returns, built in constant evaluation and in the
+/// compiled copy.
+constexpr schedule build_zb_h1(const pipeline_params& p) {
   const model_desc m = gen::pipeline_model(p);
   gen::check_common("zb-h1", p, m);
   gen::pipeline_builder b(m, p.overlap);
@@ -87,5 +116,22 @@ constexpr schedule zb_h1(const pipeline_params& p) {
   }
   return gen::finish(b, p);
 }
+}  // namespace gen
+
+namespace detail {
+WEFT_DECL schedule zb_h1_at_run_time(const pipeline_params& p);
+}  // namespace detail
+
+/// ZB-H1 (zero bubble, Qi et al. 2023): 1F1B with each backward split into dX and dW, and the
+/// dW of rank r deferred by r steps into the cool-down, where 1F1B leaves the rank idle. Every
+/// rank then keeps at most `ranks` micro-batches live — the first rank's 1F1B peak.
+constexpr schedule zb_h1(const pipeline_params& p) {
+  if (std::is_constant_evaluated()) return gen::build_zb_h1(p);
+  return detail::zb_h1_at_run_time(p);
+}
 
 }  // namespace weft
+
+#ifndef WEFT_SEPARATE_COMPILATION
+#include <weft/generators/impl/one_f_one_b.ipp>
+#endif

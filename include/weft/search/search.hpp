@@ -23,6 +23,7 @@
 #include <utility>
 #include <vector>
 
+#include <weft/config.hpp>
 #include <weft/generators/registry.hpp>
 #include <weft/search/bounds.hpp>
 #include <weft/search/evaluate.hpp>
@@ -450,5 +451,14 @@ search_result<T> find_schedule(const basic_problem<T>& q, const search_options& 
   out.seconds = std::chrono::duration<double>(clock::now() - t0).count();
   return out;
 }
+
+#ifdef WEFT_SEPARATE_COMPILATION
+// Compiled once into weft::compiled (src/search.cpp): a trainer's file that searches compiles
+// the search's declarations only.
+extern template search_result<units> find_schedule(const basic_problem<units>&,
+                                                   const search_options&);
+extern template search_result<seconds> find_schedule(const basic_problem<seconds>&,
+                                                     const search_options&);
+#endif
 
 }  // namespace weft::search

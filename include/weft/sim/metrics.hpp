@@ -4,9 +4,11 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
+#include <weft/config.hpp>
 #include <weft/schedule/memory.hpp>
 #include <weft/schedule/timeline.hpp>
 #include <weft/sim/simulate.hpp>
@@ -95,10 +97,10 @@ constexpr T clipped(const std::vector<interval<T>>& v, T from, T to) {
     t += std::max(T{0}, std::min(x.second, to) - std::max(x.first, from));
   return t;
 }
-}  // namespace detail
 
+/// `measure`'s work, in constant evaluation and at run time.
 template <time_type T>
-constexpr basic_step_metrics<T> measure(const program& p, const basic_timeline<T>& t) {
+constexpr basic_step_metrics<T> measured(const program& p, const basic_timeline<T>& t) {
   using interval = detail::interval<T>;
   basic_step_metrics<T> m;
   m.makespan = t.makespan;
@@ -152,6 +154,27 @@ constexpr basic_step_metrics<T> measure(const program& p, const basic_timeline<T
   }
   m.bubble_ratio = R > 0 && t.makespan > T{0} ? idle / (R * t.makespan) : 0;
   return m;
+}
+
+/// `measure` at run time (as `simulate_at_run_time`).
+template <time_type T>
+basic_step_metrics<T> measure_at_run_time(const program& p, const basic_timeline<T>& t) {
+  return measured(p, t);
+}
+#ifdef WEFT_SEPARATE_COMPILATION
+extern template basic_step_metrics<units> measure_at_run_time(const program&,
+                                                              const basic_timeline<units>&);
+extern template basic_step_metrics<seconds> measure_at_run_time(const program&,
+                                                                const basic_timeline<seconds>&);
+#endif
+}  // namespace detail
+
+/// The step's figures: makespan, bubble, per rank the phases' times, compute and exposed
+/// communication (docs/metrics.md).
+template <time_type T>
+constexpr basic_step_metrics<T> measure(const program& p, const basic_timeline<T>& t) {
+  if (std::is_constant_evaluated()) return detail::measured(p, t);
+  return detail::measure_at_run_time(p, t);
 }
 
 }  // namespace weft

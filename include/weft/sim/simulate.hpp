@@ -8,7 +8,9 @@
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
 
+#include <weft/config.hpp>
 #include <weft/core/buffer.hpp>
 #include <weft/schedule/program.hpp>
 #include <weft/schedule/semantics.hpp>
@@ -19,10 +21,11 @@
 
 namespace weft {
 
-/// Simulates `p` with costs `c`; times come out in the costs' type (seconds or units).
+namespace detail {
+/// `simulate`'s work, in constant evaluation and at run time.
 template <time_type T>
-constexpr basic_timeline<T> simulate(const program& p, const basic_cost_model<T>& c,
-                                     basic_sim_options<T> opt = {}) {
+constexpr basic_timeline<T> simulated(const program& p, const basic_cost_model<T>& c,
+                                      const basic_sim_options<T>& opt) {
   c.check_chunks(p.source.model);
   if (c.contention.active()) return simulate_contended(p, c, opt);
   const semantics g(p, {.slot_barrier = opt.slot_barrier});
@@ -53,6 +56,32 @@ constexpr basic_timeline<T> simulate(const program& p, const basic_cost_model<T>
   basic_timeline<T> t;
   detail::settle(g, ev, start, done, finished, t);
   return t;
+}
+
+/// `simulate` at run time: a function, not a constexpr one, so that g++ does not try to
+/// evaluate a call with constant arguments at compile time; with WEFT_SEPARATE_COMPILATION
+/// compiled once into weft::compiled for both time types.
+template <time_type T>
+basic_timeline<T> simulate_at_run_time(const program& p, const basic_cost_model<T>& c,
+                                       const basic_sim_options<T>& opt) {
+  return simulated(p, c, opt);
+}
+#ifdef WEFT_SEPARATE_COMPILATION
+extern template basic_timeline<units> simulate_at_run_time(const program&,
+                                                           const basic_cost_model<units>&,
+                                                           const basic_sim_options<units>&);
+extern template basic_timeline<seconds> simulate_at_run_time(const program&,
+                                                             const basic_cost_model<seconds>&,
+                                                             const basic_sim_options<seconds>&);
+#endif
+}  // namespace detail
+
+/// Simulates `p` with costs `c`; times come out in the costs' type (seconds or units).
+template <time_type T>
+constexpr basic_timeline<T> simulate(const program& p, const basic_cost_model<T>& c,
+                                     basic_sim_options<T> opt = {}) {
+  if (std::is_constant_evaluated()) return detail::simulated(p, c, opt);
+  return detail::simulate_at_run_time(p, c, opt);
 }
 
 }  // namespace weft
