@@ -7,7 +7,9 @@
 #            optimised (-O2) as a trainer's build compiles it; the executors header-only and with
 #            weft::exec_compiled (WEFT_SEPARATE_COMPILATION); a trainer's planning file at -O2
 #            and -O3, header-only and with weft::compiled
-# Usage: [CXX=clang++] bench/compile_time.sh [REPS] [proofs|headers|all]
+#   floor    the least any proof of rules 1-2 costs the evaluator, beside generation
+#            (bench/constexpr_floor.cpp: place every op, read one dependency per op)
+# Usage: [CXX=clang++] bench/compile_time.sh [REPS] [proofs|headers|floor|all]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 reps=${1:-5}
@@ -80,6 +82,22 @@ if [ "$what" = headers ] || [ "$what" = all ]; then
   echo
 fi
 [ "$what" = headers ] && exit 0
+
+if [ "$what" = floor ] || [ "$what" = all ]; then
+  printf '%-12s %8s %-18s %-18s %-18s %-18s\n' "P,M,L" "ops" "generate" "+ place" \
+    "+ one dependency" "the same, arrays"
+  for cfg in "8 32 4" "16 64 4" "16 128 8"; do
+    set -- $cfg
+    row=()
+    for mode in 1 2 3 4; do
+      defs=(-DWEFT_BENCH_P="$1" -DWEFT_BENCH_M="$2" -DWEFT_BENCH_L="$3" -DWEFT_BENCH_MODE="$mode")
+      row+=("$(measure bench/constexpr_floor.cpp "${defs[@]}" $big_flags)")
+    done
+    printf '%-12s %8s %-18s %-18s %-18s %-18s\n' "$1,$2,$3" "$((8 * $1 * $2 * $3))" "${row[@]}"
+  done
+  echo
+fi
+[ "$what" = floor ] && exit 0
 
 printf '%-12s %8s %-22s %-22s %-22s\n' "P,M,L" "ops" "headers only" "generate" "verify"
 for cfg in "4 8 2" "8 32 4" "16 64 4" "16 128 8"; do
