@@ -618,7 +618,7 @@ int run_on(const request& q, weft::exec::run_options opt, const backend_info& ba
 
 int run_command(const request& q) {
   weft::exec::run_options opt;
-  opt.timeout = std::chrono::milliseconds(static_cast<long>(q.timeout_s * 1000));
+  opt.timeout = weft::seconds(q.timeout_s);
   opt.before_op = fault_injection(q);
   opt.workers = static_cast<unsigned>(q.workers ? q.workers : q.backend == "mpi" ? 1 : 2);
   if (q.backend != "mpi") return run_on(q, opt, {"in-process", opt.workers});

@@ -151,7 +151,7 @@ def fault(args, kind):
         fail("exit: nothing names rank 2", text)
     if kind in ("exit", "kill") and "the launcher is ending the job" not in text:
         fail(f"{kind}: the survivors do not say why they stopped", text)
-    if kind == "stall" and "not finished after 2000 ms" not in text:
+    if kind == "stall" and "not finished after 2 s" not in text:
         fail("stall: no timeout reported", text)
     print(f"ok {kind}: exit {rc} after {took:.1f} s")
 

@@ -348,7 +348,7 @@ TEST_CASE("the runner over processes: a world of the wrong size, a throwing op, 
       what = e.what();
     }
     CHECK(what.find("waiting:\n  rank " + std::to_string(r) + ": ") != std::string::npos);
-    if (r == 1) CHECK(what.find("not finished after 300 ms") != std::string::npos);
+    if (r == 1) CHECK(what.find("not finished after 0.3 s") != std::string::npos);
   }
   finish(c.barrier(everyone(c), 9));
 }

@@ -145,6 +145,10 @@ TEST_CASE("a failing rank stops the run: the first error, with its rank and roun
       CHECK(e.round == 1);
       CHECK(e.step == "forward");
       CHECK(e.cause);
+      // One run-time error for every runtime: a handler of weft::run_error sees it too.
+      const weft::run_error& base = e;
+      CHECK(base.rank == 2);
+      CHECK(!base.at);  // CP attention's rounds have no ops
     }
     // The forward failed: there is nothing to run the backward of.
     CHECK_THROWS_WITH_AS(run.backward(random(s, 4, 4)),

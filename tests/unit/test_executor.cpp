@@ -166,13 +166,24 @@ TEST_CASE("an op that throws stops the run and names the rank and the op") {
   dense_executor<float> ex(model, opt);
   CHECK_THROWS_WITH_AS(ex.run(one_f_one_b({.ranks = 4, .micro = 4})),
                        "weft: run: rank 2, block/B mb=1 chunk=2 failed: out of memory", run_error);
+  // The parts, for a program that handles the failure: weft's one run-time error.
+  try {
+    ex.run(one_f_one_b({.ranks = 4, .micro = 4}));
+    FAIL("the run should fail");
+  } catch (const weft::run_error& e) {
+    CHECK(e.rank == 2);
+    REQUIRE(e.at);
+    CHECK(*e.at == make_op(kind::block, phase::B, 1, 2));
+    REQUIRE(e.cause);
+    CHECK_THROWS_WITH(std::rethrow_exception(e.cause), "out of memory");
+  }
 }
 
 TEST_CASE("a transfer that never completes is reported within the timeout, for every rank") {
   dense_model<float> model({.stages = 2, .micro = 2});
   run_options opt;
   opt.delay = rt::delay_model{link_model{.alpha = seconds(3600)}};  // an hour per message
-  opt.timeout = std::chrono::milliseconds(200);
+  opt.timeout = weft::seconds(0.2);
   dense_executor<float> ex(model, opt);
   const auto t0 = std::chrono::steady_clock::now();
   try {
@@ -180,9 +191,13 @@ TEST_CASE("a transfer that never completes is reported within the timeout, for e
     FAIL("the run should time out");
   } catch (const run_error& e) {
     const std::string what = e.what();
-    CHECK(what.find("weft: run: not finished after 200 ms; waiting:") == 0);
+    CHECK(what.find("weft: run: not finished after 0.2 s; waiting:") == 0);
     CHECK(what.find("rank 0: ") != std::string::npos);
     CHECK(what.find("rank 1: ") != std::string::npos);
+    // The first rank named, at the op it is stuck at; a timeout has no cause.
+    CHECK(e.rank == 0);
+    CHECK(e.at);
+    CHECK(!e.cause);
   }
   CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(5));
 }
@@ -203,7 +218,7 @@ schedule one_comm_stream(bool recv_first) {
 /// What a run of `p` that never finishes says when its 300 ms are up.
 std::string time_out_of(const program& p, dense_model<float>& model) {
   run_options opt;
-  opt.timeout = std::chrono::milliseconds(300);
+  opt.timeout = weft::seconds(0.3);
   try {
     dense_executor<float>(model, opt).run(p);
   } catch (const run_error& e) {
@@ -222,14 +237,14 @@ TEST_CASE(
 
   dense_model<float> model({.stages = 2, .micro = 1});
   run_options opt;
-  opt.timeout = std::chrono::milliseconds(300);
+  opt.timeout = weft::seconds(0.3);
   {
     // Through the runner with the check bypassed: the in-process backend matches transfers FIFO
     // per channel as the checker does, so the run hangs exactly there, and the timeout says so.
     const auto t0 = std::chrono::steady_clock::now();
     const std::string what = time_out_of(lower_unchecked(one_comm_stream(true)), model);
     CAPTURE(what);
-    CHECK(what.find("weft: run: not finished after 300 ms; waiting:") == 0);
+    CHECK(what.find("weft: run: not finished after 0.3 s; waiting:") == 0);
     CHECK(what.find("rank 0: recv/B mb=0 lane=1 (started), waits for send/B mb=0 chunk=1 lane=1 "
                     "on rank 1") != std::string::npos);
     CHECK(what.find("rank 1: recv/F mb=0 chunk=1 lane=1 (started), waits for send/F mb=0 "
@@ -254,7 +269,7 @@ TEST_CASE("an unchecked backward before its forward waits for it: the time-out n
   dense_model<float> model({.stages = 1, .micro = 1});
   const std::string what = time_out_of(p, model);
   CAPTURE(what);
-  CHECK(what.find("weft: run: not finished after 300 ms; waiting:") == 0);
+  CHECK(what.find("weft: run: not finished after 0.3 s; waiting:") == 0);
   CHECK(what.find("rank 0: block/B mb=0, waits for block/F mb=0") != std::string::npos);
   // The simulator sees the same: stuck at B0.
   const unit_timeline t = simulate(p, unit_cost_model::pipeline({.F = 1, .B = 2}));
@@ -488,7 +503,7 @@ TEST_CASE("a chain the host runs itself still stops at the run's timeout") {
   runner r(lower(chain), 1, {.workers = 1, .timeout = std::chrono::milliseconds(60)});
   for (int run = 0; run < 3; ++run) {  // the first run's worker may be awake: the host queues
     slow_blocks model{std::chrono::milliseconds(5)};
-    CHECK_THROWS_WITH_AS(r.run(model), doctest::Contains("weft: run: not finished after 60 ms"),
+    CHECK_THROWS_WITH_AS(r.run(model), doctest::Contains("weft: run: not finished after 0.06 s"),
                          run_error);
     CHECK(model.ran < 60);
   }

@@ -165,7 +165,7 @@ TEST_CASE("MoE faults: a throwing expert names its replica; a stuck all-to-all t
     moe_model<float> model({.stages = 2, .micro = 2, .replicas = 2});
     run_options opt;
     opt.delay = rt::delay_model{link_model{.alpha = seconds(3600)}};  // an hour per message
-    opt.timeout = std::chrono::milliseconds(200);
+    opt.timeout = weft::seconds(0.2);
     moe_executor<float> ex(model, opt);
     const auto t0 = std::chrono::steady_clock::now();
     try {
@@ -173,7 +173,7 @@ TEST_CASE("MoE faults: a throwing expert names its replica; a stuck all-to-all t
       FAIL("the run should time out");
     } catch (const run_error& e) {
       const std::string what = e.what();
-      CHECK(what.find("weft: run: not finished after 200 ms; waiting:") == 0);
+      CHECK(what.find("weft: run: not finished after 0.2 s; waiting:") == 0);
       for (const char* who : {"rank 0 (pipeline rank 0, replica 0): dispatch/F mb=0",
                               "rank 1 (pipeline rank 0, replica 1): dispatch/F mb=0"})
         CHECK(what.find(who) != std::string::npos);

@@ -327,3 +327,22 @@ TEST_CASE("bytes each rank sends in the MLP: two all-gathers and two reduce-scat
     CHECK(rc.sent().all_reduce == 0);
   });
 }
+
+TEST_CASE("a rank whose peers never join a sum fails with weft's run-time error, naming it") {
+  // A 2 x 1 grid where only rank 1 runs: its TP-X all-reduce waits for rank 0 until its 0.1 s
+  // are up, then throws run_error with the rank and what it waited in.
+  const grid g{2, 1};
+  rt::inproc_world world(g.size());
+  rank_comm<float> rc(world.at(1), g, seconds(0.1));
+  mat<float> m = mat<float>::Ones(2, 2);
+  const auto t0 = std::chrono::steady_clock::now();
+  try {
+    rc.sum(m, rc.x_group(), "the test's sum");
+    FAIL("the sum should time out");
+  } catch (const weft::run_error& e) {
+    CHECK(std::string(e.what()) == "weft: tp-2d: rank 1 timed out after 0.1 s in the test's sum");
+    CHECK(e.rank == 1);
+    CHECK(!e.cause);
+  }
+  CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(5));
+}

@@ -1,13 +1,36 @@
-// The exception weft throws for impossible configurations (bad generator parameters, malformed
-// input). In a constant expression the throw stops compilation at the line that names the rule.
+// The two exceptions weft throws. `config_error`: an impossible configuration (bad generator
+// parameters, malformed input, an argument out of range); in a constant expression its throw
+// stops compilation at the line that names the rule. `run_error`: a run that stopped, from every
+// runtime weft has (the runner and the executors on it, CP attention, the TP layers).
 #pragma once
 
+#include <exception>
+#include <optional>
 #include <stdexcept>
+#include <string>
+#include <utility>
+
+#include <weft/core/op.hpp>
 
 namespace weft {
 
 struct config_error : std::invalid_argument {
   using std::invalid_argument::invalid_argument;
+};
+
+/// A run that stopped: a kernel or a hook threw, a peer process failed, or a wait passed its
+/// deadline. `what()` tells the whole story in one line; the fields give its parts to a program
+/// that handles it: the rank that failed first (-1 when no one rank did), the op it ran or was
+/// stuck at (none when the runtime has no ops, as CP attention's rounds), and the exception it
+/// raised (`cause`; none for a timeout or a peer's failure).
+struct run_error : std::runtime_error {
+  int rank = -1;
+  std::optional<op> at;
+  std::exception_ptr cause;
+
+  explicit run_error(const std::string& what, int rank_ = -1, std::optional<op> at_ = {},
+                     std::exception_ptr cause_ = nullptr)
+      : std::runtime_error(what), rank(rank_), at(at_), cause(std::move(cause_)) {}
 };
 
 }  // namespace weft

@@ -26,6 +26,7 @@
 #include <weft/cp/mask.hpp>
 #include <weft/cp/plan.hpp>
 #include <weft/nn/tensor.hpp>
+#include <weft/rt/await.hpp>
 #include <weft/rt/inproc.hpp>
 
 namespace weft::cp {
@@ -109,20 +110,19 @@ void attend_backward(const nn::matrix<T>& q, const nn::matrix<T>& k, const nn::m
   dk = ds.transpose() * q;
 }
 
-/// A failed distributed run: the rank that failed first, the step (forward or backward) and
-/// round it was in, and the exception it raised (`cause`; a timeout has none).
-struct cp_run_error : std::runtime_error {
-  int rank, round;
+/// A failed distributed run: weft's run-time error (core/error.hpp: the rank that failed first
+/// and the exception it raised, `cause`, none for a timeout) with the step (forward or backward)
+/// and round it was in, CP attention's rounds having no ops.
+struct cp_run_error : run_error {
+  int round;
   std::string step;
-  std::exception_ptr cause;
   cp_run_error(int rank_, int round_, std::string step_, const std::string& why,
                std::exception_ptr cause_ = nullptr)
-      : std::runtime_error("weft: cp attention: rank " + std::to_string(rank_) + ", " + step_ +
-                           " round " + std::to_string(round_) + ": " + why),
-        rank(rank_),
+      : run_error("weft: cp attention: rank " + std::to_string(rank_) + ", " + step_ + " round " +
+                      std::to_string(round_) + ": " + why,
+                  rank_, std::nullopt, std::move(cause_)),
         round(round_),
-        step(std::move(step_)),
-        cause(std::move(cause_)) {}
+        step(std::move(step_)) {}
 };
 
 struct cp_attention_options {
@@ -303,16 +303,16 @@ class cp_attention {
   /// another rank failed.
   void await(std::vector<std::pair<rt::event, std::string>>& pending, int p, int round,
              const char* step) const {
-    const auto deadline =
-        std::chrono::steady_clock::now() +
-        std::chrono::duration_cast<std::chrono::steady_clock::duration>(opt_.timeout);
+    const rt::deadline deadline = rt::deadline::after(opt_.timeout);
     for (auto& [e, what] : pending)
-      while (!e.wait_for(std::chrono::milliseconds(5))) {
-        if (failed_.load()) throw stopped{};
-        if (std::chrono::steady_clock::now() >= deadline)
-          throw cp_run_error(
-              p, round, step,
-              "timed out after " + std::to_string(opt_.timeout.count()) + " s waiting to " + what);
+      switch (rt::await(e, deadline, [&] { return failed_.load(); })) {
+        case rt::await_end::done:
+          break;
+        case rt::await_end::stopped:
+          throw stopped{};
+        case rt::await_end::timed_out:
+          throw cp_run_error(p, round, step,
+                             "timed out after " + deadline.budget_words() + " waiting to " + what);
       }
   }
 

@@ -22,9 +22,9 @@ namespace weft::exec {
 /// packs its own copy to size what it receives); `unpack(u, values)`: stores them on rank 0.
 template <rt::wire_value T, class Owner, class Pack, class Unpack>
 void collect_to_root(rt::communicator& comm, std::size_t units, const Owner& owner,
-                     const Pack& pack, const Unpack& unpack, std::chrono::milliseconds timeout) {
+                     const Pack& pack, const Unpack& unpack, seconds timeout) {
   const int me = comm.rank();
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  const rt::deadline deadline = rt::deadline::after(timeout);
   std::vector<std::vector<T>> values(units);
   std::vector<rt::event> pending;
   for (std::size_t u = 0; u < units; ++u) {
@@ -37,7 +37,7 @@ void collect_to_root(rt::communicator& comm, std::size_t units, const Owner& own
                               : comm.isend(values[u], 0, result_tag));
   }
   for (const rt::event& e : pending)
-    detail::await_world(comm, e, deadline, timeout, "rank " + std::to_string(me),
+    detail::await_world(comm, e, deadline, me, "rank " + std::to_string(me),
                         me == 0 ? "receiving the results" : "sending the results");
   if (me != 0) return;
   for (std::size_t u = 0; u < units; ++u)
@@ -49,7 +49,7 @@ void collect_to_root(rt::communicator& comm, std::size_t units, const Owner& own
 /// is the world rank that ran unit u.
 template <rt::wire_value T, class Unit, class Owner>
 void collect_units(rt::communicator& comm, std::vector<Unit>& units, const Owner& owner,
-                   std::chrono::milliseconds timeout) {
+                   seconds timeout) {
   const auto pack = [&](std::size_t u, std::vector<T>& out) {
     out.push_back(units[u].loss);
     for (auto& layer : units[u].grad)

@@ -32,6 +32,7 @@
 #include <weft/core/binding.hpp>
 #include <weft/core/error.hpp>
 #include <weft/exec/measures.hpp>
+#include <weft/rt/await.hpp>
 #include <weft/rt/clock.hpp>
 #include <weft/rt/inproc.hpp>
 #include <weft/rt/stream.hpp>
@@ -51,7 +52,7 @@ struct run_options {
   rt::delay_model delay{};  ///< emulated link for transfers and all-to-alls
   /// A run that has not finished by then is stopped and reported, naming the op every rank is
   /// waiting at.
-  std::chrono::milliseconds timeout{std::chrono::seconds(30)};
+  seconds timeout{30};
   /// Called on the worker right before each op runs (tracing, fault injection), with the world
   /// rank; may throw, which fails the op.
   std::function<void(int rank, const op&)> before_op{};
@@ -62,10 +63,9 @@ struct run_options {
   rt::communicator* comm = nullptr;
 };
 
-/// A run that stopped: an op threw, or the run timed out.
-struct run_error : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
+/// A run that stopped: an op threw, a peer process failed, or the run timed out (weft's one
+/// run-time error, core/error.hpp: the rank, the op, the cause).
+using weft::run_error;
 
 /// What a kernel is told when the runner calls it. A compute kernel does its work; a comm
 /// kernel starts an operation on `comm` and leaves its completion event in `started`. An op
@@ -196,20 +196,20 @@ inline double this_host() {
   return static_cast<double>(h);
 }
 
-/// Waits for `e`, an operation of a world of processes, giving up at `deadline` (telling the
-/// other ranks) or as soon as the world has a fault; `who` names this rank in the error.
-inline void await_world(rt::communicator& comm, const rt::event& e,
-                        std::chrono::steady_clock::time_point deadline,
-                        std::chrono::milliseconds timeout, const std::string& who,
-                        const std::string& what) {
-  while (!e.wait_for(std::chrono::milliseconds(5))) {
-    if (const std::string f = comm.fault(); !f.empty())
-      throw run_error("weft: run: " + who + ", " + what + ": " + f);
-    if (std::chrono::steady_clock::now() > deadline) {
-      const std::string why =
-          what + " not complete after " + std::to_string(timeout.count()) + " ms";
+/// Waits for `e`, an operation of a world of processes, giving up at `d` (telling the other
+/// ranks) or as soon as the world has a fault; `rank` (world rank) fails, `who` names it.
+inline void await_world(rt::communicator& comm, const rt::event& e, const rt::deadline& d, int rank,
+                        const std::string& who, const std::string& what) {
+  std::string fault;
+  switch (rt::await(e, d, [&] { return !(fault = comm.fault()).empty(); })) {
+    case rt::await_end::done:
+      return;
+    case rt::await_end::stopped:
+      throw run_error("weft: run: " + who + ", " + what + ": " + fault, rank);
+    case rt::await_end::timed_out: {
+      const std::string why = what + " not complete after " + d.budget_words();
       comm.announce_failure(why);
-      throw run_error("weft: run: " + who + ", " + why);
+      throw run_error("weft: run: " + who + ", " + why, rank);
     }
   }
 }
@@ -334,9 +334,8 @@ class runner {
   /// Does this process run op copy `x`?
   bool local(std::uint32_t x) const { return local_ < 0 || world_rank(x) == local_; }
   rt::communicator& comm_of(int wr) { return opt_.comm ? *opt_.comm : world_->at(wr); }
-  void await(const rt::event& e, std::chrono::steady_clock::time_point deadline,
-             const std::string& what) {
-    detail::await_world(*opt_.comm, e, deadline, opt_.timeout, name_rank(local_), what);
+  void await(const rt::event& e, const rt::deadline& d, const std::string& what) {
+    detail::await_world(*opt_.comm, e, d, local_, name_rank(local_), what);
   }
 };
 

@@ -24,6 +24,7 @@
 #include <weft/core/time.hpp>
 #include <weft/nn/attention.hpp>
 #include <weft/nn/tensor.hpp>
+#include <weft/rt/await.hpp>
 #include <weft/rt/comm.hpp>
 #include <weft/tp/grid.hpp>
 
@@ -98,9 +99,11 @@ class rank_comm {
     return {m.data(), static_cast<std::size_t>(m.size())};
   }
   void wait(rt::event e, const char* what) {
-    if (!e.wait_for(std::chrono::duration_cast<std::chrono::milliseconds>(timeout_)))
-      throw std::runtime_error("weft: tp-2d: rank " + std::to_string(me_) + " timed out after " +
-                               std::to_string(timeout_.count()) + " s in " + what);
+    const rt::deadline d = rt::deadline::after(timeout_);
+    if (rt::await(e, d) != rt::await_end::done)
+      throw run_error("weft: tp-2d: rank " + std::to_string(me_) + " timed out after " +
+                          d.budget_words() + " in " + what,
+                      me_);
   }
 };
 

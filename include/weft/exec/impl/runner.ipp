@@ -226,10 +226,11 @@ WEFT_DECL timeline runner::run_bound(const detail::bound_model& model, run_measu
   const std::uint8_t* const awaited = awaited_.data();
   std::mutex done_m;
   std::condition_variable done_cv;
-  const auto deadline = std::chrono::steady_clock::now() + opt_.timeout;
+  const rt::deadline deadline = rt::deadline::after(opt_.timeout);
   // The host helps run the work at first (see below), until then. Only the host's own tasks
   // read and write `host_time_up` and `host_looked` (when it last read the time).
-  const auto host_until = std::min(deadline, std::chrono::steady_clock::now() + host_looks_every);
+  const auto host_until =
+      std::min(deadline.at, std::chrono::steady_clock::now() + host_looks_every);
   bool host_time_up = false;
   ticks host_looked = 0;
   // Op copy `x` completed at `t` (on the calling thread's clock reading): release what waits.
@@ -408,7 +409,7 @@ WEFT_DECL timeline runner::run_bound(const detail::bound_model& model, run_measu
     std::unique_lock lock(done_m);
     while (remaining.load() > 0 && !pool_.failed()) {
       if (opt_.comm && !(peer_fault = opt_.comm->fault()).empty()) break;
-      const auto left = deadline - std::chrono::steady_clock::now();
+      const auto left = deadline.at - std::chrono::steady_clock::now();
       if (left <= std::chrono::steady_clock::duration::zero()) break;
       // A failure does not wake the host: look again every few milliseconds.
       done_cv.wait_for(lock, std::min<std::chrono::steady_clock::duration>(left, host_looks_every));
@@ -440,11 +441,14 @@ WEFT_DECL timeline runner::run_bound(const detail::bound_model& model, run_measu
     const std::string what =
         to_string(p.at(g.op_of(x))) + " failed: " + detail::describe_exception(f.error);
     if (opt_.comm) opt_.comm->announce_failure(what);
-    throw run_error("weft: run: " + name_rank(world_rank(x)) + ", " + what);
+    throw run_error("weft: run: " + name_rank(world_rank(x)) + ", " + what, world_rank(x),
+                    p.at(g.op_of(x)), f.error);
   }
   if (!finished) {
     // Per rank this process runs, the op it is stuck at and what that waits for.
     std::string waiting, first_line;
+    int first_rank = -1;
+    std::optional<op> first_op;
     for (int rep = 0; rep < replicas_; ++rep) {
       // Per rank of this replica, the first op at the head of one of its streams.
       std::vector<std::uint32_t> first(static_cast<std::size_t>(p.ranks()), npos);
@@ -464,15 +468,20 @@ WEFT_DECL timeline runner::run_bound(const detail::bound_model& model, run_measu
         if (const std::uint32_t w = waiting_for(st, completed, x); w != npos)
           line += ", waits for " + to_string(p.at(g.op_of(w))) + " on " + name_rank(world_rank(w));
         waiting += "\n  " + name_rank(r * replicas_ + rep) + ": " + line;
-        if (first_line.empty()) first_line = line;
+        if (first_line.empty()) {
+          first_line = line;
+          first_rank = r * replicas_ + rep;
+          first_op = p.at(g.op_of(x));
+        }
       }
     }
     if (!peer_fault.empty())
-      throw run_error("weft: run: " + name_rank(local_) + " stopped: " + peer_fault +
-                      "; waiting:" + waiting);
-    const std::string after = "not finished after " + std::to_string(opt_.timeout.count()) + " ms";
+      throw run_error(
+          "weft: run: " + name_rank(local_) + " stopped: " + peer_fault + "; waiting:" + waiting,
+          first_rank, first_op);
+    const std::string after = "not finished after " + deadline.budget_words();
     if (opt_.comm) opt_.comm->announce_failure(after + ", waiting at " + first_line);
-    throw run_error("weft: run: " + after + "; waiting:" + waiting);
+    throw run_error("weft: run: " + after + "; waiting:" + waiting, first_rank, first_op);
   }
 
   // Ticks to seconds from the start; never: infinity.
