@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <limits>
 #include <numeric>
 #include <stdexcept>
 #include <thread>
@@ -159,6 +160,31 @@ TEST_CASE("collectives: a non-member and mismatched counts are errors") {
   CHECK(first.done());
 }
 
+TEST_CASE("all-to-all counts must add up to the buffers: nothing is read or written past them") {
+  // Counts of 2 + 2 over buffers of 2 would read and write past them; absurd counts must not
+  // wrap their sum into agreement. Both are refused on the caller's rank, before any transfer.
+  inproc_world w(2);
+  const std::vector<int> both{0, 1};
+  std::vector<float> send(2), recv(2);
+  const std::vector<std::size_t> one_each{1, 1}, too_many{2, 2},
+      wraps{std::numeric_limits<std::size_t>::max(), 3};
+  for (const auto& counts : {too_many, wraps}) {
+    CHECK_THROWS_WITH_AS(w.at(0).all_to_all_v(send, counts, recv, one_each, both, 0),
+                         "weft: inproc: all-to-all counts do not add up to the buffers (2 values "
+                         "to send, 2 to receive)",
+                         weft::config_error);
+    CHECK_THROWS_AS(w.at(0).all_to_all_v(send, one_each, recv, counts, both, 0),
+                    weft::config_error);
+  }
+  const std::vector<std::size_t> one{1};
+  CHECK_THROWS_WITH_AS(w.at(0).all_to_all_v(send, one, recv, one_each, both, 0),
+                       "weft: inproc: all-to-all needs a count per member", weft::config_error);
+  std::vector<double> recv64(2);
+  CHECK_THROWS_WITH_AS(w.at(0).all_to_all_v(send, one_each, recv64, one_each, both, 0),
+                       "weft: inproc: all-to-all sends and receives one element type",
+                       weft::config_error);
+}
+
 TEST_CASE("channels: one group's collectives on two streams meet by channel, in any order") {
   // Member 0 issues channel 1's sum before channel 0's, member 1 the other way round: by order
   // alone they would pair the wrong calls; by channel each meets its own.
@@ -241,18 +267,28 @@ TEST_CASE("collectives: buffers that do not fit, and different collectives, are 
     CHECK(first.done());
   }
   {
+    // Buffers that do not fit the caller's own call: refused there, before it joins (as over
+    // MPI: the communicator's front end checks both backends' calls alike).
     inproc_world w(2);
     std::vector<float> mine(1), all_wrong(3);
-    event first = w.at(0).all_gather(mine, all_wrong, both, 0);
-    CHECK_THROWS_WITH_AS(w.at(1).all_gather(mine, all_wrong, both, 0),
+    CHECK_THROWS_WITH_AS(w.at(0).all_gather(mine, all_wrong, both, 0),
+                         "weft: inproc: all-gather buffers do not fit", std::length_error);
+    // Buffers that fit each call but not the other member's: the meeting refuses them, and
+    // releases the member already waiting.
+    std::vector<float> all_two(2), mine_two(2), all_four(4);
+    event first = w.at(0).all_gather(mine, all_two, both, 0);
+    CHECK_THROWS_WITH_AS(w.at(1).all_gather(mine_two, all_four, both, 0),
                          "weft: inproc: all-gather buffers do not fit", std::length_error);
     CHECK(first.done());
   }
   {
     inproc_world w(2);
     std::vector<float> all(4), mine(1);
-    event first = w.at(0).reduce_scatter_sum(all, mine, both, 0);
-    CHECK_THROWS_WITH_AS(w.at(1).reduce_scatter_sum(all, mine, both, 0),
+    CHECK_THROWS_WITH_AS(w.at(0).reduce_scatter_sum(all, mine, both, 0),
+                         "weft: inproc: reduce-scatter buffers do not fit", std::length_error);
+    std::vector<float> all_two(2), mine_two(2);
+    event first = w.at(0).reduce_scatter_sum(all_two, mine, both, 0);
+    CHECK_THROWS_WITH_AS(w.at(1).reduce_scatter_sum(all, mine_two, both, 0),
                          "weft: inproc: reduce-scatter buffers do not fit", std::length_error);
     CHECK(first.done());
   }

@@ -5,15 +5,18 @@
 // mpi/communicator.hpp); callers do not change between them.
 #pragma once
 
+#include <algorithm>
 #include <concepts>
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <type_traits>
 #include <vector>
 
+#include <weft/core/error.hpp>
 #include <weft/rt/stream.hpp>
 
 namespace weft::rt {
@@ -82,6 +85,13 @@ struct mutable_data {
 /// member; `channel` tells apart streams that issue a group's collectives concurrently (each
 /// (group, channel) is a communicator of its own, as MPI's duplicated communicators are); each
 /// member calls the collectives of a (group, channel) in the same order.
+///
+/// The operations are this class's own: they check what one rank can check — peers inside the
+/// world, this rank in the group, a count per member, counts that fit the buffers, one element
+/// type — with one wording for every backend, then hand the operation to the backend's
+/// transport (`start_*`), which checks only what needs the other ranks (a send and its
+/// receive of one length, members passing alike buffers) and sums in member order
+/// (`sum_in_member_order`). Backends: `rt/inproc.hpp`, `mpi/communicator.hpp`.
 class communicator {
  public:
   virtual ~communicator() = default;
@@ -90,24 +100,66 @@ class communicator {
 
   /// The k-th send from rank a to rank b with `tag` pairs with the k-th receive at b from a with
   /// `tag`; the two must have the same length and element type.
-  virtual event isend(const_data data, int dst, int tag) = 0;
-  virtual event irecv(mutable_data data, int src, int tag) = 0;
+  event isend(const_data data, int dst, int tag) {
+    check_peer(dst, "send to");
+    return start_send(data, dst, tag);
+  }
+  event irecv(mutable_data data, int src, int tag) {
+    check_peer(src, "receive from");
+    return start_recv(data, src, tag);
+  }
 
   /// All-to-all(v): `send` holds `send_counts[j]` values for member j, in member order;
   /// `recv` receives `recv_counts[j]` values from member j, in member order. Every member's
   /// buffers hold one element type.
-  virtual event all_to_all_v(const_data send, std::span<const std::size_t> send_counts,
-                             mutable_data recv, std::span<const std::size_t> recv_counts,
-                             std::span<const int> members, int channel) = 0;
-  /// Element-wise sum over the members, in place.
-  virtual event all_reduce_sum(mutable_data data, std::span<const int> members, int channel) = 0;
+  event all_to_all_v(const_data send, std::span<const std::size_t> send_counts, mutable_data recv,
+                     std::span<const std::size_t> recv_counts, std::span<const int> members,
+                     int channel) {
+    check_group(members);
+    if (send_counts.size() != members.size() || recv_counts.size() != members.size())
+      throw config_error(prefix() + "all-to-all needs a count per member");
+    if (send.type != recv.type)
+      throw config_error(prefix() + "all-to-all sends and receives one element type");
+    const auto mismatch = [&] {
+      return config_error(prefix() + "all-to-all counts do not add up to the buffers (" +
+                          std::to_string(send.count) + " values to send, " +
+                          std::to_string(recv.count) + " to receive)");
+    };
+    std::size_t sent = 0, received = 0;
+    for (std::size_t j = 0; j < members.size(); ++j) {
+      // Compared with what is left, not added first: absurd counts cannot wrap the sums.
+      if (send_counts[j] > send.count - sent || recv_counts[j] > recv.count - received)
+        throw mismatch();
+      sent += send_counts[j];
+      received += recv_counts[j];
+    }
+    if (sent != send.count || received != recv.count) throw mismatch();
+    return start_all_to_all(send, send_counts, recv, recv_counts, members, channel);
+  }
+  /// Element-wise sum over the members, in place, in member order: the same bits on every
+  /// member and every run.
+  event all_reduce_sum(mutable_data data, std::span<const int> members, int channel) {
+    check_group(members);
+    return start_all_reduce(data, members, channel);
+  }
   /// `all` receives every member's `mine`, in member order.
-  virtual event all_gather(const_data mine, mutable_data all, std::span<const int> members,
-                           int channel) = 0;
-  /// The element-wise sum of every member's `all`; member j receives the j-th slice in `mine`.
-  virtual event reduce_scatter_sum(const_data all, mutable_data mine, std::span<const int> members,
-                                   int channel) = 0;
-  virtual event barrier(std::span<const int> members, int channel) = 0;
+  event all_gather(const_data mine, mutable_data all, std::span<const int> members, int channel) {
+    check_group(members);
+    check_slices(all.count, mine.count, all.type != mine.type, members, "all-gather");
+    return start_all_gather(mine, all, members, channel);
+  }
+  /// The element-wise sum of every member's `all`, in member order; member j receives the j-th
+  /// slice in `mine`.
+  event reduce_scatter_sum(const_data all, mutable_data mine, std::span<const int> members,
+                           int channel) {
+    check_group(members);
+    check_slices(all.count, mine.count, all.type != mine.type, members, "reduce-scatter");
+    return start_reduce_scatter(all, mine, members, channel);
+  }
+  event barrier(std::span<const int> members, int channel) {
+    check_group(members);
+    return start_barrier(members, channel);
+  }
 
   /// Why this world cannot finish what it started, once the backend knows — a peer announced a
   /// failure, the launcher is ending the job, a call failed where no caller could be told — or
@@ -122,6 +174,56 @@ class communicator {
   /// This rank's run failed: tell the other ranks (their `fault()` then names this rank and
   /// `what`), so that none of them waits for it. A backend of one process has nobody to tell.
   virtual void announce_failure(std::string_view /*what*/) {}
+
+ protected:
+  /// The backend's name in messages ("inproc", "mpi").
+  virtual const char* backend() const noexcept = 0;
+  /// The transport, called with what the operations above have checked.
+  virtual event start_send(const_data data, int dst, int tag) = 0;
+  virtual event start_recv(mutable_data data, int src, int tag) = 0;
+  virtual event start_all_to_all(const_data send, std::span<const std::size_t> send_counts,
+                                 mutable_data recv, std::span<const std::size_t> recv_counts,
+                                 std::span<const int> members, int channel) = 0;
+  virtual event start_all_reduce(mutable_data data, std::span<const int> members, int channel) = 0;
+  virtual event start_all_gather(const_data mine, mutable_data all, std::span<const int> members,
+                                 int channel) = 0;
+  virtual event start_reduce_scatter(const_data all, mutable_data mine,
+                                     std::span<const int> members, int channel) = 0;
+  virtual event start_barrier(std::span<const int> members, int channel) = 0;
+
+  /// "weft: <backend>: ", the start of every message of this backend.
+  std::string prefix() const { return std::string("weft: ") + backend() + ": "; }
+  void check_peer(int peer, const char* what) const {
+    if (peer < 0 || peer >= size())
+      throw std::out_of_range(prefix() + what + " rank " + std::to_string(peer) +
+                              ", outside a world of " + std::to_string(size()));
+  }
+
+ private:
+  void check_group(std::span<const int> members) const {
+    if (std::find(members.begin(), members.end(), rank()) == members.end())
+      throw config_error(prefix() + "rank " + std::to_string(rank()) +
+                         " joins a collective of a group it is not in");
+    for (const int r : members) check_peer(r, "meet");
+  }
+  // A buffer of one slice per member beside the slice: `whole` = `slice` x members, one type.
+  void check_slices(std::size_t whole, std::size_t slice, bool types_differ,
+                    std::span<const int> members, const char* what) const {
+    if (types_differ || slice > whole || whole != slice * members.size())
+      throw std::length_error(prefix() + what + " buffers do not fit");
+  }
 };
+
+/// out[k] = 0 + s_0[k] + s_1[k] + ... : `parts` slices of `out`'s length, added in member order,
+/// `slice(j)` the j-th. Every backend sums so, which makes a sum the same bits on every member
+/// and every run.
+template <wire_value T, class Slice>
+void sum_in_member_order(std::size_t parts, Slice&& slice, std::span<T> out) {
+  for (std::size_t k = 0; k < out.size(); ++k) {
+    T sum = 0;
+    for (std::size_t j = 0; j < parts; ++j) sum += slice(j)[k];
+    out[k] = sum;
+  }
+}
 
 }  // namespace weft::rt

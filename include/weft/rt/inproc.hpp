@@ -109,7 +109,6 @@ class inproc_world {
   }
 
   event send(int src, int dst, int tag, const_data data) {
-    check_peer(dst, "send to");
     event done;
     std::unique_lock lock(m_);
     channel& ch = channels_[{src, dst, tag}];
@@ -127,7 +126,6 @@ class inproc_world {
     return done;
   }
   event recv(int dst, int src, int tag, mutable_data data) {
-    check_peer(src, "receive from");
     event done;
     std::unique_lock lock(m_);
     channel& ch = channels_[{src, dst, tag}];
@@ -161,21 +159,11 @@ class inproc_world {
     complete_after(t, sent);
     complete_after(t, received);
   }
-  void check_peer(int peer, const char* what) const {
-    if (peer < 0 || peer >= size())
-      throw std::out_of_range(std::string("weft: inproc: ") + what + " rank " +
-                              std::to_string(peer) + ", outside a world of " +
-                              std::to_string(size()));
-  }
-
-  /// Joins the group's current meeting; the last member to arrive carries it out.
+  /// Joins the group's current meeting (`rank` is in `members`: the front end checked); the last
+  /// member to arrive carries it out.
   event meet(int rank, meeting::op_t op, std::span<const int> members, int channel,
              meeting::part mine) {
     const auto me = std::find(members.begin(), members.end(), rank);
-    if (me == members.end())
-      throw config_error("weft: inproc: rank " + std::to_string(rank) +
-                         " joins a collective of a group it is not in");
-    for (const int r : members) check_peer(r, "meet");
     const auto index = static_cast<std::size_t>(me - members.begin());
     std::vector<int> key(members.begin(), members.end());
     key.push_back(channel);  // a (group, channel) is a communicator of its own
@@ -286,54 +274,57 @@ class inproc_world {
   }
   template <wire_value T>
   static void all_reduce(meeting& mt, std::size_t n) {
-    std::vector<T> sum(n, T(0));
-    for (auto& part : mt.parts)
-      for (std::size_t k = 0; k < n; ++k) sum[k] += static_cast<const T*>(part.out.data)[k];
+    std::vector<T> sum(n);
+    sum_in_member_order<T>(
+        mt.parts.size(), [&](std::size_t j) { return static_cast<const T*>(mt.parts[j].out.data); },
+        std::span<T>(sum));
     for (auto& part : mt.parts) std::copy(sum.begin(), sum.end(), static_cast<T*>(part.out.data));
   }
   template <wire_value T>
   static void reduce_scatter(meeting& mt, std::size_t n) {
     for (std::size_t j = 0; j < mt.parts.size(); ++j)
-      for (std::size_t k = 0; k < n; ++k) {
-        T sum = 0;
-        for (auto& part : mt.parts) sum += static_cast<const T*>(part.in.data)[j * n + k];
-        static_cast<T*>(mt.parts[j].out.data)[k] = sum;
-      }
+      sum_in_member_order<T>(
+          mt.parts.size(),
+          [&](std::size_t i) { return static_cast<const T*>(mt.parts[i].in.data) + j * n; },
+          std::span<T>(static_cast<T*>(mt.parts[j].out.data), n));
   }
 
   struct endpoint final : communicator {
     endpoint(inproc_world& w, int r) : world(w), me(r) {}
     int rank() const noexcept override { return me; }
     int size() const noexcept override { return world.size(); }
-    event isend(const_data data, int dst, int tag) override {
+
+   protected:
+    const char* backend() const noexcept override { return "inproc"; }
+    event start_send(const_data data, int dst, int tag) override {
       return world.send(me, dst, tag, data);
     }
-    event irecv(mutable_data data, int src, int tag) override {
+    event start_recv(mutable_data data, int src, int tag) override {
       return world.recv(me, src, tag, data);
     }
-    event all_to_all_v(const_data send, std::span<const std::size_t> send_counts, mutable_data recv,
-                       std::span<const std::size_t> recv_counts, std::span<const int> members,
-                       int channel) override {
-      if (send_counts.size() != members.size() || recv_counts.size() != members.size())
-        throw config_error("weft: inproc: all-to-all needs a count per member");
+    event start_all_to_all(const_data send, std::span<const std::size_t> send_counts,
+                           mutable_data recv, std::span<const std::size_t> recv_counts,
+                           std::span<const int> members, int channel) override {
       return world.meet(
           me, meeting::a2a, members, channel,
           {.in = send, .out = recv, .send_counts = send_counts, .recv_counts = recv_counts});
     }
-    event all_reduce_sum(mutable_data data, std::span<const int> members, int channel) override {
+    event start_all_reduce(mutable_data data, std::span<const int> members, int channel) override {
       return world.meet(me, meeting::reduce, members, channel, {.out = data});
     }
-    event all_gather(const_data mine, mutable_data all, std::span<const int> members,
-                     int channel) override {
+    event start_all_gather(const_data mine, mutable_data all, std::span<const int> members,
+                           int channel) override {
       return world.meet(me, meeting::gather, members, channel, {.in = mine, .out = all});
     }
-    event reduce_scatter_sum(const_data all, mutable_data mine, std::span<const int> members,
-                             int channel) override {
+    event start_reduce_scatter(const_data all, mutable_data mine, std::span<const int> members,
+                               int channel) override {
       return world.meet(me, meeting::scatter, members, channel, {.in = all, .out = mine});
     }
-    event barrier(std::span<const int> members, int channel) override {
+    event start_barrier(std::span<const int> members, int channel) override {
       return world.meet(me, meeting::sync, members, channel, {});
     }
+
+   public:
     inproc_world& world;
     int me;
   };
