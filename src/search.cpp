@@ -1,5 +1,5 @@
 // weft::compiled: the schedule search (search/search.hpp) for both time types, so that a
-// trainer's file that searches compiles none of it.
+// trainer's file that searches generates no code for it.
 #include <weft/search/search.hpp>
 
 #ifndef WEFT_SEPARATE_COMPILATION

@@ -15,4 +15,16 @@ foreach(pattern "weft::gen::build_" "weft::gen::pipeline_builder" "weft::detail:
     message(FATAL_ERROR "the trainer's object compiles library code: ${found}")
   endif()
 endforeach()
-message(STATUS "no library code in ${OBJECTS}")
+# And it calls the library's copies: code inlined at -O2 would leave no symbol above, but then
+# the object would not need these either.
+execute_process(COMMAND ${NM} --undefined-only -C ${OBJECTS} OUTPUT_VARIABLE calls
+                RESULT_VARIABLE rc)
+foreach(pattern "weft::detail::dualpipev_at_run_time" "weft::detail::one_f_one_b_at_run_time"
+                "weft::detail::simulate_at_run_time<" "weft::detail::measure_at_run_time<"
+                "weft::search::find_schedule<" "weft::detail::lower_at_run_time")
+  string(FIND "${calls}" "${pattern}" at)
+  if(at EQUAL -1)
+    message(FATAL_ERROR "the trainer's object does not call the library's ${pattern}")
+  endif()
+endforeach()
+message(STATUS "no library code in ${OBJECTS}, and it calls the library's")

@@ -3,11 +3,11 @@
 // instead: the generators, lowering (the legality check and the program builder), the event
 // simulator and the step's figures, the schedule search and the runner's loop from
 // `weft::compiled`; the built-in models and their executors for float and double from
-// `weft::exec_compiled`. A file that uses them then parses their declarations only. The
-// constexpr ones (generators, `lower`, `simulate`, `measure`) keep their bodies for constant
-// evaluation and dispatch on `std::is_constant_evaluated()` to the compiled function at run
-// time — which also stops g++ from trying to evaluate a run-time call with constant arguments
-// at compile time.
+// `weft::exec_compiled`. A file that uses them then generates no code for them. The constexpr
+// ones (generators, `lower`, `simulate`, `measure`) keep their bodies for constant evaluation
+// and dispatch on `std::is_constant_evaluated()` to the compiled function at run time: the
+// bodies are still parsed (and the templates instantiated), but neither optimised nor emitted —
+// and g++ cannot try to evaluate a run-time call with constant arguments at compile time.
 #pragma once
 
 #ifdef WEFT_SEPARATE_COMPILATION

@@ -10,6 +10,7 @@
 #include <thread>
 #include <vector>
 
+#include <weft/rt/await.hpp>
 #include <weft/rt/inproc.hpp>
 
 using namespace weft;
@@ -267,15 +268,28 @@ TEST_CASE("collectives: buffers that do not fit, and different collectives, are 
     CHECK(first.done());
   }
   {
-    // Buffers that do not fit the caller's own call: refused there, before it joins (as over
-    // MPI: the communicator's front end checks both backends' calls alike).
-    inproc_world w(2);
-    std::vector<float> mine(1), all_wrong(3);
-    CHECK_THROWS_WITH_AS(w.at(0).all_gather(mine, all_wrong, both, 0),
+    // Buffers that do not fit the caller's own call: refused there, with the message every
+    // backend gives (the communicator's front end checks both alike). A member already waiting
+    // is released, one still to come is refused, and the group meets again afterwards.
+    inproc_world w(3);
+    const std::vector<int> three{0, 1, 2};
+    std::vector<float> one(1), all3(3), all_wrong(2);
+    event waiting = w.at(0).all_gather(one, all3, three, 0);
+    CHECK_THROWS_WITH_AS(w.at(1).all_gather(one, all_wrong, three, 0),
                          "weft: inproc: all-gather buffers do not fit", std::length_error);
+    CHECK(waiting.done());
+    CHECK_THROWS_WITH_AS(w.at(2).all_gather(one, all3, three, 0),
+                         "weft: inproc: another member's call of this collective was refused",
+                         std::length_error);
+    std::vector<event> again;
+    for (int r = 0; r < 3; ++r) again.push_back(w.at(r).barrier(three, 0));
+    for (const event& e : again) e.wait();
+  }
+  {
     // Buffers that fit each call but not the other member's: the meeting refuses them, and
     // releases the member already waiting.
-    std::vector<float> all_two(2), mine_two(2), all_four(4);
+    inproc_world w(2);
+    std::vector<float> mine(1), all_two(2), mine_two(2), all_four(4);
     event first = w.at(0).all_gather(mine, all_two, both, 0);
     CHECK_THROWS_WITH_AS(w.at(1).all_gather(mine_two, all_four, both, 0),
                          "weft: inproc: all-gather buffers do not fit", std::length_error);
@@ -283,10 +297,12 @@ TEST_CASE("collectives: buffers that do not fit, and different collectives, are 
   }
   {
     inproc_world w(2);
-    std::vector<float> all(4), mine(1);
+    std::vector<float> all(4), mine(1), all_two(2), mine_two(2);
     CHECK_THROWS_WITH_AS(w.at(0).reduce_scatter_sum(all, mine, both, 0),
                          "weft: inproc: reduce-scatter buffers do not fit", std::length_error);
-    std::vector<float> all_two(2), mine_two(2);
+    CHECK_THROWS_WITH_AS(w.at(1).reduce_scatter_sum(all_two, mine, both, 0),
+                         "weft: inproc: another member's call of this collective was refused",
+                         std::length_error);
     event first = w.at(0).reduce_scatter_sum(all_two, mine, both, 0);
     CHECK_THROWS_WITH_AS(w.at(1).reduce_scatter_sum(all, mine_two, both, 0),
                          "weft: inproc: reduce-scatter buffers do not fit", std::length_error);
@@ -301,4 +317,43 @@ TEST_CASE("collectives: buffers that do not fit, and different collectives, are 
                          std::logic_error);
     CHECK(first.done());
   }
+}
+
+TEST_CASE("the one wait: done, stopped or timed out, and budgets it cannot count") {
+  using weft::rt::await;
+  using weft::rt::await_end;
+  using weft::rt::deadline;
+  event fired;
+  fired.fire();
+  CHECK(await(fired, deadline::after(weft::seconds(1))) == await_end::done);
+  const event never;
+  const auto t0 = std::chrono::steady_clock::now();
+  CHECK(await(never, deadline::after(weft::seconds(0.05))) == await_end::timed_out);
+  CHECK(std::chrono::steady_clock::now() - t0 >= 50ms);
+  CHECK(await(never, deadline::after(weft::seconds(60)), [] { return true; }) ==
+        await_end::stopped);
+  CHECK(deadline::after(weft::seconds(0.2)).budget_words() == "0.2 s");
+  // No limit: a budget past what steady_clock counts, infinity included, does not overflow.
+  const double inf = std::numeric_limits<double>::infinity();
+  CHECK(deadline::after(weft::seconds(inf)).at == std::chrono::steady_clock::time_point::max());
+  CHECK(deadline::after(weft::seconds(1e30)).at == std::chrono::steady_clock::time_point::max());
+  CHECK_THROWS_WITH_AS(deadline::after(weft::seconds(-1)),
+                       "weft: a wait's time-out must be 0 s or more, got -1 s", weft::config_error);
+  CHECK_THROWS_AS(deadline::after(weft::seconds(std::nan(""))), weft::config_error);
+}
+
+TEST_CASE("all-gather and reduce-scatter slices that would wrap their product are refused") {
+  inproc_world w(3);
+  const std::vector<int> all{0, 1, 2};
+  // A slice of ~0.6 x 2^64 values times 3 members wraps to ~0.8 x 2^64: the check divides.
+  const std::size_t slice = std::numeric_limits<std::size_t>::max() / 5 * 3;
+  const std::size_t whole = slice * 3;  // wraps
+  float x = 0;
+  const weft::rt::const_data mine(&x, slice);
+  const weft::rt::mutable_data all_wrong(&x, whole);
+  CHECK_THROWS_WITH_AS(w.at(0).all_gather(mine, all_wrong, all, 0),
+                       "weft: inproc: all-gather buffers do not fit", std::length_error);
+  CHECK_THROWS_WITH_AS(
+      w.at(0).reduce_scatter_sum(all_wrong, weft::rt::mutable_data(&x, slice), all, 0),
+      "weft: inproc: reduce-scatter buffers do not fit", std::length_error);
 }

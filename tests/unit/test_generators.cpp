@@ -3,6 +3,8 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <array>
+#include <cstdint>
 #include <fstream>
 #include <iterator>
 #include <limits>
@@ -382,4 +384,39 @@ TEST_CASE("V-Half and V-Min take any number of micro-batches on any number of ra
         a.micro = M;
         CHECK(check(generate(name, a)).ok());
       }
+}
+
+namespace {
+// A digest of a schedule: every op in order, its slots and its ranks (FNV-1a).
+constexpr std::uint64_t digest(const schedule& s) {
+  std::uint64_t h = 1469598103934665603ull;
+  const auto mix = [&h](std::uint64_t v) { h = (h ^ v) * 1099511628211ull; };
+  for (const op& o : s.ops)
+    for (const std::uint64_t v :
+         {std::uint64_t(o.k), std::uint64_t(o.ph), std::uint64_t(o.mb), std::uint64_t(o.chunk),
+          std::uint64_t(o.layer), std::uint64_t(o.split), std::uint64_t(o.lane)})
+      mix(v);
+  for (const std::uint32_t e : s.slot_end) mix(e);
+  for (const std::uint32_t r : s.rank_begin) mix(r + (std::uint64_t{1} << 40));
+  return h;
+}
+
+constexpr generator_args digest_args{{.ranks = 2, .micro = 4, .stages = stage_set::moe()}};
+
+// Every generator's schedule built in constant evaluation, where the generators run their
+// constexpr bodies.
+constexpr auto compile_time_digests = [] {
+  std::array<std::uint64_t, std::size(generators)> d{};
+  for (std::size_t i = 0; i < d.size(); ++i) d[i] = digest(generators[i].make(digest_args));
+  return d;
+}();
+}  // namespace
+
+TEST_CASE("each generator at run time makes what its constexpr body makes at compile time") {
+  // At run time the generators call their run-time copies (compiled into weft::compiled with
+  // WEFT_SEPARATE_COMPILATION): the same schedule, op for op.
+  for (std::size_t i = 0; i < std::size(generators); ++i) {
+    CAPTURE(generators[i].name);
+    CHECK(digest(generators[i].make(digest_args)) == compile_time_digests[i]);
+  }
 }

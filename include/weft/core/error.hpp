@@ -20,9 +20,10 @@ struct config_error : std::invalid_argument {
 
 /// A run that stopped: a kernel or a hook threw, a peer process failed, or a wait passed its
 /// deadline. `what()` tells the whole story in one line; the fields give its parts to a program
-/// that handles it: the rank that failed first (-1 when no one rank did), the op it ran or was
-/// stuck at (none when the runtime has no ops, as CP attention's rounds), and the exception it
-/// raised (`cause`; none for a timeout or a peer's failure).
+/// that handles it: the rank that failed (for a run that timed out, the first rank stuck; -1
+/// when another process failed, which `what()` names), the op it ran or was stuck at (none when
+/// the runtime has no ops, as CP attention's rounds), and the exception it raised (`cause`; none
+/// for a timeout or a peer's failure).
 struct run_error : std::runtime_error {
   int rank = -1;
   std::optional<op> at;

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <concepts>
@@ -17,6 +18,7 @@
 #include <cstdint>
 #include <exception>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -205,7 +207,7 @@ inline void await_world(rt::communicator& comm, const rt::event& e, const rt::de
     case rt::await_end::done:
       return;
     case rt::await_end::stopped:
-      throw run_error("weft: run: " + who + ", " + what + ": " + fault, rank);
+      throw run_error("weft: run: " + who + ", " + what + ": " + fault);  // another's failure
     case rt::await_end::timed_out: {
       const std::string why = what + " not complete after " + d.budget_words();
       comm.announce_failure(why);
@@ -292,6 +294,46 @@ class runner {
 
   using ticks = rt::cycle_clock::ticks;
   static constexpr ticks never = ~ticks{0};
+  /// After each op copy's start and finish in `measured_`, what a world's ranks also share: the
+  /// runtime's gaps (sum and count of each kind), where and when the rank's time began.
+  enum tail_field : std::size_t {
+    gap_sum,
+    gap_count,
+    wake_sum,
+    wake_count,
+    host_id,
+    steady_origin_s,
+    tail_fields
+  };
+
+  // The phases of `run_bound` (exec/impl/runner.ipp), each a function of its own.
+  /// A kernel for every (kind, phase) of the program, before anything starts — the transfers
+  /// lowering added included, which a proof over the compute schedule does not see.
+  WEFT_DECL void check_kernels(const detail::bound_model& model) const;
+  /// After the run: throws `run_error` naming the op that failed, or, for a run not finished,
+  /// the op every rank of this process is stuck at and what it waits for; leaves a fresh
+  /// in-process world behind either way.
+  WEFT_DECL void fail_if_stopped(bool finished, const readiness<detail::atomic_counters>& st,
+                                 std::uint32_t failed_op, const std::string& peer_fault,
+                                 const rt::deadline& deadline);
+  /// What the runtime spent between units (`tail_field` order: sums and counts).
+  WEFT_DECL std::array<double, 4> runtime_gaps(ticks origin, double per_tick) const;
+  /// Every rank's start and finish times to every rank, on one time line; the world's gaps.
+  WEFT_DECL std::array<double, 4> gather_world(const std::vector<int>& everyone,
+                                               const std::array<double, 4>& gaps,
+                                               std::chrono::steady_clock::time_point steady_origin,
+                                               const rt::deadline& deadline);
+  /// Replica 0's timeline from the measured times (a unit starts when its last member does).
+  WEFT_DECL timeline timeline_of(const double* start_s, const double* finish_s) const;
+  /// What calibrates a simulation of the run; `process_cpu` < 0: CPU time not measured.
+  WEFT_DECL void fill_measures(run_measures& m, const timeline& time,
+                               const std::array<double, 4>& gaps, double process_cpu) const;
+  /// Seconds from `origin` to `t` on the cycle clock at `per_tick` (read once per run: the
+  /// clock's rate is measured up to the call); `never`: infinity.
+  static double seconds_since(ticks origin, ticks t, double per_tick) {
+    return t == never ? std::numeric_limits<double>::infinity()
+                      : static_cast<double>(static_cast<std::int64_t>(t - origin)) * per_tick;
+  }
   /// How often the host of a run looks at its deadline and its peers' faults (a failure does
   /// not wake it), and how long it first helps run the work before it does.
   static constexpr std::chrono::milliseconds host_looks_every{5};

@@ -151,7 +151,7 @@ class communicator final : public rt::communicator, private rt::progress_source 
       int* rc = sd + k;
       int* rd = rc + k;
       int sent_so_far = 0, received_so_far = 0;
-      for (std::size_t j = 0; j < k; ++j) {  // every count and sum checked above
+      for (std::size_t j = 0; j < k; ++j) {  // counts add up to the buffers (rt/comm.hpp)
         sc[j] = static_cast<int>(send_counts[j]);
         rc[j] = static_cast<int>(recv_counts[j]);
         sd[j] = sent_so_far;

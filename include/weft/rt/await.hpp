@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <string>
 
+#include <weft/core/error.hpp>
 #include <weft/core/time.hpp>
 #include <weft/rt/stream.hpp>
 
@@ -17,11 +18,17 @@ struct deadline {
   std::chrono::steady_clock::time_point at;
   seconds budget{0};
 
-  /// `budget` from now.
+  /// `budget` from now; a budget past what the clock counts (infinity, say) is no limit.
+  /// `config_error` for a negative budget or one that is not a number.
   static deadline after(seconds budget) {
-    return {std::chrono::steady_clock::now() +
-                std::chrono::duration_cast<std::chrono::steady_clock::duration>(budget),
-            budget};
+    using clock = std::chrono::steady_clock;
+    if (!(budget >= seconds{0}))
+      throw config_error("weft: a wait's time-out must be 0 s or more, got " +
+                         deadline{{}, budget}.budget_words());
+    const auto now = clock::now();
+    if (budget >= std::chrono::duration<double>(clock::time_point::max() - now))
+      return {clock::time_point::max(), budget};
+    return {now + std::chrono::duration_cast<clock::duration>(budget), budget};
   }
   bool passed() const { return std::chrono::steady_clock::now() >= at; }
   /// The budget in words: "30 s", "0.2 s".

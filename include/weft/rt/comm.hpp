@@ -116,24 +116,24 @@ class communicator {
                      std::span<const std::size_t> recv_counts, std::span<const int> members,
                      int channel) {
     check_group(members);
-    if (send_counts.size() != members.size() || recv_counts.size() != members.size())
-      throw config_error(prefix() + "all-to-all needs a count per member");
-    if (send.type != recv.type)
-      throw config_error(prefix() + "all-to-all sends and receives one element type");
-    const auto mismatch = [&] {
-      return config_error(prefix() + "all-to-all counts do not add up to the buffers (" +
-                          std::to_string(send.count) + " values to send, " +
-                          std::to_string(recv.count) + " to receive)");
+    const auto refuse = [&](const std::string& why) {
+      refused(members, channel);
+      throw config_error(prefix() + why);
     };
+    if (send_counts.size() != members.size() || recv_counts.size() != members.size())
+      refuse("all-to-all needs a count per member");
+    if (send.type != recv.type) refuse("all-to-all sends and receives one element type");
     std::size_t sent = 0, received = 0;
-    for (std::size_t j = 0; j < members.size(); ++j) {
+    bool fit = true;
+    for (std::size_t j = 0; j < members.size() && fit; ++j) {
       // Compared with what is left, not added first: absurd counts cannot wrap the sums.
-      if (send_counts[j] > send.count - sent || recv_counts[j] > recv.count - received)
-        throw mismatch();
-      sent += send_counts[j];
-      received += recv_counts[j];
+      fit = send_counts[j] <= send.count - sent && recv_counts[j] <= recv.count - received;
+      sent += fit ? send_counts[j] : 0;
+      received += fit ? recv_counts[j] : 0;
     }
-    if (sent != send.count || received != recv.count) throw mismatch();
+    if (!fit || sent != send.count || received != recv.count)
+      refuse("all-to-all counts do not add up to the buffers (" + std::to_string(send.count) +
+             " values to send, " + std::to_string(recv.count) + " to receive)");
     return start_all_to_all(send, send_counts, recv, recv_counts, members, channel);
   }
   /// Element-wise sum over the members, in place, in member order: the same bits on every
@@ -145,7 +145,7 @@ class communicator {
   /// `all` receives every member's `mine`, in member order.
   event all_gather(const_data mine, mutable_data all, std::span<const int> members, int channel) {
     check_group(members);
-    check_slices(all.count, mine.count, all.type != mine.type, members, "all-gather");
+    check_slices(all.count, mine.count, all.type != mine.type, members, channel, "all-gather");
     return start_all_gather(mine, all, members, channel);
   }
   /// The element-wise sum of every member's `all`, in member order; member j receives the j-th
@@ -153,7 +153,7 @@ class communicator {
   event reduce_scatter_sum(const_data all, mutable_data mine, std::span<const int> members,
                            int channel) {
     check_group(members);
-    check_slices(all.count, mine.count, all.type != mine.type, members, "reduce-scatter");
+    check_slices(all.count, mine.count, all.type != mine.type, members, channel, "reduce-scatter");
     return start_reduce_scatter(all, mine, members, channel);
   }
   event barrier(std::span<const int> members, int channel) {
@@ -191,6 +191,12 @@ class communicator {
                                      std::span<const int> members, int channel) = 0;
   virtual event start_barrier(std::span<const int> members, int channel) = 0;
 
+  /// A collective of this rank that the checks above refused, before it throws: a backend whose
+  /// members wait for each other in one place (in-process) releases those already waiting, so
+  /// that nobody waits for a call that will not come. Over MPI the refused call is never made,
+  /// as a wrong MPI call fails on its own rank.
+  virtual void refused(std::span<const int> /*members*/, int /*channel*/) {}
+
   /// "weft: <backend>: ", the start of every message of this backend.
   std::string prefix() const { return std::string("weft: ") + backend() + ": "; }
   void check_peer(int peer, const char* what) const {
@@ -208,9 +214,13 @@ class communicator {
   }
   // A buffer of one slice per member beside the slice: `whole` = `slice` x members, one type.
   void check_slices(std::size_t whole, std::size_t slice, bool types_differ,
-                    std::span<const int> members, const char* what) const {
-    if (types_differ || slice > whole || whole != slice * members.size())
+                    std::span<const int> members, int channel, const char* what) {
+    // Divided, not multiplied: an absurd slice cannot wrap its product into agreement.
+    const std::size_t m = members.size();
+    if (types_differ || whole % m != 0 || whole / m != slice) {
+      refused(members, channel);
       throw std::length_error(prefix() + what + " buffers do not fit");
+    }
   }
 };
 

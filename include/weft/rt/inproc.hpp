@@ -91,7 +91,8 @@ class inproc_world {
   };
   // A collective in progress: one slot per member, filled as members arrive.
   struct meeting {
-    enum op_t { a2a, reduce, gather, scatter, sync } op;
+    /// `refused`: a member's call was refused by its own checks (communicator::refused).
+    enum op_t { a2a, reduce, gather, scatter, sync, refused } op;
     struct part {
       const_data in{};
       mutable_data out{};
@@ -177,6 +178,10 @@ class inproc_world {
       mt.op = op;
       mt.parts.resize(members.size());
     }
+    if (mt.op == meeting::refused) {  // another member's call of it was refused: so is this one
+      if (++mt.arrived == static_cast<int>(members.size())) meetings_.erase({key, seq - 1});
+      throw std::length_error("weft: inproc: another member's call of this collective was refused");
+    }
     if (mt.op != op) {  // release the members already waiting: nobody waits forever
       meeting broken = std::move(mt);
       meetings_.erase({key, seq - 1});
@@ -192,6 +197,27 @@ class inproc_world {
     lock.unlock();
     carry_out(ready);
     return done;
+  }
+  /// A member's call that its own checks refused still takes its place in the group's meeting,
+  /// which it breaks: the members already there are released (their events fire, their buffers
+  /// untouched), and those still to come are refused, so nobody waits for a call that will not
+  /// come and the group's next collective meets as usual.
+  void refuse(int rank, std::span<const int> members, int channel) {
+    std::vector<int> key(members.begin(), members.end());
+    key.push_back(channel);
+    std::vector<event> waiting;
+    {
+      std::lock_guard lock(m_);
+      std::size_t& seq = sequence_[{key, rank}];
+      const std::pair<std::vector<int>, std::size_t> at{key, seq++};
+      meeting& mt = meetings_[at];
+      if (mt.parts.empty()) mt.parts.resize(members.size());
+      for (const auto& part : mt.parts)
+        if (part.arrived) waiting.push_back(part.done);
+      mt.op = meeting::refused;
+      if (++mt.arrived == static_cast<int>(members.size())) meetings_.erase(at);
+    }
+    for (const event& e : waiting) e.fire();
   }
   void carry_out(meeting& mt) {
     const auto p = static_cast<int>(mt.parts.size());
@@ -270,6 +296,8 @@ class inproc_world {
       }
       case meeting::sync:
         return finish(delay_.all_reduce(p, 0));
+      case meeting::refused:  // never carried out: `meet` and `refuse` end such a meeting
+        return;
     }
   }
   template <wire_value T>
@@ -322,6 +350,9 @@ class inproc_world {
     }
     event start_barrier(std::span<const int> members, int channel) override {
       return world.meet(me, meeting::sync, members, channel, {});
+    }
+    void refused(std::span<const int> members, int channel) override {
+      world.refuse(me, members, channel);
     }
 
    public:

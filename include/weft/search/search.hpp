@@ -454,7 +454,7 @@ search_result<T> find_schedule(const basic_problem<T>& q, const search_options& 
 
 #ifdef WEFT_SEPARATE_COMPILATION
 // Compiled once into weft::compiled (src/search.cpp): a trainer's file that searches compiles
-// the search's declarations only.
+// the search and instantiates none of it (extern template).
 extern template search_result<units> find_schedule(const basic_problem<units>&,
                                                    const search_options&);
 extern template search_result<seconds> find_schedule(const basic_problem<seconds>&,

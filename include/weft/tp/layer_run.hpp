@@ -149,8 +149,7 @@ class layer_runner {
     add("fc1", gather_over::x, w.w1, s, o);
     add("fc2", gather_over::y, w.w2, s, o);
     for (int r = 0; r < g.size(); ++r)
-      comms_.push_back(std::make_unique<rank_comm<T>>(
-          glue_world_.at(r), g, seconds(std::chrono::duration<double>(opt.timeout).count())));
+      comms_.push_back(std::make_unique<rank_comm<T>>(glue_world_.at(r), g, opt.timeout));
     ctx_.resize(static_cast<std::size_t>(g.size()));
   }
 

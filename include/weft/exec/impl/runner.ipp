@@ -159,6 +159,12 @@ WEFT_DECL void measure_cpu_use(const semantics& g, const double* start, const do
 
 }  // namespace detail
 
+// One function for the run itself: its kernels' calls, the launches, follow-ons and the host's
+// help are lambdas that share the run's counters, clocks and stop flag by reference, and the
+// launcher (`detail::launcher`) is built from them; as members they would need that state in an
+// object of its own, passed through every call of the hot path. What comes before and after the
+// run — the kernels' check, the failure report, the gaps, the world's gather, the timeline and
+// the measures — are functions of their own below.
 WEFT_DECL timeline runner::run_bound(const detail::bound_model& model, run_measures* measures) {
   if (opt_.comm)
     if (const std::string f = opt_.comm->fault(); !f.empty())
@@ -166,20 +172,8 @@ WEFT_DECL timeline runner::run_bound(const detail::bound_model& model, run_measu
                       "), and MPI may still hold its operations: start the processes again");
   const program& p = p_;
   const semantics& g = g_;
-  // Before anything starts: a kernel for every (kind, phase) of the program — the transfers
-  // lowering added included, which a proof over the compute schedule does not see.
-  for (int k = 0; k < kind_count; ++k)
-    for (int ph = 0; ph < phase_count; ++ph)
-      if (uses_.has(static_cast<kind>(k), static_cast<phase>(ph)) &&
-          !model.has(static_cast<kind>(k), static_cast<phase>(ph)))
-        throw config_error("weft: run: the model has no kernel for " +
-                           std::string(name_of(static_cast<kind>(k))) + " " +
-                           std::string(name_of(static_cast<phase>(ph))) +
-                           ", which the program uses: add `void operator()(weft::kinds::" +
-                           std::string(name_of(static_cast<kind>(k))) +
-                           ", weft::phases::" + std::string(tag_name_of(static_cast<phase>(ph))) +
-                           ", weft::exec::run_call&)`");
-  const std::uint32_t n = g.size(), N = g.ops(), Q = g.queues();
+  check_kernels(model);
+  const std::uint32_t N = g.ops();
   started_.assign(N, never);
   finished_.assign(N, never);
   // What the runtime spends between units (`dispatch_gap`, `wake_gap`): only when a run's
@@ -424,10 +418,50 @@ WEFT_DECL timeline runner::run_bound(const detail::bound_model& model, run_measu
       for (auto& s : streams_) s->abandon();
   }
   const double process_cpu_end = measure_cpu ? rt::process_cpu_seconds() : 0.0;
+  fail_if_stopped(finished, st, failed_op.load(), peer_fault, deadline);
+
+  // Start and finish per op copy, in seconds from the origin (never: infinity), in `measured_`
+  // followed by what a world's ranks also share (`tail_field`).
+  const double per_tick = rt::cycle_clock::seconds_per_tick();
+  measured_.resize(2 * std::size_t{N} + tail_fields);  // what is read is written below
+  double* const start_s = measured_.data();
+  double* const finish_s = start_s + N;
+  for (std::uint32_t x = 0; x < N; ++x) {
+    start_s[x] = seconds_since(origin, started_at[x], per_tick);
+    finish_s[x] = seconds_since(origin, finished_at[x], per_tick);
+  }
+  std::array<double, 4> gaps = measuring ? runtime_gaps(origin, per_tick) : std::array<double, 4>{};
+  if (opt_.comm) gaps = gather_world(everyone, gaps, steady_origin, deadline);
+  const timeline time = timeline_of(start_s, finish_s);
+  if (measures)
+    fill_measures(*measures, time, gaps, measure_cpu ? process_cpu_end - process_cpu_origin : -1.0);
+  return time;
+}
+
+WEFT_DECL void runner::check_kernels(const detail::bound_model& model) const {
+  for (int k = 0; k < kind_count; ++k)
+    for (int ph = 0; ph < phase_count; ++ph)
+      if (uses_.has(static_cast<kind>(k), static_cast<phase>(ph)) &&
+          !model.has(static_cast<kind>(k), static_cast<phase>(ph)))
+        throw config_error("weft: run: the model has no kernel for " +
+                           std::string(name_of(static_cast<kind>(k))) + " " +
+                           std::string(name_of(static_cast<phase>(ph))) +
+                           ", which the program uses: add `void operator()(weft::kinds::" +
+                           std::string(name_of(static_cast<kind>(k))) +
+                           ", weft::phases::" + std::string(tag_name_of(static_cast<phase>(ph))) +
+                           ", weft::exec::run_call&)`");
+}
+
+WEFT_DECL void runner::fail_if_stopped(bool finished, const readiness<detail::atomic_counters>& st,
+                                       std::uint32_t failed_op, const std::string& peer_fault,
+                                       const rt::deadline& deadline) {
+  const program& p = p_;
+  const semantics& g = g_;
+  const std::uint32_t Q = g.queues();
   struct {
     const ticks* finish;
     bool operator[](std::uint32_t x) const noexcept { return finish[x] != never; }
-  } const completed{finished_at};
+  } const completed{finished_.data()};
   if (!finished || pool_.failed()) {
     // What a failed run left behind must not meet the next run: posted transfers, collectives
     // half met. A fresh world, and the pool's failure forgotten once reported. A world of
@@ -437,7 +471,7 @@ WEFT_DECL timeline runner::run_bound(const detail::bound_model& model, run_measu
   if (pool_.failed()) {
     const rt::task_failure f = pool_.failure();
     pool_.clear_failure();
-    const auto x = failed_op.load() != npos ? failed_op.load() : static_cast<std::uint32_t>(f.tag);
+    const auto x = failed_op != npos ? failed_op : static_cast<std::uint32_t>(f.tag);
     const std::string what =
         to_string(p.at(g.op_of(x))) + " failed: " + detail::describe_exception(f.error);
     if (opt_.comm) opt_.comm->announce_failure(what);
@@ -464,7 +498,7 @@ WEFT_DECL timeline runner::run_bound(const detail::bound_model& model, run_measu
         const std::uint32_t x = first[static_cast<std::size_t>(r)];
         if (x == npos || !local(x)) continue;
         std::string line = to_string(p.at(g.op_of(x)));
-        line += started_at[x] != never ? " (started)" : st.has_arrived(x) ? " (ready)" : "";
+        line += started_[x] != never ? " (started)" : st.has_arrived(x) ? " (ready)" : "";
         if (const std::uint32_t w = waiting_for(st, completed, x); w != npos)
           line += ", waits for " + to_string(p.at(g.op_of(w))) + " on " + name_rank(world_rank(w));
         waiting += "\n  " + name_rank(r * replicas_ + rep) + ": " + line;
@@ -475,100 +509,89 @@ WEFT_DECL timeline runner::run_bound(const detail::bound_model& model, run_measu
         }
       }
     }
-    if (!peer_fault.empty())
-      throw run_error(
-          "weft: run: " + name_rank(local_) + " stopped: " + peer_fault + "; waiting:" + waiting,
-          first_rank, first_op);
+    if (!peer_fault.empty())  // another process failed: its rank is in the message, not ours
+      throw run_error("weft: run: " + name_rank(local_) + " stopped: " + peer_fault +
+                      "; waiting:" + waiting);
     const std::string after = "not finished after " + deadline.budget_words();
     if (opt_.comm) opt_.comm->announce_failure(after + ", waiting at " + first_line);
     throw run_error("weft: run: " + after + "; waiting:" + waiting, first_rank, first_op);
   }
+}
 
-  // Ticks to seconds from the start; never: infinity.
-  const double per_tick = rt::cycle_clock::seconds_per_tick();
-  constexpr double inf = std::numeric_limits<double>::infinity();
-  const auto at = [&](ticks t) {
-    return t == never ? inf : static_cast<double>(static_cast<std::int64_t>(t - origin)) * per_tick;
-  };
-  // What each op copy's rank measured, then (a world of processes) every rank's: started,
-  // finished, and the runtime's gaps (sum and count of each kind).
-  // Per rank: start and finish per op copy (seconds), then what a world's ranks also share.
-  enum tail_field : std::size_t {
-    gap_sum,
-    gap_count,
-    wake_sum,
-    wake_count,  // the runtime's gaps (below)
-    host_id,
-    steady_origin_s,  // where and when the rank's time began
-    tail_fields
-  };
-  const std::size_t tail = 2 * std::size_t{N};
-  std::vector<double>& mine = measured_;
-  mine.resize(tail + tail_fields);  // what is read is written below
-  double* const start_s = mine.data();
-  double* const finish_s = start_s + N;
-  for (std::uint32_t x = 0; x < N; ++x) {
-    start_s[x] = at(started_at[x]);
-    finish_s[x] = at(finished_at[x]);
-  }
+WEFT_DECL std::array<double, 4> runner::runtime_gaps(ticks origin, double per_tick) const {
   // Per worker, units in the order it ran them. Where a unit was ready before the worker's
   // previous one finished, the time between them is the runtime's own cost per unit (a
   // follow-on costs nothing of the kind: it starts as the unit before it completes); where the
   // worker had finished before the unit was ready, the time from ready to start is its wake-up.
   // Only when asked for (or a world gathers every rank's): a sort of every unit, which a run
   // that only wants its timeline should not pay for.
-  double gaps[4] = {0, 0, 0, 0};  // gap sum, gap count, wake sum, wake count
+  const auto at = [=](ticks t) { return seconds_since(origin, t, per_tick); };
+  std::array<double, 4> gaps{};
   std::vector<std::uint32_t> units;
-  if (measuring)
-    for (std::uint32_t x = 0; x < N; ++x)
-      if (ran_on[x] != nullptr) units.push_back(x);
+  for (std::uint32_t x = 0; x < g_.ops(); ++x)
+    if (ran_on_[x] != nullptr) units.push_back(x);
   std::sort(units.begin(), units.end(), [&](std::uint32_t a, std::uint32_t b) {
-    return ran_on[a] != ran_on[b] ? std::less<const void*>()(ran_on[a], ran_on[b])
-                                  : started_at[a] < started_at[b];
+    return ran_on_[a] != ran_on_[b] ? std::less<const void*>()(ran_on_[a], ran_on_[b])
+                                    : started_[a] < started_[b];
   });
   for (std::size_t k = 0; k < units.size(); ++k) {
     const std::uint32_t x = units[k];
-    if (followed[x]) continue;
-    const bool first = k == 0 || ran_on[units[k - 1]] != ran_on[x];
-    const bool queued = !first && ready_at[x] <= finished_at[units[k - 1]];
-    const double d = std::max(0.0, queued ? at(started_at[x]) - at(finished_at[units[k - 1]])
-                                          : at(started_at[x]) - at(ready_at[x]));
-    gaps[queued ? 0 : 2] += d;
-    gaps[queued ? 1 : 3] += 1;
+    if (followed_[x]) continue;
+    const bool first = k == 0 || ran_on_[units[k - 1]] != ran_on_[x];
+    const bool queued = !first && ready_[x] <= finished_[units[k - 1]];
+    const double d = std::max(0.0, queued ? at(started_[x]) - at(finished_[units[k - 1]])
+                                          : at(started_[x]) - at(ready_[x]));
+    gaps[queued ? gap_sum : wake_sum] += d;
+    gaps[queued ? gap_count : wake_count] += 1;
   }
-  if (opt_.comm) {  // every rank's own op copies, to every rank
-    // With them, where and when this rank's time began: ranks on one machine share its steady
-    // clock, so their origins are put on one time line exactly; across machines the barrier
-    // they left together is the common origin.
-    std::copy(gaps, gaps + 4, mine.data() + tail + gap_sum);
-    mine[tail + host_id] = detail::this_host();
-    mine[tail + steady_origin_s] =
-        std::chrono::duration<double>(steady_origin.time_since_epoch()).count();
-    const std::size_t len = mine.size();
-    std::vector<double> all(len * everyone.size());
-    await(opt_.comm->all_gather(mine, all, everyone, runtime_channel), deadline,
-          "gathering the timeline");
-    const auto tail_of = [&](std::size_t r) { return all.data() + r * len + tail; };
-    std::vector<double> shift(everyone.size(), 0.0);
-    for (std::size_t r = 0; r < everyone.size(); ++r)
-      for (std::size_t h = 0; h < r; ++h)  // the first rank on r's machine
-        if (tail_of(h)[host_id] == tail_of(r)[host_id]) {
-          shift[r] = shift[h] + tail_of(r)[steady_origin_s] - tail_of(h)[steady_origin_s];
-          break;
-        }
-    // Time 0: the first rank to leave the barrier.
-    const double first = *std::min_element(shift.begin(), shift.end());
-    for (double& d : shift) d -= first;
-    for (std::uint32_t x = 0; x < N; ++x) {
-      const auto r = static_cast<std::size_t>(world_rank(x));
-      const double* theirs = all.data() + r * len;
-      start_s[x] = theirs[x] + shift[r];  // inf stays inf
-      finish_s[x] = theirs[N + x] + shift[r];
-    }
-    std::fill(gaps, gaps + 4, 0.0);
-    for (std::size_t r = 0; r < everyone.size(); ++r)
-      for (std::size_t k = gap_sum; k <= wake_count; ++k) gaps[k] += tail_of(r)[k];
+  return gaps;
+}
+
+WEFT_DECL std::array<double, 4> runner::gather_world(
+    const std::vector<int>& everyone, const std::array<double, 4>& gaps,
+    std::chrono::steady_clock::time_point steady_origin, const rt::deadline& deadline) {
+  // Every rank's own op copies, to every rank; with them, where and when this rank's time began:
+  // ranks on one machine share its steady clock, so their origins are put on one time line
+  // exactly; across machines the barrier they left together is the common origin.
+  const std::uint32_t N = g_.ops();
+  std::vector<double>& mine = measured_;
+  const std::size_t tail = 2 * std::size_t{N}, len = mine.size();
+  std::copy(gaps.begin(), gaps.end(), mine.data() + tail + gap_sum);
+  mine[tail + host_id] = detail::this_host();
+  mine[tail + steady_origin_s] =
+      std::chrono::duration<double>(steady_origin.time_since_epoch()).count();
+  std::vector<double> all(len * everyone.size());
+  await(opt_.comm->all_gather(mine, all, everyone, runtime_channel), deadline,
+        "gathering the timeline");
+  const auto tail_of = [&](std::size_t r) { return all.data() + r * len + tail; };
+  std::vector<double> shift(everyone.size(), 0.0);
+  for (std::size_t r = 0; r < everyone.size(); ++r)
+    for (std::size_t h = 0; h < r; ++h)  // the first rank on r's machine
+      if (tail_of(h)[host_id] == tail_of(r)[host_id]) {
+        shift[r] = shift[h] + tail_of(r)[steady_origin_s] - tail_of(h)[steady_origin_s];
+        break;
+      }
+  // Time 0: the first rank to leave the barrier.
+  const double first = *std::min_element(shift.begin(), shift.end());
+  for (double& d : shift) d -= first;
+  double* const start_s = mine.data();
+  double* const finish_s = start_s + N;
+  for (std::uint32_t x = 0; x < N; ++x) {
+    const auto r = static_cast<std::size_t>(world_rank(x));
+    const double* theirs = all.data() + r * len;
+    start_s[x] = theirs[x] + shift[r];  // inf stays inf
+    finish_s[x] = theirs[N + x] + shift[r];
   }
+  std::array<double, 4> world{};
+  for (std::size_t r = 0; r < everyone.size(); ++r)
+    for (std::size_t k = gap_sum; k <= wake_count; ++k) world[k] += tail_of(r)[k];
+  return world;
+}
+
+WEFT_DECL timeline runner::timeline_of(const double* start_s, const double* finish_s) const {
+  const semantics& g = g_;
+  const std::uint32_t n = g.size(), N = g.ops();
+  constexpr double inf = std::numeric_limits<double>::infinity();
   const auto secs = [](double t) { return weft::seconds(t == inf ? -1.0 : t); };
   timeline time;
   time.start.reserve(n);  // (filled as it goes: no pass that writes what the next overwrites)
@@ -588,31 +611,41 @@ WEFT_DECL timeline runner::run_bound(const detail::bound_model& model, run_measu
   for (std::uint32_t x = n; x < N; ++x)
     if (finish_s[x] != inf) makespan = std::max(makespan, finish_s[x]);
   time.makespan = weft::seconds(makespan);
-  if (!measures) return time;
-  measures->posted.resize(n);
-  for (std::uint32_t i = 0; i < n; ++i) measures->posted[i] = secs(start_s[i]);
+  return time;
+}
+
+WEFT_DECL void runner::fill_measures(run_measures& m, const timeline& time,
+                                     const std::array<double, 4>& gaps, double process_cpu) const {
+  const program& p = p_;
+  const semantics& g = g_;
+  const std::uint32_t n = g.size();
+  constexpr double inf = std::numeric_limits<double>::infinity();
+  const auto secs = [](double t) { return weft::seconds(t == inf ? -1.0 : t); };
+  const double* const start_s = measured_.data();
+  const double* const finish_s = start_s + g.ops();
+  m.posted.resize(n);
+  for (std::uint32_t i = 0; i < n; ++i) m.posted[i] = secs(start_s[i]);
   // Means, not medians: a step adds these up along its critical path, and what an
   // oversubscribed core adds lives in the tail a median would hide.
-  measures->dispatch_gap = weft::seconds(gaps[1] > 0 ? gaps[0] / gaps[1] : 0.0);
-  measures->wake_gap = weft::seconds(gaps[3] > 0 ? gaps[2] / gaps[3] : 0.0);
-  if (measure_cpu)
-    detail::measure_cpu_use(g, start_s, finish_s, cpu_of, cpu_lead,
-                            process_cpu_end - process_cpu_origin, time.makespan.count(), *measures);
+  m.dispatch_gap = weft::seconds(gaps[gap_count] > 0 ? gaps[gap_sum] / gaps[gap_count] : 0.0);
+  m.wake_gap = weft::seconds(gaps[wake_count] > 0 ? gaps[wake_sum] / gaps[wake_count] : 0.0);
+  if (process_cpu >= 0)
+    detail::measure_cpu_use(g, start_s, finish_s, cpu_.data(), cpu_lead_.data(), process_cpu,
+                            time.makespan.count(), m);
   else {  // not measured: nothing from an earlier run may stand for this one's
-    measures->cpu.clear();
-    measures->co_run.clear();
-    measures->background_cores = measures->comm_cores = 0;
+    m.cpu.clear();
+    m.co_run.clear();
+    m.background_cores = m.comm_cores = 0;
   }
-  measures->comm_span.assign(n, weft::seconds{0});
+  m.comm_span.assign(n, weft::seconds{0});
   for (std::uint32_t i = 0; i < n; ++i) {
     if (stream_of(p.at(i).k) != stream_class::comm) continue;
     // From the last party to start it to the last to have it: the simulators start and finish
     // a unit's members together, and what waits for it on any party waits for the last.
     double last = finish_s[i];
     g.each_member(g.unit_of(i), [&](std::uint32_t y) { last = std::max(last, finish_s[y]); });
-    measures->comm_span[i] = std::max(weft::seconds{0}, secs(last) - time.start[i]);
+    m.comm_span[i] = std::max(weft::seconds{0}, secs(last) - time.start[i]);
   }
-  return time;
 }
 
 }  // namespace weft::exec
