@@ -34,4 +34,16 @@ struct run_error : std::runtime_error {
       : std::runtime_error(what), rank(rank_), at(at_), cause(std::move(cause_)) {}
 };
 
+/// What an exception says: its `what()`, or "unknown error" for one that is not a
+/// `std::exception` (a failed kernel's, to name in a `run_error`).
+inline std::string describe_exception(const std::exception_ptr& e) {
+  try {
+    std::rethrow_exception(e);
+  } catch (const std::exception& x) {
+    return x.what();
+  } catch (...) {
+    return "unknown error";
+  }
+}
+
 }  // namespace weft

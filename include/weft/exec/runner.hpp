@@ -28,14 +28,13 @@
 #include <type_traits>
 #include <vector>
 
-#include <unistd.h>
-
 #include <weft/config.hpp>
 #include <weft/core/binding.hpp>
 #include <weft/core/error.hpp>
 #include <weft/exec/measures.hpp>
 #include <weft/rt/await.hpp>
 #include <weft/rt/clock.hpp>
+#include <weft/rt/host.hpp>
 #include <weft/rt/inproc.hpp>
 #include <weft/rt/stream.hpp>
 #include <weft/schedule/program.hpp>
@@ -178,26 +177,6 @@ struct bound_model {
 }  // namespace detail
 
 namespace detail {
-inline std::string describe_exception(const std::exception_ptr& e) {
-  try {
-    std::rethrow_exception(e);
-  } catch (const std::exception& x) {
-    return x.what();
-  } catch (...) {
-    return "unknown error";
-  }
-}
-
-/// This machine, as a number every process on it computes alike (its host name's FNV-1a hash,
-/// 32 bits, so a double holds it exactly).
-inline double this_host() {
-  char name[256] = {};
-  gethostname(name, sizeof name - 1);
-  std::uint32_t h = 2166136261u;
-  for (const char* c = name; *c; ++c) h = (h ^ static_cast<unsigned char>(*c)) * 16777619u;
-  return static_cast<double>(h);
-}
-
 /// Waits for `e`, an operation of a world of processes, giving up at `d` (telling the other
 /// ranks) or as soon as the world has a fault; `rank` (world rank) fails, `who` names it.
 inline void await_world(rt::communicator& comm, const rt::event& e, const rt::deadline& d, int rank,

@@ -473,7 +473,7 @@ WEFT_DECL void runner::fail_if_stopped(bool finished, const readiness<detail::at
     pool_.clear_failure();
     const auto x = failed_op != npos ? failed_op : static_cast<std::uint32_t>(f.tag);
     const std::string what =
-        to_string(p.at(g.op_of(x))) + " failed: " + detail::describe_exception(f.error);
+        to_string(p.at(g.op_of(x))) + " failed: " + describe_exception(f.error);
     if (opt_.comm) opt_.comm->announce_failure(what);
     throw run_error("weft: run: " + name_rank(world_rank(x)) + ", " + what, world_rank(x),
                     p.at(g.op_of(x)), f.error);
@@ -557,7 +557,7 @@ WEFT_DECL std::array<double, 4> runner::gather_world(
   std::vector<double>& mine = measured_;
   const std::size_t tail = 2 * std::size_t{N}, len = mine.size();
   std::copy(gaps.begin(), gaps.end(), mine.data() + tail + gap_sum);
-  mine[tail + host_id] = detail::this_host();
+  mine[tail + host_id] = rt::this_host();
   mine[tail + steady_origin_s] =
       std::chrono::duration<double>(steady_origin.time_since_epoch()).count();
   std::vector<double> all(len * everyone.size());
