@@ -183,6 +183,7 @@ TEST_CASE("checker and simulator agree on legality and on where each rank is stu
     const program p = lower(c.s);
     const timeline t = simulate(p, unit_costs());
     REQUIRE_FALSE(t.deadlocked());
+    REQUIRE(runs_to_completion(p, p.source));  // the sweep a proof uses, on the same program
     REQUIRE_FALSE(simulate_on_workers(p, unit_costs(), 1).deadlocked());
     same_order_as_queues(p, t, "simulated");
     respects_waits(p, 1, t);
@@ -195,11 +196,12 @@ TEST_CASE("checker and simulator agree on legality and on where each rank is stu
       const bool only_rule4 =
           r.ok() || (r.violations.size() == 1 && r.violations.front().code == rule::deadlock);
       if (!only_rule4) continue;
-      const timeline tb = simulate(lower_unchecked(bad), unit_costs());
+      const program pb = lower_unchecked(bad);
+      const timeline tb = simulate(pb, unit_costs());
       REQUIRE(r.ok() == !tb.deadlocked());
+      REQUIRE(runs_to_completion(pb, pb.source) == !tb.deadlocked());
       if (r.ok()) continue;
       ++deadlocks;
-      const program pb = lower_unchecked(bad);
       std::vector<op> stuck_sim, stuck_check;
       for (const std::uint32_t i : tb.blocked)
         if (i != weft::npos) stuck_sim.push_back(pb.at(i));

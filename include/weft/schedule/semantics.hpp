@@ -42,6 +42,103 @@ struct semantics_options {
   bool slot_barrier = false;
 };
 
+namespace detail {
+
+// Blocking calls: a slot of transfers is one call, its ops progressing together; the first op
+// after the call (in issue order) on each other stream of its rank waits for each of them, and
+// the streams' order makes every later op wait.
+template <class Add>
+constexpr void blocking_calls(const program& p, const schedule& s, Add& add) {
+  const std::uint8_t* stream = p.stream.data();
+  for (int rk = 0; rk < s.ranks(); ++rk) {
+    std::uint32_t next[streams_per_rank];
+    for (std::uint32_t& n : next) n = npos;
+    for (std::uint32_t g = s.end_slot(rk); g-- > s.first_slot(rk);) {
+      const std::uint32_t b = s.first_op(g), e = s.slot_end[g];
+      for (std::uint32_t i = b; i < e; ++i)
+        if (is_p2p(s.ops[i].k))
+          for (int st = 0; st < streams_per_rank; ++st)
+            if (st != stream[i] && next[st] != npos) add(i, next[st]);
+      for (std::uint32_t i = e; i-- > b;) next[stream[i]] = i;
+    }
+  }
+}
+
+// A transfer launched from the compute stream: it starts after the last compute op its rank
+// issued before it (the compute stream's order covers the earlier ones).
+template <class Add>
+constexpr void launched_after_compute(const schedule& s, Add& add) {
+  for (int rk = 0; rk < s.ranks(); ++rk) {
+    const std::uint32_t b = s.first_op(s.first_slot(rk));
+    const std::uint32_t e = s.end_slot(rk) == 0 ? 0 : s.slot_end[s.end_slot(rk) - 1];
+    std::uint32_t last = npos;
+    for (std::uint32_t i = b; i < e; ++i) {
+      const kind k = s.ops[i].k;
+      if (is_p2p(k)) {
+        if (last != npos) add(last, i);
+      } else if (stream_of(k) == stream_class::compute) {
+        last = i;
+      }
+    }
+  }
+}
+
+// Megatron's wait() on a direction's handles (overlap_p2p_comm): before a step of one direction
+// its rank waits for every transfer of that direction it issued since its previous step of that
+// direction — the forward's send and the next forward's receive, the backward's likewise. The
+// step's first op waits; the streams' order makes the rest wait.
+template <class Add>
+constexpr void exchanges(const schedule& s, Add& add) {
+  const op* ops = s.ops.data();
+  for (int rk = 0; rk < s.ranks(); ++rk) {
+    const std::uint32_t b = s.first_op(s.first_slot(rk));
+    const std::uint32_t e = s.end_slot(rk) == 0 ? 0 : s.slot_end[s.end_slot(rk) - 1];
+    std::uint32_t since[2] = {b, b};  // per direction: where its unwaited transfers begin
+    for (std::uint32_t i = b; i < e; ++i) {
+      if (is_p2p(ops[i].k)) continue;
+      const int d = ops[i].ph == phase::F ? 0 : 1;
+      for (std::uint32_t y = since[d]; y < i; ++y)
+        if (is_p2p(ops[y].k) && (ops[y].ph == phase::F ? 0 : 1) == d) add(y, i);
+      since[d] = i + 1;
+    }
+  }
+}
+
+}  // namespace detail
+
+/// The waits that come from how the host issues a program rather than from its data: what
+/// model_desc::waits says a step waits for of the transfers before it, and with `slot_barrier`
+/// every op of a rank's previous slot. Calls `add(from, to)` per wait (op positions).
+template <class Add>
+constexpr void each_issue_wait(const program& p, const schedule& s, bool slot_barrier, Add&& add) {
+  switch (s.model.waits) {
+    case transfer_wait::data:
+      break;
+    case transfer_wait::host:
+      detail::blocking_calls(p, s, add);
+      detail::launched_after_compute(s, add);
+      break;
+    case transfer_wait::exchange:
+      detail::exchanges(s, add);
+      break;
+    case transfer_wait::launch_ordered:
+      detail::launched_after_compute(s, add);
+      break;
+  }
+  if (!slot_barrier) return;
+  for (int rk = 0; rk < s.ranks(); ++rk) {
+    std::uint32_t prev_b = 0, prev_e = 0;
+    for (std::uint32_t g = s.first_slot(rk); g < s.end_slot(rk); ++g) {
+      const std::uint32_t b = s.first_op(g), end = s.slot_end[g];
+      if (b == end) continue;
+      for (std::uint32_t i = b; i < end; ++i)
+        for (std::uint32_t j = prev_b; j < prev_e; ++j) add(j, i);
+      prev_b = b;
+      prev_e = end;
+    }
+  }
+}
+
 class semantics {
  public:
   constexpr semantics(const program& p, semantics_options opt = {}) : semantics(p, p.source, opt) {}
@@ -185,7 +282,6 @@ class semantics {
   }
   template <bool Fill>
   constexpr void each_edge(bool slot_barrier) {
-    const schedule& s = s_;
     const std::uint32_t* queue = p_.queue.data();
     const std::uint32_t* qb = p_.queue_begin.data();
     const std::uint32_t* wb = p_.wait_begin.data();
@@ -199,90 +295,9 @@ class semantics {
       for (std::uint32_t i = 0; i < n_; ++i)
         for (std::uint32_t w = wb[i]; w < wb[i + 1]; ++w)
           add_edge<Fill>(waits[w] + base, i + base, event_bit);
-      if (s.model.waits == transfer_wait::host) {
-        blocking_calls<Fill>(base);
-        launched_after_compute<Fill>(base);
-      }
-      if (s.model.waits == transfer_wait::exchange) exchanges<Fill>(base);
-      if (s.model.waits == transfer_wait::launch_ordered) launched_after_compute<Fill>(base);
-      if (!slot_barrier) continue;
-      for (int rk = 0; rk < s.ranks(); ++rk) {
-        std::uint32_t prev_b = 0, prev_e = 0;
-        for (std::uint32_t g = s.first_slot(rk); g < s.end_slot(rk); ++g) {
-          const std::uint32_t b = s.first_op(g), end = s.slot_end[g];
-          if (b == end) continue;
-          for (std::uint32_t i = b; i < end; ++i)
-            for (std::uint32_t j = prev_b; j < prev_e; ++j)
-              add_edge<Fill>(j + base, i + base, event_bit);
-          prev_b = b;
-          prev_e = end;
-        }
-      }
-    }
-  }
-
-  // Blocking calls: a slot of transfers is one call, its ops progressing together; the first op
-  // after the call (in issue order) on each other stream of its rank waits for each of them, and
-  // the streams' order makes every later op wait.
-  template <bool Fill>
-  constexpr void blocking_calls(std::uint32_t base) {
-    const schedule& s = s_;
-    const std::uint8_t* stream = p_.stream.data();
-    for (int rk = 0; rk < s.ranks(); ++rk) {
-      std::uint32_t next[streams_per_rank];
-      for (std::uint32_t& n : next) n = npos;
-      for (std::uint32_t g = s.end_slot(rk); g-- > s.first_slot(rk);) {
-        const std::uint32_t b = s.first_op(g), e = s.slot_end[g];
-        for (std::uint32_t i = b; i < e; ++i)
-          if (is_p2p(s.ops[i].k))
-            for (int st = 0; st < streams_per_rank; ++st)
-              if (st != stream[i] && next[st] != npos)
-                add_edge<Fill>(i + base, next[st] + base, event_bit);
-        for (std::uint32_t i = e; i-- > b;) next[stream[i]] = i;
-      }
-    }
-  }
-
-  // A transfer launched from the compute stream: it starts after the last compute op its rank
-  // issued before it (the compute stream's order covers the earlier ones).
-  template <bool Fill>
-  constexpr void launched_after_compute(std::uint32_t base) {
-    const schedule& s = s_;
-    for (int rk = 0; rk < s.ranks(); ++rk) {
-      const std::uint32_t b = s.first_op(s.first_slot(rk));
-      const std::uint32_t e = s.end_slot(rk) == 0 ? 0 : s.slot_end[s.end_slot(rk) - 1];
-      std::uint32_t last = npos;
-      for (std::uint32_t i = b; i < e; ++i) {
-        const kind k = s.ops[i].k;
-        if (is_p2p(k)) {
-          if (last != npos) add_edge<Fill>(last + base, i + base, event_bit);
-        } else if (stream_of(k) == stream_class::compute) {
-          last = i;
-        }
-      }
-    }
-  }
-
-  // Megatron's wait() on a direction's handles (overlap_p2p_comm): before a step of one
-  // direction its rank waits for every transfer of that direction it issued since its previous
-  // step of that direction — the forward's send and the next forward's receive, the backward's
-  // likewise. The step's first op waits; the streams' order makes the rest wait.
-  template <bool Fill>
-  constexpr void exchanges(std::uint32_t base) {
-    const schedule& s = s_;
-    const op* ops_ = s.ops.data();
-    for (int rk = 0; rk < s.ranks(); ++rk) {
-      const std::uint32_t b = s.first_op(s.first_slot(rk));
-      const std::uint32_t e = s.end_slot(rk) == 0 ? 0 : s.slot_end[s.end_slot(rk) - 1];
-      std::uint32_t since[2] = {b, b};  // per direction: where its unwaited transfers begin
-      for (std::uint32_t i = b; i < e; ++i) {
-        if (is_p2p(ops_[i].k)) continue;
-        const int d = ops_[i].ph == phase::F ? 0 : 1;
-        for (std::uint32_t y = since[d]; y < i; ++y)
-          if (is_p2p(ops_[y].k) && (ops_[y].ph == phase::F ? 0 : 1) == d)
-            add_edge<Fill>(y + base, i + base, event_bit);
-        since[d] = i + 1;
-      }
+      each_issue_wait(p_, s_, slot_barrier, [&](std::uint32_t from, std::uint32_t to) {
+        add_edge<Fill>(from + base, to + base, event_bit);
+      });
     }
   }
 
@@ -392,6 +407,103 @@ class readiness {
     if (--missing_[u] == 0) ev.ready(u);
   }
 };
+
+/// Does every op of a program (one replica, no slot barrier) complete? The same readiness as
+/// `readiness` over `semantics` — an op arrives when the op before it on its stream, its waits
+/// and its issue waits have completed; a transfer or an overlapped pair starts once both members
+/// have arrived — found by driving the streams' queues on demand rather than by events, so that
+/// nothing is built per wait: what a proof in constant evaluation can afford
+/// (docs/benchmarks.md). A queue runs until its head needs an op of another queue, which then
+/// runs until that op has arrived or completed, and so on; needing an op of a queue already
+/// waiting further down is a cycle of the happens-before graph: a deadlock.
+constexpr bool runs_to_completion(const program& p, const schedule& s) {
+  const auto n = static_cast<std::uint32_t>(s.ops.size());
+  // The issue waits (none for model_desc::waits == data), by the op that waits.
+  buffer<std::uint32_t> issue_begin, issue;
+  const bool issued = s.model.waits != transfer_wait::data;
+  if (issued) {
+    issue_begin.assign(n + 1, 0);
+    std::uint32_t* ib = issue_begin.data();
+    each_issue_wait(p, s, false, [ib](std::uint32_t, std::uint32_t to) { ++ib[to + 1]; });
+    for (std::uint32_t i = 0; i < n; ++i) ib[i + 1] += ib[i];
+    issue.resize(ib[n]);
+    std::uint32_t* in = issue.data();
+    each_issue_wait(p, s, false,
+                    [ib, in](std::uint32_t from, std::uint32_t to) { in[ib[to]++] = from; });
+    for (std::uint32_t i = n; i > 0; --i) ib[i] = ib[i - 1];
+    ib[0] = 0;
+  }
+  // Per op: 0 waiting, 1 arrived (its unit waits for the other member), 2 completed.
+  buffer<std::uint8_t> state(n, 0);
+  std::uint8_t* st = state.data();
+  const std::uint32_t* queue = p.queue.data();
+  const std::uint32_t* qb = p.queue_begin.data();
+  const std::uint32_t* wb = p.wait_begin.data();
+  const std::uint32_t* waits = p.waits.data();
+  const std::uint32_t* partner = p.partner.data();
+  const std::uint16_t* rank = p.rank.data();
+  const std::uint8_t* stream = p.stream.data();
+  const std::uint32_t* ib = issue_begin.data();
+  const std::uint32_t* in = issue.data();
+  const auto Q = static_cast<std::uint32_t>(p.queue_begin.size() - 1);
+  buffer<std::uint32_t> heads = p.queue_begin;
+  std::uint32_t* head = heads.data();
+  // The queues being driven, each until its target op reaches the state the one below needs
+  // (the bottom one to its end); a queue appears at most once.
+  struct frame {
+    std::uint32_t queue, target;
+    std::uint8_t need;
+  };
+  buffer<frame> frames(Q);
+  frame* stack = frames.data();
+  buffer<std::uint8_t> driven(Q, 0);
+  std::uint8_t* on_stack = driven.data();
+  for (std::uint32_t q0 = 0; q0 < Q; ++q0) {
+    if (head[q0] == qb[q0 + 1]) continue;
+    std::uint32_t depth = 1;
+    stack[0] = {q0, npos, 2};
+    on_stack[q0] = 1;
+    while (depth > 0) {
+      const frame f = stack[depth - 1];
+      std::uint32_t k = head[f.queue], blocker = npos;
+      std::uint8_t need = 2;
+      for (const std::uint32_t end = qb[f.queue + 1]; k < end; ++k) {
+        if (f.target != npos && st[f.target] >= f.need) break;
+        const std::uint32_t x = queue[k];
+        if (st[x] == 2) continue;  // completed with its unit's other member
+        if (st[x] == 0) {
+          for (std::uint32_t w = wb[x], e = wb[x + 1]; blocker == npos && w < e; ++w)
+            if (st[waits[w]] != 2) blocker = waits[w];
+          if (issued)
+            for (std::uint32_t w = ib[x], e = ib[x + 1]; blocker == npos && w < e; ++w)
+              if (st[in[w]] != 2) blocker = in[w];
+          if (blocker != npos) break;
+          st[x] = 1;
+        }
+        if (const std::uint32_t y = partner[x]; y != npos) {
+          if (st[y] == 0) {  // arrived; its unit waits for the other member to arrive
+            blocker = y;
+            need = 1;
+            break;
+          }
+          st[y] = 2;
+        }
+        st[x] = 2;
+      }
+      head[f.queue] = k;
+      if (blocker == npos) {  // its target reached (or the queue's end)
+        on_stack[f.queue] = 0;
+        --depth;
+        continue;
+      }
+      const std::uint32_t q = program::queue_of(rank[blocker], stream[blocker]);
+      if (on_stack[q]) return false;
+      on_stack[q] = 1;
+      stack[depth++] = {q, blocker, need};
+    }
+  }
+  return true;
+}
 
 /// After a run that could not finish (`completed` per op copy of replica 0): per rank, the first
 /// op (in issue order) at the head of one of its streams — what that rank is stuck at — or
