@@ -83,11 +83,25 @@ struct op_index {
   std::int8_t kpos[kind_count] = {};
   std::uint32_t units = 0, p2p_base = 0, coll_base = 0, size = 0;
 
+  // Per kind, what the loops constant evaluation runs per op read (a member array costs it less
+  // than a call): its role, how many values its `split` takes, whether it owns weights, the
+  // stream index of its lane 0.
+  kind_role role[kind_count] = {};
+  int parts_of_kind[kind_count] = {};
+  bool weighted[kind_count] = {};
+  std::uint8_t stream_base[kind_count] = {};
+
   constexpr op_index(const model_desc& model, bool with_collectives)
       : m(model), S(model.chunks()), parts(model.parts()) {
     K = 0;
-    for (int i = 0; i < kind_count; ++i)
-      kpos[i] = static_cast<std::int8_t>(m.stages.has(static_cast<kind>(i)) ? K++ : -1);
+    for (int i = 0; i < kind_count; ++i) {
+      const auto k = static_cast<kind>(i);
+      kpos[i] = static_cast<std::int8_t>(m.stages.has(k) ? K++ : -1);
+      role[i] = traits_of(k).role;
+      parts_of_kind[i] = m.parts_of(k);
+      weighted[i] = has_weights(k);
+      stream_base[i] = static_cast<std::uint8_t>(stream_index({stream_of(k), 0}));
+    }
     // In 64 bits, then narrowed: `validate` caps a model's id space at max_op_ids (< 2^32).
     const std::uint64_t per_mb = static_cast<std::uint64_t>(S) *
                                  static_cast<std::uint64_t>(m.layers) *
@@ -121,26 +135,34 @@ struct op_index {
   }
 
   constexpr outside why_outside(const op& o) const noexcept {
+    const auto k = static_cast<int>(o.k);
     if (o.mb >= m.micro) return outside::micro_batch;
     if (o.chunk >= S) return outside::chunk;
     if (o.layer >= m.layers) return outside::layer;
-    if (o.split >= m.parts_of(o.k)) return outside::split;
-    if (m.tp != tp_overlap::off && is_collective(o.k)) {
+    if (o.split >= parts_of_kind[k]) return outside::split;
+    const kind_role r = role[k];
+    if (r == kind_role::collective) {
+      if (m.tp == tp_overlap::off) return outside::none;
       if (o.k == kind::all_reduce) return outside::kind;
       if (m.tp_ops(o.k, o.ph) == 0) return outside::phase;
       return m.tp_has(o.k, o.ph, o.split) ? outside::none : outside::split;
     }
-    if (is_collective(o.k)) return outside::none;
-    if (!m.carries(o.mb, o.chunk)) return outside::off_path;
+    // Off a bidirectional model's paths (every chunk below S is on a one-way model's path).
+    if (m.bidirectional && !m.carries(o.mb, o.chunk)) return outside::off_path;
     if (o.ph != phase::F && !m.backward) return outside::phase;
-    if (is_p2p(o.k)) {
+    if (r == kind_role::transfer) {
       if (o.ph != phase::F && o.ph != phase::B) return outside::phase;
       if (o.layer != 0 || o.split != 0) return outside::p2p_fields;
       return transfer_peer(o) < 0 ? outside::no_transfer : outside::none;
     }
-    if (!has_kind(o.k)) return outside::kind;
-    if ((o.ph == phase::dX || o.ph == phase::dW) && !has_weights(o.k)) return outside::phase;
+    if (kpos[k] < 0) return outside::kind;
+    if ((o.ph == phase::dX || o.ph == phase::dW) && !weighted[k]) return outside::phase;
     return outside::none;
+  }
+
+  /// The index of the op's stream on its rank (`stream_index(stream_of(o))`).
+  constexpr std::uint8_t stream_index_of(const op& o) const noexcept {
+    return static_cast<std::uint8_t>(stream_base[static_cast<int>(o.k)] + o.lane);
   }
 
   /// The op's dense id, or npos if it is outside the model.
@@ -190,19 +212,24 @@ struct op_index {
 
   /// As `id`, for ops already known to be inside the model.
   constexpr std::uint32_t raw_id(const op& o) const noexcept {
+    const auto k = static_cast<int>(o.k);
     const auto ph = static_cast<std::uint32_t>(o.ph);
-    if (is_p2p(o.k))
+    if (role[k] == kind_role::layer_stage)  // `unit`, written out: this runs once per op
+      return (static_cast<std::uint32_t>(((o.mb * S + o.chunk) * m.layers + o.layer) * parts +
+                                         o.split) *
+                  static_cast<std::uint32_t>(K) +
+              static_cast<std::uint32_t>(kpos[k])) *
+                 phase_count +
+             ph;
+    if (role[k] == kind_role::transfer)
       return p2p_base +
              static_cast<std::uint32_t>(((o.mb * S + o.chunk) * 2 + (o.ph == phase::B)) * 2 +
                                         (o.k == kind::recv));
-    if (is_collective(o.k)) {
-      const auto u =
-          static_cast<std::uint32_t>(((o.mb * S + o.chunk) * m.layers + o.layer) * parts + o.split);
-      const auto c =
-          static_cast<std::uint32_t>(static_cast<int>(o.k) - static_cast<int>(kind::all_reduce));
-      return coll_base + (u * 3 + c) * phase_count + ph;
-    }
-    return unit(o.mb, o.chunk, o.layer, o.split, o.k) * phase_count + ph;
+    const auto u =
+        static_cast<std::uint32_t>(((o.mb * S + o.chunk) * m.layers + o.layer) * parts + o.split);
+    const auto c =
+        static_cast<std::uint32_t>(static_cast<int>(o.k) - static_cast<int>(kind::all_reduce));
+    return coll_base + (u * 3 + c) * phase_count + ph;
   }
 };
 

@@ -19,7 +19,7 @@ class id_positions {
   constexpr id_positions(std::uint32_t id_space, std::size_t ops) {
     if (id_space <= 16 * ops + 4096) {
       dense_ = true;
-      slots_.assign(id_space, npos);
+      slots_.assign_zeros(id_space);  // position + 1: allocated as zeros, not written
       return;
     }
     std::size_t cap = 16;
@@ -30,7 +30,7 @@ class id_positions {
   }
 
   constexpr std::uint32_t operator[](std::uint32_t id) const noexcept {
-    if (dense_) return slots_[id];
+    if (dense_) return slots_[id] - 1u;  // 0 - 1 wraps to npos: absent
     for (std::uint32_t h = hash(id);; h = (h + 1) & mask_) {
       if (keys_[h] == id) return slots_[h];
       if (keys_[h] == npos) return npos;
@@ -38,7 +38,7 @@ class id_positions {
   }
   constexpr void set(std::uint32_t id, std::uint32_t position) noexcept {
     if (dense_) {
-      slots_[id] = position;
+      slots_[id] = position + 1u;
       return;
     }
     std::uint32_t h = hash(id);
@@ -48,6 +48,9 @@ class id_positions {
   }
   /// How many entries it holds room for: the id space, or about twice the ops.
   constexpr std::size_t capacity() const noexcept { return slots_.size(); }
+  /// The flat array, position + 1 per id (0: absent), or null for the hashed table: for loops
+  /// that constant evaluation runs per op, where a call costs more than the lookup.
+  constexpr const std::uint32_t* dense() const noexcept { return dense_ ? slots_.data() : nullptr; }
 
  private:
   constexpr std::uint32_t hash(std::uint32_t id) const noexcept {
@@ -58,32 +61,45 @@ class id_positions {
   buffer<std::uint32_t> keys_, slots_;
 };
 
-/// Per-op facts the rules and the lowering share, computed once. `pos`/`id` are filled by the
-/// caller as it meets each op (the checker and `lower` both refuse duplicates).
+/// Per-op facts the rules and the lowering share, computed once. `pos` and `id` are filled by
+/// the caller as it meets each op (the checker and `lower` both refuse duplicates); it writes
+/// every op's `id` (npos for one it leaves out).
 struct placed {
   const schedule& s;
   op_index ix;
   bool explicit_p2p = false;
   dependency_rules rules;
-  buffer<std::uint32_t> rank_of, slot_of;  // slot: counted from 0 on its rank
-  id_positions pos;                        // dense id -> op position
-  buffer<std::uint32_t> id;                // op position -> dense id (npos if outside)
+  /// Per op: its rank, its stream there (`stream_index`) and its slot counted from 0 on the
+  /// rank — the stream program's own arrays, moved into it by `finish_program`.
+  buffer<std::uint16_t> rank;
+  buffer<std::uint8_t> stream;
+  buffer<std::uint32_t> slot;
+  id_positions pos;          // dense id -> op position
+  buffer<std::uint32_t> id;  // op position -> dense id (npos if outside)
 
   constexpr placed(const schedule& sched, bool collectives, bool p2p)
       : s(sched),
         ix(sched.model, collectives),
         explicit_p2p(p2p),
         rules(ix, p2p),
-        rank_of(sched.ops.size()),
-        slot_of(sched.ops.size()),
-        pos(ix.size, sched.ops.size()),
-        id(sched.ops.size(), npos) {
+        pos(ix.size, sched.ops.size()) {
+    const auto n = sched.ops.size();
+    rank.resize_for_overwrite(n);
+    stream.resize_for_overwrite(n);
+    slot.resize_for_overwrite(n);
+    id.resize_for_overwrite(n);
+    std::uint16_t* r_of = rank.data();
+    std::uint8_t* st = stream.data();
+    std::uint32_t* sl = slot.data();
+    const op* ops = sched.ops.data();
+    const std::uint32_t* slot_end = sched.slot_end.data();
     std::uint32_t g = 0, i = 0;
     for (int r = 0; r < s.ranks(); ++r)
-      for (std::uint32_t local = 0; g < s.end_slot(r); ++g, ++local)
-        for (; i < s.slot_end[g]; ++i) {
-          rank_of[i] = static_cast<std::uint32_t>(r);
-          slot_of[i] = local;
+      for (std::uint32_t local = 0, end = s.end_slot(r); g < end; ++g, ++local)
+        for (const std::uint32_t e = slot_end[g]; i < e; ++i) {
+          r_of[i] = static_cast<std::uint16_t>(r);
+          st[i] = ix.stream_index_of(ops[i]);
+          sl[i] = local;
         }
   }
   constexpr std::uint32_t find(const op& o) const noexcept { return pos[ix.raw_id(o)]; }

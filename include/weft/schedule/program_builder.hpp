@@ -23,7 +23,7 @@ namespace detail {
 
 constexpr channel channel_of(const placed& p, std::uint32_t i) noexcept {
   const op& o = p.s.ops[i];
-  const int here = static_cast<int>(p.rank_of[i]);
+  const int here = static_cast<int>(p.rank[i]);
   const int there = p.s.model.rank_of(p.ix.transfer_peer(o));
   return o.k == kind::send ? channel{here, there} : channel{there, here};
 }
@@ -81,9 +81,9 @@ constexpr transfer_fault match_transfers(const placed& p, buffer<std::uint32_t>&
   return {};
 }
 
-/// The first half of building a stream program from a placed schedule (`pos`/`id` filled): where
-/// each op runs and the waits — producers the stream order does not cover (a receive is fed by
-/// its send, through the transfer). On the way it finds what the checker's rules 2 and 3 forbid:
+/// The first half of building a stream program from a placed schedule (`pos`/`id` filled): the
+/// waits — producers the stream order does not cover (a receive is fed by its send, through the
+/// transfer). On the way it finds what the checker's rules 2 and 3 forbid:
 /// `misplaced(i, j)` for a producer `j` on op `i`'s rank that does not sit in an earlier slot,
 /// `absent(i, pid)` for a producer the schedule does not hold (a fragment's assumption). When
 /// `misplaced` returns true the wait is kept: an unchecked program then waits for its producer
@@ -93,77 +93,81 @@ constexpr void place_and_wait(const placed& p, program& prog, Misplaced&& mispla
                               Absent&& absent) {
   const schedule& s = p.s;
   const auto n = static_cast<std::uint32_t>(s.ops.size());
-  prog.rank.resize(n);
-  prog.stream.resize(n);
-  prog.slot.resize(n);
-  prog.wait_begin.resize(n + 1);
-  prog.waits.resize(n);  // grown as needed; most ops wait for at most one other stream
-  std::uint16_t* rank = prog.rank.data();
-  std::uint8_t* stream = prog.stream.data();
-  std::uint32_t* slot = prog.slot.data();
+  prog.wait_begin.resize_for_overwrite(n + 1);
+  prog.waits.resize_for_overwrite(n);  // grown as needed; most ops wait for at most one other
   std::uint32_t* wait_begin = prog.wait_begin.data();
-  const std::uint32_t* rank_of = p.rank_of.data();
-  const std::uint32_t* slot_of = p.slot_of.data();
-  const id_positions& pos = p.pos;
+  std::uint32_t* waits = prog.waits.data();
+  const std::uint8_t* stream = p.stream.data();
   const std::uint32_t* id = p.id.data();
   const op* ops = s.ops.data();
-  for (std::uint32_t i = 0; i < n; ++i) {
-    rank[i] = static_cast<std::uint16_t>(rank_of[i]);
-    stream[i] = static_cast<std::uint8_t>(stream_index(stream_of(ops[i])));
-    slot[i] = slot_of[i];
-  }
-  std::uint32_t w = 0;
-  std::uint32_t* waits = prog.waits.data();
-  const auto has = [&pos](std::uint32_t pid) { return pos[pid] != npos; };
-  for (std::uint32_t i = 0; i < n; ++i) {
-    wait_begin[i] = w;
-    if (id[i] == npos) continue;  // outside the model: rule 1 has said so
-    const bool fed_by_transfer = ops[i].k == kind::recv;
-    p.rules.producers(ops[i], id[i], has, [&](std::uint32_t pid, int) {
-      const std::uint32_t j = pos[pid];
-      if (j == npos) return absent(i, pid);
-      if (rank[j] == rank[i]) {
-        if (slot[j] >= slot[i]) {
-          if (!misplaced(i, j)) return;
-        } else if (stream[j] == stream[i]) {
-          return;
-        }
+  const id_positions& pos = p.pos;
+  const std::uint32_t* dense = pos.dense();  // position + 1, read without a call when flat
+  const auto has = [dense, &pos](std::uint32_t pid) {
+    return dense ? dense[pid] != 0 : pos[pid] != npos;
+  };
+  std::uint32_t w = 0, i = 0;
+  // Ops are rank-major, then slot-major: a producer on op i's rank sits in [rank_b, rank_e), in
+  // an earlier slot below slot_b.
+  for (int r = 0; r < s.ranks(); ++r) {
+    const std::uint32_t rank_b = i, end_slot = s.end_slot(r);
+    const std::uint32_t rank_e = end_slot == 0 ? 0 : s.slot_end[end_slot - 1];
+    for (std::uint32_t g = s.first_slot(r); g < end_slot; ++g) {
+      const std::uint32_t slot_b = i;
+      for (const std::uint32_t slot_e = s.slot_end[g]; i < slot_e; ++i) {
+        wait_begin[i] = w;
+        const std::uint32_t own = id[i];
+        if (own == npos) continue;  // outside the model: rule 1 has said so
+        const std::uint8_t stream_i = stream[i];
+        p.rules.producers(ops[i], own, has, [&](std::uint32_t pid, int) {
+          const std::uint32_t j = dense ? dense[pid] - 1u : pos[pid];
+          if (j == npos) return absent(i, pid);
+          if (j >= rank_b && j < rank_e) {
+            if (j >= slot_b) {
+              if (!misplaced(i, j)) return;
+            } else if (stream[j] == stream_i) {
+              return;  // the stream's order covers it
+            }
+          }
+          if (w == prog.waits.size()) {
+            prog.waits.resize_for_overwrite(2 * w);
+            waits = prog.waits.data();
+          }
+          waits[w++] = j;
+        });
       }
-      if (fed_by_transfer) return;
-      if (w == prog.waits.size()) {
-        prog.waits.resize(2 * w);
-        waits = prog.waits.data();
-      }
-      waits[w++] = j;
-    });
+    }
   }
   wait_begin[n] = w;
   prog.waits.resize(w);
 }
 
-/// The second half: the schedule itself, partners (transfers paired in `partner`, and block
-/// pairs) and the queues, by counting sort: issue order within each (rank, stream).
-/// `with_source` false leaves `program::source` empty, for a caller that keeps the schedule at
-/// hand (the checker; see `semantics`' second constructor).
-constexpr void finish_program(const placed& p, program& prog, buffer<std::uint32_t> partner,
+/// The second half: the schedule itself, the placement's per-op arrays (moved), partners
+/// (transfers paired in `partner`, and block pairs) and the queues, by counting sort: issue
+/// order within each (rank, stream). `with_source` false leaves `program::source` empty, for a
+/// caller that keeps the schedule at hand (the checker; see `semantics`' second constructor).
+constexpr void finish_program(placed& p, program& prog, buffer<std::uint32_t> partner,
                               bool with_source = true) {
   const schedule& s = p.s;
   const auto n = static_cast<std::uint32_t>(s.ops.size());
   if (with_source) prog.source = s;
+  prog.rank = static_cast<buffer<std::uint16_t>&&>(p.rank);
+  prog.stream = static_cast<buffer<std::uint8_t>&&>(p.stream);
+  prog.slot = static_cast<buffer<std::uint32_t>&&>(p.slot);
   const op* ops = s.ops.data();
+  std::uint32_t* pair = partner.data();
   for (std::uint32_t g = 0; g < s.slot_end.size(); ++g) {
     const std::uint32_t b = s.first_op(g), e = s.slot_end[g];
-    for (std::uint32_t i = b; i < e; ++i)
+    for (std::uint32_t i = b; i + 1 < e; ++i)
       for (std::uint32_t j = i + 1; j < e; ++j)
         if (is_block_pair(ops[i], ops[j])) {
-          partner[i] = j;
-          partner[j] = i;
+          pair[i] = j;
+          pair[j] = i;
         }
   }
   prog.partner = static_cast<buffer<std::uint32_t>&&>(partner);
   const std::uint32_t Q = program::queue_of(s.ranks(), 0);
   prog.queue_begin.assign(Q + 1, 0);
-  prog.queue.resize(n);
+  prog.queue.resize_for_overwrite(n);
   std::uint32_t* qb = prog.queue_begin.data();
   const std::uint16_t* rank = prog.rank.data();
   const std::uint8_t* stream = prog.stream.data();
@@ -177,7 +181,7 @@ constexpr void finish_program(const placed& p, program& prog, buffer<std::uint32
 
 /// The stream program of a placed schedule (`pos`/`id` filled) whose transfers are paired in
 /// `partner`.
-constexpr program build_program(const placed& p, buffer<std::uint32_t> partner) {
+constexpr program build_program(placed& p, buffer<std::uint32_t> partner) {
   program prog;
   constexpr auto keep_wait = [](std::uint32_t, std::uint32_t) { return true; };
   constexpr auto ignore = [](std::uint32_t, std::uint32_t) {};

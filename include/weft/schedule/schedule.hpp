@@ -36,6 +36,30 @@ struct schedule {
   constexpr std::uint32_t first_op(std::uint32_t global_slot) const noexcept {
     return global_slot == 0 ? 0 : slot_end[global_slot - 1];
   }
+  /// The global slot holding op `i`, and the rank holding global slot `g`: binary searches, for
+  /// reports rather than loops.
+  constexpr std::uint32_t slot_holding(std::uint32_t i) const noexcept {
+    std::uint32_t lo = 0, hi = static_cast<std::uint32_t>(slot_end.size());
+    while (lo < hi) {
+      const std::uint32_t mid = lo + (hi - lo) / 2;
+      if (slot_end[mid] > i)
+        hi = mid;
+      else
+        lo = mid + 1;
+    }
+    return lo;
+  }
+  constexpr int rank_holding(std::uint32_t g) const noexcept {
+    std::uint32_t lo = 0, hi = static_cast<std::uint32_t>(rank_begin.size());
+    while (lo < hi) {  // the first rank beginning after g; the one before holds it
+      const std::uint32_t mid = lo + (hi - lo) / 2;
+      if (rank_begin[mid] > g)
+        hi = mid;
+      else
+        lo = mid + 1;
+    }
+    return static_cast<int>(lo) - 1;
+  }
   /// The ops of slot `s` (counted from 0 on rank `r`).
   constexpr std::span<const op> slot(int r, int s) const noexcept {
     const std::uint32_t g = first_slot(r) + static_cast<std::uint32_t>(s);

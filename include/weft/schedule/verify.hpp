@@ -113,7 +113,7 @@ class checker {
         !dependencies(p, prog))
       return static_cast<report&&>(out_);
     if (out_.ok() && !deadlock_free(p, prog)) return static_cast<report&&>(out_);
-    if (out_.ok() && s_.model.max_live > 0) memory_bound(p);
+    if (out_.ok() && s_.model.max_live > 0) memory_bound();
     return static_cast<report&&>(out_);
   }
 
@@ -127,96 +127,119 @@ class checker {
     out_.violations.push_back(v);
     return out_.violations.size() < opt_.max_violations;
   }
-  constexpr violation at(const placed& p, std::uint32_t i, rule r, fault f) const {
+  // Where op i sits, found by binary search: violations are few, and the placement's per-op
+  // arrays go to the stream program before rule 4.
+  constexpr violation at(std::uint32_t i, rule r, fault f) const {
+    const std::uint32_t g = s_.slot_holding(i);
+    const int rank = s_.rank_holding(g);
     return {.code = r,
             .what = f,
-            .rank = static_cast<int>(p.rank_of[i]),
-            .slot = static_cast<int>(p.slot_of[i]),
+            .rank = rank,
+            .slot = static_cast<int>(g - s_.first_slot(rank)),
             .subject = s_.ops[i]};
   }
-  constexpr violation with_other(const placed& p, violation v, std::uint32_t j) const {
-    v.other = s_.ops[j];
-    v.other_rank = static_cast<int>(p.rank_of[j]);
-    v.other_slot = static_cast<int>(p.slot_of[j]);
+  constexpr violation with_other(violation v, std::uint32_t j) const {
+    const violation o = at(j, v.code, v.what);
+    v.other = o.subject;
+    v.other_rank = o.rank;
+    v.other_slot = o.slot;
     return v;
   }
 
   // Rule 1, per op: inside the model, on its chunk's rank, once; a unit's backward in one form.
+  // Written for constant evaluation, which pays for every call and array access: member tables
+  // of the index, the flat id table read directly, the backward forms looked at only when the
+  // schedule splits a backward.
   constexpr bool place_ops(placed& p) {
     const model_desc& m = s_.model;
-    for (std::uint32_t i = 0; i < s_.ops.size(); ++i) {
-      const op& o = s_.ops[i];
-      outside why = p.ix.why_outside(o);
+    const op_index& ix = p.ix;
+    const auto n = static_cast<std::uint32_t>(s_.ops.size());
+    const op* ops = s_.ops.data();
+    const std::uint16_t* rank = p.rank.data();
+    std::uint32_t* id = p.id.data();
+    const std::uint32_t* dense = p.pos.dense();
+    bool split_backward = false;
+    for (std::uint32_t i = 0; i < n; ++i) {
+      const op& o = ops[i];
+      id[i] = npos;
+      outside why = ix.why_outside(o);
       if (why == outside::none && o.lane >= lanes_per_class) why = outside::lane;
       if (why != outside::none) {
-        violation v = at(p, i, rule::complete, fault::outside_model);
+        violation v = at(i, rule::complete, fault::outside_model);
         v.value = static_cast<int>(why);
         if (!add(v)) return false;
         continue;
       }
-      if (const int home = m.rank_of(o.chunk); home != static_cast<int>(p.rank_of[i])) {
-        violation v = at(p, i, rule::complete, fault::wrong_rank);
+      if (const int home = m.rank_of(o.chunk); home != rank[i]) {
+        violation v = at(i, rule::complete, fault::wrong_rank);
         v.other_rank = home;
         if (!add(v)) return false;
         continue;
       }
-      const std::uint32_t id = p.ix.raw_id(o);
-      if (p.pos[id] != npos) {
-        if (!add(with_other(p, at(p, i, rule::complete, fault::duplicate), p.pos[id])))
-          return false;
+      const std::uint32_t own = ix.raw_id(o);
+      if (const std::uint32_t first = dense ? dense[own] - 1u : p.pos[own]; first != npos) {
+        if (!add(with_other(at(i, rule::complete, fault::duplicate), first))) return false;
         continue;
       }
-      p.pos.set(id, i);
-      p.id[i] = id;
+      p.pos.set(own, i);
+      id[i] = own;
+      split_backward = split_backward || o.ph == phase::dX || o.ph == phase::dW;
     }
-    for (std::uint32_t i = 0; i < s_.ops.size(); ++i) {
-      const op& o = s_.ops[i];
-      if (p.id[i] == npos || o.ph != phase::B || !has_weights(o.k)) continue;
-      for (phase half : {phase::dX, phase::dW}) {
-        op h = o;
-        h.ph = half;
-        if (const std::uint32_t j = p.find(h); j != npos)
-          if (!add(with_other(p, at(p, i, rule::complete, fault::mixed_backward), j))) return false;
-      }
+    // A fused backward beside a split one of the same unit: its dX and dW sit just after it.
+    for (std::uint32_t i = 0; split_backward && i < n; ++i) {
+      const op& o = ops[i];
+      if (id[i] == npos || o.ph != phase::B || !ix.weighted[static_cast<int>(o.k)]) continue;
+      for (std::uint32_t half = 1; half <= 2; ++half)
+        if (const std::uint32_t j = p.pos[id[i] + half]; j != npos)
+          if (!add(with_other(at(i, rule::complete, fault::mixed_backward), j))) return false;
     }
     return out_.ok() || out_.violations.size() < opt_.max_violations;
   }
 
-  constexpr bool missing(const placed& p, const op& o) {
-    if (p.has(o)) return true;
+  // Rule 1: `o` is required and not there.
+  constexpr bool missing(const op& o) {
     return add({.code = rule::complete,
                 .what = fault::missing,
                 .rank = s_.model.rank_of(o.chunk),
                 .subject = o});
   }
+  constexpr bool missing(const placed& p, const op& o) { return p.has(o) || missing(o); }
 
-  // Rule 1, per model unit: everything needed is there.
+  // Rule 1, per model unit: everything needed is there. A layer stage's ops are looked up by
+  // id, its forward's and the backward forms' one after another (no op values built per unit).
   constexpr bool require_all(const placed& p) {
     const model_desc& m = s_.model;
+    const op_index& ix = p.ix;
+    const std::uint32_t* dense = p.pos.dense();
+    const auto K = static_cast<std::uint32_t>(ix.K);
     for (int mbi = 0; mbi < m.micro; ++mbi)
       for (int c = m.first_chunk(mbi); c < m.end_chunk(mbi); ++c) {
         for (int l = 0; l < m.layers; ++l)
-          for (int sp = 0; sp < m.parts(); ++sp)
+          for (int sp = 0; sp < ix.parts; ++sp) {
+            const std::uint32_t unit0 =
+                static_cast<std::uint32_t>(((mbi * ix.S + c) * m.layers + l) * ix.parts + sp) * K;
             for (int k = 0; k < kind_count; ++k) {
-              if (!p.ix.has_kind(static_cast<kind>(k))) continue;
-              if (sp >= m.parts_of(static_cast<kind>(k))) continue;
-              op o = make_op(static_cast<kind>(k), phase::F, mbi, c, l, sp);
-              if (!missing(p, o)) return false;
+              const int kp = ix.kpos[k];
+              if (kp < 0 || sp >= ix.parts_of_kind[k]) continue;
+              // F's id; B, dX and dW follow it.
+              const std::uint32_t f = (unit0 + static_cast<std::uint32_t>(kp)) * phase_count;
+              bool there[phase_count] = {};
+              for (std::uint32_t ph = 0; ph < (m.backward ? phase_count : 1u); ++ph)
+                there[ph] = dense ? dense[f + ph] != 0 : p.pos[f + ph] != npos;
+              const auto named = [&](phase ph) {
+                return make_op(static_cast<kind>(k), ph, mbi, c, l, sp);
+              };
+              if (!there[0] && !missing(named(phase::F))) return false;
               if (!m.backward) continue;
-              o.ph = phase::B;
-              if (p.has(o) || !has_weights(o.k)) {
-                if (!missing(p, o)) return false;
+              if (there[1] || !ix.weighted[k] || (!there[2] && !there[3])) {
+                // The fused form, or no backward at all: name the fused form.
+                if (!there[1] && !missing(named(phase::B))) return false;
                 continue;
               }
-              op dx = o, dw = o;
-              dx.ph = phase::dX;
-              dw.ph = phase::dW;
-              if (!p.has(dx) && !p.has(dw)) {
-                if (!missing(p, o)) return false;  // no backward at all: name the fused form
-                continue;
-              }
-              if (!missing(p, dx) || !missing(p, dw)) return false;
+              if (!there[2] && !missing(named(phase::dX))) return false;
+              if (!there[3] && !missing(named(phase::dW))) return false;
             }
+          }
         if (m.tp != tp_overlap::off)
           for (kind k : {kind::all_gather, kind::reduce_scatter})
             for (phase ph : {phase::F, phase::B})
@@ -235,13 +258,16 @@ class checker {
 
   // Rule 3, streams: one op per stream per slot.
   constexpr bool same_stream(const placed& p) {
-    for (std::uint32_t g = 0; g < s_.slot_end.size(); ++g)
-      for (std::uint32_t i = s_.first_op(g); i < s_.slot_end[g]; ++i)
-        for (std::uint32_t j = s_.first_op(g); j < i; ++j)
-          if (stream_of(s_.ops[i]) == stream_of(s_.ops[j])) {
-            if (!add(with_other(p, at(p, i, rule::slot, fault::same_stream), j))) return false;
+    const std::uint8_t* stream = p.stream.data();
+    for (std::uint32_t g = 0; g < s_.slot_end.size(); ++g) {
+      const std::uint32_t b = s_.first_op(g), e = s_.slot_end[g];
+      for (std::uint32_t i = b + 1; i < e; ++i)
+        for (std::uint32_t j = b; j < i; ++j)
+          if (stream[i] == stream[j]) {
+            if (!add(with_other(at(i, rule::slot, fault::same_stream), j))) return false;
             break;
           }
+    }
     return true;
   }
 
@@ -256,9 +282,8 @@ class checker {
       if (!more || (i == last_op && j == last_reported)) return false;
       last_op = i;
       last_reported = j;
-      const bool same = p.slot_of[j] == p.slot_of[i];
-      more = add(with_other(p,
-                            at(p, i, same ? rule::slot : rule::order,
+      const bool same = p.slot[j] == p.slot[i];
+      more = add(with_other(at(i, same ? rule::slot : rule::order,
                                same ? fault::dependent_in_slot : fault::runs_before_producer),
                             j));
       return false;
@@ -267,7 +292,7 @@ class checker {
       if (!more || !opt_.fragment) return;
       const op need = p.ix.op_of(pid);
       if (opt_.assumed.cover(need)) return;
-      violation v = at(p, i, rule::order, fault::producer_missing);
+      violation v = at(i, rule::order, fault::producer_missing);
       v.other = need;
       v.other_rank = s_.model.rank_of(need.chunk);
       more = add(v);
@@ -279,14 +304,14 @@ class checker {
   // Rule 4: pair transfers FIFO per channel, then run the stream program under the one
   // semantics (semantics.hpp) with no time; an op that can never start is on a cycle of the
   // happens-before graph.
-  constexpr bool deadlock_free(const placed& p, program& prog) {
+  constexpr bool deadlock_free(placed& p, program& prog) {
     const auto n = static_cast<std::uint32_t>(s_.ops.size());
     buffer<std::uint32_t> partner(n, npos);
     if (p.explicit_p2p) {
       const transfer_fault f = match_transfers(p, partner);
       if (f.what != fault::none) {
-        violation v = at(p, f.subject, rule::deadlock, f.what);
-        if (f.other != npos) v = with_other(p, v, f.other);
+        violation v = at(f.subject, rule::deadlock, f.what);
+        if (f.other != npos) v = with_other(v, f.other);
         add(v);
         return false;
       }
@@ -317,8 +342,8 @@ class checker {
     // Name the op every stuck rank waits at, and what it waits for.
     for (const std::uint32_t first : stuck_ops(g, done)) {
       if (first == npos) continue;
-      violation v = at(p, first, rule::deadlock, fault::cycle);
-      if (const std::uint32_t w = waiting_for(st, done, first); w != npos) v = with_other(p, v, w);
+      violation v = at(first, rule::deadlock, fault::cycle);
+      if (const std::uint32_t w = waiting_for(st, done, first); w != npos) v = with_other(v, w);
       out_.blocked.push_back(v);
     }
     add(out_.blocked.front());
@@ -326,13 +351,13 @@ class checker {
   }
 
   // Rule 5: live activations stay under the bound.
-  constexpr void memory_bound(const placed& p) {
+  constexpr void memory_bound() {
     bool reported = false;
     walk_live(
         s_, [](int) { return 1; },
         [&](int, std::uint32_t i, int live) {
           if (reported || live <= s_.model.max_live) return;
-          violation v = at(p, i, rule::memory, fault::over_bound);
+          violation v = at(i, rule::memory, fault::over_bound);
           v.value = live;
           v.bound = s_.model.max_live;
           add(v);
