@@ -39,7 +39,7 @@ void lower(benchmark::State& state) {
   const weft::schedule& s = big_schedule();
   for (auto _ : state) {
     const weft::program p = weft::lower(s);
-    benchmark::DoNotOptimize(p.waits.data());
+    benchmark::DoNotOptimize(p.waits.pages());
   }
   state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations() * s.ops.size()));
 }

@@ -139,8 +139,8 @@ TEST_CASE("a deadlocked program names the blocked op of every rank") {
   // Make rank 0's first op wait for rank 1's last op, which needs it: a cycle.
   const std::uint32_t first = p.queue[p.queue_begin[program::queue_of(0, 0)]];
   const std::uint32_t last = p.queue[p.queue_begin[program::queue_of(1, 0) + 1] - 1];
-  buffer<std::uint32_t> waits;
-  buffer<std::uint32_t> begin(p.size() + 1, 0);
+  paged<std::uint32_t> waits;
+  paged<std::uint32_t> begin(p.size() + 1, 0);
   for (std::uint32_t i = 0; i < p.size(); ++i) {
     begin[i] = static_cast<std::uint32_t>(waits.size());
     for (std::uint32_t w = p.wait_begin[i]; w < p.wait_begin[i + 1]; ++w)

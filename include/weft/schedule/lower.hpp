@@ -63,14 +63,14 @@ constexpr program lower(const schedule& input, bool checked) {
     p.id[i] = p.ix.raw_id(o);
     p.pos.set(p.id[i], i);
   }
-  buffer<std::uint32_t> partner(s.ops.size(), npos);
+  paged<std::uint32_t> partner(s.ops.size(), npos);
   if (const transfer_fault f = match_transfers(p, partner); f.what != fault::none)
     throw config_error("weft: lower: " + to_string(s.ops[f.subject]) +
                        (f.what == fault::mismatched_transfer
                             ? " is paired in FIFO order with " + to_string(s.ops[f.other]) +
                                   ", which carries other data"
                             : " has no transfer to pair with in FIFO order on its channel"));
-  return build_program(p, static_cast<buffer<std::uint32_t>&&>(partner));
+  return build_program(p, static_cast<paged<std::uint32_t>&&>(partner));
 }
 }  // namespace detail
 

@@ -4,7 +4,7 @@
 
 #include <cstdint>
 
-#include <weft/core/buffer.hpp>
+#include <weft/core/paged.hpp>
 #include <weft/schedule/dependencies.hpp>
 #include <weft/schedule/schedule.hpp>
 
@@ -48,9 +48,14 @@ class id_positions {
   }
   /// How many entries it holds room for: the id space, or about twice the ops.
   constexpr std::size_t capacity() const noexcept { return slots_.size(); }
-  /// The flat array, position + 1 per id (0: absent), or null for the hashed table: for loops
-  /// that constant evaluation runs per op, where a call costs more than the lookup.
-  constexpr const std::uint32_t* dense() const noexcept { return dense_ ? slots_.data() : nullptr; }
+  /// The flat array's pages, position + 1 per id (0: absent), or null for the hashed table: for
+  /// loops that constant evaluation runs per op, where a call costs more than the lookup.
+  constexpr const paged<std::uint32_t>::page* dense() const noexcept {
+    return dense_ ? slots_.pages() : nullptr;
+  }
+  constexpr paged<std::uint32_t>::page* dense() noexcept {
+    return dense_ ? slots_.pages() : nullptr;
+  }
 
  private:
   constexpr std::uint32_t hash(std::uint32_t id) const noexcept {
@@ -58,7 +63,7 @@ class id_positions {
   }
   bool dense_ = false;
   std::uint32_t mask_ = 0;
-  buffer<std::uint32_t> keys_, slots_;
+  paged<std::uint32_t> keys_, slots_;
 };
 
 /// Per-op facts the rules and the lowering share, computed once. `pos` and `id` are filled by
@@ -69,13 +74,12 @@ struct placed {
   op_index ix;
   bool explicit_p2p = false;
   dependency_rules rules;
-  /// Per op: its rank, its stream there (`stream_index`) and its slot counted from 0 on the
-  /// rank — the stream program's own arrays, moved into it by `finish_program`.
-  buffer<std::uint16_t> rank;
-  buffer<std::uint8_t> stream;
-  buffer<std::uint32_t> slot;
-  id_positions pos;          // dense id -> op position
-  buffer<std::uint32_t> id;  // op position -> dense id (npos if outside)
+  /// Per op: its rank and its stream there (`stream_index`) — the stream program's own arrays,
+  /// moved into it by `finish_program`.
+  paged<std::uint16_t> rank;
+  paged<std::uint8_t> stream;
+  id_positions pos;         // dense id -> op position
+  paged<std::uint32_t> id;  // op position -> dense id (npos if outside)
 
   constexpr placed(const schedule& sched, bool collectives, bool p2p)
       : s(sched),
@@ -86,39 +90,24 @@ struct placed {
     const auto n = sched.ops.size();
     rank.resize_for_overwrite(n);
     stream.resize_for_overwrite(n);
-    slot.resize_for_overwrite(n);
     id.resize_for_overwrite(n);
-    std::uint16_t* r_of = rank.data();
-    std::uint8_t* st = stream.data();
-    std::uint32_t* sl = slot.data();
+    constexpr std::uint32_t sh = paged<std::uint8_t>::page_shift,
+                            m = paged<std::uint8_t>::page_mask;
+    auto* r_of = rank.pages();
+    auto* st = stream.pages();
     const op* ops = sched.ops.data();
-    const std::uint32_t* slot_end = sched.slot_end.data();
-    std::uint32_t g = 0, i = 0;
+    std::uint32_t i = 0;
     for (int r = 0; r < s.ranks(); ++r)
-      for (std::uint32_t local = 0, end = s.end_slot(r); g < end; ++g, ++local)
-        for (const std::uint32_t e = slot_end[g]; i < e; ++i) {
-          r_of[i] = static_cast<std::uint16_t>(r);
-          st[i] = ix.stream_index_of(ops[i]);
-          sl[i] = local;
-        }
+      for (const std::uint32_t e = s.end_slot(r) == 0 ? 0 : s.slot_end[s.end_slot(r) - 1]; i < e;
+           ++i) {
+        const op o = ops[i];  // one read of the op, its fields then read from the copy
+        r_of[i >> sh].v[i & m] = static_cast<std::uint16_t>(r);
+        st[i >> sh].v[i & m] =
+            static_cast<std::uint8_t>(ix.stream_base[static_cast<int>(o.k)] + o.lane);
+      }
   }
   constexpr std::uint32_t find(const op& o) const noexcept { return pos[ix.raw_id(o)]; }
   constexpr bool has(const op& o) const noexcept { return find(o) != npos; }
-  /// Calls `fn(producer)` with each producer of op `i`, as an op value.
-  template <class Fn>
-  constexpr void producers(std::uint32_t i, Fn&& fn) const {
-    rules.producers(
-        s.ops[i], id[i], [this](std::uint32_t pid) { return pos[pid] != npos; },
-        [&](std::uint32_t pid, int) { fn(ix.op_of(pid)); });
-  }
-  /// Calls `fn(j, pid)` with the position and dense id of each producer of op `i`; the position
-  /// is `npos` for one the schedule does not hold.
-  template <class Fn>
-  constexpr void producer_positions(std::uint32_t i, Fn&& fn) const {
-    rules.producers(
-        s.ops[i], id[i], [this](std::uint32_t pid) { return pos[pid] != npos; },
-        [&](std::uint32_t pid, int) { fn(pos[pid], pid); });
-  }
 };
 
 }  // namespace weft::detail

@@ -7,23 +7,24 @@
 
 #include <cstdint>
 
-#include <weft/core/buffer.hpp>
+#include <weft/core/paged.hpp>
 #include <weft/schedule/schedule.hpp>
 
 namespace weft {
 
+/// Its per-op arrays are `paged`: the checker builds and reads them in constant evaluation.
 struct program {
-  schedule source;                   ///< the schedule, with the transfers it needs
-  buffer<std::uint16_t> rank;        ///< per op
-  buffer<std::uint8_t> stream;       ///< per op: `stream_index` on its rank
-  buffer<std::uint32_t> slot;        ///< per op: slot on its rank
-  buffer<std::uint32_t> wait_begin;  ///< per op, and one past: its range in `waits`
-  buffer<std::uint32_t> waits;       ///< producers on other streams or ranks (op positions)
+  schedule source;                  ///< the schedule, with the transfers it needs
+  paged<std::uint16_t> rank;        ///< per op
+  paged<std::uint8_t> stream;       ///< per op: `stream_index` on its rank
+  paged<std::uint32_t> slot;        ///< per op: slot on its rank
+  paged<std::uint32_t> wait_begin;  ///< per op, and one past: its range in `waits`
+  paged<std::uint32_t> waits;       ///< producers on other streams or ranks (op positions)
   /// The op that starts and ends together with this one, or `none`: a transfer's peer (FIFO
   /// matched per channel), or the other half of an overlapped whole-block forward/backward pair.
-  buffer<std::uint32_t> partner;
-  buffer<std::uint32_t> queue_begin;  ///< per (rank, stream), and one past: range in `queue`
-  buffer<std::uint32_t> queue;        ///< op positions, per (rank, stream) in issue order
+  paged<std::uint32_t> partner;
+  paged<std::uint32_t> queue_begin;  ///< per (rank, stream), and one past: range in `queue`
+  paged<std::uint32_t> queue;        ///< op positions, per (rank, stream) in issue order
 
   constexpr std::size_t size() const noexcept { return source.ops.size(); }
   constexpr int ranks() const noexcept { return source.ranks(); }

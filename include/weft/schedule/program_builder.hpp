@@ -34,7 +34,7 @@ struct transfer_fault {
   fault what = fault::none;
   std::uint32_t subject = npos, other = npos;
 };
-constexpr transfer_fault match_transfers(const placed& p, buffer<std::uint32_t>& partner) {
+constexpr transfer_fault match_transfers(const placed& p, paged<std::uint32_t>& partner) {
   const schedule& s = p.s;
   const auto n = static_cast<std::uint32_t>(s.ops.size());
   const auto R = static_cast<std::uint32_t>(s.ranks());
@@ -91,19 +91,22 @@ constexpr transfer_fault match_transfers(const placed& p, buffer<std::uint32_t>&
 template <class Misplaced, class Absent>
 constexpr void place_and_wait(const placed& p, program& prog, Misplaced&& misplaced,
                               Absent&& absent) {
+  // The per-op arrays are read as pages (paged.hpp): constant evaluation runs this per op.
+  constexpr std::uint32_t sh = paged<std::uint32_t>::page_shift,
+                          m = paged<std::uint32_t>::page_mask;
   const schedule& s = p.s;
   const auto n = static_cast<std::uint32_t>(s.ops.size());
   prog.wait_begin.resize_for_overwrite(n + 1);
   prog.waits.resize_for_overwrite(n);  // grown as needed; most ops wait for at most one other
-  std::uint32_t* wait_begin = prog.wait_begin.data();
-  std::uint32_t* waits = prog.waits.data();
-  const std::uint8_t* stream = p.stream.data();
-  const std::uint32_t* id = p.id.data();
+  auto* wait_begin = prog.wait_begin.pages();
+  auto* waits = prog.waits.pages();
+  const auto* stream = p.stream.pages();
+  const auto* id = p.id.pages();
   const op* ops = s.ops.data();
   const id_positions& pos = p.pos;
-  const std::uint32_t* dense = pos.dense();  // position + 1, read without a call when flat
+  const auto* dense = pos.dense();  // position + 1, read without a call when flat
   const auto has = [dense, &pos](std::uint32_t pid) {
-    return dense ? dense[pid] != 0 : pos[pid] != npos;
+    return dense ? dense[pid >> sh].v[pid & m] != 0 : pos[pid] != npos;
   };
   std::uint32_t w = 0, i = 0;
   // Ops are rank-major, then slot-major: a producer on op i's rank sits in [rank_b, rank_e), in
@@ -114,79 +117,103 @@ constexpr void place_and_wait(const placed& p, program& prog, Misplaced&& mispla
     for (std::uint32_t g = s.first_slot(r); g < end_slot; ++g) {
       const std::uint32_t slot_b = i;
       for (const std::uint32_t slot_e = s.slot_end[g]; i < slot_e; ++i) {
-        wait_begin[i] = w;
-        const std::uint32_t own = id[i];
+        wait_begin[i >> sh].v[i & m] = w;
+        const std::uint32_t own = id[i >> sh].v[i & m];
         if (own == npos) continue;  // outside the model: rule 1 has said so
-        const std::uint8_t stream_i = stream[i];
-        p.rules.producers(ops[i], own, has, [&](std::uint32_t pid, int) {
-          const std::uint32_t j = dense ? dense[pid] - 1u : pos[pid];
+        const std::uint8_t stream_i = stream[i >> sh].v[i & m];
+        const op o = ops[i];  // one read of the op; the rules read its fields from the copy
+        p.rules.producers(o, own, has, [&](std::uint32_t pid, int) {
+          const std::uint32_t j = dense ? dense[pid >> sh].v[pid & m] - 1u : pos[pid];
           if (j == npos) return absent(i, pid);
           if (j >= rank_b && j < rank_e) {
             if (j >= slot_b) {
               if (!misplaced(i, j)) return;
-            } else if (stream[j] == stream_i) {
+            } else if (stream[j >> sh].v[j & m] == stream_i) {
               return;  // the stream's order covers it
             }
           }
           if (w == prog.waits.size()) {
             prog.waits.resize_for_overwrite(2 * w);
-            waits = prog.waits.data();
+            waits = prog.waits.pages();
           }
-          waits[w++] = j;
+          waits[w >> sh].v[w & m] = j;
+          ++w;
         });
       }
     }
   }
-  wait_begin[n] = w;
+  wait_begin[n >> sh].v[n & m] = w;
   prog.waits.resize(w);
 }
 
-/// The second half: the schedule itself, the placement's per-op arrays (moved), partners
-/// (transfers paired in `partner`, and block pairs) and the queues, by counting sort: issue
-/// order within each (rank, stream). `with_source` false leaves `program::source` empty, for a
-/// caller that keeps the schedule at hand (the checker; see `semantics`' second constructor).
-constexpr void finish_program(placed& p, program& prog, buffer<std::uint32_t> partner,
-                              bool with_source = true) {
-  const schedule& s = p.s;
-  const auto n = static_cast<std::uint32_t>(s.ops.size());
-  if (with_source) prog.source = s;
-  prog.rank = static_cast<buffer<std::uint16_t>&&>(p.rank);
-  prog.stream = static_cast<buffer<std::uint8_t>&&>(p.stream);
-  prog.slot = static_cast<buffer<std::uint32_t>&&>(p.slot);
+/// Pairs the overlapped whole-block forward/backward ops of each slot (`is_block_pair`) in
+/// `partner`, sizing it (npos) if it is empty when the first pair is found.
+constexpr void pair_blocks(const schedule& s, paged<std::uint32_t>& partner) {
   const op* ops = s.ops.data();
-  std::uint32_t* pair = partner.data();
-  for (std::uint32_t g = 0; g < s.slot_end.size(); ++g) {
-    const std::uint32_t b = s.first_op(g), e = s.slot_end[g];
+  const std::uint32_t* slot_end = s.slot_end.data();
+  for (std::uint32_t g = 0, b = 0, slots = static_cast<std::uint32_t>(s.slot_end.size()); g < slots;
+       ++g) {
+    const std::uint32_t e = slot_end[g];
     for (std::uint32_t i = b; i + 1 < e; ++i)
       for (std::uint32_t j = i + 1; j < e; ++j)
         if (is_block_pair(ops[i], ops[j])) {
-          pair[i] = j;
-          pair[j] = i;
+          if (partner.empty()) partner.assign(s.ops.size(), npos);
+          partner[i] = j;
+          partner[j] = i;
         }
+    b = e;
   }
-  prog.partner = static_cast<buffer<std::uint32_t>&&>(partner);
+}
+
+/// The second half, in two steps. First what the semantics needs to run a program
+/// (`runs_to_completion`): the placement's ranks and streams (moved), partners (transfers paired
+/// in `partner`, which may be empty when the schedule has no transfers, and block pairs) and,
+/// with `with_source`, the schedule itself (the checker keeps its own at hand; see `semantics`'
+/// second constructor).
+constexpr void settle_program(placed& p, program& prog, paged<std::uint32_t> partner,
+                              bool with_source) {
+  if (with_source) prog.source = p.s;
+  prog.rank = static_cast<paged<std::uint16_t>&&>(p.rank);
+  prog.stream = static_cast<paged<std::uint8_t>&&>(p.stream);
+  pair_blocks(p.s, partner);
+  prog.partner = static_cast<paged<std::uint32_t>&&>(partner);
+}
+
+/// Then the rest: a partner for every op (npos), each op's slot on its rank, and the queues, by
+/// counting sort: issue order within each (rank, stream).
+constexpr void add_queues(program& prog, const schedule& s) {
+  const auto n = static_cast<std::uint32_t>(s.ops.size());
+  if (prog.partner.empty()) prog.partner.assign(n, npos);
+  prog.slot.resize_for_overwrite(n);
+  std::uint32_t i = 0, g = 0;
+  for (int r = 0; r < s.ranks(); ++r)
+    for (std::uint32_t local = 0, end = s.end_slot(r); g < end; ++g, ++local)
+      for (const std::uint32_t e = s.slot_end[g]; i < e; ++i) prog.slot[i] = local;
   const std::uint32_t Q = program::queue_of(s.ranks(), 0);
   prog.queue_begin.assign(Q + 1, 0);
   prog.queue.resize_for_overwrite(n);
-  std::uint32_t* qb = prog.queue_begin.data();
-  const std::uint16_t* rank = prog.rank.data();
-  const std::uint8_t* stream = prog.stream.data();
-  for (std::uint32_t i = 0; i < n; ++i) ++qb[program::queue_of(rank[i], stream[i]) + 1];
+  paged<std::uint32_t>& qb = prog.queue_begin;
+  for (i = 0; i < n; ++i) ++qb[prog.queue_of(i) + 1];
   for (std::uint32_t q = 0; q < Q; ++q) qb[q + 1] += qb[q];
-  buffer<std::uint32_t> fill = prog.queue_begin;
-  std::uint32_t* f = fill.data();
-  std::uint32_t* queue = prog.queue.data();
-  for (std::uint32_t i = 0; i < n; ++i) queue[f[program::queue_of(rank[i], stream[i])]++] = i;
+  paged<std::uint32_t> fill = qb;
+  for (i = 0; i < n; ++i) prog.queue[fill[prog.queue_of(i)]++] = i;
+}
+
+/// Both steps.
+constexpr void finish_program(placed& p, program& prog, paged<std::uint32_t> partner,
+                              bool with_source = true) {
+  settle_program(p, prog, static_cast<paged<std::uint32_t>&&>(partner), with_source);
+  add_queues(prog, p.s);
 }
 
 /// The stream program of a placed schedule (`pos`/`id` filled) whose transfers are paired in
 /// `partner`.
-constexpr program build_program(placed& p, buffer<std::uint32_t> partner) {
+constexpr program build_program(placed& p, paged<std::uint32_t> partner) {
   program prog;
   constexpr auto keep_wait = [](std::uint32_t, std::uint32_t) { return true; };
   constexpr auto ignore = [](std::uint32_t, std::uint32_t) {};
   place_and_wait(p, prog, keep_wait, ignore);
-  finish_program(p, prog, static_cast<buffer<std::uint32_t>&&>(partner));
+  finish_program(p, prog, static_cast<paged<std::uint32_t>&&>(partner));
   return prog;
 }
 

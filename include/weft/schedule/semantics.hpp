@@ -24,6 +24,7 @@
 #include <cstdint>
 
 #include <weft/core/buffer.hpp>
+#include <weft/core/paged.hpp>
 #include <weft/schedule/program.hpp>
 
 namespace weft {
@@ -49,7 +50,7 @@ namespace detail {
 // the streams' order makes every later op wait.
 template <class Add>
 constexpr void blocking_calls(const program& p, const schedule& s, Add& add) {
-  const std::uint8_t* stream = p.stream.data();
+  const paged<std::uint8_t>& stream = p.stream;
   for (int rk = 0; rk < s.ranks(); ++rk) {
     std::uint32_t next[streams_per_rank];
     for (std::uint32_t& n : next) n = npos;
@@ -246,8 +247,8 @@ class semantics {
     kind_.assign(N, unit_kind::solo);
     std::uint32_t* lead = lead_.data();
     unit_kind* kinds = kind_.data();
-    const std::uint32_t* partner = p_.partner.data();
-    const std::uint8_t* stream = p_.stream.data();
+    const paged<std::uint32_t>& partner = p_.partner;
+    const paged<std::uint8_t>& stream = p_.stream;
     const op* ops_ = s_.ops.data();
     for (std::uint32_t i = 0; i < n; ++i) {
       const std::uint32_t j = partner[i];
@@ -282,10 +283,10 @@ class semantics {
   }
   template <bool Fill>
   constexpr void each_edge(bool slot_barrier) {
-    const std::uint32_t* queue = p_.queue.data();
-    const std::uint32_t* qb = p_.queue_begin.data();
-    const std::uint32_t* wb = p_.wait_begin.data();
-    const std::uint32_t* waits = p_.waits.data();
+    const paged<std::uint32_t>& queue = p_.queue;
+    const paged<std::uint32_t>& qb = p_.queue_begin;
+    const paged<std::uint32_t>& wb = p_.wait_begin;
+    const paged<std::uint32_t>& waits = p_.waits;
     const std::uint32_t Q = queues();
     for (std::uint32_t r = 0; r < reps_; ++r) {
       const std::uint32_t base = r * n_;
@@ -411,11 +412,15 @@ class readiness {
 /// Does every op of a program (one replica, no slot barrier) complete? The same readiness as
 /// `readiness` over `semantics` — an op arrives when the op before it on its stream, its waits
 /// and its issue waits have completed; a transfer or an overlapped pair starts once both members
-/// have arrived — found by driving the streams' queues on demand rather than by events, so that
-/// nothing is built per wait: what a proof in constant evaluation can afford
-/// (docs/benchmarks.md). A queue runs until its head needs an op of another queue, which then
-/// runs until that op has arrived or completed, and so on; needing an op of a queue already
-/// waiting further down is a cycle of the happens-before graph: a deadlock.
+/// have arrived — found on demand rather than by events, so that nothing is built per op or
+/// wait: what a proof in constant evaluation can afford (docs/benchmarks.md). It reads the
+/// program's ranks, streams, waits and partners (which may be empty: no transfers or pairs), not
+/// its queues: a queue is its rank's ops of one stream in issue order, scanned.
+///
+/// Each queue in turn runs to its end; a queue whose next op needs an op of another queue has
+/// that queue run until the op has completed (or, for a transfer's or pair's other member,
+/// arrived), and so on. Needing an op of a queue that is
+/// already waiting further down is a cycle of the happens-before graph: a deadlock.
 constexpr bool runs_to_completion(const program& p, const schedule& s) {
   const auto n = static_cast<std::uint32_t>(s.ops.size());
   // The issue waits (none for model_desc::waits == data), by the op that waits.
@@ -426,80 +431,114 @@ constexpr bool runs_to_completion(const program& p, const schedule& s) {
     std::uint32_t* ib = issue_begin.data();
     each_issue_wait(p, s, false, [ib](std::uint32_t, std::uint32_t to) { ++ib[to + 1]; });
     for (std::uint32_t i = 0; i < n; ++i) ib[i + 1] += ib[i];
-    issue.resize(ib[n]);
+    issue.resize_for_overwrite(ib[n]);
     std::uint32_t* in = issue.data();
     each_issue_wait(p, s, false,
                     [ib, in](std::uint32_t from, std::uint32_t to) { in[ib[to]++] = from; });
     for (std::uint32_t i = n; i > 0; --i) ib[i] = ib[i - 1];
     ib[0] = 0;
   }
-  // Per op: 0 waiting, 1 arrived (its unit waits for the other member), 2 completed.
-  buffer<std::uint8_t> state(n, 0);
-  std::uint8_t* st = state.data();
-  const std::uint32_t* queue = p.queue.data();
-  const std::uint32_t* qb = p.queue_begin.data();
-  const std::uint32_t* wb = p.wait_begin.data();
-  const std::uint32_t* waits = p.waits.data();
-  const std::uint32_t* partner = p.partner.data();
-  const std::uint16_t* rank = p.rank.data();
-  const std::uint8_t* stream = p.stream.data();
+  constexpr auto S = static_cast<std::uint32_t>(streams_per_rank);
+  // The program's arrays read as pages (paged.hpp): constant evaluation runs this per op.
+  constexpr std::uint32_t sh = paged<std::uint32_t>::page_shift,
+                          m = paged<std::uint32_t>::page_mask;
+  const auto R = static_cast<std::uint32_t>(s.ranks());
+  const auto* stream = p.stream.pages();
+  const auto* rank = p.rank.pages();
+  const auto* wb = p.wait_begin.pages();
+  const auto* waits = p.waits.pages();
+  const auto* partner = p.partner.empty() ? nullptr : p.partner.pages();
   const std::uint32_t* ib = issue_begin.data();
   const std::uint32_t* in = issue.data();
-  const auto Q = static_cast<std::uint32_t>(p.queue_begin.size() - 1);
-  buffer<std::uint32_t> heads = p.queue_begin;
+  // Per rank, one past its last op; per queue (rank, stream), where its scan stands: every op of
+  // the queue before it has completed, and none after it has.
+  buffer<std::uint32_t> rank_ends, heads;
+  rank_ends.resize_for_overwrite(R);
+  heads.resize_for_overwrite(R * S);
+  std::uint32_t* rank_end = rank_ends.data();
   std::uint32_t* head = heads.data();
-  // The queues being driven, each until its target op reaches the state the one below needs
-  // (the bottom one to its end); a queue appears at most once.
+  for (std::uint32_t r = 0, b = 0; r < R; ++r) {
+    const std::uint32_t e = s.end_slot(static_cast<int>(r));
+    rank_end[r] = e == 0 ? 0 : s.slot_end[e - 1];
+    for (std::uint32_t st = 0; st < S; ++st) head[r * S + st] = b;
+    b = rank_end[r];
+  }
+  const auto queue_of = [rank, stream](std::uint32_t x) {
+    return static_cast<std::uint32_t>(rank[x >> sh].v[x & m]) * S + stream[x >> sh].v[x & m];
+  };
+  const auto done = [&](std::uint32_t y) { return y < head[queue_of(y)]; };
+  const auto waits_done = [&](std::uint32_t x) {
+    for (std::uint32_t w = wb[x >> sh].v[x & m], e = wb[(x + 1) >> sh].v[(x + 1) & m]; w < e; ++w)
+      if (const std::uint32_t y = waits[w >> sh].v[w & m]; !done(y)) return y;
+    if (issued)
+      for (std::uint32_t w = ib[x], e = ib[x + 1]; w < e; ++w)
+        if (!done(in[w])) return in[w];
+    return npos;
+  };
+  // The queues being run, each until its target has completed (need 2) or arrived (need 1); a
+  // queue appears at most once.
   struct frame {
     std::uint32_t queue, target;
     std::uint8_t need;
   };
-  buffer<frame> frames(Q);
+  buffer<frame> frames;
+  frames.resize_for_overwrite(R * S);
   frame* stack = frames.data();
-  buffer<std::uint8_t> driven(Q, 0);
+  buffer<std::uint8_t> driven;
+  driven.assign_zeros(R * S);
   std::uint8_t* on_stack = driven.data();
-  for (std::uint32_t q0 = 0; q0 < Q; ++q0) {
-    if (head[q0] == qb[q0 + 1]) continue;
-    std::uint32_t depth = 1;
-    stack[0] = {q0, npos, 2};
-    on_stack[q0] = 1;
-    while (depth > 0) {
-      const frame f = stack[depth - 1];
-      std::uint32_t k = head[f.queue], blocker = npos;
-      std::uint8_t need = 2;
-      for (const std::uint32_t end = qb[f.queue + 1]; k < end; ++k) {
-        if (f.target != npos && st[f.target] >= f.need) break;
-        const std::uint32_t x = queue[k];
-        if (st[x] == 2) continue;  // completed with its unit's other member
-        if (st[x] == 0) {
-          for (std::uint32_t w = wb[x], e = wb[x + 1]; blocker == npos && w < e; ++w)
-            if (st[waits[w]] != 2) blocker = waits[w];
-          if (issued)
-            for (std::uint32_t w = ib[x], e = ib[x + 1]; blocker == npos && w < e; ++w)
-              if (st[in[w]] != 2) blocker = in[w];
+  // Each rank's queues in turn, each run to its end (a stream's first op names it); `ran` holds
+  // the rank's streams already run.
+  for (std::uint32_t r = 0, x0 = 0; r < R; ++r) {
+    std::uint32_t ran = 0;
+    for (; x0 < rank_end[r]; ++x0) {
+      const std::uint32_t bit = 1u << stream[x0 >> sh].v[x0 & m];
+      if (ran & bit) continue;
+      ran |= bit;
+      std::uint32_t depth = 1;
+      stack[0] = {r * S + stream[x0 >> sh].v[x0 & m], npos, 2};
+      on_stack[stack[0].queue] = 1;
+      while (depth > 0) {
+        const frame f = stack[depth - 1];
+        const std::uint32_t own = f.queue % S, end = rank_end[f.queue / S];
+        std::uint32_t k = head[f.queue], blocker = npos;
+        std::uint8_t need = 2;
+        for (; k < end && (f.need == 1 || k <= f.target); ++k) {
+          if (stream[k >> sh].v[k & m] != own) continue;  // another queue's op
+          // Its waits, written out (this runs per op): each one's queue must have passed it.
+          for (std::uint32_t w = wb[k >> sh].v[k & m], e = wb[(k + 1) >> sh].v[(k + 1) & m];
+               blocker == npos && w < e; ++w) {
+            const std::uint32_t y = waits[w >> sh].v[w & m];
+            const std::uint32_t qy = rank[y >> sh].v[y & m] * S + stream[y >> sh].v[y & m];
+            if (qy == f.queue ? y >= k : y >= head[qy]) blocker = y;
+          }
+          if (issued && blocker == npos) {
+            head[f.queue] = k;  // what the issue waits read
+            blocker = waits_done(k);
+          }
           if (blocker != npos) break;
-          st[x] = 1;
-        }
-        if (const std::uint32_t y = partner[x]; y != npos) {
-          if (st[y] == 0) {  // arrived; its unit waits for the other member to arrive
+          if (partner == nullptr || partner[k >> sh].v[k & m] == npos) continue;  // k completes
+          if (f.need == 1 && k == f.target) break;  // arrived: the frame below completes both
+          head[f.queue] = k;                        // what the other member's waits may read
+          const std::uint32_t y = partner[k >> sh].v[k & m], qy = queue_of(y);
+          if (head[qy] != y || waits_done(y) != npos) {  // the other member has not arrived
             blocker = y;
             need = 1;
             break;
           }
-          st[y] = 2;
+          head[qy] = y + 1;  // both complete
         }
-        st[x] = 2;
+        head[f.queue] = k;
+        if (blocker == npos) {  // the target reached (or the queue's end)
+          on_stack[f.queue] = 0;
+          --depth;
+          continue;
+        }
+        const std::uint32_t q = queue_of(blocker);
+        if (on_stack[q]) return false;
+        on_stack[q] = 1;
+        stack[depth++] = {q, blocker, need};
       }
-      head[f.queue] = k;
-      if (blocker == npos) {  // its target reached (or the queue's end)
-        on_stack[f.queue] = 0;
-        --depth;
-        continue;
-      }
-      const std::uint32_t q = program::queue_of(rank[blocker], stream[blocker]);
-      if (on_stack[q]) return false;
-      on_stack[q] = 1;
-      stack[depth++] = {q, blocker, need};
     }
   }
   return true;

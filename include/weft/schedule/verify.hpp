@@ -151,46 +151,50 @@ class checker {
   // of the index, the flat id table read directly, the backward forms looked at only when the
   // schedule splits a backward.
   constexpr bool place_ops(placed& p) {
+    constexpr std::uint32_t sh = paged<std::uint32_t>::page_shift,
+                            pm = paged<std::uint32_t>::page_mask;
     const model_desc& m = s_.model;
     const op_index& ix = p.ix;
     const auto n = static_cast<std::uint32_t>(s_.ops.size());
     const op* ops = s_.ops.data();
-    const std::uint16_t* rank = p.rank.data();
-    std::uint32_t* id = p.id.data();
-    const std::uint32_t* dense = p.pos.dense();
+    const auto* rank = p.rank.pages();
+    auto* id = p.id.pages();
+    const auto* dense = static_cast<const id_positions&>(p.pos).dense();
     bool split_backward = false;
     for (std::uint32_t i = 0; i < n; ++i) {
-      const op& o = ops[i];
-      id[i] = npos;
+      const op o = ops[i];  // one read of the op, its fields then read from the copy
+      std::uint32_t own = npos;
       outside why = ix.why_outside(o);
       if (why == outside::none && o.lane >= lanes_per_class) why = outside::lane;
       if (why != outside::none) {
         violation v = at(i, rule::complete, fault::outside_model);
         v.value = static_cast<int>(why);
         if (!add(v)) return false;
-        continue;
-      }
-      if (const int home = m.rank_of(o.chunk); home != rank[i]) {
+      } else if (const int home = m.rank_of(o.chunk); home != rank[i >> sh].v[i & pm]) {
         violation v = at(i, rule::complete, fault::wrong_rank);
         v.other_rank = home;
         if (!add(v)) return false;
-        continue;
-      }
-      const std::uint32_t own = ix.raw_id(o);
-      if (const std::uint32_t first = dense ? dense[own] - 1u : p.pos[own]; first != npos) {
+      } else if (const std::uint32_t raw = ix.raw_id(o),
+                 first = dense ? dense[raw >> sh].v[raw & pm] - 1u : p.pos[raw];
+                 first != npos) {
         if (!add(with_other(at(i, rule::complete, fault::duplicate), first))) return false;
-        continue;
+      } else {
+        if (dense)
+          p.pos.dense()[raw >> sh].v[raw & pm] = i + 1;
+        else
+          p.pos.set(raw, i);
+        own = raw;
+        split_backward = split_backward || o.ph == phase::dX || o.ph == phase::dW;
       }
-      p.pos.set(own, i);
-      id[i] = own;
-      split_backward = split_backward || o.ph == phase::dX || o.ph == phase::dW;
+      id[i >> sh].v[i & pm] = own;
     }
     // A fused backward beside a split one of the same unit: its dX and dW sit just after it.
     for (std::uint32_t i = 0; split_backward && i < n; ++i) {
       const op& o = ops[i];
-      if (id[i] == npos || o.ph != phase::B || !ix.weighted[static_cast<int>(o.k)]) continue;
+      const std::uint32_t own = p.id[i];
+      if (own == npos || o.ph != phase::B || !ix.weighted[static_cast<int>(o.k)]) continue;
       for (std::uint32_t half = 1; half <= 2; ++half)
-        if (const std::uint32_t j = p.pos[id[i] + half]; j != npos)
+        if (const std::uint32_t j = p.pos[own + half]; j != npos)
           if (!add(with_other(at(i, rule::complete, fault::mixed_backward), j))) return false;
     }
     return out_.ok() || out_.violations.size() < opt_.max_violations;
@@ -210,7 +214,9 @@ class checker {
   constexpr bool require_all(const placed& p) {
     const model_desc& m = s_.model;
     const op_index& ix = p.ix;
-    const std::uint32_t* dense = p.pos.dense();
+    constexpr std::uint32_t sh = paged<std::uint32_t>::page_shift,
+                            pm = paged<std::uint32_t>::page_mask;
+    const auto* dense = p.pos.dense();
     const auto K = static_cast<std::uint32_t>(ix.K);
     for (int mbi = 0; mbi < m.micro; ++mbi)
       for (int c = m.first_chunk(mbi); c < m.end_chunk(mbi); ++c) {
@@ -225,7 +231,8 @@ class checker {
               const std::uint32_t f = (unit0 + static_cast<std::uint32_t>(kp)) * phase_count;
               bool there[phase_count] = {};
               for (std::uint32_t ph = 0; ph < (m.backward ? phase_count : 1u); ++ph)
-                there[ph] = dense ? dense[f + ph] != 0 : p.pos[f + ph] != npos;
+                there[ph] =
+                    dense ? dense[(f + ph) >> sh].v[(f + ph) & pm] != 0 : p.pos[f + ph] != npos;
               const auto named = [&](phase ph) {
                 return make_op(static_cast<kind>(k), ph, mbi, c, l, sp);
               };
@@ -258,15 +265,18 @@ class checker {
 
   // Rule 3, streams: one op per stream per slot.
   constexpr bool same_stream(const placed& p) {
-    const std::uint8_t* stream = p.stream.data();
-    for (std::uint32_t g = 0; g < s_.slot_end.size(); ++g) {
-      const std::uint32_t b = s_.first_op(g), e = s_.slot_end[g];
+    const paged<std::uint8_t>& stream = p.stream;
+    const std::uint32_t* slot_end = s_.slot_end.data();
+    for (std::uint32_t g = 0, b = 0, slots = static_cast<std::uint32_t>(s_.slot_end.size());
+         g < slots; ++g) {
+      const std::uint32_t e = slot_end[g];
       for (std::uint32_t i = b + 1; i < e; ++i)
         for (std::uint32_t j = b; j < i; ++j)
           if (stream[i] == stream[j]) {
             if (!add(with_other(at(i, rule::slot, fault::same_stream), j))) return false;
             break;
           }
+      b = e;
     }
     return true;
   }
@@ -282,7 +292,7 @@ class checker {
       if (!more || (i == last_op && j == last_reported)) return false;
       last_op = i;
       last_reported = j;
-      const bool same = p.slot[j] == p.slot[i];
+      const bool same = s_.slot_holding(j) == s_.slot_holding(i);
       more = add(with_other(at(i, same ? rule::slot : rule::order,
                                same ? fault::dependent_in_slot : fault::runs_before_producer),
                             j));
@@ -306,8 +316,9 @@ class checker {
   // happens-before graph.
   constexpr bool deadlock_free(placed& p, program& prog) {
     const auto n = static_cast<std::uint32_t>(s_.ops.size());
-    buffer<std::uint32_t> partner(n, npos);
+    paged<std::uint32_t> partner;  // none unless there are transfers or block pairs
     if (p.explicit_p2p) {
+      partner.assign(n, npos);
       const transfer_fault f = match_transfers(p, partner);
       if (f.what != fault::none) {
         violation v = at(f.subject, rule::deadlock, f.what);
@@ -316,10 +327,11 @@ class checker {
         return false;
       }
     }
-    finish_program(p, prog, static_cast<buffer<std::uint32_t>&&>(partner), false);
+    settle_program(p, prog, static_cast<paged<std::uint32_t>&&>(partner), false);
     if (runs_to_completion(prog, s_)) return true;
-    // A deadlock: run the program again through the semantics' events, whose state names what
-    // each stuck rank waits for.
+    // A deadlock: run the whole program again through the semantics' events, whose state names
+    // what each stuck rank waits for.
+    add_queues(prog, s_);
     const semantics g(prog, s_);
     readiness<> st(g);
     struct walk : readiness_events {
