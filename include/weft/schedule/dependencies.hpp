@@ -90,6 +90,8 @@ struct op_index {
   int parts_of_kind[kind_count] = {};
   bool weighted[kind_count] = {};
   std::uint8_t stream_base[kind_count] = {};
+  /// Per chunk (of at most limits::chunks): the rank it sits on (`model_desc::rank_of`).
+  std::uint8_t home[limits::chunks + 1] = {};
 
   constexpr op_index(const model_desc& model, bool with_collectives)
       : m(model), S(model.chunks()), parts(model.parts()) {
@@ -102,6 +104,8 @@ struct op_index {
       weighted[i] = has_weights(k);
       stream_base[i] = static_cast<std::uint8_t>(stream_index({stream_of(k), 0}));
     }
+    for (int c = 0; c < S && c <= limits::chunks; ++c)
+      home[c] = static_cast<std::uint8_t>(m.rank_of(c));
     // In 64 bits, then narrowed: `validate` caps a model's id space at max_op_ids (< 2^32).
     const std::uint64_t per_mb = static_cast<std::uint64_t>(S) *
                                  static_cast<std::uint64_t>(m.layers) *

@@ -108,7 +108,7 @@ constexpr void place_and_wait(const placed& p, program& prog, Misplaced&& mispla
   const auto has = [dense, &pos](std::uint32_t pid) {
     return dense ? dense[pid >> sh].v[pid & m] != 0 : pos[pid] != npos;
   };
-  std::uint32_t w = 0, i = 0;
+  std::uint32_t w = 0, i = 0, room = n;
   // Ops are rank-major, then slot-major: a producer on op i's rank sits in [rank_b, rank_e), in
   // an earlier slot below slot_b.
   for (int r = 0; r < s.ranks(); ++r) {
@@ -132,8 +132,9 @@ constexpr void place_and_wait(const placed& p, program& prog, Misplaced&& mispla
               return;  // the stream's order covers it
             }
           }
-          if (w == prog.waits.size()) {
-            prog.waits.resize_for_overwrite(2 * w);
+          if (w == room) {
+            room = 2 * w;
+            prog.waits.resize_for_overwrite(room);
             waits = prog.waits.pages();
           }
           waits[w >> sh].v[w & m] = j;

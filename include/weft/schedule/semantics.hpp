@@ -452,21 +452,26 @@ constexpr bool runs_to_completion(const program& p, const schedule& s) {
   const std::uint32_t* in = issue.data();
   // Per rank, one past its last op; per queue (rank, stream), where its scan stands: every op of
   // the queue before it has completed, and none after it has.
-  buffer<std::uint32_t> rank_ends, heads;
+  paged<std::uint32_t> rank_ends, heads;
   rank_ends.resize_for_overwrite(R);
   heads.resize_for_overwrite(R * S);
-  std::uint32_t* rank_end = rank_ends.data();
-  std::uint32_t* head = heads.data();
+  auto* rank_end_pages = rank_ends.pages();
+  auto* head_pages = heads.pages();
   for (std::uint32_t r = 0, b = 0; r < R; ++r) {
     const std::uint32_t e = s.end_slot(static_cast<int>(r));
-    rank_end[r] = e == 0 ? 0 : s.slot_end[e - 1];
-    for (std::uint32_t st = 0; st < S; ++st) head[r * S + st] = b;
-    b = rank_end[r];
+    b = rank_end_pages[r >> sh].v[r & m] = e == 0 ? b : s.slot_end[e - 1];
+  }
+  for (std::uint32_t q = 0; q < R * S; ++q) {
+    const std::uint32_t r = q / S;
+    head_pages[q >> sh].v[q & m] = r == 0 ? 0 : rank_end_pages[(r - 1) >> sh].v[(r - 1) & m];
   }
   const auto queue_of = [rank, stream](std::uint32_t x) {
     return static_cast<std::uint32_t>(rank[x >> sh].v[x & m]) * S + stream[x >> sh].v[x & m];
   };
-  const auto done = [&](std::uint32_t y) { return y < head[queue_of(y)]; };
+  const auto done = [&](std::uint32_t y) {
+    const std::uint32_t q = queue_of(y);
+    return y < head_pages[q >> sh].v[q & m];
+  };
   const auto waits_done = [&](std::uint32_t x) {
     for (std::uint32_t w = wb[x >> sh].v[x & m], e = wb[(x + 1) >> sh].v[(x + 1) & m]; w < e; ++w)
       if (const std::uint32_t y = waits[w >> sh].v[w & m]; !done(y)) return y;
@@ -491,7 +496,7 @@ constexpr bool runs_to_completion(const program& p, const schedule& s) {
   // the rank's streams already run.
   for (std::uint32_t r = 0, x0 = 0; r < R; ++r) {
     std::uint32_t ran = 0;
-    for (; x0 < rank_end[r]; ++x0) {
+    for (const std::uint32_t end = rank_end_pages[r >> sh].v[r & m]; x0 < end; ++x0) {
       const std::uint32_t bit = 1u << stream[x0 >> sh].v[x0 & m];
       if (ran & bit) continue;
       ran |= bit;
@@ -500,8 +505,10 @@ constexpr bool runs_to_completion(const program& p, const schedule& s) {
       on_stack[stack[0].queue] = 1;
       while (depth > 0) {
         const frame f = stack[depth - 1];
-        const std::uint32_t own = f.queue % S, end = rank_end[f.queue / S];
-        std::uint32_t k = head[f.queue], blocker = npos;
+        const std::uint32_t own = f.queue % S, rk = f.queue / S,
+                            end = rank_end_pages[rk >> sh].v[rk & m],
+                            begin = rk == 0 ? 0 : rank_end_pages[(rk - 1) >> sh].v[(rk - 1) & m];
+        std::uint32_t k = head_pages[f.queue >> sh].v[f.queue & m], blocker = npos;
         std::uint8_t need = 2;
         for (; k < end && (f.need == 1 || k <= f.target); ++k) {
           if (stream[k >> sh].v[k & m] != own) continue;  // another queue's op
@@ -509,26 +516,28 @@ constexpr bool runs_to_completion(const program& p, const schedule& s) {
           for (std::uint32_t w = wb[k >> sh].v[k & m], e = wb[(k + 1) >> sh].v[(k + 1) & m];
                blocker == npos && w < e; ++w) {
             const std::uint32_t y = waits[w >> sh].v[w & m];
-            const std::uint32_t qy = rank[y >> sh].v[y & m] * S + stream[y >> sh].v[y & m];
-            if (qy == f.queue ? y >= k : y >= head[qy]) blocker = y;
+            const std::uint32_t ry = y >= begin && y < end ? rk : rank[y >> sh].v[y & m];
+            const std::uint32_t qy = ry * S + stream[y >> sh].v[y & m];
+            if (qy == f.queue ? y >= k : y >= head_pages[qy >> sh].v[qy & m]) blocker = y;
           }
           if (issued && blocker == npos) {
-            head[f.queue] = k;  // what the issue waits read
+            head_pages[f.queue >> sh].v[f.queue & m] = k;  // what the issue waits read
             blocker = waits_done(k);
           }
           if (blocker != npos) break;
           if (partner == nullptr || partner[k >> sh].v[k & m] == npos) continue;  // k completes
-          if (f.need == 1 && k == f.target) break;  // arrived: the frame below completes both
-          head[f.queue] = k;                        // what the other member's waits may read
+          if (f.need == 1 && k == f.target) break;       // arrived: the frame below completes both
+          head_pages[f.queue >> sh].v[f.queue & m] = k;  // what the other member's waits may read
           const std::uint32_t y = partner[k >> sh].v[k & m], qy = queue_of(y);
-          if (head[qy] != y || waits_done(y) != npos) {  // the other member has not arrived
+          if (head_pages[qy >> sh].v[qy & m] != y ||
+              waits_done(y) != npos) {  // the other member has not arrived
             blocker = y;
             need = 1;
             break;
           }
-          head[qy] = y + 1;  // both complete
+          head_pages[qy >> sh].v[qy & m] = y + 1;  // both complete
         }
-        head[f.queue] = k;
+        head_pages[f.queue >> sh].v[f.queue & m] = k;
         if (blocker == npos) {  // the target reached (or the queue's end)
           on_stack[f.queue] = 0;
           --depth;

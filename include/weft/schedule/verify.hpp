@@ -103,9 +103,11 @@ class checker {
       return static_cast<report&&>(out_);
     }
     bool p2p = false, collectives = false;
-    for (const op& o : s_.ops) {
-      p2p = p2p || is_p2p(o.k);
-      collectives = collectives || is_collective(o.k);
+    const op* ops = s_.ops.data();
+    for (std::uint32_t i = 0, n = static_cast<std::uint32_t>(s_.ops.size()); i < n; ++i) {
+      const kind_role role = kind_table[static_cast<int>(ops[i].k)].role;  // no call per op
+      p2p = p2p || role == kind_role::transfer;
+      collectives = collectives || role == kind_role::collective;
     }
     placed p(s_, collectives, p2p);
     program prog;
@@ -153,7 +155,6 @@ class checker {
   constexpr bool place_ops(placed& p) {
     constexpr std::uint32_t sh = paged<std::uint32_t>::page_shift,
                             pm = paged<std::uint32_t>::page_mask;
-    const model_desc& m = s_.model;
     const op_index& ix = p.ix;
     const auto n = static_cast<std::uint32_t>(s_.ops.size());
     const op* ops = s_.ops.data();
@@ -170,7 +171,7 @@ class checker {
         violation v = at(i, rule::complete, fault::outside_model);
         v.value = static_cast<int>(why);
         if (!add(v)) return false;
-      } else if (const int home = m.rank_of(o.chunk); home != rank[i >> sh].v[i & pm]) {
+      } else if (const int home = ix.home[o.chunk]; home != rank[i >> sh].v[i & pm]) {
         violation v = at(i, rule::complete, fault::wrong_rank);
         v.other_rank = home;
         if (!add(v)) return false;
