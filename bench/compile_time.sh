@@ -9,7 +9,9 @@
 #            and -O3, header-only and with weft::compiled
 #   floor    the least any proof of rules 1-2 costs the evaluator, beside generation
 #            (bench/constexpr_floor.cpp: place every op, read one dependency per op)
-# Usage: [CXX=clang++] bench/compile_time.sh [REPS] [proofs|headers|floor|all]
+#   contract a performance contract (lowered, simulated, measured) beside a proof of legality
+#            (bench/compile_time_contract.cpp, whole-block DualPipeV with unit costs)
+# Usage: [CXX=clang++] bench/compile_time.sh [REPS] [proofs|headers|floor|contract|all]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 reps=${1:-5}
@@ -18,9 +20,11 @@ cxx=${CXX:-g++}
 # What it takes beyond the compiler's default constexpr limits (docs/legality.md).
 if "$cxx" --version | grep -q clang; then
   big_flags="-fconstexpr-steps=2000000000"
+  contract_flags=$big_flags
   default_limit=512
 else
   big_flags="-fconstexpr-ops-limit=1073741824 -fconstexpr-loop-limit=4194304"
+  contract_flags="-fconstexpr-ops-limit=4294967295 -fconstexpr-loop-limit=4194304"
   default_limit=512
 fi
 timing=$(mktemp)
@@ -98,6 +102,22 @@ if [ "$what" = floor ] || [ "$what" = all ]; then
   echo
 fi
 [ "$what" = floor ] && exit 0
+
+if [ "$what" = contract ] || [ "$what" = all ]; then
+  printf '%-12s %-22s %-22s\n' "DualPipeV" "verify" "contract"
+  for cfg in "4 16" "8 32" "16 64"; do
+    set -- $cfg
+    row=()
+    for mode in 1 2; do
+      defs=(-DWEFT_BENCH_P="$1" -DWEFT_BENCH_M="$2" -DWEFT_BENCH_MODE="$mode")
+      row+=("$(measure bench/compile_time_contract.cpp "${defs[@]}" $contract_flags)")
+    done
+    printf '%-12s %-22s %-22s\n' "$1 x $2" "${row[@]}"
+  done
+  echo "flags: $contract_flags"
+  echo
+fi
+[ "$what" = contract ] && exit 0
 
 printf '%-12s %8s %-22s %-22s %-22s\n' "P,M,L" "ops" "headers only" "generate" "verify"
 for cfg in "4 8 2" "8 32 4" "16 64 4" "16 128 8"; do

@@ -4,6 +4,7 @@
 #include <weft/generators/one_f_one_b.hpp>
 #include <weft/io/format.hpp>
 #include <weft/schedule/dsl.hpp>
+#include <weft/schedule/lower.hpp>
 #include <weft/schedule/verify.hpp>
 
 using namespace weft;
@@ -237,6 +238,28 @@ TEST_CASE("rule 6: impossible model descriptions") {
         model_error::stages_block_and_substages);
   CHECK(validate(model_desc{.chunks_per_rank = 2, .bidirectional = true, .micro = 3}) ==
         model_error::bidirectional_needs_even);
+}
+
+TEST_CASE("rule 6: a schedule whose slots do not hold its ops is refused, not read") {
+  schedule open_slot(model_desc{});
+  open_slot.add_rank().push(block(F, mb{0})).close_slot().push(block(B, mb{0}));  // not closed
+  CHECK_FALSE(open_slot.well_formed());
+  const report r = check(open_slot);
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.violations[0].code == rule::config);
+  CHECK(static_cast<model_error>(r.violations[0].value) == model_error::slots_malformed);
+  CHECK_THROWS_WITH_AS(lower_unchecked(open_slot), doctest::Contains("closed slot"), config_error);
+  schedule no_rank(model_desc{});
+  no_rank.ops.push_back(block(F, mb{0}));
+  no_rank.slot_end.push_back(1);
+  CHECK_FALSE(no_rank.well_formed());
+  CHECK(static_cast<model_error>(check(no_rank).violations[0].value) ==
+        model_error::slots_malformed);
+  // A lane past the last is not lowered either (its stream would be another rank's).
+  schedule lane_past(model_desc{});
+  lane_past.add_rank().add_slot(block(F, mb{0}, lane{lanes_per_class})).add_slot(block(B, mb{0}));
+  CHECK(lane_past.well_formed());
+  CHECK_THROWS_AS(lower_unchecked(lane_past), config_error);
 }
 
 TEST_CASE("rule 6: the id space of a model is capped, computed in 64 bits") {

@@ -104,7 +104,7 @@ struct op_index {
       weighted[i] = has_weights(k);
       stream_base[i] = static_cast<std::uint8_t>(stream_index({stream_of(k), 0}));
     }
-    for (int c = 0; c < S && c <= limits::chunks; ++c)
+    for (int c = 0; c < S; ++c)  // S <= limits::chunks (validate)
       home[c] = static_cast<std::uint8_t>(m.rank_of(c));
     // In 64 bits, then narrowed: `validate` caps a model's id space at max_op_ids (< 2^32).
     const std::uint64_t per_mb = static_cast<std::uint64_t>(S) *
@@ -162,11 +162,6 @@ struct op_index {
     if (kpos[k] < 0) return outside::kind;
     if ((o.ph == phase::dX || o.ph == phase::dW) && !weighted[k]) return outside::phase;
     return outside::none;
-  }
-
-  /// The index of the op's stream on its rank (`stream_index(stream_of(o))`).
-  constexpr std::uint8_t stream_index_of(const op& o) const noexcept {
-    return static_cast<std::uint8_t>(stream_base[static_cast<int>(o.k)] + o.lane);
   }
 
   /// The op's dense id, or npos if it is outside the model.

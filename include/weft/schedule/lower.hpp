@@ -41,7 +41,9 @@ constexpr program lower(const schedule& input, bool checked) {
     p2p = p2p || is_p2p(o.k);
     collectives = collectives || is_collective(o.k);
   }
-  if (const model_error e = validate(input.model); e != model_error::none)
+  if (const model_error e =
+          input.well_formed() ? validate(input.model) : model_error::slots_malformed;
+      e != model_error::none)
     throw config_error("weft: lower: " + std::string(describe(e)));
   if (checked) {
     const report r = check(input);
@@ -58,7 +60,7 @@ constexpr program lower(const schedule& input, bool checked) {
   placed p(s, collectives, p2p || crosses);
   for (std::uint32_t i = 0; i < s.ops.size(); ++i) {
     const op& o = s.ops[i];
-    if (p.ix.why_outside(o) != outside::none || p.has(o))
+    if (p.ix.why_outside(o) != outside::none || o.lane >= lanes_per_class || p.has(o))
       throw config_error("weft: lower: " + to_string(o) + " is outside the model or repeated");
     p.id[i] = p.ix.raw_id(o);
     p.pos.set(p.id[i], i);

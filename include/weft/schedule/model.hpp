@@ -217,6 +217,9 @@ enum class model_error : std::uint8_t {
   too_many_ops,
   tp_needs_linear,
   tp_pieces,
+  /// The schedule's slots do not hold its ops (schedule::well_formed): a rule-6 fault found on
+  /// the schedule, not on its model.
+  slots_malformed,
 };
 
 // The messages spell the limits out (they are constants in the binary); the asserts keep them
@@ -263,6 +266,9 @@ constexpr std::string_view describe(model_error e) noexcept {
              "one micro-batch";
     case model_error::tp_pieces:
       return "a tensor-parallel linear without overlap (tp_overlap::none) has splits 1";
+    case model_error::slots_malformed:
+      return "every op sits in a closed slot, and the ranks' slots follow one another from the "
+             "first (add_rank, push, close_slot)";
     case model_error::too_many_ops:
       return "the model has more than 2^26 op ids (micro x chunks x layers x splits x pieces x "
              "stage kinds x phases, plus transfers and collectives); see docs/limits.md";

@@ -1,4 +1,4 @@
-// Where each op of a schedule sits (rank, slot) and which dense id it has: the facts the legality
+// Where each op of a schedule sits (rank, stream) and which dense id it has: the facts the legality
 // rules and the lowering to a stream program share, computed once per schedule.
 #pragma once
 
@@ -75,7 +75,7 @@ struct placed {
   bool explicit_p2p = false;
   dependency_rules rules;
   /// Per op: its rank and its stream there (`stream_index`) — the stream program's own arrays,
-  /// moved into it by `finish_program`.
+  /// moved into it by `settle_program`.
   paged<std::uint16_t> rank;
   paged<std::uint8_t> stream;
   id_positions pos;         // dense id -> op position

@@ -12,7 +12,9 @@
 
 namespace weft {
 
-/// Its per-op arrays are `paged`: the checker builds and reads them in constant evaluation.
+/// Its per-op arrays are `paged`: the checker builds and reads them in constant evaluation. A
+/// lowered program has every field; the checker's own, until a deadlock is to be reported
+/// (`add_queues`), has no slots or queues, and no partners when nothing pairs.
 struct program {
   schedule source;                  ///< the schedule, with the transfers it needs
   paged<std::uint16_t> rank;        ///< per op

@@ -36,6 +36,18 @@ struct schedule {
   constexpr std::uint32_t first_op(std::uint32_t global_slot) const noexcept {
     return global_slot == 0 ? 0 : slot_end[global_slot - 1];
   }
+  /// Every op sits in a closed slot and the ranks' slots follow one another from the first: what
+  /// `add_rank`, `push` and `close_slot` make once the last slot is closed. The checker and
+  /// lowering refuse anything else (model_error::slots_malformed) before reading per-rank loops.
+  constexpr bool well_formed() const noexcept {
+    const std::size_t slots = slot_end.size();
+    if (slots > 0 ? slot_end[slots - 1] != ops.size() : !ops.empty()) return false;
+    if (rank_begin.empty()) return slots == 0;
+    if (rank_begin[0] != 0) return false;
+    for (std::size_t r = 1; r < rank_begin.size(); ++r)
+      if (rank_begin[r] < rank_begin[r - 1]) return false;
+    return rank_begin[rank_begin.size() - 1] <= slots;
+  }
   /// The global slot holding op `i`, and the rank holding global slot `g`: binary searches, for
   /// reports rather than loops.
   constexpr std::uint32_t slot_holding(std::uint32_t i) const noexcept {

@@ -1,6 +1,8 @@
 // THE definition of when an op of a stream program may start and what completes with it. The
-// checker's deadlock rule, the event simulator, the shared-worker simulator and the executor's
-// runner all drive this component; none of them encodes these rules itself.
+// event simulator, the shared-worker simulator and the executor's runner drive this component;
+// none of them encodes these rules itself. The checker's deadlock rule evaluates the same rules
+// on demand (`runs_to_completion`, which builds nothing per wait), and the agreement tests hold
+// the two to the same verdict on legal and deadlocked programs of every generator.
 //
 // - Ops are grouped into units that start together and finish together: an op alone; a
 //   transfer's send and receive (paired FIFO per channel); an overlapped forward/backward pair
@@ -240,7 +242,7 @@ class semantics {
   buffer<unit_kind> kind_;      ///< per lead: the unit's kind
   buffer<std::uint32_t> in_begin_, in_, out_begin_, out_;
 
-  // Raw pointers in the loops: constant evaluation pays for every call, and these run per op.
+  // References and pointers hoisted out of the loops: constant evaluation pays for every call.
   constexpr void build_units() {
     const std::uint32_t N = ops(), n = n_;
     lead_.resize(N);
@@ -422,6 +424,7 @@ class readiness {
 /// arrived), and so on. Needing an op of a queue that is
 /// already waiting further down is a cycle of the happens-before graph: a deadlock.
 constexpr bool runs_to_completion(const program& p, const schedule& s) {
+  static_assert(streams_per_rank <= 32, "a rank's streams are bits of one word below");
   const auto n = static_cast<std::uint32_t>(s.ops.size());
   // The issue waits (none for model_desc::waits == data), by the op that waits.
   buffer<std::uint32_t> issue_begin, issue;

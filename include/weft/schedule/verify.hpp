@@ -98,7 +98,8 @@ class checker {
   constexpr checker(const schedule& s, const check_options& opt) : s_(s), opt_(opt) {}
 
   constexpr report run() {
-    if (const model_error e = validate(s_.model); e != model_error::none) {
+    if (const model_error e = s_.well_formed() ? validate(s_.model) : model_error::slots_malformed;
+        e != model_error::none) {
       add({.code = rule::config, .what = fault::bad_model, .value = static_cast<int>(e)});
       return static_cast<report&&>(out_);
     }
@@ -189,7 +190,7 @@ class checker {
       }
       id[i >> sh].v[i & pm] = own;
     }
-    // A fused backward beside a split one of the same unit: its dX and dW sit just after it.
+    // A fused backward beside a split one of the same unit: their ids follow its own.
     for (std::uint32_t i = 0; split_backward && i < n; ++i) {
       const op& o = ops[i];
       const std::uint32_t own = p.id[i];
@@ -273,7 +274,8 @@ class checker {
       const std::uint32_t e = slot_end[g];
       for (std::uint32_t i = b + 1; i < e; ++i)
         for (std::uint32_t j = b; j < i; ++j)
-          if (stream[i] == stream[j]) {
+          if (stream[i] == stream[j] && s_.ops[i].lane == s_.ops[j].lane) {  // lanes past the
+            // last wrap the stream's index: rule 1 reports them, this compares what they say
             if (!add(with_other(at(i, rule::slot, fault::same_stream), j))) return false;
             break;
           }
