@@ -96,6 +96,31 @@ TEST_CASE("distributed attention equals single-device attention, forward and bac
       }
 }
 
+TEST_CASE("in double precision throughout: the ranks compute and exchange doubles") {
+  // Agreement to 1e-12 is out of float's reach (its epsilon is 1.2e-7): a rank that computed or
+  // sent single precision anywhere would show.
+  const int s = 48, d = 8;
+  const matd q = random(s, d, 11).cast<double>(), k = random(s, d, 12).cast<double>(),
+             v = random(s, d, 13).cast<double>(), d_o = random(s, d, 14).cast<double>();
+  for (const char* spec : {"causal", "shared-question:q=12,n=3", "random:density=0.3,b=4,seed=5"})
+    for (const int cp : {2, 4}) {
+      CAPTURE(std::string(spec) + ", cp " + std::to_string(cp));
+      const dense_mask m = masks::by_name(spec, s).dense();
+      const std::vector<int> order = remap(m, cp).order;
+      basic_cp_attention<double> run(m, order, plan_rounds(grid(m, order, cp)));
+      const auto f = run.forward(q, k, v);
+      const auto b = run.backward(d_o);
+      const reference ref(m, q, k, v, d_o);
+      const auto rel_d = [](const matd& got, const matd& want) {
+        return (got - want).norm() / std::max(1e-30, want.norm());
+      };
+      CHECK(rel_d(f.o, ref.o) < 1e-12);
+      CHECK(rel_d(b.dq, ref.dq) < 1e-12);
+      CHECK(rel_d(b.dk, ref.dk) < 1e-12);
+      CHECK(rel_d(b.dv, ref.dv) < 1e-12);
+    }
+}
+
 TEST_CASE("rows that attend to nothing get zeros and pass no gradient") {
   const int s = 16;
   dense_mask m = masks::causal(s).dense();

@@ -25,90 +25,13 @@
 #include <weft/core/time.hpp>
 #include <weft/cp/mask.hpp>
 #include <weft/cp/plan.hpp>
+#include <weft/nn/blockwise_attention.hpp>
 #include <weft/nn/tensor.hpp>
 #include <weft/rt/await.hpp>
+#include <weft/rt/comm.hpp>
 #include <weft/rt/inproc.hpp>
 
 namespace weft::cp {
-
-/// Attention of queries `q` over keys `k` and values `v` where `attends(a, b)` (query row a, key
-/// row b), scaled by 1/sqrt(d): the output, normalised, and each row's log-sum-exp of its scaled
-/// scores (-inf, with a zero output, for a row that attends to nothing).
-template <class T>
-struct partial {
-  nn::matrix<T> o;
-  std::vector<T> lse;
-};
-
-template <class T, class Attends>
-partial<T> attend(const nn::matrix<T>& q, const nn::matrix<T>& k, const nn::matrix<T>& v,
-                  Attends&& attends) {
-  const T scale = T(1) / std::sqrt(T(q.cols()));
-  const nn::matrix<T> s = q * k.transpose() * scale;
-  partial<T> out{
-      nn::matrix<T>::Zero(q.rows(), v.cols()),
-      std::vector<T>(static_cast<std::size_t>(q.rows()), -std::numeric_limits<T>::infinity())};
-  for (Eigen::Index a = 0; a < q.rows(); ++a) {
-    T top = -std::numeric_limits<T>::infinity();
-    for (Eigen::Index b = 0; b < k.rows(); ++b)
-      if (attends(a, b)) top = std::max(top, s(a, b));
-    if (top == -std::numeric_limits<T>::infinity()) continue;
-    T sum = 0;
-    for (Eigen::Index b = 0; b < k.rows(); ++b)
-      if (attends(a, b)) {
-        const T p = std::exp(s(a, b) - top);
-        sum += p;
-        out.o.row(a) += p * v.row(b);
-      }
-    out.o.row(a) /= sum;
-    out.lse[static_cast<std::size_t>(a)] = top + std::log(sum);
-  }
-  return out;
-}
-
-/// Merges `b` into `a` row by row: the softmax over the union of their keys.
-template <class T>
-void merge(partial<T>& a, const partial<T>& b) {
-  for (Eigen::Index r = 0; r < a.o.rows(); ++r) {
-    T& la = a.lse[static_cast<std::size_t>(r)];
-    const T lb = b.lse[static_cast<std::size_t>(r)];
-    if (lb == -std::numeric_limits<T>::infinity()) continue;
-    if (la == -std::numeric_limits<T>::infinity()) {
-      a.o.row(r) = b.o.row(r);
-      la = lb;
-      continue;
-    }
-    const T top = std::max(la, lb);
-    const T wa = std::exp(la - top), wb = std::exp(lb - top);
-    a.o.row(r) = (wa * a.o.row(r) + wb * b.o.row(r)) / (wa + wb);
-    la = top + std::log(wa + wb);
-  }
-}
-
-/// The gradients of one task: dQ of its query slice, dK and dV of its key/value slice, given
-/// dO, the final log-sum-exp and D = rowsum(dO * O) of its queries.
-template <class T, class Attends>
-void attend_backward(const nn::matrix<T>& q, const nn::matrix<T>& k, const nn::matrix<T>& v,
-                     const nn::matrix<T>& d_o, const std::vector<T>& lse, const std::vector<T>& D,
-                     Attends&& attends, nn::matrix<T>& dq, nn::matrix<T>& dk, nn::matrix<T>& dv) {
-  const T scale = T(1) / std::sqrt(T(q.cols()));
-  const nn::matrix<T> s = q * k.transpose() * scale;
-  const nn::matrix<T> dp = d_o * v.transpose();
-  nn::matrix<T> ds = nn::matrix<T>::Zero(q.rows(), k.rows());
-  nn::matrix<T> p = nn::matrix<T>::Zero(q.rows(), k.rows());
-  for (Eigen::Index a = 0; a < q.rows(); ++a) {
-    const T l = lse[static_cast<std::size_t>(a)];
-    if (l == -std::numeric_limits<T>::infinity()) continue;
-    for (Eigen::Index b = 0; b < k.rows(); ++b)
-      if (attends(a, b)) {
-        p(a, b) = std::exp(s(a, b) - l);
-        ds(a, b) = p(a, b) * (dp(a, b) - D[static_cast<std::size_t>(a)]) * scale;
-      }
-  }
-  dv = p.transpose() * d_o;
-  dq = ds * k;
-  dk = ds.transpose() * q;
-}
 
 /// A failed distributed run: weft's run-time error (core/error.hpp: the rank that failed first
 /// and the exception it raised, `cause`, none for a timeout) with the step (forward or backward)
@@ -136,17 +59,19 @@ struct cp_attention_options {
 
 /// Runs attention over `cp` in-process ranks following `plan` (built for the grid of `mask`
 /// under `order`). Rank r holds rows order[r S/cp .. (r+1) S/cp) of Q, K and V; results come back
-/// in the original token order.
-class cp_attention {
+/// in the original token order. `T` is the element type of the tensors and of what the ranks
+/// exchange (float or double; `cp_attention` is the float one).
+template <rt::wire_value T>
+class basic_cp_attention {
  public:
-  using mat = nn::matrix<float>;
+  using mat = nn::matrix<T>;
 
-  cp_attention(const dense_mask& mask, std::vector<int> order, cp_plan plan,
-               rt::delay_model delay = {})
-      : cp_attention(mask, std::move(order), std::move(plan), with_delay(delay)) {}
+  basic_cp_attention(const dense_mask& mask, std::vector<int> order, cp_plan plan,
+                     rt::delay_model delay = {})
+      : basic_cp_attention(mask, std::move(order), std::move(plan), with_delay(delay)) {}
 
-  cp_attention(const dense_mask& mask, std::vector<int> order, cp_plan plan,
-               cp_attention_options options)
+  basic_cp_attention(const dense_mask& mask, std::vector<int> order, cp_plan plan,
+                     cp_attention_options options)
       : mask_(mask), order_(std::move(order)), plan_(std::move(plan)), opt_(std::move(options)) {
     const int s = mask_.size(), cp = plan_.cp;
     if (cp < 1 || s % cp != 0)
@@ -158,8 +83,8 @@ class cp_attention {
   }
 
   struct forward_result {
-    mat o;                   ///< in token order
-    std::vector<float> lse;  ///< per token
+    mat o;               ///< in token order
+    std::vector<T> lse;  ///< per token
   };
   struct backward_result {
     mat dq, dk, dv;  ///< in token order
@@ -179,8 +104,7 @@ class cp_attention {
       out_.clear();  // no forward to run the backward of
       throw;
     }
-    forward_result r{mat(q.rows(), v.cols()),
-                     std::vector<float>(static_cast<std::size_t>(q.rows()))};
+    forward_result r{mat(q.rows(), v.cols()), std::vector<T>(static_cast<std::size_t>(q.rows()))};
     for (int p = 0; p < plan_.cp; ++p)
       for (int a = 0; a < per(); ++a) {
         const int t = order_[static_cast<std::size_t>(p * per() + a)];
@@ -319,8 +243,8 @@ class cp_attention {
   enum channel : int { q_chan = 0, kv_chan = 1, ret_chan = 2, ret_kv_chan = 3 };
   static int tag(int round, channel c) { return round * 4 + c; }
 
-  static std::span<float> span_of(mat& m) { return {m.data(), static_cast<std::size_t>(m.size())}; }
-  static std::span<const float> span_of(const mat& m) {
+  static std::span<T> span_of(mat& m) { return {m.data(), static_cast<std::size_t>(m.size())}; }
+  static std::span<const T> span_of(const mat& m) {
     return {m.data(), static_cast<std::size_t>(m.size())};
   }
 
@@ -340,7 +264,7 @@ class cp_attention {
   void forward_rank(int p, rt::communicator& comm, where& at) {
     const int R = plan_.rounds, dq = static_cast<int>(q_[0].cols()),
               dv = static_cast<int>(v_[0].cols());
-    std::vector<std::pair<int, partial<float>>> mine;  // (kv slice, partial) for my queries
+    std::vector<std::pair<int, nn::partial<T>>> mine;  // (kv slice, partial) for my queries
     struct pending_return {
       int to = 0;
       const mat* packed = nullptr;  // the output, its lse, and the key/value slice it covers
@@ -380,8 +304,7 @@ class cp_attention {
       await(wait, p, r, "forward");
       returns.clear();
       for (const mat* packed : o_in) {  // a partial of my queries, from the rank that ran it
-        partial<float> part{packed->leftCols(dv),
-                            std::vector<float>(static_cast<std::size_t>(per()))};
+        nn::partial<T> part{packed->leftCols(dv), std::vector<T>(static_cast<std::size_t>(per()))};
         for (int a = 0; a < per(); ++a) part.lse[static_cast<std::size_t>(a)] = (*packed)(a, dv);
         mine.emplace_back(static_cast<int>((*packed)(0, dv + 1)), std::move(part));
       }
@@ -392,8 +315,8 @@ class cp_attention {
       const cp_task task = plan_.tasks[static_cast<std::size_t>(x)];
       const mat& qs = task.q == p ? q_[static_cast<std::size_t>(p)] : arrived(q_in, "Q");
       const mat& kv = task.kv == p ? kv_mine : arrived(kv_in, "KV");
-      partial<float> part =
-          attend<float>(qs, kv.leftCols(k_[0].cols()), kv.rightCols(dv), attends(task.q, task.kv));
+      nn::partial<T> part =
+          nn::attend<T>(qs, kv.leftCols(k_[0].cols()), kv.rightCols(dv), attends(task.q, task.kv));
       if (task.q == p) {
         mine.emplace_back(task.kv, std::move(part));
         continue;
@@ -402,17 +325,16 @@ class cp_attention {
       packed.leftCols(dv) = part.o;
       for (int a = 0; a < per(); ++a) {
         packed(a, dv) = part.lse[static_cast<std::size_t>(a)];
-        packed(a, dv + 1) = static_cast<float>(task.kv);  // which partial: merge order
+        packed(a, dv + 1) = static_cast<T>(task.kv);  // which partial: merge order
       }
       returns.push_back({task.q, &packed});
     }
     // Merge in key/value slice order: the same sums, whatever order the partials arrived in.
     std::sort(mine.begin(), mine.end(),
               [](const auto& a, const auto& b) { return a.first < b.first; });
-    partial<float> all{mat::Zero(per(), dv),
-                       std::vector<float>(static_cast<std::size_t>(per()),
-                                          -std::numeric_limits<float>::infinity())};
-    for (const auto& [kv, part] : mine) merge(all, part);
+    nn::partial<T> all{mat::Zero(per(), dv), std::vector<T>(static_cast<std::size_t>(per()),
+                                                            -std::numeric_limits<T>::infinity())};
+    for (const auto& [kv, part] : mine) nn::merge(all, part);
     out_[static_cast<std::size_t>(p)] = std::move(all);
   }
 
@@ -421,7 +343,7 @@ class cp_attention {
   void backward_rank(int p, rt::communicator& comm, where& at) {
     const int R = plan_.rounds, dqc = static_cast<int>(q_[0].cols()),
               dkc = static_cast<int>(k_[0].cols()), dvc = static_cast<int>(v_[0].cols());
-    const partial<float>& o = out_[static_cast<std::size_t>(p)];
+    const nn::partial<T>& o = out_[static_cast<std::size_t>(p)];
     mat& bundle = keep(p, mat(per(), dqc + dvc + 2));  // Q, dO, lse, D
     bundle.leftCols(dqc) = q_[static_cast<std::size_t>(p)];
     bundle.middleCols(dqc, dvc) = do_[static_cast<std::size_t>(p)];
@@ -488,20 +410,20 @@ class cp_attention {
       const cp_task task = plan_.tasks[static_cast<std::size_t>(x)];
       const mat& qb = task.q == p ? bundle : arrived(q_in, "Q");
       const mat& kv = task.kv == p ? kv_mine : arrived(kv_in, "KV");
-      std::vector<float> lse(static_cast<std::size_t>(per())), D(lse.size());
+      std::vector<T> lse(static_cast<std::size_t>(per())), D(lse.size());
       for (int a = 0; a < per(); ++a) {
         lse[static_cast<std::size_t>(a)] = qb(a, dqc + dvc);
         D[static_cast<std::size_t>(a)] = qb(a, dqc + dvc + 1);
       }
       mat g_q, g_k, g_v;
-      attend_backward<float>(qb.leftCols(dqc), kv.leftCols(dkc), kv.rightCols(dvc),
+      nn::attend_backward<T>(qb.leftCols(dqc), kv.leftCols(dkc), kv.rightCols(dvc),
                              qb.middleCols(dqc, dvc), lse, D, attends(task.q, task.kv), g_q, g_k,
                              g_v);
       if (task.q == p) {
         dq_parts.emplace_back(task.kv, std::move(g_q));
       } else {
         mat& packed = keep(p, mat(per(), dqc + 1));
-        packed << g_q, mat::Constant(per(), 1, static_cast<float>(task.kv));
+        packed << g_q, mat::Constant(per(), 1, static_cast<T>(task.kv));
         returns.push_back({task.q, ret_chan, &packed});
       }
       mat g_kv(per(), dkc + dvc);
@@ -510,7 +432,7 @@ class cp_attention {
         dkv_parts.emplace_back(task.q, std::move(g_kv));
       } else {
         mat& packed = keep(p, mat(per(), dkc + dvc + 1));
-        packed << g_kv, mat::Constant(per(), 1, static_cast<float>(task.q));
+        packed << g_kv, mat::Constant(per(), 1, static_cast<T>(task.q));
         returns.push_back({task.kv, ret_kv_chan, &packed});
       }
     }
@@ -534,7 +456,10 @@ class cp_attention {
   std::vector<std::deque<mat>> arena_;  // per rank: every buffer handed to the world
   std::atomic<bool> failed_{false};
   std::exception_ptr first_failure_;
-  std::vector<partial<float>> out_;
+  std::vector<nn::partial<T>> out_;
 };
+
+/// Context-parallel attention in single precision, the common case.
+using cp_attention = basic_cp_attention<float>;
 
 }  // namespace weft::cp
