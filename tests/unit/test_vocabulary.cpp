@@ -3,6 +3,7 @@
 #include <type_traits>
 
 #include <weft/core/binding.hpp>
+#include <weft/core/paged.hpp>
 #include <weft/schedule/dsl.hpp>
 
 using namespace weft;
@@ -95,4 +96,28 @@ TEST_CASE("at run time: binds answers per (kind, phase), invoke_kernel calls or 
   CHECK_THROWS_WITH_AS(invoke_kernel(m, call.op, call),
                        "weft: model binding: the model has no kernel for mlp dW", config_error);
   CHECK(m.calls == 3);
+}
+
+namespace {
+// Across several pages: growth keeps what was written, copies are equal, zeros are zeros.
+constexpr bool paged_keeps_its_elements(std::uint32_t n) {
+  weft::paged<std::uint32_t> a;
+  for (std::uint32_t i = 0; i < n; ++i) a.push_back(3 * i + 1);
+  weft::paged<std::uint32_t> b = a;
+  b.resize_for_overwrite(n + 5);
+  for (std::uint32_t i = n; i < n + 5; ++i) b[i] = 7;
+  weft::paged<std::uint8_t> z;
+  z.assign_zeros(n);
+  bool ok = a.size() == n && b.size() == n + 5 && b.back() == 7 && z.size() == n;
+  for (std::uint32_t i = 0; i < n; ++i)
+    ok = ok && a[i] == 3 * i + 1 && b[i] == a[i] && z[i] == 0 &&
+         a.pages()[i >> weft::paged<std::uint32_t>::page_shift]
+                 .v[i & weft::paged<std::uint32_t>::page_mask] == a[i];
+  return ok;
+}
+}  // namespace
+
+TEST_CASE("paged arrays keep their elements across pages, at compile time and at run time") {
+  static_assert(paged_keeps_its_elements(2500));  // three pages of 1024
+  CHECK(paged_keeps_its_elements(5000));
 }

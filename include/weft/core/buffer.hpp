@@ -74,13 +74,6 @@ class buffer {
     reserve(n);
     size_ = n;
   }
-  /// `n` value-initialised elements (zeros), allocated at once: constant evaluation builds them
-  /// for about two thirds of what writing them one by one costs (docs/benchmarks.md).
-  constexpr void assign_zeros(size_type n) {
-    delete[] data_;
-    data_ = new T[n]();
-    size_ = cap_ = n;
-  }
   constexpr void assign(size_type n, const T& v) {
     size_ = 0;
     reserve(n);

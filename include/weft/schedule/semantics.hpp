@@ -475,13 +475,17 @@ constexpr bool runs_to_completion(const program& p, const schedule& s) {
     const std::uint32_t q = queue_of(y);
     return y < head_pages[q >> sh].v[q & m];
   };
-  const auto waits_done = [&](std::uint32_t x) {
-    for (std::uint32_t w = wb[x >> sh].v[x & m], e = wb[(x + 1) >> sh].v[(x + 1) & m]; w < e; ++w)
-      if (const std::uint32_t y = waits[w >> sh].v[w & m]; !done(y)) return y;
+  // The first issue wait of x (the first wait of any kind, for waits_done) not completed, or npos.
+  const auto issue_waits_done = [&](std::uint32_t x) {
     if (issued)
       for (std::uint32_t w = ib[x], e = ib[x + 1]; w < e; ++w)
         if (!done(in[w])) return in[w];
     return npos;
+  };
+  const auto waits_done = [&](std::uint32_t x) {
+    for (std::uint32_t w = wb[x >> sh].v[x & m], e = wb[(x + 1) >> sh].v[(x + 1) & m]; w < e; ++w)
+      if (const std::uint32_t y = waits[w >> sh].v[w & m]; !done(y)) return y;
+    return issue_waits_done(x);
   };
   // The queues being run, each until its target has completed (need 2) or arrived (need 1); a
   // queue appears at most once.
@@ -492,8 +496,7 @@ constexpr bool runs_to_completion(const program& p, const schedule& s) {
   buffer<frame> frames;
   frames.resize_for_overwrite(R * S);
   frame* stack = frames.data();
-  buffer<std::uint8_t> driven;
-  driven.assign_zeros(R * S);
+  buffer<std::uint8_t> driven(R * S, 0);
   std::uint8_t* on_stack = driven.data();
   // Each rank's queues in turn, each run to its end (a stream's first op names it); `ran` holds
   // the rank's streams already run.
@@ -525,7 +528,7 @@ constexpr bool runs_to_completion(const program& p, const schedule& s) {
           }
           if (issued && blocker == npos) {
             head_pages[f.queue >> sh].v[f.queue & m] = k;  // what the issue waits read
-            blocker = waits_done(k);
+            blocker = issue_waits_done(k);
           }
           if (blocker != npos) break;
           if (partner == nullptr || partner[k >> sh].v[k & m] == npos) continue;  // k completes
