@@ -14,19 +14,26 @@ namespace weft::cli {
 #if WEFT_WITH_MPI
 namespace {
 
-mpi::threading threading_of(const std::string& name) {
-  if (name == "multiple") return mpi::threading::multiple;
-  if (name == "progress") return mpi::threading::progress_thread;
+mpi::threading threading_of(mpi_threading t) {
+  switch (t) {
+    case mpi_threading::multiple:
+      return mpi::threading::multiple;
+    case mpi_threading::progress:
+      return mpi::threading::progress_thread;
+    case mpi_threading::automatic:
+      break;
+  }
   return mpi::threading::automatic;
 }
 
 class mpi_world final : public process_world {
  public:
-  explicit mpi_world(const request& q)
-      : env_(nullptr, nullptr, {.threads = threading_of(q.mpi_threads)}),
-        comm_(MPI_COMM_WORLD, {.reduce = q.reduce == "library" ? mpi::reduction_order::library
-                                                               : mpi::reduction_order::member,
-                               .threads = env_.threads()}) {}
+  explicit mpi_world(const run_options& o)
+      : env_(nullptr, nullptr, {.threads = threading_of(o.threads)}),
+        comm_(MPI_COMM_WORLD,
+              {.reduce = o.reduce == reduce_order::library ? mpi::reduction_order::library
+                                                           : mpi::reduction_order::member,
+               .threads = env_.threads()}) {}
   rt::communicator& comm() override { return comm_; }
   std::string describe() const override {
     char version[MPI_MAX_LIBRARY_VERSION_STRING];
@@ -52,11 +59,11 @@ class mpi_world final : public process_world {
 
 }  // namespace
 
-std::unique_ptr<process_world> start_mpi(const request& q) {
-  return std::make_unique<mpi_world>(q);
+std::unique_ptr<process_world> start_mpi(const run_options& o) {
+  return std::make_unique<mpi_world>(o);
 }
 #else
-std::unique_ptr<process_world> start_mpi(const request&) {
+std::unique_ptr<process_world> start_mpi(const run_options&) {
   throw config_error(
       "weft: this weft was built without MPI: install libopenmpi-dev and openmpi-bin, then "
       "build again");

@@ -8,7 +8,7 @@
 
 #include <weft/rt/comm.hpp>
 
-#include "cli.hpp"
+#include "commands/run.hpp"
 
 namespace weft::cli {
 
@@ -34,6 +34,6 @@ class process_world {
 
 /// Starts MPI for `weft run --backend mpi`; throws config_error when this weft was built
 /// without it.
-std::unique_ptr<process_world> start_mpi(const request& q);
+std::unique_ptr<process_world> start_mpi(const run_options& o);
 
 }  // namespace weft::cli

@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include <weft/core/error.hpp>
@@ -15,28 +16,54 @@
 #include "fuzz_input.hpp"
 #include "pipeline_request.hpp"
 
+namespace {
+
+/// The schedules a pipeline subcommand would build, and where for; none for the others and for
+/// a preset or a file, which stand for the pipeline.
+struct wanted {
+  const weft::cli::pipeline_args* pipeline = nullptr;
+  std::vector<std::string> names;
+  weft::cli::pipeline_use use;
+};
+
+wanted pipeline_of(const weft::cli::command& c) {
+  using namespace weft::cli;
+  wanted w;
+  if (const auto* o = std::get_if<generate_options>(&c))
+    w = {&o->pipeline, {o->pipeline.schedule}, {.csv = o->format == listing::csv}};
+  else if (const auto* o = std::get_if<check_options>(&c))
+    w = {&o->pipeline, {o->pipeline.schedule}, {}};
+  else if (const auto* o = std::get_if<simulate_options>(&c);
+           o && o->cost.preset == preset_name::none)
+    w = {&o->pipeline, {o->pipeline.schedule}, {}};
+  else if (const auto* o = std::get_if<compare_options>(&c);
+           o && o->cost.preset == preset_name::none)
+    w = {&o->pipeline, o->schedules, {}};
+  else if (const auto* o = std::get_if<run_options>(&c); o && o->schedule_file.empty())
+    w = {&o->pipeline, {o->pipeline.schedule}, {.demo_model = true, .ep = o->ep}};
+  return w;
+}
+
+}  // namespace
+
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::vector<std::string> args = weft::fuzz::arguments(data, size);
   std::vector<const char*> argv;
   for (const std::string& a : args) argv.push_back(a.c_str());
   const weft::cli::parsed p = weft::cli::parse(static_cast<int>(argv.size()), argv.data());
   if (!p.run) return 0;
-  const weft::cli::request& q = p.q;
-  const bool pipeline = q.command == "generate" || q.command == "check" ||
-                        q.command == "simulate" || q.command == "compare" || q.command == "run";
-  if (!pipeline || !q.preset.empty() || !q.schedule_file.empty()) return 0;
-  (void)q.degree();  // read as the range check read it
-  std::vector<std::string> names = q.schedules;
-  if (!q.schedule.empty()) names.push_back(q.schedule);
+  const wanted w = pipeline_of(p.what);
+  if (!w.pipeline) return 0;
+  const weft::cli::pipeline_args& q = *w.pipeline;
   // Large pipelines take their time to build (docs/limits.md); the rules are the same at any size.
   const double ops = static_cast<double>(q.pp) * q.micro * q.layers * q.chunks *
-                     (q.moe || q.shared_expert || q.fb_overlap ? 5 : 1) * q.multi_data *
-                     (q.degree() == 0 ? 1 : q.degree());
+                     (q.sub_stages() ? 5 : 1) * q.multi_data *
+                     (q.ampipe_degree == 0 ? 1 : q.ampipe_degree);
   if (ops > 20'000) return 0;
-  for (const std::string& name : names) {
+  for (const std::string& name : w.names) {
     weft::schedule s;
     try {
-      s = weft::cli::schedule_of(q, name, nullptr);
+      s = weft::cli::schedule_of(q, name, w.use, nullptr);
     } catch (const weft::config_error&) {
       continue;  // refused, by name: exit 2
     }

@@ -23,7 +23,8 @@
 #include <weft/plan/presets.hpp>
 #include <weft/schedule/memory.hpp>
 #include <weft/search/search.hpp>
-#include "commands.hpp"
+#include "commands/common.hpp"
+#include "commands/plan.hpp"
 
 namespace weft::cli {
 
@@ -49,18 +50,18 @@ std::string flags(const plan::job& j) {
 
 }  // namespace
 
-int plan_command(const request& in) {
+int run_command(const plan_options& in) {
   // The model, the job and the cluster: a preset's files, or the flags (the job perhaps a file).
-  request q = in;
+  plan_options q = in;
   plan::hf_model hf;
   plan::cluster_file own;
   const plan::cluster* c = nullptr;
-  if (!q.plan_preset.empty()) {
-    plan::preset p = plan::read_preset(preset_dir(q.plan_preset));
+  if (!q.preset.empty()) {
+    plan::preset p = plan::read_preset(preset_dir(q.preset));
     for (const std::string& w : p.warnings) std::cerr << "weft: " << w << "\n";
     hf = std::move(p.model);
     q.job = p.job.spec;
-    q.cluster = q.plan_preset;
+    q.cluster = q.preset;
     own = std::move(p.cluster);
     own.spec.name = q.cluster;
     c = &own.spec;
@@ -138,7 +139,7 @@ int plan_command(const request& in) {
   };
   std::optional<searched> better;
   std::string search_note;
-  if (q.plan_search_budget_s > 0) {
+  if (q.search_budget.count() > 0) {
     const plan::estimate& b = *found.best_estimate;
     search::problem prob;
     prob.model = b.sched.model;
@@ -146,7 +147,7 @@ int plan_command(const request& in) {
       prob.model.max_live = std::max(prob.model.max_live, x);
     prob.cost = b.cost;
     searched s{
-        search::find_schedule(prob, {.budget_s = q.plan_search_budget_s,
+        search::find_schedule(prob, {.budget_s = q.search_budget.count(),
                                      .max_evaluations = static_cast<std::uint64_t>(q.evaluations),
                                      .seed = static_cast<std::uint64_t>(q.seed)})};
     if (!s.result.best) {
@@ -181,16 +182,16 @@ int plan_command(const request& in) {
     out << csv.str();
   }
 
-  if (!q.svg.empty() || !q.trace.empty()) {
+  if (!q.output.svg.empty() || !q.output.trace.empty()) {
     const timeline t = simulate(e.prog, e.cost, {.record_slowed = true});
-    if (!q.svg.empty()) {
-      std::ofstream out = open_for_writing(q.svg);
+    if (!q.output.svg.empty()) {
+      std::ofstream out = open_for_writing(q.output.svg);
       write_svg(out, e.prog, t,
                 {.title = m.model_type + " on " + std::to_string(q.job.devices()) + " " +
                           q.cluster + ", " + q.job.schedule + ", one step's pipeline"});
     }
-    if (!q.trace.empty()) {
-      std::ofstream out = open_for_writing(q.trace);
+    if (!q.output.trace.empty()) {
+      std::ofstream out = open_for_writing(q.output.trace);
       write_chrome_trace(out, e.prog, t);
     }
   }
@@ -200,7 +201,7 @@ int plan_command(const request& in) {
   const std::string over_text = over ? plan::to_string(*over, e.sched) : "";
   // --check: the job is illegal when it does not fit (exit 1), as rule 5 is for the checker.
   const int code = over && q.check_memory ? exit_illegal : exit_ok;
-  if (q.json) {
+  if (q.output.json) {
     json j;
     j["model_type"] = m.model_type;
     j["parameters"] = plan::total_parameters(m);

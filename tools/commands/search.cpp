@@ -11,7 +11,8 @@
 #include <weft/io/timeline.hpp>
 #include <weft/search/search.hpp>
 #include <weft/sim/xdc_preset.hpp>
-#include "commands.hpp"
+#include "commands/common.hpp"
+#include "commands/search.hpp"
 
 namespace weft::cli {
 namespace {
@@ -54,9 +55,9 @@ std::string describe(const model_desc& m, bool xdc) {
 }
 
 template <time_type T>
-int report(const request& q, const search::basic_problem<T>& prob, bool xdc) {
+int report(const search_options& q, const search::basic_problem<T>& prob, bool xdc) {
   const search::search_result<T> r =
-      search::find_schedule(prob, {.budget_s = q.search_budget_s,
+      search::find_schedule(prob, {.budget_s = q.budget.count(),
                                    .max_evaluations = static_cast<std::uint64_t>(q.evaluations),
                                    .seed = static_cast<std::uint64_t>(q.seed)});
   const T bound = r.bound.best();
@@ -171,22 +172,20 @@ int report(const request& q, const search::basic_problem<T>& prob, bool xdc) {
 
 }  // namespace
 
-int search_command(const request& q) {
-  if (q.preset == "llama2-70b-xdc") {
-    const xdc_facts f = xdc_facts_of(q);
+int run_command(const search_options& q) {
+  if (q.cost.preset == preset_name::llama2_70b_xdc) {
+    const xdc_facts f = xdc_facts_of(q.chunks, q.micro, false, q.delay);
     search::problem prob;
     prob.model = {
         .ranks = f.pp, .chunks_per_rank = f.chunks, .micro = f.micro, .max_live = q.max_live};
-    contention_facts contention = q.contention;
-    if (q.contention_scenario) contention.uplink_ports = xdc_contention(f).uplink_ports;
-    prob.cost = xdc_cost_model(f, contention);
+    prob.cost = xdc_cost_model(f, xdc_contention_of(f, q.cost));
     return report(q, prob, true);
   }
   search::unit_problem prob;
   const stage_set stages = q.shared_expert         ? stage_set::moe_with_shared()
                            : q.moe || q.fb_overlap ? stage_set::moe()
                                                    : stage_set::whole_block();
-  const bool vee = q.placement == "vee";
+  const bool vee = q.placement == placement_choice::vee;
   prob.model = {.ranks = q.pp,
                 .chunks_per_rank = vee ? 2 : q.chunks,
                 .place = vee ? placement::vee : placement::loop,
@@ -196,8 +195,8 @@ int search_command(const request& q) {
                 .max_live = q.max_live};
   prob.overlap = q.fb_overlap ? overlap_options::all() : overlap_options::none();
   // --cost is a rank's share of the model, split over its chunks; the preset is per chunk.
-  const double share = q.preset.empty() ? 1.0 / prob.model.chunks_per_rank : 1.0;
-  prob.cost = unit_costs(q).scaled_compute(share);
+  const double share = q.cost.preset == preset_name::none ? 1.0 / prob.model.chunks_per_rank : 1.0;
+  prob.cost = unit_costs(q.cost).scaled_compute(share);
   return report(q, prob, false);
 }
 

@@ -1,5 +1,5 @@
-// Subcommands compiled on their own, so that a change to one (and the heavy headers it needs)
-// does not rebuild the others.
+// What the subcommands share: how a command stops with an exit code, the files it writes, the
+// presets' folders, and the costs and scenarios the option groups stand for.
 #pragma once
 
 #include <filesystem>
@@ -9,7 +9,7 @@
 
 #include <weft/sim/cost.hpp>
 #include <weft/sim/xdc_preset.hpp>
-#include "cli.hpp"
+#include "options.hpp"
 
 namespace weft::cli {
 
@@ -23,26 +23,21 @@ struct stop : std::runtime_error {
 std::ofstream open_for_writing(const std::string& path);
 
 /// The unit-free costs asked for: `--cost` (a rank's share of the model) or `--preset
-/// deepseek-v3` (per chunk layer).
-unit_cost_model unit_costs(const request& q);
+/// deepseek-v3` (per chunk layer), with `--contention`.
+unit_cost_model unit_costs(const cost_args& c);
 
 /// The folder of preset `name` (presets/<name>/ with config.json, job.json, cluster.json):
 /// under $WEFT_PRESETS, installed beside the tool, or in the source tree; `config_error` naming
 /// where it looked otherwise.
 std::filesystem::path preset_dir(const std::string& name);
 
-/// The llama2-70b-xdc scenario asked for: presets/llama2-70b-xdc's facts with --chunks, --micro,
-/// --delay-model (throws
-/// `config_error` for a chunk count that does not divide a rank's layers).
-xdc_facts xdc_facts_of(const request& q);
+/// The llama2-70b-xdc scenario asked for: presets/llama2-70b-xdc's facts with `chunks` per
+/// rank, `micro` micro-batches (0: the preset's), NanoPipe and the link between the data
+/// centres. Throws `config_error` for a chunk count that does not divide a rank's layers.
+xdc_facts xdc_facts_of(int chunks, int micro, bool nanopipe, const delay_args& delay);
 
-/// `weft search`; returns the exit code, throws as the other commands do.
-int search_command(const request& q);
-
-/// `weft plan` (docs/planning.md); returns the exit code, throws as the other commands do.
-int plan_command(const request& q);
-
-/// `weft tp2d` (seed: tp-2d); returns the exit code, throws as the other commands do.
-int tp2d_command(const request& q);
+/// The contention asked for, with a scenario's own resources (the sites' uplink) when
+/// `--contention on|links` asked for them.
+contention_facts xdc_contention_of(const xdc_facts& f, const cost_args& c);
 
 }  // namespace weft::cli

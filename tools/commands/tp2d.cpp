@@ -13,25 +13,24 @@
 #include <weft/plan/presets.hpp>
 #include <weft/tp/layer_run.hpp>
 #include <weft/tp/preset.hpp>
-#include "commands.hpp"
+#include "commands/common.hpp"
+#include "commands/tp2d.hpp"
 
 namespace weft::cli {
 namespace {
 
 using json = nlohmann::ordered_json;
 
-tp_overlap overlap_of(const request& q) {
+/// --overlap, or the seed's switches for it.
+tp_overlap overlap_of(const tp2d_options& q) {
   if (q.ag_matmul || q.matmul_rs || q.coc_fused)
     return tp::resolve({.ag_matmul = q.ag_matmul, .matmul_rs = q.matmul_rs, .fused = q.coc_fused});
-  if (q.overlap == "ag-matmul") return tp_overlap::ag_matmul;
-  if (q.overlap == "matmul-rs") return tp_overlap::matmul_rs;
-  if (q.overlap == "fused") return tp_overlap::fused;
-  return tp_overlap::none;
+  return q.overlap;
 }
 
-rt::delay_model delay_of(const request& q) {
-  if (q.delay == "intra-node") return {link_model::intra_node()};
-  if (q.delay == "inter-node") return {link_model::inter_node()};
+rt::delay_model delay_of(const tp2d_options& q) {
+  if (q.delay.link == link_choice::intra_node) return {link_model::intra_node()};
+  if (q.delay.link == link_choice::inter_node) return {link_model::inter_node()};
   return {};
 }
 
@@ -173,7 +172,7 @@ void print_run(const grid_run& r) {
               << " ms\n";
 }
 
-int preset_command(const request& q) {
+int preset_command(const tp2d_options& q) {
   const plan::preset p = plan::read_preset(preset_dir("llama3-405b"));
   for (const std::string& w : p.warnings) std::cerr << "weft: " << w << "\n";
   tp_layer_facts f = plan::tp_layer_facts_of(p.model.model, p.job.spec, p.cluster.spec);
@@ -216,8 +215,8 @@ int preset_command(const request& q) {
 
 }  // namespace
 
-int tp2d_command(const request& q) {
-  if (!q.preset.empty()) return preset_command(q);
+int run_command(const tp2d_options& q) {
+  if (q.preset == preset_name::llama3_405b) return preset_command(q);
   const tp_overlap o = overlap_of(q);
   const tp::grid two = tp::make_grid(q.tp_x * q.tp_y, q.tp_x, q.tp_y);
   const tp::grid one = tp::one_d_grid(two.size());
@@ -255,7 +254,7 @@ int tp2d_command(const request& q) {
   if (q.json) {
     json runs = json::array({run_json(r2)});
     if (r1) runs.push_back(run_json(*r1));
-    json out{{"overlap", tp::name_of(o)}, {"delay_model", q.delay},
+    json out{{"overlap", tp::name_of(o)}, {"delay_model", name_of(q.delay.link)},
              {"hidden", shape.hidden},    {"heads", shape.heads},
              {"ffn", shape.ffn},          {"seq", shape.seq},
              {"batch", shape.batch},      {"runs", runs}};
@@ -265,7 +264,7 @@ int tp2d_command(const request& q) {
   }
   std::cout << "one attention + MLP layer (hidden " << shape.hidden << ", " << shape.heads
             << " heads, ffn " << shape.ffn << ", " << shape.batch << " x " << shape.seq
-            << " tokens), overlap " << tp::name_of(o) << ", link " << q.delay << "\n";
+            << " tokens), overlap " << tp::name_of(o) << ", link " << name_of(q.delay.link) << "\n";
   print_run(r2);
   if (!r1) {
     std::cout << "no 1D comparison: " << no_1d << "\n";

@@ -1,0 +1,31 @@
+// `weft plan` (docs/planning.md): a real training job — a model's config.json, Megatron's flags,
+// a cluster — its step time, throughput, MFU and memory per stage, beside every schedule.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include <weft/core/time.hpp>
+#include <weft/plan/job.hpp>
+#include "options.hpp"
+
+namespace weft::cli {
+
+struct plan_options {
+  static constexpr std::string_view name = "plan";
+  std::string preset;              ///< --preset NAME: model, job and cluster from presets/NAME
+  std::string model_file;          ///< --model: the model's config.json
+  std::string cluster;             ///< --cluster: a built-in name or a JSON file
+  std::string job_file;            ///< --job FILE.json
+  weft::plan::job job;             ///< --tp --pp --dp --cp --ep --micro-batch-size ...
+  bool check_memory = false;       ///< --check: exit 1 when the job does not fit its devices
+  weft::seconds search_budget{0};  ///< --search-budget-s: 0, no schedule search
+  long long evaluations = 0;
+  long long seed = 1;
+  std::string out;  ///< the fastest order found, as PyTorch's schedule CSV
+  output_args output;
+};
+
+int run_command(const plan_options& o);
+
+}  // namespace weft::cli

@@ -1,0 +1,42 @@
+// A checker's report and a schedule file, as every command reads and prints them (report.hpp).
+#include "commands/report.hpp"
+
+#include <fstream>
+
+#include <weft/io/format.hpp>
+#include <weft/io/pytorch_csv.hpp>
+#include "cli.hpp"
+
+namespace weft::cli {
+
+int report_check(bool as_json, const report& r, const std::optional<std::string>& note) {
+  const std::size_t limit = violations_shown;
+  if (!as_json) {
+    print_report(std::cout, r, limit);
+    if (note) std::cout << "weft: note: " << *note << "\n";
+  } else {
+    json v = json::array();
+    for (std::size_t i = 0; i < r.violations.size() && i < limit; ++i)
+      v.push_back({{"rule", static_cast<int>(r.violations[i].code)},
+                   {"message", to_string(r.violations[i])}});
+    json blocked = json::array();
+    for (const violation& b : r.blocked) blocked.push_back(to_string(b));
+    const std::size_t more = r.violations.size() > limit ? r.violations.size() - limit : 0;
+    json j{{"legal", r.ok()}, {"violations", v}, {"more_violations", more}, {"blocked", blocked}};
+    if (note) j["note"] = *note;
+    std::cout << j.dump() << "\n";
+  }
+  return r.ok() ? exit_ok : exit_illegal;
+}
+
+schedule read_csv_file(const std::string& file) {
+  std::ifstream in(file);
+  if (!in) throw stop(exit_bad_input, "weft: cannot open '" + file + "'");
+  try {
+    return read_pytorch_csv(in);
+  } catch (const csv_error& e) {
+    throw stop(exit_bad_input, file + ": " + e.what());
+  }
+}
+
+}  // namespace weft::cli

@@ -1,0 +1,113 @@
+// How the subcommands report: a step's metrics as text or JSON, its pictures, a checker's report;
+// one format for every command that prints them.
+#pragma once
+
+#include <concepts>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <sstream>
+#include <string>
+
+#include <weft/io/chrome_trace.hpp>
+#include <weft/io/timeline.hpp>
+#include <weft/schedule/program.hpp>
+#include <weft/schedule/verify.hpp>
+#include <weft/sim/metrics.hpp>
+#include "commands/common.hpp"
+
+namespace weft::cli {
+
+using json = nlohmann::ordered_json;
+
+/// The metrics as JSON: times are counts of `time_unit` (seconds, or unit-free schedule units),
+/// at full precision.
+template <time_type T>
+json metrics_json(const std::string& name, const basic_step_metrics<T>& m) {
+  json j;
+  j["schedule"] = name;
+  j["time_unit"] = unit_name<T>();
+  j["makespan"] = m.makespan.count();
+  j["bubble_ratio"] = m.bubble_ratio;
+  j["exposed_comm"] = m.exposed_comm.count();
+  j["exposed_comm_by_phase"] = {{"warmup", m.exposed_by_phase[0].count()},
+                                {"steady", m.exposed_by_phase[1].count()},
+                                {"cooldown", m.exposed_by_phase[2].count()}};
+  json ranks = json::array();
+  for (std::size_t r = 0; r < m.ranks.size(); ++r) {
+    const auto& x = m.ranks[r];
+    json use = json::array();
+    for (int st = 0; st < streams_per_rank; ++st)
+      use.push_back(m.makespan > T{0} ? x.stream_busy[st] / m.makespan : 0.0);
+    ranks.push_back({{"rank", r},
+                     {"busy", x.busy.count()},
+                     {"idle", x.idle.count()},
+                     {"exposed_comm", x.exposed_comm.count()},
+                     {"peak_activations", x.peak_activations},
+                     {"stream_utilisation", use}});
+  }
+  j["ranks"] = ranks;
+  return j;
+}
+
+/// A time with its unit: "12.5 units", "3.21 ms".
+template <time_type T>
+std::string show(T t) {
+  std::ostringstream os;
+  if constexpr (std::same_as<T, seconds>)
+    os << t.count() * 1e3 << " ms";
+  else
+    os << t.count() << " units";
+  return os.str();
+}
+
+template <time_type T>
+void print_text(std::ostream& os, const std::string& name, const basic_step_metrics<T>& m) {
+  os << name << ": makespan " << show(m.makespan) << ", bubble " << 100 * m.bubble_ratio
+     << "%, exposed comm " << show(m.exposed_comm) << " (warm-up " << show(m.exposed_by_phase[0])
+     << ", steady " << show(m.exposed_by_phase[1]) << ", cool-down " << show(m.exposed_by_phase[2])
+     << ")\n";
+  for (std::size_t r = 0; r < m.ranks.size(); ++r) {
+    const auto& x = m.ranks[r];
+    os << "  rank " << r << ": busy " << show(x.busy) << ", idle " << show(x.idle)
+       << ", exposed comm " << show(x.exposed_comm) << ", peak activations " << x.peak_activations
+       << "\n";
+  }
+}
+
+/// The length a unit of schedule time is drawn with in a Chrome trace.
+inline constexpr seconds trace_unit{1e-3};
+
+/// --trace and --svg.
+template <time_type T>
+void write_pictures(const std::string& trace, const std::string& svg, const program& prog,
+                    const basic_timeline<T>& time, const std::string& title) {
+  if (!trace.empty()) {
+    std::ofstream out = open_for_writing(trace);
+    if constexpr (std::same_as<T, seconds>)
+      write_chrome_trace(out, prog, time);
+    else
+      write_chrome_trace(out, prog, time, trace_unit);
+  }
+  if (!svg.empty()) {
+    std::ofstream out = open_for_writing(svg);
+    write_svg(out, prog, time, {.title = title});
+  }
+}
+
+/// A picture's title says when overlap was priced (its veils show where).
+inline std::string priced(const contention_facts& c) {
+  return c.active() ? ", overlap priced (veiled where slowed)" : "";
+}
+
+/// The checker collects this many violations at most; the tool prints 20 and counts the rest.
+inline constexpr weft::check_options tool_check{.max_violations = 100'000};
+
+/// Prints the checker's report, the first `violations_shown` violations then how many more (and
+/// `note`, what else the user should know of a legal schedule); exit 0 legal, 1 illegal.
+int report_check(bool as_json, const report& r, const std::optional<std::string>& note = {});
+
+/// A PyTorch schedule CSV, or `stop` (exit 2) naming the file and what is wrong with it.
+schedule read_csv_file(const std::string& file);
+
+}  // namespace weft::cli

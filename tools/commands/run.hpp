@@ -1,0 +1,47 @@
+// `weft run`: a tiny model trained one step on in-process ranks (or MPI processes) under the
+// schedule; measured metrics beside the prediction, loss and gradients against a serial run.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include <weft/core/time.hpp>
+#include "options.hpp"
+
+namespace weft::cli {
+
+/// `--backend`: ranks as threads of this process, or one MPI process each.
+enum class backend_kind { inproc, mpi };
+/// `--reduce`: sums in member order (bit for bit as in-process), or the MPI library's own.
+enum class reduce_order { member, library };
+/// `--mpi-threads`: who issues MPI calls.
+enum class mpi_threading { automatic, multiple, progress };
+
+/// `--inject-fault KIND:RANK[:N]`: before world rank `rank`'s `op`-th op (0 first), throw,
+/// exit, be killed, or stall (never send) — to see how a run fails.
+enum class fault_kind { none, throw_error, exit, kill, stall };
+struct fault_spec {
+  fault_kind kind = fault_kind::none;
+  std::string text;  ///< as given, for messages
+  int rank = 0;
+  long op = 0;
+};
+
+struct run_options {
+  static constexpr std::string_view name = "run";
+  pipeline_args pipeline;
+  std::string schedule_file;  ///< a PyTorch schedule CSV instead of a generator
+  int ep = 0;                 ///< expert-parallel replicas; 0: 2 with MoE layers
+  delay_args delay;
+  backend_kind backend = backend_kind::inproc;
+  reduce_order reduce = reduce_order::member;
+  mpi_threading threads = mpi_threading::automatic;
+  int workers = 0;            ///< compute threads; 0: 2 in-process, 1 per MPI process
+  weft::seconds timeout{30};  ///< a run not finished by then stops, naming what it waits at
+  fault_spec fault;
+  output_args output;
+};
+
+int run_command(const run_options& o);
+
+}  // namespace weft::cli

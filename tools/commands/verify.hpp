@@ -1,0 +1,20 @@
+// `weft verify`: a PyTorch schedule CSV read and checked; when legal, what PyTorch's own
+// simulator would say of it.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "options.hpp"
+
+namespace weft::cli {
+
+struct verify_options {
+  static constexpr std::string_view name = "verify";
+  std::string file;  ///< the CSV
+  bool json = false;
+};
+
+int run_command(const verify_options& o);
+
+}  // namespace weft::cli
