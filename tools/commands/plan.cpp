@@ -48,219 +48,256 @@ std::string flags(const plan::job& j) {
   return f;
 }
 
-}  // namespace
-
-int run_command(const plan_options& in) {
-  // The model, the job and the cluster: a preset's files, or the flags (the job perhaps a file).
-  plan_options q = in;
+/// The model, the job and the cluster a plan is for: a preset's files, or the flags (the job
+/// perhaps a file, the cluster a built-in or a file).
+struct inputs {
   plan::hf_model hf;
-  plan::cluster_file own;
-  const plan::cluster* c = nullptr;
-  if (!q.preset.empty()) {
-    plan::preset p = plan::read_preset(preset_dir(q.preset));
-    for (const std::string& w : p.warnings) std::cerr << "weft: " << w << "\n";
-    hf = std::move(p.model);
-    q.job = p.job.spec;
-    q.cluster = q.preset;
-    own = std::move(p.cluster);
-    own.spec.name = q.cluster;
-    c = &own.spec;
-  } else {
-    hf = plan::read_hf_config(read_text(q.model_file));
-    for (const std::string& w : hf.warnings) std::cerr << "weft: " << w << "\n";
-    if (!q.job_file.empty()) {
-      const plan::job_file f = plan::read_job(read_text(q.job_file), q.job_file);
-      for (const std::string& w : f.warnings) std::cerr << "weft: " << w << "\n";
-      q.job = f.spec;
-    }
-    // A built-in cluster, or one's own from a JSON file.
-    c = plan::find_cluster(q.cluster);
-    if (!c) {
-      own = plan::read_cluster(read_text(q.cluster), q.cluster);
-      for (const std::string& w : own.warnings) std::cerr << "weft: " << w << "\n";
-      own.spec.name = q.cluster;
-      c = &own.spec;
-    }
-  }
-  const plan::transformer& m = hf.model;
-  const plan::estimate e = [&] {
-    try {
-      return plan::estimate_job(m, q.job, *c);
-    } catch (const config_error& x) {
-      // A job that does not run as asked (its layers do not split, its layout does not fit the
-      // schedule): name the search's plan with the same schedule, else its best.
-      std::string hint;
-      try {
-        const plan::plan_search_result r = plan::best_plan(m, q.job, *c);
-        const plan::plan_choice* pick = &r.judged[*r.best];
-        for (const plan::plan_choice& choice : r.judged)
-          if (choice.ran && choice.tried.schedule == q.job.schedule &&
-              (pick->tried.schedule != q.job.schedule || (choice.fits && !pick->fits) ||
-               (choice.fits == pick->fits && choice.step < pick->step)))
-            pick = &choice;
-        hint = "\nweft plan: " + flags(pick->tried) + " runs this job" +
-               (pick->fits ? "" : " (though it does not fit in memory)");
-      } catch (const config_error&) {
-      }
-      throw config_error(x.what() + hint);
-    }
-  }();
+  plan::job job;
+  plan::cluster_file own;                  ///< a cluster read from a file or a preset
+  const plan::cluster* builtin = nullptr;  ///< else a built-in one
+  std::string cluster_name;
+  const plan::cluster& cluster() const { return builtin ? *builtin : own.spec; }
+};
 
-  // Every other schedule that applies to the same job, for the table.
-  struct row {
-    std::string name;
-    std::optional<plan::estimate> result;
-    std::string why;
-  };
+void warn(const std::vector<std::string>& warnings) {
+  for (const std::string& w : warnings) std::cerr << "weft: " << w << "\n";
+}
+
+inputs read_inputs(const plan_options& o) {
+  inputs in;
+  in.job = o.job;
+  in.cluster_name = o.cluster;
+  if (!o.preset.empty()) {
+    plan::preset p = plan::read_preset(preset_dir(o.preset));
+    warn(p.warnings);
+    in.hf = std::move(p.model);
+    in.job = p.job.spec;
+    in.cluster_name = o.preset;
+    in.own = std::move(p.cluster);
+  } else {
+    in.hf = plan::read_hf_config(read_text(o.model_file));
+    warn(in.hf.warnings);
+    if (!o.job_file.empty()) {
+      const plan::job_file f = plan::read_job(read_text(o.job_file), o.job_file);
+      warn(f.warnings);
+      in.job = f.spec;
+    }
+    in.builtin = plan::find_cluster(o.cluster);
+    if (in.builtin) return in;
+    in.own = plan::read_cluster(read_text(o.cluster), o.cluster);
+    warn(in.own.warnings);
+  }
+  in.own.spec.name = in.cluster_name;
+  return in;
+}
+
+/// The job's estimate; a job that does not run as asked (its layers do not split, its layout
+/// does not fit the schedule) is refused naming the search's plan with the same schedule, else
+/// its best.
+plan::estimate estimate_or_hint(const plan::transformer& m, const plan::job& job,
+                                const plan::cluster& c) {
+  try {
+    return plan::estimate_job(m, job, c);
+  } catch (const config_error& x) {
+    std::string hint;
+    try {
+      const plan::plan_search_result r = plan::best_plan(m, job, c);
+      const plan::plan_choice* pick = &r.judged[*r.best];
+      for (const plan::plan_choice& choice : r.judged)
+        if (choice.ran && choice.tried.schedule == job.schedule &&
+            (pick->tried.schedule != job.schedule || (choice.fits && !pick->fits) ||
+             (choice.fits == pick->fits && choice.step < pick->step)))
+          pick = &choice;
+      hint = "\nweft plan: " + flags(pick->tried) + " runs this job" +
+             (pick->fits ? "" : " (though it does not fit in memory)");
+    } catch (const config_error&) {
+    }
+    throw config_error(x.what() + hint);
+  }
+}
+
+/// A schedule of the table: its estimate for the same job, or why it does not apply.
+struct row {
+  std::string name;
+  std::optional<plan::estimate> result;
+  std::string why;
+  double peak_memory() const {
+    return *std::max_element(result->memory_per_rank.begin(), result->memory_per_rank.end());
+  }
+};
+
+/// Every generator's schedule for the same job (`e` is the job's own).
+std::vector<row> schedule_table(const plan::transformer& m, const plan::job& job,
+                                const plan::cluster& c, const plan::estimate& e) {
   std::vector<row> table;
   for (const generator_info& g : generators) {
-    plan::job other = q.job;
+    plan::job other = job;
     other.schedule = g.name;
-    other.chunks = g.chunks_per_rank > 0 ? 1 : q.job.chunks;
+    other.chunks = g.chunks_per_rank > 0 ? 1 : job.chunks;
     row r{std::string(g.name), std::nullopt, ""};
     try {
-      r.result = g.name == q.job.schedule ? e : plan::estimate_job(m, other, *c);
+      r.result = g.name == job.schedule ? e : plan::estimate_job(m, other, c);
     } catch (const config_error& x) {
       r.why = x.what();
     }
     table.push_back(std::move(r));
   }
+  return table;
+}
 
-  // The best plan: every schedule, chunk count and placement of the layers for the same sizes.
-  const plan::plan_search_result found = plan::best_plan(m, q.job, *c);
-  const plan::plan_choice& best = found.judged[*found.best];
-  // The schedule search (as `weft search`) on the best plan's costs: orders of its ops beyond
-  // the generators', no rank holding more live (micro-batch, chunk) units than that plan's
-  // busiest rank does, each order's memory checked in bytes afterwards.
-  struct searched {
-    search::search_result<seconds> result;
-    seconds step{0};
-    double peak_memory_bytes = 0;
-  };
+/// The schedule search's best order on the best plan's costs, as a step of the job.
+struct searched {
+  search::search_result<seconds> result;
+  seconds step{0};
+  double peak_memory_bytes = 0;
+};
+
+/// The schedule search (as `weft search`) on the best plan's costs: orders of its ops beyond
+/// the generators', no rank holding more live (micro-batch, chunk) units than that plan's
+/// busiest rank does, each order's memory checked in bytes afterwards. Nothing when it found no
+/// legal order (`note` says so).
+std::optional<searched> search_orders(const plan::estimate& b, const plan_options& o,
+                                      std::string& note) {
+  search::problem prob;
+  prob.model = b.sched.model;
+  for (const int x : peak_live_activations(b.sched))
+    prob.model.max_live = std::max(prob.model.max_live, x);
+  prob.cost = b.cost;
+  searched s{
+      search::find_schedule(prob, {.budget_s = o.search_budget.count(),
+                                   .max_evaluations = static_cast<std::uint64_t>(o.evaluations),
+                                   .seed = static_cast<std::uint64_t>(o.seed)})};
+  if (!s.result.best) {
+    note = "the schedule search found no legal order for this model";
+    return std::nullopt;
+  }
+  const schedule order = search::to_schedule(s.result.best->p);
+  const buffer<double> live = peak_live_weight(
+      order, [&](int ch) { return b.chunk_activation_bytes[static_cast<std::size_t>(ch)]; });
+  for (std::size_t r = 0; r < live.size(); ++r)
+    s.peak_memory_bytes = std::max(s.peak_memory_bytes, b.states_per_rank[r] + live[r]);
+  s.step = s.result.best->makespan + b.grad_sync + b.optimizer;
+  return s;
+}
+
+/// Everything `weft plan` reports.
+struct outcome {
+  const plan::transformer* model = nullptr;
+  plan::job job;
+  std::string cluster;
+  double hbm = 0;
+  plan::estimate e;
+  std::optional<plan::memory_overrun> over;
+  std::string over_text;
+  std::vector<row> table;
+  plan::plan_search_result found;
   std::optional<searched> better;
   std::string search_note;
-  if (q.search_budget.count() > 0) {
-    const plan::estimate& b = *found.best_estimate;
-    search::problem prob;
-    prob.model = b.sched.model;
-    for (const int x : peak_live_activations(b.sched))
-      prob.model.max_live = std::max(prob.model.max_live, x);
-    prob.cost = b.cost;
-    searched s{
-        search::find_schedule(prob, {.budget_s = q.search_budget.count(),
-                                     .max_evaluations = static_cast<std::uint64_t>(q.evaluations),
-                                     .seed = static_cast<std::uint64_t>(q.seed)})};
-    if (!s.result.best) {
-      search_note = "the schedule search found no legal order for this model";
+  const plan::plan_choice& best() const { return found.judged[*found.best]; }
+};
+
+/// --out: the fastest order found, as PyTorch's schedule CSV. The search's order only when it
+/// is faster and needs no more memory than the devices have (or than the best plan, when even
+/// that does not fit).
+void write_order(const std::string& path, const outcome& x) {
+  const plan::plan_choice& best = x.best();
+  const bool searched_faster =
+      x.better && x.better->step < best.step &&
+      x.better->peak_memory_bytes <= std::max(x.hbm, best.peak_memory_bytes);
+  const schedule order = searched_faster ? search::to_schedule(x.better->result.best->p)
+                                         : x.found.best_estimate->sched;
+  std::ostringstream csv;
+  try {
+    write_pytorch_csv(csv, order);
+  } catch (const config_error& e) {
+    throw config_error("weft plan: --out: the fastest order (" +
+                       (searched_faster ? "the search's" : best.tried.schedule) + ") " + e.what());
+  }
+  std::ofstream out = open_for_writing(path);
+  out << csv.str();
+}
+
+/// --svg and --trace: the job's step, simulated.
+void draw(const output_args& o, const outcome& x) {
+  const timeline t = simulate(x.e.prog, x.e.cost, {.record_slowed = true});
+  if (!o.svg.empty()) {
+    std::ofstream out = open_for_writing(o.svg);
+    write_svg(out, x.e.prog, t,
+              {.title = x.model->model_type + " on " + std::to_string(x.job.devices()) + " " +
+                        x.cluster + ", " + x.job.schedule + ", one step's pipeline"});
+  }
+  if (!o.trace.empty()) {
+    std::ofstream out = open_for_writing(o.trace);
+    write_chrome_trace(out, x.e.prog, t);
+  }
+}
+
+json as_json(const outcome& x) {
+  const plan::transformer& m = *x.model;
+  const plan::estimate& e = x.e;
+  json j;
+  j["model_type"] = m.model_type;
+  j["parameters"] = plan::total_parameters(m);
+  j["activated_parameters"] = plan::activated_parameters(m);
+  j["cluster"] = x.cluster;
+  j["devices"] = x.job.devices();
+  j["schedule"] = x.job.schedule;
+  j["micro_batches"] = x.job.micro();
+  j["data_parallel_sharding"] = std::string(plan::name_of(x.job.sharding));
+  j["step_s"] = e.step.count();
+  j["pipeline_s"] = e.pipeline.count();
+  j["grad_sync_s"] = e.grad_sync.count();
+  j["optimizer_s"] = e.optimizer.count();
+  j["tokens_per_s"] = e.tokens_per_s;
+  j["tflops_per_device"] = e.tflops_per_device;
+  j["mfu"] = e.mfu;
+  j["bubble_ratio"] = e.metrics.bubble_ratio;
+  j["memory_per_stage_bytes"] = e.memory_per_rank;
+  j["hbm_bytes"] = x.hbm;
+  j["fits"] = !x.over;
+  if (x.over) j["memory_overrun"] = x.over_text;
+  json rows = json::array();
+  for (const row& r : x.table) {
+    json y{{"schedule", r.name}};
+    if (r.result) {
+      y["step_s"] = r.result->step.count();
+      y["mfu"] = r.result->mfu;
+      y["peak_memory_bytes"] = r.peak_memory();
     } else {
-      const schedule order = search::to_schedule(s.result.best->p);
-      const buffer<double> live = peak_live_weight(
-          order, [&](int ch) { return b.chunk_activation_bytes[static_cast<std::size_t>(ch)]; });
-      for (std::size_t r = 0; r < live.size(); ++r)
-        s.peak_memory_bytes = std::max(s.peak_memory_bytes, b.states_per_rank[r] + live[r]);
-      s.step = s.result.best->makespan + b.grad_sync + b.optimizer;
-      better = std::move(s);
+      y["refused"] = r.why;
     }
+    rows.push_back(y);
   }
-  if (!q.out.empty()) {  // the fastest order found, as PyTorch's schedule CSV
-    // The search's order only when it is faster and needs no more memory than the devices
-    // have (or than the best plan, when even that does not fit).
-    const bool searched_faster =
-        better && better->step < best.step &&
-        better->peak_memory_bytes <= std::max(c->hbm_bytes, best.peak_memory_bytes);
-    const schedule order =
-        searched_faster ? search::to_schedule(better->result.best->p) : found.best_estimate->sched;
-    std::ostringstream csv;
-    try {
-      write_pytorch_csv(csv, order);
-    } catch (const config_error& x) {
-      throw config_error("weft plan: --out: the fastest order (" +
-                         (searched_faster ? "the search's" : best.tried.schedule) + ") " +
-                         x.what());
-    }
-    std::ofstream out = open_for_writing(q.out);
-    out << csv.str();
-  }
+  j["schedules"] = rows;
+  const plan::plan_choice& best = x.best();
+  j["best"] = {{"schedule", best.tried.schedule},
+               {"chunks", best.tried.chunks},
+               {"pipeline_layout", best.tried.layout},
+               {"step_s", best.step.count()},
+               {"mfu", best.mfu},
+               {"peak_memory_bytes", best.peak_memory_bytes},
+               {"fits", best.fits}};
+  j["plans_judged"] = x.found.judged.size();
+  if (x.better)
+    j["search"] = {{"step_s", x.better->step.count()},
+                   {"pipeline_s", x.better->result.best->makespan.count()},
+                   {"peak_memory_bytes", x.better->peak_memory_bytes},
+                   {"found_by", x.better->result.found_by},
+                   {"plans_judged", x.better->result.evaluations}};
+  else if (!x.search_note.empty())
+    j["search"] = {{"refused", x.search_note}};
+  return j;
+}
 
-  if (!q.output.svg.empty() || !q.output.trace.empty()) {
-    const timeline t = simulate(e.prog, e.cost, {.record_slowed = true});
-    if (!q.output.svg.empty()) {
-      std::ofstream out = open_for_writing(q.output.svg);
-      write_svg(out, e.prog, t,
-                {.title = m.model_type + " on " + std::to_string(q.job.devices()) + " " +
-                          q.cluster + ", " + q.job.schedule + ", one step's pipeline"});
-    }
-    if (!q.output.trace.empty()) {
-      std::ofstream out = open_for_writing(q.output.trace);
-      write_chrome_trace(out, e.prog, t);
-    }
-  }
-
-  const double hbm = c->hbm_bytes;
-  const std::optional<plan::memory_overrun> over = plan::first_overrun(e, hbm);
-  const std::string over_text = over ? plan::to_string(*over, e.sched) : "";
-  // --check: the job is illegal when it does not fit (exit 1), as rule 5 is for the checker.
-  const int code = over && q.check_memory ? exit_illegal : exit_ok;
-  if (q.output.json) {
-    json j;
-    j["model_type"] = m.model_type;
-    j["parameters"] = plan::total_parameters(m);
-    j["activated_parameters"] = plan::activated_parameters(m);
-    j["cluster"] = q.cluster;
-    j["devices"] = q.job.devices();
-    j["schedule"] = q.job.schedule;
-    j["micro_batches"] = q.job.micro();
-    j["data_parallel_sharding"] = std::string(plan::name_of(q.job.sharding));
-    j["step_s"] = e.step.count();
-    j["pipeline_s"] = e.pipeline.count();
-    j["grad_sync_s"] = e.grad_sync.count();
-    j["optimizer_s"] = e.optimizer.count();
-    j["tokens_per_s"] = e.tokens_per_s;
-    j["tflops_per_device"] = e.tflops_per_device;
-    j["mfu"] = e.mfu;
-    j["bubble_ratio"] = e.metrics.bubble_ratio;
-    j["memory_per_stage_bytes"] = e.memory_per_rank;
-    j["hbm_bytes"] = hbm;
-    j["fits"] = !over;
-    if (over) j["memory_overrun"] = over_text;
-    json rows = json::array();
-    for (const row& r : table) {
-      json x{{"schedule", r.name}};
-      if (r.result) {
-        x["step_s"] = r.result->step.count();
-        x["mfu"] = r.result->mfu;
-        x["peak_memory_bytes"] =
-            *std::max_element(r.result->memory_per_rank.begin(), r.result->memory_per_rank.end());
-      } else {
-        x["refused"] = r.why;
-      }
-      rows.push_back(x);
-    }
-    j["schedules"] = rows;
-    j["best"] = {{"schedule", best.tried.schedule},
-                 {"chunks", best.tried.chunks},
-                 {"pipeline_layout", best.tried.layout},
-                 {"step_s", best.step.count()},
-                 {"mfu", best.mfu},
-                 {"peak_memory_bytes", best.peak_memory_bytes},
-                 {"fits", best.fits}};
-    j["plans_judged"] = found.judged.size();
-    if (better)
-      j["search"] = {{"step_s", better->step.count()},
-                     {"pipeline_s", better->result.best->makespan.count()},
-                     {"peak_memory_bytes", better->peak_memory_bytes},
-                     {"found_by", better->result.found_by},
-                     {"plans_judged", better->result.evaluations}};
-    else if (!search_note.empty())
-      j["search"] = {{"refused", search_note}};
-    std::cout << j.dump() << "\n";
-    return code;
-  }
-  const plan::job& jb = q.job;
+/// The job, its step and its memory per stage.
+void print_job(const outcome& x) {
+  const plan::transformer& m = *x.model;
+  const plan::estimate& e = x.e;
+  const plan::job& jb = x.job;
   std::cout << std::fixed << std::setprecision(2) << m.model_type << ": "
             << plan::total_parameters(m) / 1e9 << "B parameters ("
             << plan::activated_parameters(m) / 1e9 << "B activated) on " << jb.devices() << " "
-            << q.cluster << " devices: tp " << jb.tp << ", pp " << jb.pp << ", dp " << jb.dp
+            << x.cluster << " devices: tp " << jb.tp << ", pp " << jb.pp << ", dp " << jb.dp
             << ", cp " << jb.cp << ", ep " << jb.ep << "; " << jb.schedule << ", " << jb.micro()
             << " micro-batches of " << jb.micro_batch_size << " x "
             << static_cast<long long>(jb.seq) << " tokens\n";
@@ -270,48 +307,88 @@ int run_command(const plan_options& in) {
             << " tokens/s; " << std::setprecision(1) << e.tflops_per_device
             << " TFLOP/s per device, MFU " << 100 * e.mfu << "%; bubble "
             << 100 * e.metrics.bubble_ratio << "%\n";
-  std::cout << "memory per stage (of " << plan::gigabytes(hbm) << "):";
+  std::cout << "memory per stage (of " << plan::gigabytes(x.hbm) << "):";
   for (std::size_t r = 0; r < e.memory_per_rank.size(); ++r)
     std::cout << (r ? ", " : " ") << "rank " << r << " " << plan::gigabytes(e.memory_per_rank[r]);
-  std::cout << (over ? " — does not fit" : "") << "\n";
-  if (over) std::cout << over_text << "\n";
+  std::cout << (x.over ? " — does not fit" : "") << "\n";
+  if (x.over) std::cout << x.over_text << "\n";
   std::cout << "\n";
+}
+
+/// Every schedule's step, MFU and peak memory for the same job.
+void print_table(const outcome& x) {
   std::cout << std::left << std::setw(12) << "schedule" << std::right << std::setw(10) << "step s"
             << std::setw(8) << "MFU" << std::setw(12) << "peak mem"
             << "\n";
-  for (const row& r : table) {
+  for (const row& r : x.table) {
     std::cout << std::left << std::setw(12) << r.name << std::right;
     if (!r.result) {
       std::cout << "  " << r.why << "\n";
       continue;
     }
-    const double most =
-        *std::max_element(r.result->memory_per_rank.begin(), r.result->memory_per_rank.end());
+    const double most = r.peak_memory();
     std::cout << std::setw(10) << std::setprecision(3) << r.result->step.count() << std::setw(7)
               << std::setprecision(1) << 100 * r.result->mfu << "%" << std::setw(12)
-              << plan::gigabytes(most) << (most <= hbm ? "" : " (over)") << "\n";
+              << plan::gigabytes(most) << (most <= x.hbm ? "" : " (over)") << "\n";
   }
-  std::cout << "\nbest of " << found.judged.size()
+}
+
+/// The best plan, and what the schedule search found beyond it.
+void print_best(const outcome& x) {
+  const plan::plan_choice& best = x.best();
+  std::cout << "\nbest of " << x.found.judged.size()
             << " plans judged (schedules, chunks, layouts): " << flags(best.tried) << "\n  step "
             << std::setprecision(3) << best.step.count() << " s, MFU " << std::setprecision(1)
             << 100 * best.mfu << "%, peak memory " << plan::gigabytes(best.peak_memory_bytes)
             << (best.fits ? "" : " — no plan fits; this one needs the least") << "\n";
-  if (better) {
-    const double gain = 100 * (1 - better->step / best.step);
-    std::cout << "schedule search (" << better->result.evaluations << " orders in "
-              << std::setprecision(1) << better->result.seconds << " s, found by "
-              << better->result.found_by << "): step " << std::setprecision(3)
-              << better->step.count() << " s, peak memory "
-              << plan::gigabytes(better->peak_memory_bytes) << " — ";
+  if (x.better) {
+    const searched& s = *x.better;
+    const double gain = 100 * (1 - s.step / best.step);
+    std::cout << "schedule search (" << s.result.evaluations << " orders in "
+              << std::setprecision(1) << s.result.seconds << " s, found by " << s.result.found_by
+              << "): step " << std::setprecision(3) << s.step.count() << " s, peak memory "
+              << plan::gigabytes(s.peak_memory_bytes) << " — ";
     if (gain >= 0.05)
       std::cout << std::setprecision(1) << gain << "% shorter than the best plan";
     else
       std::cout << "none 0.1% shorter than the best plan's";
-    std::cout << (better->peak_memory_bytes <= hbm ? "" : " (over the device's memory)") << "\n";
-  } else if (!search_note.empty()) {
-    std::cout << search_note << "\n";
+    std::cout << (s.peak_memory_bytes <= x.hbm ? "" : " (over the device's memory)") << "\n";
+  } else if (!x.search_note.empty()) {
+    std::cout << x.search_note << "\n";
   }
   std::cout << std::defaultfloat;
+}
+
+}  // namespace
+
+int run_command(const plan_options& o) {
+  const inputs in = read_inputs(o);
+  const plan::transformer& m = in.hf.model;
+  const plan::cluster& c = in.cluster();
+  outcome x;
+  x.model = &m;
+  x.job = in.job;
+  x.cluster = in.cluster_name;
+  x.hbm = c.hbm_bytes;
+  x.e = estimate_or_hint(m, in.job, c);
+  x.table = schedule_table(m, x.job, c, x.e);
+  // The best plan: every schedule, chunk count and placement of the layers for the same sizes.
+  x.found = plan::best_plan(m, x.job, c);
+  if (o.search_budget.count() > 0)
+    x.better = search_orders(*x.found.best_estimate, o, x.search_note);
+  if (!o.out.empty()) write_order(o.out, x);
+  if (o.output.pictures()) draw(o.output, x);
+  x.over = plan::first_overrun(x.e, x.hbm);
+  if (x.over) x.over_text = plan::to_string(*x.over, x.e.sched);
+  // --check: the job is illegal when it does not fit (exit 1), as rule 5 is for the checker.
+  const int code = x.over && o.check_memory ? exit_illegal : exit_ok;
+  if (o.output.json) {
+    std::cout << as_json(x).dump() << "\n";
+    return code;
+  }
+  print_job(x);
+  print_table(x);
+  print_best(x);
   return code;
 }
 

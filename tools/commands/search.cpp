@@ -54,83 +54,88 @@ std::string describe(const model_desc& m, bool xdc) {
   return o.str();
 }
 
+/// A search's result beside the problem it solved.
 template <time_type T>
-int report(const search_options& q, const search::basic_problem<T>& prob, bool xdc) {
-  const search::search_result<T> r =
-      search::find_schedule(prob, {.budget_s = q.budget.count(),
-                                   .max_evaluations = static_cast<std::uint64_t>(q.evaluations),
-                                   .seed = static_cast<std::uint64_t>(q.seed)});
-  const T bound = r.bound.best();
-  const auto over = [&](T t) { return bound > T{0} ? 100 * (t / bound - 1) : 0.0; };
-  const auto scale = [&](T t) { return xdc ? t.count() * 1e3 : t.count(); };  // ms or units
-  const char* unit = xdc ? "ms" : "units";
-  std::optional<measured<T>> best;
-  if (r.best) best = measure_plan(prob, r.best->p);
-  const auto best_gen = r.best_generator();
+struct found {
+  const search::basic_problem<T>& prob;
+  search::search_result<T> r;
+  std::optional<measured<T>> best;  ///< the best plan, simulated
+  bool xdc = false;                 ///< seconds (llama2-70b-xdc) or schedule units
+};
 
-  if (!q.out.empty() && r.best) {  // whole chunks, as PyTorch's CSV holds them
-    search::plan whole = r.best->p;
+/// --out (whole chunks, as PyTorch's CSV holds them) and --svg of the best plan.
+template <time_type T>
+void write_files(const search_options& q, const found<T>& f) {
+  if (!q.out.empty() && f.r.best) {
+    search::plan whole = f.r.best->p;
     whole.model.stages = stage_set::whole_block();
     whole.model.layers = 1;
     whole.overlap = overlap_options::none();
     std::ofstream out = open_for_writing(q.out);
     write_pytorch_csv(out, search::to_schedule(whole));
   }
-  if (!q.svg.empty() && best) {
+  if (!q.svg.empty() && f.best) {
     std::ofstream out = open_for_writing(q.svg);
-    const model_desc& m = prob.model;
-    write_svg(out, best->prog, best->time,
+    const model_desc& m = f.prob.model;
+    write_svg(out, f.best->prog, f.best->time,
               {.title = "weft search: pp " + std::to_string(m.ranks) + ", micro " +
                         std::to_string(m.micro) +
                         (m.max_live > 0 ? ", cap " + std::to_string(m.max_live) : std::string()) +
-                        " (" + r.found_by + ")"});
+                        " (" + f.r.found_by + ")"});
   }
+}
 
-  if (q.json) {
-    json j;
-    j["problem"] = describe(prob.model, xdc);
-    j["time_unit"] = xdc ? "seconds" : "units";
-    json gens = json::array();
-    for (const auto& g : r.generators) {
-      json x;
-      x["schedule"] = g.name;
-      if (g.result) {
-        const measured<T> m = measure_plan(prob, g.result->p);
-        x["makespan"] = m.metrics.makespan.count();
-        x["bubble_ratio"] = m.metrics.bubble_ratio;
-        x["peak_live"] = m.peak;
-      } else {
-        x["error"] = g.why;
-      }
-      gens.push_back(x);
-    }
-    j["generators"] = gens;
-    if (best) {
-      j["best"] = {{"makespan", best->metrics.makespan.count()},
-                   {"bubble_ratio", best->metrics.bubble_ratio},
-                   {"peak_live", best->peak},
-                   {"found_by", r.found_by}};
+template <time_type T>
+json as_json(const search_options& q, const found<T>& f) {
+  const search::search_result<T>& r = f.r;
+  json j;
+  j["problem"] = describe(f.prob.model, f.xdc);
+  j["time_unit"] = f.xdc ? "seconds" : "units";
+  json gens = json::array();
+  for (const auto& g : r.generators) {
+    json x;
+    x["schedule"] = g.name;
+    if (g.result) {
+      const measured<T> m = measure_plan(f.prob, g.result->p);
+      x["makespan"] = m.metrics.makespan.count();
+      x["bubble_ratio"] = m.metrics.bubble_ratio;
+      x["peak_live"] = m.peak;
     } else {
-      j["best"] = nullptr;
+      x["error"] = g.why;
     }
-    j["best_generator_makespan"] = best_gen ? json(best_gen->makespan.count()) : json(nullptr);
-    j["bound"] = {{"best", bound.count()},
-                  {"critical_path", r.bound.critical_path.count()},
-                  {"work", r.bound.work.count()},
-                  {"in_order", r.bound.in_order.count()},
-                  {"memory", r.bound.memory.count()},
-                  {"one_rank", r.bound.one_rank.count()}};
-    j["evaluations"] = r.evaluations;
-    j["seconds"] = r.seconds;
-    j["seed"] = q.seed;
-    std::cout << j.dump() << "\n";
-    return best ? exit_ok : exit_illegal;
+    gens.push_back(x);
   }
+  j["generators"] = gens;
+  if (f.best)
+    j["best"] = {{"makespan", f.best->metrics.makespan.count()},
+                 {"bubble_ratio", f.best->metrics.bubble_ratio},
+                 {"peak_live", f.best->peak},
+                 {"found_by", r.found_by}};
+  else
+    j["best"] = nullptr;
+  const auto best_gen = r.best_generator();
+  j["best_generator_makespan"] = best_gen ? json(best_gen->makespan.count()) : json(nullptr);
+  j["bound"] = {
+      {"best", r.bound.best().count()},   {"critical_path", r.bound.critical_path.count()},
+      {"work", r.bound.work.count()},     {"in_order", r.bound.in_order.count()},
+      {"memory", r.bound.memory.count()}, {"one_rank", r.bound.one_rank.count()}};
+  j["evaluations"] = r.evaluations;
+  j["seconds"] = r.seconds;
+  j["seed"] = q.seed;
+  return j;
+}
 
-  std::cout << "search: " << describe(prob.model, xdc) << "\n"
+/// The table: every generator's plan, the search's, the lower bound, and how the best was found.
+template <time_type T>
+int print_text(const search_options& q, const found<T>& f) {
+  const search::search_result<T>& r = f.r;
+  const T bound = r.bound.best();
+  const auto over = [&](T t) { return bound > T{0} ? 100 * (t / bound - 1) : 0.0; };
+  const auto scale = [&](T t) { return f.xdc ? t.count() * 1e3 : t.count(); };  // ms or units
+  std::cout << "search: " << describe(f.prob.model, f.xdc) << "\n"
             << std::left << std::setw(22) << "schedule" << std::right << std::setw(12)
-            << (std::string("makespan, ") + unit) << std::setw(9) << "bubble" << std::setw(11)
-            << "peak live" << std::setw(13) << "over bound"
+            << (std::string("makespan, ") + (f.xdc ? "ms" : "units")) << std::setw(9) << "bubble"
+            << std::setw(11) << "peak live" << std::setw(13) << "over bound"
             << "\n";
   const auto row = [&](const std::string& name, const measured<T>& m) {
     std::cout << std::left << std::setw(22) << name << std::right << std::fixed
@@ -141,26 +146,27 @@ int report(const search_options& q, const search::basic_problem<T>& prob, bool x
   };
   for (const auto& g : r.generators) {
     if (g.result) {
-      row(g.name, measure_plan(prob, g.result->p));
+      row(g.name, measure_plan(f.prob, g.result->p));
       continue;
     }
     const bool cap = g.why.find("rule 5") != std::string::npos;
     std::cout << std::left << std::setw(22) << g.name
               << (cap ? "over the memory cap: " : "does not apply: ") << g.why << "\n";
   }
-  if (!best) {
+  if (!f.best) {
     std::cout << "no legal schedule found: no generator fits and no list-scheduler policy "
                  "finishes under the memory cap (a V needs 2 units per rank at least; "
                  "interleaving V chunks, V)\n";
     return exit_illegal;
   }
-  row("search", *best);
+  row("search", *f.best);
   std::cout << std::left << std::setw(22) << "lower bound" << std::right << std::fixed
             << std::setprecision(3) << std::setw(12) << scale(bound) << "   (critical path "
             << scale(r.bound.critical_path) << ", work " << scale(r.bound.work) << ", in order "
             << scale(r.bound.in_order) << ", memory " << scale(r.bound.memory) << ", one rank "
             << scale(r.bound.one_rank) << ")" << std::defaultfloat << "\n";
   std::cout << "found by " << r.found_by;
+  const auto best_gen = r.best_generator();
   if (best_gen && r.best->makespan < best_gen->makespan)
     std::cout << ", " << std::fixed << std::setprecision(1)
               << 100 * (1 - r.best->makespan / best_gen->makespan)
@@ -168,6 +174,21 @@ int report(const search_options& q, const search::basic_problem<T>& prob, bool x
   std::cout << "; " << r.evaluations << " plans judged in " << std::fixed << std::setprecision(1)
             << r.seconds << " s (seed " << q.seed << ")" << std::defaultfloat << "\n";
   return exit_ok;
+}
+
+template <time_type T>
+int report(const search_options& q, const search::basic_problem<T>& prob, bool xdc) {
+  found<T> f{
+      prob,
+      search::find_schedule(prob, {.budget_s = q.budget.count(),
+                                   .max_evaluations = static_cast<std::uint64_t>(q.evaluations),
+                                   .seed = static_cast<std::uint64_t>(q.seed)}),
+      std::nullopt, xdc};
+  if (f.r.best) f.best = measure_plan(prob, f.r.best->p);
+  write_files(q, f);
+  if (!q.json) return print_text(q, f);
+  std::cout << as_json(q, f).dump() << "\n";
+  return f.best ? exit_ok : exit_illegal;
 }
 
 }  // namespace
