@@ -214,6 +214,7 @@ struct deferred {
   delay_args* links = nullptr;
   fault_spec* faults = nullptr;
   weft::contention_facts* facts = nullptr;  ///< tp2d's (it has no cost_args)
+  CLI::Option* delay_option = nullptr;      ///< given, even empty, it must name a link
 
   void finish() {
     if (costs && !cost.empty()) costs->unit = parse_costs(cost);
@@ -226,7 +227,7 @@ struct deferred {
       }
       if (facts) *facts = f;
     }
-    if (links && !delay.empty()) *links = parse_delay(delay);
+    if (links && delay_option && delay_option->count() > 0) *links = parse_delay(delay);
     if (faults && !fault.empty()) *faults = parse_fault(fault);
   }
 };
@@ -345,7 +346,7 @@ void cost_options(CLI::App& sub, cost_args& c, deferred& later,
 
 void delay_option(CLI::App& sub, delay_args& d, deferred& later, const std::string& help) {
   later.links = &d;
-  sub.add_option("--delay-model", later.delay, help);
+  later.delay_option = sub.add_option("--delay-model", later.delay, help);
 }
 
 constexpr const char* xdc_delay_help =

@@ -13,6 +13,7 @@
 #include <deque>
 #include <limits>
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include <weft/generators/stage_ops.hpp>
@@ -55,6 +56,300 @@ T hop(const basic_problem<T>& q, int mb, int from, int to, phase ph) {
 }
 }  // namespace detail
 
+namespace detail {
+
+/// One run of the list scheduler: the state every rank's choice reads (what is done and when,
+/// what each rank holds, the dW it deferred, the prefix's steps still to take) and the moves.
+template <time_type T>
+class list_run {
+ public:
+  list_run(const basic_problem<T>& q, const list_policy& pol, const plan* prefix,
+           const std::vector<std::size_t>& keep)
+      : q_(q),
+        m_(q.model),
+        pol_(pol),
+        cost_(q),
+        prefix_(prefix),
+        keep_(keep),
+        limit_(pol.live_limit > 0 ? pol.live_limit
+               : m_.max_live > 0  ? m_.max_live
+                                  : std::numeric_limits<int>::max()),
+        out_{m_, q.overlap, std::vector<std::vector<step>>(ranks())} {
+    const int C = m_.chunks(), M = m_.micro;
+    mbs_.resize(static_cast<std::size_t>(C));
+    for (int mb = 0; mb < M; ++mb)
+      for (int c = m_.first_chunk(mb); c < m_.end_chunk(mb); ++c)
+        mbs_[static_cast<std::size_t>(c)].push_back(mb);
+    next_f_.assign(static_cast<std::size_t>(C), 0);
+    next_b_ = next_f_;
+    f_done_.assign(static_cast<std::size_t>(M) * static_cast<std::size_t>(C), never);
+    b_done_ = f_done_;
+    free_.assign(ranks(), 0.0);
+    live_.assign(ranks(), 0);
+    ahead_.assign(ranks(), 0);
+    forced_.assign(ranks(), 0);
+    weights_.resize(ranks());
+    chunks_of_.resize(ranks());
+    for (int c = 0; c < C; ++c) chunks_of_[static_cast<std::size_t>(m_.rank_of(c))].push_back(c);
+    // A forward of a rank's chunk leaves room for one unit of each later chunk of the rank: the
+    // micro-batch it starts has to pass them before its backward comes back to free anything.
+    reserve_.assign(static_cast<std::size_t>(C), 0);
+    for (const auto& v : chunks_of_)
+      for (std::size_t i = 0; i < v.size(); ++i)
+        reserve_[static_cast<std::size_t>(v[i])] = static_cast<int>(v.size() - 1 - i);
+    if (pol.later_chunk_first)
+      for (auto& v : chunks_of_) std::reverse(v.begin(), v.end());
+    for (int c = 0; c < C; ++c) left_ += 2 * mbs_[static_cast<std::size_t>(c)].size();
+  }
+
+  /// Ranks take steps, the one that can start first each time, until every step is taken;
+  /// nothing when every rank waits for memory nothing frees.
+  std::optional<plan> run() && {
+    while (left_ > 0 || std::any_of(weights_.begin(), weights_.end(),
+                                    [](const auto& w) { return !w.empty(); })) {
+      const auto [rank, t] = first_ready();
+      if (rank < 0) return std::nullopt;
+      const auto r = static_cast<std::size_t>(rank);
+      if (forced_left(r))
+        take_forced(r, t);
+      else
+        take_chosen(r, t);
+    }
+    return std::move(out_);
+  }
+
+ private:
+  static constexpr double never = std::numeric_limits<double>::infinity();
+  /// A dW deferred by a split backward, ready at `ready`.
+  struct pending_w {
+    int mb, chunk;
+    double ready;
+  };
+
+  std::size_t ranks() const { return static_cast<std::size_t>(m_.ranks); }
+  std::size_t at(int mb, int c) const {
+    return static_cast<std::size_t>(mb) * static_cast<std::size_t>(m_.chunks()) +
+           static_cast<std::size_t>(c);
+  }
+  const std::vector<int>& mbs(int c) const { return mbs_[static_cast<std::size_t>(c)]; }
+
+  /// May rank r start a forward of chunk c: its forwards ahead and its live units within limits.
+  bool may_claim(std::size_t r, int c) const {
+    if (pol_.inflight > 0 &&
+        ahead_[r] >= std::max(1, pol_.inflight - pol_.stagger * static_cast<int>(r)))
+      return false;
+    return live_[r] + reserve_[static_cast<std::size_t>(c)] < limit_;
+  }
+
+  /// When chunk c's next forward can start; never if none is left or its input is not done.
+  double f_ready(int c) const {
+    const auto& v = mbs(c);
+    const std::size_t k = next_f_[static_cast<std::size_t>(c)];
+    if (k >= v.size()) return never;
+    const int mb = v[k], prev = m_.prev_chunk(mb, c);
+    if (prev < 0) return 0.0;
+    const double d = f_done_[at(mb, prev)];
+    return d == never ? never : d + hop(q_, mb, prev, c, phase::F).count();
+  }
+
+  /// When chunk c's next backward can start: after its forward and the next chunk's backward.
+  double b_ready(int c) const {
+    const auto& v = mbs(c);
+    const std::size_t k = next_b_[static_cast<std::size_t>(c)];
+    if (k >= v.size() || k >= next_f_[static_cast<std::size_t>(c)]) return never;
+    const int mb = v[k], next = m_.next_chunk(mb, c);
+    const double own = f_done_[at(mb, c)];
+    if (next < 0) return own;
+    const double d = b_done_[at(mb, next)];
+    return d == never ? never : std::max(own, d + hop(q_, mb, next, c, phase::B).count());
+  }
+
+  /// Has rank r steps of the prefix still to take?
+  bool forced_left(std::size_t r) const {
+    return prefix_ && r < keep_.size() && forced_[r] < std::min(keep_[r], prefix_->ranks[r].size());
+  }
+
+  auto find_w(std::size_t r, int mb, int c) const {
+    const auto& w = weights_[r];
+    return std::find_if(w.begin(), w.end(),
+                        [&](const auto& x) { return x.mb == mb && x.chunk == c; });
+  }
+
+  /// Is `mb` the next micro-batch of chunk c in `next` (forwards or backwards)?
+  bool next_is(const std::vector<std::size_t>& next, int mb, int c) const {
+    const auto& v = mbs(c);
+    const std::size_t k = next[static_cast<std::size_t>(c)];
+    return k < v.size() && v[k] == mb;
+  }
+
+  /// When the prefix's next step on rank r can start; never if it is not next in its chunk.
+  double forced_ready(std::size_t r) const {
+    const step& x = prefix_->ranks[r][forced_[r]];
+    switch (x.a) {
+      case action::F:
+        return next_is(next_f_, x.mb, x.chunk) ? f_ready(x.chunk) : never;
+      case action::B:
+      case action::I:
+        return next_is(next_b_, x.mb, x.chunk) ? b_ready(x.chunk) : never;
+      case action::W: {
+        const auto it = find_w(r, x.mb, x.chunk);
+        return it == weights_[r].end() ? never : it->ready;
+      }
+      case action::FB:
+        return next_is(next_f_, x.mb, x.chunk) && next_is(next_b_, x.bmb, x.bchunk)
+                   ? std::max(f_ready(x.chunk), b_ready(x.bchunk))
+                   : never;
+    }
+    return never;
+  }
+
+  /// When rank r can start its next step (the prefix's, or any ready); never if nothing is.
+  double ready_at(std::size_t r) const {
+    if (forced_left(r)) return std::max(forced_ready(r), free_[r]);
+    double t = never;
+    for (const int c : chunks_of_[r]) {
+      t = std::min(t, b_ready(c));
+      if (may_claim(r, c)) t = std::min(t, f_ready(c));
+    }
+    if (!weights_[r].empty()) t = std::min(t, weights_[r].front().ready);
+    return t == never ? never : std::max(t, free_[r]);
+  }
+
+  /// The rank that can start something first, and when; rank -1 when none can.
+  std::pair<int, double> first_ready() const {
+    int best_rank = -1;
+    double best_t = never;
+    for (std::size_t r = 0; r < ranks(); ++r)
+      if (const double t = ready_at(r); t < best_t) {
+        best_t = t;
+        best_rank = static_cast<int>(r);
+      }
+    return {best_rank, best_t};
+  }
+
+  int forward_done(std::size_t r, int c, double end) {
+    const int mb = mbs(c)[next_f_[static_cast<std::size_t>(c)]++];
+    f_done_[at(mb, c)] = end;
+    ++live_[r];
+    ++ahead_[r];
+    --left_;
+    return mb;
+  }
+
+  int backward_done(std::size_t r, int c, double end, bool split) {
+    const int mb = mbs(c)[next_b_[static_cast<std::size_t>(c)]++];
+    b_done_[at(mb, c)] = end;
+    --ahead_[r];
+    --left_;
+    if (split)
+      weights_[r].push_back({mb, c, end});
+    else
+      --live_[r];
+    return mb;
+  }
+
+  /// Rank r takes the prefix's next step at t, whatever the policy would choose.
+  void take_forced(std::size_t r, double t) {
+    const step x = prefix_->ranks[r][forced_[r]++];
+    double end = t;
+    switch (x.a) {
+      case action::F:
+        end += cost_.f.length.count();
+        forward_done(r, x.chunk, end);
+        break;
+      case action::B:
+      case action::I:
+        end += (x.a == action::I ? cost_.i : cost_.b).length.count();
+        backward_done(r, x.chunk, end, x.a == action::I);
+        break;
+      case action::W:
+        end += cost_.w.length.count();
+        weights_[r].erase(find_w(r, x.mb, x.chunk));
+        --live_[r];
+        break;
+      case action::FB:
+        end += cost_.fb.length.count();
+        forward_done(r, x.chunk, end);
+        backward_done(r, x.bchunk, end, false);
+        break;
+    }
+    out_.ranks[r].push_back(x);
+    free_[r] = end;
+  }
+
+  /// Rank r takes what the policy chooses among the steps ready at t: a backward (the earliest
+  /// ready), a forward (in chunk preference), both as a pair, or a dW.
+  void take_chosen(std::size_t r, double t) {
+    int bc = -1, fc = -1;
+    double bt = never, next_other = never;
+    for (const int c : chunks_of_[r]) {
+      const double b = b_ready(c);
+      if (b <= t && b < bt) {
+        bt = b;
+        bc = c;
+      }
+      next_other = std::min(next_other, b);
+      if (may_claim(r, c)) {
+        const double f = f_ready(c);
+        if (f <= t && fc < 0) fc = c;
+        next_other = std::min(next_other, f);
+      }
+    }
+    std::vector<step>& steps = out_.ranks[r];
+    const auto u16 = [](int x) { return static_cast<std::uint16_t>(x); };
+    if (bc >= 0 && fc >= 0 && pol_.pair) {
+      const double end = t + cost_.fb.length.count();
+      const int fmb = forward_done(r, fc, end), bmb = backward_done(r, bc, end, false);
+      steps.push_back({action::FB, u16(fmb), u16(fc), u16(bmb), u16(bc)});
+      free_[r] = end;
+    } else if (bc >= 0 && !(fc >= 0 && pol_.forward_first)) {
+      const double end = t + (pol_.split ? cost_.i : cost_.b).length.count();
+      const int mb = backward_done(r, bc, end, pol_.split);
+      steps.push_back({pol_.split ? action::I : action::B, u16(mb), u16(bc), 0, 0});
+      free_[r] = end;
+    } else if (fc >= 0) {
+      const double end = t + cost_.f.length.count();
+      const int mb = forward_done(r, fc, end);
+      steps.push_back({action::F, u16(mb), u16(fc), 0, 0});
+      free_[r] = end;
+    } else {
+      // Only a dW is ready: run it — unless it must fit the wait and does not, and something
+      // else will come (then wait for that).
+      const pending_w w = weights_[r].front();
+      const double end = std::max(t, w.ready) + cost_.w.length.count();
+      if (pol_.fit_weights && next_other != never && end > next_other && live_[r] < limit_) {
+        free_[r] = std::max(free_[r], next_other);
+        return;
+      }
+      weights_[r].pop_front();
+      --live_[r];
+      steps.push_back({action::W, u16(w.mb), u16(w.chunk), 0, 0});
+      free_[r] = end;
+    }
+  }
+
+  const basic_problem<T>& q_;
+  const model_desc& m_;
+  const list_policy& pol_;
+  const step_costs<T> cost_;
+  const plan* prefix_;
+  const std::vector<std::size_t>& keep_;
+  const int limit_;
+  std::vector<std::vector<int>> mbs_;  ///< per chunk, the micro-batches that pass it, in order
+  std::vector<std::size_t> next_f_, next_b_;  ///< per chunk, its next forward and backward
+  std::vector<double> f_done_, b_done_;       ///< completion times (T's counts), never until taken
+  std::vector<double> free_;                  ///< per rank, when it is free
+  std::vector<int> live_, ahead_;  ///< per rank, live units and forwards awaiting their backward
+  std::vector<int> reserve_;       ///< per chunk, the units its forward leaves room for
+  std::vector<std::deque<pending_w>> weights_;  ///< per rank, its deferred dW
+  std::vector<std::vector<int>> chunks_of_;     ///< per rank, its chunks in preference order
+  std::vector<std::size_t> forced_;             ///< per rank, the prefix's steps taken
+  plan out_;
+  std::size_t left_ = 0;  ///< forwards and backwards not taken
+};
+
+}  // namespace detail
+
 /// The plan the list scheduler makes for `q` under `pol`; nothing when the policy cannot finish
 /// (a live limit too small for the placement: every rank waits for memory no backward frees).
 /// With `prefix`, each rank r first takes the first `keep[r]` steps of `prefix` (a plan of `q`
@@ -64,234 +359,7 @@ template <time_type T>
 std::optional<plan> list_schedule(const basic_problem<T>& q, const list_policy& pol,
                                   const plan* prefix = nullptr,
                                   const std::vector<std::size_t>& keep = {}) {
-  const model_desc& m = q.model;
-  const step_costs<T> cost(q);
-  const int R = m.ranks, C = m.chunks(), M = m.micro;
-  const int limit = pol.live_limit > 0 ? pol.live_limit
-                    : m.max_live > 0   ? m.max_live
-                                       : std::numeric_limits<int>::max();
-  constexpr double never = std::numeric_limits<double>::infinity();
-  // Per chunk, the micro-batches that pass it, in order; the next forward and backward of each.
-  std::vector<std::vector<int>> mbs(static_cast<std::size_t>(C));
-  for (int mb = 0; mb < M; ++mb)
-    for (int c = m.first_chunk(mb); c < m.end_chunk(mb); ++c)
-      mbs[static_cast<std::size_t>(c)].push_back(mb);
-  std::vector<std::size_t> next_f(static_cast<std::size_t>(C), 0), next_b(next_f);
-  // Completion times (as doubles of T's count), never until scheduled.
-  const auto at = [&](int mb, int c) {
-    return static_cast<std::size_t>(mb) * static_cast<std::size_t>(C) + static_cast<std::size_t>(c);
-  };
-  std::vector<double> f_done(static_cast<std::size_t>(M) * static_cast<std::size_t>(C), never),
-      b_done(f_done);
-  std::vector<double> free(static_cast<std::size_t>(R), 0.0);
-  std::vector<int> live(static_cast<std::size_t>(R), 0);
-  struct pending_w {
-    int mb, chunk;
-    double ready;
-  };
-  std::vector<std::deque<pending_w>> weights(static_cast<std::size_t>(R));
-  std::vector<std::vector<int>> chunks_of(static_cast<std::size_t>(R));
-  for (int c = 0; c < C; ++c) chunks_of[static_cast<std::size_t>(m.rank_of(c))].push_back(c);
-  // A forward of a rank's chunk leaves room for one unit of each later chunk of the rank: the
-  // micro-batch it starts has to pass them before its backward comes back to free anything.
-  std::vector<int> reserve(static_cast<std::size_t>(C), 0);
-  for (const auto& v : chunks_of)
-    for (std::size_t i = 0; i < v.size(); ++i)
-      reserve[static_cast<std::size_t>(v[i])] = static_cast<int>(v.size() - 1 - i);
-  if (pol.later_chunk_first)
-    for (auto& v : chunks_of) std::reverse(v.begin(), v.end());
-  std::vector<int> ahead(static_cast<std::size_t>(R), 0);  // forwards awaiting their backward
-  const auto may_claim = [&](std::size_t r, int c) {
-    if (pol.inflight > 0 &&
-        ahead[r] >= std::max(1, pol.inflight - pol.stagger * static_cast<int>(r)))
-      return false;
-    return live[r] + reserve[static_cast<std::size_t>(c)] < limit;
-  };
-  plan out{m, q.overlap, std::vector<std::vector<step>>(static_cast<std::size_t>(R))};
-  std::size_t left = 0;
-  for (int c = 0; c < C; ++c) left += 2 * mbs[static_cast<std::size_t>(c)].size();
-
-  const auto f_ready = [&](int c) {  // when chunk c's next forward can start; never if none
-    const auto& v = mbs[static_cast<std::size_t>(c)];
-    const std::size_t k = next_f[static_cast<std::size_t>(c)];
-    if (k >= v.size()) return never;
-    const int mb = v[k], prev = m.prev_chunk(mb, c);
-    if (prev < 0) return 0.0;
-    const double d = f_done[at(mb, prev)];
-    return d == never ? never : d + detail::hop(q, mb, prev, c, phase::F).count();
-  };
-  const auto b_ready = [&](int c) {
-    const auto& v = mbs[static_cast<std::size_t>(c)];
-    const std::size_t k = next_b[static_cast<std::size_t>(c)];
-    if (k >= v.size() || k >= next_f[static_cast<std::size_t>(c)]) return never;
-    const int mb = v[k], next = m.next_chunk(mb, c);
-    const double own = f_done[at(mb, c)];
-    if (next < 0) return own;
-    const double d = b_done[at(mb, next)];
-    return d == never ? never : std::max(own, d + detail::hop(q, mb, next, c, phase::B).count());
-  };
-  // The prefix's steps still to take on each rank, and when the next of them can start.
-  std::vector<std::size_t> forced(static_cast<std::size_t>(R), 0);
-  const auto forced_left = [&](std::size_t r) {
-    return prefix && r < keep.size() && forced[r] < std::min(keep[r], prefix->ranks[r].size());
-  };
-  const auto find_w = [&](std::size_t r, int mb, int c) {
-    auto& w = weights[r];
-    return std::find_if(w.begin(), w.end(),
-                        [&](const auto& x) { return x.mb == mb && x.chunk == c; });
-  };
-  const auto forced_ready = [&](std::size_t r) {
-    const step& x = prefix->ranks[r][forced[r]];
-    const auto next_is = [&](const std::vector<std::size_t>& next, int mb, int c) {
-      const auto& v = mbs[static_cast<std::size_t>(c)];
-      const std::size_t k = next[static_cast<std::size_t>(c)];
-      return k < v.size() && v[k] == mb;
-    };
-    switch (x.a) {
-      case action::F:
-        return next_is(next_f, x.mb, x.chunk) ? f_ready(x.chunk) : never;
-      case action::B:
-      case action::I:
-        return next_is(next_b, x.mb, x.chunk) ? b_ready(x.chunk) : never;
-      case action::W: {
-        const auto it = find_w(r, x.mb, x.chunk);
-        return it == weights[r].end() ? never : it->ready;
-      }
-      case action::FB:
-        return next_is(next_f, x.mb, x.chunk) && next_is(next_b, x.bmb, x.bchunk)
-                   ? std::max(f_ready(x.chunk), b_ready(x.bchunk))
-                   : never;
-    }
-    return never;
-  };
-  while (left > 0 ||
-         std::any_of(weights.begin(), weights.end(), [](const auto& w) { return !w.empty(); })) {
-    // The rank that can start something first, and what.
-    int best_rank = -1;
-    double best_t = never;
-    for (int r = 0; r < R; ++r) {
-      const auto ri = static_cast<std::size_t>(r);
-      if (forced_left(ri)) {
-        const double t = std::max(forced_ready(ri), free[ri]);
-        if (t < best_t) {
-          best_t = t;
-          best_rank = r;
-        }
-        continue;
-      }
-      double t = never;
-      for (const int c : chunks_of[ri]) {
-        t = std::min(t, b_ready(c));
-        if (may_claim(ri, c)) t = std::min(t, f_ready(c));
-      }
-      if (!weights[ri].empty()) t = std::min(t, weights[ri].front().ready);
-      if (t == never) continue;
-      t = std::max(t, free[ri]);
-      if (t < best_t) {
-        best_t = t;
-        best_rank = r;
-      }
-    }
-    if (best_rank < 0) return std::nullopt;  // every rank waits for memory nothing frees
-    const auto ri = static_cast<std::size_t>(best_rank);
-    const double t = best_t;
-    // Ready at t: a backward (the earliest ready), a forward (in chunk preference), a dW.
-    int bc = -1, fc = -1;
-    double bt = never, next_other = never;
-    for (const int c : chunks_of[ri]) {
-      const double b = b_ready(c);
-      if (b <= t && b < bt) {
-        bt = b;
-        bc = c;
-      }
-      next_other = std::min(next_other, b);
-      if (may_claim(ri, c)) {
-        const double f = f_ready(c);
-        if (f <= t && fc < 0) fc = c;
-        next_other = std::min(next_other, f);
-      }
-    }
-    std::vector<step>& steps = out.ranks[ri];
-    const auto forward_done = [&](int c, double end) {
-      const int mb = mbs[static_cast<std::size_t>(c)][next_f[static_cast<std::size_t>(c)]++];
-      f_done[at(mb, c)] = end;
-      ++live[ri];
-      ++ahead[ri];
-      --left;
-      return mb;
-    };
-    const auto backward_done = [&](int c, double end, bool split) {
-      const int mb = mbs[static_cast<std::size_t>(c)][next_b[static_cast<std::size_t>(c)]++];
-      b_done[at(mb, c)] = end;
-      --ahead[ri];
-      --left;
-      if (split)
-        weights[ri].push_back({mb, c, end});
-      else
-        --live[ri];
-      return mb;
-    };
-    if (forced_left(ri)) {  // the prefix's next step, whatever the policy would choose
-      const step x = prefix->ranks[ri][forced[ri]++];
-      double end = t;
-      switch (x.a) {
-        case action::F:
-          end += cost.f.length.count();
-          forward_done(x.chunk, end);
-          break;
-        case action::B:
-        case action::I:
-          end += (x.a == action::I ? cost.i : cost.b).length.count();
-          backward_done(x.chunk, end, x.a == action::I);
-          break;
-        case action::W:
-          end += cost.w.length.count();
-          weights[ri].erase(find_w(ri, x.mb, x.chunk));
-          --live[ri];
-          break;
-        case action::FB:
-          end += cost.fb.length.count();
-          forward_done(x.chunk, end);
-          backward_done(x.bchunk, end, false);
-          break;
-      }
-      steps.push_back(x);
-      free[ri] = end;
-    } else if (bc >= 0 && fc >= 0 && pol.pair) {
-      const double end = t + cost.fb.length.count();
-      const int fmb = forward_done(fc, end), bmb = backward_done(bc, end, false);
-      steps.push_back({action::FB, static_cast<std::uint16_t>(fmb), static_cast<std::uint16_t>(fc),
-                       static_cast<std::uint16_t>(bmb), static_cast<std::uint16_t>(bc)});
-      free[ri] = end;
-    } else if (bc >= 0 && !(fc >= 0 && pol.forward_first)) {
-      const double end = t + (pol.split ? cost.i : cost.b).length.count();
-      const int mb = backward_done(bc, end, pol.split);
-      steps.push_back({pol.split ? action::I : action::B, static_cast<std::uint16_t>(mb),
-                       static_cast<std::uint16_t>(bc), 0, 0});
-      free[ri] = end;
-    } else if (fc >= 0) {
-      const double end = t + cost.f.length.count();
-      const int mb = forward_done(fc, end);
-      steps.push_back(
-          {action::F, static_cast<std::uint16_t>(mb), static_cast<std::uint16_t>(fc), 0, 0});
-      free[ri] = end;
-    } else {
-      // Only a dW is ready: run it — unless it must fit the wait and does not, and something
-      // else will come (then wait for that).
-      const pending_w w = weights[ri].front();
-      const double end = std::max(t, w.ready) + cost.w.length.count();
-      if (pol.fit_weights && next_other != never && end > next_other && live[ri] < limit) {
-        free[ri] = std::max(free[ri], next_other);
-        continue;
-      }
-      weights[ri].pop_front();
-      --live[ri];
-      steps.push_back(
-          {action::W, static_cast<std::uint16_t>(w.mb), static_cast<std::uint16_t>(w.chunk), 0, 0});
-      free[ri] = end;
-    }
-  }
-  return out;
+  return detail::list_run<T>(q, pol, prefix, keep).run();
 }
 
 }  // namespace weft::search
