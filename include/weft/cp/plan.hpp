@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cstdint>
 #include <iterator>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -267,49 +268,51 @@ inline cp_plan plan_rounds(const dense_mask& g, plan_options o = {}) {
   return pl;
 }
 
-/// Everything wrong with `pl` as a plan for grid `g` (empty when it is valid), for any plan —
-/// built by hand, read from a file, corrupted: first its shape (tables of `rounds` rows of `cp`
-/// ranks, tasks and peers inside the grid), then its contents: each task exactly once, at most
-/// one task per rank and round, tasks only where an operand lives; the transfers exactly those
-/// the tasks imply — each receive matched by its send and each send by its receive, one Q and one
-/// KV receive per rank and round (a second would land in the same buffer), every operand where
-/// it is used, every partial output returned to its owner the round after; the cap kept.
-/// `cp_attention` runs only a plan that passes, so a valid plan cannot hang it.
-inline std::vector<std::string> validate(const cp_plan& pl, const dense_mask& g) {
-  std::vector<std::string> bad;
-  const auto say = [&](const std::string& s) { bad.push_back("weft: plan: " + s); };
+namespace detail {
+
+/// Where a validation error is: "round r, rank p".
+inline std::string where(int r, int p) {
+  return "round " + std::to_string(r) + ", rank " + std::to_string(p);
+}
+
+/// "(i, j)", a cell of the grid. Built by appending: g++ 12 warns falsely (-Wrestrict) on a
+/// literal + std::string chain here at -O3.
+inline std::string cell(int i, int j) {
+  std::string s = "(";
+  s += std::to_string(i);
+  s += ", ";
+  s += std::to_string(j);
+  s += ')';
+  return s;
+}
+
+template <class V>
+const auto& at(const V& v, int i) {
+  return v[static_cast<std::size_t>(i)];
+}
+
+/// The first way `pl`'s tables do not have the shape a plan for grid `g` has (its rounds, a row
+/// of `cp` ranks each, tasks and peers inside the grid), or nothing: after it, nothing indexes
+/// outside what the plan holds.
+inline std::optional<std::string> shape_error(const cp_plan& pl, const dense_mask& g) {
   const int cp = pl.cp;
-  const auto at = [](const auto& v, int i) -> const auto& {
-    return v[static_cast<std::size_t>(i)];
-  };
-  const auto name = [](int r, int p) {
-    return "round " + std::to_string(r) + ", rank " + std::to_string(p);
-  };
-  // Shape: nothing below indexes outside what the plan holds.
-  if (cp < 1 || g.size() != cp) {
-    say("the grid is " + std::to_string(g.size()) + " x " + std::to_string(g.size()) +
-        ", the plan is for " + std::to_string(cp) + " ranks");
-    return bad;
-  }
+  if (cp < 1 || g.size() != cp)
+    return "the grid is " + std::to_string(g.size()) + " x " + std::to_string(g.size()) +
+           ", the plan is for " + std::to_string(cp) + " ranks";
   if (pl.rounds < 0 || static_cast<int>(pl.run.size()) != pl.rounds ||
-      static_cast<int>(pl.moves.size()) != pl.rounds + 1) {
-    say("the plan's tables do not have its " + std::to_string(pl.rounds) + " rounds");
-    return bad;
-  }
+      static_cast<int>(pl.moves.size()) != pl.rounds + 1)
+    return "the plan's tables do not have its " + std::to_string(pl.rounds) + " rounds";
   for (int r = 0; r <= pl.rounds; ++r)
     if ((r < pl.rounds && static_cast<int>(at(pl.run, r).size()) != cp) ||
-        static_cast<int>(at(pl.moves, r).size()) != cp) {
-      say("round " + std::to_string(r) + " does not have a row of " + std::to_string(cp) +
-          " ranks");
-      return bad;
-    }
+        static_cast<int>(at(pl.moves, r).size()) != cp)
+      return "round " + std::to_string(r) + " does not have a row of " + std::to_string(cp) +
+             " ranks";
   for (std::size_t x = 0; x < pl.tasks.size(); ++x) {
     const cp_task& t = pl.tasks[x];
-    if (t.q < 0 || t.q >= cp || t.kv < 0 || t.kv >= cp) {
-      say("task " + std::to_string(x) + " (" + std::to_string(t.q) + ", " + std::to_string(t.kv) +
-          ") is outside the " + std::to_string(cp) + " x " + std::to_string(cp) + " grid");
-      return bad;
-    }
+    if (t.q < 0 || t.q >= cp || t.kv < 0 || t.kv >= cp)
+      return "task " + std::to_string(x) + " (" + std::to_string(t.q) + ", " +
+             std::to_string(t.kv) + ") is outside the " + std::to_string(cp) + " x " +
+             std::to_string(cp) + " grid";
   }
   for (int r = 0; r <= pl.rounds; ++r)
     for (int p = 0; p < cp; ++p) {
@@ -317,19 +320,21 @@ inline std::vector<std::string> validate(const cp_plan& pl, const dense_mask& g)
       for (const auto* list : {&t.recv_q_src, &t.recv_kv_src, &t.recv_o_src, &t.send_q_dst,
                                &t.send_kv_dst, &t.send_o_dst})
         for (const int peer : *list)
-          if (peer < 0 || peer >= cp || peer == p) {
-            say(name(r, p) + ": a transfer with rank " + std::to_string(peer) +
-                (peer == p ? ", itself" : ", outside the plan's ranks"));
-            return bad;
-          }
+          if (peer < 0 || peer >= cp || peer == p)
+            return where(r, p) + ": a transfer with rank " + std::to_string(peer) +
+                   (peer == p ? ", itself" : ", outside the plan's ranks");
       if (r < pl.rounds)
-        if (const int x = at(at(pl.run, r), p); x < -1 || x >= static_cast<int>(pl.tasks.size())) {
-          say(name(r, p) + ": no task " + std::to_string(x));
-          return bad;
-        }
+        if (const int x = at(at(pl.run, r), p); x < -1 || x >= static_cast<int>(pl.tasks.size()))
+          return where(r, p) + ": no task " + std::to_string(x);
     }
+  return std::nullopt;
+}
 
-  // Contents. The transfers the tasks imply, to compare with the plan's.
+/// Each task of `g` run exactly once, nothing else run, each where an operand lives (to `say`);
+/// returns the transfers the tasks run imply.
+template <class Say>
+cp_plan implied_moves(const cp_plan& pl, const dense_mask& g, const Say& say) {
+  const int cp = pl.cp;
   cp_plan implied;
   implied.moves.assign(static_cast<std::size_t>(pl.rounds + 1),
                        std::vector<transfers>(static_cast<std::size_t>(cp)));
@@ -341,24 +346,45 @@ inline std::vector<std::string> validate(const cp_plan& pl, const dense_mask& g)
       const cp_task t = at(pl.tasks, x);
       ++seen[static_cast<std::size_t>(t.q * cp + t.kv)];
       if (p != t.q && p != t.kv) {
-        say("task (" + std::to_string(t.q) + ", " + std::to_string(t.kv) + ") in " + name(r, p) +
+        say("task (" + std::to_string(t.q) + ", " + std::to_string(t.kv) + ") in " + where(r, p) +
             ": a rank that holds neither operand");
         continue;
       }
-      detail::add_moves(implied, t, p, r);
+      add_moves(implied, t, p, r);
     }
   for (int i = 0; i < cp; ++i)
     for (int j = 0; j < cp; ++j) {
       const int n = seen[static_cast<std::size_t>(i * cp + j)];
-      if (g(i, j) && n != 1)
-        say("task (" + std::to_string(i) + ", " + std::to_string(j) + ") runs " +
-            std::to_string(n) + " times");
-      if (!g(i, j) && n != 0)
-        say("(" + std::to_string(i) + ", " + std::to_string(j) + ") is not a task but runs");
+      if (g(i, j) && n != 1) say("task " + cell(i, j) + " runs " + std::to_string(n) + " times");
+      if (!g(i, j) && n != 0) say(cell(i, j) + " is not a task but runs");
     }
-  // Per round, rank and kind: the plan's peers against the implied ones, as multisets.
+  return implied;
+}
+
+/// Each list of a rank's transfers, and what to say when a peer is missing from it or extra.
+struct transfer_list {
+  std::vector<int> transfers::*peers;
+  const char *missing, *extra;
+};
+inline constexpr transfer_list transfer_lists[] = {
+    {&transfers::recv_kv_src, "its task needs KV from rank ",
+     "receives KV no task of its uses, from rank "},
+    {&transfers::recv_q_src, "its task needs Q from rank ",
+     "receives Q no task of its uses, from rank "},
+    {&transfers::recv_o_src, "does not receive its output back from rank ",
+     "receives an output nobody computed for it, from rank "},
+    {&transfers::send_kv_dst, "does not send its KV to rank ", "sends KV no task uses, to rank "},
+    {&transfers::send_q_dst, "does not send its Q to rank ", "sends Q no task uses, to rank "},
+    {&transfers::send_o_dst, "does not return an output to rank ",
+     "returns an output it did not compute, to rank "},
+};
+
+/// Per round, rank and kind, the plan's peers against the implied ones as multisets (to `say`):
+/// each missing and each extra; one Q and one KV receive per rank and round; the cap kept.
+template <class Say>
+void compare_moves(const cp_plan& pl, const cp_plan& implied, const Say& say) {
   const auto compare = [&](int r, int p, std::vector<int> planned, std::vector<int> needed,
-                           const char* missing, const char* extra) {
+                           const transfer_list& l) {
     std::sort(planned.begin(), planned.end());
     std::sort(needed.begin(), needed.end());
     std::vector<int> lack, surplus;
@@ -366,39 +392,42 @@ inline std::vector<std::string> validate(const cp_plan& pl, const dense_mask& g)
                         std::back_inserter(lack));
     std::set_difference(planned.begin(), planned.end(), needed.begin(), needed.end(),
                         std::back_inserter(surplus));
-    for (const int peer : lack) say(name(r, p) + ": " + missing + std::to_string(peer));
-    for (const int peer : surplus) say(name(r, p) + ": " + extra + std::to_string(peer));
-  };
-  // Each list of a rank's transfers, and what to say when a peer is missing from it or extra.
-  struct transfer_list {
-    std::vector<int> transfers::*peers;
-    const char *missing, *extra;
-  };
-  static constexpr transfer_list lists[] = {
-      {&transfers::recv_kv_src, "its task needs KV from rank ",
-       "receives KV no task of its uses, from rank "},
-      {&transfers::recv_q_src, "its task needs Q from rank ",
-       "receives Q no task of its uses, from rank "},
-      {&transfers::recv_o_src, "does not receive its output back from rank ",
-       "receives an output nobody computed for it, from rank "},
-      {&transfers::send_kv_dst, "does not send its KV to rank ", "sends KV no task uses, to rank "},
-      {&transfers::send_q_dst, "does not send its Q to rank ", "sends Q no task uses, to rank "},
-      {&transfers::send_o_dst, "does not return an output to rank ",
-       "returns an output it did not compute, to rank "},
+    for (const int peer : lack) say(where(r, p) + ": " + l.missing + std::to_string(peer));
+    for (const int peer : surplus) say(where(r, p) + ": " + l.extra + std::to_string(peer));
   };
   for (int r = 0; r <= pl.rounds; ++r)
-    for (int p = 0; p < cp; ++p) {
+    for (int p = 0; p < pl.cp; ++p) {
       const transfers& t = at(at(pl.moves, r), p);
       const transfers& need = at(at(implied.moves, r), p);
       if (t.recv_q_src.size() > 1 || t.recv_kv_src.size() > 1)
-        say(name(r, p) + ": " + (t.recv_q_src.size() > 1 ? "Q" : "KV") +
+        say(where(r, p) + ": " + (t.recv_q_src.size() > 1 ? "Q" : "KV") +
             " is received more than once; a rank has one buffer per operand and round");
-      for (const transfer_list& l : lists)
-        compare(r, p, t.*l.peers, need.*l.peers, l.missing, l.extra);
+      for (const transfer_list& l : transfer_lists) compare(r, p, t.*l.peers, need.*l.peers, l);
       if (t.units() > pl.cap)
-        say(name(r, p) + ": " + std::to_string(t.units()) + " units exceed the cap of " +
+        say(where(r, p) + ": " + std::to_string(t.units()) + " units exceed the cap of " +
             std::to_string(pl.cap));
     }
+}
+
+}  // namespace detail
+
+/// Everything wrong with `pl` as a plan for grid `g` (empty when it is valid), for any plan —
+/// built by hand, read from a file, corrupted: first its shape (tables of `rounds` rows of `cp`
+/// ranks, tasks and peers inside the grid), then its contents: each task exactly once, at most
+/// one task per rank and round, tasks only where an operand lives; the transfers exactly those
+/// the tasks imply — each receive matched by its send and each send by its receive, one Q and one
+/// KV receive per rank and round (a second would land in the same buffer), every operand where
+/// it is used, every partial output returned to its owner the round after; the cap kept.
+/// `cp_attention` runs only a plan that passes, so a valid plan cannot hang it.
+inline std::vector<std::string> validate(const cp_plan& pl, const dense_mask& g) {
+  std::vector<std::string> bad;
+  const auto say = [&](const std::string& s) { bad.push_back("weft: plan: " + s); };
+  if (const std::optional<std::string> shape = detail::shape_error(pl, g)) {
+    say(*shape);
+    return bad;
+  }
+  const cp_plan implied = detail::implied_moves(pl, g, say);
+  detail::compare_moves(pl, implied, say);
   return bad;
 }
 
