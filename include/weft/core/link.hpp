@@ -53,4 +53,21 @@ constexpr seconds tensor_parallel_block(link_model l, int p, double n,
 }
 }  // namespace collective
 
+/// A pipeline transfer's shape: what one device of a stage holds of a micro-batch's activation.
+struct pipeline_activation {
+  double micro_batch_size = 1, seq = 0, hidden = 0;
+  int tp = 1, cp = 1;
+  bool sequence_parallel = false;
+  double bytes_per_value = 2;  ///< bf16
+};
+
+/// The bytes one device sends per pipeline transfer: its share of the activation (or its
+/// gradient) — the sequence split over context parallelism, and over tensor parallelism with
+/// sequence parallelism (Megatron then sends seq / tp tokens per device). The one rule for a
+/// planned job (plan/estimate.hpp) and the cross-DC scenario (sim/xdc_preset.hpp).
+constexpr double pipeline_transfer_bytes(const pipeline_activation& a) noexcept {
+  const double tokens = a.micro_batch_size * a.seq / a.cp / (a.sequence_parallel ? a.tp : 1);
+  return tokens * a.hidden * a.bytes_per_value;
+}
+
 }  // namespace weft

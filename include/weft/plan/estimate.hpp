@@ -142,100 +142,83 @@ inline stage_estimate stage_costs(const transformer& m, const job& j, const clus
   return out;
 }
 
-}  // namespace detail
-
-/// Estimates job `j` of model `m` on cluster `c`: checks the job (`config_error` naming what
-/// does not split), costs each stage, simulates the pipeline with schedule `j.schedule` and
-/// the cluster's contention facts, adds the gradient reduction and the optimizer.
-inline estimate estimate_job(const transformer& m, const job& j, const cluster& c) {
-  check_job(m, j);
-  const generator_info* g = find_generator(j.schedule);
-  if (!g) (void)generate(j.schedule, {});  // the registry's error, naming the known ones
-  const std::string name(g->name);
-  int per_rank = g->chunks_per_rank > 0 ? g->chunks_per_rank : j.chunks;
-  if (g->chunks_per_rank > 0 && j.chunks != 1 && j.chunks != g->chunks_per_rank)
-    throw config_error("--schedule " + name + " makes " + std::to_string(g->chunks_per_rank) +
+/// The chunks per rank job `j` runs with generator `g` (its own count, or `--chunks`, or as many
+/// as `--pipeline-layout` gives each rank); `config_error` when they disagree.
+inline int chunks_per_rank(const transformer& m, const job& j, const generator_info& g) {
+  const std::string name(g.name);
+  int per_rank = g.chunks_per_rank > 0 ? g.chunks_per_rank : j.chunks;
+  if (g.chunks_per_rank > 0 && j.chunks != 1 && j.chunks != g.chunks_per_rank)
+    throw config_error("--schedule " + name + " makes " + std::to_string(g.chunks_per_rank) +
                        " chunks per rank, not --chunks " + std::to_string(j.chunks));
   if (!j.layout.empty()) {  // the layout says how many stages each rank holds
     const int given = parse_pipeline_layout(j.layout, j.pp, m.layers, m.mtp_layers).chunks;
-    const int runs = g->chunks_per_rank > 0 ? per_rank / (g->bidirectional ? 2 : 1) : given;
+    const int runs = g.chunks_per_rank > 0 ? per_rank / (g.bidirectional ? 2 : 1) : given;
     if (given != runs)
       throw config_error("--pipeline-layout gives each rank " + std::to_string(given) +
                          " stage(s); --schedule " + name + " runs " + std::to_string(runs));
-    if (g->chunks_per_rank == 0) per_rank = given;
+    if (g.chunks_per_rank == 0) per_rank = given;
   }
-  job staged = j;
-  staged.chunks = g->bidirectional ? per_rank / 2 : per_rank;
-  const pipeline_layout layout = stages_of(m, staged);
+  return per_rank;
+}
 
-  estimate out;
-  for (const layout_stage& st : layout.stages)
-    out.stages.push_back(detail::stage_costs(m, j, c, st));
-  generator_args a;
-  a.ranks = j.pp;
-  a.micro = j.micro();
-  a.chunks = per_rank;
-  a.transfers = true;
-  out.sched = generate(j.schedule, a);
-  out.prog = lower(out.sched);
-  const model_desc& md = out.sched.model;
-  const auto stage_of = [&](int chunk) {
-    return static_cast<std::size_t>(chunk) % out.stages.size();  // DualPipe's second copy
-  };
-  for (int ch = 0; ch < md.chunks(); ++ch) out.cost.chunks.push_back(out.stages[stage_of(ch)].cost);
-  // Pipeline transfers: a device's activation (its sequence-parallel shard) to the next stage.
-  // Consecutive pipeline ranks are tp x cp x dp devices apart, so a node holds per_node / that
-  // many of them: a transfer inside a node takes the node's links, one between nodes its
-  // network (the cost model's sites).
-  const double p2p_bytes =
-      j.micro_batch_size * j.seq / j.cp * m.hidden * 2 / (j.sequence_parallel ? j.tp : 1);
+/// Prices the pipeline's transfers in `cost`: a device's activation (its sequence-parallel
+/// shard) to the next stage. Consecutive pipeline ranks are tp x cp x dp devices apart, so a
+/// node holds per_node / that many of them: a transfer inside a node takes the node's links, one
+/// between nodes its network (the cost model's sites). Over data centres (docs/cross-dc.md) the
+/// pipeline ranks split evenly over them; a transfer inside one takes the link between
+/// consecutive ranks (inside a node while they share one, else between nodes: one class for all
+/// of a centre's transfers), one between two the centres' link, at the cross-DC scenario's share
+/// of a port (`crossing_slowdown`).
+inline void price_transfers(cost_model& cost, const transformer& m, const job& j,
+                            const cluster& c) {
+  const double bytes =
+      pipeline_transfer_bytes({.micro_batch_size = static_cast<double>(j.micro_batch_size),
+                               .seq = j.seq,
+                               .hidden = m.hidden,
+                               .tp = j.tp,
+                               .cp = j.cp,
+                               .sequence_parallel = j.sequence_parallel});
   const long long apart = static_cast<long long>(j.tp) * j.cp * j.dp;
-  out.cost.contention = c.overlap;
+  cost.contention = c.overlap;
   if (c.centres.sites <= 1) {
-    const seconds near = collective::p2p(c.intra, p2p_bytes);
-    for (kind k : {kind::send, kind::recv}) out.cost.set(k, phase::F, near).set(k, phase::B, near);
-    out.cost.site_ranks = apart < c.per_node ? static_cast<int>(c.per_node / apart) : 1;
-    out.cost.far_p2p = collective::p2p(c.inter, p2p_bytes);
-    out.cost.p2p_latency = c.intra.alpha;
-    out.cost.far_p2p_latency = c.inter.alpha;
-  } else {
-    // Data centres (docs/cross-dc.md): the pipeline ranks split evenly over them; a transfer
-    // inside one takes the link between consecutive ranks (inside a node while they share one,
-    // else between nodes: one class for all of a centre's transfers), one between two the
-    // centres' link, at the cross-DC scenario's share of a port (`crossing_slowdown`).
-    if (j.pp % c.centres.sites != 0)
-      throw config_error("the pipeline's " + std::to_string(j.pp) +
-                         " ranks do not split evenly over the cluster's " +
-                         std::to_string(c.centres.sites) + " data centres");
-    const link_model inside = apart < c.per_node ? c.intra : c.inter;
-    const seconds near = collective::p2p(inside, p2p_bytes);
-    for (kind k : {kind::send, kind::recv}) out.cost.set(k, phase::F, near).set(k, phase::B, near);
-    const double ratio = crossing_slowdown(c.centres.convergence_ratio, c.centres.sites, j.pp);
-    const link_model far = link_model::cross_dc(c.centres.km, ratio, c.inter);
-    // Priced with shared links, the centres' uplink is a resource of its own (ports wide, in a
-    // pipeline rank's): a crossing moves at its port's speed over it, as alone it did over `far`.
-    out.cost.contention.uplink_ports = 1 / ratio;
-    const bool uplink = out.cost.contention.shared_links;
-    out.cost.site_ranks = j.pp / c.centres.sites;
-    out.cost.far_p2p =
-        collective::p2p(uplink ? link_model::cross_dc(c.centres.km, 1, c.inter) : far, p2p_bytes);
-    out.cost.p2p_latency = inside.alpha;
-    out.cost.far_p2p_latency = far.alpha;
+    const seconds near = collective::p2p(c.intra, bytes);
+    for (kind k : {kind::send, kind::recv}) cost.set(k, phase::F, near).set(k, phase::B, near);
+    cost.site_ranks = apart < c.per_node ? static_cast<int>(c.per_node / apart) : 1;
+    cost.far_p2p = collective::p2p(c.inter, bytes);
+    cost.p2p_latency = c.intra.alpha;
+    cost.far_p2p_latency = c.inter.alpha;
+    return;
   }
-  out.time = simulate(out.prog, out.cost);
-  out.metrics = measure(out.prog, out.time);
-  out.pipeline = out.time.makespan;
+  if (j.pp % c.centres.sites != 0)
+    throw config_error("the pipeline's " + std::to_string(j.pp) +
+                       " ranks do not split evenly over the cluster's " +
+                       std::to_string(c.centres.sites) + " data centres");
+  const link_model inside = apart < c.per_node ? c.intra : c.inter;
+  const seconds near = collective::p2p(inside, bytes);
+  for (kind k : {kind::send, kind::recv}) cost.set(k, phase::F, near).set(k, phase::B, near);
+  const double ratio = crossing_slowdown(c.centres.convergence_ratio, c.centres.sites, j.pp);
+  const link_model far = link_model::cross_dc(c.centres.km, ratio, c.inter);
+  // Priced with shared links, the centres' uplink is a resource of its own (ports wide, in a
+  // pipeline rank's): a crossing moves at its port's speed over it, as alone it did over `far`.
+  cost.contention.uplink_ports = 1 / ratio;
+  const bool uplink = cost.contention.shared_links;
+  cost.site_ranks = j.pp / c.centres.sites;
+  cost.far_p2p =
+      collective::p2p(uplink ? link_model::cross_dc(c.centres.km, 1, c.inter) : far, bytes);
+  cost.p2p_latency = inside.alpha;
+  cost.far_p2p_latency = far.alpha;
+}
 
-  // Per rank: its stages' parameters (and their states), and its peak live activations.
-  std::vector<double> dense(static_cast<std::size_t>(j.pp), 0), expert(dense), layers(dense);
-  for (int ch = 0; ch < md.chunks(); ++ch) {
-    const auto r = static_cast<std::size_t>(md.rank_of(ch));
-    dense[r] += out.stages[stage_of(ch)].params;
-    expert[r] += out.stages[stage_of(ch)].expert_params;
-    layers[r] += layout.stages[stage_of(ch)].layers + layout.stages[stage_of(ch)].mtp;
-  }
-  for (int ch = 0; ch < md.chunks(); ++ch)
-    out.chunk_activation_bytes.push_back(out.stages[stage_of(ch)].activation_bytes);
+/// Per pipeline rank, what its stages hold: parameters (dense and experts') and layers.
+struct rank_holdings {
+  std::vector<double> dense, expert, layers;
+};
+
+/// The data-parallel side of `out` (its stages and schedule set): per rank, the model states
+/// and the memory with the peak live activations, the exposed gradient reduction (the slowest
+/// rank's) and the optimizer step (the largest shard's).
+inline void add_data_parallel(estimate& out, const job& j, const cluster& c,
+                              const rank_holdings& held) {
   const buffer<double> live = peak_live_weight(
       out.sched, [&](int ch) { return out.chunk_activation_bytes[static_cast<std::size_t>(ch)]; });
   const long long dp_ranks = static_cast<long long>(j.dp) * j.cp;
@@ -255,34 +238,83 @@ inline estimate estimate_job(const transformer& m, const job& j, const cluster& 
   const link_model edp_link = group_link(c, dp_ranks / j.ep, static_cast<long long>(j.tp) * j.ep);
   const int d = static_cast<int>(dp_ranks), ed = static_cast<int>(dp_ranks / j.ep);
   double slowest_sync = 0, largest = 0;
-  for (std::size_t r = 0; r < dense.size(); ++r) {
-    out.states_per_rank.push_back(model_state_bytes(dense[r], dense_shards, j.sharding) +
-                                  model_state_bytes(expert[r], expert_shards, j.sharding) +
-                                  transient_per_param * (dense[r] + expert[r]) /
-                                      std::max(1.0, layers[r]));
+  for (std::size_t r = 0; r < held.dense.size(); ++r) {
+    const double dense = held.dense[r], expert = held.expert[r];
+    const double layers = std::max(1.0, held.layers[r]);
+    out.states_per_rank.push_back(model_state_bytes(dense, dense_shards, j.sharding) +
+                                  model_state_bytes(expert, expert_shards, j.sharding) +
+                                  transient_per_param * (dense + expert) / layers);
     out.memory_per_rank.push_back(out.states_per_rank.back() + live[r]);
     // Gradients reduce-scattered in fp32 and parameters all-gathered in bf16 over the
     // data-parallel ranks (the experts' over theirs); FSDP gathers the parameters twice, before
     // each layer's forward and again before its backward, and none after the step.
     const double gathers = fsdp ? 2 : 1;
-    const seconds sync = collective::ring_reduce_scatter(dp_link, d, 4 * dense[r]) +
-                         gathers * collective::ring_all_gather(dp_link, d, 2 * dense[r]) +
-                         collective::ring_reduce_scatter(edp_link, ed, 4 * expert[r]) +
-                         gathers * collective::ring_all_gather(edp_link, ed, 2 * expert[r]);
+    const seconds sync = collective::ring_reduce_scatter(dp_link, d, 4 * dense) +
+                         gathers * collective::ring_all_gather(dp_link, d, 2 * dense) +
+                         collective::ring_reduce_scatter(edp_link, ed, 4 * expert) +
+                         gathers * collective::ring_all_gather(edp_link, ed, 2 * expert);
     // Overlapped with the backward (FSDP always overlaps: it prefetches the next layer), only a
     // layer's worth is left.
-    const double exposed =
-        j.overlap_grad_reduce || fsdp ? sync.count() / std::max(1.0, layers[r]) : sync.count();
+    const double exposed = j.overlap_grad_reduce || fsdp ? sync.count() / layers : sync.count();
     slowest_sync = std::max(slowest_sync, exposed);
     // Adam runs on the rank's shard of the optimizer states (all of them when unsharded).
     const bool split = j.sharding != dp_sharding::no_shard;
-    largest = std::max(
-        largest, dense[r] / (split ? dense_shards : 1) + expert[r] / (split ? expert_shards : 1));
+    largest = std::max(largest,
+                       dense / (split ? dense_shards : 1) + expert / (split ? expert_shards : 1));
   }
   out.grad_sync = seconds(slowest_sync);
   // Adam on a device's shard: read and write the fp32 master weights and moments, read the
   // gradient, write the bf16 weights: 30 bytes a parameter, memory-bound.
   out.optimizer = seconds(30 * largest / c.device.memory_bytes_per_s);
+}
+
+}  // namespace detail
+
+/// Estimates job `j` of model `m` on cluster `c`: checks the job (`config_error` naming what
+/// does not split), costs each stage, simulates the pipeline with schedule `j.schedule` and
+/// the cluster's contention facts, adds the gradient reduction and the optimizer.
+inline estimate estimate_job(const transformer& m, const job& j, const cluster& c) {
+  check_job(m, j);
+  const generator_info* g = find_generator(j.schedule);
+  if (!g) (void)generate(j.schedule, {});  // the registry's error, naming the known ones
+  const int per_rank = detail::chunks_per_rank(m, j, *g);
+  job staged = j;
+  staged.chunks = g->bidirectional ? per_rank / 2 : per_rank;
+  const pipeline_layout layout = stages_of(m, staged);
+
+  estimate out;
+  for (const layout_stage& st : layout.stages)
+    out.stages.push_back(detail::stage_costs(m, j, c, st));
+  generator_args a;
+  a.ranks = j.pp;
+  a.micro = j.micro();
+  a.chunks = per_rank;
+  a.transfers = true;
+  out.sched = generate(j.schedule, a);
+  out.prog = lower(out.sched);
+  const model_desc& md = out.sched.model;
+  const auto stage_of = [&](int chunk) {
+    return static_cast<std::size_t>(chunk) % out.stages.size();  // DualPipe's second copy
+  };
+  for (int ch = 0; ch < md.chunks(); ++ch) out.cost.chunks.push_back(out.stages[stage_of(ch)].cost);
+  detail::price_transfers(out.cost, m, j, c);
+  out.time = simulate(out.prog, out.cost);
+  out.metrics = measure(out.prog, out.time);
+  out.pipeline = out.time.makespan;
+
+  // Per rank: its stages' parameters (and their states), and its peak live activations.
+  detail::rank_holdings held;
+  held.dense.assign(static_cast<std::size_t>(j.pp), 0);
+  held.expert = held.layers = held.dense;
+  for (int ch = 0; ch < md.chunks(); ++ch) {
+    const auto r = static_cast<std::size_t>(md.rank_of(ch));
+    const stage_estimate& st = out.stages[stage_of(ch)];
+    held.dense[r] += st.params;
+    held.expert[r] += st.expert_params;
+    held.layers[r] += layout.stages[stage_of(ch)].layers + layout.stages[stage_of(ch)].mtp;
+    out.chunk_activation_bytes.push_back(st.activation_bytes);
+  }
+  detail::add_data_parallel(out, j, c, held);
   out.step = out.pipeline + out.grad_sync + out.optimizer;
 
   const double tokens = static_cast<double>(j.batch()) * j.seq;

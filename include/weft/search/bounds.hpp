@@ -495,6 +495,106 @@ T vee_rank_bound(const basic_problem<T>& q, bool split, const chunks_alone& alon
   }
   return T(best);
 }
+/// An overlapped pair shorter than the longer of its halves is outside what the bounds assume
+/// (with costs per chunk, `pair_of` is never shorter than either half by construction).
+template <time_type T>
+void check_pair_costs(const basic_problem<T>& q) {
+  if (!q.model.stages.has(kind::block) || !q.cost.chunks.empty()) return;
+  const T longer = std::max(q.cost.of(kind::block, phase::F), q.cost.of(kind::block, phase::B));
+  if (q.cost.pair() >= longer) return;
+  const auto show = [](T v) {
+    char buf[32];
+    return std::string(buf, std::to_chars(buf, buf + sizeof buf, v.count()).ptr);
+  };
+  throw config_error("weft: search: an overlapped forward/backward pair (" + show(q.cost.pair()) +
+                     ") shorter than the longer of its halves (" + show(longer) +
+                     ") is outside what the bounds assume: no overlap ends before both halves "
+                     "would alone");
+}
+
+inline constexpr double never_at = std::numeric_limits<double>::infinity();
+
+/// Per rank, in the fused run alone: when its first compute op starts, and the least that
+/// follows one of its backwards to the end (never_at when it has none).
+struct rank_ends {
+  std::vector<double> head, after_backward;
+};
+
+template <time_type T>
+rank_ends ends_alone(int ranks, const program& p, const basic_timeline<T>& t) {
+  rank_ends e{std::vector<double>(static_cast<std::size_t>(ranks), never_at), {}};
+  e.after_backward = e.head;
+  for (std::uint32_t i = 0; i < p.size(); ++i) {
+    const op& o = p.at(i);
+    if (stream_of(o.k) != stream_class::compute) continue;
+    const auto r = static_cast<std::size_t>(p.rank[i]);
+    e.head[r] = std::min(e.head[r], t.start[i].count());
+    // The earliest a backward of rank r can end, alone: what follows it is at least the rest.
+    if (o.ph != phase::F)
+      e.after_backward[r] = std::min(e.after_backward[r], (t.makespan - t.finish[i]).count());
+  }
+  return e;
+}
+
+/// Units (micro-batch, chunk) rank r computes.
+inline int units_of(const model_desc& m, int r) {
+  int n = 0;
+  for (int c = 0; c < m.chunks(); ++c)
+    if (m.rank_of(c) == r)
+      for (int mb = 0; mb < m.micro; ++mb) n += m.carries(mb, c) ? 1 : 0;
+  return n;
+}
+
+/// The work bound: each rank's first start alone, then every unit at its least cost, then (fused
+/// only) what must follow its last backward.
+template <time_type T>
+T work_bound(const model_desc& m, const rank_ends& e, T unit, bool split) {
+  T out{0};
+  for (int r = 0; r < m.ranks; ++r) {
+    const auto ri = static_cast<std::size_t>(r);
+    const double after = e.after_backward[ri];
+    const T tail = split || after == never_at ? T{0} : T(after);
+    const T head = T(e.head[ri] == never_at ? 0.0 : e.head[ri]);
+    out = std::max(out, head + unit * static_cast<double>(units_of(m, r)) + tail);
+  }
+  return out;
+}
+
+/// The memory bound under `m.max_live`: per chunk, alone, when its forward starts and the
+/// earliest its unit is freed (its last backward op ends); on each rank the k-th claim comes
+/// after the one before it and its forward's compute, and a lifetime after the claim max_live
+/// before it; then the rank still computes the units from k on, and the last unit has its own
+/// path to go.
+template <time_type T>
+T memory_bound(const model_desc& m, const chunks_alone& alone, const rank_ends& e,
+               T forward_compute, T unit) {
+  const int C = m.chunks();
+  T out{0};
+  for (int r = 0; r < m.ranks; ++r) {
+    double life = never_at, after = never_at;
+    for (int c = 0; c < C; ++c)
+      if (m.rank_of(c) == r) {
+        const auto ci = static_cast<std::size_t>(c);
+        life = std::min(life, alone.done[ci] - alone.first[ci]);
+        after = std::min(after, alone.end - alone.first[ci]);
+      }
+    const int n = units_of(m, r);
+    if (n == 0) continue;
+    const double head = e.head[static_cast<std::size_t>(r)];
+    std::vector<double> claim(static_cast<std::size_t>(n));
+    double lb = 0;
+    for (int k = 0; k < n; ++k) {
+      const auto ki = static_cast<std::size_t>(k);
+      double c = k == 0 ? (head == never_at ? 0.0 : head) : claim[ki - 1] + forward_compute.count();
+      if (k >= m.max_live) c = std::max(c, claim[ki - static_cast<std::size_t>(m.max_live)] + life);
+      claim[ki] = c;
+      lb = std::max(lb, c + static_cast<double>(n - k) * unit.count());
+    }
+    out = std::max(out, T(std::max(lb, claim.back() + after)));
+  }
+  return out;
+}
+
 }  // namespace detail
 
 /// The bounds of problem `q`. `split`: plans may split backwards into dX and dW (then dW may be
@@ -506,21 +606,7 @@ lower_bounds<T> bounds_of(const basic_problem<T>& contended, bool split = true) 
   basic_problem<T> q = contended;
   q.cost.contention = {};
   const model_desc& m = q.model;
-  // (With costs per chunk, `pair_of` is never shorter than either half by construction.)
-  if (m.stages.has(kind::block) && q.cost.chunks.empty()) {
-    const T longer = std::max(q.cost.of(kind::block, phase::F), q.cost.of(kind::block, phase::B));
-    if (q.cost.pair() < longer) {
-      const auto show = [](T v) {
-        char buf[32];
-        return std::string(buf, std::to_chars(buf, buf + sizeof buf, v.count()).ptr);
-      };
-      throw config_error("weft: search: an overlapped forward/backward pair (" +
-                         show(q.cost.pair()) + ") shorter than the longer of its halves (" +
-                         show(longer) +
-                         ") is outside what the bounds assume: no overlap ends before both "
-                         "halves would alone");
-    }
-  }
+  detail::check_pair_costs(q);
   lower_bounds<T> out;
   program fused_prog, split_prog;
   const basic_timeline<T> fused = detail::alone(q, false, fused_prog);
@@ -548,74 +634,13 @@ lower_bounds<T> bounds_of(const basic_problem<T>& contended, bool split = true) 
   const T pair_step = cost.fb.length;
   if (m.stages.has(kind::block)) unit = std::min(unit, pair_step);
 
-  // Per rank: its first compute op's start alone, and (fused only) what follows its last.
-  const int R = m.ranks;
-  constexpr double inf = std::numeric_limits<double>::infinity();
-  std::vector<double> head(static_cast<std::size_t>(R), inf), last_end(head);
-  for (std::uint32_t i = 0; i < fused_prog.size(); ++i) {
-    if (stream_of(fused_prog.at(i).k) != stream_class::compute) continue;
-    const auto r = static_cast<std::size_t>(fused_prog.rank[i]);
-    head[r] = std::min(head[r], fused.start[i].count());
-  }
-  for (std::uint32_t i = 0; i < fused_prog.size(); ++i) {
-    const op& o = fused_prog.at(i);
-    if (stream_of(o.k) != stream_class::compute || o.ph == phase::F) continue;
-    const auto r = static_cast<std::size_t>(fused_prog.rank[i]);
-    // The earliest a backward of rank r can end, alone: what follows it is at least the rest.
-    last_end[r] = std::min(last_end[r], (fused.makespan - fused.finish[i]).count());
-  }
-  for (int r = 0; r < R; ++r) {
-    int units_here = 0;
-    for (int c = 0; c < m.chunks(); ++c)
-      if (m.rank_of(c) == r)
-        for (int mb = 0; mb < m.micro; ++mb) units_here += m.carries(mb, c) ? 1 : 0;
-    const auto ri = static_cast<std::size_t>(r);
-    const T tail = split || last_end[ri] == inf ? T{0} : T(last_end[ri]);
-    const T w = T(head[ri] == inf ? 0.0 : head[ri]) + unit * static_cast<double>(units_here) + tail;
-    out.work = std::max(out.work, w);
-  }
+  const detail::rank_ends ends = detail::ends_alone(m.ranks, fused_prog, fused);
+  out.work = detail::work_bound(m, ends, unit, split);
   // A forward takes at least its compute (inside a whole-block pair, at least what the pair adds
   // to its backward).
   T forward_compute = f;
   if (m.stages.has(kind::block)) forward_compute = std::min(f, std::max(T{0}, pair_step - b_fused));
-  // Memory: per chunk, alone, when its forward starts and the earliest its unit is freed (its
-  // last backward op ends).
-  if (m.max_live > 0) {
-    const int C = m.chunks();
-    std::vector<double> life(static_cast<std::size_t>(C)), rest(life);
-    for (std::size_t c = 0; c < static_cast<std::size_t>(C); ++c) {
-      life[c] = alone.done[c] - alone.first[c];
-      rest[c] = alone.end - alone.first[c];
-    }
-    for (int r = 0; r < R; ++r) {
-      double l = inf, after = inf;
-      int n = 0;
-      for (int c = 0; c < C; ++c)
-        if (m.rank_of(c) == r) {
-          l = std::min(l, life[static_cast<std::size_t>(c)]);
-          after = std::min(after, rest[static_cast<std::size_t>(c)]);
-          for (int mb = 0; mb < m.micro; ++mb) n += m.carries(mb, c) ? 1 : 0;
-        }
-      if (n == 0) continue;
-      // The k-th claim: after the one before it and its forward's compute, and a lifetime
-      // after the claim L before it; then the rank still computes the units from k on, and
-      // the last unit has its own path to go.
-      std::vector<double> claim(static_cast<std::size_t>(n));
-      double lb = 0;
-      for (int k = 0; k < n; ++k) {
-        const auto ki = static_cast<std::size_t>(k);
-        double c =
-            k == 0 ? (head[static_cast<std::size_t>(r)] == inf ? 0.0
-                                                               : head[static_cast<std::size_t>(r)])
-                   : claim[ki - 1] + forward_compute.count();
-        if (k >= m.max_live) c = std::max(c, claim[ki - static_cast<std::size_t>(m.max_live)] + l);
-        claim[ki] = c;
-        lb = std::max(lb, c + static_cast<double>(n - k) * unit.count());
-      }
-      lb = std::max(lb, claim.back() + after);
-      out.memory = std::max(out.memory, T(lb));
-    }
-  }
+  if (m.max_live > 0) out.memory = detail::memory_bound(m, alone, ends, forward_compute, unit);
   out.one_rank =
       detail::one_rank_bound(q, split, fused, fused_prog, halves, split ? split_prog : fused_prog);
   out.one_rank = std::max(out.one_rank, detail::vee_rank_bound(q, split, alone, halves,

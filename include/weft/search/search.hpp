@@ -278,15 +278,10 @@ inline std::vector<int> policy_levels(int cap) {
   return out;
 }
 
-}  // namespace detail
-
-/// Searches `q` for the plan of least simulated makespan (see the file's comment).
+/// Refuses a problem the search cannot take: an invalid model, a run's work instead of costs,
+/// more steps than `opt.max_steps`.
 template <time_type T>
-search_result<T> find_schedule(const basic_problem<T>& q, const search_options& opt = {}) {
-  using clock = std::chrono::steady_clock;
-  const auto t0 = clock::now();
-  const auto deadline = t0 + std::chrono::duration_cast<clock::duration>(
-                                 std::chrono::duration<double>(std::max(0.0, opt.budget_s)));
+void check_searchable(const basic_problem<T>& q, const search_options& opt) {
   const model_desc& m = q.model;
   if (const model_error e = validate(m); e != model_error::none)
     throw config_error("weft: search: " + std::string(describe(e)));
@@ -303,70 +298,37 @@ search_result<T> find_schedule(const basic_problem<T>& q, const search_options& 
                        std::to_string(opt.max_steps) +
                        ": each of the thousands of plans a search judges would take seconds "
                        "(search_options::max_steps; to compare the generators, simulate them)");
-  // Pairs bring a gain when one is shorter than its halves one after the other (with costs per
-  // chunk: when some chunk's communication can hide behind compute).
-  const auto pairs_gain = [&] {
-    if (q.cost.chunks.empty())
-      return q.cost.pair() < q.cost.of(kind::block, phase::F) + q.cost.of(kind::block, phase::B);
-    for (const chunk_cost<T>& x : q.cost.chunks)
-      if (x.comm_F > T{0} || x.comm_B > T{0}) return true;
-    return false;
-  };
-  const bool pair =
-      opt.pair.value_or(m.stages.has(kind::block) ? pairs_gain() : q.overlap.pair_forward_backward);
-  search_result<T> out;
-  std::optional<scored<T>> best;
-  // A plan at the lower bound is optimal: nothing is left to find (the bounds hold for a device
-  // per rank only).
-  out.bound = bounds_of(q, opt.split);
-  const double floor = out.bound.best().count() * (1 + 1e-12);
-  const auto out_of_budget = [&] {
-    return (opt.max_evaluations > 0 && out.evaluations >= opt.max_evaluations) ||
-           clock::now() >= deadline || (q.workers == 0 && best && best->makespan.count() <= floor);
-  };
-  const auto judge = [&](const plan& p, const std::string& by, std::string* why = nullptr) {
-    ++out.evaluations;
-    std::optional<scored<T>> s = evaluate(q, p, why);
-    if (s && (!best || s->makespan < best->makespan)) {
-      best = s;
-      out.found_by = by;
-    }
-    return s;
-  };
+}
 
-  // 1. Every generator that applies.
-  //    Without split backwards, a generator that splits them (ZB-H1, ZB-V) is outside the
-  //    problem asked — and outside what its bounds (fused backwards only) hold for.
-  const auto splits = [](const plan& p) {
-    for (const auto& rank : p.ranks)
-      for (const step& x : rank)
-        if (x.a == action::I || x.a == action::W) return true;
-    return false;
-  };
-  for (const generator_plan& g : generator_plans(m, q.overlap)) {
-    generator_row<T> row{g.name, std::nullopt, g.why};
-    if (g.p && !opt.split && splits(*g.p))
-      row.why =
-          "splits backwards into dX and dW, which this search does not "
-          "(search_options::split)";
-    else if (g.p)
-      row.result = judge(*g.p, g.name, &row.why);
-    out.generators.push_back(std::move(row));
-  }
-  // 2. The list scheduler over its policies: every live limit up to the cap; then, at the cap,
-  //    every warm-up depth (forwards ahead of their backwards) staggered as 1F1B (one fewer per
-  //    rank down the pipeline) or as the interleaved and V schedules (two fewer).
-  std::vector<scored<T>> starts;
-  for (const auto& g : out.generators)
-    if (g.result) starts.push_back(*g.result);
-  // A rank holds at most a unit per micro-batch and chunk of its own: a cap above that is none.
-  const int units = m.micro * m.chunks_per_rank;
-  const int cap = m.max_live > 0 ? std::min(m.max_live, units) : units;
-  const std::vector<int> levels = detail::policy_levels(cap);
+/// Pairs bring a gain when one is shorter than its halves one after the other (with costs per
+/// chunk: when some chunk's communication can hide behind compute).
+template <time_type T>
+bool pairs_gain(const basic_problem<T>& q) {
+  if (q.cost.chunks.empty())
+    return q.cost.pair() < q.cost.of(kind::block, phase::F) + q.cost.of(kind::block, phase::B);
+  for (const chunk_cost<T>& x : q.cost.chunks)
+    if (x.comm_F > T{0} || x.comm_B > T{0}) return true;
+  return false;
+}
+
+/// Does plan `p` split backwards into dX and dW?
+inline bool splits_backwards(const plan& p) {
+  for (const auto& rank : p.ranks)
+    for (const step& x : rank)
+      if (x.a == action::I || x.a == action::W) return true;
+  return false;
+}
+
+/// The list scheduler's policies the search tries: every live limit up to the cap; then, at the
+/// cap, every warm-up depth (forwards ahead of their backwards) staggered as 1F1B (one fewer per
+/// rank down the pipeline) or as the interleaved and V schedules (two fewer); each with split
+/// or fused backwards, paired or not, either chunk order and dW filling waits or not.
+inline std::vector<list_policy> policy_grid(const model_desc& m, int cap, bool split_allowed,
+                                            bool pair) {
   std::vector<list_policy> policies;
   const auto variants = [&](list_policy base) {
     for (const bool split : {true, false}) {
-      if (split && !opt.split) continue;
+      if (split && !split_allowed) continue;
       for (const bool pairs : {false, true}) {
         if (pairs && !pair) continue;
         for (const bool later : {true, false}) {
@@ -384,6 +346,7 @@ search_result<T> find_schedule(const basic_problem<T>& q, const search_options& 
       }
     }
   };
+  const std::vector<int> levels = policy_levels(cap);
   for (const int depth : levels)
     for (const int stagger : {1, 2})
       for (const bool forward_first : {true, false})
@@ -392,18 +355,17 @@ search_result<T> find_schedule(const basic_problem<T>& q, const search_options& 
                   .stagger = stagger,
                   .forward_first = forward_first});
   for (const int limit : levels) variants({.live_limit = limit});
-  for (const list_policy& pol : policies) {
-    if (out_of_budget()) break;
-    const std::optional<plan> p = list_schedule(q, pol);
-    if (!p) continue;
-    if (auto s = judge(*p, "list scheduler")) starts.push_back(std::move(*s));
-  }
-  if (!best) {  // nothing legal: no generator applies and no policy fits the cap
-    out.best = std::nullopt;
-    out.seconds = std::chrono::duration<double>(clock::now() - t0).count();
-    return out;
-  }
-  // 3. Local search from the best few distinct starts, in turn.
+  return policies;
+}
+
+/// Local search from the best few distinct `starts`, in turn, until `out_of_budget()`: each
+/// move either a small change of the plan (`detail::move`) or, one time in eight, ruin and
+/// recreate (keep every rank's steps up to a random point, let a random policy decide the
+/// rest); late acceptance over the last 50 accepted. `judge` scores a plan and keeps the best.
+template <time_type T, class Judge, class OutOfBudget>
+void local_search(const basic_problem<T>& q, const search_options& opt,
+                  const std::vector<list_policy>& policies, std::vector<scored<T>> starts,
+                  bool pair, const Judge& judge, const OutOfBudget& out_of_budget) {
   std::sort(starts.begin(), starts.end(),
             [](const scored<T>& a, const scored<T>& b) { return a.makespan < b.makespan; });
   starts.erase(std::unique(starts.begin(), starts.end(),
@@ -424,8 +386,6 @@ search_result<T> find_schedule(const basic_problem<T>& q, const search_options& 
     walk& k = walks[w];
     plan p = k.now.p;
     if (std::uniform_int_distribution<int>(0, 7)(rng) == 0 && !policies.empty()) {
-      // Ruin and recreate: keep every rank's steps up to a random point of the step, let a
-      // random policy of the grid decide the rest.
       const double cut = std::uniform_real_distribution<double>(0, 1)(rng);
       std::vector<std::size_t> keep(p.ranks.size());
       for (std::size_t r = 0; r < keep.size(); ++r)
@@ -438,7 +398,7 @@ search_result<T> find_schedule(const basic_problem<T>& q, const search_options& 
     } else {
       detail::move(p, rng, opt.split, pair);
     }
-    if (p == k.now.p || !detail::in_order(p)) continue;
+    if (p == k.now.p || !in_order(p)) continue;
     const std::optional<scored<T>> s = judge(p, "local search");
     const double now = k.now.makespan.count();
     if (s) {
@@ -447,6 +407,71 @@ search_result<T> find_schedule(const basic_problem<T>& q, const search_options& 
     }
     k.history[k.tick++ % L] = k.now.makespan.count();
   }
+}
+
+}  // namespace detail
+
+/// Searches `q` for the plan of least simulated makespan (see the file's comment).
+template <time_type T>
+search_result<T> find_schedule(const basic_problem<T>& q, const search_options& opt = {}) {
+  using clock = std::chrono::steady_clock;
+  const auto t0 = clock::now();
+  const auto deadline = t0 + std::chrono::duration_cast<clock::duration>(
+                                 std::chrono::duration<double>(std::max(0.0, opt.budget_s)));
+  const model_desc& m = q.model;
+  detail::check_searchable(q, opt);
+  const bool pair = opt.pair.value_or(m.stages.has(kind::block) ? detail::pairs_gain(q)
+                                                                : q.overlap.pair_forward_backward);
+  search_result<T> out;
+  std::optional<scored<T>> best;
+  // A plan at the lower bound is optimal: nothing is left to find (the bounds hold for a device
+  // per rank only).
+  out.bound = bounds_of(q, opt.split);
+  const double floor = out.bound.best().count() * (1 + 1e-12);
+  const auto out_of_budget = [&] {
+    return (opt.max_evaluations > 0 && out.evaluations >= opt.max_evaluations) ||
+           clock::now() >= deadline || (q.workers == 0 && best && best->makespan.count() <= floor);
+  };
+  const auto judge = [&](const plan& p, const std::string& by, std::string* why = nullptr) {
+    ++out.evaluations;
+    std::optional<scored<T>> s = evaluate(q, p, why);
+    if (s && (!best || s->makespan < best->makespan)) {
+      best = s;
+      out.found_by = by;
+    }
+    return s;
+  };
+
+  // 1. Every generator that applies. Without split backwards, a generator that splits them
+  //    (ZB-H1, ZB-V) is outside the problem asked — and outside what its bounds (fused
+  //    backwards only) hold for.
+  for (const generator_plan& g : generator_plans(m, q.overlap)) {
+    generator_row<T> row{g.name, std::nullopt, g.why};
+    if (g.p && !opt.split && detail::splits_backwards(*g.p))
+      row.why =
+          "splits backwards into dX and dW, which this search does not "
+          "(search_options::split)";
+    else if (g.p)
+      row.result = judge(*g.p, g.name, &row.why);
+    out.generators.push_back(std::move(row));
+  }
+  // 2. The list scheduler over its policies. A rank holds at most a unit per micro-batch and
+  //    chunk of its own: a cap above that is none.
+  std::vector<scored<T>> starts;
+  for (const auto& g : out.generators)
+    if (g.result) starts.push_back(*g.result);
+  const int units = m.micro * m.chunks_per_rank;
+  const int cap = m.max_live > 0 ? std::min(m.max_live, units) : units;
+  const std::vector<list_policy> policies = detail::policy_grid(m, cap, opt.split, pair);
+  for (const list_policy& pol : policies) {
+    if (out_of_budget()) break;
+    const std::optional<plan> p = list_schedule(q, pol);
+    if (!p) continue;
+    if (auto s = judge(*p, "list scheduler")) starts.push_back(std::move(*s));
+  }
+  // 3. Local search from the best starts; nothing legal (no generator applies and no policy
+  //    fits the cap) leaves nothing to start from.
+  if (best) detail::local_search(q, opt, policies, std::move(starts), pair, judge, out_of_budget);
   out.best = best;
   out.seconds = std::chrono::duration<double>(clock::now() - t0).count();
   return out;

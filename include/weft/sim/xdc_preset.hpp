@@ -70,8 +70,12 @@ constexpr double xdc_layer_flops(const xdc_facts& f) noexcept {
 
 /// The bytes one device sends per pipeline transfer: its activation (or gradient) shard.
 constexpr double xdc_p2p_bytes(const xdc_facts& f) noexcept {
-  const double tokens = f.seq * f.micro_batch_size / (f.sequence_parallel ? f.tp : 1);
-  return tokens * f.hidden * f.bytes_per_value;
+  return pipeline_transfer_bytes({.micro_batch_size = static_cast<double>(f.micro_batch_size),
+                                  .seq = f.seq,
+                                  .hidden = f.hidden,
+                                  .tp = f.tp,
+                                  .sequence_parallel = f.sequence_parallel,
+                                  .bytes_per_value = f.bytes_per_value});
 }
 
 /// How much slower than its port a device crosses between data centres: a transfer between two
