@@ -94,6 +94,217 @@ struct worker_events : timed_events<T> {
   }
 };
 
+/// A run on shared workers in time order: the workers, the clock of events, what runs and what
+/// is in flight, and the moves of the runtime's pool (exec/runner.hpp) as events come.
+template <time_type T>
+class worker_pool_run {
+ public:
+  worker_pool_run(const semantics& g, const basic_cost_model<T>& c, unsigned workers,
+                  const basic_sim_options<T>& opt)
+      : g_(g),
+        c_(c),
+        opt_(opt),
+        st_(g),
+        start_(g.ops(), T{-1}),
+        done_(g.ops(), 0),
+        pool_(workers ? workers : 1) {
+    ev_.g = &g;
+    ev_.arrive.assign(g.ops(), T{0});
+    ev_.completed.assign(g.ops(), T{0});
+    ev_.finish.assign(g.ops(), T{-1});
+    ev_.latency = opt.event_latency;
+  }
+
+  basic_timeline<T> run() && {
+    st_.begin(ev_);
+    wake_idle();
+    for (;;) {
+      // Communication that is ready starts before later events (it may end before them), after
+      // those at its time.
+      if (!ev_.comm_ready.empty() &&
+          (clock_.empty() || ev_.comm_ready.top().first < std::get<0>(clock_.top()))) {
+        start_comm(ev_.comm_ready.top().first);
+        continue;
+      }
+      if (clock_.empty()) break;
+      const auto [now, what, id, version] = clock_.top();
+      clock_.pop();
+      if (what == comm_ends)
+        end_comm(id, now);
+      else if (version != pool_[id].version)
+        continue;  // its end moved
+      else if (what == unit_starts)
+        start_unit(id, now);
+      else
+        end_unit(id, now);
+    }
+    basic_timeline<T> t;
+    settle(g_, ev_, start_, done_, finished_, t);
+    return t;
+  }
+
+ private:
+  /// A worker: idle since `free` (every worker starts idle, so its first unit wakes it), or
+  /// holding `unit` — from `begin` (after its wake-up or the runtime's cost per unit) with
+  /// `left` of its work to do at `rate` since `since`. `version` tells a current end from a
+  /// stale one.
+  struct worker {
+    std::uint32_t unit = npos;
+    T free{-std::numeric_limits<double>::infinity()};
+    T begin{0}, since{0}, left{0};
+    double rate = 1;
+    bool running = false;
+    std::uint64_t version = 0;
+  };
+  /// What an event is; at one time, ends first, so a unit ending then is not re-rated by one
+  /// starting then.
+  enum : int { comm_ends = 0, unit_ends = 1, unit_starts = 2 };
+  /// (time, what, worker or unit, version).
+  using event = std::tuple<T, int, std::uint32_t, std::uint64_t>;
+
+  /// The rate a unit of compute runs at now: its share of the cores, slowed beside another.
+  double rate_now() const {
+    double r = 1;
+    if (opt_.cores > 0) {
+      const double busy = running_ + opt_.background_load + opt_.comm_load * moving_;
+      r = std::min(1.0, static_cast<double>(opt_.cores) / busy);
+    }
+    return running_ >= 2 ? r / (1 + opt_.co_run_slowdown) : r;
+  }
+
+  /// The number running changed: every running unit drains what it did at its old rate and
+  /// goes on at the new one. Units whose rate stays are not touched (their end stays exact).
+  void rerate(T now) {
+    const double r = rate_now();
+    for (std::uint32_t w = 0; w < pool_.size(); ++w) {
+      worker& k = pool_[w];
+      if (!k.running || k.rate == r) continue;
+      k.left = k.left - (now - k.since) * k.rate;
+      if (k.left < T{0}) k.left = T{0};
+      k.since = now;
+      k.rate = r;
+      clock_.push({now + k.left / r, unit_ends, w, ++k.version});
+    }
+  }
+
+  void assign(std::uint32_t w, std::uint32_t u, T begin) {
+    worker& k = pool_[w];
+    k.unit = u;
+    k.begin = begin;
+    k.running = false;
+    clock_.push({begin, unit_starts, w, ++k.version});
+  }
+
+  /// A free worker takes the unit that waited longest, after the runtime's cost per unit.
+  void take_waiting(std::uint32_t w, T now) {
+    if (ev_.waiting.empty()) {
+      pool_[w].unit = npos;
+      pool_[w].free = now;
+      return;
+    }
+    const std::uint32_t u = ev_.waiting.top().second;
+    ev_.waiting.pop();
+    assign(w, u, now + opt_.dispatch_overhead);
+  }
+
+  /// Units ready at `now` find the idle workers, the one idle longest first; an idle worker
+  /// wakes up for its unit.
+  void wake_idle() {
+    while (!ev_.waiting.empty()) {
+      std::uint32_t best = npos;
+      for (std::uint32_t w = 0; w < pool_.size(); ++w)
+        if (pool_[w].unit == npos && (best == npos || pool_[w].free < pool_[best].free)) best = w;
+      if (best == npos) return;
+      const T at = ev_.waiting.top().first;
+      const std::uint32_t u = ev_.waiting.top().second;
+      ev_.waiting.pop();
+      const T f = pool_[best].free;
+      assign(best, u, f >= at ? f + opt_.dispatch_overhead : at + opt_.wake_latency);
+    }
+  }
+
+  /// Communication ready by `now` starts: it holds no worker, but takes its share of the cores.
+  void start_comm(T now) {
+    while (!ev_.comm_ready.empty() && !(now < ev_.comm_ready.top().first)) {
+      const T at = ev_.comm_ready.top().first;
+      const std::uint32_t u = ev_.comm_ready.top().second;
+      ev_.comm_ready.pop();
+      g_.each_member(u, [&](std::uint32_t x) { start_[x] = at; });
+      clock_.push({at + span_of(g_, c_, ev_.arrive, u), comm_ends, u, 0});
+      ++moving_;
+      if (opt_.comm_load > 0) rerate(at);
+    }
+  }
+
+  void finish_unit(std::uint32_t u, T now) {
+    g_.each_member(u, [&](std::uint32_t x) {
+      ev_.finish[x] = now;
+      done_[x] = 1;
+    });
+    finished_ += g_.member_count(u);
+  }
+
+  /// A unit of communication completes.
+  void end_comm(std::uint32_t u, T now) {
+    --moving_;
+    if (opt_.comm_load > 0) rerate(now);
+    finish_unit(u, now);
+    st_.complete_unit(u, ev_);
+    wake_idle();
+  }
+
+  /// Worker `w` starts its unit: its work (a run's own, or its cost) at the rate of now.
+  void start_unit(std::uint32_t w, T now) {
+    worker& k = pool_[w];
+    const std::uint32_t u = k.unit;
+    g_.each_member(u, [&](std::uint32_t x) { start_[x] = now; });
+    k.running = true;
+    k.since = now;
+    k.left = !opt_.work.empty() && opt_.work[u] > T{0} ? opt_.work[u] : cost_of(g_, c_, u);
+    ++running_;
+    k.rate = rate_now();
+    clock_.push({now + k.left / k.rate, unit_ends, w, ++k.version});
+    rerate(now);
+  }
+
+  /// Worker `w`'s unit ends: its completion may give it the next unit of its stream at once, or
+  /// one of another stream after the runtime's cost per unit.
+  void end_unit(std::uint32_t w, T now) {
+    worker& k = pool_[w];
+    const std::uint32_t u = k.unit;
+    k.running = false;
+    --running_;
+    finish_unit(u, now);
+    ev_.finishing_queue = g_.queue_of(u);
+    st_.complete_unit(u, ev_);
+    ev_.finishing_queue = npos;
+    const std::uint32_t next = std::exchange(ev_.follow_on, npos);
+    const std::uint32_t h = std::exchange(ev_.handoff, npos);
+    if (next != npos) {
+      if (h != npos) ev_.waiting.push({ev_.unit_ready_at(h), h});
+      assign(w, next, now);
+    } else if (h != npos) {
+      assign(w, h, now + opt_.dispatch_overhead);
+    } else {
+      take_waiting(w, now);
+    }
+    rerate(now);
+    wake_idle();
+  }
+
+  const semantics& g_;
+  const basic_cost_model<T>& c_;
+  const basic_sim_options<T>& opt_;
+  readiness<> st_;
+  worker_events<T> ev_;
+  buffer<T> start_;
+  buffer<std::uint8_t> done_;
+  std::uint32_t finished_ = 0;
+  std::vector<worker> pool_;
+  std::priority_queue<event, std::vector<event>, std::greater<>> clock_;
+  unsigned running_ = 0, moving_ = 0;  ///< units of compute running, of communication in flight
+};
+
 }  // namespace detail
 
 /// As `simulate` (the same options), with compute units competing for `workers` threads and,
@@ -127,173 +338,7 @@ basic_timeline<T> simulate_on_workers(const program& p, const basic_cost_model<T
                        " op copies; the program has " + std::to_string(g.ops()) + " (" +
                        std::to_string(p.size()) + " ops × " + std::to_string(replicas) +
                        " replicas)");
-  readiness<> st(g);
-  detail::worker_events<T> ev;
-  ev.g = &g;
-  ev.arrive.assign(g.ops(), T{0});
-  ev.completed.assign(g.ops(), T{0});
-  ev.finish.assign(g.ops(), T{-1});
-  ev.latency = opt.event_latency;
-  buffer<T> start(g.ops(), T{-1});
-  buffer<std::uint8_t> done(g.ops(), 0);
-  std::uint32_t finished = 0;
-
-  // A worker: idle since `free` (every worker starts idle, so its first unit wakes it), or
-  // holding `unit` — from `begin` (after its wake-up or the runtime's cost per unit) with `left`
-  // of its work to do at `rate` since `since`. `version` tells a current end from a stale one.
-  struct worker {
-    std::uint32_t unit = npos;
-    T free{-std::numeric_limits<double>::infinity()};
-    T begin{0}, since{0}, left{0};
-    double rate = 1;
-    bool running = false;
-    std::uint64_t version = 0;
-  };
-  std::vector<worker> pool(workers ? workers : 1);
-  // (time, what, worker or unit, version): what 0 a unit of communication ends, 1 a worker's
-  // unit ends, 2 a worker starts its unit — at one time, ends first, so a unit ending then is
-  // not re-rated by one starting then.
-  using event = std::tuple<T, int, std::uint32_t, std::uint64_t>;
-  std::priority_queue<event, std::vector<event>, std::greater<>> clock;
-  unsigned running = 0, moving = 0;  // units of compute running, of communication in flight
-  const auto rate_now = [&] {
-    double r = 1;
-    if (opt.cores > 0) {
-      const double busy = running + opt.background_load + opt.comm_load * moving;
-      r = std::min(1.0, static_cast<double>(opt.cores) / busy);
-    }
-    return running >= 2 ? r / (1 + opt.co_run_slowdown) : r;
-  };
-  // The number running changed: every running unit drains what it did at its old rate and goes
-  // on at the new one. Units whose rate stays are not touched (their end stays exact).
-  const auto rerate = [&](T now) {
-    const double r = rate_now();
-    for (std::uint32_t w = 0; w < pool.size(); ++w) {
-      worker& k = pool[w];
-      if (!k.running || k.rate == r) continue;
-      k.left = k.left - (now - k.since) * k.rate;
-      if (k.left < T{0}) k.left = T{0};
-      k.since = now;
-      k.rate = r;
-      clock.push({now + k.left / r, 1, w, ++k.version});
-    }
-  };
-  const auto assign = [&](std::uint32_t w, std::uint32_t u, T begin) {
-    worker& k = pool[w];
-    k.unit = u;
-    k.begin = begin;
-    k.running = false;
-    clock.push({begin, 2, w, ++k.version});
-  };
-  // A free worker takes the unit that waited longest, after the runtime's cost per unit.
-  const auto take_waiting = [&](std::uint32_t w, T now) {
-    if (ev.waiting.empty()) {
-      pool[w].unit = npos;
-      pool[w].free = now;
-      return;
-    }
-    const std::uint32_t u = ev.waiting.top().second;
-    ev.waiting.pop();
-    assign(w, u, now + opt.dispatch_overhead);
-  };
-  // Units ready at `now` find the idle workers, the one idle longest first; an idle worker
-  // wakes up for its unit.
-  const auto wake_idle = [&] {
-    while (!ev.waiting.empty()) {
-      std::uint32_t best = npos;
-      for (std::uint32_t w = 0; w < pool.size(); ++w)
-        if (pool[w].unit == npos && (best == npos || pool[w].free < pool[best].free)) best = w;
-      if (best == npos) return;
-      const T at = ev.waiting.top().first;
-      const std::uint32_t u = ev.waiting.top().second;
-      ev.waiting.pop();
-      const T f = pool[best].free;
-      assign(best, u, f >= at ? f + opt.dispatch_overhead : at + opt.wake_latency);
-    }
-  };
-  const auto start_comm = [&](T now) {
-    while (!ev.comm_ready.empty() && !(now < ev.comm_ready.top().first)) {
-      const T at = ev.comm_ready.top().first;
-      const std::uint32_t u = ev.comm_ready.top().second;
-      ev.comm_ready.pop();
-      g.each_member(u, [&](std::uint32_t x) { start[x] = at; });
-      clock.push({at + span_of(g, c, ev.arrive, u), 0, u, 0});
-      ++moving;
-      if (opt.comm_load > 0) rerate(at);
-    }
-  };
-  const auto finish_unit = [&](std::uint32_t u, T now) {
-    g.each_member(u, [&](std::uint32_t x) {
-      ev.finish[x] = now;
-      done[x] = 1;
-    });
-    finished += g.member_count(u);
-  };
-
-  st.begin(ev);
-  wake_idle();
-  for (;;) {
-    // Communication that is ready starts before later events (it may end before them), after
-    // those at its time.
-    if (!ev.comm_ready.empty() &&
-        (clock.empty() || ev.comm_ready.top().first < std::get<0>(clock.top()))) {
-      start_comm(ev.comm_ready.top().first);
-      continue;
-    }
-    if (clock.empty()) break;
-    // Named copies, not a structured binding: lambdas below capture them (clang 14 refuses).
-    const T now = std::get<0>(clock.top());
-    const int what = std::get<1>(clock.top());
-    const std::uint32_t id = std::get<2>(clock.top());
-    const std::uint64_t version = std::get<3>(clock.top());
-    clock.pop();
-    if (what == 0) {  // a unit of communication completes
-      --moving;
-      if (opt.comm_load > 0) rerate(now);
-      finish_unit(id, now);
-      st.complete_unit(id, ev);
-      wake_idle();
-      continue;
-    }
-    worker& k = pool[id];
-    if (version != k.version) continue;  // its end moved
-    if (what == 2) {                     // the worker starts its unit
-      const std::uint32_t u = k.unit;
-      g.each_member(u, [&](std::uint32_t x) { start[x] = now; });
-      k.running = true;
-      k.since = now;
-      k.left = !opt.work.empty() && opt.work[u] > T{0} ? opt.work[u] : cost_of(g, c, u);
-      ++running;
-      k.rate = rate_now();
-      clock.push({now + k.left / k.rate, 1, id, ++k.version});
-      rerate(now);
-      continue;
-    }
-    // The worker's unit ends: its completion may give it the next unit of its stream at once,
-    // or one of another stream after the runtime's cost per unit.
-    const std::uint32_t u = k.unit;
-    k.running = false;
-    --running;
-    finish_unit(u, now);
-    ev.finishing_queue = g.queue_of(u);
-    st.complete_unit(u, ev);
-    ev.finishing_queue = npos;
-    const std::uint32_t next = std::exchange(ev.follow_on, npos);
-    const std::uint32_t h = std::exchange(ev.handoff, npos);
-    if (next != npos) {
-      if (h != npos) ev.waiting.push({ev.unit_ready_at(h), h});
-      assign(id, next, now);
-    } else if (h != npos) {
-      assign(id, h, now + opt.dispatch_overhead);
-    } else {
-      take_waiting(id, now);
-    }
-    rerate(now);
-    wake_idle();
-  }
-  basic_timeline<T> t;
-  detail::settle(g, ev, start, done, finished, t);
-  return t;
+  return detail::worker_pool_run<T>(g, c, workers, opt).run();
 }
 
 }  // namespace weft
