@@ -257,187 +257,235 @@ constexpr schedule lower_when_sent(const transfer_lowering& L) {
   return assemble(L.m, out, ends_of);
 }
 
-// Megatron's and the seed's placement, rank by rank: each rank's slots grouped into steps (runs
-// of slots that share a (micro-batch, chunk, direction)); a send right after the slot that
-// completes its output; the receive of a step's input before the step `receives` names.
+// Megatron's and the seed's placement on one rank: its slots grouped into steps (runs of slots
+// that share a (micro-batch, chunk, direction)); a send right after the slot that completes its
+// output; the receive of a step's input before the step `receives` names.
+class rank_by_steps {
+ public:
+  constexpr rank_by_steps(const transfer_lowering& L, std::size_t r, buffer<op>& out,
+                          buffer<std::uint32_t>& ends)
+      : L_(L),
+        s_(L.s),
+        r_(r),
+        rank_(static_cast<int>(r)),
+        out_(out),
+        ends_(ends),
+        batched_(L.opt.receives == receive_posting::batched_1f1b ||
+                 L.opt.receives == receive_posting::batched_interleaved) {
+    find_steps();
+    if (batched_) find_units();
+  }
+
+  /// Lowers the rank: per step, the receives posted before it, its slots, the sends its slots'
+  /// outputs make. `outputs_left` and `wanted` are shared by every rank.
+  constexpr void lower(buffer<std::uint32_t>& outputs_left, buffer<std::uint8_t>& wanted) {
+    const buffer<buffer<op>> receives_before = place_receives(wanted);
+    for (std::uint32_t J = 0; J < steps(); ++J) {
+      if (!batched_ || unit_of_[J] == J) {
+        for (const op& rcv : receives_before[J]) group_.push_back(rcv);
+        flush(J);
+      }
+      for (std::uint32_t g = step_begin_[J]; g < step_end(J); ++g) {
+        if (s_.first_op(g) == s_.slot_end[g]) continue;
+        for (std::uint32_t i = s_.first_op(g); i < s_.slot_end[g]; ++i) out_.push_back(s_.ops[i]);
+        ends_.push_back(static_cast<std::uint32_t>(out_.size()));
+        for (std::uint32_t i = s_.first_op(g); i < s_.slot_end[g]; ++i)
+          L_.on_output(s_.ops[i], outputs_left, [&](const op& snd) { group_.push_back(snd); });
+      }
+    }
+    flush(steps());
+  }
+
+ private:
+  /// A step's (micro-batch, chunk, direction).
+  static constexpr std::uint32_t key(const op& o) {
+    return (static_cast<std::uint32_t>(o.mb) << 9) | (static_cast<std::uint32_t>(o.chunk) << 1) |
+           (transfer_lowering::direction(o) == phase::F ? 0u : 1u);
+  }
+  constexpr std::uint32_t steps() const { return static_cast<std::uint32_t>(step_begin_.size()); }
+  constexpr std::uint32_t step_end(std::uint32_t J) const {
+    return J + 1 < steps() ? step_begin_[J + 1] : s_.end_slot(rank_);
+  }
+  constexpr bool backward_at(std::uint32_t I) const { return (dirs_[I] & 2) != 0; }
+  /// Forwards in the warm-up of this rank (all of them when the lowering does not say).
+  constexpr std::uint32_t warmup_or(std::uint32_t fallback) const {
+    return r_ < L_.opt.warmup.size() ? L_.opt.warmup[r_] : fallback;
+  }
+
+  /// Steps: the first slot of each, and what directions each computes in.
+  constexpr void find_steps() {
+    std::uint32_t prev_b = 0, prev_e = 0;
+    for (std::uint32_t g = s_.first_slot(rank_); g < s_.end_slot(rank_); ++g) {
+      const std::uint32_t b = s_.first_op(g), e = s_.slot_end[g];
+      if (b == e) continue;  // an idle step: nothing to lower
+      bool continues = false;
+      for (std::uint32_t i = b; i < e && !continues; ++i)
+        for (std::uint32_t j = prev_b; j < prev_e && !continues; ++j)
+          continues = key(s_.ops[i]) == key(s_.ops[j]);
+      if (!continues) {
+        step_begin_.push_back(g);
+        dirs_.push_back(0);
+      }
+      for (std::uint32_t i = b; i < e; ++i)
+        dirs_.back() |= L_.direction(s_.ops[i]) == phase::F ? 1 : 2;
+      prev_b = b;
+      prev_e = e;
+    }
+    for (const std::uint8_t x : dirs_) forwards_ += (x & 1) ? 1 : 0;
+    // Every forward first on this rank (the generator's warm-up holds all its forwards)?
+    all_warmup_ = r_ < L_.opt.warmup.size() && L_.opt.warmup[r_] >= forwards_;
+  }
+
+  /// Megatron's batched calls: the step each step's unit begins with (a unit: a step, or a
+  /// 1F1B-phase forward with the backward after it in the interleaved code).
+  constexpr void find_units() {
+    unit_of_.assign(steps(), 0);
+    steady_.assign(steps(), 0);
+    const std::uint32_t w = warmup_or(forwards_);
+    std::uint32_t before = 0;  // forwards in the steps before J
+    for (std::uint32_t J = 0; J < steps(); ++J) {
+      unit_of_[J] = J;
+      steady_[J] = dirs_[J] == 1 && before >= w;
+      if (L_.opt.receives == receive_posting::batched_interleaved && J > 0 && dirs_[J] == 2 &&
+          steady_[J - 1])
+        unit_of_[J] = J - 1;
+      before += (dirs_[J] & 1) ? 1 : 0;
+    }
+  }
+
+  /// Where the receive of step J's input in direction d goes: before step `post_before`.
+  constexpr std::uint32_t post_before(std::uint32_t J, phase d) const {
+    if (batched_) return unit_of_[J];
+    if (L_.opt.receives == receive_posting::early) {
+      if (J == 0 || d == phase::F) return J > 0 ? J - 1 : 0;
+      // MindSpeed's code: a backward's receive goes before the step preceding it in the
+      // cool-down, but right after the previous backward in the 1F1B phase (so before a first
+      // cool-down backward only after the last steady one), and after every forward when the
+      // warm-up holds them all.
+      if (backward_at(J - 1)) return all_warmup_ || (J >= 2 && backward_at(J - 2)) ? J - 1 : J;
+      bool first = true;
+      for (std::uint32_t I = 0; I < J && first; ++I) first = !backward_at(I);
+      return first && all_warmup_ ? J : J - 1;
+    }
+    if (L_.opt.receives == receive_posting::at_use) return J;
+    const std::uint8_t bit = d == phase::F ? 1 : 2;
+    for (std::uint32_t I = J; I-- > 0;)
+      if (dirs_[I] & bit) return I + 1;
+    if (d == phase::F) return 0;
+    // The first backward's: with the last warm-up step (before the step after it), or right
+    // before the backward when the warm-up holds every forward.
+    const std::uint32_t w = warmup_or(J);
+    return w < J ? w : J;
+  }
+
+  /// Per step, the receives posted before it: one per input from another rank.
+  constexpr buffer<buffer<op>> place_receives(buffer<std::uint8_t>& wanted) const {
+    buffer<buffer<op>> before(steps());
+    for (std::uint32_t J = 0; J < steps(); ++J)
+      for (std::uint32_t g = step_begin_[J]; g < step_end(J); ++g)
+        for (std::uint32_t i = s_.first_op(g); i < s_.slot_end[g]; ++i) {
+          const op& o = s_.ops[i];
+          if (!L_.ends.takes_input(o)) continue;
+          const op rcv = L_.transfer(kind::recv, o);
+          if (L_.ix.transfer_peer(rcv) < 0 || wanted[L_.p2p_slot(rcv)]) continue;
+          wanted[L_.p2p_slot(rcv)] = 1;
+          before[post_before(J, L_.direction(o))].push_back(rcv);
+        }
+    return before;
+  }
+
+  /// Issues what the rank does together before step J (J == steps(): after the last).
+  constexpr void flush(std::uint32_t J) {
+    if (batched_)
+      flush_calls(J);
+    else
+      flush_slots();
+  }
+
+  /// The sends after step J - 1 and the receives posted before step J, one slot each, in
+  /// Megatron's order (`_p2p_ops`): even ranks send downstream, receive from upstream, send
+  /// upstream, receive from downstream; odd ranks receive before each send. On one FIFO stream
+  /// two neighbours then always meet: each send faces the receive it matches. MindSpeed's early
+  /// receives: each send, then the receives.
+  constexpr void flush_slots() {
+    const auto issue = [&](const op& o) {
+      out_.push_back(o);
+      ends_.push_back(static_cast<std::uint32_t>(out_.size()));
+    };
+    if (L_.opt.receives == receive_posting::early) {
+      for (const op& t : group_) issue(t);
+    } else {
+      const auto order = [&](const op& t) {
+        const int dir = t.ph == phase::F ? 0 : 2;  // F: to next / from prev; B: the reverse
+        const bool sends = t.k == kind::send;
+        return dir + (rank_ % 2 == 0 ? (sends ? 0 : 1) : (sends ? 1 : 0));
+      };
+      for (int pass = 0; pass < 4; ++pass)
+        for (const op& t : group_)
+          if (order(t) == pass) issue(t);
+    }
+    group_.clear();
+  }
+
+  /// Megatron's batched calls: a call is one slot, its ops in `batch_isend_irecv`'s order.
+  /// Before step J: one call, or the sends' and then the receives' where Megatron's code makes
+  /// two — from the warm-up straight into the cool-down (`send_forward`, then `recv_backward`),
+  /// and in 1F1B's warm-up and cool-down.
+  constexpr void flush_calls(std::uint32_t J) {
+    const bool apart =
+        J > 0 && J < steps() &&
+        ((dirs_[J - 1] == 1 && !steady_[J - 1] && dirs_[J] == 2) ||
+         (L_.opt.receives == receive_posting::batched_1f1b && dirs_[J - 1] == dirs_[J]));
+    if (apart) {
+      call(true, false);
+      call(false, true);
+    } else {
+      call(true, true);
+    }
+    group_.clear();
+  }
+
+  /// One batched call of the group's sends and/or receives: to prev, from prev, to next, from
+  /// next.
+  constexpr void call(bool sends, bool receives) {
+    const auto order = [](const op& t) {
+      return t.ph == phase::F ? (t.k == kind::send ? 2 : 1) : (t.k == kind::send ? 0 : 3);
+    };
+    bool any = false;
+    for (int pass = 0; pass < 4; ++pass)
+      for (const op& t : group_)
+        if (order(t) == pass && (t.k == kind::send ? sends : receives)) {
+          out_.push_back(t);
+          any = true;
+        }
+    if (any) ends_.push_back(static_cast<std::uint32_t>(out_.size()));
+  }
+
+  const transfer_lowering& L_;
+  const schedule& s_;
+  std::size_t r_;
+  int rank_;
+  buffer<op>& out_;
+  buffer<std::uint32_t>& ends_;
+  bool batched_;
+  buffer<std::uint32_t> step_begin_;  ///< global slot numbers
+  buffer<std::uint8_t> dirs_;         ///< bit 0: a forward, bit 1: a backward
+  std::uint32_t forwards_ = 0;
+  bool all_warmup_ = false;
+  buffer<std::uint32_t> unit_of_;  ///< batched: the step each step's call is made before
+  buffer<std::uint8_t> steady_;    ///< batched: a forward past the warm-up
+  buffer<op> group_;               ///< what the rank issues together next
+};
+
+// Megatron's and the seed's placement, rank by rank (rank_by_steps).
 constexpr schedule lower_by_steps(const transfer_lowering& L) {
-  const schedule& s = L.s;
-  const auto R = static_cast<std::size_t>(s.ranks());
+  const auto R = static_cast<std::size_t>(L.s.ranks());
   buffer<buffer<op>> out(R);
   buffer<buffer<std::uint32_t>> ends_of(R);
   buffer<std::uint32_t> outputs_left(L.p2p_count(), 0);
   buffer<std::uint8_t> wanted(L.p2p_count(), 0);
-  const auto issue = [&](std::size_t r, const op& o) {
-    out[r].push_back(o);
-    ends_of[r].push_back(static_cast<std::uint32_t>(out[r].size()));
-  };
-  const auto key = [](const op& o) {
-    using L_t = detail::transfer_lowering;
-    return (static_cast<std::uint32_t>(o.mb) << 9) | (static_cast<std::uint32_t>(o.chunk) << 1) |
-           (L_t::direction(o) == phase::F ? 0u : 1u);
-  };
-  for (std::size_t r = 0; r < R; ++r) {
-    const int rank = static_cast<int>(r);
-    // Steps: the first slot of each, and what directions each computes in.
-    buffer<std::uint32_t> step_begin;  // global slot numbers
-    buffer<std::uint8_t> dirs;         // bit 0: a forward, bit 1: a backward
-    std::uint32_t prev_b = 0, prev_e = 0;
-    for (std::uint32_t g = s.first_slot(rank); g < s.end_slot(rank); ++g) {
-      const std::uint32_t b = s.first_op(g), e = s.slot_end[g];
-      if (b == e) continue;  // an idle step: nothing to lower
-      bool continues = prev_e != prev_b;
-      if (continues) {
-        continues = false;
-        for (std::uint32_t i = b; i < e && !continues; ++i)
-          for (std::uint32_t j = prev_b; j < prev_e && !continues; ++j)
-            continues = key(s.ops[i]) == key(s.ops[j]);
-      }
-      if (!continues) {
-        step_begin.push_back(g);
-        dirs.push_back(0);
-      }
-      for (std::uint32_t i = b; i < e; ++i)
-        dirs.back() |= L.direction(s.ops[i]) == phase::F ? 1 : 2;
-      prev_b = b;
-      prev_e = e;
-    }
-    const auto steps = static_cast<std::uint32_t>(step_begin.size());
-    // Where each step's receives go: before step `post`.
-    // Every forward first on this rank (the generator's warm-up holds all its forwards)?
-    std::uint32_t forwards = 0;
-    for (const std::uint8_t x : dirs) forwards += (x & 1) ? 1 : 0;
-    const bool all_warmup = r < L.opt.warmup.size() && L.opt.warmup[r] >= forwards;
-    const auto backward_at = [&](std::uint32_t I) { return (dirs[I] & 2) != 0; };
-    // Megatron's batched calls: the step each step's unit begins with (a unit: a step, or a
-    // 1F1B-phase forward with the backward after it in the interleaved code).
-    const bool batched = L.opt.receives == receive_posting::batched_1f1b ||
-                         L.opt.receives == receive_posting::batched_interleaved;
-    buffer<std::uint32_t> unit_of(batched ? steps : 0, 0);
-    buffer<std::uint8_t> steady(batched ? steps : 0, 0);  // a forward past the warm-up
-    if (batched) {
-      const std::uint32_t w = r < L.opt.warmup.size() ? L.opt.warmup[r] : forwards;
-      std::uint32_t before = 0;  // forwards in the steps before J
-      for (std::uint32_t J = 0; J < steps; ++J) {
-        unit_of[J] = J;
-        steady[J] = dirs[J] == 1 && before >= w;
-        if (L.opt.receives == receive_posting::batched_interleaved && J > 0 && dirs[J] == 2 &&
-            steady[J - 1])
-          unit_of[J] = J - 1;
-        before += (dirs[J] & 1) ? 1 : 0;
-      }
-    }
-    const auto post_before = [&](std::uint32_t J, phase d) -> std::uint32_t {
-      if (batched) return unit_of[J];
-      if (L.opt.receives == receive_posting::early) {
-        if (J == 0 || d == phase::F) return J > 0 ? J - 1 : 0;
-        // MindSpeed's code: a backward's receive goes before the step preceding it in the
-        // cool-down, but right after the previous backward in the 1F1B phase (so before a
-        // first cool-down backward only after the last steady one), and after every forward
-        // when the warm-up holds them all.
-        if (backward_at(J - 1)) return all_warmup || (J >= 2 && backward_at(J - 2)) ? J - 1 : J;
-        bool first = true;
-        for (std::uint32_t I = 0; I < J && first; ++I) first = !backward_at(I);
-        return first && all_warmup ? J : J - 1;
-      }
-      if (L.opt.receives == receive_posting::at_use) return J;
-      const std::uint8_t bit = d == phase::F ? 1 : 2;
-      for (std::uint32_t I = J; I-- > 0;)
-        if (dirs[I] & bit) return I + 1;
-      if (d == phase::F) return 0;
-      // The first backward's: with the last warm-up step (before the step after it), or right
-      // before the backward when the warm-up holds every forward.
-      const std::uint32_t w = r < L.opt.warmup.size() ? L.opt.warmup[r] : J;
-      return w < J ? w : J;
-    };
-    buffer<buffer<op>> receives_before(steps);
-    for (std::uint32_t J = 0; J < steps; ++J) {
-      const std::uint32_t end = J + 1 < steps ? step_begin[J + 1] : s.end_slot(rank);
-      for (std::uint32_t g = step_begin[J]; g < end; ++g)
-        for (std::uint32_t i = s.first_op(g); i < s.slot_end[g]; ++i) {
-          const op& o = s.ops[i];
-          if (!L.ends.takes_input(o)) continue;
-          const op rcv = L.transfer(kind::recv, o);
-          if (L.ix.transfer_peer(rcv) < 0 || wanted[L.p2p_slot(rcv)]) continue;
-          wanted[L.p2p_slot(rcv)] = 1;
-          receives_before[post_before(J, L.direction(o))].push_back(rcv);
-        }
-    }
-    // What a rank issues together after step J - 1 (its sends) and before step J (the receives
-    // posted there), in Megatron's order (`_p2p_ops`): even ranks send downstream, receive from
-    // upstream, send upstream, receive from downstream; odd ranks receive before each send. On
-    // one FIFO stream two neighbours then always meet: each send faces the receive it matches.
-    buffer<op> group;
-    const auto flush = [&] {
-      if (L.opt.receives == receive_posting::early) {  // MindSpeed: each send, then receives
-        for (const op& t : group) issue(r, t);
-        group.clear();
-        return;
-      }
-      const auto order = [&](const op& t) {
-        const int dir = t.ph == phase::F ? 0 : 2;  // F: to next / from prev; B: the reverse
-        const bool sends = t.k == kind::send;
-        return dir + (rank % 2 == 0 ? (sends ? 0 : 1) : (sends ? 1 : 0));
-      };
-      for (int pass = 0; pass < 4; ++pass)
-        for (const op& t : group)
-          if (order(t) == pass) issue(r, t);
-      group.clear();
-    };
-    // Megatron's batched calls: a call is one slot, its ops in `batch_isend_irecv`'s order.
-    // Before step J (or after the last, J == steps): one call, or the sends' and then the
-    // receives' where Megatron's code makes two.
-    const auto flush_calls = [&](std::uint32_t J) {
-      const auto order = [](const op& t) {  // to prev, from prev, to next, from next
-        return t.ph == phase::F ? (t.k == kind::send ? 2 : 1) : (t.k == kind::send ? 0 : 3);
-      };
-      // Apart: from the warm-up straight into the cool-down (`send_forward`, then
-      // `recv_backward`), and in 1F1B's warm-up and cool-down.
-      const bool apart =
-          J > 0 && J < steps &&
-          ((dirs[J - 1] == 1 && !steady[J - 1] && dirs[J] == 2) ||
-           (L.opt.receives == receive_posting::batched_1f1b && dirs[J - 1] == dirs[J]));
-      const auto call = [&](bool sends, bool receives) {
-        bool any = false;
-        for (int pass = 0; pass < 4; ++pass)
-          for (const op& t : group)
-            if (order(t) == pass && (t.k == kind::send ? sends : receives)) {
-              out[r].push_back(t);
-              any = true;
-            }
-        if (any) ends_of[r].push_back(static_cast<std::uint32_t>(out[r].size()));
-      };
-      if (apart) {
-        call(true, false);
-        call(false, true);
-      } else {
-        call(true, true);
-      }
-      group.clear();
-    };
-    for (std::uint32_t J = 0; J < steps; ++J) {
-      if (batched) {
-        if (unit_of[J] == J) {
-          for (const op& rcv : receives_before[J]) group.push_back(rcv);
-          flush_calls(J);
-        }
-      } else {
-        for (const op& rcv : receives_before[J]) group.push_back(rcv);
-        flush();
-      }
-      const std::uint32_t end = J + 1 < steps ? step_begin[J + 1] : s.end_slot(rank);
-      for (std::uint32_t g = step_begin[J]; g < end; ++g) {
-        if (s.first_op(g) == s.slot_end[g]) continue;
-        for (std::uint32_t i = s.first_op(g); i < s.slot_end[g]; ++i) out[r].push_back(s.ops[i]);
-        ends_of[r].push_back(static_cast<std::uint32_t>(out[r].size()));
-        for (std::uint32_t i = s.first_op(g); i < s.slot_end[g]; ++i)
-          L.on_output(s.ops[i], outputs_left, [&](const op& snd) { group.push_back(snd); });
-      }
-    }
-    if (batched)
-      flush_calls(steps);
-    else
-      flush();
-  }
+  for (std::size_t r = 0; r < R; ++r)
+    rank_by_steps(L, r, out[r], ends_of[r]).lower(outputs_left, wanted);
   return assemble(L.m, out, ends_of);
 }
 
