@@ -354,12 +354,7 @@ class basic_cp_attention {
     mat& kv_mine = keep(p, mat(per(), dkc + dvc));
     kv_mine << k_[static_cast<std::size_t>(p)], v_[static_cast<std::size_t>(p)];
     std::vector<std::pair<int, mat>> dq_parts, dkv_parts;  // (other slice, gradient)
-    struct pending_return {
-      int to = 0;
-      channel ch = ret_chan;
-      const mat* packed = nullptr;  // gradient rows, then the other slice's number last
-    };
-    std::vector<pending_return> returns;
+    std::vector<gradient_return> returns;
     for (int r = 0; r <= R; ++r) {
       at.round = r;
       const transfers& t = plan_.moves[static_cast<std::size_t>(r)][static_cast<std::size_t>(p)];
@@ -394,7 +389,7 @@ class basic_cp_attention {
         wait.emplace_back(comm.isend(span_of(bundle), dst, tag(r, q_chan)), to("Q", dst));
       for (const int dst : t.send_kv_dst)
         wait.emplace_back(comm.isend(span_of(kv_mine), dst, tag(r, kv_chan)), to("KV", dst));
-      for (const pending_return& x : returns)
+      for (const gradient_return& x : returns)
         wait.emplace_back(comm.isend(span_of(*x.packed), x.to, tag(r, x.ch)),
                           to(x.ch == ret_chan ? "dQ" : "dKV", x.to));
       await(wait, p, r, "backward");
@@ -410,33 +405,60 @@ class basic_cp_attention {
       const cp_task task = plan_.tasks[static_cast<std::size_t>(x)];
       const mat& qb = task.q == p ? bundle : arrived(q_in, "Q");
       const mat& kv = task.kv == p ? kv_mine : arrived(kv_in, "KV");
-      std::vector<T> lse(static_cast<std::size_t>(per())), D(lse.size());
-      for (int a = 0; a < per(); ++a) {
-        lse[static_cast<std::size_t>(a)] = qb(a, dqc + dvc);
-        D[static_cast<std::size_t>(a)] = qb(a, dqc + dvc + 1);
-      }
-      mat g_q, g_k, g_v;
-      nn::attend_backward<T>(qb.leftCols(dqc), kv.leftCols(dkc), kv.rightCols(dvc),
-                             qb.middleCols(dqc, dvc), lse, D, attends(task.q, task.kv), g_q, g_k,
-                             g_v);
-      if (task.q == p) {
-        dq_parts.emplace_back(task.kv, std::move(g_q));
-      } else {
-        mat& packed = keep(p, mat(per(), dqc + 1));
-        packed << g_q, mat::Constant(per(), 1, static_cast<T>(task.kv));
-        returns.push_back({task.q, ret_chan, &packed});
-      }
-      mat g_kv(per(), dkc + dvc);
-      g_kv << g_k, g_v;
-      if (task.kv == p) {
-        dkv_parts.emplace_back(task.q, std::move(g_kv));
-      } else {
-        mat& packed = keep(p, mat(per(), dkc + dvc + 1));
-        packed << g_kv, mat::Constant(per(), 1, static_cast<T>(task.q));
-        returns.push_back({task.kv, ret_kv_chan, &packed});
-      }
+      backward_task(p, task, qb, kv, dq_parts, dkv_parts, returns);
     }
-    // Sum in slice order: the same sums whatever order the parts arrived in.
+    sum_gradients(p, std::move(dq_parts), std::move(dkv_parts));
+  }
+
+  /// Where a gradient computed for another rank goes: to `to` on `ch`, the gradient's rows then
+  /// the other slice's number last.
+  struct gradient_return {
+    int to = 0;
+    channel ch = ret_chan;
+    const mat* packed = nullptr;
+  };
+
+  /// Rank p's task of the backward on the query bundle `qb` (Q, dO, lse, D) and key/values `kv`:
+  /// the gradients of its own slices kept, the others' packed to return the round after.
+  void backward_task(int p, const cp_task& task, const mat& qb, const mat& kv,
+                     std::vector<std::pair<int, mat>>& dq_parts,
+                     std::vector<std::pair<int, mat>>& dkv_parts,
+                     std::vector<gradient_return>& returns) {
+    const int dqc = static_cast<int>(q_[0].cols()), dkc = static_cast<int>(k_[0].cols()),
+              dvc = static_cast<int>(v_[0].cols());
+    std::vector<T> lse(static_cast<std::size_t>(per())), D(lse.size());
+    for (int a = 0; a < per(); ++a) {
+      lse[static_cast<std::size_t>(a)] = qb(a, dqc + dvc);
+      D[static_cast<std::size_t>(a)] = qb(a, dqc + dvc + 1);
+    }
+    mat g_q, g_k, g_v;
+    nn::attend_backward<T>(qb.leftCols(dqc), kv.leftCols(dkc), kv.rightCols(dvc),
+                           qb.middleCols(dqc, dvc), lse, D, attends(task.q, task.kv), g_q, g_k,
+                           g_v);
+    if (task.q == p) {
+      dq_parts.emplace_back(task.kv, std::move(g_q));
+    } else {
+      mat& packed = keep(p, mat(per(), dqc + 1));
+      packed << g_q, mat::Constant(per(), 1, static_cast<T>(task.kv));
+      returns.push_back({task.q, ret_chan, &packed});
+    }
+    mat g_kv(per(), dkc + dvc);
+    g_kv << g_k, g_v;
+    if (task.kv == p) {
+      dkv_parts.emplace_back(task.q, std::move(g_kv));
+    } else {
+      mat& packed = keep(p, mat(per(), dkc + dvc + 1));
+      packed << g_kv, mat::Constant(per(), 1, static_cast<T>(task.q));
+      returns.push_back({task.kv, ret_kv_chan, &packed});
+    }
+  }
+
+  /// Rank p's dQ, dK, dV: its parts summed in slice order, the same sums whatever order the
+  /// parts arrived in.
+  void sum_gradients(int p, std::vector<std::pair<int, mat>> dq_parts,
+                     std::vector<std::pair<int, mat>> dkv_parts) {
+    const int dqc = static_cast<int>(q_[0].cols()), dkc = static_cast<int>(k_[0].cols()),
+              dvc = static_cast<int>(v_[0].cols());
     const auto by_slice = [](const auto& a, const auto& b) { return a.first < b.first; };
     std::sort(dq_parts.begin(), dq_parts.end(), by_slice);
     std::sort(dkv_parts.begin(), dkv_parts.end(), by_slice);

@@ -26,33 +26,30 @@ struct zb_action {
 }  // namespace gen
 
 namespace gen {
-/// `interleaved_zero_bubble`'s steps: what it returns, built in constant evaluation and in the
-/// compiled copy.
-constexpr schedule build_interleaved_zero_bubble(const interleaved_params& p) {
-  constexpr const char* name = "interleaved-zb";
-  const gen::loop_chunks shape = gen::loop_chunks_of(name, p);
-  const pipeline_params& common = shape.common;
-  const model_desc& m = shape.model;
-  if (p.extra_warmup) gen::reject(name, "extra_warmup is the interleaved schedule's");
-  if (p.nanopipe) gen::reject(name, "nanopipe is the interleaved schedule's (MindSpeed's)");
-  const int P = p.ranks, V = p.chunks, M = p.micro, G = gen::round_size(name, P, M), work = V * M;
-  using gen::zb_action;
-
-  // Each rank's order, before the lockstep walk: all ranks in one array, rank r's from
-  // begin[r] (no array per rank: constant evaluation pays for every allocation).
+/// Every rank's order of steps before the lockstep walk, all ranks in one array, rank r's from
+/// `begin[r]` (no array per rank: constant evaluation pays for every allocation).
+struct zb_orders {
   buffer<zb_action> order;
   buffer<std::uint32_t> begin;
+};
+
+/// Each rank's order: its warm-up forwards, then a forward, a dX and (after r steps) the dW of
+/// an earlier dX per step, then the rest of the dW; a rank r starts r steps late and waits
+/// P - 1 - r steps after its warm-up.
+constexpr zb_orders zb_rank_orders(int P, int V, int M, int G) {
+  const int work = V * M;
+  zb_orders out;
   buffer<int> next_mb(3 * static_cast<std::size_t>(V), 0);  // per (what - 1, local chunk)
   buffer<int> dx_steps;                                     // the step of each dX, in turn
   for (int r = 0; r < P; ++r) {
-    begin.push_back(static_cast<std::uint32_t>(order.size()));
+    out.begin.push_back(static_cast<std::uint32_t>(out.order.size()));
     const int warmup_full = (V - 1) * G + (P - 1 - r);
     const int warmup = warmup_full < work ? warmup_full : work;
     const auto forward_chunk = [&](int step) { return step / G % V; };
     const auto backward_chunk = [&](int step) { return V - 1 - (step - warmup) / G % V; };
     const auto emit = [&](zb_action::what_t what, int v) {
       int& mb = next_mb[static_cast<std::size_t>((what - 1) * V + v)];
-      order.push_back({what, v * P + r, mb++});
+      out.order.push_back({what, v * P + r, mb++});
     };
     for (std::size_t k = 0; k < next_mb.size(); ++k) next_mb[k] = 0;
     dx_steps.clear();
@@ -62,12 +59,12 @@ constexpr schedule build_interleaved_zero_bubble(const interleaved_params& p) {
       dx_steps.push_back(step);
       if (step - warmup >= r) emit(zb_action::weight, backward_chunk(dx_steps[dw_done++]));
     };
-    for (int i = 0; i < r; ++i) order.push_back({});
+    for (int i = 0; i < r; ++i) out.order.push_back({});
     for (int step = 0; step < work + warmup; ++step) {
       if (step < warmup) {
         emit(zb_action::forward, forward_chunk(step));
         if (step == warmup - 1)
-          for (int i = 0; i < P - 1 - r; ++i) order.push_back({});
+          for (int i = 0; i < P - 1 - r; ++i) out.order.push_back({});
       } else if (step < work) {
         emit(zb_action::forward, forward_chunk(step));
         dx_and_dw(step);
@@ -77,11 +74,15 @@ constexpr schedule build_interleaved_zero_bubble(const interleaved_params& p) {
     }
     while (dw_done < dx_steps.size()) emit(zb_action::weight, backward_chunk(dx_steps[dw_done++]));
   }
-  begin.push_back(static_cast<std::uint32_t>(order.size()));
+  out.begin.push_back(static_cast<std::uint32_t>(out.order.size()));
+  return out;
+}
 
-  // The lockstep walk: what ran by the step before is seen; a forward of chunk c > 0 waits for
-  // chunk c - 1's forward of its micro-batch.
-  gen::pipeline_builder b(m, p.overlap);
+/// The lockstep walk of the ranks' orders: what ran by the step before is seen; a forward of
+/// chunk c > 0 waits for chunk c - 1's forward of its micro-batch (a bubble meanwhile). Rejects
+/// an order that never finishes.
+constexpr buffer<buffer<zb_action>> zb_lockstep(const zb_orders& o, int P, int V, int M,
+                                                const char* name) {
   buffer<std::uint8_t> seen(static_cast<std::size_t>(V * P) * static_cast<std::size_t>(M), 0);
   buffer<std::uint32_t> at(static_cast<std::size_t>(P), 0), seen_now;
   buffer<buffer<zb_action>> walked(static_cast<std::size_t>(P));
@@ -95,10 +96,10 @@ constexpr schedule build_interleaved_zero_bubble(const interleaved_params& p) {
     seen_now.clear();
     for (int r = 0; r < P; ++r) {
       const auto rr = static_cast<std::size_t>(r);
-      const std::uint32_t k = begin[rr] + at[rr];
-      if (k >= begin[rr + 1]) continue;
+      const std::uint32_t k = o.begin[rr] + at[rr];
+      if (k >= o.begin[rr + 1]) continue;
       left = true;
-      const zb_action a = order[k];
+      const zb_action a = o.order[k];
       if (a.what == zb_action::forward && a.chunk > 0 && !seen[forward_of(a.chunk - 1, a.mb)]) {
         walked[rr].push_back({});  // a bubble: the input is not there yet
         continue;
@@ -113,6 +114,19 @@ constexpr schedule build_interleaved_zero_bubble(const interleaved_params& p) {
     if (left && !moved)
       gen::reject(name, "no rank can take its next step: this order never finishes");
   }
+  return walked;
+}
+
+/// `interleaved_zero_bubble`'s steps: what it returns, built in constant evaluation and in the
+/// compiled copy.
+constexpr schedule build_interleaved_zero_bubble(const interleaved_params& p) {
+  constexpr const char* name = "interleaved-zb";
+  const gen::loop_chunks shape = gen::loop_chunks_of(name, p);
+  if (p.extra_warmup) gen::reject(name, "extra_warmup is the interleaved schedule's");
+  if (p.nanopipe) gen::reject(name, "nanopipe is the interleaved schedule's (MindSpeed's)");
+  const int P = p.ranks, V = p.chunks, M = p.micro, G = gen::round_size(name, P, M);
+  const buffer<buffer<zb_action>> walked = zb_lockstep(zb_rank_orders(P, V, M, G), P, V, M, name);
+  gen::pipeline_builder b(shape.model, p.overlap);
   for (int r = 0; r < P; ++r) {
     b.add_rank();
     for (const zb_action& a : walked[static_cast<std::size_t>(r)]) switch (a.what) {
@@ -130,7 +144,7 @@ constexpr schedule build_interleaved_zero_bubble(const interleaved_params& p) {
           break;
       }
   }
-  return gen::finish(b, common);
+  return gen::finish(b, shape.common);
 }
 }  // namespace gen
 
