@@ -66,8 +66,8 @@ struct pipeline_activation {
 /// sequence parallelism (Megatron then sends seq / tp tokens per device). The one rule for a
 /// planned job (plan/estimate.hpp) and the cross-DC scenario (sim/xdc_preset.hpp).
 constexpr double pipeline_transfer_bytes(const pipeline_activation& a) noexcept {
-  const double tokens = a.micro_batch_size * a.seq / a.cp / (a.sequence_parallel ? a.tp : 1);
-  return tokens * a.hidden * a.bytes_per_value;
+  const double tokens = a.micro_batch_size * a.seq / a.cp;
+  return tokens * a.hidden * a.bytes_per_value / (a.sequence_parallel ? a.tp : 1);
 }
 
 }  // namespace weft

@@ -125,8 +125,8 @@ constexpr schedule build_interleaved_zero_bubble(const interleaved_params& p) {
   if (p.extra_warmup) gen::reject(name, "extra_warmup is the interleaved schedule's");
   if (p.nanopipe) gen::reject(name, "nanopipe is the interleaved schedule's (MindSpeed's)");
   const int P = p.ranks, V = p.chunks, M = p.micro, G = gen::round_size(name, P, M);
-  const buffer<buffer<zb_action>> walked = zb_lockstep(zb_rank_orders(P, V, M, G), P, V, M, name);
   gen::pipeline_builder b(shape.model, p.overlap);
+  const buffer<buffer<zb_action>> walked = zb_lockstep(zb_rank_orders(P, V, M, G), P, V, M, name);
   for (int r = 0; r < P; ++r) {
     b.add_rank();
     for (const zb_action& a : walked[static_cast<std::size_t>(r)]) switch (a.what) {

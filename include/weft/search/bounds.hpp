@@ -501,7 +501,7 @@ template <time_type T>
 void check_pair_costs(const basic_problem<T>& q) {
   if (!q.model.stages.has(kind::block) || !q.cost.chunks.empty()) return;
   const T longer = std::max(q.cost.of(kind::block, phase::F), q.cost.of(kind::block, phase::B));
-  if (q.cost.pair() >= longer) return;
+  if (!(q.cost.pair() < longer)) return;  // (a NaN cost is not refused here)
   const auto show = [](T v) {
     char buf[32];
     return std::string(buf, std::to_chars(buf, buf + sizeof buf, v.count()).ptr);

@@ -319,10 +319,11 @@ inline bool splits_backwards(const plan& p) {
   return false;
 }
 
-/// The list scheduler's policies the search tries: every live limit up to the cap; then, at the
-/// cap, every warm-up depth (forwards ahead of their backwards) staggered as 1F1B (one fewer per
-/// rank down the pipeline) or as the interleaved and V schedules (two fewer); each with split
-/// or fused backwards, paired or not, either chunk order and dW filling waits or not.
+/// The list scheduler's policies the search tries, in this order: at the cap, every warm-up
+/// depth (forwards ahead of their backwards) staggered as 1F1B (one fewer per rank down the
+/// pipeline) or as the interleaved and V schedules (two fewer); then every live limit up to the
+/// cap; each with split or fused backwards, paired or not, either chunk order and dW filling
+/// waits or not.
 inline std::vector<list_policy> policy_grid(const model_desc& m, int cap, bool split_allowed,
                                             bool pair) {
   std::vector<list_policy> policies;
