@@ -26,6 +26,7 @@
 #include <weft/sim/ampipe_preset.hpp>
 #include <weft/sim/metrics.hpp>
 #include <weft/sim/simulate.hpp>
+#include "seed_presets.hpp"
 
 using namespace weft;
 
@@ -37,7 +38,7 @@ double median(std::vector<double> v) {
 }
 
 int table(const char* svg) {
-  const moe_mesh_facts f;
+  const moe_mesh_facts f = testing::ampipe_16p();  // the preset, as `weft simulate` reads it
   const cost_model c = ampipe_cost_model(f);
   struct row {
     const char* name;

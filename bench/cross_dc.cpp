@@ -27,6 +27,7 @@
 #include <weft/sim/metrics.hpp>
 #include <weft/sim/simulate.hpp>
 #include <weft/sim/xdc_preset.hpp>
+#include "seed_presets.hpp"
 
 using namespace weft;
 
@@ -49,12 +50,13 @@ int table(const char* svg) {
   };
   const row rows[] = {{5, 15923.4, 12343.7}, {2, 12723.5, 12345.4}, {1, 15286.0, 12814.6}};
   const p2p_options seed{.overlap_p2p = true, .multi_stream = true};
-  std::printf("llama2-70b-xdc: tp 8, pp 8, dp 1, 960 km, ratio 128, %d micro-batches\n",
-              xdc_facts{}.micro);
+  const xdc_facts run = testing::llama2_70b_xdc();  // the preset, as `weft simulate` reads it
+  std::printf("llama2-70b-xdc: tp %d, pp %d, dp %d, %.0f km, ratio %.0f, %d micro-batches\n",
+              run.tp, run.pp, run.dp, run.km, run.ratio, run.micro);
   std::printf("%4s %12s %12s %10s | %12s %12s %10s\n", "VP", "base ms", "opt ms", "reduction",
               "seed base", "seed opt", "seed red.");
   for (const row& r : rows) {
-    xdc_facts f;
+    xdc_facts f = run;
     f.chunks = r.vp;
     const cost_model c = xdc_cost_model(f);
     const double b = step_ms(f, c, {}), o = step_ms(f, c, seed);
@@ -66,7 +68,7 @@ int table(const char* svg) {
   const row nano_rows[] = {{5, 16764.5, 12265.4}, {2, 12345.4, 12207.7}, {1, 12531.0, 12517.8}};
   std::printf("\nwith NanoPipe (--nanopipe)\n");
   for (const row& r : nano_rows) {
-    xdc_facts f;
+    xdc_facts f = run;
     f.chunks = r.vp;
     f.nanopipe = true;
     for (const bool contended : {false, true}) {
@@ -80,7 +82,7 @@ int table(const char* svg) {
   // How much of that is the deferred dW: the same interleaved code (one chunk at VP 1) without.
   std::printf("the same interleaved code without deferring dW (base -> opt ms):");
   for (const row& r : nano_rows) {
-    xdc_facts f;
+    xdc_facts f = run;
     f.chunks = r.vp;
     const cost_model c = xdc_cost_model(f);
     const auto ms = [&](p2p_options o) {
@@ -99,7 +101,7 @@ int table(const char* svg) {
   const auto line = [&](const char* name, auto&& change) {
     std::printf("%-44s", name);
     for (const row& r : rows) {
-      xdc_facts f;
+      xdc_facts f = run;
       f.chunks = r.vp;
       cost_model c = xdc_cost_model(f);
       p2p_options base{}, opt = seed;
@@ -138,7 +140,7 @@ int table(const char* svg) {
   {  // Early receives on ONE process group (one stream for its transfers): rule 4's deadlock.
     std::printf("%-44s", "early receives on one process group");
     for (const row& r : rows) {
-      xdc_facts f;
+      xdc_facts f = run;
       f.chunks = r.vp;
       const schedule compute = interleaved({.ranks = f.pp, .micro = f.micro, .chunks = f.chunks});
       const schedule one =
@@ -156,7 +158,7 @@ int table(const char* svg) {
   const auto priced = [&](const char* name, bool links, bool interference) {
     std::printf("%-44s", name);
     for (const row& r : rows) {
-      xdc_facts f;
+      xdc_facts f = run;
       f.chunks = r.vp;
       contention_facts x = xdc_contention(f);
       x.shared_links = links;
@@ -173,7 +175,7 @@ int table(const char* svg) {
   priced("interference (compute 18.9% slower)", false, true);
   priced("both", true, true);
   {  // Why links matter at VP 5: how long crossing transfers shared the uplink.
-    xdc_facts f;
+    xdc_facts f = run;
     f.chunks = 5;
     const double alone = xdc_contention(f).uplink_ports;
     const cost_model c = xdc_cost_model(f, {.shared_links = true, .uplink_ports = alone});
@@ -193,7 +195,7 @@ int table(const char* svg) {
     }
   }
   if (svg) {
-    xdc_facts f;
+    xdc_facts f = run;
     f.chunks = 2;
     f.micro = 8;
     const cost_model c = xdc_cost_model(f);

@@ -20,6 +20,7 @@
 #include <weft/io/timeline.hpp>
 #include <weft/tp/layer_run.hpp>
 #include <weft/tp/preset.hpp>
+#include "seed_presets.hpp"
 
 using namespace weft;
 
@@ -41,6 +42,7 @@ struct scenario {
 };
 
 void table(const char* prefix) {
+  const tp_layer_facts layer = testing::llama3_405b();  // the preset, as `weft tp2d` reads it
   const contention_facts on = contention_facts::published();
   for (const scenario& sc :
        {scenario{true, {}, "in two levels"}, scenario{false, {}, "as flat rings"},
@@ -49,7 +51,7 @@ void table(const char* prefix) {
         scenario{true,
                  {.compute_slowdown = on.compute_slowdown},
                  "in two levels, compute +18.9 % while communicating"}}) {
-    tp_layer_facts f;
+    tp_layer_facts f = layer;
     f.mesh.hierarchical = sc.hierarchical;
     f.contention = sc.contention;
     std::printf(
@@ -71,7 +73,7 @@ void table(const char* prefix) {
     for (const tp_overlap o : overlaps) row("8x2", tp::grid{8, 2}, o);
     for (const tp_overlap o : {tp_overlap::none, tp_overlap::fused}) row("4x4", tp::grid{4, 4}, o);
   }
-  const tp_layer_facts f;
+  const tp_layer_facts& f = layer;
   const std::vector<tp_linear_facts> ls = tp_layer_linears(f, tp::grid{8, 2});
   std::printf("\nmatmul time per linear (forward + backward, either grid):");
   for (const tp_linear_facts& l : ls) {

@@ -878,7 +878,7 @@ std::string explain(const CLI::App& app, const std::exception& e) {
     why = sub + " does not take " + extras;
   else if (why.rfind("weft: ", 0) != 0)
     why = sub + ": " + why;
-  return why + "\nrun '" + sub + " --help' for the options\n";
+  return why + "\n" + help_hint(sub) + "\n";
 }
 
 }  // namespace
@@ -916,8 +916,8 @@ parsed parse(int argc, const char* const* argv) {
       bool known = false;
       for (const CLI::App* s : apps) known = known || s->get_name() == first;
       if (!known) {
-        r.err = "weft: unknown subcommand '" + std::string(first) + "' (" + names +
-                ")\nrun 'weft --help' for the options\n";
+        r.err = "weft: unknown subcommand '" + std::string(first) + "' (" + names + ")\n" +
+                help_hint("weft") + "\n";
         r.exit_code = exit_bad_input;
         return r;
       }

@@ -3,7 +3,6 @@
 // it as the tool does. Each subcommand's options are its own struct (commands/NAME.hpp).
 #pragma once
 
-#include <cstddef>
 #include <string>
 #include <string_view>
 #include <variant>
@@ -21,9 +20,6 @@
 #include "options.hpp"
 
 namespace weft::cli {
-
-/// How many violations `check` and `verify` print (and put in `--json`) before "and N more".
-inline constexpr std::size_t violations_shown = 20;
 
 /// A subcommand and its options: `run_command` carries each out.
 using command =

@@ -13,6 +13,14 @@ namespace weft::cli {
 /// Exit codes: 0 done (legal, generated, simulated), 1 illegal, 2 bad input.
 inline constexpr int exit_ok = 0, exit_illegal = 1, exit_bad_input = 2;
 
+/// The line after a bad-input message: where `command` ("weft", "weft run") lists its options.
+inline std::string help_hint(std::string_view command) {
+  std::string s = "run '";  // appended: g++ 12 warns falsely (-Wrestrict) on some + chains
+  s += command;
+  s += " --help' for the options";
+  return s;
+}
+
 /// How transfers are issued (seed: pp-cross-dc-comm-overlap): `--p2p`.
 enum class p2p_mode { pytorch, megatron, blocking };
 

@@ -22,8 +22,7 @@ int main(int argc, char** argv) {
     std::cerr << p.err;
     return p.exit_code;
   }
-  const std::string hint =
-      "run 'weft " + std::string(weft::cli::name_of(p.what)) + " --help' for the options";
+  const std::string hint = weft::cli::help_hint("weft " + std::string(weft::cli::name_of(p.what)));
   // Every failure is one message and an exit code; nothing aborts.
   try {
     return std::visit([](const auto& o) { return weft::cli::run_command(o); }, p.what);

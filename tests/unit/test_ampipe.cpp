@@ -18,6 +18,7 @@
 #include <weft/schedule/verify.hpp>
 #include <weft/sim/ampipe_preset.hpp>
 #include <weft/sim/simulate.hpp>
+#include "seed_presets.hpp"
 
 using namespace weft;
 using namespace weft::exec;
@@ -441,7 +442,7 @@ TEST_CASE("a split op costs its share: causal attention by its keys, latencies w
 }
 
 TEST_CASE("ampipe-16p: the layer's work from the seed's shapes; the baseline is all serial") {
-  const moe_mesh_facts f;
+  const moe_mesh_facts f = testing::ampipe_16p();
   const moe_mesh_layer l = layer_costs(f);
   // Per device: a CP slice of 65536 tokens, TP 8. QKV and projection 4 h^2 (+ router h x 4);
   // causal scores 2 S^2 h / (cp tp); experts: 2 choices x 4 h x 4h per token.

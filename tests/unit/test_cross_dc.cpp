@@ -22,6 +22,7 @@
 #include <weft/sim/simulate.hpp>
 #include <weft/sim/xdc_preset.hpp>
 
+#include "seed_presets.hpp"
 #include "time_approx.hpp"
 
 using namespace weft;
@@ -445,7 +446,8 @@ TEST_CASE("the loss all-reduce: awaited by its backward, or only by the end of t
 }
 
 TEST_CASE("llama2-70B across two data centres: the preset's costs from public facts") {
-  const xdc_facts f;
+  xdc_facts f = testing::llama2_70b_xdc();
+  f.chunks = 1;
   // Per token and layer: QKV 2h(h + 2h/8), causal scores 2 s h, projection 2h^2, SwiGLU 6 h f.
   const double h = 8192,
                per_token = 2 * h * (h + 2 * h / 8) + 2 * 4096 * h + 2 * h * h + 6 * h * 28672;
@@ -463,7 +465,8 @@ TEST_CASE("llama2-70B across two data centres: the preset's costs from public fa
 }
 
 TEST_CASE("the sites' uplink as a resource: a crossing alone costs what the far link charges") {
-  const xdc_facts f;
+  xdc_facts f = testing::llama2_70b_xdc();
+  f.chunks = 1;
   // 32 ports per site converged 128:1 is a quarter of a device's port: 1/32 of a TP group's 8.
   CHECK(xdc_contention(f).uplink_ports == doctest::Approx(32.0 / (128 * 8)));
   CHECK(xdc_contention(f).compute_slowdown == contention_facts::published().compute_slowdown);
@@ -489,7 +492,7 @@ TEST_CASE("the seed's table: step times and the seed's reductions, VP 5 / 2 / 1"
   const row rows[] = {{5, 15923.4, 12343.7}, {2, 12723.5, 12345.4}, {1, 15286.0, 12814.6}};
   double reduction[3] = {};
   for (int i = 0; i < 3; ++i) {
-    xdc_facts f;
+    xdc_facts f = testing::llama2_70b_xdc();
     f.chunks = rows[i].vp;
     const cost_model c = xdc_cost_model(f);
     const timeline base = simulate(lower(xdc_schedule(f, {})), c);
@@ -627,7 +630,8 @@ TEST_CASE("NanoPipe: the deferred dW fill the cool-down's bubbles") {
 }
 
 TEST_CASE("the seed's NanoPipe rows: MindSpeed's interleaved code at every VP, dW deferred") {
-  xdc_facts f;
+  xdc_facts f = testing::llama2_70b_xdc();
+  f.chunks = 1;
   f.nanopipe = true;
   // The split: dW is the linears' weight gradients (their forward FLOPs again), dX the rest.
   const cost_model c = xdc_cost_model(f);

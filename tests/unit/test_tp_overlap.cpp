@@ -17,6 +17,7 @@
 #include <weft/tp/run.hpp>
 #include <weft/tp/schedule.hpp>
 
+#include "seed_presets.hpp"
 #include "time_approx.hpp"
 
 using namespace weft;
@@ -375,7 +376,7 @@ TEST_CASE("the llama3-405B preset: groups on machines and collectives priced by 
   CHECK(gather_time(mesh, x16, T, true).count() == doctest::Approx(15 * (10e-6 + 1e6 / 25e9)));
 
   // fc1 of the 8 x 2 grid: [8192, 16384] x [16384, 106496] over 16 ranks.
-  const tp_layer_facts f;
+  const tp_layer_facts f = testing::llama3_405b();
   const std::vector<tp_linear_facts> ls = tp_layer_linears(f, tp::grid{8, 2});
   REQUIRE(ls.size() == 4);
   CHECK(ls[2].name == "fc1");
@@ -395,7 +396,7 @@ TEST_CASE("the llama3-405B preset: groups on machines and collectives priced by 
 }
 
 TEST_CASE("llama3-405B layer priced: links by group, compute slowed where it overlaps") {
-  const tp_layer_facts free;
+  const tp_layer_facts free = testing::llama3_405b();
   tp_layer_facts links = free, slowed = free;
   links.contention.shared_links = true;
   slowed.contention.compute_slowdown = 0.189;
@@ -419,8 +420,8 @@ TEST_CASE("llama3-405B layer priced: links by group, compute slowed where it ove
   const tp_linear_facts fc1 = tp_layer_linears(slow_ring, g)[2];
   const program p = lower(tp::linear_schedule(
       tp_overlap::fused, tp::linear_groups{fc1.gather.members, fc1.scatter.members}));
-  cost_model one_class = tp_linear_costs(fc1, slow_ring.tokens(), slow_ring.mesh,
-                                         slow_ring.device, 2, tp_overlap::fused);
+  cost_model one_class = tp_linear_costs(fc1, slow_ring.tokens(), slow_ring.mesh, slow_ring.device,
+                                         2, tp_overlap::fused);
   const seconds apart = simulate(p, one_class).makespan;
   one_class.contention.shared_links = true;  // gathers and scatters both on intra_node
   CHECK(simulate(p, one_class).makespan > apart);

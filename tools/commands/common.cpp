@@ -36,7 +36,7 @@ unit_cost_model unit_costs(const cost_args& c) {
 xdc_facts xdc_facts_of(int chunks, int micro, bool nanopipe, const delay_args& delay) {
   const plan::preset p = plan::read_preset(preset_dir("llama2-70b-xdc"));
   for (const std::string& w : p.warnings) std::cerr << "weft: " << w << "\n";
-  xdc_facts f = plan::xdc_facts_of(p.model.model, p.job.spec, p.cluster.spec);
+  xdc_facts f = plan::xdc_facts_of(p);
   const int per_rank = f.layers / f.pp;
   if (f.layers % (f.pp * chunks) != 0) {
     std::string counts;  // what divides a rank's layers

@@ -5,7 +5,6 @@
 
 #include <weft/io/format.hpp>
 #include <weft/io/pytorch_csv.hpp>
-#include "cli.hpp"
 
 namespace weft::cli {
 

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <concepts>
+#include <cstddef>
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -100,7 +101,11 @@ inline std::string priced(const contention_facts& c) {
   return c.active() ? ", overlap priced (veiled where slowed)" : "";
 }
 
-/// The checker collects this many violations at most; the tool prints 20 and counts the rest.
+/// How many violations `check` and `verify` print (and put in `--json`) before "and N more".
+inline constexpr std::size_t violations_shown = 20;
+
+/// The checker collects this many violations at most; the tool prints `violations_shown` and
+/// counts the rest.
 inline constexpr weft::check_options tool_check{.max_violations = 100'000};
 
 /// Prints the checker's report, the first `violations_shown` violations then how many more (and

@@ -244,7 +244,7 @@ int run_command(const run_options& o) {
     world->abort(e.code);
   } catch (const config_error& e) {  // the same on every rank: said once, by rank 0
     if (root)
-      std::cerr << e.what() << "\nrun 'weft run --help' for the options\n";
+      std::cerr << e.what() << "\n" << help_hint("weft " + std::string(run_options::name)) << "\n";
     else  // rank 0 ends the job once it has said it; a peer ending it first could cut it off
       std::this_thread::sleep_for(report_linger);
     world->abort(exit_bad_input);

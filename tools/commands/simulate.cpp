@@ -66,7 +66,7 @@ int ampipe_scenario(const simulate_options& o) {
   const pipeline_args& p = o.pipeline;
   const plan::preset pre = plan::read_preset(preset_dir("ampipe-16p"));
   for (const std::string& w : pre.warnings) std::cerr << "weft: " << w << "\n";
-  const moe_mesh_facts f = plan::moe_mesh_facts_of(pre.model.model, pre.job.spec, pre.cluster.spec);
+  const moe_mesh_facts f = plan::moe_mesh_facts_of(pre);
   cost_model cost = ampipe_cost_model(f);
   cost.contention = o.cost.contention;
   struct result {

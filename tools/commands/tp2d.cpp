@@ -175,7 +175,7 @@ void print_run(const grid_run& r) {
 int preset_command(const tp2d_options& q) {
   const plan::preset p = plan::read_preset(preset_dir("llama3-405b"));
   for (const std::string& w : p.warnings) std::cerr << "weft: " << w << "\n";
-  tp_layer_facts f = plan::tp_layer_facts_of(p.model.model, p.job.spec, p.cluster.spec);
+  tp_layer_facts f = plan::tp_layer_facts_of(p);
   f.contention = q.contention;
   const tp::grid one = tp::one_d_grid(16), two{8, 2};
   const tp_layer_time base = simulate_tp_layer(f, one, tp_overlap::none);

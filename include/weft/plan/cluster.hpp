@@ -54,8 +54,9 @@ inline constexpr double a100_attention_share = 203.0 / 312,
 /// - h100-sxm: DGX H100 — 989 TFLOP/s bf16 dense, 80 GB HBM3 at 3.35 TB/s; NVLink 4 900 GB/s
 ///   (450 each way); 8 x 400 Gb/s NDR InfiniBand per node (50 GB/s a GPU).
 /// - h800: H100 with NVLink cut to 400 GB/s (200 each way); 8 x 400 Gb/s InfiniBand per node.
-/// - ascend-910b: Atlas 800T A2 — `ascend_910b` (sim/device.hpp, the seeds' presets' device),
-///   64 GB HBM; HCCS as link_model::intra_node; one 200 Gb/s RoCE port per device.
+/// - ascend-910b: Atlas 800T A2 (the seeds' presets' device) — 313 TFLOP/s fp16 dense, 60% of it
+///   sustained, 64 GB HBM at 1.6 TB/s; HCCS as link_model::intra_node; one 200 Gb/s RoCE port
+///   per device.
 /// Latencies: 2 us inside a node, 10 us between nodes (link_model's classes). Overlap: the
 /// published contention facts for every device (contention_facts::published()).
 inline constexpr std::array<cluster, 4> clusters{{
@@ -86,7 +87,12 @@ inline constexpr std::array<cluster, 4> clusters{{
      8,
      detail::gb_per_s(2, 200e9),
      detail::gb_per_s(10, 50e9)},
-    {"ascend-910b", ascend_910b, 64e9, 8, link_model::intra_node(), link_model::inter_node()},
+    {"ascend-910b",
+     {.peak_flops = 313e12, .efficiency = 0.6, .memory_bytes_per_s = 1.6e12},
+     64e9,
+     8,
+     link_model::intra_node(),
+     link_model::inter_node()},
 }};
 
 /// The link a group of `size` ranks, `stride` apart, crosses on cluster `c`: inside a node while

@@ -1,8 +1,8 @@
 // The seeds' scenarios as data (llama2-70b-xdc, ampipe-16p, llama3-405b): a preset is a folder
 // holding the model's config.json, the job (job.json, plan/job_file.hpp) and the cluster
 // (cluster.json, plan/cluster_file.hpp), read the way `weft plan` reads a user's own, and turned
-// into the facts a scenario's cost model is built from. The files of `presets/` reproduce the
-// figures the scenarios were recorded with, to the bit (tests/unit/test_presets.cpp).
+// into the facts a scenario's cost model is built from. The files of `presets/` are the one
+// statement of each run; tests/unit/test_presets.cpp holds them to the published facts.
 #pragma once
 
 #include <filesystem>
@@ -13,6 +13,7 @@
 
 #include <weft/core/error.hpp>
 #include <weft/plan/cluster_file.hpp>
+#include <weft/plan/flops.hpp>
 #include <weft/plan/hf_config.hpp>
 #include <weft/plan/job_file.hpp>
 #include <weft/sim/ampipe_preset.hpp>
@@ -78,9 +79,9 @@ inline xdc_facts xdc_facts_of(const transformer& m, const job& j, const cluster&
   xdc_facts f;
   f.layers = m.layers;
   f.hidden = m.hidden;
-  f.ffn = m.ffn;
-  f.heads = m.heads;
-  f.kv_heads = m.kv_heads;
+  const layer_flops work = forward_flops(m, 0, j.seq * j.micro_batch_size, j.seq);
+  f.linear_flops = (work.projections + work.mlp) / j.tp;
+  f.causal_flops = work.scores / 2 / j.tp;
   f.seq = j.seq;
   f.micro_batch_size = j.micro_batch_size;
   f.tp = j.tp;
@@ -151,6 +152,17 @@ inline tp_layer_facts tp_layer_facts_of(const transformer& m, const job& j, cons
   f.device = c.device;
   f.mesh = {.per_node = c.per_node, .intra = c.intra, .inter = c.inter, .hierarchical = true};
   return f;
+}
+
+/// A preset's scenario facts, from its three files.
+inline xdc_facts xdc_facts_of(const preset& p) {
+  return xdc_facts_of(p.model.model, p.job.spec, p.cluster.spec);
+}
+inline moe_mesh_facts moe_mesh_facts_of(const preset& p) {
+  return moe_mesh_facts_of(p.model.model, p.job.spec, p.cluster.spec);
+}
+inline tp_layer_facts tp_layer_facts_of(const preset& p) {
+  return tp_layer_facts_of(p.model.model, p.job.spec, p.cluster.spec);
 }
 
 }  // namespace weft::plan

@@ -16,29 +16,30 @@
 
 namespace weft {
 
-/// A MoE transformer on a device mesh. The defaults are the seed's run: 2 machines x 8 devices,
-/// sequence 128k, hidden 12288 (GPT-3 175B's width: 96 heads, FFN 4 x hidden), 2 layers, 4
-/// experts top-2, ep 2, tp 8, cp 2, sequence parallel, full recompute; devices and links as
-/// published for Ascend 910B servers (Atlas 800T A2).
+/// A MoE transformer on a device mesh. The model, the run and the machines have no defaults
+/// here: they are read from a model, a job and a cluster (`plan::moe_mesh_facts_of`; the seed's
+/// run is presets/ampipe-16p: 2 machines x 8 Ascend 910B devices, sequence 128k, GPT-3 175B's
+/// width, 2 layers of 4 experts top-2, ep 2, tp 8, cp 2), so each number has one home; only the
+/// precisions (bf16 activations, fp32 partial sums) are assumed.
 struct moe_mesh_facts {
-  double seq = 131072;  ///< tokens per micro-batch
-  double hidden = 12288;
-  double ffn = 4 * 12288.0;  ///< each routed expert's inner width
-  int layers = 2;
-  int experts = 4, top_k = 2;
-  int tp = 8, cp = 2, ep = 2;
-  bool sequence_parallel = true;
-  bool full_recompute = true;  ///< each layer's forward runs again in its backward
-  double bytes_per_value = 2;  ///< bf16 activations
-  double accum_bytes = 4;      ///< fp32 gradient partials (what AMPipe's chunks sum)
+  double seq = 0;  ///< tokens per micro-batch
+  double hidden = 0;
+  double ffn = 0;  ///< each routed expert's inner width
+  int layers = 0;
+  int experts = 0, top_k = 0;
+  int tp = 1, cp = 1, ep = 1;
+  bool sequence_parallel = false;
+  bool full_recompute = false;  ///< each layer's forward runs again in its backward
+  double bytes_per_value = 2;   ///< bf16 activations
+  double accum_bytes = 4;       ///< fp32 gradient partials (what AMPipe's chunks sum)
   /// A device (sim/device.hpp): its peak, the share of it sustained, its HBM bandwidth.
-  double peak_flops = ascend_910b.peak_flops;
-  double efficiency = ascend_910b.efficiency;
-  double memory_bytes_per_s = ascend_910b.memory_bytes_per_s;
-  /// Tensor parallelism runs inside a machine (HCCS), expert parallelism across the two
-  /// machines (one 200 Gb/s RoCE port per device).
-  link_model tp_link = link_model::intra_node();
-  link_model ep_link = link_model::inter_node();
+  double peak_flops = 0;
+  double efficiency = 0;
+  double memory_bytes_per_s = 0;
+  /// The links tensor parallelism and expert parallelism run over (the seed's: inside a
+  /// machine over HCCS, across the two machines on one 200 Gb/s RoCE port per device).
+  link_model tp_link{};
+  link_model ep_link{};
 
   /// Tokens one device holds between TP regions (sequence-parallel shard of its CP slice).
   constexpr double local_tokens() const noexcept { return seq / cp / (sequence_parallel ? tp : 1); }

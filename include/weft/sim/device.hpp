@@ -1,5 +1,5 @@
-// The devices the presets run on, from public facts: one place for a device's numbers, so every
-// scenario that names a device prices its work the same way.
+// What a device computes and moves: every scenario and every cluster (plan/cluster.hpp, the
+// built-in devices from public facts; a cluster file's own) prices its work the same way.
 #pragma once
 
 namespace weft {
@@ -16,10 +16,5 @@ struct device_facts {
     return peak_flops * (attention_efficiency > 0 ? attention_efficiency : efficiency);
   }
 };
-
-/// Ascend 910B (Atlas 800T A2): 313 TFLOP/s fp16 peak, 60% sustained, 1.6 TB/s HBM; its links
-/// are link_model::intra_node (HCCS) and inter_node (one 200 Gb/s RoCE port per device).
-inline constexpr device_facts ascend_910b{
-    .peak_flops = 313e12, .efficiency = 0.6, .memory_bytes_per_s = 1.6e12};
 
 }  // namespace weft

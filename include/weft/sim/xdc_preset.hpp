@@ -14,58 +14,51 @@
 
 namespace weft {
 
-/// llama2-70B (Touvron et al. 2023, the released config) trained with Megatron's interleaved
-/// schedule on Ascend 910B servers split over two data centres.
+/// The facts the scenario is priced from: a dense model trained with Megatron's interleaved
+/// schedule over data centres. The model, the run and the machines have no defaults here: they
+/// are read from a model, a job and a cluster (`plan::xdc_facts_of`; the seed's run is
+/// presets/llama2-70b-xdc: llama2-70B, Touvron et al. 2023, on Ascend 910B servers), so each
+/// number has one home; only the precision (bf16) is assumed.
 struct xdc_facts {
-  // The model.
-  int layers = 80;
-  double hidden = 8192;
-  double ffn = 28672;  ///< SwiGLU inner width (three matrices)
-  int heads = 64, kv_heads = 8;
-  double seq = 4096;
-  int micro_batch_size = 1;
-  // The run (seed's table): tp 8, pp 8, dp 1; sequence parallelism with tp (Megatron sends a
-  // pipeline activation of seq / tp tokens per device then).
-  int tp = 8, pp = 8, dp = 1;
-  int chunks = 1;  ///< virtual pipeline size (the table's VP)
+  // The model, as a pipeline rank sees it.
+  int layers = 0;
+  double hidden = 0;  ///< the activation's width
+  /// One layer's forward FLOPs per device for one micro-batch (`plan::forward_flops` over the
+  /// tensor-parallel group): its linears, whose weight gradients cost as much again, and the
+  /// causal half of the scores and weighted sum (flash attention skips the masked half).
+  double linear_flops = 0, causal_flops = 0;
+  double seq = 0;  ///< tokens a sequence
+  int micro_batch_size = 0;
+  // The run (the seed's: tp 8, pp 8, dp 1, sequence parallelism, so Megatron sends a pipeline
+  // activation of seq / tp tokens per device).
+  int tp = 0, pp = 0, dp = 0;
+  int chunks = 1;  ///< virtual pipeline size (the seed table's VP)
   /// MindSpeed's NanoPipe (the table's nanopipe column): its interleaved schedule at any VP,
   /// with weight gradients deferred into the bubbles (`interleaved_params::nanopipe`).
   bool nanopipe = false;
-  /// Micro-batches per step. The seed does not give its batch; 64 (a global batch of 64
-  /// sequences, 8 per pipeline rank: the seed's rule wants a multiple of pp) is our assumption.
-  int micro = 64;
-  bool sequence_parallel = true;
+  int micro = 0;  ///< micro-batches per step
+  bool sequence_parallel = false;
   double bytes_per_value = 2;  ///< bf16 activations
-  device_facts device = ascend_910b;
-  link_model intra = link_model::intra_node();  ///< inside a server (HCCS)
-  link_model inter = link_model::inter_node();  ///< between servers (a device's RoCE port)
-  // The data centres: the pipeline ranks split in two halves, one per site, `km` apart; every
-  // device's 200 Gb/s port converges `ratio` to 1 onto the links between the sites.
-  double km = 960;
-  double ratio = 128;
-  int sites = 2;
+  device_facts device{};
+  link_model intra{};  ///< inside a server (HCCS)
+  link_model inter{};  ///< between servers (a device's RoCE port)
+  // The data centres: the pipeline ranks split evenly over `sites`, `km` apart; every device's
+  // port converges `ratio` to 1 onto the links between the sites.
+  double km = 0;
+  double ratio = 1;
+  int sites = 1;
 
   constexpr int devices() const noexcept { return tp * pp * dp; }
   constexpr int layers_per_chunk() const noexcept { return layers / (pp * chunks); }
 };
 
-/// Per device, the FLOPs of one layer's linears (its weights) in a forward for one
-/// micro-batch: QKV (grouped-query: K and V at kv_heads), the output projection, the three
-/// SwiGLU matrices; tensor parallelism splits them. Their weight gradients cost as much again.
-constexpr double xdc_linear_flops(const xdc_facts& f) noexcept {
-  const double h = f.hidden, tokens = f.seq * f.micro_batch_size;
-  const double kv = h * f.kv_heads / f.heads;
-  const double per_token = 2 * h * (h + 2 * kv)  // QKV
-                           + 2 * h * h           // output projection
-                           + 2 * 3 * h * f.ffn;  // gate, up, down
-  return per_token * tokens / f.tp;
-}
+/// Per device, the FLOPs of one layer's linears in a forward for one micro-batch.
+constexpr double xdc_linear_flops(const xdc_facts& f) noexcept { return f.linear_flops; }
 
 /// Per device, one layer's forward FLOPs for one micro-batch: its linears and the causal half
-/// of scores and weighted sum (flash attention skips the masked half).
+/// of the scores and weighted sum.
 constexpr double xdc_layer_flops(const xdc_facts& f) noexcept {
-  const double causal_half = 2 * f.seq * f.hidden;  // of 4 s h per token
-  return xdc_linear_flops(f) + causal_half * f.seq * f.micro_batch_size / f.tp;
+  return f.linear_flops + f.causal_flops;
 }
 
 /// The bytes one device sends per pipeline transfer: its activation (or gradient) shard.

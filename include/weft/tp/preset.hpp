@@ -101,16 +101,18 @@ constexpr cost_model tp_linear_costs(const tp_linear_facts& l, double rows, cons
   return c;
 }
 
-/// llama3-405B (Llama Team 2024, the released config) trained with tp 16 on Ascend 910B
-/// servers: 126 layers of hidden 16384, 128 heads (8 key/value heads of 128), SwiGLU FFN 53248;
-/// sequence 8192, micro-batch 1, bf16.
+/// A dense layer with grouped-query attention and a SwiGLU MLP on a mesh of machines. The model
+/// and the device have no defaults here: they are read from a model, a job and a cluster
+/// (`plan::tp_layer_facts_of`; the seed's run is presets/llama3-405b: llama3-405B, Llama Team
+/// 2024, at tp 16 on Ascend 910B servers), so each number has one home; only the precision
+/// (bf16) is assumed, and the mesh's classes of links (`node_mesh`) unless a cluster says.
 struct tp_layer_facts {
-  double hidden = 16384, ffn = 53248;
-  int heads = 128, kv_heads = 8;
-  double seq = 8192;
-  int micro_batch_size = 1;
-  double bytes_per_value = 2;
-  device_facts device = ascend_910b;
+  double hidden = 0, ffn = 0;
+  int heads = 0, kv_heads = 0;
+  double seq = 0;
+  int micro_batch_size = 0;
+  double bytes_per_value = 2;  ///< bf16 activations
+  device_facts device{};
   node_mesh mesh{};
   /// What overlap costs (`contention_facts::published()` prices it); each linear's gathers and
   /// scatters take the link class of the group they run over (inter-node once it spans
