@@ -3,8 +3,8 @@
 #   scripts/dev.sh demo    install what is missing, build and run the examples: the compile-time
 #                          proofs of the quick start, then a tiny MoE trained with DualPipeV and
 #                          fb-overlap on 4 in-process ranks next to 1F1B
-#   scripts/dev.sh test    install what is missing, build with g++ and clang (and g++ with thread
-#                          and address/UB sanitizers), run every test
+#   scripts/dev.sh test    install what is missing, build with g++, with clang under address, UB
+#                          and bounds checks, and with clang under ThreadSanitizer; run every test
 #   scripts/dev.sh bench   install what is missing, build and run the benchmarks (those over MPI
 #                          with mpirun on this machine)
 set -euo pipefail
@@ -45,7 +45,7 @@ case "${1:-}" in
     ;;
   test)
     install_missing
-    for preset in gcc clang tsan asan; do
+    for preset in gcc clang tsan; do
       echo "== $preset"
       start=$SECONDS
       build "$preset"
