@@ -108,8 +108,11 @@ inline std::string short_label(const op& o, bool chunks, bool splits) {
                                           : 'W';
   std::string s(1, letter);
   s += std::to_string(o.mb);
-  if (chunks) s = std::to_string(o.chunk) + s;
-  if (splits) s += "." + std::to_string(o.split);  // AMPipe chunk (or pipe-experts piece)
+  if (chunks) s.insert(0, std::to_string(o.chunk));
+  if (splits) {  // AMPipe chunk (or pipe-experts piece); += each: g++ 12's false -Wrestrict
+    s += '.';
+    s += std::to_string(o.split);
+  }
   return s;
 }
 inline std::string xml_escape(const std::string& s) {
