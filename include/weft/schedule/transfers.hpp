@@ -4,7 +4,9 @@
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
 
+#include <weft/config.hpp>
 #include <weft/core/buffer.hpp>
 #include <weft/core/error.hpp>
 #include <weft/core/op.hpp>
@@ -499,18 +501,29 @@ constexpr schedule lower_by_steps(const transfer_lowering& L) {
 /// Throws `config_error` when the schedule has transfers already, when Megatron's batched calls
 /// are asked for on other lanes than `by_direction`, or (PyTorch placement) when some rank can
 /// never issue its next slot.
-constexpr schedule with_transfers(const schedule& s, transfer_options o = {}) {
+namespace detail {
+/// `with_transfers` at run time: this file's in header-only builds, compiled once into
+/// `weft::compiled` with WEFT_SEPARATE_COMPILATION.
+WEFT_DECL schedule with_transfers_at_run_time(const schedule& s, transfer_options o);
+
+constexpr schedule add_transfers(const schedule& s, transfer_options o) {
   if ((o.receives == receive_posting::batched_1f1b ||
        o.receives == receive_posting::batched_interleaved) &&
       o.lanes != p2p_lanes::by_direction)
     throw config_error(
         "weft: with_transfers: Megatron's batched calls need p2p_lanes::by_direction: a call's "
         "transfers progress together, each on a lane of its own");
-  const detail::transfer_lowering L(s, o);
+  const transfer_lowering L(s, o);
   // Two returns, not `?:` of two calls: g++ 12 then frees the result's storage in constant
   // evaluation ("use of allocated storage after deallocation").
-  if (o.receives == receive_posting::when_sent) return detail::lower_when_sent(L);
-  return detail::lower_by_steps(L);
+  if (o.receives == receive_posting::when_sent) return lower_when_sent(L);
+  return lower_by_steps(L);
+}
+}  // namespace detail
+
+constexpr schedule with_transfers(const schedule& s, transfer_options o = {}) {
+  if (std::is_constant_evaluated()) return detail::add_transfers(s, o);
+  return detail::with_transfers_at_run_time(s, o);
 }
 
 /// PyTorch's `_merge_bw`: a dX immediately followed (next slot, same rank) by the dW of the same
@@ -544,3 +557,7 @@ constexpr schedule merge_backward(const schedule& s) {
 }
 
 }  // namespace weft
+
+#ifndef WEFT_SEPARATE_COMPILATION
+#include <weft/schedule/impl/transfers.ipp>
+#endif

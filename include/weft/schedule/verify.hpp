@@ -4,7 +4,9 @@
 
 #include <array>
 #include <cstdint>
+#include <type_traits>
 
+#include <weft/config.hpp>
 #include <weft/core/buffer.hpp>
 #include <weft/schedule/dependencies.hpp>
 #include <weft/schedule/memory.hpp>
@@ -383,9 +385,17 @@ class checker {
 
 }  // namespace detail
 
+namespace detail {
+/// `check` at run time: this file's checker in header-only builds; with
+/// WEFT_SEPARATE_COMPILATION compiled once into `weft::compiled`, so that a file which checks or
+/// verifies at run time does not compile the checker again (docs/benchmarks.md).
+WEFT_DECL report check_at_run_time(const schedule& s, const check_options& opt);
+}  // namespace detail
+
 /// Every violation of rules 1-5 (up to `max_violations`), for schedules built from data.
 constexpr report check(const schedule& s, const check_options& opt = {}) {
-  return detail::checker(s, opt).run();
+  if (std::is_constant_evaluated()) return detail::checker(s, opt).run();
+  return detail::check_at_run_time(s, opt);
 }
 
 /// The first violation, as a structural value (empty when the schedule is legal). Takes the
@@ -425,3 +435,7 @@ constexpr bool verify(schedule s, const assumptions& a) {
 }
 
 }  // namespace weft
+
+#ifndef WEFT_SEPARATE_COMPILATION
+#include <weft/schedule/impl/verify.ipp>
+#endif
