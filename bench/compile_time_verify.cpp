@@ -4,11 +4,12 @@
 #include <weft/generators/one_f_one_b.hpp>
 #include <weft/schedule/verify.hpp>
 
-constexpr weft::one_f_one_b_params params{.ranks = WEFT_BENCH_P,
-                                          .micro = WEFT_BENCH_M,
-                                          .layers = WEFT_BENCH_L,
-                                          .stages = weft::stage_set::moe()};
-constexpr std::size_t expected_ops = std::size_t{8} * WEFT_BENCH_P * WEFT_BENCH_M * WEFT_BENCH_L;
+[[maybe_unused]] constexpr weft::one_f_one_b_params params{.ranks = WEFT_BENCH_P,
+                                                           .micro = WEFT_BENCH_M,
+                                                           .layers = WEFT_BENCH_L,
+                                                           .stages = weft::stage_set::moe()};
+[[maybe_unused]] constexpr std::size_t expected_ops =
+    std::size_t{8} * WEFT_BENCH_P * WEFT_BENCH_M * WEFT_BENCH_L;
 
 #if WEFT_BENCH_MODE == 1
 static_assert(weft::one_f_one_b(params).ops.size() == expected_ops);

@@ -1,4 +1,4 @@
-# Compiles SOURCE with -DWEFT_OK or -DWEFT_KO. ok: must compile. ko: must fail, and the
+# Compiles SOURCE with -DWEFT_OK or -DWEFT_KO (and DEFINES). ok: must compile. ko: must fail, and the
 # diagnostics must match every pattern in PATTERNS (separated by '|') and, when MAX_LINES is
 # above 0, fit in that many lines.
 string(REPLACE "|" ";" include_list "${INCLUDES}")
@@ -8,6 +8,10 @@ foreach(dir IN LISTS include_list)
     list(APPEND flags "-I${dir}")
   endif()
 endforeach()
+if(DEFINES)  # more -D flags, '|'-separated
+  string(REPLACE "|" ";" define_list "${DEFINES}")
+  list(APPEND flags ${define_list})
+endif()
 string(TOUPPER "${VARIANT}" upper)
 execute_process(COMMAND ${CXX} ${flags} -DWEFT_${upper} ${SOURCE}
   RESULT_VARIABLE result OUTPUT_VARIABLE out ERROR_VARIABLE err)
