@@ -491,21 +491,11 @@ constexpr schedule lower_by_steps(const transfer_lowering& L) {
   return assemble(L.m, out, ends_of);
 }
 
-}  // namespace detail
-
-/// Adds explicit transfers to a schedule without them: a send after the slot that completes a
-/// chunk's output for a consumer on another rank, the matching receive on the consumer's rank
-/// where `o.receives` says (PyTorch's `_add_send_recv` by default), each transfer on the comm
-/// lane `transfer_lane` gives for `o.lanes`. Whether the result can run (no rank waits forever)
-/// is the checker's rule 4 to prove: posting receives early on one stream can deadlock.
-/// Throws `config_error` when the schedule has transfers already, when Megatron's batched calls
-/// are asked for on other lanes than `by_direction`, or (PyTorch placement) when some rank can
-/// never issue its next slot.
-namespace detail {
 /// `with_transfers` at run time: this file's in header-only builds, compiled once into
 /// `weft::compiled` with WEFT_SEPARATE_COMPILATION.
 WEFT_DECL schedule with_transfers_at_run_time(const schedule& s, transfer_options o);
 
+/// `with_transfers`'s work.
 constexpr schedule add_transfers(const schedule& s, transfer_options o) {
   if ((o.receives == receive_posting::batched_1f1b ||
        o.receives == receive_posting::batched_interleaved) &&
@@ -521,6 +511,14 @@ constexpr schedule add_transfers(const schedule& s, transfer_options o) {
 }
 }  // namespace detail
 
+/// Adds explicit transfers to a schedule without them: a send after the slot that completes a
+/// chunk's output for a consumer on another rank, the matching receive on the consumer's rank
+/// where `o.receives` says (PyTorch's `_add_send_recv` by default), each transfer on the comm
+/// lane `transfer_lane` gives for `o.lanes`. Whether the result can run (no rank waits forever)
+/// is the checker's rule 4 to prove: posting receives early on one stream can deadlock.
+/// Throws `config_error` when the schedule has transfers already, when Megatron's batched calls
+/// are asked for on other lanes than `by_direction`, or (PyTorch placement) when some rank can
+/// never issue its next slot.
 constexpr schedule with_transfers(const schedule& s, transfer_options o = {}) {
   if (std::is_constant_evaluated()) return detail::add_transfers(s, o);
   return detail::with_transfers_at_run_time(s, o);
