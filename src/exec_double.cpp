@@ -3,6 +3,7 @@
 #include <weft/exec/impl/dense_model.ipp>
 #include <weft/exec/impl/executor.ipp>
 #include <weft/exec/impl/moe_executor.ipp>
+#include <weft/exec/impl/moe_layer.ipp>
 #include <weft/exec/impl/moe_model.ipp>
 
 #ifndef WEFT_SEPARATE_COMPILATION
@@ -12,6 +13,7 @@
 namespace weft::exec {
 
 template struct dense_model<double>;
+template struct moe_layer<double>;
 template struct moe_model<double>;
 template class dense_executor<double>;
 template class moe_executor<double>;

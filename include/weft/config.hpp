@@ -2,9 +2,10 @@
 // `weft::nn_compiled` or `weft::exec_compiled` does) takes the heavy run-time parts from libraries
 // compiled once instead: the generators, the legality check, lowering (the check and the program
 // builder), the transfers' lowering, the event simulator and the step's figures, the schedule
-// search and the runner's loop from `weft::compiled`; CP's sequence re-mapping from
-// `weft::nn_compiled`; the built-in models and their executors for float and double from
-// `weft::exec_compiled`. A file that uses them then generates no code for them.
+// search and the runner's loop from `weft::compiled`; the reference kernels (attention, the
+// norms, the router, the expert MLP) and CP's sequence re-mapping from `weft::nn_compiled`; the
+// MoE layer, the built-in models and their executors from `weft::exec_compiled` (the templates
+// for float and double). A file that uses them then generates no code for them.
 // The constexpr ones (generators, `check`, `lower`, `with_transfers`, `simulate`, `measure`)
 // keep their bodies for constant evaluation and dispatch on `std::is_constant_evaluated()` to the
 // compiled function at run time: the bodies are still parsed (and the templates instantiated),

@@ -5,9 +5,9 @@
 
 #include <algorithm>
 #include <cmath>
-#include <numeric>
 #include <vector>
 
+#include <weft/config.hpp>
 #include <weft/nn/tensor.hpp>
 
 namespace weft::nn {
@@ -47,53 +47,10 @@ struct router {
     choice chosen;
   };
 
-  choice forward(const matrix<T>& x, context& c) const {
-    const Eigen::Index n = x.rows(), e = w.value.cols();
-    c.x = x;
-    matrix<T> logits = x * w.value;
-    c.probs.resize(n, e);
-    for (Eigen::Index i = 0; i < n; ++i) {
-      const T top = logits.row(i).maxCoeff();
-      c.probs.row(i) = (logits.row(i).array() - top).exp().matrix();
-      c.probs.row(i) /= c.probs.row(i).sum();
-    }
-    c.chosen.expert.assign(static_cast<std::size_t>(n * k), 0);
-    c.chosen.gate.resize(n, k);
-    std::vector<int> order(static_cast<std::size_t>(e));
-    for (Eigen::Index i = 0; i < n; ++i) {
-      std::iota(order.begin(), order.end(), 0);
-      std::stable_sort(order.begin(), order.end(),
-                       [&](int a, int b) { return c.probs(i, a) > c.probs(i, b); });
-      for (int j = 0; j < k; ++j) {
-        c.chosen.expert[static_cast<std::size_t>(i * k + j)] = order[static_cast<std::size_t>(j)];
-        c.chosen.gate(i, j) = c.probs(i, order[static_cast<std::size_t>(j)]);
-      }
-    }
-    c.chosen.kept.assign(static_cast<std::size_t>(n * k), 1);
-    if (capacity_factor > 0) {
-      const long long cap = capacity(n);
-      std::vector<long long> taken(static_cast<std::size_t>(e), 0);
-      for (int j = 0; j < k; ++j)
-        for (Eigen::Index i = 0; i < n; ++i) {
-          const auto pair = static_cast<std::size_t>(i * k + j);
-          if (taken[static_cast<std::size_t>(c.chosen.expert[pair])]++ >= cap)
-            c.chosen.kept[pair] = 0;
-        }
-    }
-    return c.chosen;
-  }
+  choice forward(const matrix<T>& x, context& c) const;
   /// `dgate`: tokens x k, the loss gradient of each chosen gate. Returns the input gradient.
-  matrix<T> backward_dx(const matrix<T>& dgate, context& c) const {
-    const Eigen::Index n = c.x.rows(), e = w.value.cols();
-    matrix<T> dprobs = matrix<T>::Zero(n, e);
-    for (Eigen::Index i = 0; i < n; ++i)
-      for (int j = 0; j < k; ++j)
-        dprobs(i, c.chosen.expert[static_cast<std::size_t>(i * k + j)]) += dgate(i, j);
-    const matrix<T> dot = (dprobs.array() * c.probs.array()).rowwise().sum().matrix();
-    c.dlogits = (c.probs.array() * (dprobs.colwise() - dot.col(0)).array()).matrix();
-    return c.dlogits * w.value.transpose();
-  }
-  void backward_dw(const context& c) { w.grad.noalias() += c.x.transpose() * c.dlogits; }
+  matrix<T> backward_dx(const matrix<T>& dgate, context& c) const;
+  void backward_dw(const context& c);
 };
 
 /// y = silu(x W1) W2: a routed expert or the shared expert.
@@ -107,25 +64,18 @@ struct expert_mlp {
 
   static T sigmoid(T z) { return T(1) / (T(1) + std::exp(-z)); }
 
-  matrix<T> forward(const matrix<T>& x, context& c) const {
-    c.x = x;
-    c.h = x * w1.value;
-    c.a = c.h.unaryExpr([](T z) { return z * sigmoid(z); });
-    return c.a * w2.value;
-  }
-  matrix<T> backward_dx(const matrix<T>& dy, context& c) const {
-    c.dy = dy;
-    const matrix<T> da = dy * w2.value.transpose();
-    const matrix<T> dsilu =
-        c.h.unaryExpr([](T z) { return sigmoid(z) * (T(1) + z * (T(1) - sigmoid(z))); });
-    c.dh = (da.array() * dsilu.array()).matrix();
-    return c.dh * w1.value.transpose();
-  }
-  void backward_dw(const context& c) {
-    w1.grad.noalias() += c.x.transpose() * c.dh;
-    w2.grad.noalias() += c.a.transpose() * c.dy;
-  }
+  matrix<T> forward(const matrix<T>& x, context& c) const;
+  matrix<T> backward_dx(const matrix<T>& dy, context& c) const;
+  void backward_dw(const context& c);
 };
+
+#ifdef WEFT_SEPARATE_COMPILATION
+// Compiled once for float and double into weft::nn_compiled (src/nn_kernels.cpp).
+extern template struct router<float>;
+extern template struct router<double>;
+extern template struct expert_mlp<float>;
+extern template struct expert_mlp<double>;
+#endif
 
 /// Mean squared error against a target: L = sum((y - t)^2) / (2 * rows).
 template <class T>
@@ -139,3 +89,7 @@ struct mse_loss {
 };
 
 }  // namespace weft::nn
+
+#ifndef WEFT_SEPARATE_COMPILATION
+#include <weft/nn/impl/experts.ipp>
+#endif
