@@ -53,6 +53,20 @@ const std::vector<std::string> schedule_names = [] {
   return out;
 }();
 
+/// Whether schedule `name` takes a chunk count (`--chunks`), as the registry says.
+bool takes_chunks(std::string_view name) {
+  const weft::generator_info* g = weft::find_generator(name);
+  return g && g->chunks_per_rank == 0;
+}
+
+/// The schedules that take one, "a, b" from the registry, for messages.
+const std::string chunked_list = [] {
+  std::string out;
+  for (const weft::generator_info& g : weft::generators)
+    if (g.chunks_per_rank == 0) out += (out.empty() ? "" : ", ") + std::string(g.name);
+  return out;
+}();
+
 /// "a, b, c" from the registry, for --help.
 const std::string schedule_list = [] {
   std::string out;
@@ -77,6 +91,26 @@ CLI::Validator one_of(std::vector<std::pair<std::string, E>> names) {
         return v + " not in " + set;
       },
       set);
+}
+
+/// CLI::Range for a count, telling what is not a whole number as such: "8.0" and "4096.5" are
+/// not integers (where CLI::Range would call 8.0 out of range, and a floating option would take
+/// 4096.5 and print 4096). Anything else as CLI::Range has it ("Value x not in range a to b").
+CLI::Validator whole_in(long long lo, long long hi) {
+  return CLI::Validator(
+      [lo, hi](std::string& v) -> std::string {
+        double x = 0;
+        const char* end = v.data() + v.size();
+        const auto [at, ec] = std::from_chars(v.data(), end, x);
+        if (ec == std::errc() && at == end && v.find_first_of(".eE") != std::string::npos) {
+          if (x != std::floor(x) || !std::isfinite(x)) return v + " is not a whole number";
+          if (x >= -9e18 && x <= 9e18)
+            return v + " is not an integer (write " + std::to_string(static_cast<long long>(x)) +
+                   ")";
+        }
+        return CLI::Range(lo, hi)(v);
+      },
+      "INT in [" + std::to_string(lo) + " - " + std::to_string(hi) + "]");
 }
 
 /// The choices of an enum whose values the library already spells (plan's recompute, sharding).
@@ -241,13 +275,14 @@ void pipeline_options(CLI::App& sub, pipeline_args& p, bool scenario) {
   const auto required = [&](CLI::Option* o) { return scenario ? o : o->required(); };
   required(sub.add_option("--pp", p.pp,
                           "pipeline ranks (devices); zb-v, dualpipe(v) put 2 chunks on each"))
-      ->check(CLI::Range(1, weft::limits::ranks));
+      ->check(whole_in(1, weft::limits::ranks));
   required(sub.add_option("--micro", p.micro, "micro-batches per step"))
-      ->check(CLI::Range(1, weft::limits::micro));
-  sub.add_option("--chunks", p.chunks, "model chunks per rank, for interleaved (default 2)")
-      ->check(CLI::Range(1, weft::limits::chunks));
+      ->check(whole_in(1, weft::limits::micro));
+  sub.add_option("--chunks", p.chunks,
+                 "model chunks per rank, for the schedules that take a count (default 2)")
+      ->check(whole_in(1, weft::limits::chunks));
   sub.add_option("--layers", p.layers, "layers per model chunk (default 1)")
-      ->check(CLI::Range(1, weft::limits::layers));
+      ->check(whole_in(1, weft::limits::layers));
   sub.add_flag("--moe", p.moe, "layers of MoE sub-stages: attn, dispatch, mlp, combine");
   sub.add_flag("--shared-expert", p.shared_expert,
                "MoE layers with a shared expert beside the routed ones");
@@ -264,13 +299,13 @@ void pipeline_options(CLI::App& sub, pipeline_args& p, bool scenario) {
               v = "0";
               return "";
             }
-            return CLI::Range(1, weft::limits::parts)(v);
+            return whole_in(1, weft::limits::parts)(v);
           },
           "1..255 or auto"));
   sub.add_option("--pipe-experts-multi-data", p.multi_data,
                  "pipe-experts: the routed experts' inputs in N pieces (N / D per chunk), "
                  "all-to-alls pipelined with expert compute")
-      ->check(CLI::Range(1, weft::limits::parts));
+      ->check(whole_in(1, weft::limits::parts));
   sub.add_flag("--pipe-experts-multi-stream", p.multi_stream,
                "pipe-experts: each layer's second all-to-all on a second comm stream");
   sub.add_flag("--ampipe-tp-sp-comm-overlap", p.tp_sp_overlap,
@@ -366,7 +401,8 @@ void output_options(CLI::App& sub, output_args& o, bool pictures) {
 void check_pipeline(const pipeline_args& p, bool interleaved_asked, bool scenario,
                     bool chunks_elsewhere) {
   if (p.chunks != 2 && !interleaved_asked && !chunks_elsewhere)
-    bad("--chunks applies to the interleaved schedule (and --preset llama2-70b-xdc) only");
+    bad("--chunks applies to the schedules that take a chunk count (" + chunked_list +
+        ") and --preset llama2-70b-xdc only");
   if (p.p2p_multi_stream && !p.overlap_p2p)
     bad("--use-multi-stream option must be enabled together with "
         "--overlap-warmup-cooldown-communication (--multi-stream needs --overlap-p2p)");
@@ -409,7 +445,7 @@ void define(CLI::App& sub, generate_options& o, deferred&) {
 
 void check(const generate_options& o) {
   const pipeline_args& p = o.pipeline;
-  check_pipeline(p, p.schedule == "interleaved", false, false);
+  check_pipeline(p, takes_chunks(p.schedule), false, false);
   if (o.format == listing::csv && (p.moe || p.shared_expert))
     bad("PyTorch's CSV holds whole-chunk actions; --moe and --shared-expert need --format text");
   if (o.format == listing::csv && p.ampipe())
@@ -420,12 +456,12 @@ void define(CLI::App& sub, check_options& o, deferred&) {
   schedule_option(sub, o.pipeline, false);
   pipeline_options(sub, o.pipeline, false);
   sub.add_option("--max-live", o.max_live, "rule 5: live activations per rank (0: no bound)")
-      ->check(CLI::Range(0, 1 << 30));
+      ->check(whole_in(0, 1 << 30));
   sub.add_flag("--json", o.json, "print the result as JSON");
 }
 
 void check(const check_options& o) {
-  check_pipeline(o.pipeline, o.pipeline.schedule == "interleaved", false, false);
+  check_pipeline(o.pipeline, takes_chunks(o.pipeline.schedule), false, false);
 }
 
 void define(CLI::App& sub, verify_options& o, deferred&) {
@@ -454,7 +490,7 @@ void check(const simulate_options& o) {
   const pipeline_args& p = o.pipeline;
   const bool xdc = o.cost.preset == preset_name::llama2_70b_xdc;
   const bool ampipe = o.cost.preset == preset_name::ampipe_16p;
-  check_pipeline(p, p.schedule == "interleaved", xdc || ampipe, xdc);
+  check_pipeline(p, takes_chunks(p.schedule), xdc || ampipe, xdc);
   if (xdc && (!p.schedule.empty() || p.pp != 0 || p.layers != 1 || p.sub_stages() || p.transfers ||
               o.cost.barrier || p.ampipe() || p.p2p != p2p_mode::pytorch))
     bad("--preset llama2-70b-xdc is a whole scenario (Megatron's interleaved schedule on pp 8, "
@@ -492,9 +528,9 @@ void define(CLI::App& sub, compare_options& o, deferred& later) {
 
 void check(const compare_options& o) {
   scenario_is_simulates(o.cost.preset);
-  const bool interleaved =
-      std::find(o.schedules.begin(), o.schedules.end(), "interleaved") != o.schedules.end();
-  check_pipeline(o.pipeline, interleaved, false, false);
+  const bool chunked = std::any_of(o.schedules.begin(), o.schedules.end(),
+                                   [](const std::string& n) { return takes_chunks(n); });
+  check_pipeline(o.pipeline, chunked, false, false);
 }
 
 void define(CLI::App& sub, run_options& o, deferred& later) {
@@ -505,7 +541,7 @@ void define(CLI::App& sub, run_options& o, deferred& later) {
                  "--schedule, --pp and --micro: run on the tiny dense model");
   sub.add_option("--ep", o.ep,
                  "expert-parallel replicas of each pipeline rank (default 2 with MoE layers)")
-      ->check(CLI::Range(1, 64));
+      ->check(whole_in(1, 64));
   delay_option(sub, o.delay, later,
                "the emulated link for transfers and all-to-alls: none, intra-node, inter-node, "
                "or cross-dc[:KM[:RATIO]] (data centres KM apart, 1000 by default; bandwidth / "
@@ -529,7 +565,7 @@ void define(CLI::App& sub, run_options& o, deferred& later) {
   sub.add_option("--workers", o.workers,
                  "threads that run compute (default: 2 for all in-process ranks, 1 per MPI "
                  "process)")
-      ->check(CLI::Range(1, 256));
+      ->check(whole_in(1, 256));
   sub.add_option_function<double>(
          "--timeout", [&o](double s) { o.timeout = weft::seconds{s}; },
          "seconds; a run not finished by then stops on every rank, naming the op each "
@@ -549,7 +585,7 @@ void check(const run_options& o) {
     bad("--schedule-file holds the whole schedule (ranks, micro-batches, chunks; whole blocks on "
         "the tiny dense model): it takes no --schedule, --pp, --micro, --chunks, --layers, --moe, "
         "--shared-expert, --fb-overlap, --transfers, --ep, AMPipe or p2p options");
-  check_pipeline(p, p.schedule == "interleaved", false, false);
+  check_pipeline(p, takes_chunks(p.schedule), false, false);
   if (o.ep > 1 && !p.sub_stages()) bad("--ep needs MoE layers (--moe or --fb-overlap)");
   const bool mpi = o.backend == backend_kind::mpi;
   if (mpi && o.delay.link != link_choice::none)
@@ -564,15 +600,14 @@ void check(const run_options& o) {
 
 void define(CLI::App& sub, tp2d_options& o, deferred& later) {
   sub.add_option("--tp-x", o.tp_x, "the grid's x size (TP-X groups: contiguous ranks)")
-      ->check(CLI::Range(2, 16));
+      ->check(whole_in(2, 16));
   sub.add_option("--tp-y", o.tp_y, "the grid's y size (TP-Y groups: ranks tp_x apart)")
-      ->check(CLI::Range(2, 16));
-  sub.add_option("--hidden", o.hidden, "hidden size (default 192)")->check(CLI::Range(1, 4096));
-  sub.add_option("--heads", o.heads, "attention heads (default 24)")->check(CLI::Range(1, 4096));
-  sub.add_option("--ffn", o.ffn, "MLP inner width (default 4 x hidden)")
-      ->check(CLI::Range(1, 16384));
-  sub.add_option("--seq", o.seq, "tokens per sequence (default 256)")->check(CLI::Range(1, 4096));
-  sub.add_option("--batch", o.batch, "sequences (default 1)")->check(CLI::Range(1, 64));
+      ->check(whole_in(2, 16));
+  sub.add_option("--hidden", o.hidden, "hidden size (default 192)")->check(whole_in(1, 4096));
+  sub.add_option("--heads", o.heads, "attention heads (default 24)")->check(whole_in(1, 4096));
+  sub.add_option("--ffn", o.ffn, "MLP inner width (default 4 x hidden)")->check(whole_in(1, 16384));
+  sub.add_option("--seq", o.seq, "tokens per sequence (default 256)")->check(whole_in(1, 4096));
+  sub.add_option("--batch", o.batch, "sequences (default 1)")->check(whole_in(1, 64));
   auto* overlap =
       sub.add_option("--overlap", o.overlap,
                      "the forward overlap of every linear: none (default), ag-matmul (the "
@@ -625,19 +660,19 @@ std::string preset_folder_name(const std::string& v) {
 std::vector<CLI::Option*> job_flags(CLI::App& sub, weft::plan::job& j) {
   namespace plan = weft::plan;
   std::vector<CLI::Option*> flags{
-      sub.add_option("--tp", j.tp, "tensor-parallel size")->check(CLI::Range(1, 1 << 16)),
-      sub.add_option("--pp", j.pp, "pipeline-parallel size")->check(CLI::Range(1, 1 << 16)),
-      sub.add_option("--dp", j.dp, "data-parallel size")->check(CLI::Range(1, 1 << 20)),
-      sub.add_option("--cp", j.cp, "context-parallel size")->check(CLI::Range(1, 1 << 16)),
+      sub.add_option("--tp", j.tp, "tensor-parallel size")->check(whole_in(1, 1 << 16)),
+      sub.add_option("--pp", j.pp, "pipeline-parallel size")->check(whole_in(1, 1 << 16)),
+      sub.add_option("--dp", j.dp, "data-parallel size")->check(whole_in(1, 1 << 20)),
+      sub.add_option("--cp", j.cp, "context-parallel size")->check(whole_in(1, 1 << 16)),
       sub.add_option("--ep", j.ep, "expert-parallel size (carved from dp x cp)")
-          ->check(CLI::Range(1, 1 << 16)),
+          ->check(whole_in(1, 1 << 16)),
       sub.add_option("--micro-batch-size", j.micro_batch_size, "sequences per micro-batch")
-          ->check(CLI::Range(1, 1 << 16)),
+          ->check(whole_in(1, 1 << 16)),
       sub.add_option("--global-batch-size", j.global_batch_size,
                      "sequences per optimizer step (default: one micro-batch per dp rank)")
-          ->check(CLI::Range(1, 1 << 30)),
+          ->check(whole_in(1, 1 << 30)),
       sub.add_option("--seq-length", j.seq, "tokens per sequence (default 4096)")
-          ->check(CLI::Range(1.0, 16777216.0)),
+          ->check(whole_in(1, 1 << 24)),
       sub.add_option("--recompute", j.policy, "none, selective or full (default none)")
           ->transform(one_of<plan::recompute>(spelled<plan::recompute>(plan::recompute_names))),
       sub.add_flag("--sequence-parallel", j.sequence_parallel,
@@ -645,7 +680,7 @@ std::vector<CLI::Option*> job_flags(CLI::App& sub, weft::plan::job& j) {
       sub.add_option("--schedule", j.schedule, "the pipeline schedule (default 1f1b)")
           ->check(CLI::IsMember(schedule_names)),
       sub.add_option("--chunks", j.chunks, "model chunks per rank (interleaved; default 1)")
-          ->check(CLI::Range(1, weft::limits::chunks)),
+          ->check(whole_in(1, weft::limits::chunks)),
       sub.add_option("--pipeline-layout", j.layout,
                      "the layers of each stage in Megatron's grammar, e.g. \"Et*3|(tt|)*29,m|L\""),
       sub.add_flag("--overlap-grad-reduce", j.overlap_grad_reduce,
@@ -700,9 +735,9 @@ void define(CLI::App& sub, plan_options& o, deferred&) {
       ->check(CLI::Range(0.0, 86400.0));
   sub.add_option("--evaluations", o.evaluations,
                  "stop the search after judging this many orders (0: no cap)")
-      ->check(CLI::Range(0LL, 1LL << 40));
+      ->check(whole_in(0LL, 1LL << 40));
   sub.add_option("--seed", o.seed, "the search's seed (default 1)")
-      ->check(CLI::Range(0LL, 1LL << 62));
+      ->check(whole_in(0LL, 1LL << 62));
   sub.add_option("--out", o.out,
                  "write the fastest order found as PyTorch's schedule CSV (weft run "
                  "--schedule-file runs it)");
@@ -718,20 +753,19 @@ void check(const plan_options& o) {
 }
 
 void define(CLI::App& sub, search_options& o, deferred& later) {
-  sub.add_option("--pp", o.pp, "pipeline ranks (devices)")
-      ->check(CLI::Range(1, weft::limits::ranks));
+  sub.add_option("--pp", o.pp, "pipeline ranks (devices)")->check(whole_in(1, weft::limits::ranks));
   sub.add_option("--micro", o.micro, "micro-batches per step")
-      ->check(CLI::Range(1, weft::limits::micro));
+      ->check(whole_in(1, weft::limits::micro));
   sub.add_option("--chunks", o.chunks,
                  "model chunks per rank with --placement loop (default 1; vee has 2)")
-      ->check(CLI::Range(1, weft::limits::chunks));
+      ->check(whole_in(1, weft::limits::chunks));
   sub.add_option("--placement", o.placement,
                  "loop: chunk c on rank c % pp (1F1B, ZB-H1, interleaved); vee: rank r holds "
                  "chunks r and 2 pp - 1 - r (ZB-V, DualPipeV)")
       ->transform(one_of<placement_choice>(
           {{"loop", placement_choice::loop}, {"vee", placement_choice::vee}}));
   sub.add_option("--layers", o.layers, "layers per model chunk (default 1)")
-      ->check(CLI::Range(1, weft::limits::layers));
+      ->check(whole_in(1, weft::limits::layers));
   sub.add_flag("--moe", o.moe, "layers of MoE sub-stages: attn, dispatch, mlp, combine");
   sub.add_flag("--shared-expert", o.shared_expert,
                "MoE layers with a shared expert beside the routed ones");
@@ -745,7 +779,7 @@ void define(CLI::App& sub, search_options& o, deferred& later) {
   delay_option(sub, o.delay, later, xdc_delay_help);
   sub.add_option("--max-live", o.max_live,
                  "the memory cap: live activation units per rank, as rule 5 counts them (0: none)")
-      ->check(CLI::Range(0, 1 << 30));
+      ->check(whole_in(0, 1 << 30));
   sub.add_option_function<double>(
          "--budget-s", [&o](double s) { o.budget = weft::seconds{s}; },
          "search time in seconds (default 10): the best plan found by then")
@@ -753,9 +787,9 @@ void define(CLI::App& sub, search_options& o, deferred& later) {
   sub.add_option("--evaluations", o.evaluations,
                  "stop after judging this many plans (0: no cap); reached before the budget, "
                  "the result depends only on --seed")
-      ->check(CLI::Range(0LL, 1LL << 40));
+      ->check(whole_in(0LL, 1LL << 40));
   sub.add_option("--seed", o.seed, "the local search's seed (default 1)")
-      ->check(CLI::Range(0LL, 1LL << 62));
+      ->check(whole_in(0LL, 1LL << 62));
   sub.add_flag("--json", o.json, "print the result as JSON");
   sub.add_option("--out", o.out,
                  "write the best plan as PyTorch's schedule CSV (runs with weft run "
@@ -795,13 +829,13 @@ void define(CLI::App& sub, plan_cp_options& o, deferred&) {
       "causal-documents, interleaved-documents, shared-question, causal-blockwise, prefix-lm, "
       "random");
   sub.add_option("--mask-file", o.mask_file, "a mask in weft's text form")->excludes(mask);
-  sub.add_option("--seq", o.seq, "sequence length in tokens")->check(CLI::Range(1, cp::max_tokens));
-  sub.add_option("--cp", o.cp, "context-parallel ranks")->required()->check(CLI::Range(1, 4096));
+  sub.add_option("--seq", o.seq, "sequence length in tokens")->check(whole_in(1, cp::max_tokens));
+  sub.add_option("--cp", o.cp, "context-parallel ranks")->required()->check(whole_in(1, 4096));
   sub.add_option("--cap", o.cap, "communication units per rank and round (default 6)")
-      ->check(CLI::Range(0, 1 << 20));
+      ->check(whole_in(0, 1 << 20));
   sub.add_option("--coarse", o.coarse,
                  "plan on a C x C coarse mask (default 1024; 0: the full mask)")
-      ->check(CLI::Range(0, 8192));
+      ->check(whole_in(0, 8192));
   sub.add_flag_callback(
       "--no-remap", [&o] { o.remap = false; },
       "keep the original order (a mask already local, e.g. windows)");

@@ -14,6 +14,7 @@
 #include <weft/generators/dualpipe.hpp>
 #include <weft/generators/interleaved.hpp>
 #include <weft/generators/one_f_one_b.hpp>
+#include <weft/generators/registry.hpp>
 #include <weft/schedule/lower.hpp>
 #include <weft/schedule/verify.hpp>
 #include <weft/sim/ampipe_preset.hpp>
@@ -288,6 +289,21 @@ TEST_CASE("AMPipe configurations that cannot work are refused by name") {
                        config_error);
   CHECK_THROWS_WITH_AS(one_f_one_b({.ranks = 2, .micro = 2, .splits = 256}),
                        "weft: 1f1b: splits must be in [1, 255]", config_error);
+  // A whole block cannot run on a piece of the sequence: once accepted and called legal, the
+  // dense executor ran each split as the whole block (every weight gradient x splits).
+  generator_args whole;
+  whole.ranks = 2;
+  whole.micro = 2;
+  whole.splits = 2;
+  for (const char* name : {"1f1b", "interleaved", "zb-v", "dualpipev"})
+    CHECK_THROWS_WITH_AS(generate(name, whole),
+                         ("weft: " + std::string(name) +
+                          ": splits (AMPipe's pieces of the sequence) cut a layer's sub-stages "
+                          "(attn, mlp, ...): a whole block does not split")
+                             .c_str(),
+                         config_error);
+  whole.stages = stage_set::moe();
+  CHECK(check(generate("1f1b", whole)).ok());
 }
 
 TEST_CASE("pipe-experts: pieces pipelined, combines on a second stream with multi-stream") {

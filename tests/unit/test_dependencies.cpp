@@ -197,6 +197,9 @@ TEST_CASE(
   for (const op& o : {dispatch(B, split{5}, layer{1}).value, attn(dW, split{1}).value})
     CHECK(ix.op_of(ix.id(o)) == o);
   CHECK(validate({.stages = stage_set::dense(), .pieces = 2}) == model_error::pieces_need_experts);
+  CHECK(validate({.stages = stage_set::whole_block(), .splits = 2}) ==
+        model_error::splits_need_substages);
+  CHECK(validate({.stages = stage_set::dense(), .splits = 2}) == model_error::none);
   CHECK(validate({.stages = stage_set::moe(), .splits = 16, .pieces = 16}) ==
         model_error::bad_pieces);
 }

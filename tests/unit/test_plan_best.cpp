@@ -206,6 +206,21 @@ TEST_CASE("the best plan: every schedule, chunk count and layout, the fastest th
                        "the model's 8 attention heads do not split over --tp 3",
                        weft::config_error);
   CHECK_THROWS_AS(best_plan(m, j, c, {.max_chunks = 0}), weft::config_error);
+  // Zero sizes are refused by name before any plan is costed (pp 0 divided by zero; tp 0 was
+  // refused by an internal function's name), and so are a cluster's facts out of range.
+  bad.tp = 0;
+  CHECK_THROWS_WITH_AS(best_plan(m, bad, c), "--tp must be at least 1, got 0", weft::config_error);
+  bad.tp = 1;
+  bad.pp = 0;
+  CHECK_THROWS_WITH_AS(best_plan(m, bad, c), "--pp must be at least 1, got 0", weft::config_error);
+  CHECK_THROWS_WITH_AS(detail::balanced_layout(m, bad, c, 2), "--pp must be at least 1, got 0",
+                       weft::config_error);
+  cluster slow = c;
+  slow.device.efficiency = 1e-300;
+  CHECK_THROWS_WITH_AS(best_plan(m, j, slow),
+                       "cluster 'a100-80g': matmul_efficiency must be in [0.01, 1], "
+                       "got 1e-300",
+                       weft::config_error);
 }
 
 TEST_CASE("rule 5 in bytes: a rank's model states and live activations against its device") {

@@ -8,6 +8,7 @@
 
 #include <weft/plan/cluster_file.hpp>
 #include <weft/plan/hf_config.hpp>
+#include <weft/plan/job_file.hpp>
 #include <weft/plan/layout.hpp>
 
 using namespace weft::plan;
@@ -246,9 +247,10 @@ TEST_CASE("--pipeline-layout: what does not parse or does not cover the model is
         "--pipeline-layout: 1 MTP layers (m), the model has 0 (\"Et|tm|L\")");
   // Nesting is bounded; an empty part repeated any number of times is nothing, at once.
   const std::string deep = std::string(65, '(') + "t" + std::string(65, ')');
+  // The text is quoted by the 60 characters around the fault: 31 '(' before it, 28 ')' after.
   CHECK(layout_refusal("E" + deep + "|L", 2, 1, 0) ==
-        "--pipeline-layout: parentheses nested more than 64 deep at position 66 of \"E" + deep +
-            "|L\"");
+        "--pipeline-layout: parentheses nested more than 64 deep at position 66 of \"..." +
+            std::string(31, '(') + "t" + std::string(28, ')') + "...\"");
   CHECK(parse_pipeline_layout("E((()*99999999)*99999999)*99999999t|L", 2, 1, 0).chunks == 1);
   CHECK(layout_refusal("Et|t)|L", 3, 2, 0) ==
         "--pipeline-layout: unexpected ')' at position 5 of \"Et|t)|L\"");
@@ -279,9 +281,52 @@ TEST_CASE("one's own cluster from JSON: the built-in H100's figures read back, e
   };
   CHECK(refusal(R"({"matmul_efficiency": 0.8})") == "mine.json: missing peak_flops");
   CHECK(refusal(R"({"peak_flops": 1e15, "matmul_efficiency": 1.5})") ==
-        "mine.json: matmul_efficiency must be in (0, 1], got 1.5");
+        "mine.json: matmul_efficiency must be in [0.01, 1], got 1.5");
+  // Values inside (0, 1] once planned to "step inf s" or "bubble -nan%": every fact has a range
+  // wide enough for any device and network, narrow enough to keep an estimate finite.
+  CHECK(refusal(R"({"peak_flops": 1e15, "matmul_efficiency": 1e-300})") ==
+        "mine.json: matmul_efficiency must be in [0.01, 1], got 1e-300");
+  CHECK(refusal(R"({"peak_flops": 1e-300})") ==
+        "mine.json: peak_flops must be in [1000000000, 1e+18], got 1e-300");
+  for (const cluster& c : clusters) CHECK_NOTHROW(check_cluster(c));
+  cluster built = clusters[1];
+  built.inter = weft::link_model::with_bandwidth(weft::seconds(1e-5), 1e-300);
+  CHECK_THROWS_WITH_AS(check_cluster(built),
+                       "cluster 'h100-sxm': inter_node: bytes_per_s must be in [1000000, "
+                       "1000000000000000], got 1e-300",
+                       config_error);
   CHECK(refusal(R"({"peak_flops": 1e15, "matmul_efficiency": 0.5, "hbm_bytes": 1e9,
                     "hbm_bytes_per_s": 1e12, "devices_per_node": 8, "intra_node": 3})") ==
         "mine.json: intra_node must be an object");
   CHECK(refusal("{").find("mine.json: not JSON: ") == 0);
+}
+
+TEST_CASE("a user's JSON: nesting bounded, values quoted briefly in errors") {
+  // 100,000 levels under a key the reader checks overflowed the stack when the error printed
+  // the value; JSON is refused past 64 levels, while parsing, for every reader.
+  const std::string deep = std::string(100000, '[') + std::string(100000, ']');
+  const auto refusal = [](auto&& read) -> std::string {
+    try {
+      read();
+    } catch (const config_error& e) {
+      return e.what();
+    }
+    return "";
+  };
+  CHECK(refusal([&] { (void)read_hf_config("{\"num_hidden_layers\": " + deep + "}"); }) ==
+        "config.json: nested more than 64 levels deep");
+  CHECK(refusal([&] { (void)read_cluster("{\"peak_flops\": " + deep + "}", "c.json"); }) ==
+        "c.json: nested more than 64 levels deep");
+  CHECK(refusal([&] { (void)read_job("{\"tp\": " + deep + "}", "j.json"); }) ==
+        "j.json: nested more than 64 levels deep");
+  // 64 levels parse; the error names the value by its size, not its text.
+  const std::string ok = std::string(63, '[') + std::string(63, ']');
+  CHECK(refusal([&] { (void)read_job("{\"tp\": " + ok + "}", "j.json"); }) ==
+        "j.json: tp must be a whole number in [1, 65536], got an array of 1");
+  const std::string long_text(1 << 20, 'x');
+  const std::string said = refusal(
+      [&] { (void)read_job("{\"schedule\": 1, \"tp\": \"" + long_text + "\"}", "j.json"); });
+  CHECK(said.size() < 200);
+  CHECK(said.find("j.json: tp must be a whole number in [1, 65536], got \"xxx") == 0);
+  CHECK(said.ends_with("...\""));
 }

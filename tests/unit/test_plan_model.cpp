@@ -3,6 +3,8 @@
 // section 4 and Table 2), and the model states of mixed-precision Adam.
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <random>
 #include <string>
 
 #include <weft/plan/estimate.hpp>
@@ -118,10 +120,12 @@ TEST_CASE("model FLOPs: Korthikanti et al.'s 72BLsh^2(1 + s/6h + V/12hL) for GPT
   CHECK(f.projections == doctest::Approx(8 * B * s * h * h));
   CHECK(f.mlp == doctest::Approx(16 * B * s * h * h));
   CHECK(f.scores == doctest::Approx(4 * B * s * s * h));
-  CHECK(model_flops(m, B * s, s) ==
-        doctest::Approx(72 * B * L * s * h * h * (1 + s / (6 * h) + V / (12 * h * L))));
+  const double whole = model_flops(m, B * s, s, attention_count::whole);
+  CHECK(whole == doctest::Approx(72 * B * L * s * h * h * (1 + s / (6 * h) + V / (12 * h * L))));
+  // MFU's count: a causal model needs half the scores, 3 x 2Bs^2h a layer less.
+  CHECK(model_flops(m, B * s, s) == doctest::Approx(whole - 3 * L * 2 * B * s * s * h));
   // With full recomputation the devices do Narayanan et al.'s 96Bslh^2(1 + s/6h + V/16lh).
-  CHECK(model_flops(m, B * s, s) + recomputed_flops(m, B * s, s, true) ==
+  CHECK(whole + recomputed_flops(m, B * s, s, true) ==
         doctest::Approx(96 * B * s * L * h * h * (1 + s / (6 * h) + V / (16 * L * h))));
   CHECK(recomputed_flops(m, B * s, s, false) == 0);
 }
@@ -167,7 +171,7 @@ TEST_CASE("FLOPs beyond GPT-3: grouped-query, gated, experts, latent attention, 
     matmul_params -= c.norms;
   }
   matmul_params -= edges(d).final_norm + d.layers * (1536 + 512);  // the latents' norms
-  CHECK(model_flops(d, 1, 4096) / 3 - mtp_flops(d, 1, 4096) ==
+  CHECK(model_flops(d, 1, 4096, attention_count::whole) / 3 - mtp_flops(d, 1, 4096) ==
         doctest::Approx(2 * matmul_params + scores));
 }
 
@@ -210,8 +214,11 @@ TEST_CASE("a planned job's stages: FLOPs at the device's rates, memory in bytes,
   CHECK(e.grad_sync.count() == 0);
   CHECK(e.optimizer.count() == doctest::Approx(30 * e.stages[1].params / 1e12));
   CHECK(e.step.count() == doctest::Approx((e.pipeline + e.optimizer).count()));
-  // MFU: the model FLOPs of 2 sequences over the step and 2 devices' peak.
-  CHECK(e.mfu == doctest::Approx(model_flops(m, 2 * T, T) / (e.step.count() * 2 * 1e15)));
+  // MFU: the model FLOPs of 2 sequences (the causal half of the scores) over the step and 2
+  // devices' peak.
+  const double needed = 3 * (2 * layer + 2 * T * H * 1000) * 2;
+  CHECK(model_flops(m, 2 * T, T) == doctest::Approx(needed));
+  CHECK(e.mfu == doctest::Approx(needed / (e.step.count() * 2 * 1e15)));
 }
 
 TEST_CASE("data-parallel sharding: the states each rank keeps, what it gathers, what it syncs") {
@@ -319,4 +326,51 @@ TEST_CASE("a job that cannot train the model is refused, naming the numbers") {
           j.layout = "Et|t*5|L";
         }) ==
         "--pipeline-layout: 3 stages are not a multiple of the 2 pipeline ranks (\"Et|t*5|L\")");
+  CHECK(refusal([](job& j) { j.seq = 4096.5; }) == "--seq-length must be a whole number of tokens");
+  CHECK(refusal([](job& j) { j.global_batch_size = 1 << 20; }) ==
+        "--global-batch-size 1048576 over --micro-batch-size x --dp (1) is 1048576 micro-batches "
+        "a step; a schedule takes at most 65535");
+}
+
+TEST_CASE("MFU never above the fastest rate the device is priced at, however long the context") {
+  // MFU counts the causal half of attention, which is what the time prices: a model whose work
+  // is nearly all attention (a small one at a long context) once reached 108-118 % (the full
+  // square counted, the half priced). Whatever the model, the context, recomputation or flash,
+  // the step's model FLOPs over the device-seconds stay within the best sustained share of peak
+  // the cluster gives any op (matmuls or attention).
+  std::mt19937 rng(7);
+  int judged = 0;
+  for (const cluster& base : clusters)
+    for (int trial = 0; trial < 24; ++trial) {
+      const auto pick = [&](int lo, int hi) {
+        return std::uniform_int_distribution<int>(lo, hi)(rng);
+      };
+      transformer m = testing::tiny_dense(pick(1, 4));
+      m.hidden = 64 << pick(0, 5);
+      m.heads = m.kv_heads = 2 << pick(0, 2);  // tp (1 or 2) divides them
+      m.head_dim = m.hidden / m.heads * pick(1, 2);
+      m.ffn = m.hidden * pick(1, 4);
+      m.vocab = 100 << pick(0, 9);
+      cluster c = base;
+      if (trial % 3 == 1) c.device.attention_efficiency = 1.0;  // attention faster than matmuls
+      job j;
+      j.pp = 1 << pick(0, 1);
+      j.tp = 1 << pick(0, 1);
+      j.seq = 1 << pick(8, 20);
+      j.global_batch_size = j.pp * pick(1, 3);
+      j.flash_attention = pick(0, 3) != 0;
+      j.policy = static_cast<recompute>(pick(0, 2));
+      if (m.layers % j.pp != 0) j.pp = 1;
+      CAPTURE(base.name);
+      CAPTURE(j.seq);
+      CAPTURE(m.hidden);
+      const estimate e = estimate_job(m, j, c);
+      const double best_share =
+          std::max(c.device.efficiency, c.device.attention_flops() / c.device.peak_flops);
+      CHECK(e.mfu > 0);
+      CHECK(e.mfu <= best_share * (1 + 1e-9));
+      CHECK(e.tflops_per_device * 1e12 <= c.device.peak_flops * best_share * (1 + 1e-9));
+      ++judged;
+    }
+  CHECK(judged == 4 * 24);
 }

@@ -139,11 +139,14 @@ TEST_CASE("weft's v-half and v-min reproduce sail-sg's zero-bubble V schedules, 
     const program prog = lower(s);
     const double simulated = measure(prog, simulate(prog, equal)).bubble_ratio;
     CHECK(simulated == doctest::Approx(bubble).epsilon(0.01));
+    // The table's shapes have M >= 2P; fewer micro-batches leave the warm-up's cost on top.
     const double one_f_one_b = (args.ranks - 1.0) / (args.micro + args.ranks - 1.0);
-    if (name == "v_half")
-      CHECK(simulated <= one_f_one_b / 2 + 0.03);
-    else
-      CHECK(simulated <= 2 * one_f_one_b / 3 + 0.03);
+    if (args.micro >= 2 * args.ranks) {
+      if (name == "v_half")
+        CHECK(simulated <= one_f_one_b / 2 + 0.03);
+      else
+        CHECK(simulated <= 2 * one_f_one_b / 3 + 0.03);
+    }
     ++cases;
   };
   while (std::getline(file, line)) {
@@ -167,7 +170,7 @@ TEST_CASE("weft's v-half and v-min reproduce sail-sg's zero-bubble V schedules, 
     }
   }
   compare();
-  CHECK(cases == 16);
+  CHECK(cases == 23);
 }
 
 TEST_CASE("interleaved-zb and looped-bfs refuse what PyTorch refuses") {

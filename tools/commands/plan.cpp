@@ -2,6 +2,7 @@
 // step time, throughput, MFU and memory per pipeline stage, beside every schedule that applies
 // (docs/planning.md).
 #include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <iomanip>
 #include <iostream>
@@ -9,6 +10,7 @@
 #include <optional>
 #include <sstream>
 #include <string>
+#include <system_error>
 #include <vector>
 
 #include <weft/io/chrome_trace.hpp>
@@ -33,6 +35,9 @@ namespace {
 using json = nlohmann::ordered_json;
 
 std::string read_text(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec))
+    throw stop(exit_bad_input, "weft: plan: " + path + " is a folder, not a file");
   std::ifstream in(path, std::ios::binary);
   if (!in) throw stop(exit_bad_input, "weft: plan: cannot read " + path);
   std::ostringstream text;

@@ -4,10 +4,15 @@
 // runtime weft has (the runner and the executors on it, CP attention, the TP layers).
 #pragma once
 
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <cstdio>
 #include <exception>
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <utility>
 
 #include <weft/core/op.hpp>
@@ -44,6 +49,29 @@ inline std::string describe_exception(const std::exception_ptr& e) {
   } catch (...) {
     return "unknown error";
   }
+}
+
+/// A user's text as an error message quotes it: whole when short, else the `width` characters
+/// around position `at` with "..." for what is left out — so that an error about a 10 MB input is
+/// still one line.
+inline std::string excerpt(std::string_view text, std::size_t at = 0, std::size_t width = 60) {
+  if (text.size() <= width) return std::string(text);
+  const std::size_t from = std::min(at > width / 2 ? at - width / 2 : 0, text.size() - width);
+  std::string out;  // appended, not concatenated: g++ 12 warns (-Wrestrict) on the latter
+  out.reserve(width + 6);
+  if (from > 0) out += "...";
+  out += text.substr(from, width);
+  if (from + width < text.size()) out += "...";
+  return out;
+}
+
+/// A number as an error message prints it: a whole number below 1e18 in full ("65536"), any
+/// other as printf's %g ("0.01", "1e-300", "1e+18").
+inline std::string shown(double x) {
+  if (std::abs(x) < 1e18 && x == std::trunc(x)) return std::to_string(static_cast<long long>(x));
+  char text[32];
+  std::snprintf(text, sizeof text, "%g", x);
+  return text;
 }
 
 }  // namespace weft

@@ -3,9 +3,9 @@
 // them (`zbv_greedy.py`, `--zero-bubble-v-schedule-mem-setup half|min`): two chunks per rank in
 // V placement, every backward split into dX and dW. A repeating pattern fixes when each rank
 // starts each micro-batch's four passes (a forward and a dX on each arm of the V) so that about
-// half (V-Half) or a third (V-Min) of 1F1B's activations are alive, as the paper counts them (an
-// activation mostly freed by its dX; counted until its dW, both keep about half); a greedy pass
-// then pulls each pass as early as its dependencies and that memory allow, and the dW passes
+// half (V-Half) or a third (V-Min) of 1F1B's activations are alive (counted until its dW:
+// V-Half P + 2 chunk units for even P, V-Min 2 floor((P + 1) / 3) + 2, docs/schedules.md); a greedy
+// pass then pulls each pass as early as its dependencies and that memory allow, and the dW passes
 // fill the slots left empty.
 #pragma once
 

@@ -189,6 +189,8 @@ inline std::string balanced_layout(const model_pieces& p, int stages) {
 /// The same for model `m` on job `j`'s devices.
 inline std::string balanced_layout(const transformer& m, const job& j, const cluster& c,
                                    int stages) {
+  check_cluster(c);
+  check_sizes(m, j);
   return balanced_layout(pieces_of(m, j, c), stages);
 }
 
@@ -212,6 +214,9 @@ inline plan_search_result best_plan(const transformer& m, const job& base, const
   if (o.max_chunks < 1 || o.max_chunks > 64)
     throw config_error("best_plan: max_chunks must be in [1, 64], got " +
                        std::to_string(o.max_chunks));
+  // The sizes every plan keeps, before any is costed: a zero size would divide by zero below.
+  check_cluster(c);
+  check_sizes(m, base);
   plan_search_result out;
   std::vector<job> tries{base};
   const detail::model_pieces pieces = detail::pieces_of(m, base, c);

@@ -4,8 +4,11 @@
 #pragma once
 
 #include <array>
+#include <string>
 #include <string_view>
+#include <utility>
 
+#include <weft/core/error.hpp>
 #include <weft/core/link.hpp>
 #include <weft/sim/cost.hpp>
 #include <weft/sim/device.hpp>
@@ -94,6 +97,75 @@ inline constexpr std::array<cluster, 4> clusters{{
      link_model::intra_node(),
      link_model::inter_node()},
 }};
+
+/// The range a cluster fact may take, under the name a cluster file gives it.
+struct fact_range {
+  std::string_view key;
+  double lo, hi;
+  /// Within the range; an ulp's slack, as a fact converted and back (1 / (1 / x)) may move by one.
+  constexpr bool holds(double x) const noexcept {
+    return x >= lo * (1 - 1e-15) && x <= hi * (1 + 1e-15);
+  }
+};
+
+/// What a cluster's facts may be: wide enough for any device and network there is (a laptop's
+/// GPU to an exaflop chip, a continent's WAN to NVLink), narrow enough that every estimate stays
+/// finite and every cost keeps its order (a step of at most ~1e16 s, never inf or NaN). The
+/// cluster file's reader and `check_cluster` hold a cluster to the same ranges.
+namespace cluster_ranges {
+inline constexpr fact_range peak_flops{"peak_flops", 1e9, 1e18};
+inline constexpr fact_range matmul_efficiency{"matmul_efficiency", 0.01, 1};
+inline constexpr fact_range attention_efficiency{"attention_efficiency", 0.01, 1};
+inline constexpr fact_range hbm_bytes{"hbm_bytes", 1e6, 1e15};
+inline constexpr fact_range hbm_bytes_per_s{"hbm_bytes_per_s", 1e9, 1e15};
+inline constexpr fact_range devices_per_node{"devices_per_node", 1, 1 << 16};
+inline constexpr fact_range latency_us{"latency_us", 0, 1e9};
+inline constexpr fact_range link_bytes_per_s{"bytes_per_s", 1e6, 1e15};
+inline constexpr fact_range compute_slowdown{"compute_slowdown", 0, 10};
+inline constexpr fact_range sites{"sites", 1, 1 << 10};
+inline constexpr fact_range km{"km", 1e-3, 40000};
+inline constexpr fact_range convergence_ratio{"convergence_ratio", 1, 1e6};
+}  // namespace cluster_ranges
+
+namespace detail {
+inline void hold(const std::string& where, const fact_range& r, double x) {
+  if (!r.holds(x))
+    throw config_error(where + r.key.data() + " must be in [" + shown(r.lo) + ", " + shown(r.hi) +
+                       "], got " + shown(x));
+}
+}  // namespace detail
+
+/// Throws `config_error` naming the fact when cluster `c` has one outside `cluster_ranges`
+/// (a cluster built in code; the built-in ones and a cluster file's always pass). Every entry
+/// point of the planner calls it first.
+inline void check_cluster(const cluster& c) {
+  namespace r = cluster_ranges;
+  std::string at = "cluster ";  // appended: g++ 12 warns (-Wrestrict) on "x" + std::string&&
+  if (c.name.empty()) {
+    at += "(unnamed): ";
+  } else {
+    at += '\'';
+    at += c.name;
+    at += "': ";
+  }
+  detail::hold(at, r::peak_flops, c.device.peak_flops);
+  detail::hold(at, r::matmul_efficiency, c.device.efficiency);
+  if (c.device.attention_efficiency != 0)
+    detail::hold(at, r::attention_efficiency, c.device.attention_efficiency);
+  detail::hold(at, r::hbm_bytes, c.hbm_bytes);
+  detail::hold(at, r::hbm_bytes_per_s, c.device.memory_bytes_per_s);
+  detail::hold(at, r::devices_per_node, c.per_node);
+  for (const auto& [name, l] : {std::pair{"intra_node: ", c.intra}, {"inter_node: ", c.inter}}) {
+    detail::hold(at + name, r::latency_us, l.alpha.count() * 1e6);
+    detail::hold(at + name, r::link_bytes_per_s, 1 / l.beta.count());
+  }
+  detail::hold(at, r::compute_slowdown, c.overlap.compute_slowdown);
+  detail::hold(at + "data_centres: ", r::sites, c.centres.sites);
+  if (c.centres.sites > 1) {
+    detail::hold(at + "data_centres: ", r::km, c.centres.km);
+    detail::hold(at + "data_centres: ", r::convergence_ratio, c.centres.convergence_ratio);
+  }
+}
 
 /// The link a group of `size` ranks, `stride` apart, crosses on cluster `c`: inside a node while
 /// the group fits in one, between nodes otherwise.

@@ -6,8 +6,8 @@
 //    "inter_node": {"latency_us": 10, "bytes_per_s": 50e9}, "compute_slowdown": 0.189}
 //    (optional) "data_centres": {"sites": 2, "km": 960, "convergence_ratio": 128}
 // attention_efficiency and compute_slowdown are optional (the matmul efficiency; the published
-// 0.189), and so are the data centres (one site). A missing key or a value out of range is a
-// `config_error` naming it; a key it does not know, a warning.
+// 0.189), and so are the data centres (one site). A missing key or a value outside its
+// `cluster_ranges` is a `config_error` naming it; a key it does not know, a warning.
 #pragma once
 
 #include <string>
@@ -29,46 +29,43 @@ struct cluster_file {
 inline cluster_file read_cluster(std::string_view text, const std::string& file) {
   const nlohmann::json j = detail::parse_json(text, file);
   detail::config_reader r(j, file);
+  const auto fact = [](detail::config_reader& from, const fact_range& range) {
+    return from.in_range(range.key, range.lo, range.hi);
+  };
+  namespace R = cluster_ranges;
   cluster_file out;
   cluster& c = out.spec;
   c.name = {};
-  c.device.peak_flops = r.positive("peak_flops", 1e18);
-  c.device.efficiency = r.positive("matmul_efficiency", 1);
+  c.device.peak_flops = fact(r, R::peak_flops);
+  c.device.efficiency = fact(r, R::matmul_efficiency);
   c.device.attention_efficiency =
-      r.has("attention_efficiency") ? r.positive("attention_efficiency", 1) : 0;
-  c.hbm_bytes = r.positive("hbm_bytes", 1e15);
-  c.device.memory_bytes_per_s = r.positive("hbm_bytes_per_s", 1e15);
-  c.per_node = static_cast<int>(r.whole({"devices_per_node"}, 1, 1 << 16));
+      r.has(R::attention_efficiency.key) ? fact(r, R::attention_efficiency) : 0;
+  c.hbm_bytes = fact(r, R::hbm_bytes);
+  c.device.memory_bytes_per_s = fact(r, R::hbm_bytes_per_s);
+  c.per_node = static_cast<int>(
+      r.whole({R::devices_per_node.key}, R::devices_per_node.lo, R::devices_per_node.hi));
   const auto link = [&](std::string_view key) {
     detail::config_reader l = r.object(key);
     // Divided, not multiplied by 1e-6: 10 / 1e6 is the double nearest 1e-5, as the built-in
     // links write it, so a file can state them to the bit.
-    const link_model m = link_model::with_bandwidth(seconds(l.positive("latency_us", 1e9) / 1e6),
-                                                    l.positive("bytes_per_s", 1e15));
+    const link_model m = link_model::with_bandwidth(seconds(fact(l, R::latency_us) / 1e6),
+                                                    fact(l, R::link_bytes_per_s));
     for (std::string& w : l.unused()) out.warnings.push_back(std::move(w));
     return m;
   };
   c.intra = link("intra_node");
   c.inter = link("inter_node");
   c.overlap = contention_facts::published();
-  const double slowdown = r.number("compute_slowdown", c.overlap.compute_slowdown);
-  if (!(slowdown >= 0 && slowdown <= 10))
-    throw config_error(file + ": compute_slowdown must be in [0, 10], got " +
-                       j.at("compute_slowdown").dump());
-  c.overlap.compute_slowdown = slowdown;
+  if (r.has(R::compute_slowdown.key)) c.overlap.compute_slowdown = fact(r, R::compute_slowdown);
   if (r.has("data_centres")) {
     detail::config_reader d = r.object("data_centres");
-    c.centres.sites = static_cast<int>(d.whole({"sites"}, 1, 1 << 10));
-    c.centres.km = d.positive("km", 40000);
-    c.centres.convergence_ratio = d.positive("convergence_ratio", 1e6);
-    if (c.centres.convergence_ratio < 1)
-      throw config_error(file +
-                         ": data_centres: convergence_ratio must be 1 or more (ports to "
-                         "links between the centres), got " +
-                         j.at("data_centres").at("convergence_ratio").dump());
+    c.centres.sites = static_cast<int>(d.whole({R::sites.key}, R::sites.lo, R::sites.hi));
+    c.centres.km = fact(d, R::km);
+    c.centres.convergence_ratio = fact(d, R::convergence_ratio);
     for (std::string& w : d.unused()) out.warnings.push_back(std::move(w));
   }
   for (std::string& w : r.unused()) out.warnings.push_back(std::move(w));
+  check_cluster(c);  // the same ranges; what holds the built-in clusters holds a file's
   return out;
 }
 

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -63,7 +64,9 @@ inline stage_estimate stage_costs(const transformer& m, const job& j, const clus
   // MLP; without it, an all-reduce after each.
   const seconds tp_comm =
       2.0 * collective::tensor_parallel_block(tp_link, j.tp, act, j.sequence_parallel);
-  seconds compute{0}, scores{0}, comm{0}, hideable{0};
+  // `matmuls`: the weights' matmuls, which the dW pass runs again (summed on their own, so that
+  // dW never exceeds the backward however the attention's share compares).
+  seconds compute{0}, scores{0}, matmuls{0}, comm{0}, hideable{0};
   seconds layers_compute{0}, layers_comm{0};  // what full recomputation runs again
   const auto add_layer = [&](int l) {
     const layer_flops f = forward_flops(m, l, T, j.seq);
@@ -72,7 +75,9 @@ inline stage_estimate stage_costs(const transformer& m, const job& j, const clus
     const seconds causal = j.flash_attention
                                ? seconds(f.scores / 2 / tp / c.device.attention_flops())
                                : seconds(f.scores / tp / rate);
-    const seconds work = seconds((f.total() - f.scores) / tp / rate) + causal;
+    const seconds linear = seconds(f.weighted() / tp / rate);
+    const seconds work = linear + causal;
+    matmuls += linear;
     compute += work;
     layers_compute += work;
     scores += causal;
@@ -111,12 +116,16 @@ inline stage_estimate stage_costs(const transformer& m, const job& j, const clus
     out.params += e.embedding / tp;
     out.activation_bytes += act / (j.sequence_parallel ? tp : 1);
   }
+  const auto add_linear = [&](seconds t) {
+    compute += t;
+    matmuls += t;
+  };
   const auto add_head = [&] {  // the LM head and the loss's fp32 logits (vocab-parallel)
-    compute += seconds(head_flops(m, T) / tp / rate);
+    add_linear(seconds(head_flops(m, T) / tp / rate));
     out.activation_bytes += 4 * T * m.vocab / tp + act;
   };
   for (int k = 0; k < st.mtp; ++k) {  // its projection, its block (as the last layer), its head
-    compute += seconds(matmul_flops(T, 2 * m.hidden, m.hidden) / tp / rate);
+    add_linear(seconds(matmul_flops(T, 2 * m.hidden, m.hidden) / tp / rate));
     add_layer(m.layers - 1);
     add_head();
     out.params +=
@@ -136,7 +145,7 @@ inline stage_estimate stage_costs(const transformer& m, const job& j, const clus
                                                            : seconds(0);
   out.cost.F = compute + comm;
   out.cost.B = 2.0 * compute + comm + again;
-  out.cost.W = compute - scores;  // the weights' gradients: the matmuls again
+  out.cost.W = matmuls;  // the weights' gradients: the matmuls again
   out.cost.comm_F = hideable;
   out.cost.comm_B = j.policy == recompute::full ? 2.0 * hideable : hideable;
   return out;
@@ -274,6 +283,7 @@ inline void add_data_parallel(estimate& out, const job& j, const cluster& c,
 /// does not split), costs each stage, simulates the pipeline with schedule `j.schedule` and
 /// the cluster's contention facts, adds the gradient reduction and the optimizer.
 inline estimate estimate_job(const transformer& m, const job& j, const cluster& c) {
+  check_cluster(c);
   check_job(m, j);
   const generator_info* g = find_generator(j.schedule);
   if (!g) (void)generate(j.schedule, {});  // the registry's error, naming the known ones
@@ -316,6 +326,12 @@ inline estimate estimate_job(const transformer& m, const job& j, const cluster& 
   }
   detail::add_data_parallel(out, j, c, held);
   out.step = out.pipeline + out.grad_sync + out.optimizer;
+  // The ranges of the model, the job and the cluster keep every term finite; should a
+  // combination still overflow, it is refused rather than printed as inf or NaN.
+  if (!(std::isfinite(out.step.count()) && out.step.count() > 0))
+    throw config_error(
+        "the estimated step is not a finite time: the model's, the job's and the "
+        "cluster's sizes together are beyond what weft plans (docs/limits.md)");
 
   const double tokens = static_cast<double>(j.batch()) * j.seq;
   out.model_flops = model_flops(m, tokens, j.seq);

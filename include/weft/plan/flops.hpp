@@ -1,7 +1,8 @@
 // The work of a transformer, per part: FLOPs of one forward pass over a micro-batch, from the
-// shapes alone (a multiply-add is 2 FLOPs). Model FLOPs count attention over the whole sequence,
-// as Korthikanti et al. 2022 and PaLM do; the causal half a flash kernel skips is `scores`'s half,
-// which costs (the time side) may take instead.
+// shapes alone (a multiply-add is 2 FLOPs). `scores` is attention over the whole sequence, as
+// Korthikanti et al. 2022 and PaLM count it; a causal model needs only its lower half, which is
+// what MFU counts (`model_flops`, docs/planning.md): the FLOPs a step must do, never more than
+// its time prices.
 #pragma once
 
 #include <weft/plan/transformer.hpp>
@@ -15,7 +16,9 @@ struct layer_flops {
   double mlp = 0;          ///< the dense MLP, or an MoE layer's shared expert
   double router = 0;       ///< an MoE layer's router
   double experts = 0;      ///< the routed experts a token is sent to (top-k of them)
-  constexpr double total() const noexcept { return projections + scores + mlp + router + experts; }
+  /// The matmuls with weights: all but the scores.
+  constexpr double weighted() const noexcept { return projections + mlp + router + experts; }
+  constexpr double total() const noexcept { return weighted() + scores; }
 };
 
 /// A matrix of `in` x `out` applied to `tokens` tokens.
@@ -78,13 +81,26 @@ constexpr double recomputed_flops(const transformer& m, double tokens, double se
   return again;
 }
 
+/// How model FLOPs count attention's scores: the causal half a causal language model needs
+/// (FlashAttention-2, arXiv 2307.08691 §4.1, halves them so), or the whole square (Korthikanti
+/// et al. 2022, App. A; PaLM), as the papers that report MFU that way count it.
+enum class attention_count : unsigned char { causal, whole };
+
 /// Model FLOPs of one training step over `tokens` tokens of sequences `seq` long: the forward
 /// and a backward of twice its work, every layer, the head and the MTP modules; no
-/// recomputation counted (Korthikanti et al. 2022's model FLOPs, App. A).
-constexpr double model_flops(const transformer& m, double tokens, double seq) noexcept {
+/// recomputation counted. MFU's definition (the default, `causal`): what the step must compute —
+/// the masked half of attention is not needed, and a kernel that computes it anyway (attention
+/// without flash) does work the model does not count. With `whole`, Korthikanti et al.'s count.
+constexpr double model_flops(const transformer& m, double tokens, double seq,
+                             attention_count count = attention_count::causal) noexcept {
   double forward = head_flops(m, tokens) + m.mtp_layers * mtp_flops(m, tokens, seq);
-  for (int l = 0; l < m.layers; ++l) forward += forward_flops(m, l, tokens, seq).total();
-  return 3 * forward;
+  double scores = m.mtp_layers * forward_flops(m, m.layers - 1, tokens, seq).scores;
+  for (int l = 0; l < m.layers; ++l) {
+    const layer_flops f = forward_flops(m, l, tokens, seq);
+    forward += f.total();
+    scores += f.scores;
+  }
+  return 3 * (forward - (count == attention_count::causal ? scores / 2 : 0));
 }
 
 }  // namespace weft::plan

@@ -7,7 +7,6 @@
 #include <algorithm>
 #include <cmath>
 #include <initializer_list>
-#include <sstream>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -92,14 +91,48 @@ inline constexpr std::string_view ignored_keys[] = {"_name_or_path",
                                                     "num_experts_per_tok",
                                                     "topk_method"};
 
-/// `text` parsed as JSON; a syntax error (or a number out of range) is a `config_error` naming
-/// `file`. What every reader of a user's JSON starts with.
+/// How deep a user's JSON may nest. Far more than any config, job or cluster file needs; values
+/// nested deeper are refused while parsing, before anything (the JSON library's `dump()`, its
+/// comparisons) could recurse through them level by level and exhaust the stack.
+inline constexpr int deepest_json = 64;
+
+/// `text` parsed as JSON; a syntax error, a number out of range or nesting deeper than
+/// `deepest_json` is a `config_error` naming `file`. What every reader of a user's JSON starts
+/// with.
 inline nlohmann::json parse_json(std::string_view text, const std::string& file) {
+  bool too_deep = false;
+  const nlohmann::json::parser_callback_t depth = [&](int level, nlohmann::json::parse_event_t e,
+                                                      nlohmann::json&) {
+    if ((e == nlohmann::json::parse_event_t::object_start ||
+         e == nlohmann::json::parse_event_t::array_start) &&
+        level >= deepest_json)
+      too_deep = true;
+    return !too_deep;  // a discarded value ends the nesting at once
+  };
+  nlohmann::json j;
   try {
-    return nlohmann::json::parse(text);
+    j = nlohmann::json::parse(text, depth);
   } catch (const nlohmann::json::exception& e) {
-    throw config_error(file + ": not JSON: " + e.what());
+    if (!too_deep) throw config_error(file + ": not JSON: " + excerpt(e.what(), 0, 240));
   }
+  if (too_deep)
+    throw config_error(file + ": nested more than " + std::to_string(deepest_json) +
+                       " levels deep");
+  return j;
+}
+
+/// A JSON value as an error message shows it: a number, true/false or null as written, a string
+/// quoted (its first 60 characters), an array or object by its size — never a whole subtree.
+inline std::string brief(const nlohmann::json& v) {
+  if (v.is_string()) {  // appended: g++ 12 warns (-Wrestrict) on "x" + std::string&&
+    std::string out(1, '"');
+    out += excerpt(v.get_ref<const std::string&>());
+    out += '"';
+    return out;
+  }
+  if (v.is_array()) return "an array of " + std::to_string(v.size());
+  if (v.is_object()) return "an object of " + std::to_string(v.size()) + " keys";
+  return v.dump();  // a number, true, false or null: short
 }
 
 /// The config's object, the keys read so far, and what to say about the rest.
@@ -132,8 +165,8 @@ class config_reader {
     const nlohmann::json& v = j_.at(k);
     const double x = v.is_number() ? v.get<double>() : std::nan("");
     if (!v.is_number() || x != std::floor(x) || x < lo || x > hi)
-      throw config_error(file_ + ": " + std::string(k) + " must be a whole number in [" + show(lo) +
-                         ", " + show(hi) + "], got " + v.dump());
+      throw config_error(file_ + ": " + std::string(k) + " must be a whole number in [" +
+                         shown(lo) + ", " + shown(hi) + "], got " + brief(v));
     return x;
   }
   double whole(std::initializer_list<std::string_view> keys, double lo, double hi,
@@ -146,7 +179,7 @@ class config_reader {
     const nlohmann::json& v = j_.at(key);
     if (!v.is_boolean())
       throw config_error(file_ + ": " + std::string(key) + " must be true or false, got " +
-                         v.dump());
+                         brief(v));
     return v.get<bool>();
   }
   std::string text(std::initializer_list<std::string_view> keys, std::string fallback) {
@@ -154,7 +187,7 @@ class config_reader {
     if (k.empty()) return fallback;
     const nlohmann::json& v = j_.at(k);
     if (!v.is_string())
-      throw config_error(file_ + ": " + std::string(k) + " must be a string, got " + v.dump());
+      throw config_error(file_ + ": " + std::string(k) + " must be a string, got " + brief(v));
     return v.get<std::string>();
   }
   double number(std::string_view key, double fallback) {
@@ -162,7 +195,7 @@ class config_reader {
     if (!has(key)) return fallback;
     const nlohmann::json& v = j_.at(key);
     if (!v.is_number() || !std::isfinite(v.get<double>()))
-      throw config_error(file_ + ": " + std::string(key) + " must be a number, got " + v.dump());
+      throw config_error(file_ + ": " + std::string(key) + " must be a number, got " + brief(v));
     return v.get<double>();
   }
   /// A number in (lo, hi] under `key`; an error naming it when missing or out of range.
@@ -171,8 +204,18 @@ class config_reader {
     if (!has(key)) throw config_error(file_ + ": missing " + std::string(key));
     const double x = number(key, 0);
     if (!(x > 0 && x <= hi))
-      throw config_error(file_ + ": " + std::string(key) + " must be in (0, " + show(hi) +
-                         "], got " + j_.at(key).dump());
+      throw config_error(file_ + ": " + std::string(key) + " must be in (0, " + shown(hi) +
+                         "], got " + brief(j_.at(key)));
+    return x;
+  }
+  /// A number in [lo, hi] under `key`; an error naming it when missing or out of range.
+  double in_range(std::string_view key, double lo, double hi) {
+    used_.emplace_back(key);
+    if (!has(key)) throw config_error(file_ + ": missing " + std::string(key));
+    const double x = number(key, 0);
+    if (!(x >= lo && x <= hi))
+      throw config_error(file_ + ": " + std::string(key) + " must be in [" + shown(lo) + ", " +
+                         shown(hi) + "], got " + brief(j_.at(key)));
     return x;
   }
   /// The reader of the object under `key` (an error naming it when missing or not an object).
@@ -206,12 +249,6 @@ class config_reader {
     std::string s;
     for (const std::string_view k : keys) s += (s.empty() ? "" : " or ") + std::string(k);
     return s;
-  }
-  static std::string show(double x) {
-    if (x == std::floor(x) && x < 1e18) return std::to_string(static_cast<long long>(x));
-    std::ostringstream s;
-    s << x;
-    return s.str();
   }
 };
 

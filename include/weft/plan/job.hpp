@@ -8,6 +8,7 @@
 #include <vector>
 
 #include <weft/core/error.hpp>
+#include <weft/core/op.hpp>
 #include <weft/plan/layout.hpp>
 #include <weft/plan/memory.hpp>
 #include <weft/plan/transformer.hpp>
@@ -78,11 +79,12 @@ inline pipeline_layout stages_of(const transformer& m, const job& j) {
   return l;
 }
 
-/// Throws `config_error` naming the numbers when `j` cannot train `m`: heads or key/value heads
-/// not divisible by tp, experts not divisible by ep, ep larger than the data-parallel ranks it
-/// is carved from, a global batch not a multiple of micro-batch x dp, a sequence context
-/// parallelism cannot halve, sizes out of range.
-inline void check_job(const transformer& m, const job& j) {
+/// Throws `config_error` naming the numbers when `j`'s sizes cannot train `m`, whatever the
+/// schedule and layout: heads or key/value heads not divisible by tp, experts not divisible by
+/// ep, ep larger than the data-parallel ranks it is carved from, a global batch not a multiple of
+/// micro-batch x dp or of more micro-batches than a schedule takes, a sequence context
+/// parallelism cannot halve, sizes out of range. Every entry point of the planner calls it first.
+inline void check_sizes(const transformer& m, const job& j) {
   using detail::num;
   for (const auto& [name, v] : {std::pair<const char*, int>{"--tp", j.tp},
                                 {"--pp", j.pp},
@@ -97,6 +99,8 @@ inline void check_job(const transformer& m, const job& j) {
                        " devices is more than weft plans for (16,777,216)");
   if (!(j.seq >= 1 && j.seq <= (1 << 24)))
     throw config_error("--seq-length must be in [1, 16777216]");
+  if (j.seq != static_cast<double>(static_cast<long long>(j.seq)))
+    throw config_error("--seq-length must be a whole number of tokens");
   if (m.heads % j.tp != 0)
     throw config_error("the model's " + num(m.heads) + " attention heads do not split over --tp " +
                        num(j.tp));
@@ -121,10 +125,21 @@ inline void check_job(const transformer& m, const job& j) {
     throw config_error("--global-batch-size " + num(j.global_batch_size) +
                        " is not a multiple of --micro-batch-size x --dp (" +
                        num(static_cast<long long>(j.micro_batch_size) * j.dp) + ")");
+  if (j.micro() > limits::micro)
+    throw config_error(
+        "--global-batch-size " + num(j.global_batch_size) + " over --micro-batch-size x --dp (" +
+        num(static_cast<long long>(j.micro_batch_size) * j.dp) + ") is " + num(j.micro()) +
+        " micro-batches a step; a schedule takes at most " + num(limits::micro));
   if (j.cp > 1 && static_cast<long long>(j.seq) % (2LL * j.cp) != 0)
     throw config_error("--seq-length " + num(static_cast<long long>(j.seq)) +
                        " must be a multiple of 2 x --cp (" + num(2LL * j.cp) +
                        ") for context parallelism's balanced halves");
+}
+
+/// `check_sizes`, and the layers split over the stages as the job's layout (or an even split)
+/// places them.
+inline void check_job(const transformer& m, const job& j) {
+  check_sizes(m, j);
   (void)stages_of(m, j);
 }
 

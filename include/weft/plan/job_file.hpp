@@ -52,8 +52,8 @@ inline job_file read_job(std::string_view text, const std::string& file) {
     if (const std::optional<Enum> e = named<Enum>(names, v)) return *e;
     std::string list;
     for (const std::string_view a : names) list += (list.empty() ? "" : ", ") + std::string(a);
-    throw config_error(file + ": " + std::string(key) + " must be one of " + list + ", got '" + v +
-                       "'");
+    throw config_error(file + ": " + std::string(key) + " must be one of " + list + ", got '" +
+                       excerpt(v) + "'");
   };
   b.policy = choice("recompute", b.policy, recompute_names);
   b.sharding = choice("data-parallel-sharding-strategy", b.sharding, dp_sharding_names);

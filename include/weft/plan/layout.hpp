@@ -54,7 +54,7 @@ class layout_expander {
 
   [[noreturn]] void fail(const std::string& why) const {
     throw config_error("--pipeline-layout: " + why + " at position " + std::to_string(i_ + 1) +
-                       " of \"" + std::string(s_) + "\"");
+                       " of \"" + excerpt(s_, i_) + "\"");
   }
   std::string sequence() {
     std::string out;

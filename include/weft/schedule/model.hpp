@@ -205,6 +205,7 @@ enum class model_error : std::uint8_t {
   bad_layers,
   bad_splits,
   bad_pieces,
+  splits_need_substages,
   pieces_need_experts,
   vee_needs_two_chunks,
   bidirectional_needs_even,
@@ -242,6 +243,9 @@ constexpr std::string_view describe(model_error e) noexcept {
       return "splits must be in [1, 255]";
     case model_error::bad_pieces:
       return "pieces must be >= 1 and splits x pieces <= 255";
+    case model_error::splits_need_substages:
+      return "splits (AMPipe's pieces of the sequence) cut a layer's sub-stages (attn, mlp, ...): "
+             "a whole block does not split";
     case model_error::pieces_need_experts:
       return "pieces (pipe-experts) cut the routed-expert path: the layer needs dispatch, mlp and "
              "combine";
@@ -316,6 +320,10 @@ constexpr model_error validate(const model_desc& m) noexcept {
   if (!s.has(kind::block) && !s.has(kind::attn)) return model_error::stages_need_attn;
   if ((s.has(kind::dispatch) || s.has(kind::combine)) && !s.has(kind::mlp))
     return model_error::stages_comm_without_mlp;
+  // A whole block cannot run on a piece of the sequence (its attention needs every token before
+  // it): only a tensor-parallel linear splits one, into pieces of its rows.
+  if (m.splits > 1 && m.tp == tp_overlap::off && s.has(kind::block))
+    return model_error::splits_need_substages;
   if (m.pieces > 1 &&
       !(s.has(kind::dispatch) && s.has(kind::mlp) && s.has(kind::combine) && s.has(kind::attn)))
     return model_error::pieces_need_experts;
