@@ -27,6 +27,8 @@
 #include <weft/core/op.hpp>
 #include <weft/cp/mask.hpp>
 #include <weft/generators/registry.hpp>
+#include <weft/plan/cluster.hpp>
+#include <weft/plan/job.hpp>
 #include <weft/plan/memory.hpp>
 
 #ifndef WEFT_VERSION
@@ -141,16 +143,17 @@ costs parse_costs(const std::string& text) {
 }
 
 /// A number of `--delay-model cross-dc:KM:RATIO`: all of `text`, finite, in [lo, hi].
-double delay_number(const std::string& text, const char* what, double lo, double hi,
-                    const char* range) {
+/// A number of --delay-model's cross-dc part within `range` (a cluster file's, one home).
+double delay_number(const std::string& text, const char* what,
+                    const weft::plan::fact_range& range) {
   const auto refuse = [&] {
-    bad("--delay-model: the " + std::string(what) + " must be a number in " + range + ", not '" +
-        text + "'");
+    bad("--delay-model: the " + std::string(what) + " must be a number in [" + shown(range.lo) +
+        ", " + shown(range.hi) + "], not '" + excerpt(text) + "'");
   };
   if (text.empty()) refuse();
   char* end = nullptr;
   const double v = std::strtod(text.c_str(), &end);
-  if (end != text.c_str() + text.size() || !std::isfinite(v) || v < lo || v > hi) refuse();
+  if (end != text.c_str() + text.size() || !std::isfinite(v) || !range.holds(v)) refuse();
   return v;
 }
 
@@ -168,10 +171,11 @@ delay_args parse_delay(const std::string& d) {
   const std::string rest = d.substr(9);
   const std::size_t colon = rest.find(':');
   out.link = link_choice::cross_dc;
-  out.km = delay_number(rest.substr(0, colon), "distance (km)", 0, 40075, "[0, 40075]");
+  out.km = delay_number(rest.substr(0, colon), "distance (km)", weft::plan::cluster_ranges::km);
   out.km_given = true;
   if (colon != std::string::npos) {
-    out.ratio = delay_number(rest.substr(colon + 1), "convergence ratio", 1, 1e6, "[1, 1e6]");
+    out.ratio = delay_number(rest.substr(colon + 1), "convergence ratio",
+                             weft::plan::cluster_ranges::convergence_ratio);
     out.ratio_given = true;
   }
   return out;
@@ -659,27 +663,29 @@ std::string preset_folder_name(const std::string& v) {
 /// The job's flags, in Megatron's names: what a job file or a preset's job says instead.
 std::vector<CLI::Option*> job_flags(CLI::App& sub, weft::plan::job& j) {
   namespace plan = weft::plan;
+  namespace L = plan::job_limits;
   std::vector<CLI::Option*> flags{
-      sub.add_option("--tp", j.tp, "tensor-parallel size")->check(whole_in(1, 1 << 16)),
-      sub.add_option("--pp", j.pp, "pipeline-parallel size")->check(whole_in(1, 1 << 16)),
-      sub.add_option("--dp", j.dp, "data-parallel size")->check(whole_in(1, 1 << 20)),
-      sub.add_option("--cp", j.cp, "context-parallel size")->check(whole_in(1, 1 << 16)),
+      sub.add_option("--tp", j.tp, "tensor-parallel size")->check(whole_in(1, L::tp)),
+      sub.add_option("--pp", j.pp, "pipeline-parallel size")->check(whole_in(1, L::pp)),
+      sub.add_option("--dp", j.dp, "data-parallel size")->check(whole_in(1, L::dp)),
+      sub.add_option("--cp", j.cp, "context-parallel size")->check(whole_in(1, L::cp)),
       sub.add_option("--ep", j.ep, "expert-parallel size (carved from dp x cp)")
-          ->check(whole_in(1, 1 << 16)),
+          ->check(whole_in(1, L::ep)),
       sub.add_option("--micro-batch-size", j.micro_batch_size, "sequences per micro-batch")
-          ->check(whole_in(1, 1 << 16)),
+          ->check(whole_in(1, L::micro_batch_size)),
       sub.add_option("--global-batch-size", j.global_batch_size,
                      "sequences per optimizer step (default: one micro-batch per dp rank)")
-          ->check(whole_in(1, 1 << 30)),
+          ->check(whole_in(1, L::global_batch_size)),
       sub.add_option("--seq-length", j.seq, "tokens per sequence (default 4096)")
-          ->check(whole_in(1, 1 << 24)),
+          ->check(whole_in(1, L::seq)),
       sub.add_option("--recompute", j.policy, "none, selective or full (default none)")
           ->transform(one_of<plan::recompute>(spelled<plan::recompute>(plan::recompute_names))),
       sub.add_flag("--sequence-parallel", j.sequence_parallel,
                    "shard what tensor parallelism replicates over its ranks too"),
       sub.add_option("--schedule", j.schedule, "the pipeline schedule (default 1f1b)")
           ->check(CLI::IsMember(schedule_names)),
-      sub.add_option("--chunks", j.chunks, "model chunks per rank (interleaved; default 1)")
+      sub.add_option("--chunks", j.chunks,
+                     "model chunks per rank (the schedules that take a count; default 1)")
           ->check(whole_in(1, weft::limits::chunks)),
       sub.add_option("--pipeline-layout", j.layout,
                      "the layers of each stage in Megatron's grammar, e.g. \"Et*3|(tt|)*29,m|L\""),

@@ -1,11 +1,12 @@
 // libFuzzer harness: the newer generators — V-Half, V-Min, PyTorch's interleaved zero bubble and
 // looped BFS, MindSpeed's NanoPipe — and their schedules under slot mutations. The input picks a
 // generator and a small shape; what it builds must be legal (rule 5's bound tight at its own
-// peak). Then up to three mutations (two ops of a rank swapped, an op moved to another place in
-// its rank's order, two ops of different ranks swapped) and the checker again: a schedule it
-// calls legal lowers and simulates to the end, with its peak as tight a bound; one whose only
-// fault is a deadlock (rule 4) stops in the simulator too. The checker's deadlock rule and the
-// simulator read one semantics; here they must agree on schedules no generator makes.
+// peak). Then up to three mutations of one rank's order (two ops swapped, an op moved, an op
+// and the next swapped) and the checker again: a schedule it calls legal lowers and simulates
+// to the end, with its peak as tight a bound; one whose only fault is a deadlock (rule 4) stops
+// in the simulator too, or, where only the lowering's in-order issue of slots stops (PyTorch's
+// placement of the transfers), cannot be lowered. The checker's deadlock rule, the lowering and
+// the simulator must agree on schedules no generator makes.
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
@@ -39,35 +40,31 @@ void check_tight_bound(const schedule& s) {
 
 void mutate(fuzz::choices& c, schedule& s) {
   const int ranks = s.model.ranks;
-  const auto rank_ops = [&](int r) {
-    const std::uint32_t a = s.first_op(s.first_slot(r)), b = s.first_op(s.end_slot(r));
-    return std::pair{a, b};
-  };
-  const auto pick = [&](std::pair<std::uint32_t, std::uint32_t> range) {
-    const std::uint32_t n = range.second - range.first;
-    return range.first + (c.byte() * 256u + c.byte()) % n;
-  };
   const int r = c.byte() % ranks;
-  const auto ops = rank_ops(r);
-  if (ops.second - ops.first < 2) return;
-  switch (c.byte() % 3) {
-    case 0:
-      std::swap(s.ops[pick(ops)], s.ops[pick(ops)]);
-      break;
-    case 1: {  // one op moved, the ops between shifting by one (slot sizes kept)
-      const std::uint32_t from = pick(ops), to = pick(ops);
-      op* base = s.ops.data();
-      if (from < to)
-        std::rotate(base + from, base + from + 1, base + to + 1);
-      else
-        std::rotate(base + to, base + from, base + from + 1);
-      break;
-    }
-    default: {
-      const auto other = rank_ops((r + 1 + c.byte() % ranks) % ranks);
-      if (other.second > other.first) std::swap(s.ops[pick(ops)], s.ops[pick(other)]);
-    }
+  const std::uint32_t a = s.first_op(s.first_slot(r)), b = s.first_op(s.end_slot(r));
+  if (b - a < 2) return;
+  // One choice at a time: the order in which the input is read is the code's, not the compiler's.
+  const auto pick = [&] {
+    const std::uint32_t hi = c.byte();
+    const std::uint32_t lo = c.byte();
+    return a + (hi * 256u + lo) % (b - a);
+  };
+  const std::uint8_t how = c.byte() % 3;
+  const std::uint32_t from = pick();
+  if (how == 2) {  // an op and the next one of the rank swapped: the smallest reordering
+    if (from + 1 < b) std::swap(s.ops[from], s.ops[from + 1]);
+    return;
   }
+  const std::uint32_t to = pick();
+  if (how == 0) {
+    std::swap(s.ops[from], s.ops[to]);
+    return;
+  }
+  op* base = s.ops.data();  // one op moved, the ops between shifting by one (slot sizes kept)
+  if (from < to)
+    std::rotate(base + from, base + from + 1, base + to + 1);
+  else
+    std::rotate(base + to, base + from, base + from + 1);
 }
 
 }  // namespace
@@ -104,15 +101,24 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       !legal && std::all_of(r.violations.begin(), r.violations.end(),
                             [](const violation& v) { return v.code == rule::deadlock; });
   if (!legal && !only_deadlock) return 0;
+  if (legal) {
+    const unit_timeline t = simulate(lower(s), cost);  // a legal schedule lowers and runs
+    if (t.deadlocked()) __builtin_trap();
+    check_tight_bound(s);
+    return 0;
+  }
+  // Deadlocked: where the streams themselves wait forever, the simulator stops too; where only
+  // the lowering's in-order issue of slots does (rule 4's placement fault), there is no
+  // program to build.
+  const bool placement = r.violations.front().value == 1;
   program p;
   try {
-    p = lower(s);
+    p = lower_unchecked(s);
   } catch (const config_error&) {
-    if (legal) __builtin_trap();  // a legal schedule always lowers
-    return 0;                     // transfers that never pair: no program to run
+    if (!placement) __builtin_trap();  // the checker named a stream deadlock, yet no program
+    return 0;
   }
-  const unit_timeline t = simulate(p, cost);
-  if (t.deadlocked() != only_deadlock) __builtin_trap();  // the checker and the simulator differ
-  if (legal) check_tight_bound(s);
+  if (placement) __builtin_trap();  // the checker said the placement stops, yet it lowered
+  if (!simulate(p, cost).deadlocked()) __builtin_trap();  // the checker and the simulator differ
   return 0;
 }

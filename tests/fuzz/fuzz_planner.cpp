@@ -13,6 +13,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <string>
 
@@ -52,7 +53,11 @@ transformer model_of(fuzz::choices& c) {
 
 job job_of(fuzz::choices& c) {
   job j;
-  const auto size = [&](int most) { return c.byte() < 16 ? c.byte() % 3 : 1 << (c.byte() % most); };
+  // Zero bytes (an input run out) make a plain job; the top of the byte range makes the edges.
+  const auto size = [&](int most) {
+    const std::uint8_t b = c.byte();
+    return b >= 240 ? b % 3 : 1 << (b % most);
+  };
   j.tp = size(3);
   j.pp = size(3);
   j.dp = size(3);
@@ -60,7 +65,8 @@ job job_of(fuzz::choices& c) {
   j.ep = size(2);
   j.micro_batch_size = 1 + c.byte() % 2;
   j.global_batch_size = c.flag() ? 0 : j.micro_batch_size * j.dp * (1 + c.byte() % 8);
-  j.seq = c.byte() < 8 ? 4096.5 : static_cast<double>(1 << (4 + c.byte() % 17));
+  const std::uint8_t seq = c.byte();
+  j.seq = seq >= 248 ? 4096.5 : static_cast<double>(1 << (4 + seq % 17));
   j.policy = static_cast<recompute>(c.byte() % 3);
   j.sequence_parallel = c.flag();
   j.flash_attention = c.byte() % 4 != 0;
@@ -72,15 +78,24 @@ job job_of(fuzz::choices& c) {
   return j;
 }
 
-/// A fact at the low or high edge of its range, just outside it, or as built in.
+/// A fact at the low or high edge of its range, just outside it, far outside it (the 1e-300
+/// that once planned to "step inf s"), not a number, or as built in.
 double edge(fuzz::choices& c, const fact_range& r, double built_in) {
-  switch (c.byte() % 8) {
+  constexpr double wild[] = {1e-300,
+                             -1,
+                             0,
+                             std::numeric_limits<double>::infinity(),
+                             std::numeric_limits<double>::quiet_NaN(),
+                             1e300};
+  switch (c.byte() % 12) {
     case 0:
       return r.lo;
     case 1:
       return r.hi;
     case 2:
       return c.flag() ? r.lo / 2 - 1e-300 : r.hi * 2;
+    case 3:
+      return wild[c.byte() % 6];
     default:
       return built_in;
   }
@@ -167,8 +182,18 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   }
   if (!r.best || !r.best_estimate) __builtin_trap();
   const plan_choice& best = r.judged[*r.best];
-  if (!best.ran || best.step != r.best_estimate->step) __builtin_trap();
-  for (const plan_choice& x : r.judged)
-    if (x.ran && x.fits && (!best.fits || x.step < best.step)) __builtin_trap();
+  if (!best.ran) __builtin_trap();
+  // Each judged plan estimated again on its own: the same step and fit as judged, and none
+  // that fits faster than the best (or fitting where the best does not).
+  const auto again = [&](const plan_choice& x) {
+    const std::optional<estimate> e = try_estimate(m, x.tried, k);
+    if (e.has_value() != x.ran) __builtin_trap();
+    if (!e) return;
+    const double peak = *std::max_element(e->memory_per_rank.begin(), e->memory_per_rank.end());
+    if (e->step != x.step || (peak <= k.hbm_bytes) != x.fits) __builtin_trap();
+    if (x.fits && (!best.fits || x.step < best.step)) __builtin_trap();
+  };
+  again(best);
+  for (std::size_t i = c.byte() % 4; i < r.judged.size(); i += 1 + c.byte() % 8) again(r.judged[i]);
   return 0;
 }

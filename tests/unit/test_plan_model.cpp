@@ -173,6 +173,10 @@ TEST_CASE("FLOPs beyond GPT-3: grouped-query, gated, experts, latent attention, 
   matmul_params -= edges(d).final_norm + d.layers * (1536 + 512);  // the latents' norms
   CHECK(model_flops(d, 1, 4096, attention_count::whole) / 3 - mtp_flops(d, 1, 4096) ==
         doctest::Approx(2 * matmul_params + scores));
+  // MFU's count halves every score the whole count has, the MTP layer's among them.
+  const double mtp_scores = forward_flops(d, d.layers - 1, 1, 4096).scores;
+  CHECK(model_flops(d, 1, 4096) == doctest::Approx(model_flops(d, 1, 4096, attention_count::whole) -
+                                                   3 * (scores + mtp_scores) / 2));
 }
 
 TEST_CASE("a planned job's stages: FLOPs at the device's rates, memory in bytes, the whole step") {

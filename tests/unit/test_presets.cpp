@@ -310,7 +310,7 @@ TEST_CASE("a cluster's data centres from JSON") {
       plan::read_cluster(
           "{" + base + R"(, "data_centres": {"sites": 2, "km": -1, "convergence_ratio": 1}})",
           "c.json"),
-      "c.json: data_centres: km must be in [0.001, 40000], got -1", config_error);
+      "c.json: data_centres: km must be in [0, 40075], got -1", config_error);
   CHECK_THROWS_WITH_AS(
       plan::read_cluster("{" + base + R"(, "data_centres": {"km": 5, "convergence_ratio": 1}})",
                          "c.json"),

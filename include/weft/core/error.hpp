@@ -5,9 +5,9 @@
 #pragma once
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cstddef>
-#include <cstdio>
 #include <exception>
 #include <optional>
 #include <stdexcept>
@@ -56,7 +56,15 @@ inline std::string describe_exception(const std::exception_ptr& e) {
 /// still one line.
 inline std::string excerpt(std::string_view text, std::size_t at = 0, std::size_t width = 60) {
   if (text.size() <= width) return std::string(text);
-  const std::size_t from = std::min(at > width / 2 ? at - width / 2 : 0, text.size() - width);
+  std::size_t from = std::min(at > width / 2 ? at - width / 2 : 0, text.size() - width);
+  std::size_t to = from + width;
+  // Cut between characters, not inside one of UTF-8's multi-byte sequences.
+  const auto inside = [&](std::size_t i) {
+    return i < text.size() && (static_cast<unsigned char>(text[i]) & 0xC0) == 0x80;
+  };
+  while (from > 0 && inside(from)) --from;
+  while (to > from && inside(to)) --to;
+  width = to - from;
   std::string out;  // appended, not concatenated: g++ 12 warns (-Wrestrict) on the latter
   out.reserve(width + 6);
   if (from > 0) out += "...";
@@ -66,12 +74,13 @@ inline std::string excerpt(std::string_view text, std::size_t at = 0, std::size_
 }
 
 /// A number as an error message prints it: a whole number below 1e18 in full ("65536"), any
-/// other as printf's %g ("0.01", "1e-300", "1e+18").
+/// other in the shortest form that reads back as the same double ("0.01", "1e-300",
+/// "40000.000000000004"), so that a value just past a bound never prints as the bound.
 inline std::string shown(double x) {
   if (std::abs(x) < 1e18 && x == std::trunc(x)) return std::to_string(static_cast<long long>(x));
   char text[32];
-  std::snprintf(text, sizeof text, "%g", x);
-  return text;
+  const std::to_chars_result r = std::to_chars(text, text + sizeof text, x);
+  return std::string(text, r.ptr);
 }
 
 }  // namespace weft

@@ -97,7 +97,7 @@ inline schedule generate(std::string_view name, const generator_args& a) {
     std::string known;
     for (const generator_info& x : generators)
       known += (known.empty() ? "" : ", ") + std::string(x.name);
-    throw config_error("weft: no generator named '" + std::string(name) + "' (there are " + known +
+    throw config_error("weft: no generator named '" + excerpt(name) + "' (there are " + known +
                        ")");
   }
   if (a.nanopipe && !g->has_nanopipe)

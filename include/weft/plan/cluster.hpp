@@ -110,7 +110,7 @@ struct fact_range {
 
 /// What a cluster's facts may be: wide enough for any device and network there is (a laptop's
 /// GPU to an exaflop chip, a continent's WAN to NVLink), narrow enough that every estimate stays
-/// finite and every cost keeps its order (a step of at most ~1e16 s, never inf or NaN). The
+/// finite and every cost keeps its order (never inf or NaN). The
 /// cluster file's reader and `check_cluster` hold a cluster to the same ranges.
 namespace cluster_ranges {
 inline constexpr fact_range peak_flops{"peak_flops", 1e9, 1e18};
@@ -122,16 +122,20 @@ inline constexpr fact_range devices_per_node{"devices_per_node", 1, 1 << 16};
 inline constexpr fact_range latency_us{"latency_us", 0, 1e9};
 inline constexpr fact_range link_bytes_per_s{"bytes_per_s", 1e6, 1e15};
 inline constexpr fact_range compute_slowdown{"compute_slowdown", 0, 10};
+/// Set in C++ only (no file key): communication slowed while compute runs, and the uplink
+/// between data centres in ports.
+inline constexpr fact_range comm_slowdown{"comm_slowdown", 0, 10};
+inline constexpr fact_range uplink_ports{"uplink_ports", 0, 1 << 20};
 inline constexpr fact_range sites{"sites", 1, 1 << 10};
-inline constexpr fact_range km{"km", 1e-3, 40000};
+inline constexpr fact_range km{"km", 0, 40075};  ///< up to the Earth round
 inline constexpr fact_range convergence_ratio{"convergence_ratio", 1, 1e6};
 }  // namespace cluster_ranges
 
 namespace detail {
 inline void hold(const std::string& where, const fact_range& r, double x) {
   if (!r.holds(x))
-    throw config_error(where + r.key.data() + " must be in [" + shown(r.lo) + ", " + shown(r.hi) +
-                       "], got " + shown(x));
+    throw config_error(where + std::string(r.key) + " must be in [" + shown(r.lo) + ", " +
+                       shown(r.hi) + "], got " + shown(x));
 }
 }  // namespace detail
 
@@ -160,6 +164,8 @@ inline void check_cluster(const cluster& c) {
     detail::hold(at + name, r::link_bytes_per_s, 1 / l.beta.count());
   }
   detail::hold(at, r::compute_slowdown, c.overlap.compute_slowdown);
+  detail::hold(at, r::comm_slowdown, c.overlap.comm_slowdown);
+  detail::hold(at, r::uplink_ports, c.overlap.uplink_ports);
   detail::hold(at + "data_centres: ", r::sites, c.centres.sites);
   if (c.centres.sites > 1) {
     detail::hold(at + "data_centres: ", r::km, c.centres.km);

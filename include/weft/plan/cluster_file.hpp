@@ -29,8 +29,9 @@ struct cluster_file {
 inline cluster_file read_cluster(std::string_view text, const std::string& file) {
   const nlohmann::json j = detail::parse_json(text, file);
   detail::config_reader r(j, file);
-  const auto fact = [](detail::config_reader& from, const fact_range& range) {
-    return from.in_range(range.key, range.lo, range.hi);
+  const auto fact = [](detail::config_reader& from, const fact_range& range,
+                       const double* fallback = nullptr) {
+    return from.in_range(range.key, range.lo, range.hi, fallback);
   };
   namespace R = cluster_ranges;
   cluster_file out;
@@ -38,8 +39,8 @@ inline cluster_file read_cluster(std::string_view text, const std::string& file)
   c.name = {};
   c.device.peak_flops = fact(r, R::peak_flops);
   c.device.efficiency = fact(r, R::matmul_efficiency);
-  c.device.attention_efficiency =
-      r.has(R::attention_efficiency.key) ? fact(r, R::attention_efficiency) : 0;
+  const double none = 0;  // attention at the matmuls' efficiency
+  c.device.attention_efficiency = fact(r, R::attention_efficiency, &none);
   c.hbm_bytes = fact(r, R::hbm_bytes);
   c.device.memory_bytes_per_s = fact(r, R::hbm_bytes_per_s);
   c.per_node = static_cast<int>(
@@ -56,7 +57,7 @@ inline cluster_file read_cluster(std::string_view text, const std::string& file)
   c.intra = link("intra_node");
   c.inter = link("inter_node");
   c.overlap = contention_facts::published();
-  if (r.has(R::compute_slowdown.key)) c.overlap.compute_slowdown = fact(r, R::compute_slowdown);
+  c.overlap.compute_slowdown = fact(r, R::compute_slowdown, &c.overlap.compute_slowdown);
   if (r.has("data_centres")) {
     detail::config_reader d = r.object("data_centres");
     c.centres.sites = static_cast<int>(d.whole({R::sites.key}, R::sites.lo, R::sites.hi));

@@ -198,20 +198,14 @@ class config_reader {
       throw config_error(file_ + ": " + std::string(key) + " must be a number, got " + brief(v));
     return v.get<double>();
   }
-  /// A number in (lo, hi] under `key`; an error naming it when missing or out of range.
-  double positive(std::string_view key, double hi) {
+  /// A number in [lo, hi] under `key`; an error naming it when out of range, or when missing
+  /// (null counts as missing) and there is no `fallback`.
+  double in_range(std::string_view key, double lo, double hi, const double* fallback = nullptr) {
     used_.emplace_back(key);
-    if (!has(key)) throw config_error(file_ + ": missing " + std::string(key));
-    const double x = number(key, 0);
-    if (!(x > 0 && x <= hi))
-      throw config_error(file_ + ": " + std::string(key) + " must be in (0, " + shown(hi) +
-                         "], got " + brief(j_.at(key)));
-    return x;
-  }
-  /// A number in [lo, hi] under `key`; an error naming it when missing or out of range.
-  double in_range(std::string_view key, double lo, double hi) {
-    used_.emplace_back(key);
-    if (!has(key)) throw config_error(file_ + ": missing " + std::string(key));
+    if (!has(key)) {
+      if (fallback) return *fallback;
+      throw config_error(file_ + ": missing " + std::string(key));
+    }
     const double x = number(key, 0);
     if (!(x >= lo && x <= hi))
       throw config_error(file_ + ": " + std::string(key) + " must be in [" + shown(lo) + ", " +
@@ -235,7 +229,7 @@ class config_reader {
           std::any_of(std::begin(ignored_keys), std::end(ignored_keys), known) ||
           k.ends_with("_pdrop") || k.ends_with("_dropout"))
         continue;
-      out.push_back(file_ + ": key '" + k + "' is not used");
+      out.push_back(file_ + ": key '" + excerpt(k) + "' is not used");
     }
     return out;
   }

@@ -45,6 +45,14 @@ struct job {
   }
 };
 
+/// The most of each size a job may ask for: the flags' ranges, the job file's, `check_sizes`'s.
+namespace job_limits {
+inline constexpr int tp = 1 << 16, pp = 1 << 16, dp = 1 << 20, cp = 1 << 16, ep = 1 << 16;
+inline constexpr int micro_batch_size = 1 << 16, global_batch_size = 1 << 30;
+inline constexpr int seq = 1 << 24;            ///< tokens
+inline constexpr long long devices = 1 << 24;  ///< tp x pp x dp x cp
+}  // namespace job_limits
+
 namespace detail {
 inline std::string num(long long x) { return std::to_string(x); }
 }  // namespace detail
@@ -53,6 +61,9 @@ inline std::string num(long long x) { return std::to_string(x); }
 /// evenly over pp x chunks stages, the embedding in the first, the MTP layers and the loss in
 /// the last. Throws `config_error` when the layers do not split as asked.
 inline pipeline_layout stages_of(const transformer& m, const job& j) {
+  if (j.pp < 1 || j.chunks < 1)
+    throw config_error("--pp and --chunks must be at least 1, got " + detail::num(j.pp) + " and " +
+                       detail::num(j.chunks));
   if (!j.layout.empty()) {
     pipeline_layout l = parse_pipeline_layout(j.layout, j.pp, m.layers, m.mtp_layers);
     if (l.chunks != j.chunks && j.chunks != 1)
@@ -86,19 +97,29 @@ inline pipeline_layout stages_of(const transformer& m, const job& j) {
 /// parallelism cannot halve, sizes out of range. Every entry point of the planner calls it first.
 inline void check_sizes(const transformer& m, const job& j) {
   using detail::num;
-  for (const auto& [name, v] : {std::pair<const char*, int>{"--tp", j.tp},
-                                {"--pp", j.pp},
-                                {"--dp", j.dp},
-                                {"--cp", j.cp},
-                                {"--ep", j.ep},
-                                {"--micro-batch-size", j.micro_batch_size},
-                                {"--chunks", j.chunks}})
-    if (v < 1) throw config_error(std::string(name) + " must be at least 1, got " + num(v));
-  if (j.devices() > (1LL << 24))
-    throw config_error("tp x pp x dp x cp = " + num(j.devices()) +
-                       " devices is more than weft plans for (16,777,216)");
-  if (!(j.seq >= 1 && j.seq <= (1 << 24)))
-    throw config_error("--seq-length must be in [1, 16777216]");
+  namespace L = job_limits;
+  struct size {
+    const char* flag;
+    int value, most;
+  };
+  for (const size& s :
+       {size{"--tp", j.tp, L::tp}, size{"--pp", j.pp, L::pp}, size{"--dp", j.dp, L::dp},
+        size{"--cp", j.cp, L::cp}, size{"--ep", j.ep, L::ep},
+        size{"--micro-batch-size", j.micro_batch_size, L::micro_batch_size},
+        size{"--chunks", j.chunks, limits::chunks}}) {
+    if (s.value < 1)
+      throw config_error(std::string(s.flag) + " must be at least 1, got " + num(s.value));
+    if (s.value > s.most)
+      throw config_error(std::string(s.flag) + " must be at most " + num(s.most) + ", got " +
+                         num(s.value));
+  }
+  // Each at most 2^20, so the product (at most 2^68) is taken in a double, not a long long.
+  const double devices = static_cast<double>(j.tp) * j.pp * j.dp * j.cp;
+  if (devices > static_cast<double>(L::devices))
+    throw config_error("tp x pp x dp x cp = " + shown(devices) +
+                       " devices is more than weft plans for (" + num(L::devices) + ")");
+  if (!(j.seq >= 1 && j.seq <= L::seq))
+    throw config_error("--seq-length must be in [1, " + num(L::seq) + "]");
   if (j.seq != static_cast<double>(static_cast<long long>(j.seq)))
     throw config_error("--seq-length must be a whole number of tokens");
   if (m.heads % j.tp != 0)
@@ -119,6 +140,8 @@ inline void check_sizes(const transformer& m, const job& j) {
     throw config_error(
         "--micro-batch-size x --dp = " + num(static_cast<long long>(j.micro_batch_size) * j.dp) +
         " sequences a step is more than weft plans for (2^30)");
+  if (j.global_batch_size > L::global_batch_size)
+    throw config_error("--global-batch-size must be at most " + num(L::global_batch_size));
   if (j.global_batch_size < 0 ||
       (j.global_batch_size > 0 &&
        j.global_batch_size % (static_cast<long long>(j.micro_batch_size) * j.dp) != 0))

@@ -36,14 +36,16 @@ inline job_file read_job(std::string_view text, const std::string& file) {
   const auto whole = [&](std::string_view key, int& into, double hi) {
     into = static_cast<int>(r.whole({key}, 1, hi, static_cast<double>(into)));
   };
-  whole("tp", b.tp, 1 << 16);
-  whole("pp", b.pp, 1 << 16);
-  whole("dp", b.dp, 1 << 20);
-  whole("cp", b.cp, 1 << 16);
-  whole("ep", b.ep, 1 << 16);
-  whole("micro-batch-size", b.micro_batch_size, 1 << 16);
-  if (r.has("global-batch-size")) whole("global-batch-size", b.global_batch_size, 1 << 30);
-  b.seq = r.whole({"seq-length"}, 1, 16777216, b.seq);
+  namespace L = job_limits;
+  whole("tp", b.tp, L::tp);
+  whole("pp", b.pp, L::pp);
+  whole("dp", b.dp, L::dp);
+  whole("cp", b.cp, L::cp);
+  whole("ep", b.ep, L::ep);
+  whole("micro-batch-size", b.micro_batch_size, L::micro_batch_size);
+  if (r.has("global-batch-size"))
+    whole("global-batch-size", b.global_batch_size, L::global_batch_size);
+  b.seq = r.whole({"seq-length"}, 1, L::seq, b.seq);
   whole("chunks", b.chunks, limits::chunks);
   // One of an enum's names (memory.hpp's lists), or an error listing them.
   const auto choice = [&]<class Enum, std::size_t N>(std::string_view key, Enum fallback,

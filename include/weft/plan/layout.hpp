@@ -143,7 +143,7 @@ inline pipeline_layout parse_pipeline_layout(std::string_view text, int pp, int 
     }
   }
   const auto n = static_cast<int>(out.stages.size());
-  const std::string where = " (\"" + std::string(text) + "\")";
+  const std::string where = " (\"" + excerpt(text) + "\")";
   if (embeddings != 1)
     throw config_error("--pipeline-layout: the embedding (E) appears " +
                        std::to_string(embeddings) + " times, not once" + where);

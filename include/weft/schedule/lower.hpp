@@ -20,18 +20,6 @@
 namespace weft {
 
 namespace detail {
-/// Does lowering add transfers to `s`? When it has none of its own and some micro-batch's
-/// consecutive chunks sit on different ranks.
-constexpr bool adds_transfers(const schedule& s) {
-  for (const op& o : s.ops)
-    if (is_p2p(o.k)) return false;
-  const op_index ix(s.model, false);
-  for (int mbi = 0; mbi < s.model.micro; ++mbi)
-    for (int c = s.model.first_chunk(mbi); c < s.model.end_chunk(mbi); ++c)
-      if (ix.crosses_ranks(c, ix.next_chunk(mbi, c))) return true;
-  return false;
-}
-
 /// The stream program of a schedule, checked or not. Unchecked, only what lowering itself needs
 /// is required (ops inside the model, once each, transfers that pair up): an illegal schedule
 /// lowers and then hangs where the checker said it would — for tests of the runtime's timeout.

@@ -109,6 +109,14 @@ inline std::string to_string(const violation& v) {
       s += op + " shares its slot with " + other + " it needs";
       break;
     case fault::cycle:
+      if (v.value == 1) {  // in the lowering's issue order (PyTorch's placement)
+        s += op + " can never be issued: its input from rank " + std::to_string(v.other_rank) +
+             " is never sent";
+        if (v.other_slot >= 0) s += ", that rank waiting at " + other;
+        s += " (lowering issues each rank's slots in order, a slot once its receives are posted, "
+             "as PyTorch places transfers)";
+        break;
+      }
       s += op + " can never start";
       if (v.other_rank >= 0) s += ": it waits for " + other;
       break;

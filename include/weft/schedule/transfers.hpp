@@ -146,6 +146,18 @@ struct transfer_options {
 
 namespace detail {
 
+/// Does lowering add transfers to `s`? When it has none of its own and some micro-batch's
+/// consecutive chunks sit on different ranks.
+constexpr bool adds_transfers(const schedule& s) {
+  for (const op& o : s.ops)
+    if (is_p2p(o.k)) return false;
+  const op_index ix(s.model, false);
+  for (int mbi = 0; mbi < s.model.micro; ++mbi)
+    for (int c = s.model.first_chunk(mbi); c < s.model.end_chunk(mbi); ++c)
+      if (ix.crosses_ranks(c, ix.next_chunk(mbi, c))) return true;
+  return false;
+}
+
 /// The lowering's shared parts: the ops a transfer of a rank's slot needs and gives.
 struct transfer_lowering {
   const schedule& s;
@@ -203,24 +215,40 @@ constexpr schedule assemble(const model_desc& m, const buffer<buffer<op>>& out,
   return t;
 }
 
+/// Where PyTorch's placement stops: `rank` (-1: it did not stop) cannot issue its next slot
+/// `slot` (global numbering) because the receive op `s.ops[index]` needs is never posted: its
+/// sender, `peer_rank`, waits at its own next slot `peer_slot` (its end: it has none left).
+struct placement_stop {
+  int rank = -1;
+  std::uint32_t slot = 0, index = 0;
+  int peer_rank = -1;
+  std::uint32_t peer_slot = 0;
+};
+
 // PyTorch's placement: in rounds, each rank in turn issues its next slot once the receives that
 // slot needs have been posted on it; after a slot that finishes a chunk's forward (backward) for
 // a consumer on another rank, the rank sends and the consumer's rank posts the matching receive.
-// Empty slots (idle steps) take a round and vanish.
-constexpr schedule lower_when_sent(const transfer_lowering& L) {
+// Empty slots (idle steps) take a round and vanish. The walk alone: `issued(r, g)` for every
+// slot a rank issues, `sent(r, snd)` for every send, in issue order. The one rule both the
+// lowering (which builds the ops) and the checker's rule 4 (which asks whether it can) follow.
+template <class Issued, class Sent>
+constexpr placement_stop walk_when_sent(const transfer_lowering& L, Issued&& issued, Sent&& sent) {
   const schedule& s = L.s;
   const auto R = static_cast<std::size_t>(s.ranks());
-  buffer<buffer<op>> out(R);
-  buffer<buffer<std::uint32_t>> ends_of(R);
   buffer<std::uint8_t> posted(L.p2p_count(), 0);
   buffer<std::uint32_t> outputs_left(L.p2p_count(), 0);  // per send, ops still to run
   buffer<std::uint32_t> next(R, 0);                      // each rank's next slot (global numbering)
   for (std::size_t r = 0; r < R; ++r) next[r] = s.first_slot(static_cast<int>(r));
-  const auto issue = [&](std::size_t r, const op& o) {
-    out[r].push_back(o);
-    ends_of[r].push_back(static_cast<std::uint32_t>(out[r].size()));
+  // The first op of slot `g` whose input is not posted yet, or npos.
+  const auto waiting = [&](std::uint32_t g) {
+    for (std::uint32_t i = s.first_op(g); i < s.slot_end[g]; ++i) {
+      const op& o = s.ops[i];
+      if (!L.ends.takes_input(o)) continue;
+      const op want = L.transfer(kind::recv, o);
+      if (L.ix.transfer_peer(want) >= 0 && !posted[L.p2p_slot(want)]) return i;
+    }
+    return npos;
   };
-
   for (bool left = true; left;) {
     left = false;
     bool progress = false;
@@ -228,34 +256,65 @@ constexpr schedule lower_when_sent(const transfer_lowering& L) {
       if (next[r] == s.end_slot(static_cast<int>(r))) continue;
       left = true;
       const std::uint32_t g = next[r];
-      bool ready = true;
-      for (std::uint32_t i = s.first_op(g); i < s.slot_end[g]; ++i) {
-        const op& o = s.ops[i];
-        if (!L.ends.takes_input(o)) continue;
-        const op want = L.transfer(kind::recv, o);
-        if (L.ix.transfer_peer(want) >= 0 && !posted[L.p2p_slot(want)]) ready = false;
-      }
-      if (!ready) continue;
+      if (waiting(g) != npos) continue;
       progress = true;
       ++next[r];
       if (s.first_op(g) == s.slot_end[g]) continue;  // an idle step
-      for (std::uint32_t i = s.first_op(g); i < s.slot_end[g]; ++i) out[r].push_back(s.ops[i]);
-      ends_of[r].push_back(static_cast<std::uint32_t>(out[r].size()));
+      issued(r, g);
       for (std::uint32_t i = s.first_op(g); i < s.slot_end[g]; ++i)
         L.on_output(s.ops[i], outputs_left, [&](const op& snd) {
-          issue(r, snd);
           const int peer = L.ix.transfer_peer(snd);
           op rcv = make_op(kind::recv, snd.ph, snd.mb, peer);
           rcv.lane = static_cast<std::uint8_t>(transfer_lane(L.ix, rcv, L.opt.lanes));
           posted[L.p2p_slot(rcv)] = 1;
-          issue(static_cast<std::size_t>(L.m.rank_of(peer)), rcv);
+          sent(r, snd);
         });
     }
-    if (left && !progress)
-      throw config_error(
-          "weft: with_transfers: no rank can issue its next slot: each waits for an input that "
-          "is never sent (check the compute schedule first)");
+    if (left && !progress) {  // every rank left waits: name the first and whom it waits for
+      placement_stop stop;
+      for (std::size_t r = 0; r < R && stop.rank < 0; ++r) {
+        if (next[r] == s.end_slot(static_cast<int>(r))) continue;
+        stop.rank = static_cast<int>(r);
+        stop.slot = next[r];
+        stop.index = waiting(next[r]);
+        const op want = L.transfer(kind::recv, s.ops[stop.index]);
+        stop.peer_rank = L.m.rank_of(L.ix.transfer_peer(want));
+        stop.peer_slot = next[static_cast<std::size_t>(stop.peer_rank)];
+      }
+      return stop;
+    }
   }
+  return {};
+}
+
+constexpr schedule lower_when_sent(const transfer_lowering& L) {
+  const schedule& s = L.s;
+  const auto R = static_cast<std::size_t>(s.ranks());
+  buffer<buffer<op>> out(R);
+  buffer<buffer<std::uint32_t>> ends_of(R);
+  const auto close = [&](std::size_t r) {
+    ends_of[r].push_back(static_cast<std::uint32_t>(out[r].size()));
+  };
+  const placement_stop stop = walk_when_sent(
+      L,
+      [&](std::size_t r, std::uint32_t g) {
+        for (std::uint32_t i = s.first_op(g); i < s.slot_end[g]; ++i) out[r].push_back(s.ops[i]);
+        close(r);
+      },
+      [&](std::size_t r, const op& snd) {
+        out[r].push_back(snd);
+        close(r);
+        const int peer = L.ix.transfer_peer(snd);
+        op rcv = make_op(kind::recv, snd.ph, snd.mb, peer);
+        rcv.lane = static_cast<std::uint8_t>(transfer_lane(L.ix, rcv, L.opt.lanes));
+        const auto to = static_cast<std::size_t>(L.m.rank_of(peer));
+        out[to].push_back(rcv);
+        close(to);
+      });
+  if (stop.rank >= 0)
+    throw config_error(
+        "weft: with_transfers: no rank can issue its next slot: each waits for an input that "
+        "is never sent (check the compute schedule first)");
   return assemble(L.m, out, ends_of);
 }
 

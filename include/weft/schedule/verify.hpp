@@ -15,6 +15,7 @@
 #include <weft/schedule/program_builder.hpp>
 #include <weft/schedule/schedule.hpp>
 #include <weft/schedule/semantics.hpp>
+#include <weft/schedule/transfers.hpp>
 #include <weft/schedule/violation.hpp>
 
 namespace weft {
@@ -333,7 +334,7 @@ class checker {
       }
     }
     settle_program(p, prog, static_cast<paged<std::uint32_t>&&>(partner), false);
-    if (runs_to_completion(prog, s_)) return true;
+    if (runs_to_completion(prog, s_)) return placeable();
     // A deadlock: run the whole program again through the semantics' events, whose state names
     // what each stuck rank waits for.
     add_queues(prog, s_);
@@ -364,6 +365,28 @@ class checker {
       out_.blocked.push_back(v);
     }
     add(out_.blocked.front());
+    return false;
+  }
+
+  // A schedule that lowering gives transfers runs as PyTorch's placement lowers it, whose
+  // ranks issue their slots in order, a slot once its receives are posted (transfers.hpp): where
+  // that walk stops, the lowered program cannot be built, though the streams alone would run
+  // (one of a rank's streams running ahead of another). A fragment has no whole walk.
+  constexpr bool placeable() {
+    if (opt_.fragment || !adds_transfers(s_)) return true;
+    const transfer_lowering L(s_, {});
+    const placement_stop stop = walk_when_sent(
+        L, [](std::size_t, std::uint32_t) {}, [](std::size_t, const op&) {});
+    if (stop.rank < 0) return true;
+    violation v = at(stop.index, rule::deadlock, fault::cycle);
+    v.value = 1;  // in the lowering's issue order
+    v.other_rank = stop.peer_rank;
+    if (stop.peer_slot < s_.end_slot(stop.peer_rank)) {
+      v.other = s_.ops[s_.first_op(stop.peer_slot)];
+      v.other_slot = static_cast<int>(stop.peer_slot - s_.first_slot(stop.peer_rank));
+    }
+    out_.blocked.push_back(v);
+    add(v);
     return false;
   }
 

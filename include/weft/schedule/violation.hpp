@@ -32,7 +32,8 @@ enum class fault : std::uint8_t {
   producer_missing,      ///< 2: a fragment needs an op it neither has nor assumes done
   same_stream,           ///< 3: two ops of one slot on one stream
   dependent_in_slot,     ///< 3: an op and its producer share a slot
-  cycle,                 ///< 4: ranks wait on each other forever (subject: a blocked op)
+  cycle,                 ///< 4: ranks wait on each other forever (subject: a blocked op;
+                         ///< value 1: only in the lowering's in-order issue of slots)
   unmatched_send,        ///< 4: a send with no receive in FIFO order on its channel
   unmatched_recv,        ///< 4: a receive with no send in FIFO order on its channel
   mismatched_transfer,   ///< 4: FIFO matching pairs a send with a receive of other data
