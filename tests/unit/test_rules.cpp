@@ -1,6 +1,9 @@
 // Every rule, a legal case and a violating case, checked at run time with the exact report.
 #include <doctest/doctest.h>
 
+#include <algorithm>
+
+#include <weft/generators/interleaved.hpp>
 #include <weft/generators/one_f_one_b.hpp>
 #include <weft/io/format.hpp>
 #include <weft/schedule/dsl.hpp>
@@ -188,6 +191,34 @@ TEST_CASE("rule 4: implicit transfers deadlock when ranks wait on each other's l
   CHECK(r.violations.front().other == op(block(B, mb{0}, chunk{1})));
   REQUIRE(r.blocked.size() == 2);
   CHECK(r.blocked[1].subject == op(block(F, mb{1}, chunk{1})));
+}
+
+TEST_CASE("rule 4: a schedule lowering cannot place transfers for is not legal") {
+  // Found by fuzz_generator_slots: the interleaved schedule on 3 ranks (3 chunks each, MoE
+  // sub-stages, 2 layers a chunk), rank 0's forward of micro-batch 5 on chunk 3 moved 57 places
+  // earlier. Its streams alone run — rank 0's all-to-all stream runs ahead of its compute stream
+  // — but lowering places transfers as PyTorch does, issuing each rank's slots in order, a slot
+  // once its receives are posted, and there every rank waits for the next: the checker called it
+  // legal and `lower` then refused it.
+  interleaved_params p =
+      gen::with_chunks({.ranks = 3, .micro = 8, .layers = 2, .stages = stage_set::moe()}, 3);
+  schedule s = interleaved(p);
+  REQUIRE(check(s).ok());
+  REQUIRE(to_string(s.ops[176]) == "attn/F mb=5 chunk=3");
+  std::rotate(s.ops.begin() + 119, s.ops.begin() + 176, s.ops.begin() + 177);
+  const report r = check(s);
+  REQUIRE_FALSE(r.ok());
+  REQUIRE(r.violations.size() == 1);
+  CHECK(r.violations.front().code == rule::deadlock);
+  // The moved op (one op a slot: position 119 is slot 119) waits for chunk 2's output, on rank 2.
+  const std::string said = to_string(r.violations.front());
+  CHECK(
+      said.starts_with("weft: rule 4 (deadlock freedom): attn/F mb=5 chunk=3 on rank 0, slot 119 "
+                       "can never be issued: its input from rank 2 is never sent, that rank "
+                       "waiting at "));
+  CHECK(r.violations.front().other_rank == 2);
+  CHECK_THROWS_AS(lower(s), config_error);
+  CHECK_THROWS_AS(with_transfers(s), config_error);
 }
 
 TEST_CASE("rule 4: FIFO matching per channel") {
