@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Fails when a header of weft includes one from a layer above its own.
+"""Fails when a header of weft (or an .ipp body, compiled once) includes one from a layer above its own.
 
 The layers come from docs/architecture.md, the line "Layers, lowest first: core < schedule < ...",
 so the page and the check cannot disagree. Folders on one level (separated by commas) must not
@@ -30,7 +30,9 @@ INCLUDE = re.compile(r'^\s*#\s*include\s*<weft/([a-z_]+)/[^>]+>', re.M)
 
 def main(root: pathlib.Path) -> int:
     errors = []
-    for header in sorted((root / "include" / "weft").rglob("*.hpp")):
+    headers = list((root / "include" / "weft").rglob("*.hpp"))
+    headers += (root / "include" / "weft").rglob("*.ipp")  # the bodies compiled once, too
+    for header in sorted(headers):
         rel = header.relative_to(root / "include" / "weft")
         if len(rel.parts) < 2:
             continue  # an umbrella header

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Fails when a function in include/ or tools/ runs over LIMIT lines without saying why.
+"""Fails when a function in include/ (headers and .ipp bodies) or tools/ runs over LIMIT lines without saying why.
 
 A function longer than LIMIT lines (signature to closing brace) must carry, in the comment right
 above it, a sentence starting "One function:" that says why it must be one (a state machine whose
@@ -127,8 +127,8 @@ def main(argv) -> int:
     root = pathlib.Path(argv[1] if len(argv) > 1 and not argv[1].startswith("-") else ".")
     limit = int(argv[argv.index("--limit") + 1]) if "--limit" in argv else LIMIT
     listing = "--list" in argv
-    files = sorted(list((root / "include").rglob("*.hpp")) + list((root / "tools").rglob("*.hpp")) +
-                   list((root / "tools").rglob("*.cpp")))
+    files = sorted(list((root / "include").rglob("*.hpp")) + list((root / "include").rglob("*.ipp")) +
+                   list((root / "tools").rglob("*.hpp")) + list((root / "tools").rglob("*.cpp")))
     over, bad = [], []
     for path in files:
         text = path.read_text()

@@ -227,18 +227,6 @@ struct follow_on {
   }
 };
 
-/// What the runner does as the semantics announces work: a comm op is posted as soon as it has
-/// arrived, a unit of compute runs once it is ready. Both are handed the launcher itself, which
-/// the work they queue completes through.
-template <class Post, class Run, class Launch>
-struct launcher : readiness_events {
-  static constexpr bool announces_arrivals = true;
-  Post post;
-  Run run;
-  Launch launch;
-  void arrived(std::uint32_t x) { post(*this, x); }
-  void ready(std::uint32_t u) { run(*this, u); }
-};
 }  // namespace detail
 
 /// Runs one lowered program, step after step: the semantics, the worker threads, the streams and
@@ -286,6 +274,12 @@ class runner {
   };
 
   // The phases of `run_bound` (exec/impl/runner.ipp), each a function of its own.
+  /// One run's state and the work its ops do (exec/impl/runner.ipp): the set-up, the start (the
+  /// host helping), the host's wait, and the hot path the workers' tasks run.
+  struct run_state;
+  /// After the run: replica 0's timeline, and `measures` when asked for.
+  WEFT_DECL timeline timeline_and_measures(const run_state& run, run_measures* measures,
+                                           double process_cpu_end);
   /// A kernel for every (kind, phase) of the program, before anything starts — the transfers
   /// lowering added included, which a proof over the compute schedule does not see.
   WEFT_DECL void check_kernels(const detail::bound_model& model) const;

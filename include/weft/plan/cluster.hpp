@@ -110,8 +110,8 @@ struct fact_range {
 
 /// What a cluster's facts may be: wide enough for any device and network there is (a laptop's
 /// GPU to an exaflop chip, a continent's WAN to NVLink), narrow enough that every estimate stays
-/// finite and every cost keeps its order (never inf or NaN). The
-/// cluster file's reader and `check_cluster` hold a cluster to the same ranges.
+/// finite and every cost keeps its order (never inf or NaN). The cluster file's reader and
+/// `check_cluster` hold a cluster to the same ranges.
 namespace cluster_ranges {
 inline constexpr fact_range peak_flops{"peak_flops", 1e9, 1e18};
 inline constexpr fact_range matmul_efficiency{"matmul_efficiency", 0.01, 1};

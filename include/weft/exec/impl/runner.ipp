@@ -159,76 +159,111 @@ WEFT_DECL void measure_cpu_use(const semantics& g, const double* start, const do
 
 }  // namespace detail
 
-// One function for the run itself: its kernels' calls, the launches, follow-ons and the host's
-// help are lambdas that share the run's counters, clocks and stop flag by reference, and the
-// launcher (`detail::launcher`) is built from them; as members they would need that state in an
-// object of its own, passed through every call of the hot path. What comes before and after the
-// run — the kernels' check, the failure report, the gaps, the world's gather, the timeline and
-// the measures — are functions of their own below.
-WEFT_DECL timeline runner::run_bound(const detail::bound_model& model, run_measures* measures) {
-  if (opt_.comm)
-    if (const std::string f = opt_.comm->fault(); !f.empty())
-      throw run_error("weft: run: this world of processes has failed (" + f +
-                      "), and MPI may still hold its operations: start the processes again");
-  const program& p = p_;
-  const semantics& g = g_;
-  check_kernels(model);
-  const std::uint32_t N = g.ops();
-  started_.assign(N, never);
-  finished_.assign(N, never);
+// One run's state and the work its ops do, shared by the workers' tasks: the readiness
+// counters, the clocks' records, the stop flag, the host's help. The hot path (`complete`,
+// `post`, `run`, `launch`) reaches it through the one `run_state` the events hold, as the tasks'
+// lambdas did through the frame they captured.
+struct runner::run_state {
+  /// What the semantics announces, handed to the work it queues so that it can complete through
+  /// it: a comm op is posted as soon as it has arrived, a unit of compute runs once it is ready.
+  struct events : readiness_events {
+    static constexpr bool announces_arrivals = true;
+    run_state& run;
+    void arrived(std::uint32_t x) { run.post(x); }
+    void ready(std::uint32_t u) { run.ready(u); }
+  };
+
+  runner& r;
+  const program& p;
+  const semantics& g;
+  const detail::bound_model& model;
   // What the runtime spends between units (`dispatch_gap`, `wake_gap`): only when a run's
   // measures are asked for, or a world gathers every rank's — three stores per op and their
   // arrays, which a run that only wants its timeline should not pay for.
-  const bool measuring = measures != nullptr || opt_.comm != nullptr;
-  ready_.assign(measuring ? N : 0, never);
-  ran_on_.assign(measuring ? N : 0, nullptr);
-  followed_.assign(measuring ? N : 0, 0);
+  const bool measuring;
   // CPU time per unit costs two system calls: only when a run's measures are asked for, and
   // in-process (a world of processes does not gather it).
-  const bool measure_cpu = measures != nullptr && !opt_.comm;
-  cpu_.assign(measure_cpu ? N : 0, 0.0);
-  cpu_lead_.assign(measure_cpu ? N : 0, 0);
-  double* const cpu_of = cpu_.data();
-  std::uint8_t* const cpu_lead = cpu_lead_.data();
-  ticks* const started_at = started_.data();
-  ticks* const finished_at = finished_.data();
-  ticks* const ready_at = ready_.data();
-  const void** const ran_on = ran_on_.data();
-  std::uint8_t* const followed = followed_.data();
-  const auto call_for = [&](std::uint32_t x, int step) {
+  const bool measure_cpu;
+  double* cpu_of = nullptr;
+  std::uint8_t* cpu_lead = nullptr;
+  ticks* started_at = nullptr;
+  ticks* finished_at = nullptr;
+  ticks* ready_at = nullptr;
+  const void** ran_on = nullptr;
+  std::uint8_t* followed = nullptr;
+  readiness<detail::atomic_counters> st;
+  events ev{{}, *this};
+  // Set once the run has failed or timed out: nothing more is launched, and what was already
+  // queued returns at once, so the streams can be drained before the run's state goes away.
+  std::atomic<bool> stopping{false};
+  // The host sleeps until the last op completes (or a failure or the deadline).
+  std::atomic<std::uint32_t> remaining;
+  const std::uint8_t* const awaited;
+  std::mutex done_m;
+  std::condition_variable done_cv;
+  const rt::deadline deadline;
+  // The host helps run the work at first (`start`), until then. Only the host's own tasks read
+  // and write `host_time_up` and `host_looked` (when it last read the time).
+  const std::chrono::steady_clock::time_point host_until;
+  bool host_time_up = false;
+  ticks host_looked = 0;
+  // The op whose kernel threw, when it ran as a follow-on inside another unit's task.
+  std::atomic<std::uint32_t> failed_op{npos};
+  std::vector<int> everyone;  ///< a world's ranks, for its barrier and gather
+  double process_cpu_origin = 0;
+  ticks origin = 0;
+  std::chrono::steady_clock::time_point steady_origin;
+  std::string peer_fault;  ///< a peer process's failure the host saw while waiting
+
+  /// The set-up: the per-op arrays (the measures' only when asked for), the counters, the
+  /// deadline.
+  run_state(runner& owner, const detail::bound_model& m, run_measures* measures)
+      : r(owner),
+        p(owner.p_),
+        g(owner.g_),
+        model(m),
+        measuring(measures != nullptr || owner.opt_.comm != nullptr),
+        measure_cpu(measures != nullptr && !owner.opt_.comm),
+        st(owner.g_),
+        remaining(owner.sinks_),
+        awaited(owner.awaited_.data()),
+        deadline(rt::deadline::after(owner.opt_.timeout)),
+        host_until(std::min(deadline.at, std::chrono::steady_clock::now() + host_looks_every)) {
+    const std::uint32_t N = g.ops();
+    r.started_.assign(N, never);
+    r.finished_.assign(N, never);
+    r.ready_.assign(measuring ? N : 0, never);
+    r.ran_on_.assign(measuring ? N : 0, nullptr);
+    r.followed_.assign(measuring ? N : 0, 0);
+    r.cpu_.assign(measure_cpu ? N : 0, 0.0);
+    r.cpu_lead_.assign(measure_cpu ? N : 0, 0);
+    cpu_of = r.cpu_.data();
+    cpu_lead = r.cpu_lead_.data();
+    started_at = r.started_.data();
+    finished_at = r.finished_.data();
+    ready_at = r.ready_.data();
+    ran_on = r.ran_on_.data();
+    followed = r.followed_.data();
+  }
+
+  run_call call_for(std::uint32_t x, int step) const {
     const std::uint32_t i = g.op_of(x);
     run_call c;
     c.op = p.at(i);
     c.rank = p.rank[i];
     c.replica = g.replica_of(x);
-    c.world_rank = world_rank(x);
-    c.comm = &comm_of(c.world_rank);
+    c.world_rank = r.world_rank(x);
+    c.comm = &r.comm_of(c.world_rank);
     c.step = step;
     if (is_p2p(c.op.k) && p.partner[i] != npos) {
-      c.peer = p.rank[p.partner[i]] * replicas_ + c.replica;
+      c.peer = p.rank[p.partner[i]] * r.replicas_ + c.replica;
       c.tag = transfer_tag;
     }
     return c;
-  };
+  }
 
-  readiness<detail::atomic_counters> st(g);
-  // Set once the run has failed or timed out: nothing more is launched, and what was already
-  // queued returns at once, so the streams can be drained before this frame goes away.
-  std::atomic<bool> stopping{false};
-  // The host sleeps until the last op completes (or a failure or the deadline).
-  std::atomic<std::uint32_t> remaining{sinks_};
-  const std::uint8_t* const awaited = awaited_.data();
-  std::mutex done_m;
-  std::condition_variable done_cv;
-  const rt::deadline deadline = rt::deadline::after(opt_.timeout);
-  // The host helps run the work at first (see below), until then. Only the host's own tasks
-  // read and write `host_time_up` and `host_looked` (when it last read the time).
-  const auto host_until =
-      std::min(deadline.at, std::chrono::steady_clock::now() + host_looks_every);
-  bool host_time_up = false;
-  ticks host_looked = 0;
   // Op copy `x` completed at `t` (on the calling thread's clock reading): release what waits.
-  const auto complete = [&](std::uint32_t x, ticks t, auto& ev) {
+  void complete(std::uint32_t x, ticks t) {
     finished_at[x] = t;
     detail::follow_on::here().tick = t;
     st.complete(x, ev);
@@ -236,26 +271,25 @@ WEFT_DECL timeline runner::run_bound(const detail::bound_model& model, run_measu
       std::lock_guard lock(done_m);
       done_cv.notify_all();
     }
-  };
-  // The op whose kernel threw, when it ran as a follow-on inside another unit's task.
-  std::atomic<std::uint32_t> failed_op{npos};
+  }
+
   // A comm op (alone, or a member of a transfer or collective): started on its comm stream as
   // soon as it has arrived; the backend completes it when its peers are there too.
-  const auto post = [&](auto& ev, std::uint32_t x) {
-    if (g.computes(g.unit_of(x)) || stopping.load() || !local(x)) return;
-    rt::stream& s = *streams_[g.queue_of(x)];
+  void post(std::uint32_t x) {
+    if (g.computes(g.unit_of(x)) || stopping.load() || !r.local(x)) return;
+    rt::stream& s = *r.streams_[g.queue_of(x)];
     const op o = p.at(g.op_of(x));
     const int steps = model.steps(model.self, o);
     for (int step = 0; step < steps; ++step)
       s.enqueue_async(
-          [&, x, o, step] {
+          [this, x, o, step] {
             if (stopping.load()) {
               rt::event none;
               none.fire();
               return none;
             }
             if (step == 0) {
-              if (opt_.before_op) opt_.before_op(world_rank(x), o);
+              if (r.opt_.before_op) r.opt_.before_op(r.world_rank(x), o);
               started_at[x] = rt::cycle_clock::now();
             }
             run_call c = call_for(x, step);
@@ -265,21 +299,22 @@ WEFT_DECL timeline runner::run_bound(const detail::bound_model& model, run_measu
           },
           x);
     s.enqueue(
-        [&, x] {
-          if (!stopping.load()) complete(x, rt::cycle_clock::now(), ev);
+        [this, x] {
+          if (!stopping.load()) complete(x, rt::cycle_clock::now());
         },
         x);
-  };
+  }
+
   // A unit of compute: on its lead member's stream, every member's kernel in turn. When its
   // completion makes the next op of the same stream ready, that op runs right here, in the same
   // task (nothing else can be queued on the stream: its next op is the only one that waits for
   // this one in stream order) — a dependent chain costs no queue hop per op, and one clock
   // reading: an op of the chain starts when the one before it completed.
-  const auto run = [&](auto& ev, std::uint32_t u) {
-    if (!g.computes(u) || stopping.load() || !local(u)) return;
+  void ready(std::uint32_t u) {
+    if (!g.computes(u) || stopping.load() || !r.local(u)) return;
     detail::follow_on& self = detail::follow_on::here();
     if (measuring) ready_at[u] = self.tick;
-    if (self.owner == &g) {  // readied by a unit this thread is running: see below
+    if (self.owner == &g) {  // readied by a unit this thread is running: see `unit_task`
       if (self.queue == g.queue_of(u) && self.unit == npos) {
         self.unit = u;
         return;
@@ -289,88 +324,98 @@ WEFT_DECL timeline runner::run_bound(const detail::bound_model& model, run_measu
         return;
       }
     }
-    ev.launch(ev, u, false);
-  };
+    launch(u, false);
+  }
+
   // Queues unit `u` on its stream. `next`: the calling worker is about to be free and runs it
   // itself instead of waking another thread for it.
-  const auto launch = [&](auto& ev, std::uint32_t u, bool next) -> void {
-    auto task = [&, u] {
-      detail::follow_on& self = detail::follow_on::here();
-      const detail::follow_on saved = self;
-      self = {&g, g.queue_of(u), npos, npos, 0, saved.host && !host_time_up};
-      ticks t = rt::cycle_clock::now();
-      for (std::uint32_t unit = u; unit != npos && !stopping.load();) {
-        if (measuring) ran_on[unit] = &self;  // the thread's own follow-on record names the worker
-        try {
-          if (opt_.before_op) {
-            g.each_member(
-                unit, [&](std::uint32_t x) { opt_.before_op(world_rank(x), p.at(g.op_of(x))); });
-            t = rt::cycle_clock::now();
-          }
-          g.each_member(unit, [&](std::uint32_t x) { started_at[x] = t; });
-          const double cpu_start = measure_cpu ? rt::thread_cpu_seconds() : 0.0;
-          g.each_member(unit, [&](std::uint32_t x) {
-            run_call c = call_for(x, 0);
-            model.call(model.self, c);
-          });
-          if (measure_cpu) {
-            const double used = rt::thread_cpu_seconds() - cpu_start;
-            bool lead = true;
-            g.each_member(unit, [&](std::uint32_t x) {
-              cpu_of[x] = used;
-              cpu_lead[x] = std::exchange(lead, false);
-            });
-          }
-        } catch (...) {
-          failed_op.store(unit);
-          self = saved;
-          throw;
-        }
-        t = rt::cycle_clock::now();
-        g.each_member(unit, [&](std::uint32_t x) { complete(x, t, ev); });
-        if (opt_.comm) opt_.comm->poll();  // this thread has a core: move communication on
-        unit = std::exchange(self.unit, npos);
-        // The host, helping, hands its stream to the workers once its time to help is up, after
-        // any unit, chained or not. (It looks at the time after about a millisecond, 2^20 ticks
-        // of a clock of 1-5 GHz or of steady_clock's nanoseconds: a subtraction per op, not a
-        // clock reading.)
-        if (self.host && t - host_looked >= ticks{1} << 20 &&
-            (host_looked = t, std::chrono::steady_clock::now() >= host_until)) {
-          self.host = false;
-          host_time_up = true;
-          if (unit != npos) ev.launch(ev, std::exchange(unit, npos), false);  // behind this task
-          rt::stream::leave();  // and the stream handed to a worker
-        }
-        if (measuring && unit != npos) followed[unit] = 1;
-        // A unit of another stream this completion readied: this worker takes it once it is
-        // free, unless its own stream goes on.
-        if (const std::uint32_t h = std::exchange(self.handoff, npos); h != npos)
-          ev.launch(ev, h, unit == npos);
-      }
-      self = saved;
-    };
-    rt::stream& s = *streams_[g.queue_of(u)];
+  void launch(std::uint32_t u, bool next) {
+    rt::stream& s = *r.streams_[g.queue_of(u)];
     if (next)
-      s.enqueue_next(std::move(task), u);
+      s.enqueue_next([this, u] { unit_task(u); }, u);
     else
-      s.enqueue(std::move(task), u);
-  };
-  detail::launcher<decltype(post), decltype(run), decltype(launch)> ev{{}, post, run, launch};
-  // A world of processes starts together: the time origins of its ranks are then the moment
-  // they leave one barrier (within its skew), and the gathered timeline is one.
-  std::vector<int> everyone;
-  if (opt_.comm) {
-    for (int r = 0; r < opt_.comm->size(); ++r) everyone.push_back(r);
-    await(opt_.comm->barrier(everyone, runtime_channel), deadline, "the barrier before the run");
+      s.enqueue([this, u] { unit_task(u); }, u);
   }
-  const double process_cpu_origin = measure_cpu ? rt::process_cpu_seconds() : 0.0;
-  const auto origin = rt::cycle_clock::now();
-  const auto steady_origin = std::chrono::steady_clock::now();
-  // The host runs work itself while it would otherwise sleep, in a worker's place (none wakes
-  // for the first unit, none wakes the host after the last), for a while: then it leaves the
-  // rest to the workers and minds the deadline.
-  host_looked = origin;
-  {
+
+  // Unit `u`'s kernels, then every unit its completions ready on the same stream (`ready`).
+  void unit_task(std::uint32_t u) {
+    detail::follow_on& self = detail::follow_on::here();
+    const detail::follow_on saved = self;
+    self = {&g, g.queue_of(u), npos, npos, 0, saved.host && !host_time_up};
+    ticks t = rt::cycle_clock::now();
+    for (std::uint32_t unit = u; unit != npos && !stopping.load();) {
+      if (measuring) ran_on[unit] = &self;  // the thread's own follow-on record names the worker
+      try {
+        t = run_kernels(unit, t);
+      } catch (...) {
+        failed_op.store(unit);
+        self = saved;
+        throw;
+      }
+      t = rt::cycle_clock::now();
+      g.each_member(unit, [&](std::uint32_t x) { complete(x, t); });
+      if (r.opt_.comm) r.opt_.comm->poll();  // this thread has a core: move communication on
+      unit = std::exchange(self.unit, npos);
+      // The host, helping, hands its stream to the workers once its time to help is up, after
+      // any unit, chained or not. (It looks at the time after about a millisecond, 2^20 ticks
+      // of a clock of 1-5 GHz or of steady_clock's nanoseconds: a subtraction per op, not a
+      // clock reading.)
+      if (self.host && t - host_looked >= ticks{1} << 20 &&
+          (host_looked = t, std::chrono::steady_clock::now() >= host_until)) {
+        self.host = false;
+        host_time_up = true;
+        if (unit != npos) launch(std::exchange(unit, npos), false);  // behind this task
+        rt::stream::leave();  // and the stream handed to a worker
+      }
+      if (measuring && unit != npos) followed[unit] = 1;
+      // A unit of another stream this completion readied: this worker takes it once it is
+      // free, unless its own stream goes on.
+      if (const std::uint32_t h = std::exchange(self.handoff, npos); h != npos)
+        launch(h, unit == npos);
+    }
+    self = saved;
+  }
+
+  // Every member's kernel of `unit`, started at `t` (read again after a `before_op` hook), its
+  // CPU time recorded when measured. Returns the start.
+  ticks run_kernels(std::uint32_t unit, ticks t) {
+    if (r.opt_.before_op) {
+      g.each_member(unit,
+                    [&](std::uint32_t x) { r.opt_.before_op(r.world_rank(x), p.at(g.op_of(x))); });
+      t = rt::cycle_clock::now();
+    }
+    g.each_member(unit, [&](std::uint32_t x) { started_at[x] = t; });
+    const double cpu_start = measure_cpu ? rt::thread_cpu_seconds() : 0.0;
+    g.each_member(unit, [&](std::uint32_t x) {
+      run_call c = call_for(x, 0);
+      model.call(model.self, c);
+    });
+    if (measure_cpu) {
+      const double used = rt::thread_cpu_seconds() - cpu_start;
+      bool lead = true;
+      g.each_member(unit, [&](std::uint32_t x) {
+        cpu_of[x] = used;
+        cpu_lead[x] = std::exchange(lead, false);
+      });
+    }
+    return t;
+  }
+
+  /// The start: a world of processes leaves one barrier together (its ranks' time origins are
+  /// then within its skew, and the gathered timeline is one); the origins are read; the host
+  /// runs work itself while it would otherwise sleep, in a worker's place (none wakes for the
+  /// first unit, none wakes the host after the last), for a while — then it leaves the rest to
+  /// the workers and minds the deadline.
+  void start() {
+    if (r.opt_.comm) {
+      for (int k = 0; k < r.opt_.comm->size(); ++k) everyone.push_back(k);
+      r.await(r.opt_.comm->barrier(everyone, runtime_channel), deadline,
+              "the barrier before the run");
+    }
+    process_cpu_origin = measure_cpu ? rt::process_cpu_seconds() : 0.0;
+    origin = rt::cycle_clock::now();
+    steady_origin = std::chrono::steady_clock::now();
+    host_looked = origin;
     detail::follow_on& host = detail::follow_on::here();
     // The host's record as it was, whatever happens (`help` rethrows the runtime's failures).
     struct restore {
@@ -379,62 +424,86 @@ WEFT_DECL timeline runner::run_bound(const detail::bound_model& model, run_measu
       ~restore() { record = saved; }
     } const keep{host};
     const detail::follow_on& saved = keep.saved;
-    pool_.help(
+    r.pool_.help(
         [&](bool helping) {
-          // Helping, the first unit the start readies is the host's to run (`run` leaves it in
-          // `handoff`: the host has no stream of its own, so nothing follows on).
+          // Helping, the first unit the start readies is the host's to run (`ready` leaves it
+          // in `handoff`: the host has no stream of its own, so nothing follows on).
           host = {helping ? &g : nullptr, npos, npos, npos, origin, false};
           st.begin(ev);
           const std::uint32_t first = std::exchange(host.handoff, npos);
           host = saved;
           host.host = helping;
-          if (first != npos) ev.launch(ev, first, true);
+          if (first != npos) launch(first, true);
         },
         [&] {
           return std::chrono::steady_clock::now() < host_until && !stopping.load() &&
-                 !pool_.failed();
+                 !r.pool_.failed();
         });
   }
 
-  // Wait until every op has completed, but stop early when an op has failed (its consumers
-  // would wait for data that never comes) or a peer process has, and give up at the deadline.
-  std::string peer_fault;
-  {
-    std::unique_lock lock(done_m);
-    while (remaining.load() > 0 && !pool_.failed()) {
-      if (opt_.comm && !(peer_fault = opt_.comm->fault()).empty()) break;
-      const auto left = deadline.at - std::chrono::steady_clock::now();
-      if (left <= std::chrono::steady_clock::duration::zero()) break;
-      // A failure does not wake the host: look again every few milliseconds.
-      done_cv.wait_for(lock, std::min<std::chrono::steady_clock::duration>(left, host_looks_every));
+  /// The host's wait: until every op has completed, but no longer once an op has failed (its
+  /// consumers would wait for data that never comes) or a peer process has, and never past the
+  /// deadline. Then the streams drain (finished) or are abandoned. Whether the run finished.
+  bool wait() {
+    {
+      std::unique_lock lock(done_m);
+      while (remaining.load() > 0 && !r.pool_.failed()) {
+        if (r.opt_.comm && !(peer_fault = r.opt_.comm->fault()).empty()) break;
+        const auto left = deadline.at - std::chrono::steady_clock::now();
+        if (left <= std::chrono::steady_clock::duration::zero()) break;
+        // A failure does not wake the host: look again every few milliseconds.
+        done_cv.wait_for(lock,
+                         std::min<std::chrono::steady_clock::duration>(left, host_looks_every));
+      }
     }
+    const bool finished = remaining.load() == 0;
+    if (finished) {
+      for (auto& s : r.streams_) s->synchronize();  // the last completions are still returning
+    } else {
+      stopping.store(true);
+      for (int pass = 0; pass < 2; ++pass)  // the second catches what the first one's tasks queued
+        for (auto& s : r.streams_) s->abandon();
+    }
+    return finished;
   }
-  const bool finished = remaining.load() == 0;
-  if (finished) {
-    for (auto& s : streams_) s->synchronize();  // the last completions are still returning
-  } else {
-    stopping.store(true);
-    for (int pass = 0; pass < 2; ++pass)  // the second catches what the first one's tasks queued
-      for (auto& s : streams_) s->abandon();
-  }
-  const double process_cpu_end = measure_cpu ? rt::process_cpu_seconds() : 0.0;
-  fail_if_stopped(finished, st, failed_op.load(), peer_fault, deadline);
+};
 
+// The run in its named steps: the world still whole, the kernels there, the set-up, the start
+// (the host helping), the host's wait, the stuck-op report, the timeline and the measures.
+WEFT_DECL timeline runner::run_bound(const detail::bound_model& model, run_measures* measures) {
+  if (opt_.comm)
+    if (const std::string f = opt_.comm->fault(); !f.empty())
+      throw run_error("weft: run: this world of processes has failed (" + f +
+                      "), and MPI may still hold its operations: start the processes again");
+  check_kernels(model);
+  run_state run(*this, model, measures);
+  run.start();
+  const bool finished = run.wait();
+  const double process_cpu_end = run.measure_cpu ? rt::process_cpu_seconds() : 0.0;
+  fail_if_stopped(finished, run.st, run.failed_op.load(), run.peer_fault, run.deadline);
+  return timeline_and_measures(run, measures, process_cpu_end);
+}
+
+WEFT_DECL timeline runner::timeline_and_measures(const run_state& run, run_measures* measures,
+                                                 double process_cpu_end) {
   // Start and finish per op copy, in seconds from the origin (never: infinity), in `measured_`
   // followed by what a world's ranks also share (`tail_field`).
+  const std::uint32_t N = g_.ops();
   const double per_tick = rt::cycle_clock::seconds_per_tick();
   measured_.resize(2 * std::size_t{N} + tail_fields);  // what is read is written below
   double* const start_s = measured_.data();
   double* const finish_s = start_s + N;
   for (std::uint32_t x = 0; x < N; ++x) {
-    start_s[x] = seconds_since(origin, started_at[x], per_tick);
-    finish_s[x] = seconds_since(origin, finished_at[x], per_tick);
+    start_s[x] = seconds_since(run.origin, started_[x], per_tick);
+    finish_s[x] = seconds_since(run.origin, finished_[x], per_tick);
   }
-  std::array<double, 4> gaps = measuring ? runtime_gaps(origin, per_tick) : std::array<double, 4>{};
-  if (opt_.comm) gaps = gather_world(everyone, gaps, steady_origin, deadline);
+  std::array<double, 4> gaps =
+      run.measuring ? runtime_gaps(run.origin, per_tick) : std::array<double, 4>{};
+  if (opt_.comm) gaps = gather_world(run.everyone, gaps, run.steady_origin, run.deadline);
   const timeline time = timeline_of(start_s, finish_s);
   if (measures)
-    fill_measures(*measures, time, gaps, measure_cpu ? process_cpu_end - process_cpu_origin : -1.0);
+    fill_measures(*measures, time, gaps,
+                  run.measure_cpu ? process_cpu_end - run.process_cpu_origin : -1.0);
   return time;
 }
 
