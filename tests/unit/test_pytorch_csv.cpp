@@ -443,8 +443,14 @@ TEST_CASE("with_transfers refuses schedules it cannot lower") {
   CHECK_THROWS_WITH_AS(with_transfers(one_f_one_b({.ranks = 2, .micro = 2, .transfers = true})),
                        "weft: with_transfers: the schedule already has transfers", config_error);
   // Rank 0 runs the backward of micro-batch 0 before the forward rank 1 needs: no rank can go on.
+  // The message names where: rank 0's first slot waits for the gradient rank 1 would send after
+  // its backward, and rank 1 waits at its first slot, the forward, for rank 0's activation.
   CHECK_THROWS_WITH_AS(with_transfers(parse("0B0,0F0\n1F0,1B0\n")),
-                       doctest::Contains("weft: with_transfers: no rank can issue its next slot"),
+                       "weft: with_transfers: no rank can issue its next slot: rank 0 cannot "
+                       "issue its slot 0, block/B mb=0, whose input from rank 1 is never sent, "
+                       "that rank waiting at its slot 0, block/F mb=0 chunk=1 (each rank issues "
+                       "its slots in order, a slot once its receives are posted; check the "
+                       "compute schedule first)",
                        config_error);
 }
 

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <type_traits>
 
 #include <weft/config.hpp>
@@ -12,6 +13,7 @@
 #include <weft/core/op.hpp>
 #include <weft/schedule/dependencies.hpp>
 #include <weft/schedule/schedule.hpp>
+#include <weft/schedule/text.hpp>
 
 namespace weft {
 
@@ -311,10 +313,21 @@ constexpr schedule lower_when_sent(const transfer_lowering& L) {
         out[to].push_back(rcv);
         close(to);
       });
-  if (stop.rank >= 0)
+  if (stop.rank >= 0) {
+    const auto slot_of = [&](int r, std::uint32_t g) {
+      return "its slot " + std::to_string(g - s.first_slot(r)) + ", " +
+             to_string(s.ops[s.first_op(g)]);
+    };
+    const bool peer_waits = stop.peer_slot < s.end_slot(stop.peer_rank);
     throw config_error(
-        "weft: with_transfers: no rank can issue its next slot: each waits for an input that "
-        "is never sent (check the compute schedule first)");
+        "weft: with_transfers: no rank can issue its next slot: rank " + std::to_string(stop.rank) +
+        " cannot issue " + slot_of(stop.rank, stop.slot) + ", whose input from rank " +
+        std::to_string(stop.peer_rank) + " is never sent, that rank " +
+        (peer_waits ? "waiting at " + slot_of(stop.peer_rank, stop.peer_slot)
+                    : std::string("having issued every slot")) +
+        " (each rank issues its slots in order, a slot once its receives are posted; check the "
+        "compute schedule first)");
+  }
   return assemble(L.m, out, ends_of);
 }
 
