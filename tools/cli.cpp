@@ -58,14 +58,14 @@ const std::vector<std::string> schedule_names = [] {
 /// Whether schedule `name` takes a chunk count (`--chunks`), as the registry says.
 bool takes_chunks(std::string_view name) {
   const weft::generator_info* g = weft::find_generator(name);
-  return g && g->chunks_per_rank == 0;
+  return g && g->takes_chunk_count();
 }
 
 /// The schedules that take one, "a, b" from the registry, for messages.
 const std::string chunked_list = [] {
   std::string out;
   for (const weft::generator_info& g : weft::generators)
-    if (g.chunks_per_rank == 0) out += (out.empty() ? "" : ", ") + std::string(g.name);
+    if (g.takes_chunk_count()) out += (out.empty() ? "" : ", ") + std::string(g.name);
   return out;
 }();
 

@@ -331,6 +331,21 @@ TEST_CASE("a job that cannot train the model is refused, naming the numbers") {
         }) ==
         "--pipeline-layout: 3 stages are not a multiple of the 2 pipeline ranks (\"Et|t*5|L\")");
   CHECK(refusal([](job& j) { j.seq = 4096.5; }) == "--seq-length must be a whole number of tokens");
+  // Each size within its flag's range (plan::job_limits), so the device count cannot wrap: at
+  // 2^16 x 2^16 x 2^20 x 2^16 it was taken in 64 bits, wrapped to 16 and passed.
+  CHECK(refusal([](job& j) { j.dp = (1 << 20) + 1; }) ==
+        "--dp must be at most 1048576, got 1048577");
+  CHECK(refusal([](job& j) {
+          j.tp = j.pp = j.cp = 1 << 16;
+          j.dp = 1 << 20;
+        }).find("devices is more than weft plans for (16777216)") != std::string::npos);
+  CHECK(refusal([](job& j) { j.global_batch_size = (1 << 30) + 1; }) ==
+        "--global-batch-size must be at most 1073741824");
+  // The layout's own entry point refuses what it would divide by.
+  job none;
+  none.pp = 0;
+  CHECK_THROWS_WITH_AS(stages_of(m, none), "--pp and --chunks must be at least 1, got 0 and 1",
+                       weft::config_error);
   CHECK(refusal([](job& j) { j.global_batch_size = 1 << 20; }) ==
         "--global-batch-size 1048576 over --micro-batch-size x --dp (1) is 1048576 micro-batches "
         "a step; a schedule takes at most 65535");

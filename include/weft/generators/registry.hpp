@@ -38,6 +38,8 @@ struct generator_info {
   bool has_nanopipe;      ///< reads `generator_args::nanopipe`
   bool splits_backward;   ///< emits dX and dW rather than fused backwards
   schedule (*make)(const generator_args&);
+  /// Does it take a chunk count (`generator_args::chunks`, the tool's `--chunks`)?
+  constexpr bool takes_chunk_count() const noexcept { return chunks_per_rank == 0; }
 };
 
 namespace gen {

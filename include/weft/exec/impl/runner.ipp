@@ -161,8 +161,8 @@ WEFT_DECL void measure_cpu_use(const semantics& g, const double* start, const do
 
 // One run's state and the work its ops do, shared by the workers' tasks: the readiness
 // counters, the clocks' records, the stop flag, the host's help. The hot path (`complete`,
-// `post`, `run`, `launch`) reaches it through the one `run_state` the events hold, as the tasks'
-// lambdas did through the frame they captured.
+// `post`, `ready`, `launch`, `unit_task`) reaches it through the `run_state` its tasks and the
+// events hold, as the tasks' lambdas once did through the frame they captured.
 struct runner::run_state {
   /// What the semantics announces, handed to the work it queues so that it can complete through
   /// it: a comm op is posted as soon as it has arrived, a unit of compute runs once it is ready.
