@@ -1,7 +1,7 @@
-// AMPipe (seed: ampipe), two ways.
+// AMPipe (MindSpeed's ampipe note), two ways.
 //
-//   ampipe table [SVG]   the seed's table on the ampipe-16p scenario (simulated from public
-//                        facts, docs/ampipe.md) beside the seed's measured throughputs, and the
+//   ampipe table [SVG]   the note's table on the ampipe-16p scenario (simulated from public
+//                        facts, docs/ampipe.md) beside the note's measured throughputs, and the
 //                        degree sweep; SVG gets the baseline and AMPipe's timelines;
 //   ampipe executed [RUNS [SVG]]
 //                        a small MoE (pp 1, 2 expert-parallel ranks, 2 layers) trained one step
@@ -59,8 +59,8 @@ int table(const char* svg) {
         .multi_stream = true},
        126.87},
   };
-  std::printf("%-34s %9s %9s %8s %8s %12s\n", "ampipe-16p", "step ms", "TFLOP/s", "gain", "seed",
-              "exposed ms");
+  std::printf("%-34s %9s %9s %8s %9s %12s\n", "ampipe-16p", "step ms", "TFLOP/s", "gain",
+              "MindSpeed", "exposed ms");
   double base = 0;
   std::vector<std::pair<program, timeline>> drawn;
   for (const row& r : rows) {
@@ -69,7 +69,7 @@ int table(const char* svg) {
     const step_metrics m = measure(p, t);
     if (base == 0) base = t.makespan.count();
     if (drawn.size() < 3) drawn.emplace_back(p, t);
-    std::printf("%-34s %9.1f %9.2f %+7.2f%% %+7.2f%% %12.1f\n", r.name, 1e3 * t.makespan.count(),
+    std::printf("%-34s %9.1f %9.2f %+7.2f%% %+8.2f%% %12.1f\n", r.name, 1e3 * t.makespan.count(),
                 step_flops(f) / t.makespan.count() / 1e12, 100 * (base / t.makespan.count() - 1),
                 100 * (r.seed_tflops / rows[0].seed_tflops - 1), 1e3 * m.exposed_comm.count());
   }
@@ -82,7 +82,7 @@ int table(const char* svg) {
       {"both", published}};
   std::printf("\ncontention ablation: gain over the baseline\n%-34s", "");
   for (const auto& [name, x] : facts) std::printf(" %12s", name);
-  std::printf(" %8s\n", "seed");
+  std::printf(" %9s\n", "MindSpeed");
   std::vector<double> bases;
   for (const row& r : rows) {
     std::printf("%-34s", r.name);
@@ -94,7 +94,7 @@ int table(const char* svg) {
       if (bases.size() <= i) bases.push_back(step);
       std::printf(" %+11.2f%%", 100 * (bases[i] / step - 1));
     }
-    std::printf(" %+7.2f%%\n", 100 * (r.seed_tflops / rows[0].seed_tflops - 1));
+    std::printf(" %+8.2f%%\n", 100 * (r.seed_tflops / rows[0].seed_tflops - 1));
   }
   std::printf("\ndegree sweep (tp-sp overlap on)\n%6s %9s %8s %12s\n", "degree", "step ms", "gain",
               "exposed ms");

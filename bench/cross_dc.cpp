@@ -1,13 +1,13 @@
-// Pipeline transfers across data centres (seed: pp-cross-dc-comm-overlap), two ways.
+// Pipeline transfers across data centres (MindSpeed's pp-cross-dc-comm-overlap note), two ways.
 //
-//   cross_dc table [SVG]   the seed's table on the llama2-70b-xdc scenario (simulated from
-//                          public facts, docs/cross-dc.md) beside the seed's step times, and what
+//   cross_dc table [SVG]   the note's table on the llama2-70b-xdc scenario (simulated from
+//                          public facts, docs/cross-dc.md) beside the note's step times, and what
 //                          each modelled mechanism adds; SVG gets the warm-up of VP 2 (8
-//                          micro-batches) before and after the seed's switches;
+//                          micro-batches) before and after MindSpeed's switches;
 //   cross_dc executed [RUNS [SVG]]
 //                          a small dense model (pp 4 over two emulated data centres, 2 chunks per
 //                          rank) trained one step on in-process ranks, Megatron's lowering against
-//                          the seed's: measured step and exposed pipeline communication per phase
+//                          MindSpeed's: measured step and exposed pipeline communication per phase
 //                          beside the prediction from costs calibrated on the same run (medians of
 //                          RUNS, 5 by default), gradients against the serial run; SVG gets both
 //                          measured timelines.
@@ -46,21 +46,21 @@ double step_ms(const xdc_facts& f, const cost_model& c, p2p_options o) {
 int table(const char* svg) {
   struct row {
     int vp;
-    double base, opt;  // the seed's step times, ms
+    double base, opt;  // the note's step times, ms
   };
   const row rows[] = {{5, 15923.4, 12343.7}, {2, 12723.5, 12345.4}, {1, 15286.0, 12814.6}};
   const p2p_options seed{.overlap_p2p = true, .multi_stream = true};
   const xdc_facts run = testing::llama2_70b_xdc();  // the preset, as `weft simulate` reads it
   std::printf("llama2-70b-xdc: tp %d, pp %d, dp %d, %.0f km, ratio %.0f, %d micro-batches\n",
               run.tp, run.pp, run.dp, run.km, run.ratio, run.micro);
-  std::printf("%4s %12s %12s %10s | %12s %12s %10s\n", "VP", "base ms", "opt ms", "reduction",
-              "seed base", "seed opt", "seed red.");
+  std::printf("%4s %12s %12s %10s | %14s %14s %14s\n", "VP", "base ms", "opt ms", "reduction",
+              "MindSpeed base", "MindSpeed opt", "MindSpeed red.");
   for (const row& r : rows) {
     xdc_facts f = run;
     f.chunks = r.vp;
     const cost_model c = xdc_cost_model(f);
     const double b = step_ms(f, c, {}), o = step_ms(f, c, seed);
-    std::printf("%4d %12.1f %12.1f %9.1f%% | %12.1f %12.1f %9.1f%%\n", r.vp, b, o,
+    std::printf("%4d %12.1f %12.1f %9.1f%% | %14.1f %14.1f %13.1f%%\n", r.vp, b, o,
                 100 * (1 - o / b), r.base, r.opt, 100 * (1 - r.opt / r.base));
   }
   // The NanoPipe rows: the same facts, MindSpeed's interleaved code at every VP with the weight
@@ -74,7 +74,7 @@ int table(const char* svg) {
     for (const bool contended : {false, true}) {
       const cost_model c = xdc_cost_model(f, contended ? xdc_contention(f) : contention_facts{});
       const double b = step_ms(f, c, {}), o = step_ms(f, c, seed);
-      std::printf("%4d %12.1f %12.1f %9.1f%% | %12.1f %12.1f %9.1f%%%s\n", r.vp, b, o,
+      std::printf("%4d %12.1f %12.1f %9.1f%% | %14.1f %14.1f %13.1f%%%s\n", r.vp, b, o,
                   100 * (1 - o / b), r.base, r.opt, 100 * (1 - r.opt / r.base),
                   contended ? "  (priced: --contention on)" : "");
     }
@@ -191,7 +191,7 @@ int table(const char* svg) {
       std::printf(
           "VP 5, %s, links shared: crossing transfers moved for %.0f ms, %.0f ms of it "
           "sharing the uplink\n",
-          opt ? "the seed's" : "Megatron's", 1e3 * crossing, 1e3 * shared);
+          opt ? "MindSpeed's" : "Megatron's", 1e3 * crossing, 1e3 * shared);
     }
   }
   if (svg) {
@@ -203,7 +203,7 @@ int table(const char* svg) {
     std::ofstream out(svg);
     write_svg_compare(out, a, simulate(a, c),
                       "Megatron: receives after the previous step, one stream", b, simulate(b, c),
-                      "the seed: receives a step earlier, ping/pong streams",
+                      "MindSpeed: receives a step earlier, ping/pong streams",
                       {.title = "llama2-70b-xdc, VP 2, 8 micro-batches, ranks 0-3 | 4-7 in two "
                                 "data centres 960 km apart, simulated"});
   }
@@ -241,7 +241,7 @@ int executed(int runs, const char* svg) {
       "| %d-%d in two sites, %.1f ms + %.2f GB/s between; %d runs each, medians\n",
       ranks, chunks, micro, cfg.tokens, cfg.width, ranks / 2 - 1, ranks / 2, ranks - 1,
       far.alpha.count() * 1e3, 1e-9 / far.beta.count(), runs);
-  std::printf("%-22s %20s %44s %11s\n", "", "step ms (meas / pred)",
+  std::printf("%-28s %20s %44s %11s\n", "", "step ms (meas / pred)",
               "exposed p2p ms: warm-up, steady, cool-down (m / p)", "grad error");
   struct variant {
     const char* name;
@@ -249,7 +249,7 @@ int executed(int runs, const char* svg) {
   };
   const variant variants[] = {
       {"megatron", {.megatron = true}},
-      {"seed (early, ping/pong)", {.overlap_p2p = true, .multi_stream = true}}};
+      {"mindspeed (early, ping/pong)", {.overlap_p2p = true, .multi_stream = true}}};
   struct kept {
     program prog;
     timeline time;
@@ -275,7 +275,7 @@ int executed(int runs, const char* svg) {
       worst = std::max(worst, exec::max_grad_rel_err(run, reference));
       if (r == 0) pictures.push_back({run.prog, run.time});
     }
-    std::printf("%-22s %9.2f / %8.2f   %6.2f / %6.2f  %6.2f / %6.2f  %6.2f / %6.2f %11.1e\n",
+    std::printf("%-28s %9.2f / %8.2f   %6.2f / %6.2f  %6.2f / %6.2f  %6.2f / %6.2f %11.1e\n",
                 v.name, 1e3 * median(step), 1e3 * median(pred), 1e3 * median(ex_m[0]),
                 1e3 * median(ex_p[0]), 1e3 * median(ex_m[1]), 1e3 * median(ex_p[1]),
                 1e3 * median(ex_m[2]), 1e3 * median(ex_p[2]), worst);
@@ -285,7 +285,7 @@ int executed(int runs, const char* svg) {
     write_svg_compare(out, pictures[0].prog, pictures[0].time,
                       "Megatron: receives after the previous step, one p2p stream",
                       pictures[1].prog, pictures[1].time,
-                      "the seed: receives a step earlier, ping/pong streams",
+                      "MindSpeed: receives a step earlier, ping/pong streams",
                       {.title = "small dense model, pp 4 x 2 chunks over two emulated data "
                                 "centres, measured"});
   }

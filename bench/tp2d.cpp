@@ -1,4 +1,4 @@
-// 2D tensor parallelism (seed: tp-2d), two ways.
+// 2D tensor parallelism (MindSpeed's tp-2d note), two ways.
 //
 //   tp2d table [PREFIX]     the llama3-405B layer at tp 16 (simulated from public facts,
 //                           docs/tp-2d.md): 1D against 8 x 2 under every overlap, per linear,

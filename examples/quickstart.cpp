@@ -6,7 +6,8 @@
 using namespace weft;
 
 // DeepSeek's forward/backward pairing for one MoE layer: forward of micro-batch 1 overlapped with
-// backward of micro-batch 0, one compute op and one comm op per slot (the seed's figure).
+// backward of micro-batch 0, one compute op and one comm op per slot (the figure in MindSpeed's
+// moe-fb-overlap note).
 constexpr auto layer_fb =
     slots(attn(F, mb{1}) | combine(B, mb{0}), mlp(B, mb{0}) | dispatch(F, mb{1}),
           mlp(F, mb{1}) | dispatch(B, mb{0}), attn(B, mb{0}) | combine(F, mb{1}));

@@ -6,20 +6,11 @@
 #include <string>
 #include <string_view>
 
+#include <weft/core/time.hpp>
 #include <weft/sim/cost.hpp>
+#include "failure.hpp"
 
 namespace weft::cli {
-
-/// Exit codes: 0 done (legal, generated, simulated), 1 illegal, 2 bad input.
-inline constexpr int exit_ok = 0, exit_illegal = 1, exit_bad_input = 2;
-
-/// The line after a bad-input message: where `command` ("weft", "weft run") lists its options.
-inline std::string help_hint(std::string_view command) {
-  std::string s = "run '";  // appended: g++ 12 warns falsely (-Wrestrict) on some + chains
-  s += command;
-  s += " --help' for the options";
-  return s;
-}
 
 /// How transfers are issued (seed: pp-cross-dc-comm-overlap): `--p2p`.
 enum class p2p_mode { pytorch, megatron, blocking };
@@ -90,6 +81,22 @@ struct delay_args {
 
 /// The option's own spelling of `l` (none, intra-node, inter-node, cross-dc).
 std::string_view name_of(link_choice l);
+
+/// `--inject-fault KIND:RANK[:N]`: before world rank `rank`'s `op`-th op (0 first), throw,
+/// exit, be killed, or stall (never send) — to see how a run fails.
+enum class fault_kind { none, throw_error, exit, kill, stall };
+struct fault_spec {
+  fault_kind kind = fault_kind::none;
+  std::string text;  ///< as given, for messages
+  int rank = 0;
+  long op = 0;
+};
+
+/// How a run may be made to fail and how long it may take (run, tp2d): --inject-fault, --timeout.
+struct failure_args {
+  fault_spec fault;
+  weft::seconds timeout{30};  ///< a run not finished by then stops, naming what it waits at
+};
 
 /// --json, --trace, --svg.
 struct output_args {

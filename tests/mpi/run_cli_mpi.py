@@ -72,7 +72,7 @@ def same(args):
     compare(args, 4, ["--schedule", "1f1b", "--pp", "2", "--micro", "4", "--moe"])
     compare(args, 4, ["--schedule", "interleaved", "--pp", "2", "--micro", "4", "--moe",
                       "--layers", "2"])
-    # The later seeds' options: AMPipe's splits, the cross-DC transfer options.
+    # The later MindSpeed notes' options: AMPipe's splits, the cross-DC transfer options.
     compare(args, 4, ["--schedule", "1f1b", "--pp", "2", "--micro", "4", "--moe",
                       "--ampipe-degree", "2"])
     compare(args, 2, ["--schedule", "interleaved", "--pp", "2", "--micro", "4", "--overlap-p2p",

@@ -1,6 +1,7 @@
-// The seeds' scenarios as the tool reads them: each preset's files (presets/) turned into the
-// facts its cost model is built from. Defined once, in seed_presets.cpp, so the JSON readers are
-// compiled once for every test program that prices a seed's run.
+// The scenarios of MindSpeed's feature notes as the tool reads them: each preset's files
+// (presets/) turned into the facts its cost model is built from. Defined once, in
+// seed_presets.cpp, so the JSON readers are compiled once for every test program that prices a
+// note's run.
 #pragma once
 
 namespace weft {
@@ -15,7 +16,7 @@ namespace weft::testing {
 /// file says).
 xdc_facts llama2_70b_xdc();
 
-/// presets/ampipe-16p: the AMPipe seed's MoE layers on two machines of 8 devices.
+/// presets/ampipe-16p: the MoE layers of MindSpeed's AMPipe note on two machines of 8 devices.
 moe_mesh_facts ampipe_16p();
 
 /// presets/llama3-405b: a llama3-405B layer at tp 16.

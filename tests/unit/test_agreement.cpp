@@ -30,7 +30,7 @@ struct config {
 };
 
 /// Legal p2p options: PyTorch's (none), Megatron's, blocking (1F1B only: Megatron blocks
-/// without a virtual pipeline), the seed's early receives on ping/pong streams; with or
+/// without a virtual pipeline), MindSpeed's early receives on ping/pong streams; with or
 /// without a loss all-reduce, blocking or not.
 p2p_options random_p2p(std::mt19937& rng, bool one_chunk) {
   const auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
@@ -64,7 +64,7 @@ std::string describe(const p2p_options& o) {
 
 /// A random configuration of a random generator: ranks, micro-batches, layers, block or MoE
 /// sub-stages (with or without a shared expert), fb-overlap on or off, transfers on or off;
-/// for 1F1B and interleaved, transfers issued PyTorch's, Megatron's or the cross-DC seed's way,
+/// for 1F1B and interleaved, transfers issued PyTorch's, Megatron's or MindSpeed's cross-DC way,
 /// with a loss all-reduce or not.
 config random_config(std::mt19937& rng) {
   const auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
@@ -88,7 +88,7 @@ config random_config(std::mt19937& rng) {
       return {"gpipe, " + name, gpipe(p)};
     case 1:
       p.p2p = random_p2p(rng, true);
-      // The seed's switches run MindSpeed's interleaved code: micro-batches in multiples of pp.
+      // MindSpeed's cross-DC switches run its interleaved code: micro-batches in multiples of pp.
       if (p.p2p.overlap_p2p) p.micro = 2 * P;
       return {"1f1b, " + name + describe(p.p2p), one_f_one_b(p)};
     case 2:
@@ -120,7 +120,7 @@ config random_config(std::mt19937& rng) {
   }
 }
 
-/// Puts every transfer of a rank on one comm stream (lane 1), as the cross-DC seed's baseline
+/// Puts every transfer of a rank on one comm stream (lane 1), as the cross-DC note's baseline
 /// does; with `early`, every receive is also posted before anything else the rank does. On one
 /// blocking stream an early receive holds back the rank's sends: often a deadlock.
 schedule one_transfer_stream(const schedule& s, bool early) {

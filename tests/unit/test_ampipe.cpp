@@ -1,6 +1,7 @@
-// AMPipe (seed: ampipe): a MoE layer split along the sequence gives the whole layer's output and
-// gradients for any degree and mask; routing capacity per chunk is the one thing chunking
-// changes; the split pipeline is a schedule the checker proves and the executor runs exactly.
+// AMPipe (MindSpeed's ampipe note): a MoE layer split along the sequence gives the whole layer's
+// output and gradients for any degree and mask; routing capacity per chunk is the one thing
+// chunking changes; the split pipeline is a schedule the checker proves and the executor runs
+// exactly.
 #include <doctest/doctest.h>
 
 #include <limits>
@@ -376,7 +377,7 @@ TEST_CASE("pipe-experts configurations that cannot work are refused by name") {
                        config_error);
 }
 
-// ---- The seed's rules and the ampipe-16p scenario (simulation) ----
+// ---- The AMPipe note's rules and the ampipe-16p scenario (simulation) ----
 
 TEST_CASE("the seed's rules: divisibility, multi-stream with SP, when pipe-experts applies") {
   const auto refuses = [](ampipe_config c, const char* why) {

@@ -1,6 +1,6 @@
-// Pipeline transfers across data centres (seed: pp-cross-dc-comm-overlap): Megatron's and the
-// seed's lowerings op by op, the deadlock the seed's second stream avoids, who waits for a
-// transfer, the rendezvous, links between sites, the loss all-reduce, and the seed's table.
+// Pipeline transfers across data centres (MindSpeed's pp-cross-dc-comm-overlap note): Megatron's
+// and MindSpeed's lowerings op by op, the deadlock MindSpeed's second stream avoids, who waits for
+// a transfer, the rendezvous, links between sites, the loss all-reduce, and the note's table.
 #include <doctest/doctest.h>
 
 #include <fstream>
@@ -239,7 +239,7 @@ TEST_CASE("Megatron's lowerings and the seed's are legal for every pipeline Mega
     for (int M = 1; M <= 3 * P; ++M) {
       CAPTURE(P);
       CAPTURE(M);
-      if (M % P == 0) {  // the seed's switches run MindSpeed's interleaved code
+      if (M % P == 0) {  // MindSpeed's switches run its interleaved code
         CHECK(check(one_f_one_b({.ranks = P, .micro = M, .p2p = seed})).ok());
         CHECK(check(one_f_one_b({.ranks = P, .micro = M, .p2p = alone})).ok());
       }
@@ -265,7 +265,7 @@ TEST_CASE("the seed's rules on its switches") {
   CHECK_THROWS_WITH_AS(
       one_f_one_b({.ranks = 4, .micro = 8, .p2p = {.blocking = true, .overlap_p2p = true}}),
       doctest::Contains("p2p.blocking and p2p.overlap_p2p contradict each other"), config_error);
-  // Micro-batches in multiples of the ranks: with PyTorch's rounds of 11 on 8 ranks, the seed's
+  // Micro-batches in multiples of the ranks: with PyTorch's rounds of 11 on 8 ranks, MindSpeed's
   // ping/pong streams deadlock; the rule keeps them out.
   CHECK_THROWS_WITH_AS(
       interleaved({.ranks = 8, .micro = 22, .chunks = 2, .p2p = {.megatron = true}}),
@@ -341,7 +341,7 @@ TEST_CASE("who waits for a transfer: the data's consumer, its exchange, or the h
   CHECK(waits_for(meg, 0, "B0", "rB0"));
   CHECK_FALSE(waits_for(meg, 0, "B0", "sF1"));
   CHECK_FALSE(waits_for(meg, 0, "F2", "rB0"));
-  // PyTorch's lowering and the seed's: only the receive.
+  // PyTorch's lowering and MindSpeed's: only the receive.
   const schedule seed =
       one_f_one_b({.ranks = 2, .micro = 2, .p2p = {.overlap_p2p = true, .multi_stream = true}});
   CHECK(waits_for(seed, 1, "F1", "rF1"));
@@ -487,7 +487,7 @@ TEST_CASE("the sites' uplink as a resource: a crossing alone costs what the far 
 TEST_CASE("the seed's table: step times and the seed's reductions, VP 5 / 2 / 1") {
   struct row {
     int vp;
-    double base_ms, opt_ms;  // the seed's step times
+    double base_ms, opt_ms;  // the note's step times
   };
   const row rows[] = {{5, 15923.4, 12343.7}, {2, 12723.5, 12345.4}, {1, 15286.0, 12814.6}};
   double reduction[3] = {};
@@ -504,16 +504,16 @@ TEST_CASE("the seed's table: step times and the seed's reductions, VP 5 / 2 / 1"
     CAPTURE(rows[i].vp);
     CAPTURE(b);
     CAPTURE(o);
-    // Baselines within 15 % of the seed's, optimised steps too.
+    // Baselines within 15 % of the note's, optimised steps too.
     CHECK(b == doctest::Approx(rows[i].base_ms).epsilon(0.15));
     CHECK(o == doctest::Approx(rows[i].opt_ms).epsilon(0.15));
     reduction[i] = 100 * (1 - o / b);
   }
   const double seed[3] = {22.5, 3.0, 16.2};
-  // VP 2 within 3 points of the seed's reduction; VP 5 falls short (no link contention in the
+  // VP 2 within 3 points of the note's reduction; VP 5 falls short (no link contention in the
   // plain model) but stays the largest; VP 1 too (Megatron's 1F1B runs a batched call's
-  // transfers together, and the seed's lost more to the link: docs/cross-dc.md), but its
-  // baseline gains from the seed's switches more than VP 2's does.
+  // transfers together, and the note's run lost more to the link: docs/cross-dc.md), but its
+  // baseline gains from MindSpeed's switches more than VP 2's does.
   CHECK(reduction[1] == doctest::Approx(seed[1]).epsilon(3.0 / seed[1]));
   CHECK(reduction[2] > 5);
   CHECK(reduction[0] > reduction[2]);
@@ -640,7 +640,7 @@ TEST_CASE("the seed's NanoPipe rows: MindSpeed's interleaved code at every VP, d
   CHECK((c.of(kind::block, phase::dX) + c.of(kind::block, phase::dW)).count() ==
         doctest::Approx(c.of(kind::block, phase::B).count()));
   // NanoPipe wants a virtual stage size, so at VP 1 Megatron runs its interleaved code with one
-  // chunk and overlap_p2p_comm on, not its blocking 1F1B: the seed's VP 1 baselines, 15286.0 ms
+  // chunk and overlap_p2p_comm on, not its blocking 1F1B: the note's VP 1 baselines, 15286.0 ms
   // without NanoPipe and 12531.0 with, differ by that more than by the deferred dW.
   const schedule vp1 = xdc_schedule(f, {});
   CHECK(vp1.model.chunks_per_rank == 1);
@@ -652,7 +652,7 @@ TEST_CASE("the seed's NanoPipe rows: MindSpeed's interleaved code at every VP, d
   CHECK(nano < 0.9 * blocking);
   struct row {
     int vp;
-    double base_ms, opt_ms;  // the seed's step times with nanopipe on
+    double base_ms, opt_ms;  // the note's step times with nanopipe on
   };
   for (const row& r :
        {row{5, 16764.5, 12265.4}, row{2, 12345.4, 12207.7}, row{1, 12531.0, 12517.8}}) {
@@ -668,7 +668,7 @@ TEST_CASE("the seed's NanoPipe rows: MindSpeed's interleaved code at every VP, d
     CAPTURE(o);
     CHECK(b == doctest::Approx(r.base_ms).epsilon(0.15));
     CHECK(o == doctest::Approx(r.opt_ms).epsilon(0.15));
-    // The seed's switches still help; at VP 2 and 1 little (the seed: 1.1 % and 0.1 %).
+    // MindSpeed's switches still help; at VP 2 and 1 little (the note: 1.1 % and 0.1 %).
     CHECK(o < b);
     if (r.vp < 5) CHECK(1 - o / b < 0.03);
   }

@@ -97,7 +97,7 @@ TEST_CASE("every whole-block generator: loss and gradients equal the serial run"
 }
 
 TEST_CASE("cross-DC options over two emulated sites: loss and gradients equal the serial run") {
-  // pp 4 in two sites (ranks 0-1 | 2-3) 0.5 ms apart; Megatron's lowering, blocking, the seed's
+  // pp 4 in two sites (ranks 0-1 | 2-3) 0.5 ms apart; Megatron's lowering, blocking, MindSpeed's
   // early receives on ping/pong streams, with the loss all-reduce for logging or not.
   const int P = 4, M = 8;
   exec::run_options opt;
@@ -110,16 +110,16 @@ TEST_CASE("cross-DC options over two emulated sites: loss and gradients equal th
   for (const case_& c :
        {case_{"interleaved, megatron",
               interleaved({.ranks = P, .micro = M, .chunks = 2, .p2p = {.megatron = true}}), 2 * P},
-        case_{"interleaved, seed, async loss all-reduce",
+        case_{"interleaved, mindspeed, async loss all-reduce",
               interleaved({.ranks = P, .micro = M, .chunks = 2, .p2p = seed_async}), 2 * P},
-        case_{"interleaved, seed, NanoPipe",
+        case_{"interleaved, mindspeed, NanoPipe",
               interleaved({.ranks = P, .micro = M, .chunks = 2, .p2p = seed, .nanopipe = true}),
               2 * P},
         case_{
             "1f1b, blocking, loss all-reduce",
             one_f_one_b({.ranks = P, .micro = M, .p2p = {.blocking = true, .log_allreduce = true}}),
             P},
-        case_{"1f1b, seed", one_f_one_b({.ranks = P, .micro = M, .p2p = seed}), P},
+        case_{"1f1b, mindspeed", one_f_one_b({.ranks = P, .micro = M, .p2p = seed}), P},
         case_{"interleaved, early receives without their own streams",
               interleaved({.ranks = P, .micro = M, .chunks = 2, .p2p = {.overlap_p2p = true}}),
               2 * P}}) {

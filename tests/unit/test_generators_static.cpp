@@ -65,8 +65,8 @@ static_assert(verify(interleaved({.ranks = 4, .micro = 8, .chunks = 2, .nanopipe
 // Sub-stages too.
 static_assert(verify(dualpipev({.ranks = 4, .micro = 10, .stages = stage_set::moe()})));
 
-// AMPipe: the seed's split order with pipe-experts pieces on two all-to-all streams, and with
-// DeepSeek's fb-overlap pairs per split, proven by the compiler (docs/ampipe.md).
+// AMPipe: the split order of MindSpeed's ampipe note, with pipe-experts pieces on two all-to-all
+// streams, and with DeepSeek's fb-overlap pairs per split, proven by the compiler (docs/ampipe.md).
 static_assert(verify(one_f_one_b(
     {.ranks = 2,
      .micro = 4,

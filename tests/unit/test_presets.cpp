@@ -1,7 +1,7 @@
-// The seeds' scenarios as data (presets/): each preset's files read as a user's own are, and the
-// facts of the run they state equal to the public ones, written here as published (the model's
-// released config, the seed's parallel sizes, the device's sheet); the job file's reader and the
-// cluster file's data centres, with their errors.
+// The scenarios of MindSpeed's feature notes as data (presets/): each preset's files read as a
+// user's own are, and the facts of the run they state equal to the public ones, written here as
+// published (the model's released config, the note's parallel sizes, the device's sheet); the job
+// file's reader and the cluster file's data centres, with their errors.
 #include <doctest/doctest.h>
 
 #include <string>
@@ -22,7 +22,7 @@ void check_link(const link_model& l, double latency_s, double bytes_per_s) {
   CHECK(l.beta.count() == 1 / bytes_per_s);
 }
 
-// The seeds' device as published (Atlas 800T A2), and the built-in ascend-910b cluster the same.
+// The notes' device as published (Atlas 800T A2), and the built-in ascend-910b cluster the same.
 void check_ascend_910b(const device_facts& d) {
   CHECK(d.peak_flops == 313e12);
   CHECK(d.efficiency == 0.6);
@@ -53,8 +53,8 @@ TEST_CASE("llama2-70b-xdc from its files: the seed's run from public facts") {
   CHECK(f.linear_flops ==
         doctest::Approx((2 * h * (h + 2 * h / 8) + 2 * h * h + 6 * h * 28672) * tokens / 8));
   CHECK(f.causal_flops == doctest::Approx(2 * 4096 * h * tokens / 8));
-  // The seed's run: tp 8, pp 8, dp 1, sequence parallel, VP 5 (its table's first row); sequence
-  // 4096, one a micro-batch, a global batch of 64 (our assumption, docs/cross-dc.md).
+  // The cross-DC note's run: tp 8, pp 8, dp 1, sequence parallel, VP 5 (its table's first row);
+  // sequence 4096, one a micro-batch, a global batch of 64 (our assumption, docs/cross-dc.md).
   CHECK(f.tp == 8);
   CHECK(f.pp == 8);
   CHECK(f.dp == 1);
@@ -80,7 +80,7 @@ TEST_CASE("ampipe-16p from its files: the seed's run from public facts") {
   const plan::preset p = plan::read_preset(presets + "/ampipe-16p");
   CHECK(p.warnings.empty());
   const moe_mesh_facts f = plan::moe_mesh_facts_of(p);
-  // The seed's 双机16P: sequence 128k; GPT-3 175B's width (hidden 12288, FFN 4 x hidden) in 2
+  // The AMPipe note's 双机16P: sequence 128k; GPT-3 175B's width (hidden 12288, FFN 4 x hidden) in 2
   // MoE layers of 4 experts, top-2; tp 8, cp 2, ep 2, sequence parallel, full recomputation.
   CHECK(f.seq == 131072);
   CHECK(f.hidden == 12288);

@@ -1,5 +1,5 @@
-// The simulator: published bubble formulas with zero communication cost, the seed's hiding
-// claims, deadlock reports, and the metrics' definitions on small cases.
+// The simulator: published bubble formulas with zero communication cost, the hiding claims of
+// MindSpeed's moe-fb-overlap note, deadlock reports, and the metrics' definitions on small cases.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -190,7 +190,7 @@ TEST_CASE("the alpha-beta model and its collectives") {
   // Across data centres, 5 ms per 1000 km of fibre on top of the base latency.
   CHECK(link_model::cross_dc(1000).alpha == doctest::Approx(10e-6 + 5e-3));
   CHECK(link_model::cross_dc(0).alpha == testing::approx(link_model::inter_node().alpha));
-  // 960 km with a convergence ratio of 128 (the seed's runs): 4.8 ms more, 25 GB/s / 128.
+  // 960 km with a convergence ratio of 128 (the cross-DC note's runs): 4.8 ms more, 25 GB/s / 128.
   const link_model xdc = link_model::cross_dc(960, 128);
   CHECK(xdc.alpha == doctest::Approx(10e-6 + 4.8e-3));
   CHECK(collective::p2p(xdc, 25e9 / 128) == doctest::Approx(10e-6 + 4.8e-3 + 1.0));

@@ -1,5 +1,6 @@
-// 2D tensor parallelism (seed: tp-2d): the grid's groups and rules, every sharded layer against
-// the unsharded one on in-process ranks, and the distributed norm where the seed's formula fails.
+// 2D tensor parallelism (MindSpeed's tp-2d note): the grid's groups and rules, every sharded layer
+// against the unsharded one on in-process ranks, and the distributed norm where the note's formula
+// fails.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -235,7 +236,7 @@ TEST_CASE(
     mat<float> m, s2;
     layer_norm2d<float>::moments(rc, mine, m, s2, static_cast<int>(H));
     CHECK(static_cast<double>(s2(0, 0)) == doctest::Approx(var32).epsilon(1e-3));
-    // The sums-of-squares form in fp32, as the seed computes it (step 7 squares the sum; read
+    // The sums-of-squares form in fp32, as the note computes it (step 7 squares the sum; read
     // as the mean's square it still cancels): all-reduced sums, then E[x²] - E[x]².
     mat<float> sums(1, 2);
     sums(0, 0) = mine.row(0).sum();

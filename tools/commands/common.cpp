@@ -3,10 +3,15 @@
 // (<prefix>/share/weft/presets), then in the source tree it was built from.
 #include "commands/common.hpp"
 
+#include <atomic>
+#include <csignal>
 #include <cstdlib>
 #include <filesystem>
+#include <memory>
+#include <stdexcept>
 #include <string>
 #include <system_error>
+#include <thread>
 #include <vector>
 
 #include <iostream>
@@ -18,8 +23,33 @@ namespace weft::cli {
 
 std::ofstream open_for_writing(const std::string& path) {
   std::ofstream out(path);
-  if (!out) throw stop(exit_bad_input, "weft: cannot write '" + path + "'");
+  if (!out) throw config_error("weft: cannot write '" + path + "'");
   return out;
+}
+
+std::function<void(int, const op&)> fault_injection(const failure_args& failing) {
+  const fault_spec f = failing.fault;
+  if (f.kind == fault_kind::none) return {};
+  const auto stall = 2 * failing.timeout;
+  auto seen = std::make_shared<std::atomic<long>>(0);
+  return [=](int r, const op& x) {
+    if (r != f.rank || seen->fetch_add(1) != f.op) return;
+    switch (f.kind) {
+      case fault_kind::throw_error:
+        throw std::runtime_error("injected fault (--inject-fault " + f.text + ") before " +
+                                 to_string(x));
+      case fault_kind::exit:
+        std::_Exit(3);
+      case fault_kind::kill:
+        std::raise(SIGKILL);
+        break;
+      case fault_kind::stall:
+        std::this_thread::sleep_for(stall);
+        break;
+      case fault_kind::none:
+        break;
+    }
+  };
 }
 
 unit_cost_model unit_costs(const cost_args& c) {

@@ -1,26 +1,27 @@
-// What the subcommands share: how a command stops with an exit code, the files it writes, the
-// presets' folders, and the costs and scenarios the option groups stand for.
+// What the subcommands share: the files they write, the presets' folders, and the costs and
+// scenarios the option groups stand for.
 #pragma once
 
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <stdexcept>
 #include <string>
 
+#include <weft/core/op.hpp>
 #include <weft/sim/cost.hpp>
 #include <weft/sim/xdc_preset.hpp>
 #include "options.hpp"
 
 namespace weft::cli {
 
-/// An error that ends the command with `code` after printing `what()` (one line).
-struct stop : std::runtime_error {
-  int code;
-  stop(int c, const std::string& why) : std::runtime_error(why), code(c) {}
-};
-
-/// A file to write, or `stop` with exit_bad_input naming it.
+/// A file to write, or `config_error` naming it.
 std::ofstream open_for_writing(const std::string& path);
+
+/// `--inject-fault KIND:RANK[:N]` as a hook the runtime calls before each op (`before_op`):
+/// world rank RANK throws, exits, is killed or stalls (twice `f.timeout`, so the peers' watchdogs
+/// go first) before its N-th op. Empty for no fault.
+std::function<void(int, const op&)> fault_injection(const failure_args& f);
 
 /// The unit-free costs asked for: `--cost` (a rank's share of the model) or `--preset
 /// deepseek-v3` (per chunk layer), with `--contention`.

@@ -13,6 +13,7 @@
 #include <system_error>
 #include <vector>
 
+#include <weft/generators/registry.hpp>
 #include <weft/io/chrome_trace.hpp>
 #include <weft/io/pytorch_csv.hpp>
 #include <weft/io/timeline.hpp>
@@ -37,18 +38,22 @@ using json = nlohmann::ordered_json;
 std::string read_text(const std::string& path) {
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec))
-    throw stop(exit_bad_input, "weft: plan: " + path + " is a folder, not a file");
+    throw config_error("weft: plan: " + path + " is a folder, not a file");
   std::ifstream in(path, std::ios::binary);
-  if (!in) throw stop(exit_bad_input, "weft: plan: cannot read " + path);
+  if (!in) throw config_error("weft: plan: cannot read " + path);
   std::ostringstream text;
   text << in.rdbuf();
   return text.str();
 }
 
-/// The flags that run plan `j`'s schedule, chunks and layout.
-std::string flags(const plan::job& j) {
+/// The flags that run plan `j`'s schedule, chunks and layout in place of the job `asked`'s: its
+/// chunks per rank stated whenever they are not 1 or the job asked for others, so that the
+/// flags replace the job's own (a schedule of a fixed count, zb-v's 2, in place of --chunks 5).
+std::string flags(const plan::job& j, const plan::job& asked) {
   std::string f = "--schedule " + j.schedule;
-  if (j.chunks != 1) f += " --chunks " + std::to_string(j.chunks);
+  const generator_info* g = find_generator(j.schedule);
+  const int chunks = g && !g->takes_chunk_count() ? g->chunks_per_rank : j.chunks;
+  if (chunks != 1 || asked.chunks != 1) f += " --chunks " + std::to_string(chunks);
   if (!j.layout.empty()) f += " --pipeline-layout \"" + j.layout + "\"";
   return f;
 }
@@ -113,7 +118,7 @@ plan::estimate estimate_or_hint(const plan::transformer& m, const plan::job& job
             (pick->tried.schedule != job.schedule || (choice.fits && !pick->fits) ||
              (choice.fits == pick->fits && choice.step < pick->step)))
           pick = &choice;
-      hint = "\nweft plan: " + flags(pick->tried) + " runs this job" +
+      hint = "\nweft plan: " + flags(pick->tried, job) + " runs this job" +
              (pick->fits ? "" : " (though it does not fit in memory)");
     } catch (const config_error&) {
     }
@@ -215,8 +220,9 @@ void write_order(const std::string& path, const outcome& x) {
   try {
     write_pytorch_csv(csv, order);
   } catch (const config_error& e) {
-    throw config_error("weft plan: --out: the fastest order (" +
-                       (searched_faster ? "the search's" : best.tried.schedule) + ") " + e.what());
+    throw config_error("weft: plan: --out: the fastest order (" +
+                       (searched_faster ? "the search's" : best.tried.schedule) +
+                       "): " + std::string(without_prefix(e.what())));
   }
   std::ofstream out = open_for_writing(path);
   out << csv.str();
@@ -342,9 +348,10 @@ void print_table(const outcome& x) {
 void print_best(const outcome& x) {
   const plan::plan_choice& best = x.best();
   std::cout << "\nbest of " << x.found.judged.size()
-            << " plans judged (schedules, chunks, layouts): " << flags(best.tried) << "\n  step "
-            << std::setprecision(3) << best.step.count() << " s, MFU " << std::setprecision(1)
-            << 100 * best.mfu << "%, peak memory " << plan::gigabytes(best.peak_memory_bytes)
+            << " plans judged (schedules, chunks, layouts): " << flags(best.tried, x.job)
+            << "\n  step " << std::setprecision(3) << best.step.count() << " s, MFU "
+            << std::setprecision(1) << 100 * best.mfu << "%, peak memory "
+            << plan::gigabytes(best.peak_memory_bytes)
             << (best.fits ? "" : " — no plan fits; this one needs the least") << "\n";
   if (x.better) {
     const searched& s = *x.better;

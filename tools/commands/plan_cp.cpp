@@ -22,16 +22,15 @@ int run_command(const plan_cp_options& q) {
   cp::range_mask mask;
   if (!q.mask_file.empty()) {
     std::ifstream in(q.mask_file);
-    if (!in) throw stop(exit_bad_input, "weft: cannot open '" + q.mask_file + "'");
+    if (!in) throw config_error("weft: cannot open '" + q.mask_file + "'");
     try {
       mask = cp::read_mask_file(in);
     } catch (const cp::mask_file_error& e) {
-      throw stop(exit_bad_input, q.mask_file + ": " + e.what());
+      throw config_error(in_file(q.mask_file, e.what()));
     }
     if (q.seq != 0 && q.seq != mask.size)
-      throw stop(exit_bad_input, "weft: --seq " + std::to_string(q.seq) +
-                                     " but the file's mask has " + std::to_string(mask.size) +
-                                     " tokens");
+      throw config_error("weft: --seq " + std::to_string(q.seq) + " but the file's mask has " +
+                         std::to_string(mask.size) + " tokens");
   } else {
     mask = cp::masks::by_name(q.mask, q.seq);
   }

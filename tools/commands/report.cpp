@@ -30,11 +30,11 @@ int report_check(bool as_json, const report& r, const std::optional<std::string>
 
 schedule read_csv_file(const std::string& file) {
   std::ifstream in(file);
-  if (!in) throw stop(exit_bad_input, "weft: cannot open '" + file + "'");
+  if (!in) throw config_error("weft: cannot open '" + file + "'");
   try {
     return read_pytorch_csv(in);
   } catch (const csv_error& e) {
-    throw stop(exit_bad_input, file + ": " + e.what());
+    throw config_error(in_file(file, e.what()));
   }
 }
 

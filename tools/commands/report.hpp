@@ -112,7 +112,7 @@ inline constexpr weft::check_options tool_check{.max_violations = 100'000};
 /// `note`, what else the user should know of a legal schedule); exit 0 legal, 1 illegal.
 int report_check(bool as_json, const report& r, const std::optional<std::string>& note = {});
 
-/// A PyTorch schedule CSV, or `stop` (exit 2) naming the file and what is wrong with it.
+/// A PyTorch schedule CSV, or `config_error` naming the file and what is wrong with it.
 schedule read_csv_file(const std::string& file);
 
 }  // namespace weft::cli

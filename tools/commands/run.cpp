@@ -64,16 +64,15 @@ void check_fault(const fault_spec& f, const schedule& s, int replicas) {
   if (f.kind == fault_kind::none) return;
   const int world = s.ranks() * replicas;
   if (f.rank >= world)
-    throw stop(exit_bad_input, "weft: --inject-fault " + f.text + ": rank " +
-                                   std::to_string(f.rank) + " is outside the world of " +
-                                   std::to_string(world) + " ranks");
+    throw config_error("weft: --inject-fault " + f.text + ": rank " + std::to_string(f.rank) +
+                       " is outside the world of " + std::to_string(world) + " ranks");
   const program p = lower(s);
   long ops = 0;  // a world rank runs the ops of its pipeline rank
   for (std::uint32_t i = 0; i < p.size(); ++i) ops += p.rank[i] == f.rank / replicas;
   if (f.op >= ops)
-    throw stop(exit_bad_input, "weft: --inject-fault " + f.text + ": rank " +
-                                   std::to_string(f.rank) + " runs " + std::to_string(ops) +
-                                   " ops (0 to " + std::to_string(ops - 1) + ")");
+    throw config_error("weft: --inject-fault " + f.text + ": rank " + std::to_string(f.rank) +
+                       " runs " + std::to_string(ops) + " ops (0 to " + std::to_string(ops - 1) +
+                       ")");
 }
 
 /// What a run ran on: named for the report, and how many compute workers ran at once (all
@@ -96,16 +95,9 @@ struct run_target {
 template <class Executor, class Model>
 int run_and_report(const run_options& o, const schedule& s, Model& model,
                    const exec::run_options& opt, const run_target& t, const backend_info& backend) {
-  check_fault(o.fault, s, t.replicas);
+  check_fault(o.failing.fault, s, t.replicas);
   Executor ex(model, opt);
-  exec::run_result<float> run;
-  try {
-    run = ex.run(s);
-  } catch (const config_error&) {
-    throw;
-  } catch (const std::exception& e) {  // a timeout, a failed op: the run is what failed
-    throw stop(exit_illegal, e.what());
-  }
+  const exec::run_result<float> run = ex.run(s);  // a timeout, a failed op: `run_error`
   if (opt.comm && opt.comm->rank() != 0) return exit_ok;
   const float loss = model.serial_step();
   const double worst = exec::max_grad_rel_err(run, model);
@@ -143,34 +135,6 @@ int run_and_report(const run_options& o, const schedule& s, Model& model,
   return exit_ok;
 }
 
-/// `--inject-fault KIND:RANK[:N]`: what world rank RANK does before its N-th op.
-std::function<void(int, const op&)> fault_injection(const run_options& o) {
-  const fault_spec f = o.fault;
-  if (f.kind == fault_kind::none) return {};
-  const auto stall = 2 * o.timeout;
-  auto seen = std::make_shared<std::atomic<long>>(0);
-  return [=](int r, const op& x) {
-    if (r != f.rank || seen->fetch_add(1) != f.op) return;
-    switch (f.kind) {
-      case fault_kind::throw_error:
-        throw std::runtime_error("injected fault (--inject-fault " + f.text + ") before " +
-                                 to_string(x));
-      case fault_kind::exit:
-        std::_Exit(3);
-      case fault_kind::kill:
-        std::raise(SIGKILL);
-        break;
-      case fault_kind::stall:
-        // The op (a send, say) does not happen for twice the run's timeout, so the peers'
-        // watchdogs go first; bounded, so this rank's own run still ends.
-        std::this_thread::sleep_for(stall);
-        break;
-      case fault_kind::none:
-        break;
-    }
-  };
-}
-
 /// How long a failed rank of a world of processes waits before ending the job: the others have
 /// been told and print what they waited at meanwhile.
 constexpr auto report_linger = std::chrono::milliseconds(500);
@@ -179,11 +143,11 @@ int run_on(const run_options& o, exec::run_options opt, const backend_info& back
   if (!o.schedule_file.empty()) {  // a PyTorch CSV: whole chunks, on the tiny dense model
     const schedule s = read_csv_file(o.schedule_file);
     if (const report r = weft::check(s); !r.ok())
-      throw stop(exit_illegal,
-                 o.schedule_file + ": " + to_string(r.violations[0]) +
-                     (r.violations.size() > 1
-                          ? " (and " + std::to_string(r.violations.size() - 1) + " more)"
-                          : ""));
+      throw illegal_schedule(in_file(
+          o.schedule_file, to_string(r.violations[0]) +
+                               (r.violations.size() > 1
+                                    ? " (and " + std::to_string(r.violations.size() - 1) + " more)"
+                                    : "")));
     opt.delay = delay_preset(o.delay, s.ranks(), 1);
     exec::dense_model<float> model({.stages = s.model.chunks(), .micro = s.model.micro});
     return run_and_report<exec::dense_executor<float>>(
@@ -227,8 +191,8 @@ int run_on(const run_options& o, exec::run_options opt, const backend_info& back
 
 int run_command(const run_options& o) {
   exec::run_options opt;
-  opt.timeout = o.timeout;
-  opt.before_op = fault_injection(o);
+  opt.timeout = o.failing.timeout;
+  opt.before_op = fault_injection(o.failing);
   const bool mpi = o.backend == backend_kind::mpi;
   opt.workers = static_cast<unsigned>(o.workers ? o.workers : mpi ? 1 : 2);
   if (!mpi) return run_on(o, opt, {"in-process", opt.workers});
@@ -238,20 +202,21 @@ int run_command(const run_options& o) {
   // A failure ends the whole job: each rank says its own, then the job ends with the code.
   try {
     return run_on(o, opt, {world->describe(), world->concurrent_workers(opt.workers)});
-  } catch (const stop& e) {
-    std::cerr << e.what() << "\n";
-    std::this_thread::sleep_for(report_linger);
-    world->abort(e.code);
-  } catch (const config_error& e) {  // the same on every rank: said once, by rank 0
-    if (root)
-      std::cerr << e.what() << "\n" << help_hint("weft " + std::string(run_options::name)) << "\n";
-    else  // rank 0 ends the job once it has said it; a peer ending it first could cut it off
+  } catch (...) {
+    const failure f = failure_of(std::current_exception());
+    if (!f.same_everywhere) {  // each rank says its own (run_error names its rank)
+      std::cerr << (f.code == exit_internal ? "weft: rank " + std::to_string(opt.comm->rank()) +
+                                                  ": " + std::string(without_prefix(f.message))
+                                            : f.message)
+                << "\n";
       std::this_thread::sleep_for(report_linger);
-    world->abort(exit_bad_input);
-  } catch (const std::exception& e) {
-    std::cerr << "weft: rank " << opt.comm->rank() << ": " << e.what() << "\n";
-    std::this_thread::sleep_for(report_linger);
-    world->abort(exit_bad_input);
+    } else if (root) {  // the same on every rank: said once, by rank 0
+      std::cerr << f.message << "\n";
+      if (f.shows_help) std::cerr << help_hint("weft " + std::string(run_options::name)) << "\n";
+    } else {  // rank 0 ends the job once it has said it; a peer ending it first could cut it off
+      std::this_thread::sleep_for(report_linger);
+    }
+    world->abort(f.code);
   }
 }
 

@@ -17,16 +17,6 @@ enum class reduce_order { member, library };
 /// `--mpi-threads`: who issues MPI calls.
 enum class mpi_threading { automatic, multiple, progress };
 
-/// `--inject-fault KIND:RANK[:N]`: before world rank `rank`'s `op`-th op (0 first), throw,
-/// exit, be killed, or stall (never send) — to see how a run fails.
-enum class fault_kind { none, throw_error, exit, kill, stall };
-struct fault_spec {
-  fault_kind kind = fault_kind::none;
-  std::string text;  ///< as given, for messages
-  int rank = 0;
-  long op = 0;
-};
-
 struct run_options {
   static constexpr std::string_view name = "run";
   pipeline_args pipeline;
@@ -36,9 +26,8 @@ struct run_options {
   backend_kind backend = backend_kind::inproc;
   reduce_order reduce = reduce_order::member;
   mpi_threading threads = mpi_threading::automatic;
-  int workers = 0;            ///< compute threads; 0: 2 in-process, 1 per MPI process
-  weft::seconds timeout{30};  ///< a run not finished by then stops, naming what it waits at
-  fault_spec fault;
+  int workers = 0;       ///< compute threads; 0: 2 in-process, 1 per MPI process
+  failure_args failing;  ///< --inject-fault, --timeout
   output_args output;
 };
 

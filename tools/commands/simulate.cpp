@@ -26,11 +26,7 @@ simulated simulate_pipeline(const schedule& s, const cost_args& cost, bool recor
   };
   simulated out;
   progress("lowering");
-  try {
-    out.prog = lower(s);
-  } catch (const config_error& e) {
-    throw stop(exit_illegal, e.what());
-  }
+  out.prog = lower(s);  // an illegal schedule: `illegal_schedule`, exit 1
   progress("simulating");
   // --cost describes a rank's share of the model; a chunk of a rank with V of them is 1/V of it,
   // except DualPipe's, which are whole stages (it holds the model twice). A preset is per chunk.
@@ -47,7 +43,7 @@ simulated simulate_pipeline(const schedule& s, const cost_args& cost, bool recor
         why += "\n  rank " + std::to_string(r) + ": " + to_string(out.prog.at(i)) + " (slot " +
                std::to_string(out.prog.slot[i]) + ")";
     }
-    throw stop(exit_illegal, why);
+    throw illegal_schedule(why);
   }
   progress("measuring");
   out.metrics = measure(out.prog, out.time);

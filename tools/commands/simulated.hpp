@@ -18,8 +18,8 @@ struct simulated {
 };
 
 /// Lowers, simulates and measures `s` under the costs asked for (`record_slowed` for pictures);
-/// `stop` with exit 1 naming each rank's stuck op when it deadlocks. Says what it does on big
-/// schedules, which take a while.
+/// `illegal_schedule` (exit 1) naming each rank's stuck op when it deadlocks. Says what it does on
+/// big schedules, which take a while.
 simulated simulate_pipeline(const schedule& s, const cost_args& cost, bool record_slowed);
 
 }  // namespace weft::cli

@@ -100,9 +100,8 @@ struct grid_run {
 };
 
 grid_run run_grid(const std::string& label, const tp::grid& g, const tp::layer_shape& shape,
-                  const tp::layer_weights<float>& w, tp_overlap o, const rt::delay_model& delay,
+                  const tp::layer_weights<float>& w, tp_overlap o, const exec::run_options& opt,
                   const nn::matrix<float>& x, const nn::matrix<float>& dy, const reference& ref) {
-  const exec::run_options opt{.workers = 2, .comm_workers = 1, .delay = delay};
   tp::layer_runner<float> layer(g, shape, w, o, opt);
   const std::vector<nn::matrix<float>> xs = tp::blocks_of(x, g), dys = tp::blocks_of(dy, g);
   std::vector<nn::matrix<float>> dxs;
@@ -237,14 +236,17 @@ int run_command(const tp2d_options& q) {
   const nn::matrix<float> x = tp::random_activation<float>(shape, 2),
                           dy = tp::random_activation<float>(shape, 3);
   const reference ref = unsharded(shape, w, x, dy);
-  const rt::delay_model delay = delay_of(q);
+  exec::run_options opt{.workers = 2, .comm_workers = 1, .delay = delay_of(q)};
+  opt.timeout = q.failing.timeout;
   // The requested grid must fit the layer (the run says why not); its 1D counterpart is a
-  // comparison, reported only where the layer shards on it.
-  const grid_run r2 = run_grid("2D", two, shape, w, o, delay, x, dy, ref);
+  // comparison, reported only where the layer shards on it. An injected fault is the 2D run's.
+  exec::run_options faulty = opt;
+  faulty.before_op = fault_injection(q.failing);
+  const grid_run r2 = run_grid("2D", two, shape, w, o, faulty, x, dy, ref);
   std::string no_1d = tp::unfit_reason(one, shape);
   std::optional<grid_run> r1;
   if (no_1d.empty()) try {
-      r1 = run_grid("1D", one, shape, w, o, delay, x, dy, ref);
+      r1 = run_grid("1D", one, shape, w, o, opt, x, dy, ref);
     } catch (const config_error& e) {  // the sizes the linears' collectives need (sequence)
       constexpr std::string_view prefix = "weft: tp2d: ";
       std::string why = e.what();

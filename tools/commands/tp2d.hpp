@@ -19,12 +19,13 @@ struct tp2d_options {
   delay_args delay;
   preset_name preset = preset_name::none;  ///< llama3-405b
   weft::contention_facts contention;
+  failure_args failing;  ///< --inject-fault, --timeout
   bool json = false;
   /// The layer's size or overlap asked for (a preset takes none).
   bool sized() const {
     return tp_x != 0 || tp_y != 0 || hidden != 192 || heads != 24 || ffn != 0 || seq != 0 ||
            batch != 1 || overlap != tp_overlap::none || ag_matmul || matmul_rs || coc_fused ||
-           delay.link != link_choice::none;
+           delay.link != link_choice::none || failing.fault.kind != fault_kind::none;
   }
 };
 

@@ -1,7 +1,13 @@
-// The two exceptions weft throws. `config_error`: an impossible configuration (bad generator
-// parameters, malformed input, an argument out of range); in a constant expression its throw
-// stops compilation at the line that names the rule. `run_error`: a run that stopped, from every
-// runtime weft has (the runner and the executors on it, CP attention, the TP layers).
+// The exceptions weft throws, three roots for three stories (docs/concepts.md, "Errors"):
+// - `config_error`: bad input — impossible parameters, a malformed file, a size past a limit; in
+//   a constant expression its throw stops compilation at the line that names the rule. Its
+//   kinds: `illegal_schedule` (a schedule that breaks a legality rule), and the readers' own
+//   (`csv_error`, `cp::mask_file_error`).
+// - `run_error`: a run that stopped — a kernel or hook threw, a peer failed, a wait passed its
+//   deadline, an MPI call failed (`mpi::mpi_error`), CP attention's rounds (`cp::cp_run_error`).
+// - `internal_error`: a fault in weft itself, an invariant that did not hold; worth a report.
+// A program tells them apart by type, never by message; the tool maps each to its exit code
+// (docs/limits.md).
 #pragma once
 
 #include <algorithm>
@@ -19,8 +25,16 @@
 
 namespace weft {
 
+/// Bad input: what the caller asked for cannot be done (the message says why and what to change).
 struct config_error : std::invalid_argument {
   using std::invalid_argument::invalid_argument;
+};
+
+/// A schedule that breaks a legality rule (docs/legality.md) where a legal one is needed —
+/// lowering, a run, a simulation that deadlocks. `what()` names the rule and the op; a program
+/// that wants the whole report asks the checker (`check`).
+struct illegal_schedule : config_error {
+  using config_error::config_error;
 };
 
 /// A run that stopped: a kernel or a hook threw, a peer process failed, or a wait passed its
@@ -38,6 +52,20 @@ struct run_error : std::runtime_error {
                      std::exception_ptr cause_ = nullptr)
       : std::runtime_error(what), rank(rank_), at(at_), cause(std::move(cause_)) {}
 };
+
+/// A fault in weft itself: an invariant its own code should have kept did not hold. Not the
+/// caller's input (that is `config_error`) and not the run's environment (`run_error`).
+struct internal_error : std::logic_error {
+  using std::logic_error::logic_error;
+};
+
+/// An error message without its leading "weft: ", to quote inside another (a reader's error
+/// about a line, the tool's about a file) so that a message says "weft:" once.
+constexpr std::string_view without_prefix(std::string_view what) noexcept {
+  constexpr std::string_view prefix = "weft: ";
+  if (what.starts_with(prefix)) what.remove_prefix(prefix.size());
+  return what;
+}
 
 /// What an exception says: its `what()`, or "unknown error" for one that is not a
 /// `std::exception` (a failed kernel's, to name in a `run_error`).

@@ -19,10 +19,10 @@ struct link_model {
   static constexpr link_model intra_node() noexcept { return with_bandwidth(seconds(2e-6), 150e9); }
   /// RDMA between nodes of a data centre: 10 us, 25 GB/s.
   static constexpr link_model inter_node() noexcept { return with_bandwidth(seconds(10e-6), 25e9); }
-  /// Between data centres `km` apart (seed: pp-cross-dc-comm-overlap): the inter-node link's
-  /// (`dc`) latency plus 5 ms per 1000 km of fibre, and its bandwidth divided by the interconnect's
-  /// convergence ratio (what a device's port gets of the links between the centres when every
-  /// device sends at once; 1: the full port).
+  /// Between data centres `km` apart (MindSpeed's pp-cross-dc-comm-overlap note): the
+  /// inter-node link's (`dc`) latency plus 5 ms per 1000 km of fibre, and its bandwidth divided
+  /// by the interconnect's convergence ratio (what a device's port gets of the links between the
+  /// centres when every device sends at once; 1: the full port).
   static constexpr link_model cross_dc(double km, double bandwidth_ratio = 1,
                                        link_model dc = inter_node()) noexcept {
     return {dc.alpha + seconds(5e-3 * km / 1000.0), dc.beta * bandwidth_ratio};

@@ -80,7 +80,7 @@ inline constexpr int recv_from_higher_lane = 3;
 /// Pipe-experts multi-stream: a layer's second all-to-all of each direction (combine forward,
 /// dispatch backward) on a comm stream of its own, so it never queues behind the first.
 inline constexpr int second_all_to_all_lane = 4;
-/// The loss all-reduce for logging (seed: pp-cross-dc-comm-overlap) on the last stage.
+/// The loss all-reduce for logging (MindSpeed's pp-cross-dc-comm-overlap note) on the last stage.
 inline constexpr int loss_lane = 5;
 /// Megatron's batched calls (`p2p_lanes::by_direction`): gradients sent upstream, beside
 /// activations sent downstream on `send_lane`, so a call's sends progress together.

@@ -1,5 +1,5 @@
-// Adaptive context parallelism end to end (seed: adaptive-cp): coarsen the mask, re-map the
-// sequence, schedule the tasks in rounds under the communication cap.
+// Adaptive context parallelism end to end (MindSpeed's adaptive-cp note): coarsen the mask,
+// re-map the sequence, schedule the tasks in rounds under the communication cap.
 #pragma once
 
 #include <chrono>

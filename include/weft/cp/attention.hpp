@@ -256,7 +256,7 @@ class basic_cp_attention {
   }
   /// The buffer a task's operand arrived in; `validate` guarantees it did.
   static const mat& arrived(const mat* m, const char* what) {
-    if (!m) throw std::logic_error(std::string("weft: cp attention: ") + what + " never arrived");
+    if (!m) throw internal_error(std::string("weft: cp attention: ") + what + " never arrived");
     return *m;
   }
 

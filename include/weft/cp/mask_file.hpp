@@ -23,7 +23,8 @@ namespace weft::cp {
 struct mask_file_error : config_error {
   int line;
   mask_file_error(int line_, const std::string& what)
-      : config_error("line " + std::to_string(line_) + ": " + what), line(line_) {}
+      : config_error("line " + std::to_string(line_) + ": " + std::string(without_prefix(what))),
+        line(line_) {}
 };
 
 inline range_mask read_mask_file(std::istream& in) {

@@ -1,10 +1,10 @@
-// Round scheduling for adaptive context parallelism (seed: adaptive-cp). Rank p holds slice p of
-// the (re-mapped) sequence: its queries Q_p, keys and values KV_p, and owns the output O_p. Every
-// non-empty cell (i, j) of the cp x cp grid is a task: attention of Q_i over KV_j. A task runs on
-// rank i (KV_j comes over: 2 units on each side, that round) or on rank j (Q_i comes over: 1 unit
-// each side; the partial output goes back to i in the next round: 1 unit each side); never on a
-// rank that holds neither (the traffic would be too large). Each rank runs at most one task per
-// round and moves at most `cap` units per round. The planner looks for the fewest rounds;
+// Round scheduling for adaptive context parallelism (MindSpeed's adaptive-cp note). Rank p holds
+// slice p of the (re-mapped) sequence: its queries Q_p, keys and values KV_p, and owns the output
+// O_p. Every non-empty cell (i, j) of the cp x cp grid is a task: attention of Q_i over KV_j. A
+// task runs on rank i (KV_j comes over: 2 units on each side, that round) or on rank j (Q_i comes
+// over: 1 unit each side; the partial output goes back to i in the next round: 1 unit each side);
+// never on a rank that holds neither (the traffic would be too large). Each rank runs at most one
+// task per round and moves at most `cap` units per round. The planner looks for the fewest rounds;
 // `validate` checks any plan against the grid.
 #pragma once
 
@@ -23,7 +23,7 @@
 
 namespace weft::cp {
 
-/// Communication units, the seed's accounting: a KV block counts 2 (keys and values), a Q
+/// Communication units, the note's accounting: a KV block counts 2 (keys and values), a Q
 /// block or a partial output 1.
 inline constexpr int kv_units = 2, q_units = 1, o_units = 1;
 

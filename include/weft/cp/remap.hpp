@@ -1,9 +1,9 @@
-// Sequence re-mapping (seed: adaptive-cp): tokens whose attention rows look alike are grouped so
-// that a sparse mask becomes locally dense and whole (query slice, key slice) blocks fall empty.
-// PCA of the coarse mask's rows (a randomised range finder: two passes over the non-zeros),
-// k-means++ for every cluster count in a range, each result scored on the cp x cp grid: fewest
-// tasks, then the most even work per rank. The original order stays unless a result is strictly
-// better.
+// Sequence re-mapping (MindSpeed's adaptive-cp note): tokens whose attention rows look alike are
+// grouped so that a sparse mask becomes locally dense and whole (query slice, key slice) blocks
+// fall empty. PCA of the coarse mask's rows (a randomised range finder: two passes over the
+// non-zeros), k-means++ for every cluster count in a range, each result scored on the cp x cp grid:
+// fewest tasks, then the most even work per rank. The original order stays unless a result is
+// strictly better.
 #pragma once
 
 #include <cmath>

@@ -1,8 +1,8 @@
-// One MoE transformer layer, written as the seed's sub-stages so an executor can run them as
-// separate ops: attention (with its norm and the router), dispatch (tokens to the experts they
-// chose), the routed experts, combine (expert outputs back, weighted by their gates), and the
-// shared expert beside the routed path. `forward`/`backward_dx`/`backward_dw` run them in order
-// on one rank with all experts local: the serial reference.
+// One MoE transformer layer, written as the sub-stages of MindSpeed's moe-fb-overlap note so an
+// executor can run them as separate ops: attention (with its norm and the router), dispatch (tokens
+// to the experts they chose), the routed experts, combine (expert outputs back, weighted by their
+// gates), and the shared expert beside the routed path. `forward`/`backward_dx`/`backward_dw` run
+// them in order on one rank with all experts local: the serial reference.
 #pragma once
 
 #include <cstddef>

@@ -1,4 +1,4 @@
-// AMPipe's switches (seed: ampipe) as MindSpeed names them, checked by the seed's rules and
+// AMPipe's switches as MindSpeed's ampipe note names them, checked by the note's rules and
 // turned into what weft's generators take: the sequence splits of a micro-batch, the pieces of
 // each split's routed-expert path, and the overlap options that order them.
 #pragma once
@@ -10,7 +10,7 @@
 
 namespace weft {
 
-/// The training configuration the seed's rules speak of, and AMPipe's switches.
+/// The training configuration the note's rules speak of, and AMPipe's switches.
 struct ampipe_config {
   long long seq = 0;  ///< --seq-length: tokens per micro-batch; 0: not known, not checked
   int tp = 1;         ///< tensor-parallel size
@@ -30,11 +30,11 @@ struct ampipe_layout {
   int splits = 1;  ///< model_desc::splits (the AMPipe degree)
   int pieces = 1;  ///< model_desc::pieces (per split, of the routed-expert path)
   overlap_options overlap;
-  bool pipe_experts = false;  ///< did pipe-experts apply (the seed turns it off with a warning)
+  bool pipe_experts = false;  ///< did pipe-experts apply (MindSpeed turns it off with a warning)
   std::string warning;        ///< why it did not, if it was asked for
 };
 
-/// Checks `c` against the seed's rules and lays it out. Throws `config_error` naming the rule:
+/// Checks `c` against the note's rules and lays it out. Throws `config_error` naming the rule:
 ///  - the sequence divides into the degree (by 2 * degree * cp with context parallelism, so
 ///    each rank's two zig-zag halves split evenly; by degree * tp with sequence parallelism);
 ///  - pipe-experts multi-stream needs sequence parallelism when there is tensor parallelism
@@ -44,7 +44,7 @@ struct ampipe_layout {
 /// two zig-zag halves as the two chunks; weft's chunks are query rows of any mask (exact for any
 /// degree, tests/unit/test_ampipe.cpp), so it takes any degree the sequence divides into.
 /// Pipe-experts applies when multi-data N is a multiple of the degree D and N > D, or N >= D with
-/// multi-stream; otherwise it is off and `warning` says why (the seed's behaviour, without
+/// multi-stream; otherwise it is off and `warning` says why (the note's behaviour, without
 /// MindSpeed's precedence slip that applied the second case without --use-pipe-experts). Each
 /// split's expert path then runs in N / D pieces, times the local experts with tp-sp overlap
 /// (its all-to-alls are per chunk and local expert).

@@ -19,9 +19,9 @@ struct interleaved_params {
   bool transfers = false;  ///< lower to explicit send/recv ops (`with_transfers`)
   /// MoE fb-overlap for sub-stage layers; the default is the baseline (none).
   overlap_options overlap = overlap_options::none();
-  /// MoE fb-overlap on VPP (seed's figure): one more warm-up micro-batch than Megatron, so that
-  /// each steady-phase forward can be overlapped with a backward of another micro-batch; the
-  /// steady phase then issues them as overlapped pairs.
+  /// MoE fb-overlap on VPP (the figure in MindSpeed's moe-fb-overlap note): one more warm-up
+  /// micro-batch than Megatron, so that each steady-phase forward can be overlapped with a backward
+  /// of another micro-batch; the steady phase then issues them as overlapped pairs.
   bool extra_warmup = false;
   /// AMPipe degree and pipe-experts pieces, as in `pipeline_params`.
   int splits = 1;
@@ -112,7 +112,7 @@ constexpr schedule build_interleaved(const interleaved_params& p) {
                 "another size, ping/pong streams deadlock (checked: ranks 8, micro 22)");
   if (p.p2p.overlap_p2p && p.chunks > 1 && p.ranks % 2 == 1)
     gen::reject("interleaved",
-                "the seed's early receives split transfers over two process groups by rank "
+                "MindSpeed's early receives split transfers over two process groups by rank "
                 "parity (MindSpeed: even ranks receive on ping and send on pong, odd ranks the "
                 "reverse); with an odd number of ranks the chunks' wrap-around joins two even "
                 "ranks, P-1 sending on pong while rank 0 receives on ping, and they never meet: "

@@ -78,11 +78,11 @@ WEFT_DECL schedule one_f_one_b_at_run_time(const pipeline_params& p);
 /// 1F1B: after a warm-up of (ranks - rank - 1) forwards, each rank alternates one forward and
 /// one backward, so at most `ranks - rank` micro-batches are live on a rank. Same bubble as
 /// GPipe, (ranks - 1) / (micro + ranks - 1), with memory bounded by the pipeline depth.
-/// With the seed's early receives (`p2p.overlap_p2p`) it is what MindSpeed runs for them
-/// without a virtual pipeline: its interleaved schedule with one chunk per rank, whose warm-up
-/// holds 2 (ranks - rank - 1) forwards (every forward when micro equals ranks), and micro a
-/// multiple of ranks. Megatron's lowering (`p2p.megatron`, `p2p.blocking`) is its 1F1B code:
-/// batched calls, each waited by the host (`receive_posting::batched_1f1b`).
+/// With MindSpeed's early receives (`p2p.overlap_p2p`, its pp-cross-dc-comm-overlap note) it is
+/// what MindSpeed runs for them without a virtual pipeline: its interleaved schedule with one chunk
+/// per rank, whose warm-up holds 2 (ranks - rank - 1) forwards (every forward when micro equals
+/// ranks), and micro a multiple of ranks. Megatron's lowering (`p2p.megatron`, `p2p.blocking`) is
+/// its 1F1B code: batched calls, each waited by the host (`receive_posting::batched_1f1b`).
 constexpr schedule one_f_one_b(const pipeline_params& p) {
   if (std::is_constant_evaluated()) return gen::build_one_f_one_b(p);
   return detail::one_f_one_b_at_run_time(p);

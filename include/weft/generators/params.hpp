@@ -13,31 +13,32 @@
 
 namespace weft {
 
-/// How a pipeline's transfers are issued, for links where they cost (seed:
-/// pp-cross-dc-comm-overlap). The default is PyTorch's lowering; `megatron` is Megatron's, the
-/// baseline the seed improves on: its interleaved code with `overlap_p2p_comm` (one p2p stream,
-/// each receive posted after the previous step of its direction), and its 1F1B, which has no
-/// such overlap and is `blocking`'s; the seed's options are changes to the interleaved code, so
-/// setting either selects it. Any option here lowers the schedule to explicit transfers.
+/// How a pipeline's transfers are issued, for links where they cost (MindSpeed's
+/// pp-cross-dc-comm-overlap note). The default is PyTorch's lowering; `megatron` is Megatron's,
+/// the baseline the note improves on: its interleaved code with `overlap_p2p_comm` (one p2p
+/// stream, each receive posted after the previous step of its direction), and its 1F1B, which has
+/// no such overlap and is `blocking`'s; MindSpeed's options are changes to the interleaved code,
+/// so setting either selects it. Any option here lowers the schedule to explicit transfers.
 struct p2p_options {
   bool megatron = false;
   /// Megatron without `overlap_p2p_comm` (`--no-overlap-p2p-communication`; always without a
   /// virtual pipeline): batched calls (`batch_isend_irecv`), each waited by the host
   /// (`transfer_wait::host`; `receive_posting::batched_1f1b`, `batched_interleaved`).
   bool blocking = false;
-  /// Receives posted a step earlier in warm-up and cool-down (`receive_posting::early`; seed:
-  /// `--overlap-warmup-cooldown-communication`). MindSpeed splits the transfers over two
-  /// process groups by rank parity, ping and pong (`p2p_lanes::ping_pong`), each with its own
+  /// Receives posted a step earlier in warm-up and cool-down (`receive_posting::early`;
+  /// MindSpeed's `--overlap-warmup-cooldown-communication`). MindSpeed splits the transfers over
+  /// two process groups by rank parity, ping and pong (`p2p_lanes::ping_pong`), each with its own
   /// communication stream; issued from the compute stream, each transfer starts after the
   /// compute issued before it (`transfer_wait::launch_ordered`).
   bool overlap_p2p = false;
-  /// Sends and receives issued from streams of their own (seed: `--use-multi-stream`): a
+  /// Sends and receives issued from streams of their own (MindSpeed's `--use-multi-stream`): a
   /// receive no longer waits for the compute issued before it (`transfer_wait::data`).
   bool multi_stream = false;
   /// Each micro-batch's loss all-reduced for logging on the last stage, and awaited by its
   /// backward (`loss_reduce::blocking`, Megatron's loss function) ...
   bool log_allreduce = false;
-  /// ... or only at the end of the step (`loss_reduce::async`; seed: `--async-log-allreduce`).
+  /// ... or only at the end of the step (`loss_reduce::async`; MindSpeed's
+  /// `--async-log-allreduce`).
   bool async_log_allreduce = false;
 
   constexpr bool lowers() const noexcept {
@@ -45,9 +46,9 @@ struct p2p_options {
            async_log_allreduce;
   }
   /// Who waits for a transfer: Megatron's compute stream, before a step, for its direction's
-  /// last call (its handles hold the sends too); blocking ones, the host; the seed's and PyTorch's,
-  /// only the ops that need the data (the seed waits on its receives' handles alone) — and
-  /// without the seed's own streams a transfer waits for the compute issued before it.
+  /// last call (its handles hold the sends too); blocking ones, the host; MindSpeed's and
+  /// PyTorch's, only the ops that need the data (MindSpeed waits on its receives' handles alone)
+  /// — and without MindSpeed's own streams a transfer waits for the compute issued before it.
   constexpr transfer_wait waits() const noexcept {
     if (blocking) return transfer_wait::host;
     if (overlap_p2p && !multi_stream) return transfer_wait::launch_ordered;
@@ -59,7 +60,7 @@ struct p2p_options {
            : log_allreduce     ? loss_reduce::blocking
                                : loss_reduce::none;
   }
-  /// The lowering for a generator; `interleaved`: Megatron's interleaved code (the seed's, at
+  /// The lowering for a generator; `interleaved`: Megatron's interleaved code (MindSpeed's, at
   /// any number of chunks), else its 1F1B.
   constexpr transfer_options transfers(bool interleaved) const {
     if (!megatron && !blocking && !overlap_p2p && !multi_stream) return {};
@@ -89,7 +90,7 @@ struct pipeline_params {
   int splits = 1;
   /// Pipe-experts multi-data: each split's routed-expert path in this many pieces (model_desc).
   int pieces = 1;
-  /// How transfers are issued (Megatron's way, the seed's cross-DC options); default PyTorch's.
+  /// How transfers are issued (Megatron's way, MindSpeed's cross-DC options); default PyTorch's.
   p2p_options p2p{};
 };
 
@@ -117,13 +118,13 @@ constexpr void check_common(const char* name, const pipeline_params& p, const mo
     reject(name,
            "--use-multi-stream option must be enabled together with "
            "--overlap-warmup-cooldown-communication (p2p.multi_stream needs p2p.overlap_p2p: "
-           "ping/pong streams are the seed's change to the early-receive schedule)");
+           "ping/pong streams are MindSpeed's change to the early-receive schedule)");
   if (p.p2p.blocking && p.p2p.overlap_p2p)
     reject(name,
            "p2p.blocking and p2p.overlap_p2p contradict each other: a receive posted early is "
            "one the host does not wait for");
-  // Megatron's and the seed's lowerings place each transfer as Megatron's 1F1B or interleaved
-  // code issues it; other schedules have no such code, and on one stream they deadlock
+  // Megatron's and MindSpeed's cross-DC lowerings place each transfer as Megatron's 1F1B or
+  // interleaved code issues it; other schedules have no such code, and on one stream they deadlock
   // (zb-h1 on 2 ranks with 5 micro-batches, zb-v with ping/pong streams).
   if (!megatron_code && (p.p2p.megatron || p.p2p.blocking || p.p2p.overlap_p2p))
     reject(name,

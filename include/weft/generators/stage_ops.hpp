@@ -12,9 +12,9 @@
 
 namespace weft {
 
-/// Which parts of MoE fb-overlap a generator uses (seed: moe-fb-overlap). `overlap_options::
-/// none()` (and `{}`: every part off) is the baseline, each chunk's forward and backward op after
-/// op; `overlap_options::all()` turns every part on.
+/// Which parts of MoE fb-overlap a generator uses (MindSpeed's moe-fb-overlap note).
+/// `overlap_options::none()` (and `{}`: every part off) is the baseline, each chunk's forward and
+/// backward op after op; `overlap_options::all()` turns every part on.
 struct overlap_options {
   /// Where a schedule overlaps a forward with a backward of another micro-batch, issue them
   /// layer by layer in pairs: attn-F ‖ combine-B, mlp-B ‖ dispatch-F, mlp-F ‖ dispatch-B,
@@ -26,15 +26,15 @@ struct overlap_options {
   /// Alone (warm-up, cool-down): the shared expert's forward hides dispatch-F, its backward
   /// hides combine-B, and the routed experts' dW hides dispatch-B.
   bool self_overlap = false;
-  /// AMPipe (seed: ampipe), for a model whose micro-batches are split along the sequence
+  /// AMPipe (MindSpeed's ampipe note), for a model whose micro-batches are split along the sequence
   /// (`splits` > 1): each layer's forward runs every split's attention (dispatching each as
   /// soon as it is routed), then every split's experts (combining each as soon as it is done),
   /// so dispatch(s) hides behind attention(s+1) and combine(s) behind experts(s+1); the
   /// backward mirrors it over the splits last to first (combine-B of all, experts, attention).
   /// Off: each split's sub-stages one after the other, which hides nothing.
   bool pipeline_splits = false;
-  /// Pipe-experts multi-stream (seed: ampipe): where a layer's routed-expert path runs in pieces
-  /// (`pieces` > 1) or pipelined splits, its second all-to-all of each direction (combine-F,
+  /// Pipe-experts multi-stream (from the AMPipe note): where a layer's routed-expert path runs in
+  /// pieces (`pieces` > 1) or pipelined splits, its second all-to-all of each direction (combine-F,
   /// dispatch-B) runs on a second comm stream, so it never queues behind the first.
   bool multi_stream_all_to_all = false;
 

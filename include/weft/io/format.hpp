@@ -1,5 +1,5 @@
-// Text for people: reports and schedules as the seeds' figures write them (ops and violations
-// one per line come from schedule/text.hpp).
+// Text for people: reports and schedules as MindSpeed's feature notes' figures write them (ops and
+// violations one per line come from schedule/text.hpp).
 #pragma once
 
 #include <cstddef>

@@ -1,6 +1,6 @@
-// Pictures of a simulated step: an SVG timeline in the style of the seeds' figures (rank rows, a
-// lane per stream, colour per stage kind, phase and micro-batch on each op, a time axis). The
-// Chrome trace is in chrome_trace.hpp.
+// Pictures of a simulated step: an SVG timeline in the style of MindSpeed's feature notes' figures
+// (rank rows, a lane per stream, colour per stage kind, phase and micro-batch on each op, a time
+// axis). The Chrome trace is in chrome_trace.hpp.
 #pragma once
 
 #include <algorithm>
@@ -78,7 +78,7 @@ inline std::string tick_label(double v) {
   const auto r = std::to_chars(buf, buf + sizeof buf, std::round(v * 1e9) / 1e9);
   return std::string(buf, r.ptr);
 }
-/// Colour per stage kind, close to the seeds' figures.
+/// Colour per stage kind, close to the MindSpeed notes' figures.
 inline const char* colour_of(kind k) {
   switch (k) {
     case kind::block:

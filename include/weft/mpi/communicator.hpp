@@ -303,9 +303,9 @@ class communicator final : public rt::communicator, private rt::progress_source 
   /// MPI counts are ints: a larger one is refused, not wrapped.
   static int count_of(std::size_t n, const char* what) {
     if (n > static_cast<std::size_t>(INT_MAX))
-      throw std::length_error(std::string("weft: mpi: ") + what + " of " + std::to_string(n) +
-                              " values exceeds MPI's int counts (at most " +
-                              std::to_string(INT_MAX) + ")");
+      throw config_error(std::string("weft: mpi: ") + what + " of " + std::to_string(n) +
+                         " values exceeds MPI's int counts (at most " + std::to_string(INT_MAX) +
+                         ")");
     return static_cast<int>(n);
   }
   /// `out` = the sum of `parts` slices of its length laid end to end, in member order.

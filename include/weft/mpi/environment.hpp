@@ -13,15 +13,18 @@
 #include <stdexcept>
 #include <string>
 
+#include <weft/core/error.hpp>
+
 namespace weft::mpi {
 
 /// How the communicator calls MPI. `automatic`: from the callers' threads when MPI provides
 /// MPI_THREAD_MULTIPLE, else through one progress thread that owns every MPI call.
 enum class threading : unsigned char { automatic, multiple, progress_thread };
 
-/// An MPI call that failed, with MPI's own description of the error.
-struct mpi_error : std::runtime_error {
-  using std::runtime_error::runtime_error;
+/// An MPI call that failed, with MPI's own description of the error: a failed run, as the
+/// runtime's own (`run_error`), so that a program handles both in one place.
+struct mpi_error : run_error {
+  using run_error::run_error;
 };
 
 namespace detail {

@@ -23,8 +23,8 @@ struct cluster {
   link_model intra;      ///< device to device inside a node, one direction
   link_model inter;      ///< a device's share of its node's network, one direction
   contention_facts overlap = contention_facts::published();
-  /// Data centres (seed: pp-cross-dc-comm-overlap): the devices split evenly over `sites`
-  /// centres `km` apart, every device's inter-node port converging `convergence_ratio` to 1
+  /// Data centres (MindSpeed's pp-cross-dc-comm-overlap note): the devices split evenly over
+  /// `sites` centres `km` apart, every device's inter-node port converging `convergence_ratio` to 1
   /// onto the links between them. One site: none of it.
   struct data_centres {
     int sites = 1;
@@ -57,7 +57,7 @@ inline constexpr double a100_attention_share = 203.0 / 312,
 /// - h100-sxm: DGX H100 — 989 TFLOP/s bf16 dense, 80 GB HBM3 at 3.35 TB/s; NVLink 4 900 GB/s
 ///   (450 each way); 8 x 400 Gb/s NDR InfiniBand per node (50 GB/s a GPU).
 /// - h800: H100 with NVLink cut to 400 GB/s (200 each way); 8 x 400 Gb/s InfiniBand per node.
-/// - ascend-910b: Atlas 800T A2 (the seeds' presets' device) — 313 TFLOP/s fp16 dense, 60% of it
+/// - ascend-910b: Atlas 800T A2 (the device of presets/) — 313 TFLOP/s fp16 dense, 60% of it
 ///   sustained, 64 GB HBM at 1.6 TB/s; HCCS as link_model::intra_node; one 200 Gb/s RoCE port
 ///   per device.
 /// Latencies: 2 us inside a node, 10 us between nodes (link_model's classes). Overlap: the

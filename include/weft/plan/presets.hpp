@@ -1,7 +1,7 @@
-// The seeds' scenarios as data (llama2-70b-xdc, ampipe-16p, llama3-405b): a preset is a folder
-// holding the model's config.json, the job (job.json, plan/job_file.hpp) and the cluster
-// (cluster.json, plan/cluster_file.hpp), read the way `weft plan` reads a user's own, and turned
-// into the facts a scenario's cost model is built from. The files of `presets/` are the one
+// The scenarios of MindSpeed's feature notes as data (llama2-70b-xdc, ampipe-16p, llama3-405b): a
+// preset is a folder holding the model's config.json, the job (job.json, plan/job_file.hpp) and the
+// cluster (cluster.json, plan/cluster_file.hpp), read the way `weft plan` reads a user's own, and
+// turned into the facts a scenario's cost model is built from. The files of `presets/` are the one
 // statement of each run; tests/unit/test_presets.cpp holds them to the published facts.
 #pragma once
 

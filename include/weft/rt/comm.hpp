@@ -201,8 +201,8 @@ class communicator {
   std::string prefix() const { return std::string("weft: ") + backend() + ": "; }
   void check_peer(int peer, const char* what) const {
     if (peer < 0 || peer >= size())
-      throw std::out_of_range(prefix() + what + " rank " + std::to_string(peer) +
-                              ", outside a world of " + std::to_string(size()));
+      throw config_error(prefix() + what + " rank " + std::to_string(peer) +
+                         ", outside a world of " + std::to_string(size()));
   }
 
  private:
@@ -219,7 +219,7 @@ class communicator {
     const std::size_t m = members.size();
     if (types_differ || whole % m != 0 || whole / m != slice) {
       refused(members, channel);
-      throw std::length_error(prefix() + what + " buffers do not fit");
+      throw config_error(prefix() + what + " buffers do not fit");
     }
   }
 };

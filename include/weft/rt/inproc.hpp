@@ -149,11 +149,11 @@ class inproc_world {
     if (from.count != to.count || from.type != to.type) {
       sent.fire();  // nobody waits forever; the caller's task fails and stops the run
       received.fire();
-      throw std::length_error("weft: inproc: a send of " + std::to_string(from.count) + " " +
-                              name_of(from.type) + " values from rank " + std::to_string(src) +
-                              " to rank " + std::to_string(dst) + " (tag " + std::to_string(tag) +
-                              ") meets a receive of " + std::to_string(to.count) + " " +
-                              name_of(to.type));
+      throw config_error("weft: inproc: a send of " + std::to_string(from.count) + " " +
+                         name_of(from.type) + " values from rank " + std::to_string(src) +
+                         " to rank " + std::to_string(dst) + " (tag " + std::to_string(tag) +
+                         ") meets a receive of " + std::to_string(to.count) + " " +
+                         name_of(to.type));
     }
     if (from.count > 0) std::memcpy(to.data, from.data, from.bytes());
     const seconds t = delay_.p2p(from.bytes(), src, dst) + handshake;
@@ -180,7 +180,7 @@ class inproc_world {
     }
     if (mt.op == meeting::refused) {  // another member's call of it was refused: so is this one
       if (++mt.arrived == static_cast<int>(members.size())) meetings_.erase({key, seq - 1});
-      throw std::length_error("weft: inproc: another member's call of this collective was refused");
+      throw config_error("weft: inproc: another member's call of this collective was refused");
     }
     if (mt.op != op) {  // release the members already waiting: nobody waits forever
       meeting broken = std::move(mt);
@@ -188,7 +188,7 @@ class inproc_world {
       lock.unlock();
       for (auto& part : broken.parts)
         if (part.arrived) part.done.fire();
-      throw std::logic_error("weft: inproc: members of a group call different collectives");
+      throw config_error("weft: inproc: members of a group call different collectives");
     }
     mt.parts[index] = mine;
     if (++mt.arrived < static_cast<int>(members.size())) return done;
@@ -226,7 +226,7 @@ class inproc_world {
     };
     const auto refuse = [&](const std::string& why) {
       finish(seconds{0});
-      throw std::length_error("weft: inproc: " + why);
+      throw config_error("weft: inproc: " + why);
     };
     const element type = mt.op == meeting::reduce ? mt.parts[0].out.type : mt.parts[0].in.type;
     for (const auto& part : mt.parts)

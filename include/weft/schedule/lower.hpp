@@ -36,7 +36,8 @@ constexpr program lower(const schedule& input, bool checked) {
   if (checked) {
     const report r = check(input);
     if (!r.ok())
-      throw config_error("weft: lower: the schedule is not legal: " + to_string(r.violations[0]));
+      throw illegal_schedule("weft: lower: the schedule is not legal: " +
+                             to_string(r.violations[0]));
   }
   const bool crosses = !p2p && adds_transfers(input);
   // Two returns, not `?:`: g++ 12 frees the result's storage of a conditional between a call
@@ -49,17 +50,17 @@ constexpr program lower(const schedule& input, bool checked) {
   for (std::uint32_t i = 0; i < s.ops.size(); ++i) {
     const op& o = s.ops[i];
     if (p.ix.why_outside(o) != outside::none || o.lane >= lanes_per_class || p.has(o))
-      throw config_error("weft: lower: " + to_string(o) + " is outside the model or repeated");
+      throw illegal_schedule("weft: lower: " + to_string(o) + " is outside the model or repeated");
     p.id[i] = p.ix.raw_id(o);
     p.pos.set(p.id[i], i);
   }
   paged<std::uint32_t> partner(s.ops.size(), npos);
   if (const transfer_fault f = match_transfers(p, partner); f.what != fault::none)
-    throw config_error("weft: lower: " + to_string(s.ops[f.subject]) +
-                       (f.what == fault::mismatched_transfer
-                            ? " is paired in FIFO order with " + to_string(s.ops[f.other]) +
-                                  ", which carries other data"
-                            : " has no transfer to pair with in FIFO order on its channel"));
+    throw illegal_schedule("weft: lower: " + to_string(s.ops[f.subject]) +
+                           (f.what == fault::mismatched_transfer
+                                ? " is paired in FIFO order with " + to_string(s.ops[f.other]) +
+                                      ", which carries other data"
+                                : " has no transfer to pair with in FIFO order on its channel"));
   return build_program(p, static_cast<paged<std::uint32_t>&&>(partner));
 }
 }  // namespace detail
@@ -79,8 +80,8 @@ namespace detail {
 WEFT_DECL program lower_at_run_time(const schedule& input, bool checked);
 }  // namespace detail
 
-/// Lowers a legal schedule. Throws `config_error` with the checker's first violation when the
-/// schedule is not legal: an illegal schedule has no program.
+/// Lowers a legal schedule. Throws `illegal_schedule` (a `config_error`) with the checker's first
+/// violation when the schedule is not legal: an illegal schedule has no program.
 constexpr program lower(const schedule& input) {
   if (std::is_constant_evaluated()) return detail::lower(input, true);
   return detail::lower_at_run_time(input, true);
@@ -89,11 +90,11 @@ constexpr program lower(const schedule& input) {
 /// Lowers a fragment: a schedule that takes `assumed` for granted — a backward pass run as a
 /// program of its own after its forward's, say. The checker proves it as a fragment (ops it
 /// does not contain are not required; a producer it needs must be assumed); the program then
-/// waits only for the ops it has. Throws `config_error` with the first violation.
+/// waits only for the ops it has. Throws `illegal_schedule` with the first violation.
 inline program lower(const schedule& input, const assumptions& assumed) {
   const report r = check(input, {.fragment = true, .assumed = assumed});
   if (!r.ok())
-    throw config_error("weft: lower: the fragment is not legal: " + to_string(r.violations[0]));
+    throw illegal_schedule("weft: lower: the fragment is not legal: " + to_string(r.violations[0]));
   return detail::lower_at_run_time(input, false);
 }
 

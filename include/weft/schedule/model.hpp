@@ -26,7 +26,8 @@ struct stage_set {
   friend constexpr bool operator==(stage_set, stage_set) = default;
 
   static constexpr stage_set whole_block() noexcept { return stage_set{}.with(kind::block); }
-  /// attention, dispatch, routed experts, combine: the seed's four sub-stages.
+  /// attention, dispatch, routed experts, combine: the four sub-stages of MindSpeed's
+  /// moe-fb-overlap note.
   static constexpr stage_set moe() noexcept {
     return stage_set{}.with(kind::attn).with(kind::dispatch).with(kind::mlp).with(kind::combine);
   }
@@ -49,13 +50,13 @@ enum class loss_reduce : std::uint8_t {
   /// Megatron's loss function: the all-reduce returns before the loss does, so the micro-batch's
   /// backward waits for it.
   blocking,
-  /// Seed's `--async-log-allreduce`: launched and left running; only the end of the step (the
+  /// MindSpeed's `--async-log-allreduce`: launched and left running; only the end of the step (the
   /// logging) waits for it.
   async,
 };
 
-/// Tensor parallelism around a linear layer (seed: tp-2d), for a model whose one layer is a
-/// linear's matmul (a `block`, in `splits` pieces of the sequence): the input rows are
+/// Tensor parallelism around a linear layer (MindSpeed's tp-2d note), for a model whose one layer
+/// is a linear's matmul (a `block`, in `splits` pieces of the sequence): the input rows are
 /// all-gathered before it and the output rows reduce-scattered after it, as collectives of the
 /// schedule, overlapped with the matmul's pieces as chosen here. The backward all-gathers the
 /// output gradient, multiplies piece by piece, and reduce-scatters the input gradient.
@@ -113,8 +114,8 @@ struct model_desc {
   /// piece j of split s is split s * pieces + j.
   int pieces = 1;
   bool backward = true;  ///< training: every forward op has a backward
-  /// The loss all-reduce for logging (seed: pp-cross-dc-comm-overlap): one all_reduce/F per
-  /// micro-batch on the last chunk, after its forward.
+  /// The loss all-reduce for logging (MindSpeed's pp-cross-dc-comm-overlap note): one
+  /// all_reduce/F per micro-batch on the last chunk, after its forward.
   loss_reduce loss = loss_reduce::none;
   /// What a step waits for of the transfers before it (semantics.hpp).
   transfer_wait waits = transfer_wait::data;

@@ -1,6 +1,6 @@
-// Text for people: an op as the seeds' figures write it, and a legality violation as one line.
-// Below the simulators and the runtime (they name ops in their errors); io/format.hpp adds the
-// longer reports.
+// Text for people: an op as MindSpeed's feature notes' figures write it, and a legality violation
+// as one line. Below the simulators and the runtime (they name ops in their errors); io/format.hpp
+// adds the longer reports.
 #pragma once
 
 #include <string>

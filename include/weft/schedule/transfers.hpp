@@ -25,9 +25,9 @@ enum class p2p_lanes : std::uint8_t {
   /// Every send and receive on one stream (Megatron's default p2p): each waits for the one
   /// before it, so a blocked send holds back the receive after it.
   single,
-  /// Ping/pong (seed: pp-cross-dc-comm-overlap): even ranks receive on ping and send on pong, odd
-  /// ranks the reverse, so a send and its matching receive share a stream (a communicator) and a
-  /// rank's sends never queue behind its receives.
+  /// Ping/pong (MindSpeed's pp-cross-dc-comm-overlap note): even ranks receive on ping and send on
+  /// pong, odd ranks the reverse, so a send and its matching receive share a stream (a
+  /// communicator) and a rank's sends never queue behind its receives.
   ping_pong,
   /// Megatron's batched calls (`batch_isend_irecv`): a lane per kind and direction — activations
   /// sent on `send_lane`, gradients on `send_upstream_lane`, activations received on
@@ -109,7 +109,7 @@ enum class receive_posting : std::uint8_t {
   /// just before its use; the first backward's with the last warm-up step (right before it when
   /// the warm-up holds every forward; `transfer_options::warmup`).
   after_previous,
-  /// Early (seed: pp-cross-dc-comm-overlap, `--overlap-warmup-cooldown-communication`): before
+  /// Early (MindSpeed's `--overlap-warmup-cooldown-communication`, from the cross-DC note): before
   /// the step preceding its consumer, so the data arrives while that step computes; in the
   /// 1F1B phase the same as Megatron's, in warm-up and cool-down one step earlier — MindSpeed's
   /// code: the first cool-down backward's after the last steady one, and with every forward in
@@ -331,9 +331,9 @@ constexpr schedule lower_when_sent(const transfer_lowering& L) {
   return assemble(L.m, out, ends_of);
 }
 
-// Megatron's and the seed's placement on one rank: its slots grouped into steps (runs of slots
-// that share a (micro-batch, chunk, direction)); a send right after the slot that completes its
-// output; the receive of a step's input before the step `receives` names.
+// Megatron's and MindSpeed's cross-DC placement on one rank: its slots grouped into steps (runs of
+// slots that share a (micro-batch, chunk, direction)); a send right after the slot that completes
+// its output; the receive of a step's input before the step `receives` names.
 class rank_by_steps {
  public:
   constexpr rank_by_steps(const transfer_lowering& L, std::size_t r, buffer<op>& out,
@@ -551,7 +551,7 @@ class rank_by_steps {
   buffer<op> group_;               ///< what the rank issues together next
 };
 
-// Megatron's and the seed's placement, rank by rank (rank_by_steps).
+// Megatron's and MindSpeed's cross-DC placement, rank by rank (rank_by_steps).
 constexpr schedule lower_by_steps(const transfer_lowering& L) {
   const auto R = static_cast<std::size_t>(L.s.ranks());
   buffer<buffer<op>> out(R);

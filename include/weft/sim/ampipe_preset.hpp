@@ -1,7 +1,7 @@
-// The seed's AMPipe scenario (seed: ampipe, "双机16P"): a MoE layer's costs on a device mesh,
+// The AMPipe scenario of MindSpeed's ampipe note ("双机16P"): a MoE layer's costs on a device mesh,
 // derived from public facts — the layer's FLOPs, a device's throughput, its memory bandwidth,
 // link bandwidths — with one parameter set for every configuration, and the schedule each of
-// AMPipe's switches gives. Nothing is fitted to the seed's table (docs/ampipe.md compares).
+// AMPipe's switches gives. Nothing is fitted to the note's table (docs/ampipe.md compares).
 #pragma once
 
 #include <cmath>
@@ -17,7 +17,7 @@
 namespace weft {
 
 /// A MoE transformer on a device mesh. The model, the run and the machines have no defaults
-/// here: they are read from a model, a job and a cluster (`plan::moe_mesh_facts_of`; the seed's
+/// here: they are read from a model, a job and a cluster (`plan::moe_mesh_facts_of`; the note's
 /// run is presets/ampipe-16p: 2 machines x 8 Ascend 910B devices, sequence 128k, GPT-3 175B's
 /// width, 2 layers of 4 experts top-2, ep 2, tp 8, cp 2), so each number has one home; only the
 /// precisions (bf16 activations, fp32 partial sums) are assumed.
@@ -36,7 +36,7 @@ struct moe_mesh_facts {
   double peak_flops = 0;
   double efficiency = 0;
   double memory_bytes_per_s = 0;
-  /// The links tensor parallelism and expert parallelism run over (the seed's: inside a
+  /// The links tensor parallelism and expert parallelism run over (the note's: inside a
   /// machine over HCCS, across the two machines on one 200 Gb/s RoCE port per device).
   link_model tp_link{};
   link_model ep_link{};
@@ -129,7 +129,7 @@ constexpr double step_flops(const moe_mesh_facts& f) noexcept {
   return f.layers * 3 * (l.attention_flops + l.causal_flops + l.expert_flops);
 }
 
-/// The seed's switches on the scenario: the configuration the rules check.
+/// AMPipe's switches on the scenario: the configuration the rules check.
 constexpr ampipe_config scenario_config(const moe_mesh_facts& f, ampipe_config switches) noexcept {
   switches.seq = static_cast<long long>(f.seq);
   switches.tp = f.tp;

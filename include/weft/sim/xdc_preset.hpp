@@ -1,8 +1,8 @@
-// The seed's cross-data-centre scenario (seed: pp-cross-dc-comm-overlap): llama2-70B with
+// The cross-data-centre scenario of MindSpeed's pp-cross-dc-comm-overlap note: llama2-70B with
 // TP 8, PP 8, DP 1 over two data centres 960 km apart, interleaved 1F1B at 1, 2 or 5 chunks per
 // rank. Costs come from public facts — the model's FLOPs and activation sizes, a device's
 // throughput, link latencies and bandwidths — with one parameter set for every row of the
-// seed's table; nothing is fitted to it (docs/cross-dc.md compares).
+// note's table; nothing is fitted to it (docs/cross-dc.md compares).
 #pragma once
 
 #include <weft/core/link.hpp>
@@ -16,7 +16,7 @@ namespace weft {
 
 /// The facts the scenario is priced from: a dense model trained with Megatron's interleaved
 /// schedule over data centres. The model, the run and the machines have no defaults here: they
-/// are read from a model, a job and a cluster (`plan::xdc_facts_of`; the seed's run is
+/// are read from a model, a job and a cluster (`plan::xdc_facts_of`; the note's run is
 /// presets/llama2-70b-xdc: llama2-70B, Touvron et al. 2023, on Ascend 910B servers), so each
 /// number has one home; only the precision (bf16) is assumed.
 struct xdc_facts {
@@ -29,10 +29,10 @@ struct xdc_facts {
   double linear_flops = 0, causal_flops = 0;
   double seq = 0;  ///< tokens a sequence
   int micro_batch_size = 0;
-  // The run (the seed's: tp 8, pp 8, dp 1, sequence parallelism, so Megatron sends a pipeline
+  // The run (the note's: tp 8, pp 8, dp 1, sequence parallelism, so Megatron sends a pipeline
   // activation of seq / tp tokens per device).
   int tp = 0, pp = 0, dp = 0;
-  int chunks = 1;  ///< virtual pipeline size (the seed table's VP)
+  int chunks = 1;  ///< virtual pipeline size (the note's table's VP)
   /// MindSpeed's NanoPipe (the table's nanopipe column): its interleaved schedule at any VP,
   /// with weight gradients deferred into the bubbles (`interleaved_params::nanopipe`).
   bool nanopipe = false;
@@ -75,7 +75,7 @@ constexpr double xdc_p2p_bytes(const xdc_facts& f) noexcept {
 /// stages moves a pipeline rank's shards at once (its tp x dp x cp devices), and those share
 /// their site's ports converged `convergence` to 1 onto the links between the sites, so each
 /// gets convergence x sites / pp less than its port — never more than the port itself (the
-/// seed's 128 becomes 32 at 8 ranks over 2 sites). The one rule for the scenario and for a
+/// note's 128 becomes 32 at 8 ranks over 2 sites). The one rule for the scenario and for a
 /// planned job (plan/estimate.hpp).
 constexpr double crossing_slowdown(double convergence, int sites, int pp) noexcept {
   const double r = convergence * sites / static_cast<double>(pp);
@@ -90,7 +90,7 @@ constexpr link_model xdc_link(const xdc_facts& f) noexcept {
 
 /// The published contention facts (`contention_facts::published()`) with the sites' uplink as a
 /// resource of its own: its sites' ports converged `ratio` to 1, in a pipeline rank's ports
-/// (1 / `crossing_slowdown`) — 1/32 for the seed's run. A
+/// (1 / `crossing_slowdown`) — 1/32 for the note's run. A
 /// transfer alone between the sites gets what `xdc_link` gives it; two at once in one
 /// direction share it.
 constexpr contention_facts xdc_contention(const xdc_facts& f) noexcept {
@@ -147,10 +147,10 @@ constexpr double xdc_step_flops(const xdc_facts& f) noexcept {
   return 3.0 * xdc_layer_flops(f) * f.layers_per_chunk() * f.chunks * f.micro;
 }
 
-/// One step of the scenario with the seed's switches. Without them, Megatron: its interleaved
+/// One step of the scenario with MindSpeed's switches. Without them, Megatron: its interleaved
 /// schedule with `overlap_p2p_comm` at VP > 1; at VP 1 its 1F1B, where it turns that overlap off
-/// (blocking transfers). With `overlap_p2p`, the seed's schedule: Megatron's interleaved code at
-/// any VP (the seed lets VP 1 through). With NanoPipe, MindSpeed's interleaved code at any VP
+/// (blocking transfers). With `overlap_p2p`, MindSpeed's schedule: Megatron's interleaved code
+/// at any VP (MindSpeed lets VP 1 through). With NanoPipe, MindSpeed's interleaved code at any VP
 /// too: NanoPipe asks for a virtual pipeline stage size (`--num-layers-per-virtual-pipeline-
 /// stage`), which at VP 1 gives Megatron a virtual pipeline of one chunk, so its interleaved
 /// schedule with `overlap_p2p_comm` on.

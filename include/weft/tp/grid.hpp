@@ -1,6 +1,6 @@
-// 2D tensor parallelism's groups (seed: tp-2d): tp = tp_x · tp_y ranks as a grid. Rank r sits at
-// x = r mod tp_x, y = r div tp_x: the TP-X groups are contiguous runs of tp_x ranks (same y), the
-// TP-Y groups stride by tp_x (same x), as MindSpeed builds them.
+// 2D tensor parallelism's groups (MindSpeed's tp-2d note): tp = tp_x · tp_y ranks as a grid. Rank r
+// sits at x = r mod tp_x, y = r div tp_x: the TP-X groups are contiguous runs of tp_x ranks (same
+// y), the TP-Y groups stride by tp_x (same x), as MindSpeed builds them.
 #pragma once
 
 #include <string>
@@ -33,7 +33,7 @@ struct grid {
   }
 };
 
-/// Throws `config_error` unless `tp` = tp_x · tp_y with both > 1 (the seed's "need satisfy
+/// Throws `config_error` unless `tp` = tp_x · tp_y with both > 1 (the note's "need satisfy
 /// tp = tp_x * tp_y", N1 > 1, N2 > 1).
 inline grid make_grid(int tp, int tp_x, int tp_y) {
   const auto bad = [](const std::string& why) { throw config_error("weft: tp-2d: " + why); };

@@ -1,4 +1,4 @@
-// 2D tensor-parallel layers (seed: tp-2d) on one rank of a tp_x x tp_y grid, through the
+// 2D tensor-parallel layers (MindSpeed's tp-2d note) on one rank of a tp_x x tp_y grid, through the
 // communication interface: a linear layer, an MLP, attention, LayerNorm and RMSNorm, forward and
 // backward. Activations between layers are [s / tp_x rows (chunk x), H / tp_y columns (chunk y)]
 // of the token-major [s, H]; every layer takes and gives that layout.

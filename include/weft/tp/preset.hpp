@@ -1,9 +1,9 @@
-// The seed's 2D tensor-parallel scenario (seed: tp-2d): a llama3-405B layer at tp 16, Megatron's
-// 1D tensor parallelism (16 x 1) against the grid 8 x 2, each linear's schedule simulated with
-// costs from public facts — the layer's shapes and FLOPs, a device's throughput, link latencies
-// and bandwidths, and how a collective library carries out a collective over a group that spans
-// machines. One parameter set for every configuration; nothing is fitted to the seed's figures
-// (docs/tp-2d.md compares).
+// The 2D tensor-parallel scenario of MindSpeed's tp-2d note: a llama3-405B layer at tp 16,
+// Megatron's 1D tensor parallelism (16 x 1) against the grid 8 x 2, each linear's schedule
+// simulated with costs from public facts — the layer's shapes and FLOPs, a device's throughput,
+// link latencies and bandwidths, and how a collective library carries out a collective over a group
+// that spans machines. One parameter set for every configuration; nothing is fitted to the note's
+// figures (docs/tp-2d.md compares).
 #pragma once
 
 #include <algorithm>
@@ -103,7 +103,7 @@ constexpr cost_model tp_linear_costs(const tp_linear_facts& l, double rows, cons
 
 /// A dense layer with grouped-query attention and a SwiGLU MLP on a mesh of machines. The model
 /// and the device have no defaults here: they are read from a model, a job and a cluster
-/// (`plan::tp_layer_facts_of`; the seed's run is presets/llama3-405b: llama3-405B, Llama Team
+/// (`plan::tp_layer_facts_of`; the note's run is presets/llama3-405b: llama3-405B, Llama Team
 /// 2024, at tp 16 on Ascend 910B servers), so each number has one home; only the precision
 /// (bf16) is assumed, and the mesh's classes of links (`node_mesh`) unless a cluster says.
 struct tp_layer_facts {

@@ -235,7 +235,7 @@ class linear_binding {
   }
   rank_state& at(int r) {
     if (r < 0 || r >= static_cast<int>(ranks_.size()))
-      throw std::out_of_range("weft: tp2d: rank " + std::to_string(r) + " is outside the grid");
+      throw config_error("weft: tp2d: rank " + std::to_string(r) + " is outside the grid");
     return ranks_[static_cast<std::size_t>(r)];
   }
   const rank_state& at(int r) const { return const_cast<linear_binding*>(this)->at(r); }

@@ -1,6 +1,6 @@
-// A tensor-parallel linear layer as a schedule (seed: tp-2d): its all-gather, the pieces of its
-// matmul and its reduce-scatter are ops on compute and comm streams, overlapped as the seed's
-// switches say — so the checker proves an overlap, the simulator times it and the runner
+// A tensor-parallel linear layer as a schedule (MindSpeed's tp-2d note): its all-gather, the pieces
+// of its matmul and its reduce-scatter are ops on compute and comm streams, overlapped as the
+// note's switches say — so the checker proves an overlap, the simulator times it and the runner
 // executes it, all through the one semantics (model_desc::tp names the dependencies).
 #pragma once
 
@@ -12,7 +12,7 @@
 
 namespace weft::tp {
 
-/// The seed's forward overlap switches. They exclude one another: the seed says so, and two
+/// The tp-2d note's forward overlap switches. They exclude one another: the note says so, and two
 /// different ways to cut one matmul cannot both hold.
 struct overlap_switches {
   bool ag_matmul = false;  ///< --enable-overlap-ag-with-matmul

@@ -55,7 +55,7 @@ class dense_run {
                                                                            run_call& c) {
       c.started = ex.transfer(c);
     }
-    /// The loss all-reduce for logging (seed: pp-cross-dc-comm-overlap).
+    /// The loss all-reduce for logging (MindSpeed's pp-cross-dc-comm-overlap note).
     template <phase_tag P>
     requires(P::value == phase::F) void operator()(kinds::all_reduce, P, run_call& c) {
       c.started = ex.log_loss(c);

@@ -337,7 +337,7 @@ class moe_run {
     return k.comm->irecv({into.data(), static_cast<std::size_t>(into.size())}, k.peer, k.tag);
   }
 
-  /// The loss all-reduce for logging (seed: pp-cross-dc-comm-overlap): this replica's
+  /// The loss all-reduce for logging (MindSpeed's pp-cross-dc-comm-overlap note): this replica's
   /// micro-batch loss summed over the replicas, the data-parallel group of the layers outside
   /// the experts.
   rt::event log_loss(const run_call& k) {

@@ -294,7 +294,9 @@ struct runner::run_state {
             }
             run_call c = call_for(x, step);
             model.call(model.self, c);
-            if (!c.started) throw std::logic_error("weft: run: a comm kernel started no operation");
+            if (!c.started)  // the model's kernel broke its contract (runner.hpp)
+              throw config_error("weft: run: the model's kernel for " + to_string(o) +
+                                 " started no communication");
             return *c.started;
           },
           x);

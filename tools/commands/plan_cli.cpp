@@ -1,0 +1,127 @@
+// `weft plan`'s options (commands/plan.hpp) on CLI11: the model, the job as Megatron's flags (or
+// files, or a preset) and the cluster; and the rules CLI11 cannot express (`check`). The groups it
+// shares with other subcommands are option_groups.hpp's.
+#include <CLI/CLI.hpp>
+#include <string>
+#include <vector>
+
+#include <weft/core/error.hpp>
+#include <weft/plan/job.hpp>
+#include <weft/plan/memory.hpp>
+#include "commands/definitions.hpp"
+#include "option_groups.hpp"
+
+namespace weft::cli {
+
+namespace {
+
+/// A preset's folder name: plain, so that it names a folder under presets/ and nothing else.
+std::string preset_folder_name(const std::string& v) {
+  const bool plain =
+      !v.empty() && v.size() <= 64 &&
+      v.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789.-_") == std::string::npos &&
+      v.front() != '.';
+  return plain ? "" : v + " is not a preset's name (a-z, 0-9, . - _)";
+}
+
+/// The job's flags, in Megatron's names: what a job file or a preset's job says instead.
+std::vector<CLI::Option*> job_flags(CLI::App& sub, weft::plan::job& j) {
+  namespace plan = weft::plan;
+  namespace L = plan::job_limits;
+  std::vector<CLI::Option*> flags{
+      sub.add_option("--tp", j.tp, "tensor-parallel size")->check(whole_in(1, L::tp)),
+      sub.add_option("--pp", j.pp, "pipeline-parallel size")->check(whole_in(1, L::pp)),
+      sub.add_option("--dp", j.dp, "data-parallel size")->check(whole_in(1, L::dp)),
+      sub.add_option("--cp", j.cp, "context-parallel size")->check(whole_in(1, L::cp)),
+      sub.add_option("--ep", j.ep, "expert-parallel size (carved from dp x cp)")
+          ->check(whole_in(1, L::ep)),
+      sub.add_option("--micro-batch-size", j.micro_batch_size, "sequences per micro-batch")
+          ->check(whole_in(1, L::micro_batch_size)),
+      sub.add_option("--global-batch-size", j.global_batch_size,
+                     "sequences per optimizer step (default: one micro-batch per dp rank)")
+          ->check(whole_in(1, L::global_batch_size)),
+      sub.add_option("--seq-length", j.seq, "tokens per sequence (default 4096)")
+          ->check(whole_in(1, L::seq)),
+      sub.add_option("--recompute", j.policy, "none, selective or full (default none)")
+          ->transform(one_of<plan::recompute>(spelled<plan::recompute>(plan::recompute_names))),
+      sub.add_flag("--sequence-parallel", j.sequence_parallel,
+                   "shard what tensor parallelism replicates over its ranks too"),
+      sub.add_option("--schedule", j.schedule, "the pipeline schedule (default 1f1b)")
+          ->check(CLI::IsMember(schedule_names)),
+      sub.add_option("--chunks", j.chunks,
+                     "model chunks per rank (the schedules that take a count; default 1)")
+          ->check(whole_in(1, weft::limits::chunks)),
+      sub.add_option("--pipeline-layout", j.layout,
+                     "the layers of each stage in Megatron's grammar, e.g. \"Et*3|(tt|)*29,m|L\""),
+      sub.add_flag("--overlap-grad-reduce", j.overlap_grad_reduce,
+                   "the gradient reduction overlapped with the backward")};
+  auto* whole = sub.add_flag_callback(
+      "--no-distributed-optimizer", [&j] { j.sharding = plan::dp_sharding::no_shard; },
+      "keep the optimizer states whole on every data-parallel rank");
+  flags.push_back(whole);
+  flags.push_back(
+      sub.add_option("--data-parallel-sharding-strategy", j.sharding,
+                     "what the data-parallel ranks shard (Megatron-FSDP's names): no_shard, optim "
+                     "(the distributed optimizer, ZeRO-1; the default), optim_grads (ZeRO-2) or "
+                     "optim_grads_params (FSDP, ZeRO-3)")
+          ->transform(
+              one_of<plan::dp_sharding>(spelled<plan::dp_sharding>(plan::dp_sharding_names)))
+          ->excludes(whole));
+  flags.push_back(sub.add_flag_callback(
+      "--no-flash-attention", [&j] { j.flash_attention = false; },
+      "attention's scores as whole matmuls, kept for the backward (2022's Megatron)"));
+  return flags;
+}
+
+}  // namespace
+
+void define(CLI::App& sub, plan_options& o, deferred&) {
+  // The model, the job and the cluster: flags, files, or a preset's three files.
+  auto* preset = sub.add_option("--preset", o.preset,
+                                "a preset's folder of config.json, job.json and cluster.json "
+                                "(presets/: llama2-70b-xdc, ampipe-16p, llama3-405b, "
+                                "deepseek-v3, or one's own under $WEFT_PRESETS)")
+                     ->check(preset_folder_name, "NAME");
+  sub.add_option("--model", o.model_file, "the model's config.json")->excludes(preset);
+  sub.add_option("--cluster", o.cluster,
+                 "a100-80g, h100-sxm, h800, ascend-910b, or FILE.json for one's own "
+                 "(docs/planning.md has the schema)")
+      ->excludes(preset)
+      ->check(
+          [](const std::string& v) -> std::string {
+            for (const char* n : {"a100-80g", "h100-sxm", "h800", "ascend-910b"})
+              if (v == n) return "";
+            if (v.size() > 5 && v.ends_with(".json")) return "";
+            return v + " is not a100-80g, h100-sxm, h800, ascend-910b or a FILE.json";
+          },
+          "CLUSTER");
+  auto* job_file = sub.add_option("--job", o.job_file,
+                                  "the job as a JSON file keyed by these flags without their "
+                                  "dashes (docs/planning.md)")
+                       ->excludes(preset);
+  for (CLI::Option* f : job_flags(sub, o.job)) f->excludes(job_file)->excludes(preset);
+  sub.add_option_function<double>(
+         "--search-budget-s", [&o](double s) { o.search_budget = weft::seconds{s}; },
+         "also run the schedule search (weft search) on the best plan's costs for this long "
+         "(default 0: not at all)")
+      ->check(CLI::Range(0.0, 86400.0));
+  sub.add_option("--evaluations", o.evaluations,
+                 "stop the search after judging this many orders (0: no cap)")
+      ->check(whole_in(0LL, 1LL << 40));
+  sub.add_option("--seed", o.seed, "the search's seed (default 1)")
+      ->check(whole_in(0LL, 1LL << 62));
+  sub.add_option("--out", o.out,
+                 "write the fastest order found as PyTorch's schedule CSV (weft run "
+                 "--schedule-file runs it)");
+  sub.add_flag("--check", o.check_memory,
+               "rule 5 in bytes: exit 1 (illegal) when a rank's model states and live "
+               "activations exceed its device's memory, naming the op where it first does");
+  output_options(sub, o.output, true);
+}
+
+void check(const plan_options& o) {
+  if (o.preset.empty() && (o.model_file.empty() || o.cluster.empty()))
+    bad("plan needs --model and --cluster (or --preset NAME)");
+}
+
+}  // namespace weft::cli
