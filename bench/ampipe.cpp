@@ -19,14 +19,14 @@
 #include <vector>
 
 #include <weft/exec/moe_executor.hpp>
-#include <weft/exec/prediction.hpp>
 #include <weft/generators/one_f_one_b.hpp>
 #include <weft/io/timeline.hpp>
 #include <weft/schedule/lower.hpp>
 #include <weft/sim/ampipe_preset.hpp>
 #include <weft/sim/metrics.hpp>
+#include <weft/sim/prediction.hpp>
 #include <weft/sim/simulate.hpp>
-#include "seed_presets.hpp"
+#include "scenario_presets.hpp"
 
 using namespace weft;
 
@@ -43,7 +43,7 @@ int table(const char* svg) {
   struct row {
     const char* name;
     ampipe_config s;
-    double seed_tflops;
+    double note_tflops;
   };
   const row rows[] = {
       {"baseline", {}, 120.56},
@@ -71,7 +71,7 @@ int table(const char* svg) {
     if (drawn.size() < 3) drawn.emplace_back(p, t);
     std::printf("%-34s %9.1f %9.2f %+7.2f%% %+8.2f%% %12.1f\n", r.name, 1e3 * t.makespan.count(),
                 step_flops(f) / t.makespan.count() / 1e12, 100 * (base / t.makespan.count() - 1),
-                100 * (r.seed_tflops / rows[0].seed_tflops - 1), 1e3 * m.exposed_comm.count());
+                100 * (r.note_tflops / rows[0].note_tflops - 1), 1e3 * m.exposed_comm.count());
   }
   // What overlap costs (docs/metrics.md): each row's gain over the baseline under the same facts.
   const contention_facts published = contention_facts::published();
@@ -94,7 +94,7 @@ int table(const char* svg) {
       if (bases.size() <= i) bases.push_back(step);
       std::printf(" %+11.2f%%", 100 * (bases[i] / step - 1));
     }
-    std::printf(" %+8.2f%%\n", 100 * (r.seed_tflops / rows[0].seed_tflops - 1));
+    std::printf(" %+8.2f%%\n", 100 * (r.note_tflops / rows[0].note_tflops - 1));
   }
   std::printf("\ndegree sweep (tp-sp overlap on)\n%6s %9s %8s %12s\n", "degree", "step ms", "gain",
               "exposed ms");
@@ -155,7 +155,7 @@ int executed(int runs, const char* svg) {
     double worst = 0;
     for (int r = 0; r < runs; ++r) {
       exec::run_result<float> run = ex.run(s);
-      const timeline sim = exec::predicted_run(run.prog, run.time, run, opt.workers, replicas);
+      const timeline sim = predicted_run(run.prog, run.time, run, opt.workers, replicas);
       const step_metrics got = measure(run.prog, run.time), want = measure(run.prog, sim);
       step.push_back(got.makespan.count());
       pred.push_back(want.makespan.count());

@@ -19,11 +19,11 @@
 #include <vector>
 
 #include <weft/exec/moe_executor.hpp>
-#include <weft/exec/prediction.hpp>
 #include <weft/generators/dualpipe.hpp>
 #include <weft/generators/one_f_one_b.hpp>
 #include <weft/sim/calibrate.hpp>
 #include <weft/sim/metrics.hpp>
+#include <weft/sim/prediction.hpp>
 #include <weft/sim/shared_workers.hpp>
 
 #include "moe_example.hpp"
@@ -55,20 +55,19 @@ void compare(const char* name, const schedule& s, const exec::moe_config& c, int
     const exec::run_result<float> run = ex.run(s);
     const step_metrics got = measure(run.prog, run.time);
     const cost_model links = bench::link_costs(c);
-    const timeline sim = exec::predicted_run(run.prog, run.time, run, workers, replicas, links);
+    const timeline sim = predicted_run(run.prog, run.time, run, workers, replicas, links);
     const step_metrics want = measure(run.prog, sim);
     const auto off = [&](const timeline& t) { return (t.makespan - got.makespan) / got.makespan; };
-    sim_options o = exec::sim_options_from(run.prog, run.time, run);
+    sim_options o = sim_options_from(run.prog, run.time, run);
     // Every unit of a (kind, phase) at its mean work, not each op copy at its own.
     sim_options mean_work = o;
     mean_work.work.clear();
-    means.push_back(
-        off(simulate_on_workers(run.prog, exec::calibrated_from(run.prog, run.time, run, links),
-                                workers, mean_work, replicas)));
+    means.push_back(off(simulate_on_workers(
+        run.prog, calibrated_from(run.prog, run.time, run, links), workers, mean_work, replicas)));
     o.comm_load = 0;
     o.background_load = run.background_cores;
     even.push_back(off(simulate_on_workers(
-        run.prog, exec::calibrated_from(run.prog, run.time, run, links), workers, o, replicas)));
+        run.prog, calibrated_from(run.prog, run.time, run, links), workers, o, replicas)));
     o.cores = 0;
     o.co_run_slowdown = 0;
     o.work.clear();

@@ -19,15 +19,15 @@
 #include <vector>
 
 #include <weft/exec/executor.hpp>
-#include <weft/exec/prediction.hpp>
 #include <weft/generators/interleaved.hpp>
 #include <weft/io/timeline.hpp>
 #include <weft/schedule/lower.hpp>
 #include <weft/schedule/transfers.hpp>
 #include <weft/sim/metrics.hpp>
+#include <weft/sim/prediction.hpp>
 #include <weft/sim/simulate.hpp>
 #include <weft/sim/xdc_preset.hpp>
-#include "seed_presets.hpp"
+#include "scenario_presets.hpp"
 
 using namespace weft;
 
@@ -49,7 +49,7 @@ int table(const char* svg) {
     double base, opt;  // the note's step times, ms
   };
   const row rows[] = {{5, 15923.4, 12343.7}, {2, 12723.5, 12345.4}, {1, 15286.0, 12814.6}};
-  const p2p_options seed{.overlap_p2p = true, .multi_stream = true};
+  const p2p_options mindspeed{.overlap_p2p = true, .multi_stream = true};
   const xdc_facts run = testing::llama2_70b_xdc();  // the preset, as `weft simulate` reads it
   std::printf("llama2-70b-xdc: tp %d, pp %d, dp %d, %.0f km, ratio %.0f, %d micro-batches\n",
               run.tp, run.pp, run.dp, run.km, run.ratio, run.micro);
@@ -59,7 +59,7 @@ int table(const char* svg) {
     xdc_facts f = run;
     f.chunks = r.vp;
     const cost_model c = xdc_cost_model(f);
-    const double b = step_ms(f, c, {}), o = step_ms(f, c, seed);
+    const double b = step_ms(f, c, {}), o = step_ms(f, c, mindspeed);
     std::printf("%4d %12.1f %12.1f %9.1f%% | %14.1f %14.1f %13.1f%%\n", r.vp, b, o,
                 100 * (1 - o / b), r.base, r.opt, 100 * (1 - r.opt / r.base));
   }
@@ -73,7 +73,7 @@ int table(const char* svg) {
     f.nanopipe = true;
     for (const bool contended : {false, true}) {
       const cost_model c = xdc_cost_model(f, contended ? xdc_contention(f) : contention_facts{});
-      const double b = step_ms(f, c, {}), o = step_ms(f, c, seed);
+      const double b = step_ms(f, c, {}), o = step_ms(f, c, mindspeed);
       std::printf("%4d %12.1f %12.1f %9.1f%% | %14.1f %14.1f %13.1f%%%s\n", r.vp, b, o,
                   100 * (1 - o / b), r.base, r.opt, 100 * (1 - r.opt / r.base),
                   contended ? "  (priced: --contention on)" : "");
@@ -92,7 +92,7 @@ int table(const char* svg) {
                  lower(interleaved({.ranks = f.pp, .micro = f.micro, .chunks = r.vp, .p2p = o})), c)
                  .makespan.count();
     };
-    std::printf("  VP %d %.1f -> %.1f", r.vp, ms({}), ms(seed));
+    std::printf("  VP %d %.1f -> %.1f", r.vp, ms({}), ms(mindspeed));
   }
   std::printf("\n");
   // What each mechanism of the model is worth: the same table without it.
@@ -104,7 +104,7 @@ int table(const char* svg) {
       xdc_facts f = run;
       f.chunks = r.vp;
       cost_model c = xdc_cost_model(f);
-      p2p_options base{}, opt = seed;
+      p2p_options base{}, opt = mindspeed;
       change(f, c, base, opt);
       const timeline tb = simulate(lower_unchecked(xdc_schedule(f, base)), c);
       const timeline to = simulate(lower_unchecked(xdc_schedule(f, opt)), c);
@@ -165,7 +165,7 @@ int table(const char* svg) {
       if (!links) x.uplink_ports = 0;
       x.compute_slowdown = interference ? published.compute_slowdown : 0;
       const cost_model c = xdc_cost_model(f, x);
-      const double b = step_ms(f, c, {}), o = step_ms(f, c, seed);
+      const double b = step_ms(f, c, {}), o = step_ms(f, c, mindspeed);
       std::printf(" %5.1f%% (%6.0f->%6.0f)", 100 * (1 - o / b), b, o);
     }
     std::printf("\n");
@@ -180,7 +180,7 @@ int table(const char* svg) {
     const double alone = xdc_contention(f).uplink_ports;
     const cost_model c = xdc_cost_model(f, {.shared_links = true, .uplink_ports = alone});
     for (const bool opt : {false, true}) {
-      const program p = lower(xdc_schedule(f, opt ? seed : p2p_options{}));
+      const program p = lower(xdc_schedule(f, opt ? mindspeed : p2p_options{}));
       const timeline t = simulate(p, c, {.record_slowed = true});
       double shared = 0, crossing = 0;
       for (const slowed_stretch& sl : t.slowed)
@@ -199,7 +199,7 @@ int table(const char* svg) {
     f.chunks = 2;
     f.micro = 8;
     const cost_model c = xdc_cost_model(f);
-    const program a = lower(xdc_schedule(f, {})), b = lower(xdc_schedule(f, seed));
+    const program a = lower(xdc_schedule(f, {})), b = lower(xdc_schedule(f, mindspeed));
     std::ofstream out(svg);
     write_svg_compare(out, a, simulate(a, c),
                       "Megatron: receives after the previous step, one stream", b, simulate(b, c),
@@ -264,7 +264,7 @@ int executed(int runs, const char* svg) {
     double worst = 0;
     for (int r = 0; r < runs; ++r) {
       exec::run_result<float> run = ex.run(s);
-      const timeline sim = exec::predicted_run(run.prog, run.time, run, opt.workers, 1, links);
+      const timeline sim = predicted_run(run.prog, run.time, run, opt.workers, 1, links);
       const step_metrics got = measure(run.prog, run.time), want = measure(run.prog, sim);
       step.push_back(got.makespan.count());
       pred.push_back(want.makespan.count());

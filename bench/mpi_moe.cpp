@@ -18,12 +18,12 @@
 #include <vector>
 
 #include <weft/exec/moe_executor.hpp>
-#include <weft/exec/prediction.hpp>
 #include <weft/generators/dualpipe.hpp>
 #include <weft/generators/one_f_one_b.hpp>
 #include <weft/mpi/communicator.hpp>
 #include <weft/mpi/slots.hpp>
 #include <weft/sim/metrics.hpp>
+#include <weft/sim/prediction.hpp>
 
 #include "moe_example.hpp"
 
@@ -71,7 +71,7 @@ figures compare(mpi::communicator& world, const schedule& s, const exec::moe_con
     const exec::run_result<float> run = ex.run(s);  // every rank: the whole timeline
     const step_metrics got = measure(run.prog, run.time);
     const step_metrics want =
-        measure(run.prog, exec::predicted_run(run.prog, run.time, run, workers, replicas));
+        measure(run.prog, predicted_run(run.prog, run.time, run, workers, replicas));
     step.push_back(got.makespan.count());
     predicted.push_back(want.makespan.count());
     error.push_back((want.makespan - got.makespan) / got.makespan);

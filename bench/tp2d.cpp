@@ -20,7 +20,7 @@
 #include <weft/io/timeline.hpp>
 #include <weft/tp/layer_run.hpp>
 #include <weft/tp/preset.hpp>
-#include "seed_presets.hpp"
+#include "scenario_presets.hpp"
 
 using namespace weft;
 

@@ -94,7 +94,7 @@ void delay_option(CLI::App& sub, delay_args& d, deferred& later, const std::stri
 /// --delay-model's help where it prices the llama2-70b-xdc scenario.
 inline constexpr const char* xdc_delay_help =
     "with --preset llama2-70b-xdc, the link between the data centres: cross-dc[:KM[:RATIO]] "
-    "(default the seed's 960 km, ratio 128), or inter-node (one data centre)";
+    "(default the cross-DC note's 960 km, ratio 128), or inter-node (one data centre)";
 /// --timeout and --inject-fault (run, tp2d): how long a run may take, and a fault to see how
 /// one ends.
 void failure_options(CLI::App& sub, failure_args& f, deferred& later, const std::string& help);

@@ -12,17 +12,17 @@
 
 namespace weft::cli {
 
-/// How transfers are issued (seed: pp-cross-dc-comm-overlap): `--p2p`.
+/// How transfers are issued (MindSpeed's pp-cross-dc-comm-overlap note): `--p2p`.
 enum class p2p_mode { pytorch, megatron, blocking };
 
 /// The pipeline a generator builds (generate, check, simulate, compare, run): `--schedule`,
-/// its shape and the seeds' switches.
+/// its shape and the MindSpeed notes' switches.
 struct pipeline_args {
   std::string schedule;  ///< --schedule: a generator's name (compare: each of --schedules)
   int pp = 0, micro = 0, chunks = 2, layers = 1;
   bool moe = false, shared_expert = false, fb_overlap = false, transfers = false;
 
-  // AMPipe and pipe-experts (seed: ampipe), on MoE layers or the ampipe-16p preset.
+  // AMPipe and pipe-experts (MindSpeed's ampipe note), on MoE layers or the ampipe-16p preset.
   int ampipe_degree = 1;       ///< --ampipe-degree: 1..255, or 0 for auto (ampipe-16p)
   int multi_data = 1;          ///< --pipe-experts-multi-data
   bool multi_stream = false;   ///< --pipe-experts-multi-stream
@@ -30,7 +30,7 @@ struct pipeline_args {
   bool pipe_experts() const { return multi_data > 1 || multi_stream; }
   bool ampipe() const { return ampipe_degree != 1 || pipe_experts() || tp_sp_overlap; }
 
-  // Pipeline transfers (seed: pp-cross-dc-comm-overlap).
+  // Pipeline transfers (MindSpeed's pp-cross-dc-comm-overlap note).
   p2p_mode p2p = p2p_mode::pytorch;  ///< --p2p
   bool overlap_p2p = false;          ///< --overlap-p2p
   bool p2p_multi_stream = false;     ///< --multi-stream

@@ -54,7 +54,7 @@ weft::schedule weft::cli::schedule_of(const pipeline_args& p, const std::string&
   a.pieces = lay.pieces;
   a.p2p = p2p_of(p);
   a.chunks = p.chunks;
-  a.extra_warmup = p.fb_overlap;  // fb-overlap on VPP: the seed's extra warm-up micro-batch
+  a.extra_warmup = p.fb_overlap;  // fb-overlap on VPP: MindSpeed's extra warm-up micro-batch
   a.nanopipe = p.nanopipe;
   return weft::generate(name, a);
 }

@@ -3,7 +3,7 @@
 // semantics (docs/runtime.md). Needs the `weft::weft` target only (threads; no Eigen).
 #pragma once
 
-#include <weft/exec/measures.hpp>
+#include <weft/schedule/run_measures.hpp>
 #include <weft/exec/runner.hpp>
 #include <weft/rt/clock.hpp>
 #include <weft/rt/comm.hpp>

@@ -20,7 +20,7 @@
 #include <weft/schedule/verify.hpp>
 #include <weft/sim/ampipe_preset.hpp>
 #include <weft/sim/simulate.hpp>
-#include "seed_presets.hpp"
+#include "scenario_presets.hpp"
 
 using namespace weft;
 using namespace weft::exec;
@@ -176,7 +176,7 @@ std::vector<std::string> layer_order(const schedule& s, int rank) {
 
 }  // namespace
 
-TEST_CASE("the seed's order: dispatch(s) beside attention(s+1), combine(s) beside experts(s+1)") {
+TEST_CASE("the AMPipe note's order: dispatch(s) beside attention(s+1), combine(s) beside experts(s+1)") {
   const pipeline_params p{.ranks = 1,
                           .micro = 1,
                           .stages = stage_set::moe(),
@@ -379,7 +379,7 @@ TEST_CASE("pipe-experts configurations that cannot work are refused by name") {
 
 // ---- The AMPipe note's rules and the ampipe-16p scenario (simulation) ----
 
-TEST_CASE("the seed's rules: divisibility, multi-stream with SP, when pipe-experts applies") {
+TEST_CASE("the AMPipe note's rules: divisibility, multi-stream with SP, when pipe-experts applies") {
   const auto refuses = [](ampipe_config c, const char* why) {
     CHECK_THROWS_WITH_AS(resolve(c), why, config_error);
   };
@@ -458,7 +458,7 @@ TEST_CASE("a split op costs its share: causal attention by its keys, latencies w
   CHECK(c.of(dispatch(F), model_desc{.stages = stage_set::moe()}).count() == 4);
 }
 
-TEST_CASE("ampipe-16p: the layer's work from the seed's shapes; the baseline is all serial") {
+TEST_CASE("ampipe-16p: the layer's work from the note's shapes; the baseline is all serial") {
   const moe_mesh_facts f = testing::ampipe_16p();
   const moe_mesh_layer l = layer_costs(f);
   // Per device: a CP slice of 65536 tokens, TP 8. QKV and projection 4 h^2 (+ router h x 4);

@@ -22,7 +22,7 @@
 #include <weft/sim/simulate.hpp>
 #include <weft/sim/xdc_preset.hpp>
 
-#include "seed_presets.hpp"
+#include "scenario_presets.hpp"
 #include "time_approx.hpp"
 
 using namespace weft;
@@ -98,7 +98,8 @@ TEST_CASE("Megatron's 1F1B lowering: batched calls, each receive right before it
                                "{sB1 rF3}", "{sF3 rB2}", "{sB2}", "{rB3}", "{sB3}"});
 }
 
-TEST_CASE("the seed's early receives: each posted before the step preceding its consumer") {
+TEST_CASE(
+    "the cross-DC note's early receives: each posted before the step preceding its consumer") {
   // Without a virtual pipeline MindSpeed runs its interleaved code with one chunk: 2 ranks and
   // 4 micro-batches warm up with 2 (2 - r - 1) forwards. Rank 0: B0's receive after the last
   // warm-up forward, B1's after B0 (the 1F1B phase), B3's a step early in the cool-down. Rank
@@ -210,10 +211,11 @@ TEST_CASE("interleaved under Megatron's code: every forward first when micro-bat
   }
 }
 
-TEST_CASE("Megatron's lowerings and the seed's are legal for every pipeline Megatron runs") {
+TEST_CASE("Megatron's lowerings and MindSpeed's are legal for every pipeline Megatron runs") {
   // Interleaved: micro-batches in multiples of the ranks (Megatron's rule), every-forward
   // warm-ups (micro = ranks) included; 1F1B: any count.
-  const p2p_options seed{.overlap_p2p = true, .multi_stream = true}, alone{.overlap_p2p = true};
+  const p2p_options mindspeed{.overlap_p2p = true, .multi_stream = true},
+      alone{.overlap_p2p = true};
   for (int P : {2, 3, 4, 5, 8})
     for (int V : {1, 2, 3, 5})
       for (int M = P; M <= 3 * P; M += P) {
@@ -221,7 +223,7 @@ TEST_CASE("Megatron's lowerings and the seed's are legal for every pipeline Mega
         CAPTURE(V);
         CAPTURE(M);
         if (P % 2 == 0 || V == 1) {  // MindSpeed's groups by parity need an even pp to wrap
-          CHECK(check(interleaved({.ranks = P, .micro = M, .chunks = V, .p2p = seed})).ok());
+          CHECK(check(interleaved({.ranks = P, .micro = M, .chunks = V, .p2p = mindspeed})).ok());
           CHECK(check(interleaved({.ranks = P, .micro = M, .chunks = V, .p2p = alone})).ok());
         }
         CHECK(check(interleaved({.ranks = P, .micro = M, .chunks = V, .p2p = {.megatron = true}}))
@@ -240,7 +242,7 @@ TEST_CASE("Megatron's lowerings and the seed's are legal for every pipeline Mega
       CAPTURE(P);
       CAPTURE(M);
       if (M % P == 0) {  // MindSpeed's switches run its interleaved code
-        CHECK(check(one_f_one_b({.ranks = P, .micro = M, .p2p = seed})).ok());
+        CHECK(check(one_f_one_b({.ranks = P, .micro = M, .p2p = mindspeed})).ok());
         CHECK(check(one_f_one_b({.ranks = P, .micro = M, .p2p = alone})).ok());
       }
       CHECK(check(one_f_one_b({.ranks = P, .micro = M, .p2p = {.megatron = true}})).ok());
@@ -248,7 +250,7 @@ TEST_CASE("Megatron's lowerings and the seed's are legal for every pipeline Mega
     }
 }
 
-TEST_CASE("the seed's rules on its switches") {
+TEST_CASE("MindSpeed's rules on its cross-DC switches") {
   // Odd pp with chunks: the wrap-around from rank P-1 to rank 0 joins two even ranks, one
   // sending on pong, the other receiving on ping (MindSpeed's groups by rank parity).
   for (const p2p_options& o :
@@ -342,10 +344,10 @@ TEST_CASE("who waits for a transfer: the data's consumer, its exchange, or the h
   CHECK_FALSE(waits_for(meg, 0, "B0", "sF1"));
   CHECK_FALSE(waits_for(meg, 0, "F2", "rB0"));
   // PyTorch's lowering and MindSpeed's: only the receive.
-  const schedule seed =
+  const schedule mindspeed =
       one_f_one_b({.ranks = 2, .micro = 2, .p2p = {.overlap_p2p = true, .multi_stream = true}});
-  CHECK(waits_for(seed, 1, "F1", "rF1"));
-  CHECK_FALSE(waits_for(seed, 1, "B0", "rF1"));
+  CHECK(waits_for(mindspeed, 1, "F1", "rF1"));
+  CHECK_FALSE(waits_for(mindspeed, 1, "B0", "rF1"));
   // Blocking (Megatron's batched calls, the host waiting for each: its 1F1B, whose rank 0 runs
   // F0 {sF0} F1 {sF1 rB0} B0 {rB1} B1): the op after a call waits for each of its transfers; a
   // call's transfers wait for the compute issued before them, not for each other.
@@ -361,7 +363,7 @@ TEST_CASE("who waits for a transfer: the data's consumer, its exchange, or the h
   // ranks with 2 micro-batches), and only with them.
   const schedule alone = one_f_one_b({.ranks = 2, .micro = 2, .p2p = {.overlap_p2p = true}});
   CHECK(waits_for(alone, 0, "rB0", "F1"));
-  CHECK_FALSE(waits_for(seed, 0, "rB0", "F1"));
+  CHECK_FALSE(waits_for(mindspeed, 0, "rB0", "F1"));
   CHECK(waits_for(alone, 1, "F1", "rF1"));
 }
 
@@ -484,7 +486,7 @@ TEST_CASE("the sites' uplink as a resource: a crossing alone costs what the far 
         doctest::Approx(simulate(p, xdc_cost_model(one)).makespan.count()).epsilon(1e-9));
 }
 
-TEST_CASE("the seed's table: step times and the seed's reductions, VP 5 / 2 / 1") {
+TEST_CASE("the cross-DC note's table: step times and its reductions, VP 5 / 2 / 1") {
   struct row {
     int vp;
     double base_ms, opt_ms;  // the note's step times
@@ -509,12 +511,12 @@ TEST_CASE("the seed's table: step times and the seed's reductions, VP 5 / 2 / 1"
     CHECK(o == doctest::Approx(rows[i].opt_ms).epsilon(0.15));
     reduction[i] = 100 * (1 - o / b);
   }
-  const double seed[3] = {22.5, 3.0, 16.2};
+  const double published[3] = {22.5, 3.0, 16.2};
   // VP 2 within 3 points of the note's reduction; VP 5 falls short (no link contention in the
   // plain model) but stays the largest; VP 1 too (Megatron's 1F1B runs a batched call's
   // transfers together, and the note's run lost more to the link: docs/cross-dc.md), but its
   // baseline gains from MindSpeed's switches more than VP 2's does.
-  CHECK(reduction[1] == doctest::Approx(seed[1]).epsilon(3.0 / seed[1]));
+  CHECK(reduction[1] == doctest::Approx(published[1]).epsilon(3.0 / published[1]));
   CHECK(reduction[2] > 5);
   CHECK(reduction[0] > reduction[2]);
   CHECK(reduction[2] > reduction[1]);
@@ -629,7 +631,8 @@ TEST_CASE("NanoPipe: the deferred dW fill the cool-down's bubbles") {
   }
 }
 
-TEST_CASE("the seed's NanoPipe rows: MindSpeed's interleaved code at every VP, dW deferred") {
+TEST_CASE(
+    "the cross-DC note's NanoPipe rows: MindSpeed's interleaved code at every VP, dW deferred") {
   xdc_facts f = testing::llama2_70b_xdc();
   f.chunks = 1;
   f.nanopipe = true;

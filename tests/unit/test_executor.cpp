@@ -11,10 +11,12 @@
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
 #include <weft/exec/executor.hpp>
+#include <weft/exec/measures.hpp>  // deprecated forwards: still compile
 #include <weft/exec/prediction.hpp>
 #include <weft/generators/controllable_memory.hpp>
 #include <weft/generators/dualpipe.hpp>
@@ -23,9 +25,11 @@
 #include <weft/generators/looped_bfs.hpp>
 #include <weft/generators/one_f_one_b.hpp>
 #include <weft/generators/zero_bubble_v.hpp>
+#include <weft/rt/cpu_time.hpp>
 #include <weft/schedule/dsl.hpp>
 #include <weft/schedule/lower.hpp>
 #include <weft/schedule/verify.hpp>
+#include <weft/sim/prediction.hpp>
 #include <weft/sim/shared_workers.hpp>
 #include <weft/sim/simulate.hpp>
 
@@ -67,6 +71,13 @@ static_assert(!exec::run_binding<steps_of_nothing>);
 static_assert(exec::run_binding<steps_counted>);
 }  // namespace run_binding_checks
 
+// The old spellings still name the same things for a release (CHANGELOG.md): a trainer written
+// against them keeps compiling.
+static_assert(std::is_same_v<weft::exec::run_measures, weft::run_measures>);
+static_assert(std::is_same_v<decltype(&weft::exec::predicted_run), decltype(&weft::predicted_run)>);
+static_assert(
+    std::is_same_v<decltype(&weft::exec::co_run_slowdown), decltype(&weft::co_run_slowdown)>);
+
 TEST_CASE("every whole-block generator: loss and gradients equal the serial run") {
   const int P = 4, M = 8;
   const pipeline_params p{.ranks = P, .micro = M};
@@ -104,22 +115,23 @@ TEST_CASE("cross-DC options over two emulated sites: loss and gradients equal th
   opt.delay = {.on = link_model::inter_node(),
                .site_ranks = 2,
                .far = link_model::with_bandwidth(seconds(5e-4), 1e9)};
-  const p2p_options seed{.overlap_p2p = true, .multi_stream = true};
-  p2p_options seed_async = seed;
-  seed_async.async_log_allreduce = true;
+  const p2p_options mindspeed{.overlap_p2p = true, .multi_stream = true};
+  p2p_options mindspeed_async = mindspeed;
+  mindspeed_async.async_log_allreduce = true;
   for (const case_& c :
        {case_{"interleaved, megatron",
               interleaved({.ranks = P, .micro = M, .chunks = 2, .p2p = {.megatron = true}}), 2 * P},
         case_{"interleaved, mindspeed, async loss all-reduce",
-              interleaved({.ranks = P, .micro = M, .chunks = 2, .p2p = seed_async}), 2 * P},
-        case_{"interleaved, mindspeed, NanoPipe",
-              interleaved({.ranks = P, .micro = M, .chunks = 2, .p2p = seed, .nanopipe = true}),
-              2 * P},
+              interleaved({.ranks = P, .micro = M, .chunks = 2, .p2p = mindspeed_async}), 2 * P},
+        case_{
+            "interleaved, mindspeed, NanoPipe",
+            interleaved({.ranks = P, .micro = M, .chunks = 2, .p2p = mindspeed, .nanopipe = true}),
+            2 * P},
         case_{
             "1f1b, blocking, loss all-reduce",
             one_f_one_b({.ranks = P, .micro = M, .p2p = {.blocking = true, .log_allreduce = true}}),
             P},
-        case_{"1f1b, mindspeed", one_f_one_b({.ranks = P, .micro = M, .p2p = seed}), P},
+        case_{"1f1b, mindspeed", one_f_one_b({.ranks = P, .micro = M, .p2p = mindspeed}), P},
         case_{"interleaved, early receives without their own streams",
               interleaved({.ranks = P, .micro = M, .chunks = 2, .p2p = {.overlap_p2p = true}}),
               2 * P}}) {

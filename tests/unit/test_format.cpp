@@ -7,7 +7,7 @@
 
 using namespace weft;
 
-TEST_CASE("ops read like the seed's figures") {
+TEST_CASE("ops read like the MindSpeed notes' figures") {
   CHECK(to_string(op(attn(F, mb{1}))) == "attn/F mb=1");
   CHECK(to_string(op(mlp(dW, mb{3}, chunk{2}, layer{1}, split{1}, lane{2}))) ==
         "mlp/dW mb=3 chunk=2 layer=1 split=1 lane=2");

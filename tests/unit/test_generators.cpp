@@ -236,7 +236,7 @@ TEST_CASE("MoE fb-overlap: DeepSeek's pairs hide every all-to-all of the steady 
     }
 }
 
-TEST_CASE("MoE fb-overlap: the pair of one layer, as the seed draws it") {
+TEST_CASE("MoE fb-overlap: the pair of one layer, as MindSpeed's fb-overlap note draws it") {
   const pipeline_params p{
       .ranks = 2,
       .micro = 4,

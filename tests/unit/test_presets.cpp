@@ -36,7 +36,7 @@ void check_ascend_910b(const device_facts& d) {
 
 }  // namespace
 
-TEST_CASE("llama2-70b-xdc from its files: the seed's run from public facts") {
+TEST_CASE("llama2-70b-xdc from its files: the note's run from public facts") {
   const plan::preset p = plan::read_preset(presets + "/llama2-70b-xdc");
   CHECK(p.warnings.empty());
   const xdc_facts f = plan::xdc_facts_of(p);
@@ -76,7 +76,7 @@ TEST_CASE("llama2-70b-xdc from its files: the seed's run from public facts") {
   CHECK(f.ratio == 128);
 }
 
-TEST_CASE("ampipe-16p from its files: the seed's run from public facts") {
+TEST_CASE("ampipe-16p from its files: the note's run from public facts") {
   const plan::preset p = plan::read_preset(presets + "/ampipe-16p");
   CHECK(p.warnings.empty());
   const moe_mesh_facts f = plan::moe_mesh_facts_of(p);

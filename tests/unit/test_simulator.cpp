@@ -107,7 +107,7 @@ TEST_CASE("interleaved 1F1B: bubble fraction (p-1)/(v m) for equal costs") {
       }
 }
 
-TEST_CASE("fb-overlap hides the all-to-all as the seed claims (slot-barrier execution)") {
+TEST_CASE("fb-overlap hides the all-to-all as MindSpeed's note claims (slot-barrier execution)") {
   const unit_cost_model c = unit_cost_model::deepseek_v3_like();
   const unit_sim_options host_waits{.slot_barrier = true};
   for (const stage_set st : {stage_set::moe(), stage_set::moe_with_shared()}) {

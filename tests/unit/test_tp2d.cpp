@@ -85,7 +85,7 @@ const grid shapes[] = {{2, 2}, {4, 2}, {2, 4}, {3, 2}};
 
 }  // namespace
 
-TEST_CASE("the grid: TP-X groups contiguous, TP-Y strided; the seed's rules") {
+TEST_CASE("the grid: TP-X groups contiguous, TP-Y strided; the tp-2d note's rules") {
   const grid g = make_grid(8, 4, 2);
   CHECK(g.x_group(5) == std::vector<int>{4, 5, 6, 7});
   CHECK(g.y_group(5) == std::vector<int>{1, 5});
@@ -244,9 +244,9 @@ TEST_CASE(
     rc.sum(sums, rc.y_group(), "sums");
     const float ex = sums(0, 0) / static_cast<float>(H), ex2 = sums(0, 1) / static_cast<float>(H);
     const double naive = static_cast<double>(ex2 - ex * ex);
-    const double seed = static_cast<double>(ex2 - sums(0, 0) * sums(0, 0));
+    const double literal = static_cast<double>(ex2 - sums(0, 0) * sums(0, 0));
     CHECK(std::abs(naive - var32) > 0.5);  // garbage: cancellation of two 1e8-sized numbers
-    CHECK(seed < -1e9);                    // the literal formula: hopelessly negative
+    CHECK(literal < -1e9);                 // the literal formula: hopelessly negative
   });
 }
 

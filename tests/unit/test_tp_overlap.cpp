@@ -17,7 +17,7 @@
 #include <weft/tp/run.hpp>
 #include <weft/tp/schedule.hpp>
 
-#include "seed_presets.hpp"
+#include "scenario_presets.hpp"
 #include "time_approx.hpp"
 
 using namespace weft;

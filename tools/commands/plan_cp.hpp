@@ -1,4 +1,4 @@
-// `weft plan-cp` (seed: adaptive-cp): a mask's sequence re-mapped and its blocks scheduled in
+// `weft plan-cp` (MindSpeed's adaptive-cp note): a mask's sequence re-mapped and its blocks scheduled in
 // rounds under a cap per rank and round.
 #pragma once
 

@@ -16,8 +16,8 @@
 
 #include <weft/exec/executor.hpp>
 #include <weft/exec/moe_executor.hpp>
-#include <weft/exec/prediction.hpp>
 #include <weft/schedule/lower.hpp>
+#include <weft/sim/prediction.hpp>
 #include "commands/report.hpp"
 #include "pipeline_request.hpp"
 #include "process_world.hpp"
@@ -106,9 +106,8 @@ int run_and_report(const run_options& o, const schedule& s, Model& model,
   // replicas, the same stream program through the same semantics. In-process, the machine too:
   // compute costs its CPU time, and the cores it shares with the runtime's other threads slow
   // it (over MPI, where no CPU time is gathered, its measured span and a core per worker).
-  const timeline predicted =
-      exec::predicted_run(run.prog, run.time, run, backend.workers, t.replicas,
-                          link_costs(opt.delay, t.replicas, t.transfer_bytes));
+  const timeline predicted = predicted_run(run.prog, run.time, run, backend.workers, t.replicas,
+                                           link_costs(opt.delay, t.replicas, t.transfer_bytes));
   const std::string& name = t.schedule_name;
   if (!o.output.svg.empty()) {  // measured above predicted, on one time scale
     std::ofstream out = open_for_writing(o.output.svg);

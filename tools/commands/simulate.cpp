@@ -1,5 +1,5 @@
-// `weft simulate` (simulate.hpp): a generator's schedule in schedule units, or a seed's scenario
-// in seconds beside its baseline.
+// `weft simulate` (simulate.hpp): a generator's schedule in schedule units, or a MindSpeed note's
+// scenario in seconds beside its baseline.
 #include "commands/simulate.hpp"
 
 #include <iomanip>
@@ -55,8 +55,8 @@ namespace {
 /// The AMPipe degrees `--ampipe-degree auto` tries.
 constexpr int most_ampipe_degree = 16;
 
-/// simulate --preset ampipe-16p: the seed's scenario with the switches asked for, beside its
-/// baseline (degree 1, no pipe-experts); with --ampipe-degree auto, every degree the seed's rules
+/// simulate --preset ampipe-16p: the AMPipe note's scenario with the switches asked for, beside its
+/// baseline (degree 1, no pipe-experts); with --ampipe-degree auto, every degree the note's rules
 /// take, and the fastest.
 int ampipe_scenario(const simulate_options& o) {
   const pipeline_args& p = o.pipeline;
@@ -133,7 +133,7 @@ int ampipe_scenario(const simulate_options& o) {
   return exit_ok;
 }
 
-/// simulate --preset llama2-70b-xdc: the seed's cross-DC scenario with the switches asked for,
+/// simulate --preset llama2-70b-xdc: the cross-DC note's scenario with the switches asked for,
 /// beside Megatron's baseline on the same links.
 int xdc_scenario(const simulate_options& o) {
   const pipeline_args& p = o.pipeline;

@@ -1,5 +1,5 @@
 // `weft simulate`: a schedule over simulated time (makespan, bubble, exposed communication), or a
-// seed's whole scenario (--preset ampipe-16p, llama2-70b-xdc) beside its baseline.
+// MindSpeed note's whole scenario (--preset ampipe-16p, llama2-70b-xdc) beside its baseline.
 #pragma once
 
 #include <string_view>

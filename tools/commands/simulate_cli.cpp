@@ -18,7 +18,7 @@ void define(CLI::App& sub, simulate_options& o, deferred& later) {
                {preset(preset_name::deepseek_v3), preset(preset_name::ampipe_16p),
                 preset(preset_name::llama2_70b_xdc)},
                "deepseek-v3: MoE costs per chunk layer, each all-to-all no longer than its "
-               "compute partner; ampipe-16p (simulate): the AMPipe seed's 16-device 128k run, "
+               "compute partner; ampipe-16p (simulate): the AMPipe note's 16-device 128k run, "
                "a whole scenario (docs/ampipe.md); llama2-70b-xdc (simulate): llama2-70B over "
                "two data centres, tp 8 pp 8, --chunks V (docs/cross-dc.md)",
                true);
@@ -34,7 +34,7 @@ void check(const simulate_options& o) {
   if (xdc && (!p.schedule.empty() || p.pp != 0 || p.layers != 1 || p.sub_stages() || p.transfers ||
               o.cost.barrier || p.ampipe() || p.p2p != p2p_mode::pytorch))
     bad("--preset llama2-70b-xdc is a whole scenario (Megatron's interleaved schedule on pp 8, "
-        "tp 8); it takes --chunks, --micro, --delay-model and the seed's switches "
+        "tp 8); it takes --chunks, --micro, --delay-model and the note's switches "
         "(--overlap-p2p, --multi-stream, --log-allreduce, --async-log-allreduce, --nanopipe) "
         "only");
   if (xdc && o.delay.link == link_choice::intra_node)

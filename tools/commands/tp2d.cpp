@@ -1,6 +1,6 @@
-// `weft tp2d` (seed: tp-2d): one attention + MLP layer on a tp_x x tp_y grid of in-process ranks
-// and on its 1D counterpart (tp_x * tp_y x 1), every linear run as a schedule under the chosen
-// overlap; or the llama3-405B scenario, simulated from device and link facts.
+// `weft tp2d` (MindSpeed's tp-2d note): one attention + MLP layer on a tp_x x tp_y grid of
+// in-process ranks and on its 1D counterpart (tp_x * tp_y x 1), every linear run as a schedule
+// under the chosen overlap; or the llama3-405B scenario, simulated from device and link facts.
 #include <algorithm>
 #include <iomanip>
 #include <iostream>
@@ -21,7 +21,7 @@ namespace {
 
 using json = nlohmann::ordered_json;
 
-/// --overlap, or the seed's switches for it.
+/// --overlap, or MindSpeed's switches for it.
 tp_overlap overlap_of(const tp2d_options& q) {
   if (q.ag_matmul || q.matmul_rs || q.coc_fused)
     return tp::resolve({.ag_matmul = q.ag_matmul, .matmul_rs = q.matmul_rs, .fused = q.coc_fused});

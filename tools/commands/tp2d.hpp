@@ -1,4 +1,4 @@
-// `weft tp2d` (seed: tp-2d): one attention + MLP layer on a tp_x x tp_y grid of in-process
+// `weft tp2d` (MindSpeed's tp-2d note): one attention + MLP layer on a tp_x x tp_y grid of in-process
 // ranks and on its 1D counterpart; or the llama3-405B scenario, simulated.
 #pragma once
 
@@ -15,7 +15,7 @@ struct tp2d_options {
   int tp_x = 0, tp_y = 0;
   int hidden = 192, heads = 24, ffn = 0, seq = 0, batch = 1;     ///< ffn 0: 4 x hidden; seq 0: 256
   tp_overlap overlap = tp_overlap::none;                         ///< --overlap
-  bool ag_matmul = false, matmul_rs = false, coc_fused = false;  ///< the seed's switches
+  bool ag_matmul = false, matmul_rs = false, coc_fused = false;  ///< MindSpeed's switches
   delay_args delay;
   preset_name preset = preset_name::none;  ///< llama3-405b
   weft::contention_facts contention;

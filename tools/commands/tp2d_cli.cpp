@@ -30,11 +30,11 @@ void define(CLI::App& sub, tp2d_options& o, deferred& later) {
                                           {"ag-matmul", tp_overlap::ag_matmul},
                                           {"matmul-rs", tp_overlap::matmul_rs},
                                           {"fused", tp_overlap::fused}}));
-  sub.add_flag("--enable-overlap-ag-with-matmul", o.ag_matmul, "the seed's name for ag-matmul")
+  sub.add_flag("--enable-overlap-ag-with-matmul", o.ag_matmul, "MindSpeed's name for ag-matmul")
       ->excludes(overlap);
-  sub.add_flag("--enable-overlap-matmul-with-rs", o.matmul_rs, "the seed's name for matmul-rs")
+  sub.add_flag("--enable-overlap-matmul-with-rs", o.matmul_rs, "MindSpeed's name for matmul-rs")
       ->excludes(overlap);
-  sub.add_flag("--coc-fused-kernel", o.coc_fused, "the seed's name for fused")->excludes(overlap);
+  sub.add_flag("--coc-fused-kernel", o.coc_fused, "MindSpeed's name for fused")->excludes(overlap);
   delay_option(sub, o.delay, later,
                "the emulated link of every collective: none, intra-node or inter-node");
   sub.add_option("--preset", o.preset,

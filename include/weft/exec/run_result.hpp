@@ -8,9 +8,9 @@
 #include <cstddef>
 #include <vector>
 
-#include <weft/exec/measures.hpp>
 #include <weft/nn/tensor.hpp>
 #include <weft/schedule/program.hpp>
+#include <weft/schedule/run_measures.hpp>
 #include <weft/schedule/timeline.hpp>
 
 namespace weft::exec {

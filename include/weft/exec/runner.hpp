@@ -31,18 +31,22 @@
 #include <weft/config.hpp>
 #include <weft/core/binding.hpp>
 #include <weft/core/error.hpp>
-#include <weft/exec/measures.hpp>
 #include <weft/rt/await.hpp>
 #include <weft/rt/clock.hpp>
 #include <weft/rt/host.hpp>
 #include <weft/rt/inproc.hpp>
 #include <weft/rt/stream.hpp>
 #include <weft/schedule/program.hpp>
+#include <weft/schedule/run_measures.hpp>
 #include <weft/schedule/semantics.hpp>
 #include <weft/schedule/text.hpp>
 #include <weft/schedule/timeline.hpp>
 
 namespace weft::exec {
+
+/// Deprecated spelling of `weft::run_measures` (schedule/run_measures.hpp); goes in the next
+/// release (CHANGELOG.md).
+using weft::run_measures;
 
 struct run_options {
   unsigned workers = 2;  ///< threads that run compute streams, shared by every rank
@@ -246,10 +250,10 @@ class runner {
   /// Runs the program once and returns replica 0's timeline in seconds from the start: each op
   /// from the start of its unit (a transfer when its later end is posted, a collective when its
   /// last replica is) to its completion; the makespan covers every replica. `measures` receives
-  /// what calibrates a simulation of the run (exec/measures.hpp). Throws `run_error` when an op
-  /// throws (naming its rank and op) or when the run is not finished after the timeout (naming the
-  /// op every unfinished rank waits at, and what it waits for); either way every stream is
-  /// abandoned before it returns, and the runner can run again.
+  /// what calibrates a simulation of the run (schedule/run_measures.hpp). Throws `run_error` when
+  /// an op throws (naming its rank and op) or when the run is not finished after the timeout
+  /// (naming the op every unfinished rank waits at, and what it waits for); either way every stream
+  /// is abandoned before it returns, and the runner can run again.
   template <run_binding Model>
   timeline run(Model& model, run_measures* measures = nullptr) {
     return run_bound(detail::bound_model::of(model), measures);

@@ -107,7 +107,7 @@ constexpr schedule build_interleaved(const interleaved_params& p) {
   const bool megatron_code = p.p2p.megatron || p.p2p.blocking || p.p2p.overlap_p2p;
   if (megatron_code && p.micro % p.ranks != 0)
     gen::reject("interleaved",
-                "Megatron's p2p and the seed's take micro-batches in multiples of the ranks "
+                "Megatron's p2p and MindSpeed's take micro-batches in multiples of the ranks "
                 "(micro % ranks == 0; Megatron's interleaved schedule requires it): with rounds of "
                 "another size, ping/pong streams deadlock (checked: ranks 8, micro 22)");
   if (p.p2p.overlap_p2p && p.chunks > 1 && p.ranks % 2 == 1)
@@ -126,7 +126,7 @@ constexpr schedule build_interleaved(const interleaved_params& p) {
                 "opposite orders, so each would land in the other's buffer");
   if (p.p2p.overlap_p2p && p.extra_warmup)
     gen::reject("interleaved",
-                "the seed's early receives do not combine with fb-overlap's extra warm-up "
+                "the cross-DC note's early receives do not combine with fb-overlap's extra warm-up "
                 "micro-batch: MindSpeed's fb-overlap runs VPP through a copy of Megatron's "
                 "interleaved schedule (moe_feature/fb_overlap/vpp_schedules.py) with Megatron's "
                 "overlap_p2p_comm, not the early-receive one; with MoE stages and fb-overlap, "

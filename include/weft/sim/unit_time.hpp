@@ -46,13 +46,13 @@ struct basic_sim_options {
   double background_load = 0, comm_load = 0;
   /// While two or more units of compute run, each takes 1 + this as long (`simulate_on_workers`
   /// only): what two compute threads take from each other beyond the cores (caches, memory
-  /// bandwidth, hyper-threads). The CPU runtime's `exec::co_run_slowdown` reads it off a run.
+  /// bandwidth, hyper-threads). The CPU runtime's `co_run_slowdown` reads it off a run.
   double co_run_slowdown = 0;
   /// With contention: record where ops ran below full rate (`timeline::slowed`, which the SVG
   /// veils). Off, a contended run is about an eighth faster.
   bool record_slowed = false;
   /// Per op copy (replica r of op i at r × ops + i, `semantics::copy`), the work of its unit of
-  /// compute at full rate, as a run measured it op by op (`exec::sim_options_from` gives the CPU
+  /// compute at full rate, as a run measured it op by op (`sim_options_from` gives the CPU
   /// runtime's): `simulate_on_workers` then costs a unit of compute here rather than at its
   /// (kind, phase)'s mean, so the copies of one op differ as they did, and a collective after
   /// them waits for the slowest. Empty: every unit at the cost model's; an entry of 0 or less (a

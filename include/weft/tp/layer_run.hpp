@@ -16,12 +16,12 @@
 #include <vector>
 
 #include <weft/core/error.hpp>
-#include <weft/exec/prediction.hpp>
 #include <weft/exec/runner.hpp>
 #include <weft/nn/attention.hpp>
 #include <weft/rt/inproc.hpp>
 #include <weft/schedule/lower.hpp>
 #include <weft/schedule/timeline.hpp>
+#include <weft/sim/prediction.hpp>
 #include <weft/tp/layers.hpp>
 #include <weft/tp/run.hpp>
 
@@ -107,7 +107,7 @@ struct phase_timing {
   const program* prog = nullptr;
   int replicas = 1;
   timeline measured;
-  exec::run_measures measures;
+  run_measures measures;
 };
 
 /// Why a layer of `shape` cannot be sharded on grid `g` (heads over TP-X, the hidden size over
@@ -291,7 +291,7 @@ class layer_runner {
 /// a phase without a program (the attention) as measured.
 inline seconds predicted(const phase_timing& t, unsigned workers) {
   if (!t.prog) return t.wall;
-  return exec::predicted_run(*t.prog, t.measured, t.measures, workers, t.replicas).makespan;
+  return predicted_run(*t.prog, t.measured, t.measures, workers, t.replicas).makespan;
 }
 /// What a phase took: a program's makespan as the runner timed it, the attention's wall time.
 inline seconds measured(const phase_timing& t) { return t.prog ? t.measured.makespan : t.wall; }

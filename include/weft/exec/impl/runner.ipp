@@ -700,13 +700,15 @@ WEFT_DECL void runner::fill_measures(run_measures& m, const timeline& time,
   // oversubscribed core adds lives in the tail a median would hide.
   m.dispatch_gap = weft::seconds(gaps[gap_count] > 0 ? gaps[gap_sum] / gaps[gap_count] : 0.0);
   m.wake_gap = weft::seconds(gaps[wake_count] > 0 ? gaps[wake_sum] / gaps[wake_count] : 0.0);
-  if (process_cpu >= 0)
+  if (process_cpu >= 0) {
     detail::measure_cpu_use(g, start_s, finish_s, cpu_.data(), cpu_lead_.data(), process_cpu,
                             time.makespan.count(), m);
-  else {  // not measured: nothing from an earlier run may stand for this one's
+    m.cores = rt::usable_cores();
+  } else {  // not measured: nothing from an earlier run may stand for this one's
     m.cpu.clear();
     m.co_run.clear();
     m.background_cores = m.comm_cores = 0;
+    m.cores = 0;
   }
   m.comm_span.assign(n, weft::seconds{0});
   for (std::uint32_t i = 0; i < n; ++i) {

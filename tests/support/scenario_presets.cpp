@@ -1,4 +1,4 @@
-#include "seed_presets.hpp"
+#include "scenario_presets.hpp"
 
 #include <string>
 

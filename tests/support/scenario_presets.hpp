@@ -1,6 +1,6 @@
 // The scenarios of MindSpeed's feature notes as the tool reads them: each preset's files
 // (presets/) turned into the facts its cost model is built from. Defined once, in
-// seed_presets.cpp, so the JSON readers are compiled once for every test program that prices a
+// scenario_presets.cpp, so the JSON readers are compiled once for every test program that prices a
 // note's run.
 #pragma once
 
