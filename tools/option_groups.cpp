@@ -225,13 +225,7 @@ void pipeline_options(CLI::App& sub, pipeline_args& p, bool scenario) {
   sub.add_option("--chunks", p.chunks,
                  "model chunks per rank, for the schedules that take a count (default 2)")
       ->check(whole_in(1, weft::limits::chunks));
-  sub.add_option("--layers", p.layers, "layers per model chunk (default 1)")
-      ->check(whole_in(1, weft::limits::layers));
-  sub.add_flag("--moe", p.moe, "layers of MoE sub-stages: attn, dispatch, mlp, combine");
-  sub.add_flag("--shared-expert", p.shared_expert,
-               "MoE layers with a shared expert beside the routed ones");
-  sub.add_flag("--fb-overlap", p.fb_overlap,
-               "MoE sub-stages, forward/backward pairs overlapped per layer (DeepSeek)");
+  layer_options(sub, p.layers, p.moe, p.shared_expert, p.fb_overlap);
   sub.add_flag("--transfers", p.transfers, "explicit send/recv ops, placed as PyTorch places them");
   sub.add_option("--ampipe-degree", p.ampipe_degree,
                  "AMPipe: each micro-batch's sequence in D chunks, their attention and experts "
@@ -278,6 +272,26 @@ void pipeline_options(CLI::App& sub, pipeline_args& p, bool scenario) {
   sub.add_flag("--nanopipe,--use-nanopipe", p.nanopipe,
                "interleaved: MindSpeed's NanoPipe, rank r's first 2r steady-phase backwards "
                "split, their dW run after the cool-down (docs/cross-dc.md)");
+}
+
+void layer_options(CLI::App& sub, int& layers, bool& moe, bool& shared_expert, bool& fb_overlap) {
+  sub.add_option("--layers", layers, "layers per model chunk (default 1)")
+      ->check(whole_in(1, weft::limits::layers));
+  sub.add_flag("--moe", moe, "layers of MoE sub-stages: attn, dispatch, mlp, combine");
+  sub.add_flag("--shared-expert", shared_expert,
+               "MoE layers with a shared expert beside the routed ones");
+  sub.add_flag("--fb-overlap", fb_overlap,
+               "MoE sub-stages, forward/backward pairs overlapped per layer (DeepSeek)");
+}
+
+void search_walk_options(CLI::App& sub, long long& evaluations, long long& seed,
+                         const std::string& what) {
+  sub.add_option("--evaluations", evaluations,
+                 "stop after judging this many " + what +
+                     " (0: no cap); reached before the time budget, the result depends only on "
+                     "--seed")
+      ->check(whole_in(0LL, 1LL << 40));
+  sub.add_option("--seed", seed, "the search's seed (default 1)")->check(whole_in(0LL, 1LL << 62));
 }
 
 /// --schedule, for the subcommands that take one.

@@ -79,6 +79,13 @@ struct deferred {
 /// stand for the whole pipeline (simulate's ampipe-16p), so --schedule, --pp and --micro are
 /// required only without it (the subcommand's check).
 void pipeline_options(CLI::App& sub, pipeline_args& p, bool scenario);
+/// A chunk's layers and what they are made of (the pipeline's, and the search's):
+/// --layers, --moe, --shared-expert, --fb-overlap.
+void layer_options(CLI::App& sub, int& layers, bool& moe, bool& shared_expert, bool& fb_overlap);
+/// The schedule search's walk (search, and plan's --search-budget-s): --evaluations caps the
+/// `what` it judges, --seed picks the walk.
+void search_walk_options(CLI::App& sub, long long& evaluations, long long& seed,
+                         const std::string& what);
 /// --schedule, for the subcommands that take one.
 void schedule_option(CLI::App& sub, pipeline_args& p, bool scenario);
 /// --contention.

@@ -256,6 +256,48 @@ TEST_CASE("--pipeline-layout: what does not parse or does not cover the model is
         "--pipeline-layout: unexpected ')' at position 5 of \"Et|t)|L\"");
 }
 
+TEST_CASE("a cluster file names its device: the per-kernel prices take its SMs and tiles") {
+  const std::string facts = R"("peak_flops": 989e12, "matmul_efficiency": 0.7,
+      "hbm_bytes": 80e9, "hbm_bytes_per_s": 3e12, "devices_per_node": 8,
+      "intra_node": {"latency_us": 2, "bytes_per_s": 450e9},
+      "inter_node": {"latency_us": 10, "bytes_per_s": 50e9})";
+  const cluster_file named = read_cluster("{\"device\": \"h100-sxm\", " + facts + "}", "c.json");
+  CHECK(named.warnings.empty());
+  CHECK(named.spec.chip.sms == 132);
+  CHECK(named.spec.chip.tile.m == 256);
+  CHECK(named.spec.chip.peak_fp8 == 1979e12);
+  CHECK(named.spec.chip.hbm_share == weft::perf::h100_sxm.hbm_share);
+  // The file's own facts override the device's.
+  CHECK(named.spec.chip.matmul_share == 0.7);
+  CHECK(named.spec.chip.hbm_bytes_per_s == 3e12);
+  // Without it, no device: the estimate makes one of the facts (no tiles).
+  CHECK(read_cluster("{" + facts + "}", "c.json").spec.chip.peak_bf16 == 0);
+  CHECK_THROWS_WITH_AS(read_cluster("{\"device\": \"tpu-v5\", " + facts + "}", "c.json"),
+                       "c.json: device 'tpu-v5' is not a built-in one (a100-80g, h100-sxm, h800, "
+                       "ascend-910b)",
+                       config_error);
+  CHECK_THROWS_WITH_AS(read_cluster("{\"device\": 3, " + facts + "}", "c.json"),
+                       "c.json: device must be a string, got 3", config_error);
+  // The collectives' bus bandwidths: read, range-checked, their unknown keys warned of.
+  const cluster_file bus = read_cluster(
+      "{" + facts +
+          R"(, "collectives": {"nvlink_busbw": 370e9, "nic_busbw": 47e9, "nics_per_node": 8,
+                                "sharp": true}})",
+      "c.json");
+  CHECK(bus.spec.fabric.nvlink_busbw == 370e9);
+  CHECK(bus.spec.fabric.nic_busbw == 47e9);
+  CHECK(bus.spec.fabric.nics_per_node == 8);
+  REQUIRE(bus.warnings.size() == 1);
+  CHECK(bus.warnings[0] == "c.json: collectives: key 'sharp' is not used");
+  CHECK_THROWS_WITH_AS(
+      read_cluster("{" + facts + R"(, "collectives": {"nic_busbw": 1}})", "c.json"),
+      "c.json: collectives: nic_busbw must be in [1000000, 1000000000000000], got 1", config_error);
+  CHECK_THROWS_WITH_AS(
+      read_cluster("{" + facts + R"(, "collectives": {"nics_per_node": 2.5}})", "c.json"),
+      "c.json: collectives: nics_per_node must be a whole number in [1, 65536], got 2.5",
+      config_error);
+}
+
 TEST_CASE("one's own cluster from JSON: the built-in H100's figures read back, errors named") {
   const cluster_file f = read_cluster(R"({"peak_flops": 989e12, "matmul_efficiency": 0.8,
       "attention_efficiency": 0.6, "hbm_bytes": 80e9, "hbm_bytes_per_s": 3.35e12,

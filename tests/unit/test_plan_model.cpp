@@ -179,26 +179,40 @@ TEST_CASE("FLOPs beyond GPT-3: grouped-query, gated, experts, latent attention, 
                                                    3 * (scores + mtp_scores) / 2));
 }
 
-TEST_CASE("a planned job's stages: FLOPs at the device's rates, memory in bytes, the whole step") {
-  // Two layers of hidden 1024 (8 heads, GeLU over 4096, no biases, 1000 tokens of vocabulary)
-  // on pp 2, one 1024-token sequence per micro-batch, 2 micro-batches: a device of 1 PFLOP/s
-  // that sustains all of it, 1 TB/s of HBM.
-  const transformer m = testing::tiny_dense(2);
-  const cluster c = testing::ideal_cluster();
+namespace {
+/// The two layers of `testing::tiny_dense(2)` on pp 2, one 1024-token sequence a micro-batch,
+/// 2 micro-batches.
+job two_stages() {
   job j;
   j.pp = 2;
   j.seq = 1024;
   j.global_batch_size = 2;
-  const estimate e = estimate_job(m, j, c);
+  return j;
+}
+}  // namespace
+
+TEST_CASE("a planned job's stages: FLOPs at the device's rates, memory in bytes, the whole step") {
+  // Two layers of hidden 1024 (8 heads, GeLU over 4096, no biases, 1000 tokens of vocabulary)
+  // on pp 2, one 1024-token sequence per micro-batch, 2 micro-batches: a device of 1 PFLOP/s
+  // that sustains all of it, 1 TB/s of HBM. Matmuls at the sustained rate whatever their shape
+  // (perf/matmul.hpp's roof would bound these, 1 PFLOP/s over 1 TB/s being a steep ratio), the
+  // memory-bound kernels priced apart (below).
+  const transformer m = testing::tiny_dense(2);
+  const cluster c = testing::ideal_cluster();
+  const job j = two_stages();
+  const estimate e = estimate_job(m, j, c, {.matmul_shapes = false, .memory_bound = false});
   REQUIRE(e.stages.size() == 2);
   // A layer's forward: projections 8Th^2, MLP 16Th^2, scores 4T s h of which flash attention
-  // computes the causal half; the head 2ThV on the last stage.
+  // computes the causal half; the head 2ThV on the last stage. The backward: every weight's
+  // matmul twice (dX, dW) and flash attention's backward, 2.5 times its forward (it computes
+  // the scores again; FlashAttention-2, arXiv 2307.08691, counts it so).
   const double T = 1024, H = 1024;
-  const double layer = 8 * T * H * H + 16 * T * H * H + 2 * T * 1024 * H;
+  const double weighted = 8 * T * H * H + 16 * T * H * H, causal = 2 * T * 1024 * H;
+  const double layer = weighted + causal;
   CHECK(e.stages[0].cost.F.count() == doctest::Approx(layer / 1e15));
   CHECK(e.stages[1].cost.F.count() == doctest::Approx((layer + 2 * T * H * 1000) / 1e15));
-  CHECK(e.stages[0].cost.B.count() == doctest::Approx(2 * layer / 1e15));
-  CHECK(e.stages[0].cost.W.count() == doctest::Approx((layer - 2 * T * 1024 * H) / 1e15));
+  CHECK(e.stages[0].cost.B.count() == doctest::Approx((2 * weighted + 2.5 * causal) / 1e15));
+  CHECK(e.stages[0].cost.W.count() == doctest::Approx(weighted / 1e15));
   // Parameters: 4h^2 + 8h^2 + 2 norms of h per layer; the embedding on the first, the final
   // norm and the head on the last.
   CHECK(e.stages[0].params == doctest::Approx(12 * H * H + 2 * H + 1000 * H));
@@ -223,6 +237,29 @@ TEST_CASE("a planned job's stages: FLOPs at the device's rates, memory in bytes,
   const double needed = 3 * (2 * layer + 2 * T * H * 1000) * 2;
   CHECK(model_flops(m, 2 * T, T) == doctest::Approx(needed));
   CHECK(e.mfu == doctest::Approx(needed / (e.step.count() * 2 * 1e15)));
+}
+
+TEST_CASE("a stage's memory-bound kernels: the bytes they move at the HBM's bandwidth") {
+  // The same two layers (RMSNorm, rotary, GeLU, no dropout), E = T h elements an activation:
+  // each norm reads and writes E (4E bytes in bf16), rotary the queries' and keys' 2E (8E), each
+  // residual add reads two and writes one (6E), the GeLU reads and writes the MLP's 4E (16E):
+  // 44E bytes a layer's forward. The embedding writes E (2E bytes) on the first stage; the
+  // loss reads the bf16 logits and writes fp32 ones (6 T V bytes) on the last.
+  const transformer m = testing::tiny_dense(2);
+  const cluster c = testing::ideal_cluster();
+  const job j = two_stages();
+  const estimate with = estimate_job(m, j, c, {.matmul_shapes = false}),
+                 without = estimate_job(m, j, c, {.matmul_shapes = false, .memory_bound = false});
+  const double E = 1024.0 * 1024, T = 1024, V = 1000;
+  CHECK((with.stages[0].cost.F - without.stages[0].cost.F).count() ==
+        doctest::Approx((44 * E + 2 * E) / 1e12));
+  CHECK((with.stages[1].cost.F - without.stages[1].cost.F).count() ==
+        doctest::Approx((44 * E + 6 * T * V) / 1e12));
+  // Backward: norms read x and dy and write dx (6E each), rotary 8E, the GeLU 3 x 4E x 2 = 24E,
+  // the residuals pass their gradient through: 44E; the embedding's gradient 4E, the loss 6TV.
+  CHECK((with.stages[0].cost.B - without.stages[0].cost.B).count() ==
+        doctest::Approx((44 * E + 4 * E) / 1e12));
+  CHECK(with.stages[0].cost.W == without.stages[0].cost.W);  // the dW are matmuls
 }
 
 TEST_CASE("data-parallel sharding: the states each rank keeps, what it gathers, what it syncs") {
@@ -252,7 +289,9 @@ TEST_CASE("data-parallel sharding: the states each rank keeps, what it gathers, 
   CHECK(fsdp.states_per_rank[0] == doctest::Approx((9 + 4 + 4) * p0));
   // The sync: a reduce-scatter of fp32 gradients and an all-gather of bf16 weights, FSDP's
   // twice (forward and backward); overlapped, a layer's worth of it (the rank's one layer).
-  const weft::link_model dp = c.intra;  // 2 ranks, tp (1) devices apart: inside a node
+  // 2 ranks, tp (1) devices apart: inside a node, at NCCL's bus bandwidth over NVLink (230
+  // GB/s on the A100s the cluster copies).
+  const weft::link_model dp{c.intra.alpha, weft::seconds(1 / 230e9)};
   const auto sync = [&](double params, double gathers) {
     return (weft::collective::ring_reduce_scatter(dp, 2, 4 * params) +
             gathers * weft::collective::ring_all_gather(dp, 2, 2 * params))
@@ -265,6 +304,38 @@ TEST_CASE("data-parallel sharding: the states each rank keeps, what it gathers, 
   // Adam on the shard: 30 bytes a parameter, all of them unsharded.
   CHECK(optim.optimizer.count() == doctest::Approx(30 * p1 / 2 / 1e12));
   CHECK(whole.optimizer.count() == doctest::Approx(30 * p1 / 1e12));
+}
+
+TEST_CASE("collectives across nodes run over every NIC their members own (rails)") {
+  // DGX A100: 8 GPUs and 8 HDR NICs a node, 24 GB/s a NIC as NCCL measures it (192 GB/s for 8),
+  // NVLink 230 GB/s. A tensor-parallel group of 16 over two nodes has 8 members a node: a ring
+  // a NIC, 8 x 24 = 192 GB/s; a data-parallel group one rank a node (stride 8) has one NIC; a
+  // group of 2 a node (stride 4), two.
+  const cluster& a100 = *find_cluster("a100-80g");
+  CHECK(1 / collective_link(a100, 8, 1).beta.count() == doctest::Approx(230e9));
+  CHECK(1 / collective_link(a100, 16, 1).beta.count() == doctest::Approx(192e9));
+  CHECK(1 / collective_link(a100, 64, 8).beta.count() == doctest::Approx(24e9));
+  CHECK(1 / collective_link(a100, 4, 4).beta.count() == doctest::Approx(48e9));
+  CHECK(collective_link(a100, 16, 1).alpha == a100.inter.alpha);
+  // An all-to-all (and a point-to-point transfer) leaves through each rank's own NIC.
+  CHECK(group_link(a100, 16, 1).beta == a100.inter.beta);
+  // A cluster without the collectives' figures: its links' own bandwidth, a NIC a device.
+  cluster file = a100;
+  file.fabric = {};
+  CHECK(1 / collective_link(file, 8, 1).beta.count() == doctest::Approx(300e9));
+  CHECK(1 / collective_link(file, 16, 1).beta.count() == doctest::Approx(8 * 25e9));
+  // TP 16 on two nodes: each layer's two all-reduces (no sequence parallelism) of its 1024 x
+  // 1024 bf16 activation at 192 GB/s, 10 us a step between nodes.
+  transformer m = testing::tiny_dense(2);
+  m.heads = m.kv_heads = 16;
+  m.head_dim = 64;
+  job j;
+  j.tp = 16;
+  j.seq = 1024;
+  const weft::link_model rails{weft::seconds(10e-6), weft::seconds(1 / 192e9)};
+  CHECK(
+      detail::layer_comm_of(m, j, a100, 0).total.count() ==
+      doctest::Approx(2 * weft::collective::ring_all_reduce(rails, 16, 2.0 * 1024 * 1024).count()));
 }
 
 TEST_CASE("a job that cannot train the model is refused, naming the numbers") {

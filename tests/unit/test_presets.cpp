@@ -80,8 +80,8 @@ TEST_CASE("ampipe-16p from its files: the note's run from public facts") {
   const plan::preset p = plan::read_preset(presets + "/ampipe-16p");
   CHECK(p.warnings.empty());
   const moe_mesh_facts f = plan::moe_mesh_facts_of(p);
-  // The AMPipe note's 双机16P: sequence 128k; GPT-3 175B's width (hidden 12288, FFN 4 x hidden) in 2
-  // MoE layers of 4 experts, top-2; tp 8, cp 2, ep 2, sequence parallel, full recomputation.
+  // The AMPipe note's 双机16P: sequence 128k; GPT-3 175B's width (hidden 12288, FFN 4 x hidden) in
+  // 2 MoE layers of 4 experts, top-2; tp 8, cp 2, ep 2, sequence parallel, full recomputation.
   CHECK(f.seq == 131072);
   CHECK(f.hidden == 12288);
   CHECK(f.ffn == 4 * 12288);
@@ -199,6 +199,13 @@ TEST_CASE("deepseek-v3 from its files: the real model on 2048 H800s, as the publ
   CHECK(file.intra.beta == h800.intra.beta);
   CHECK(file.inter.alpha == h800.inter.alpha);
   CHECK(file.inter.beta == h800.inter.beta);
+  CHECK(file.fabric.nvlink_busbw == h800.fabric.nvlink_busbw);
+  CHECK(file.fabric.nic_busbw == h800.fabric.nic_busbw);
+  CHECK(file.fabric.nics_per_node == h800.fabric.nics_per_node);
+  CHECK(file.chip.name == h800.chip.name);  // "device": "h800": its SMs, tiles and memory
+  CHECK(file.chip.sms == h800.chip.sms);
+  CHECK(file.chip.hbm_share == h800.chip.hbm_share);
+  CHECK(file.chip.matmul_share == h800.chip.matmul_share);
   // The job docs/planning.md's DeepSeek-V3 row states with flags: the same step to the bit.
   plan::job flags;
   flags.pp = 16;

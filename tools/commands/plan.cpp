@@ -47,12 +47,14 @@ std::string read_text(const std::string& path) {
 }
 
 /// The flags that run plan `j`'s schedule, chunks and layout in place of the job `asked`'s: its
-/// chunks per rank stated whenever they are not 1 or the job asked for others, so that the
-/// flags replace the job's own (a schedule of a fixed count, zb-v's 2, in place of --chunks 5).
+/// stages per rank stated whenever they are not 1 or the job asked for others, so that the flags
+/// replace the job's own (a schedule of a fixed count, zb-v's 2, in place of --chunks 5).
 std::string flags(const plan::job& j, const plan::job& asked) {
   std::string f = "--schedule " + j.schedule;
   const generator_info* g = find_generator(j.schedule);
-  const int chunks = g && !g->takes_chunk_count() ? g->chunks_per_rank : j.chunks;
+  // A schedule of a fixed count: its distinct stages a rank (DualPipe's two copies of one: 1).
+  const int chunks =
+      g && !g->takes_chunk_count() ? g->chunks_per_rank / (g->bidirectional ? 2 : 1) : j.chunks;
   if (chunks != 1 || asked.chunks != 1) f += " --chunks " + std::to_string(chunks);
   if (!j.layout.empty()) f += " --pipeline-layout \"" + j.layout + "\"";
   return f;
@@ -206,22 +208,49 @@ struct outcome {
   const plan::plan_choice& best() const { return found.judged[*found.best]; }
 };
 
+/// The fastest judged plan whose schedule PyTorch's CSV can hold (one direction), as fast as it
+/// fits: the plans that fit before those that do not.
+const plan::plan_choice* fastest_one_way(const outcome& x) {
+  const plan::plan_choice* pick = nullptr;
+  for (const plan::plan_choice& c : x.found.judged) {
+    const generator_info* g = find_generator(c.tried.schedule);
+    if (!c.ran || !g || g->bidirectional) continue;
+    if (!pick || (c.fits && !pick->fits) || (c.fits == pick->fits && c.step < pick->step))
+      pick = &c;
+  }
+  return pick;
+}
+
 /// --out: the fastest order found, as PyTorch's schedule CSV. The search's order only when it
 /// is faster and needs no more memory than the devices have (or than the best plan, when even
-/// that does not fit).
-void write_order(const std::string& path, const outcome& x) {
+/// that does not fit). DualPipe's two directions have no CSV form: when the fastest is one, the
+/// fastest plan with a form is written instead, and said so.
+void write_order(const std::string& path, const outcome& x, const plan::cluster& c) {
   const plan::plan_choice& best = x.best();
   const bool searched_faster =
       x.better && x.better->step < best.step &&
       x.better->peak_memory_bytes <= std::max(x.hbm, best.peak_memory_bytes);
-  const schedule order = searched_faster ? search::to_schedule(x.better->result.best->p)
-                                         : x.found.best_estimate->sched;
+  schedule order = searched_faster ? search::to_schedule(x.better->result.best->p)
+                                   : x.found.best_estimate->sched;
+  std::string what = searched_faster ? "the search's" : best.tried.schedule;
+  if (order.model.bidirectional) {
+    const plan::plan_choice* one_way = fastest_one_way(x);
+    if (!one_way)
+      throw config_error("weft: plan: --out: the fastest order (" + what +
+                         ") has two directions, which PyTorch's CSV cannot hold, and no plan of "
+                         "one direction ran");
+    order = plan::estimate_job(*x.model, one_way->tried, c).sched;
+    std::cerr << "weft: plan: --out: the fastest order (" << what
+              << ") has two directions, which PyTorch's CSV cannot hold; writing the fastest "
+                 "of one direction: "
+              << flags(one_way->tried, x.job) << "\n";
+    what = one_way->tried.schedule;
+  }
   std::ostringstream csv;
   try {
     write_pytorch_csv(csv, order);
   } catch (const config_error& e) {
-    throw config_error("weft: plan: --out: the fastest order (" +
-                       (searched_faster ? "the search's" : best.tried.schedule) +
+    throw config_error("weft: plan: --out: the fastest order (" + what +
                        "): " + std::string(without_prefix(e.what())));
   }
   std::ofstream out = open_for_writing(path);
@@ -388,7 +417,7 @@ int run_command(const plan_options& o) {
   x.found = plan::best_plan(m, x.job, c);
   if (o.search_budget.count() > 0)
     x.better = search_orders(*x.found.best_estimate, o, x.search_note);
-  if (!o.out.empty()) write_order(o.out, x);
+  if (!o.out.empty()) write_order(o.out, x, c);
   if (o.output.pictures()) draw(o.output, x);
   x.over = plan::first_overrun(x.e, x.hbm);
   if (x.over) x.over_text = plan::to_string(*x.over, x.e.sched);

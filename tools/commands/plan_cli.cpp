@@ -105,11 +105,7 @@ void define(CLI::App& sub, plan_options& o, deferred&) {
          "also run the schedule search (weft search) on the best plan's costs for this long "
          "(default 0: not at all)")
       ->check(CLI::Range(0.0, 86400.0));
-  sub.add_option("--evaluations", o.evaluations,
-                 "stop the search after judging this many orders (0: no cap)")
-      ->check(whole_in(0LL, 1LL << 40));
-  sub.add_option("--seed", o.seed, "the search's seed (default 1)")
-      ->check(whole_in(0LL, 1LL << 62));
+  search_walk_options(sub, o.evaluations, o.seed, "orders");
   sub.add_option("--out", o.out,
                  "write the fastest order found as PyTorch's schedule CSV (weft run "
                  "--schedule-file runs it)");

@@ -23,13 +23,7 @@ void define(CLI::App& sub, search_options& o, deferred& later) {
                  "chunks r and 2 pp - 1 - r (ZB-V, DualPipeV)")
       ->transform(one_of<placement_choice>(
           {{"loop", placement_choice::loop}, {"vee", placement_choice::vee}}));
-  sub.add_option("--layers", o.layers, "layers per model chunk (default 1)")
-      ->check(whole_in(1, weft::limits::layers));
-  sub.add_flag("--moe", o.moe, "layers of MoE sub-stages: attn, dispatch, mlp, combine");
-  sub.add_flag("--shared-expert", o.shared_expert,
-               "MoE layers with a shared expert beside the routed ones");
-  sub.add_flag("--fb-overlap", o.fb_overlap,
-               "MoE sub-stages, forward/backward pairs overlapped per layer (DeepSeek)");
+  layer_options(sub, o.layers, o.moe, o.shared_expert, o.fb_overlap);
   cost_options(sub, o.cost, later,
                {preset(preset_name::deepseek_v3), preset(preset_name::llama2_70b_xdc)},
                "deepseek-v3: MoE costs per chunk layer; llama2-70b-xdc: llama2-70B over two data "
@@ -43,12 +37,7 @@ void define(CLI::App& sub, search_options& o, deferred& later) {
          "--budget-s", [&o](double s) { o.budget = weft::seconds{s}; },
          "search time in seconds (default 10): the best plan found by then")
       ->check(CLI::Range(0.0, 86400.0));
-  sub.add_option("--evaluations", o.evaluations,
-                 "stop after judging this many plans (0: no cap); reached before the budget, "
-                 "the result depends only on --seed")
-      ->check(whole_in(0LL, 1LL << 40));
-  sub.add_option("--seed", o.seed, "the local search's seed (default 1)")
-      ->check(whole_in(0LL, 1LL << 62));
+  search_walk_options(sub, o.evaluations, o.seed, "plans");
   sub.add_flag("--json", o.json, "print the result as JSON");
   sub.add_option("--out", o.out,
                  "write the best plan as PyTorch's schedule CSV (runs with weft run "

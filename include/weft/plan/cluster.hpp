@@ -3,6 +3,7 @@
 // for four devices (`find_cluster`); plan/cluster_file.hpp reads one's own from JSON.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <string>
 #include <string_view>
@@ -10,6 +11,7 @@
 
 #include <weft/core/error.hpp>
 #include <weft/core/link.hpp>
+#include <weft/perf/device.hpp>
 #include <weft/sim/cost.hpp>
 #include <weft/sim/device.hpp>
 
@@ -30,6 +32,17 @@ struct cluster {
     int sites = 1;
     double km = 0, convergence_ratio = 1;
   } centres{};
+  /// What NCCL's ring collectives (all-gather, reduce-scatter, all-reduce) reach: nccl-tests'
+  /// bus bandwidth inside a node, and per NIC between nodes. 0: the links' own bandwidth.
+  struct collective_fabric {
+    double nvlink_busbw = 0;  ///< bytes/s inside a node
+    double nic_busbw = 0;     ///< bytes/s over one NIC; 0: `inter`'s (a device's share)
+    int nics_per_node = 0;    ///< 0: one a device (a rail-optimized node)
+  } fabric{};
+  /// The device as the per-kernel prices see it (perf/device.hpp: its SMs, tiles, fp8, memory's
+  /// sustained share); a cluster file's has none (`peak_bf16` 0), and the estimate makes one of
+  /// `device`'s facts.
+  perf::device chip{};
 };
 
 namespace detail {
@@ -62,40 +75,58 @@ inline constexpr double a100_attention_share = 203.0 / 312,
 ///   per device.
 /// Latencies: 2 us inside a node, 10 us between nodes (link_model's classes). Overlap: the
 /// published contention facts for every device (contention_facts::published()).
+/// Collectives' bus bandwidth (nccl-tests, measured by NVIDIA's NCCL developers): A100 NVLink
+/// ~230 GB/s (NVIDIA/nccl-tests#149), DGX A100's 8 HDR NICs 192 GB/s together (NVIDIA/nccl#812:
+/// 24 GB/s a NIC); H100 NVLink 370 GB/s for rings (nccl-tests#212: 450 GB/s line rate less the
+/// protocol's ~20 %), NDR NICs 46-48 GB/s each (nccl-tests#290: 47); H800's NVLink the same share
+/// of its 200 GB/s. The 910B: its links' own bandwidth.
+namespace detail {
+constexpr cluster with_chip(cluster c, const perf::device& d,
+                            cluster::collective_fabric f = {}) noexcept {
+  c.chip = d;
+  c.fabric = f;
+  return c;
+}
+}  // namespace detail
+
 inline constexpr std::array<cluster, 4> clusters{{
-    {"a100-80g",
-     {.peak_flops = 312e12,
-      .efficiency = a100_matmul_share,
-      .memory_bytes_per_s = 2.04e12,
-      .attention_efficiency = a100_attention_share},
-     80e9,
-     8,
-     detail::gb_per_s(2, 300e9),
-     detail::gb_per_s(10, 25e9)},
-    {"h100-sxm",
-     {.peak_flops = 989e12,
-      .efficiency = h100_matmul_share,
-      .memory_bytes_per_s = 3.35e12,
-      .attention_efficiency = h100_attention_share},
-     80e9,
-     8,
-     detail::gb_per_s(2, 450e9),
-     detail::gb_per_s(10, 50e9)},
-    {"h800",
-     {.peak_flops = 989e12,
-      .efficiency = h100_matmul_share,
-      .memory_bytes_per_s = 3.35e12,
-      .attention_efficiency = h100_attention_share},
-     80e9,
-     8,
-     detail::gb_per_s(2, 200e9),
-     detail::gb_per_s(10, 50e9)},
-    {"ascend-910b",
-     {.peak_flops = 313e12, .efficiency = 0.6, .memory_bytes_per_s = 1.6e12},
-     64e9,
-     8,
-     link_model::intra_node(),
-     link_model::inter_node()},
+    detail::with_chip({"a100-80g",
+                       {.peak_flops = 312e12,
+                        .efficiency = a100_matmul_share,
+                        .memory_bytes_per_s = 2.04e12,
+                        .attention_efficiency = a100_attention_share},
+                       80e9,
+                       8,
+                       detail::gb_per_s(2, 300e9),
+                       detail::gb_per_s(10, 25e9)},
+                      perf::a100_sxm, {230e9, 192e9 / 8, 8}),
+    detail::with_chip({"h100-sxm",
+                       {.peak_flops = 989e12,
+                        .efficiency = h100_matmul_share,
+                        .memory_bytes_per_s = 3.35e12,
+                        .attention_efficiency = h100_attention_share},
+                       80e9,
+                       8,
+                       detail::gb_per_s(2, 450e9),
+                       detail::gb_per_s(10, 50e9)},
+                      perf::h100_sxm, {370e9, 47e9, 8}),
+    detail::with_chip({"h800",
+                       {.peak_flops = 989e12,
+                        .efficiency = h100_matmul_share,
+                        .memory_bytes_per_s = 3.35e12,
+                        .attention_efficiency = h100_attention_share},
+                       80e9,
+                       8,
+                       detail::gb_per_s(2, 200e9),
+                       detail::gb_per_s(10, 50e9)},
+                      perf::h800, {200e9 * 370 / 450, 47e9, 8}),
+    detail::with_chip({"ascend-910b",
+                       {.peak_flops = 313e12, .efficiency = 0.6, .memory_bytes_per_s = 1.6e12},
+                       64e9,
+                       8,
+                       link_model::intra_node(),
+                       link_model::inter_node()},
+                      perf::ascend_910b),
 }};
 
 /// The range a cluster fact may take, under the name a cluster file gives it.
@@ -121,6 +152,10 @@ inline constexpr fact_range hbm_bytes_per_s{"hbm_bytes_per_s", 1e9, 1e15};
 inline constexpr fact_range devices_per_node{"devices_per_node", 1, 1 << 16};
 inline constexpr fact_range latency_us{"latency_us", 0, 1e9};
 inline constexpr fact_range link_bytes_per_s{"bytes_per_s", 1e6, 1e15};
+/// The collectives' bus bandwidths and NICs (0 in C++, absent in a file: the links' own).
+inline constexpr fact_range nvlink_busbw{"nvlink_busbw", 1e6, 1e15};
+inline constexpr fact_range nic_busbw{"nic_busbw", 1e6, 1e15};
+inline constexpr fact_range nics_per_node{"nics_per_node", 1, 1 << 16};
 inline constexpr fact_range compute_slowdown{"compute_slowdown", 0, 10};
 /// Set in C++ only (no file key): communication slowed while compute runs, and the uplink
 /// between data centres in ports.
@@ -163,6 +198,12 @@ inline void check_cluster(const cluster& c) {
     detail::hold(at + name, r::latency_us, l.alpha.count() * 1e6);
     detail::hold(at + name, r::link_bytes_per_s, 1 / l.beta.count());
   }
+  const auto optional = [&](const fact_range& range, double x) {
+    if (x != 0) detail::hold(at + "collectives: ", range, x);
+  };
+  optional(r::nvlink_busbw, c.fabric.nvlink_busbw);
+  optional(r::nic_busbw, c.fabric.nic_busbw);
+  optional(r::nics_per_node, c.fabric.nics_per_node);
   detail::hold(at, r::compute_slowdown, c.overlap.compute_slowdown);
   detail::hold(at, r::comm_slowdown, c.overlap.comm_slowdown);
   detail::hold(at, r::uplink_ports, c.overlap.uplink_ports);
@@ -173,10 +214,27 @@ inline void check_cluster(const cluster& c) {
   }
 }
 
-/// The link a group of `size` ranks, `stride` apart, crosses on cluster `c`: inside a node while
-/// the group fits in one, between nodes otherwise.
+/// The link a group of `size` ranks, `stride` apart, crosses on cluster `c` point to point and
+/// in an all-to-all: inside a node while the group fits in one, else a device's own NIC (NCCL's
+/// all-to-all cannot aggregate the NICs of a node: each rank's traffic leaves through its own).
 constexpr link_model group_link(const cluster& c, long long size, long long stride) noexcept {
   return size * stride <= c.per_node ? c.intra : c.inter;
+}
+
+/// The link NCCL's ring collectives of a group of `size` ranks, `stride` apart, run at (their
+/// bus bandwidth, nccl-tests' measure): inside a node, NVLink's; across nodes a ring over every
+/// NIC the group's members own in a node — one channel a NIC on a rail-optimized node — so the
+/// node's NICs add up: `members a node x a NIC's`, at most NVLink's. A tensor-parallel group of
+/// 16 over two nodes of 8 gets eight NICs, a data-parallel group of one rank a node one.
+constexpr link_model collective_link(const cluster& c, long long size, long long stride) noexcept {
+  const double nvlink =
+      c.fabric.nvlink_busbw > 0 ? c.fabric.nvlink_busbw : 1 / c.intra.beta.count();
+  if (size * stride <= c.per_node) return {c.intra.alpha, seconds(1 / nvlink)};
+  const long long members = stride >= c.per_node ? 1 : std::min(size, c.per_node / stride);
+  const long long nics = c.fabric.nics_per_node > 0 ? c.fabric.nics_per_node : c.per_node;
+  const double nic = c.fabric.nic_busbw > 0 ? c.fabric.nic_busbw : 1 / c.inter.beta.count();
+  const double bus = std::min(nvlink, static_cast<double>(std::min(members, nics)) * nic);
+  return {c.inter.alpha, seconds(1 / bus)};
 }
 
 /// The built-in cluster called `name`, or nullptr.

@@ -5,9 +5,18 @@
 //    "intra_node": {"latency_us": 2, "bytes_per_s": 450e9},
 //    "inter_node": {"latency_us": 10, "bytes_per_s": 50e9}, "compute_slowdown": 0.189}
 //    (optional) "data_centres": {"sites": 2, "km": 960, "convergence_ratio": 128}
+//    (optional) "device": "h800"
+//    (optional) "collectives": {"nvlink_busbw": 164e9, "nic_busbw": 47e9, "nics_per_node": 8}
 // attention_efficiency and compute_slowdown are optional (the matmul efficiency; the published
-// 0.189), and so are the data centres (one site). A missing key or a value outside its
-// `cluster_ranges` is a `config_error` naming it; a key it does not know, a warning.
+// 0.189), and so are the data centres (one site). "device" names a built-in device
+// (perf/device.hpp) whose SMs, GEMM tile, fp8 rate and memory's sustained share the per-kernel
+// prices take, the file's own peak, efficiency and memory overriding its; without it every
+// matmul runs at the sustained rate whatever its shape and the memory at its full bandwidth.
+// "collectives" gives the bus bandwidth NCCL's ring collectives reach (nccl-tests' busbw)
+// inside a node and per NIC, and the NICs of a node; without it, the links' own bandwidth and
+// one NIC a device (a rail-optimized node). A
+// missing key or a value outside its `cluster_ranges` is a `config_error` naming it; a key it does
+// not know, a warning.
 #pragma once
 
 #include <string>
@@ -64,6 +73,28 @@ inline cluster_file read_cluster(std::string_view text, const std::string& file)
     c.centres.km = fact(d, R::km);
     c.centres.convergence_ratio = fact(d, R::convergence_ratio);
     for (std::string& w : d.unused()) out.warnings.push_back(std::move(w));
+  }
+  if (r.has("collectives")) {
+    detail::config_reader f = r.object("collectives");
+    const double none = 0;
+    c.fabric.nvlink_busbw = fact(f, R::nvlink_busbw, &none);
+    c.fabric.nic_busbw = fact(f, R::nic_busbw, &none);
+    const double per_device = 0;
+    c.fabric.nics_per_node = static_cast<int>(
+        f.whole({R::nics_per_node.key}, R::nics_per_node.lo, R::nics_per_node.hi, per_device));
+    for (std::string& w : f.unused()) out.warnings.push_back(std::move(w));
+  }
+  if (r.has("device")) {
+    const std::string name = r.text({"device"}, "");
+    const perf::device* d = perf::find_device(name);
+    if (!d)
+      throw config_error(file + ": device '" + excerpt(name) +
+                         "' is not a built-in one (a100-80g, h100-sxm, h800, ascend-910b)");
+    c.chip = *d;
+    c.chip.peak_bf16 = c.device.peak_flops;
+    c.chip.matmul_share = c.device.efficiency;
+    c.chip.hbm_bytes = c.hbm_bytes;
+    c.chip.hbm_bytes_per_s = c.device.memory_bytes_per_s;
   }
   for (std::string& w : r.unused()) out.warnings.push_back(std::move(w));
   check_cluster(c);  // the same ranges; what holds the built-in clusters holds a file's

@@ -11,6 +11,8 @@
 
 #include <weft/core/link.hpp>
 #include <weft/generators/registry.hpp>
+#include <weft/perf/device.hpp>
+#include <weft/perf/layer.hpp>
 #include <weft/plan/cluster.hpp>
 #include <weft/plan/flops.hpp>
 #include <weft/plan/job.hpp>
@@ -48,84 +50,174 @@ struct estimate {
   double tokens_per_s = 0, mfu = 0, tflops_per_device = 0;
 };
 
+/// What the estimate prices, each switch on by default; off, the part falls back to what weft
+/// priced before it (the planning benchmark's ablation, docs/planning.md).
+struct estimate_options {
+  /// A matmul's time from its shape: tiles and waves over the SMs, the memory's roof
+  /// (perf/matmul.hpp). Off: every matmul at the device's sustained rate.
+  bool matmul_shapes = true;
+  /// The memory-bound kernels (norms, activations, dropouts, residuals, softmax without flash
+  /// attention, rotary, the router's top-k and the tokens' permutation, the loss). Off: free.
+  bool memory_bound = true;
+};
+
 namespace detail {
+
+/// The device a cluster's ranks compute on: the cluster's facts (`cluster::device`, one home
+/// for its peak, efficiency and memory), with what only the per-kernel prices need from its
+/// `chip` — SMs and tile, fp8, the memory's sustained share. No chip (a cluster file without
+/// "device"): no tile model, the memory at its full bandwidth.
+inline perf::device chip_of(const cluster& c) {
+  perf::device d = c.chip;
+  if (d.peak_bf16 == 0) {
+    d.name = c.name;
+    d.hbm_share = 1;
+  }
+  d.peak_bf16 = c.device.peak_flops;
+  d.matmul_share = c.device.efficiency;
+  d.hbm_bytes = c.hbm_bytes;
+  d.hbm_bytes_per_s = c.device.memory_bytes_per_s;
+  return d;
+}
+
+/// A pass's kernels priced: its time, its weights' gradients (the dW of a split backward) and
+/// attention's core (what selective recomputation runs again).
+struct priced {
+  seconds time{0}, weights{0}, core{0};
+};
+
+inline priced price(const std::vector<perf::kernel>& kernels, const perf::device& d,
+                    double attention_flops, const estimate_options& o) {
+  priced out;
+  for (const perf::kernel& k : kernels) {
+    seconds t{0};
+    if (k.kind == perf::kernel_kind::matmul && !o.matmul_shapes)
+      t = seconds(k.shape.flops() / d.matmul_flops(k.shape.type));
+    else if (k.kind != perf::kernel_kind::streamed || o.memory_bound)
+      t = perf::time_of(d, k, attention_flops);
+    out.time += t;
+    if (k.weight) out.weights += t;
+    if (k.core) out.core += t;
+  }
+  return out;
+}
+
+/// The LM head on `T` tokens and its loss: the vocabulary-parallel matmul, and the softmax
+/// cross-entropy over its logits (read in bf16, the fp32 exponentials written and read back).
+inline perf::layer_kernels head_kernels(const transformer& m, double T, int tp, perf::dtype t) {
+  perf::layer_kernels k;
+  perf::detail::linear(k, "lm head", T, m.vocab / tp, m.hidden, t);
+  const double logits = T * m.vocab / tp;
+  perf::detail::streamed(k, "cross-entropy", (2 + 4) * logits, (4 + 2) * logits);
+  return k;
+}
+
+/// A layer's communication on one device for one micro-batch's forward: tensor parallelism's
+/// collectives (sequence parallelism: an all-gather before and a reduce-scatter after attention
+/// and the MLP; without it, an all-reduce after each), the part of context parallelism's ring of
+/// keys and values the scores do not hide, the MoE dispatch and combine over the expert group
+/// (which an overlapped forward/backward pair can hide).
+struct layer_comm {
+  seconds total{0}, recomputed{0}, hideable{0};
+};
+
+inline layer_comm layer_comm_of(const transformer& m, const job& j, const cluster& c, int l) {
+  layer_comm out;
+  const double T = j.micro_batch_size * j.seq / j.cp, tp = j.tp;
+  const double act = T * m.hidden * 2;  // one activation, bf16
+  const seconds tp_comm = 2.0 * collective::tensor_parallel_block(collective_link(c, j.tp, 1), j.tp,
+                                                                  act, j.sequence_parallel);
+  out.total += tp_comm;
+  out.recomputed += tp_comm;
+  if (j.cp > 1) {  // ring attention passes K and V round the group, hidden behind the scores
+    const double kv_width = m.mla.active() ? m.heads * (m.mla.qk_head_dim() + m.mla.v_head_dim)
+                                           : 2 * m.kv_heads * m.head_dim;
+    const double kv = 2 * T * kv_width / tp;
+    const seconds ring = (j.cp - 1.0) * collective::p2p(group_link(c, j.cp, j.tp), kv);
+    const seconds causal =
+        seconds(forward_flops(m, l, T, j.seq).scores / 2 / tp / c.device.attention_flops());
+    out.total += ring > causal ? ring - causal : seconds(0);
+  }
+  if (m.is_moe_layer(l) && j.ep > 1) {  // dispatch and combine over the expert group
+    const link_model ep_link = group_link(c, j.ep, static_cast<long long>(j.tp) * j.cp);
+    const seconds a2a =
+        2.0 * collective::pairwise_all_to_all(ep_link, j.ep, T * m.moe.top_k * m.hidden * 2 / tp);
+    out.total += a2a;
+    out.recomputed += a2a;
+    out.hideable += a2a;
+  }
+  return out;
+}
+
+/// Layer `l`'s parameters and kept activations on one device, added to `out`.
+inline void add_layer_sizes(stage_estimate& out, const transformer& m, const job& j, int l) {
+  const parameter_count p = layer_parameters(m, l);
+  out.params += (p.total() - p.experts) / j.tp;
+  out.expert_params += p.experts / j.tp / j.ep;
+  out.activation_bytes +=
+      layer_activation_bytes(m, l,
+                             {.seq = j.seq,
+                              .micro_batch = static_cast<double>(j.micro_batch_size),
+                              .tp = j.tp,
+                              .cp = j.cp,
+                              .sequence_parallel = j.sequence_parallel,
+                              .policy = j.policy,
+                              .flash_attention = j.flash_attention});
+}
 
 /// Stage `st`'s costs and sizes for job `j` of model `m` on cluster `c`.
 inline stage_estimate stage_costs(const transformer& m, const job& j, const cluster& c,
-                                  const layout_stage& st) {
+                                  const layout_stage& st, const estimate_options& o = {}) {
   stage_estimate out;
   const double T = j.micro_batch_size * j.seq / j.cp;  // tokens a device holds
-  const double rate = c.device.sustained_flops(), tp = j.tp;
-  const link_model tp_link = group_link(c, j.tp, 1);
-  const link_model ep_link = group_link(c, j.ep, static_cast<long long>(j.tp) * j.cp);
-  const link_model cp_link = group_link(c, j.cp, j.tp);
-  const double act = T * m.hidden * 2;  // one activation, bf16
-  // Sequence parallelism: an all-gather before and a reduce-scatter after attention and the
-  // MLP; without it, an all-reduce after each.
-  const seconds tp_comm =
-      2.0 * collective::tensor_parallel_block(tp_link, j.tp, act, j.sequence_parallel);
-  // `matmuls`: the weights' matmuls, which the dW pass runs again (summed on their own, so that
-  // dW never exceeds the backward however the attention's share compares).
-  seconds compute{0}, scores{0}, matmuls{0}, comm{0}, hideable{0};
-  seconds layers_compute{0}, layers_comm{0};  // what full recomputation runs again
-  const auto add_layer = [&](int l) {
-    const layer_flops f = forward_flops(m, l, T, j.seq);
-    // Flash attention skips the masked half, at the attention kernels' own rate; without it the
-    // scores are whole matmuls (masked after).
-    const seconds causal = j.flash_attention
-                               ? seconds(f.scores / 2 / tp / c.device.attention_flops())
-                               : seconds(f.scores / tp / rate);
-    const seconds linear = seconds(f.weighted() / tp / rate);
-    const seconds work = linear + causal;
-    matmuls += linear;
-    compute += work;
-    layers_compute += work;
-    scores += causal;
-    comm += tp_comm;
-    layers_comm += tp_comm;
-    if (j.cp > 1) {  // ring attention passes K and V round the group, hidden behind the scores
-      const double kv_width = m.mla.active() ? m.heads * (m.mla.qk_head_dim() + m.mla.v_head_dim)
-                                             : 2 * m.kv_heads * m.head_dim;
-      const double kv = 2 * T * kv_width / tp;
-      const seconds ring = (j.cp - 1.0) * collective::p2p(cp_link, kv);
-      comm += ring > causal ? ring - causal : seconds(0);
-    }
-    if (m.is_moe_layer(l) && j.ep > 1) {  // dispatch and combine over the expert group
-      const seconds a2a =
-          2.0 * collective::pairwise_all_to_all(ep_link, j.ep, T * m.moe.top_k * m.hidden * 2 / tp);
-      comm += a2a;
-      layers_comm += a2a;
-      hideable += a2a;
-    }
-    const parameter_count p = layer_parameters(m, l);
-    out.params += (p.total() - p.experts) / tp;
-    out.expert_params += p.experts / tp / j.ep;
-    out.activation_bytes +=
-        layer_activation_bytes(m, l,
-                               {.seq = j.seq,
-                                .micro_batch = static_cast<double>(j.micro_batch_size),
-                                .tp = j.tp,
+  const double tp = j.tp;
+  const perf::device chip = chip_of(c);
+  const double attention_rate = c.device.attention_flops();
+  const perf::layer_shard shard{.micro_batch = static_cast<double>(j.micro_batch_size),
+                                .seq = j.seq,
                                 .cp = j.cp,
+                                .tp = j.tp,
+                                .ep = j.ep,
                                 .sequence_parallel = j.sequence_parallel,
-                                .policy = j.policy,
-                                .flash_attention = j.flash_attention});
+                                .flash_attention = j.flash_attention};
+  const double act = T * m.hidden * 2;  // one activation, bf16
+  seconds forward{0}, backward{0}, weights{0}, core{0}, comm{0}, hideable{0};
+  seconds layers_forward{0}, layers_comm{0};  // what full recomputation runs again
+  const auto add = [&](const perf::layer_kernels& k) {
+    const priced f = price(k.forward, chip, attention_rate, o);
+    const priced b = price(k.backward, chip, attention_rate, o);
+    forward += f.time;
+    backward += b.time;
+    weights += b.weights;
+    core += f.core;
+    return f.time;
+  };
+  const auto add_layer = [&](int l) {
+    layers_forward += add(perf::layer_kernels_of(m, l, shard));
+    const layer_comm lc = layer_comm_of(m, j, c, l);
+    comm += lc.total;
+    layers_comm += lc.recomputed;
+    hideable += lc.hideable;
+    add_layer_sizes(out, m, j, l);
   };
   for (int l = st.first_layer; l < st.first_layer + st.layers; ++l) add_layer(l);
   const edge_parameters e = edges(m);
   if (st.embedding) {
     out.params += e.embedding / tp;
     out.activation_bytes += act / (j.sequence_parallel ? tp : 1);
+    perf::layer_kernels k;  // the lookup writes the activation; its gradient is added back
+    perf::detail::streamed(k, "embedding", act / (j.sequence_parallel ? tp : 1),
+                           2 * act / (j.sequence_parallel ? tp : 1));
+    add(k);
   }
-  const auto add_linear = [&](seconds t) {
-    compute += t;
-    matmuls += t;
-  };
   const auto add_head = [&] {  // the LM head and the loss's fp32 logits (vocab-parallel)
-    add_linear(seconds(head_flops(m, T) / tp / rate));
+    add(head_kernels(m, T, j.tp, shard.type));
     out.activation_bytes += 4 * T * m.vocab / tp + act;
   };
   for (int k = 0; k < st.mtp; ++k) {  // its projection, its block (as the last layer), its head
-    add_linear(seconds(matmul_flops(T, 2 * m.hidden, m.hidden) / tp / rate));
+    perf::layer_kernels proj;
+    perf::detail::linear(proj, "mtp projection", T, m.hidden, 2 * m.hidden, shard.type);
+    add(proj);
     add_layer(m.layers - 1);
     add_head();
     out.params +=
@@ -138,14 +230,14 @@ inline stage_estimate stage_costs(const transformer& m, const job& j, const clus
     // gradient all-reduced with the first stage's).
     if (m.tied_embeddings && !st.embedding) out.params += m.vocab * m.hidden / tp;
   }
-  // Backward: twice the forward's compute, its communication mirrored; recomputation runs the
-  // layers' forward (full; not the head's) or the attention core (selective) again first.
-  const seconds again = j.policy == recompute::full        ? layers_compute + layers_comm
-                        : j.policy == recompute::selective ? scores
+  // Backward: its kernels, its communication mirrored; recomputation runs the layers' forward
+  // (full; not the head's) or attention's core (selective) again first.
+  const seconds again = j.policy == recompute::full        ? layers_forward + layers_comm
+                        : j.policy == recompute::selective ? core
                                                            : seconds(0);
-  out.cost.F = compute + comm;
-  out.cost.B = 2.0 * compute + comm + again;
-  out.cost.W = matmuls;  // the weights' gradients: the matmuls again
+  out.cost.F = forward + comm;
+  out.cost.B = backward + comm + again;
+  out.cost.W = weights;  // the weights' gradients
   out.cost.comm_F = hideable;
   out.cost.comm_B = j.policy == recompute::full ? 2.0 * hideable : hideable;
   return out;
@@ -243,8 +335,9 @@ inline void add_data_parallel(estimate& out, const job& j, const cluster& c,
           : (fsdp ? 2 * 2.0 : 0.0) + (j.sharding >= dp_sharding::optim_grads ? 4.0 : 0.0);
   // The data-parallel ranks are tp devices apart (the experts' tp x ep): inside a node while
   // they fit, across nodes otherwise.
-  const link_model dp_link = group_link(c, dp_ranks, j.tp);
-  const link_model edp_link = group_link(c, dp_ranks / j.ep, static_cast<long long>(j.tp) * j.ep);
+  const link_model dp_link = collective_link(c, dp_ranks, j.tp);
+  const link_model edp_link =
+      collective_link(c, dp_ranks / j.ep, static_cast<long long>(j.tp) * j.ep);
   const int d = static_cast<int>(dp_ranks), ed = static_cast<int>(dp_ranks / j.ep);
   double slowest_sync = 0, largest = 0;
   for (std::size_t r = 0; r < held.dense.size(); ++r) {
@@ -282,7 +375,8 @@ inline void add_data_parallel(estimate& out, const job& j, const cluster& c,
 /// Estimates job `j` of model `m` on cluster `c`: checks the job (`config_error` naming what
 /// does not split), costs each stage, simulates the pipeline with schedule `j.schedule` and
 /// the cluster's contention facts, adds the gradient reduction and the optimizer.
-inline estimate estimate_job(const transformer& m, const job& j, const cluster& c) {
+inline estimate estimate_job(const transformer& m, const job& j, const cluster& c,
+                             const estimate_options& o = {}) {
   check_cluster(c);
   check_job(m, j);
   const generator_info* g = find_generator(j.schedule);
@@ -294,7 +388,7 @@ inline estimate estimate_job(const transformer& m, const job& j, const cluster& 
 
   estimate out;
   for (const layout_stage& st : layout.stages)
-    out.stages.push_back(detail::stage_costs(m, j, c, st));
+    out.stages.push_back(detail::stage_costs(m, j, c, st, o));
   generator_args a;
   a.ranks = j.pp;
   a.micro = j.micro();

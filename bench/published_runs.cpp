@@ -1,0 +1,236 @@
+// weft's plans of published training runs beside what the papers report: every row the model,
+// the job and the cluster the paper states, priced with the built-in clusters' one parameter set,
+// nothing fitted. Prints published, weft and the error per row, and the summary the planning
+// docs quote (docs/planning.md, "Against published runs").
+//
+//   published_runs            the table, and the error with each part of the model switched off
+//   published_runs --check    also exit 1 when a row cannot be planned (the smoke test)
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <weft/plan/cluster.hpp>
+#include <weft/plan/estimate.hpp>
+#include <weft/plan/flops.hpp>
+#include <weft/plan/hf_config.hpp>
+#include <weft/plan/presets.hpp>
+
+#ifndef WEFT_PRESETS_DIR
+#error "WEFT_PRESETS_DIR names the presets folder"
+#endif
+
+namespace {
+
+using namespace weft;
+using namespace weft::plan;
+
+/// What a paper reports for a run, in its own unit.
+enum class reported { step_s, tflops_per_gpu, tokens_per_s_per_gpu };
+
+struct run {
+  std::string_view name, source, model, cluster;  ///< model: a config.json under presets/
+  job j;
+  reported unit;
+  double published;
+  bool korthikanti = false;   ///< one of Korthikanti et al. 2022's Table 5 rows
+  std::string_view preset{};  ///< else: a preset's folder, its model, job and cluster
+};
+
+job megatron(int tp, int pp, int dp, int gbs, recompute policy, bool sp, std::string_view schedule,
+             int chunks, int micro_batch = 1) {
+  job j;
+  j.tp = tp;
+  j.pp = pp;
+  j.dp = dp;
+  j.global_batch_size = gbs;
+  j.micro_batch_size = micro_batch;
+  j.seq = 2048;
+  j.policy = policy;
+  j.sequence_parallel = sp;
+  j.schedule = schedule;
+  j.chunks = chunks;
+  j.flash_attention = false;  // 2021-22's Megatron: attention as matmuls and a fused softmax
+  return j;
+}
+
+std::vector<run> runs() {
+  using enum recompute;
+  std::vector<run> out;
+  // Korthikanti et al. 2022 (arXiv 2205.05198): Table 3's configurations, Table 5's iteration
+  // times — full recomputation without sequence parallelism, and their work (sequence
+  // parallelism and selective recomputation). Sequence 2048; micro-batch 4 for 22B (one a
+  // step), 1 for the others; 175B and 530B with the interleaved schedule of 3 stages per rank
+  // (§6); no data parallelism.
+  const auto table5 = [&](std::string_view name, std::string_view model, int pp, int gbs,
+                          int micro_batch, int chunks, double full_s, double present_s) {
+    const std::string_view schedule = chunks > 1 ? "interleaved" : "1f1b";
+    out.push_back({name, "Korthikanti et al. 2022, Table 5, full recompute", model, "a100-80g",
+                   megatron(8, pp, 1, gbs, full, false, schedule, chunks, micro_batch),
+                   reported::step_s, full_s, true});
+    out.push_back({name, "Korthikanti et al. 2022, Table 5, SP + selective", model, "a100-80g",
+                   megatron(8, pp, 1, gbs, selective, true, schedule, chunks, micro_batch),
+                   reported::step_s, present_s, true});
+  };
+  table5("GPT 22B, 8 A100", "models/gpt-22b.json", 1, 4, 4, 1, 1.42, 1.10);
+  table5("GPT-3 175B, 64 A100", "models/gpt3-175b.json", 8, 64, 1, 3, 18.13, 13.75);
+  table5("MT-NLG 530B, 280 A100", "models/mt-nlg-530b.json", 35, 280, 1, 3, 49.05, 37.83);
+  table5("GPT 1T, 512 A100", "models/gpt-1t.json", 64, 512, 1, 1, 94.42, 71.49);
+
+  // Narayanan et al. 2021 (arXiv 2104.04473), Table 1: the 1T model on 3072 A100s, tp 8, pp 64,
+  // batch 3072, 163 TFLOP/s a GPU as their Eq. 3 counts a step's FLOPs (full recomputation:
+  // 96 B s l h^2 (1 + s/6h + V/16lh)); the step that makes.
+  {
+    const double B = 3072, s = 2048, l = 128, h = 25600, V = 51200;
+    const double eq3 = 96 * B * s * l * h * h * (1 + s / (6 * h) + V / (16 * l * h));
+    out.push_back({"GPT 1T, 3072 A100", "Narayanan et al. 2021, Table 1 (Eq. 3)",
+                   "models/gpt-1t.json", "a100-80g",
+                   megatron(8, 64, 6, 3072, recompute::full, false, "1f1b", 1), reported::step_s,
+                   eq3 / (3072 * 163e12)});
+  }
+
+  // Llama 3 (arXiv 2407.21783), Table 4: 405B at 8192 tokens on 8192 and 16384 H100s, and at
+  // 131072 tokens with context parallelism 16; 16M tokens a batch; BF16 TFLOP/s a GPU. The
+  // interleaved schedule with one layer fewer on the first and the last stage (§3.3.2).
+  const auto llama = [&](std::string_view name, int dp, int cp, double seq, double tflops) {
+    job j;
+    j.tp = 8;
+    j.pp = 16;
+    j.dp = dp;
+    j.cp = cp;
+    j.seq = seq;
+    j.global_batch_size = static_cast<int>(16 * 1024 * 1024 / seq);
+    j.sequence_parallel = true;
+    j.schedule = "interleaved";
+    j.layout = "Et*3|(t*4|)*30,t*3L";
+    out.push_back({name, "Llama 3 paper, Table 4", "llama3-405b/config.json", "h100-sxm", j,
+                   reported::tflops_per_gpu, tflops});
+  };
+  llama("Llama 3 405B, 8192 H100", 64, 1, 8192, 430);
+  llama("Llama 3 405B, 16384 H100", 128, 1, 8192, 400);
+  llama("Llama 3 405B 128k, 16384", 8, 16, 131072, 380);
+
+  // DeepSeek-V3 (arXiv 2412.19437), §1 and Table 1: 180K H800 GPU hours a trillion tokens, on
+  // the job and cluster of presets/deepseek-v3 (pp 16, ep 64, dp 128, DualPipe).
+  out.push_back({"DeepSeek-V3, 2048 H800",
+                 "DeepSeek-V3 report, Table 1",
+                 "",
+                 "",
+                 {},
+                 reported::tokens_per_s_per_gpu,
+                 1e12 / (180e3 * 3600),
+                 false,
+                 "deepseek-v3"});
+  return out;
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path);
+  std::ostringstream s;
+  s << in.rdbuf();
+  if (!in) throw config_error("published_runs: cannot read " + path);
+  return s.str();
+}
+
+/// weft's figure for run `r` in the paper's unit.
+double weft_figure(const run& r, const estimate& e, const transformer& m) {
+  switch (r.unit) {
+    case reported::step_s:
+      return e.step.count();
+    case reported::tflops_per_gpu:  // the papers count attention's whole square
+      return model_flops(m, static_cast<double>(r.j.batch()) * r.j.seq, r.j.seq,
+                         attention_count::whole) /
+             e.step.count() / r.j.devices() / 1e12;
+    case reported::tokens_per_s_per_gpu:
+      return e.tokens_per_s / r.j.devices();
+  }
+  return 0;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n == 0 ? 0 : n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/// The model with one part switched off: what each adds to the agreement.
+struct variant {
+  const char* name;
+  estimate_options options;
+  bool link_bandwidth = false;  ///< collectives at the links' own bandwidth, one NIC a device
+};
+constexpr variant variants[] = {
+    {"weft", {}},
+    {"-shapes", {.matmul_shapes = false}},
+    {"-memory", {.memory_bound = false}},
+    {"-nccl", {}, true},
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const bool check = argc > 1 && std::string_view(argv[1]) == "--check";
+  constexpr std::size_t n = std::size(variants);
+  std::vector<double> korthikanti[n], all[n];
+  int failed = 0;
+  std::printf("%-24s %-40s %10s %10s %8s", "run", "source", "published", "weft", "error");
+  for (std::size_t v = 1; v < n; ++v) std::printf(" %8s", variants[v].name);
+  std::printf("\n");
+  for (const run& r : runs()) {
+    try {
+      run row = r;
+      transformer m;
+      cluster c;
+      if (!r.preset.empty()) {
+        const preset p = read_preset(std::string(WEFT_PRESETS_DIR) + "/" + std::string(r.preset));
+        m = p.model.model;
+        row.j = p.job.spec;
+        c = p.cluster.spec;
+      } else {
+        m = read_hf_config(read_file(std::string(WEFT_PRESETS_DIR) + "/" + std::string(r.model)))
+                .model;
+        c = *find_cluster(r.cluster);
+      }
+      double first = 0;
+      for (std::size_t v = 0; v < n; ++v) {
+        cluster priced = c;
+        if (variants[v].link_bandwidth) priced.fabric = {};
+        const estimate e = estimate_job(m, row.j, priced, variants[v].options);
+        const double w = weft_figure(row, e, m);
+        // The error of the time: a throughput too high is a step too short.
+        const double err =
+            row.unit == reported::step_s ? w / row.published - 1 : row.published / w - 1;
+        if (v == 0) {
+          first = w;
+          std::printf("%-24.24s %-40.40s %10.4g %10.4g %+7.1f%%", std::string(r.name).c_str(),
+                      std::string(r.source).c_str(), r.published, first, 100 * err);
+        } else {
+          std::printf(" %+7.1f%%", 100 * err);
+        }
+        all[v].push_back(std::abs(err));
+        if (r.korthikanti) korthikanti[v].push_back(std::abs(err));
+      }
+      std::printf("\n");
+    } catch (const std::exception& x) {
+      ++failed;
+      std::printf("%-24.24s cannot be planned: %s\n", std::string(r.name).c_str(), x.what());
+    }
+  }
+  const auto summary = [](const char* what, const variant& v, const std::vector<double>& e) {
+    if (e.empty()) return;
+    double mean = 0;
+    for (const double x : e) mean += x;
+    mean /= static_cast<double>(e.size());
+    std::printf("%-9s %s: %zu rows, |error| mean %.1f%%, median %.1f%%, worst %.1f%%\n", v.name,
+                what, e.size(), 100 * mean, 100 * median(e),
+                100 * *std::max_element(e.begin(), e.end()));
+  };
+  for (std::size_t v = 0; v < n; ++v)
+    summary("Korthikanti et al. Table 5", variants[v], korthikanti[v]);
+  for (std::size_t v = 0; v < n; ++v) summary("every row", variants[v], all[v]);
+  return check && failed ? 1 : 0;
+}

@@ -1,0 +1,97 @@
+// What a device computes and moves, from public spec sheets and measurements: its peak per data
+// type, the share of it a GEMM library sustains, the SMs it runs tiles on, its memory and the
+// bandwidth a kernel streams at. One parameter set per device, every value with its source
+// (docs/planning.md, "Devices"); nothing here is fitted to a run it is checked against.
+#pragma once
+
+#include <string_view>
+
+namespace weft::perf {
+
+/// The data type of a matmul's operands.
+enum class dtype : unsigned char { bf16, fp8 };
+constexpr double bytes_of(dtype t) noexcept { return t == dtype::fp8 ? 1 : 2; }
+
+/// The output tile one thread block computes: what a GEMM library picks for large matmuls.
+struct gemm_tile {
+  double m = 256, n = 128;
+};
+
+struct device {
+  std::string_view name;
+  double peak_bf16 = 0;     ///< dense bf16 FLOP/s (the spec sheet's, without sparsity)
+  double matmul_share = 0;  ///< the best sustained share of it a bf16 matmul reaches (measured)
+  double peak_fp8 = 0;      ///< dense fp8 FLOP/s; 0: no fp8 units (bf16's rate and share)
+  double fp8_share = 0;     ///< the best sustained share of it an fp8 matmul reaches (measured)
+  int sms = 0;              ///< streaming multiprocessors: the tiles of a wave; 0: no tiles
+                            ///< modelled (every shape at the sustained rate)
+  gemm_tile tile{};
+  double hbm_bytes = 0;        ///< memory per device
+  double hbm_bytes_per_s = 0;  ///< peak memory bandwidth (spec sheet)
+  double hbm_share = 0;        ///< the share of it a streaming kernel sustains (measured)
+
+  constexpr bool has_fp8() const noexcept { return peak_fp8 > 0; }
+  constexpr double peak(dtype t) const noexcept {
+    return t == dtype::fp8 && has_fp8() ? peak_fp8 : peak_bf16;
+  }
+  /// A matmul's sustained rate in whole waves of whole tiles.
+  constexpr double matmul_flops(dtype t) const noexcept {
+    return t == dtype::fp8 && has_fp8() ? peak_fp8 * fp8_share : peak_bf16 * matmul_share;
+  }
+  /// The bandwidth a memory-bound kernel streams at.
+  constexpr double memory_bytes_per_s() const noexcept { return hbm_bytes_per_s * hbm_share; }
+};
+
+/// The built-in devices. Sources (docs/planning.md, "Devices"):
+/// - peaks: NVIDIA's A100 and H100 SXM data sheets (bf16 dense 312 and 989 TFLOP/s, fp8 1979;
+///   HBM2e 2.039 TB/s, HBM3 3.35 TB/s, 80 GB); SMs: the Ampere and Hopper whitepapers (108, 132).
+/// - matmul_share: the maximum achievable matmul FLOP/s measured by stas00/ml-engineering's
+///   mamf-finder (compute/accelerator/README.md): A100 SXM bf16 271.2, H100 SXM bf16 794.5 and
+///   fp8 1402.6 TFLOP/s (of 1979: 70.9 %).
+/// - tile: 256 x 128, the large-GEMM tile of NVIDIA's "Matrix Multiplication Background"
+///   guide (§2.3) and of arXiv 2401.14489's wave analysis.
+/// - hbm_share: a streaming kernel's measured bandwidth — A100 80GB SXM 1.80 of 2.04 TB/s
+///   (88 %, Nsight Compute; NVIDIA developer forum, "Trouble to reach peak bandwidth of A100"),
+///   H100 SXM coalesced loads 2.8 of 3.35 TB/s (84 %, Nsight Compute).
+/// - h800: the H100 SXM's compute and memory (its NVLink is cut; plan/cluster.hpp).
+/// - ascend-910b: 313 TFLOP/s fp16, 60 % sustained, 1.6 TB/s (the MindSpeed notes' device); no
+///   tile model (`sms` 0), its HBM at the A100's measured share.
+inline constexpr device a100_sxm{.name = "a100-80g",
+                                 .peak_bf16 = 312e12,
+                                 .matmul_share = 271.2 / 312,
+                                 .sms = 108,
+                                 .hbm_bytes = 80e9,
+                                 .hbm_bytes_per_s = 2.039e12,
+                                 .hbm_share = 1.80 / 2.04};
+inline constexpr device h100_sxm{.name = "h100-sxm",
+                                 .peak_bf16 = 989e12,
+                                 .matmul_share = 794.5 / 989,
+                                 .peak_fp8 = 1979e12,
+                                 .fp8_share = 1402.6 / 1979,
+                                 .sms = 132,
+                                 .hbm_bytes = 80e9,
+                                 .hbm_bytes_per_s = 3.35e12,
+                                 .hbm_share = 2.8 / 3.35};
+inline constexpr device h800 = [] {
+  device d = h100_sxm;
+  d.name = "h800";
+  return d;
+}();
+inline constexpr device ascend_910b{.name = "ascend-910b",
+                                    .peak_bf16 = 313e12,
+                                    .matmul_share = 0.6,
+                                    .hbm_bytes = 64e9,
+                                    .hbm_bytes_per_s = 1.6e12,
+                                    .hbm_share = 1.80 / 2.04};
+
+/// The built-in devices, by the name a cluster file's "device" key gives.
+inline constexpr const device* devices[] = {&a100_sxm, &h100_sxm, &h800, &ascend_910b};
+
+/// The built-in device called `name`, or nullptr.
+constexpr const device* find_device(std::string_view name) noexcept {
+  for (const device* d : devices)
+    if (d->name == name) return d;
+  return nullptr;
+}
+
+}  // namespace weft::perf

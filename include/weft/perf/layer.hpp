@@ -1,0 +1,191 @@
+// One transformer layer as one device runs it for one micro-batch: every kernel of its forward
+// and backward pass — the matmuls with their shapes, the memory-bound kernels with the bytes
+// they read and write, attention's core — under tensor (and sequence) and expert parallelism.
+// The bytes are counted tensor by tensor, as Korthikanti et al. 2022 (arXiv 2205.05198, §4)
+// count a layer's activations: a kernel reads its inputs and writes its outputs once, at 2 bytes
+// an element in bf16 and 1 for a dropout mask. Priced by `time_of` on a device (perf/device.hpp).
+#pragma once
+
+#include <string_view>
+#include <vector>
+
+#include <weft/core/time.hpp>
+#include <weft/perf/device.hpp>
+#include <weft/perf/matmul.hpp>
+#include <weft/perf/transformer.hpp>
+
+namespace weft::perf {
+
+/// How one device holds a layer's work for one micro-batch.
+struct layer_shard {
+  double micro_batch = 1;  ///< sequences
+  double seq = 0;          ///< tokens a sequence has (what each query attends over)
+  int cp = 1;              ///< context parallelism: a device holds seq / cp of each sequence
+  int tp = 1;
+  int ep = 1;
+  bool sequence_parallel = false;  ///< norms, dropouts and residuals on a 1/tp shard
+  bool flash_attention = true;     ///< attention's core as one fused kernel
+  dtype type = dtype::bf16;
+
+  constexpr double tokens() const noexcept { return micro_batch * seq / cp; }
+};
+
+/// What a kernel is, for its price and for what recomputation runs again.
+enum class kernel_kind : unsigned char {
+  matmul,     ///< priced by its shape (perf/matmul.hpp)
+  streamed,   ///< memory-bound: its bytes at the memory's sustained bandwidth
+  attention,  ///< fused attention: its FLOPs at the device's attention rate
+};
+
+struct kernel {
+  std::string_view name;
+  kernel_kind kind = kernel_kind::streamed;
+  gemm shape{};         ///< a matmul's
+  double bytes = 0;     ///< a streamed kernel's reads and writes
+  double flops = 0;     ///< a fused attention kernel's
+  bool core = false;    ///< attention's core (selective recomputation runs it again)
+  bool weight = false;  ///< a weight's gradient (the dW of a split backward)
+};
+
+/// A layer's kernels, in the order they run.
+struct layer_kernels {
+  std::vector<kernel> forward, backward;
+};
+
+namespace detail {
+constexpr double bf16 = 2, mask = 1;  // bytes an element
+
+/// Y[m x n] = X[m x k] W[k x n] forward, and its backward: dX = dY W^T, dW = X^T dY.
+inline void linear(layer_kernels& out, std::string_view name, double m, double n, double k, dtype t,
+                   double batch = 1) {
+  out.forward.push_back({name, kernel_kind::matmul, {m, n, k, batch, t}});
+  out.backward.push_back({name, kernel_kind::matmul, {m, k, n, batch, t}});
+  out.backward.push_back({name, kernel_kind::matmul, {k, n, m, batch, t}, 0, 0, false, true});
+}
+/// A memory-bound kernel reading and writing `forward` bytes, and its gradient `backward`.
+inline void streamed(layer_kernels& out, std::string_view name, double forward, double backward,
+                     bool core = false) {
+  out.forward.push_back({name, kernel_kind::streamed, {}, forward, 0, core});
+  if (backward > 0) out.backward.push_back({name, kernel_kind::streamed, {}, backward, 0, core});
+}
+}  // namespace detail
+
+/// The kernels of layer `layer` of model `m` on one device holding `s`. Norms read x and write
+/// y, and in the backward read x and dy and write dx; an elementwise activation the same over
+/// the MLP's width (a gated one reads two inputs); a dropout also writes (forward) or reads
+/// (backward) its 1-byte mask; a residual add reads two and writes one, its gradient passing
+/// through. Without flash attention the scores are batched matmuls with a fused scaled, masked
+/// softmax and a dropout between them over the whole (heads x queries x keys) matrix.
+inline layer_kernels layer_kernels_of(const transformer& m, int layer, const layer_shard& s) {
+  using namespace detail;
+  layer_kernels out;
+  const double T = s.tokens(), h = m.hidden, tp = s.tp;
+  const double Es = T * h / (s.sequence_parallel ? tp : 1);  // what norms and residuals touch
+  const double heads = m.heads / tp;
+  const auto norm = [&](std::string_view name) {
+    streamed(out, name, 2 * bf16 * Es, 3 * bf16 * Es);
+  };
+  const auto residual = [&](std::string_view name) {
+    if (m.dropout)  // bias, dropout and the add, fused (Megatron's bias_dropout_add)
+      streamed(out, name, (3 * bf16 + mask) * Es, (2 * bf16 + mask) * Es);
+    else
+      streamed(out, name, 3 * bf16 * Es, 0);
+  };
+
+  // Attention.
+  norm("input norm");
+  double qk_dim = m.head_dim, v_dim = m.head_dim;
+  if (m.mla.active()) {
+    const mla_shape& a = m.mla;
+    qk_dim = a.qk_head_dim();
+    v_dim = a.v_head_dim;
+    if (a.q_lora_rank > 0) {
+      linear(out, "q down", T, a.q_lora_rank, h, s.type);
+      streamed(out, "q latent norm", 2 * bf16 * T * a.q_lora_rank, 3 * bf16 * T * a.q_lora_rank);
+      linear(out, "q up", T, heads * qk_dim, a.q_lora_rank, s.type);
+    } else {
+      linear(out, "q", T, heads * qk_dim, h, s.type);
+    }
+    linear(out, "kv down", T, a.kv_lora_rank + a.qk_rope_head_dim, h, s.type);
+    streamed(out, "kv latent norm", 2 * bf16 * T * a.kv_lora_rank, 3 * bf16 * T * a.kv_lora_rank);
+    linear(out, "kv up", T, heads * (a.qk_nope_head_dim + v_dim), a.kv_lora_rank, s.type);
+  } else {
+    const double kv = m.kv_heads * m.head_dim / tp;
+    linear(out, "qkv", T, heads * m.head_dim + 2 * kv, h, s.type);
+  }
+  if (m.positions == 0) {  // rotary embeddings on the queries and keys
+    const double qk = T * (heads + (m.mla.active() ? 1 : m.kv_heads / tp)) *
+                      (m.mla.active() ? m.mla.qk_rope_head_dim : m.head_dim);
+    streamed(out, "rotary", 2 * bf16 * qk, 2 * bf16 * qk);
+  }
+  const double queries = T / s.micro_batch, keys = s.seq, batch = s.micro_batch * heads;
+  if (s.flash_attention) {
+    // The causal half of the scores and of the weighted sum: what a flash kernel computes.
+    const double flops = 2 * T * keys * heads * (qk_dim + v_dim) / 2;
+    out.forward.push_back({"attention", kernel_kind::attention, {}, 0, flops, true});
+    out.backward.push_back({"attention", kernel_kind::attention, {}, 0, 2.5 * flops, true});
+  } else {
+    const double S = batch * queries * keys;  // the score matrix's elements on this device
+    out.forward.push_back(
+        {"scores", kernel_kind::matmul, {queries, keys, qk_dim, batch, s.type}, 0, 0, true});
+    streamed(out, "softmax", 2 * bf16 * S, 3 * bf16 * S, true);
+    if (m.dropout)
+      streamed(out, "attention dropout", (2 * bf16 + mask) * S, (2 * bf16 + mask) * S, true);
+    out.forward.push_back(
+        {"weighted sum", kernel_kind::matmul, {queries, v_dim, keys, batch, s.type}, 0, 0, true});
+    // Backward: dP = dO V^T, dV = P^T dO, dQ = dS K, dK = dS^T Q.
+    for (const gemm g :
+         {gemm{queries, keys, v_dim, batch, s.type}, gemm{keys, v_dim, queries, batch, s.type},
+          gemm{queries, qk_dim, keys, batch, s.type}, gemm{keys, qk_dim, queries, batch, s.type}})
+      out.backward.push_back({"attention grads", kernel_kind::matmul, g, 0, 0, true});
+  }
+  linear(out, "out projection", T, h, heads * v_dim, s.type);
+  residual("attention residual");
+
+  // The MLP, or the experts.
+  norm("post-attention norm");
+  const bool gated = m.mlp == mlp_kind::gated;
+  const auto mlp = [&](std::string_view up, std::string_view act, std::string_view down, double ffn,
+                       double tokens, double batch_of) {
+    const double F = tokens * ffn * batch_of;
+    linear(out, up, tokens, (gated ? 2 : 1) * ffn, h, s.type, batch_of);
+    if (gated)
+      streamed(out, act, 3 * bf16 * F, 5 * bf16 * F);
+    else
+      streamed(out, act, 2 * bf16 * F, 3 * bf16 * F);
+    linear(out, down, tokens, h, ffn, s.type, batch_of);
+  };
+  if (!m.is_moe_layer(layer)) {
+    mlp("fc1", "activation", "fc2", m.ffn / tp, T, 1);
+  } else {
+    const moe_shape& e = m.moe;
+    linear(out, "router", T, e.routed, h, s.type);
+    streamed(out, "top-k", 2 * 4 * T * e.routed, 2 * 4 * T * e.routed);  // fp32 scores
+    const double routed = T * e.top_k * h;  // the tokens' copies this device sends and gets back
+    streamed(out, "permute", 2 * bf16 * routed, 2 * bf16 * routed);
+    // Balanced routing: each of its routed / ep experts gets the tokens of the ep devices that
+    // chose it, T ep top_k / routed, as one grouped matmul.
+    const double local = e.routed / s.ep, per_expert = T * s.ep * e.top_k / e.routed;
+    mlp("experts up", "experts activation", "experts down", e.expert_ffn / tp, per_expert, local);
+    streamed(out, "unpermute", 2 * bf16 * routed, 2 * bf16 * routed);
+    if (e.shared_ffn > 0)
+      mlp("shared up", "shared activation", "shared down", e.shared_ffn / tp, T, 1);
+  }
+  residual("mlp residual");
+  return out;
+}
+
+/// A kernel's time on device `d`; fused attention at `attention_flops` FLOP/s.
+inline seconds time_of(const device& d, const kernel& k, double attention_flops) noexcept {
+  switch (k.kind) {
+    case kernel_kind::matmul:
+      return time_of(d, k.shape).time;
+    case kernel_kind::streamed:
+      return seconds(k.bytes / d.memory_bytes_per_s());
+    case kernel_kind::attention:
+      return seconds(k.flops / attention_flops);
+  }
+  return seconds(0);
+}
+
+}  // namespace weft::perf

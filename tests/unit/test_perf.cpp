@@ -1,0 +1,94 @@
+// What work costs on a device (weft/perf/): a matmul's tiles in waves over the SMs, its memory
+// roof, and the devices' facts. Expected values are worked by hand from the model's definition
+// (NVIDIA's "Matrix Multiplication Background": tiles of 256 x 128 outputs, one per SM at a
+// time, a partial tile or wave computed whole) and the data sheets, never read off the code.
+#include <doctest/doctest.h>
+
+#include <weft/perf/device.hpp>
+#include <weft/perf/matmul.hpp>
+
+using namespace weft;
+using namespace weft::perf;
+
+TEST_CASE("the devices' facts, from their data sheets and measurements") {
+  CHECK(a100_sxm.matmul_flops(dtype::bf16) == doctest::Approx(271.2e12));
+  CHECK(h100_sxm.matmul_flops(dtype::bf16) == doctest::Approx(794.5e12));
+  CHECK(h100_sxm.matmul_flops(dtype::fp8) == doctest::Approx(1402.6e12));
+  CHECK(a100_sxm.matmul_flops(dtype::fp8) == a100_sxm.matmul_flops(dtype::bf16));  // no fp8 units
+  CHECK(a100_sxm.memory_bytes_per_s() == doctest::Approx(2.039e12 * 1.80 / 2.04));
+  CHECK(h800.sms == 132);
+  CHECK(h800.name == "h800");
+}
+
+TEST_CASE("a matmul whose tiles fill whole waves runs at the sustained rate") {
+  // 12 x 9 tiles of 256 x 128 = 108: one wave on the A100's 108 SMs; k deep enough that the
+  // reads are a fraction of the time.
+  const gemm g{.m = 256 * 12, .n = 128 * 9, .k = 8192};
+  const gemm_time t = time_of(a100_sxm, g);
+  CHECK(t.tiles == 108);
+  CHECK(t.waves == 1);
+  CHECK(t.time.count() == doctest::Approx(2.0 * 3072 * 1152 * 8192 / 271.2e12));
+  CHECK(t.efficiency == doctest::Approx(1));
+  CHECK(t.memory < t.math);
+}
+
+TEST_CASE("a partial wave leaves SMs idle; a partial tile is computed whole") {
+  // One tile more than a wave: two waves for 109 tiles' work.
+  const gemm wave_and_one{.m = 256 * 109, .n = 128, .k = 8192};
+  const gemm_time w = time_of(a100_sxm, wave_and_one);
+  CHECK(w.waves == 2);
+  CHECK(w.efficiency == doctest::Approx(109.0 / 216));
+  // m = 257: two rows of tiles, the second one row deep — as long as m = 512.
+  const gemm_time ragged = time_of(a100_sxm, {.m = 257, .n = 128 * 54, .k = 8192});
+  const gemm_time whole = time_of(a100_sxm, {.m = 512, .n = 128 * 54, .k = 8192});
+  CHECK(ragged.tiles == 108);
+  CHECK(ragged.time == whole.time);
+  CHECK(ragged.efficiency == doctest::Approx(257.0 / 512));
+}
+
+TEST_CASE("GPT-3 175B's QKV projection at tp 8: 288 tiles in 3 waves") {
+  // Korthikanti et al.'s 175B: 2048 tokens, h = 12288, its QKV split 8 ways: 3h/8 = 4608
+  // outputs. 8 x 36 = 288 tiles; 288 / 108 = 2.67 waves, run as 3.
+  const gemm_time t = time_of(a100_sxm, {.m = 2048, .n = 4608, .k = 12288});
+  CHECK(t.tiles == 288);
+  CHECK(t.waves == 3);
+  CHECK(t.efficiency == doctest::Approx(288.0 / 324));
+}
+
+TEST_CASE("a matmul too thin to reuse its reads runs at the memory's bandwidth") {
+  // k = 16: 2 x 8192 x 8192 x 16 FLOPs, but it writes 8192 x 8192 bf16 outputs.
+  const gemm g{.m = 8192, .n = 8192, .k = 16};
+  const gemm_time t = time_of(a100_sxm, g);
+  const double bytes = 2.0 * (8192 * 16 * 2 + 8192.0 * 8192);
+  CHECK(t.memory.count() == doctest::Approx(bytes / (2.039e12 * 1.80 / 2.04)));
+  CHECK(t.time == t.memory);
+  // Its FLOPs would take 7.9 us at the sustained rate; the bytes take 74.9 us.
+  CHECK(t.efficiency == doctest::Approx(g.flops() / 271.2e12 / t.memory.count()));
+  CHECK(t.efficiency == doctest::Approx(0.1057).epsilon(1e-3));
+}
+
+TEST_CASE("batched matmuls share the waves; fp8 moves half the bytes at its own rate") {
+  // Attention's scores per head: 12 heads of 2048 x 2048 over k = 128, 8 x 16 tiles each.
+  const gemm_time scores = time_of(a100_sxm, {.m = 2048, .n = 2048, .k = 128, .batch = 12});
+  CHECK(scores.tiles == 1536);
+  CHECK(scores.waves == 15);  // 1536 / 108 = 14.2
+  const gemm g{.m = 256 * 12, .n = 128 * 11, .k = 16384};  // 132 tiles: one H100 wave
+  const gemm_time bf16 = time_of(h100_sxm, g);
+  gemm g8 = g;
+  g8.type = dtype::fp8;
+  const gemm_time fp8 = time_of(h100_sxm, g8);
+  CHECK(bf16.waves == 1);
+  CHECK(fp8.time.count() == doctest::Approx(g.flops() / 1402.6e12));
+  CHECK(g8.bytes() == doctest::Approx(g.bytes() / 2));
+}
+
+TEST_CASE("a device without a tile model runs every shape at its sustained rate") {
+  const gemm_time t = time_of(ascend_910b, {.m = 257, .n = 129, .k = 65536});
+  CHECK(t.waves == 0);
+  CHECK(t.math.count() == doctest::Approx(2.0 * 257 * 129 * 65536 / (313e12 * 0.6)));
+}
+
+TEST_CASE("an empty matmul takes no time") {
+  CHECK(time_of(a100_sxm, {.m = 0, .n = 128, .k = 128}).time.count() == 0);
+  CHECK(time_of(a100_sxm, {.m = 128, .n = 128, .k = 128, .batch = 0}).time.count() == 0);
+}
