@@ -105,7 +105,9 @@ parsed parse(int argc, const char* const* argv) {
   app.set_version_flag("--version", std::string("weft ") + version());
   app.require_subcommand(1);
   app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::Throw);
-  app.footer("Exit codes: 0 done (legal), 1 illegal, 2 bad input. Each subcommand has --help.");
+  app.footer(
+      "Exit codes: 0 done (legal), 1 illegal or a run that stopped, 2 bad input, 3 a fault in "
+      "weft. Each subcommand has --help.");
 
   // Each subcommand parses into its own options; the one given is the command.
   std::vector<subcommand_info> all = subcommands();

@@ -36,6 +36,13 @@ bool takes_chunks(std::string_view name) {
   return g && g->takes_chunk_count();
 }
 
+bool own_count(std::string_view name, int chunks) {
+  const weft::generator_info* g = weft::find_generator(name);
+  return g && !g->takes_chunk_count() &&
+         (chunks == g->chunks_per_rank ||
+          chunks == g->chunks_per_rank / (g->bidirectional ? 2 : 1));
+}
+
 namespace {
 /// The schedules that take one, "a, b" from the registry, for messages.
 const std::string chunked_list = [] {
@@ -371,9 +378,10 @@ void output_options(CLI::App& sub, output_args& o, bool pictures) {
 /// The pipeline's own combinations; `csv` for generate --format csv.
 void check_pipeline(const pipeline_args& p, bool chunks_taken, bool scenario,
                     bool chunks_elsewhere) {
-  if (p.chunks != 2 && !chunks_taken && !chunks_elsewhere)
+  if (p.chunks != 2 && !chunks_taken && !chunks_elsewhere && !own_count(p.schedule, p.chunks))
     bad("--chunks applies to the schedules that take a chunk count (" + chunked_list +
-        ") and --preset llama2-70b-xdc only");
+        ") and --preset llama2-70b-xdc only; another schedule takes its own count alone (as "
+        "weft plan states it)");
   if (p.p2p_multi_stream && !p.overlap_p2p)
     bad("--use-multi-stream option must be enabled together with "
         "--overlap-warmup-cooldown-communication (--multi-stream needs --overlap-p2p)");

@@ -29,6 +29,9 @@ extern const std::vector<std::string> schedule_names;
 extern const std::string schedule_list;
 /// Whether schedule `name` takes a chunk count (`--chunks`), as the registry says.
 bool takes_chunks(std::string_view name);
+/// Whether `chunks` is schedule `name`'s own fixed count (zb-v's 2; 1f1b's 1; DualPipe's 2, or 1
+/// as its distinct stages a rank, as `weft plan` states it): a command line may say it.
+bool own_count(std::string_view name, int chunks);
 
 /// A choice read into its enum: `names` spell the values; anything else is refused as CLI11's
 /// IsMember refuses ("x not in {a,b}").

@@ -21,8 +21,8 @@ struct pipeline_use {
   int ep = 0;  ///< 0: 2
 };
 
-/// AMPipe's switches laid out (weft::resolve, the AMPipe note's rules) for the pipeline's use. Writes
-/// MindSpeed's warning to `warnings` (when not null) when pipe-experts does not apply.
+/// AMPipe's switches laid out (weft::resolve, the AMPipe note's rules) for the pipeline's use.
+/// Writes MindSpeed's warning to `warnings` (when not null) when pipe-experts does not apply.
 ampipe_layout ampipe_of(const pipeline_args& p, pipeline_use use, std::ostream* warnings);
 
 /// The p2p options asked for (MindSpeed's pp-cross-dc-comm-overlap note).

@@ -317,6 +317,17 @@ TEST_CASE("collectives across nodes run over every NIC their members own (rails)
   CHECK(1 / collective_link(a100, 64, 8).beta.count() == doctest::Approx(24e9));
   CHECK(1 / collective_link(a100, 4, 4).beta.count() == doctest::Approx(48e9));
   CHECK(collective_link(a100, 16, 1).alpha == a100.inter.alpha);
+  // Groups that do not tile the nodes: some group of tp 3 straddles two nodes (ranks 6, 7, 8),
+  // and a data-parallel group of 6 ranks 2 apart has 4 members on one node and 2 on the next;
+  // the ring runs at its slowest node, priced at one member a node.
+  CHECK_FALSE(inside_a_node(3, 1, 8));
+  CHECK(1 / collective_link(a100, 3, 1).beta.count() == doctest::Approx(24e9));
+  CHECK(1 / collective_link(a100, 6, 2).beta.count() == doctest::Approx(24e9));
+  CHECK(group_link(a100, 3, 1).beta == a100.inter.beta);
+  // Fewer NICs than GPUs: a GPU's share of them (4 NICs for 8 GPUs: half a NIC each).
+  cluster four = a100;
+  four.fabric.nics_per_node = 4;
+  CHECK(1 / collective_link(four, 16, 1).beta.count() == doctest::Approx(8 * 24e9 / 2));
   // An all-to-all (and a point-to-point transfer) leaves through each rank's own NIC.
   CHECK(group_link(a100, 16, 1).beta == a100.inter.beta);
   // A cluster without the collectives' figures: its links' own bandwidth, a NIC a device.

@@ -39,7 +39,7 @@ std::function<void(int, const op&)> fault_injection(const failure_args& failing)
         throw std::runtime_error("injected fault (--inject-fault " + f.text + ") before " +
                                  to_string(x));
       case fault_kind::exit:
-        std::_Exit(3);
+        std::_Exit(injected_exit);
       case fault_kind::kill:
         std::raise(SIGKILL);
         break;

@@ -18,6 +18,9 @@ namespace weft::cli {
 /// A file to write, or `config_error` naming it.
 std::ofstream open_for_writing(const std::string& path);
 
+/// The exit code of a process an injected `exit` fault ends: none of the tool's own.
+inline constexpr int injected_exit = 9;
+
 /// `--inject-fault KIND:RANK[:N]` as a hook the runtime calls before each op (`before_op`):
 /// world rank RANK throws, exits, is killed or stalls (twice `f.timeout`, so the peers' watchdogs
 /// go first) before its N-th op. Empty for no fault.

@@ -1,5 +1,5 @@
-// `weft plan-cp` (MindSpeed's adaptive-cp note): a mask's sequence re-mapped and its blocks scheduled in
-// rounds under a cap per rank and round.
+// `weft plan-cp` (MindSpeed's adaptive-cp note): a mask's sequence re-mapped and its blocks
+// scheduled in rounds under a cap per rank and round.
 #pragma once
 
 #include <string>

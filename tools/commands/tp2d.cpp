@@ -219,6 +219,9 @@ int run_command(const tp2d_options& q) {
   const tp_overlap o = overlap_of(q);
   const tp::grid two = tp::make_grid(q.tp_x * q.tp_y, q.tp_x, q.tp_y);
   const tp::grid one = tp::one_d_grid(two.size());
+  if (const fault_spec& f = q.failing.fault; f.kind != fault_kind::none && f.rank >= two.size())
+    throw config_error("weft: --inject-fault " + f.text + ": rank " + std::to_string(f.rank) +
+                       " is outside the grid of " + std::to_string(two.size()) + " ranks");
   tp::layer_shape shape{.seq = q.seq == 0 ? 256 : q.seq,
                         .batch = q.batch,
                         .hidden = q.hidden,

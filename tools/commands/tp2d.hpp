@@ -1,5 +1,5 @@
-// `weft tp2d` (MindSpeed's tp-2d note): one attention + MLP layer on a tp_x x tp_y grid of in-process
-// ranks and on its 1D counterpart; or the llama3-405B scenario, simulated.
+// `weft tp2d` (MindSpeed's tp-2d note): one attention + MLP layer on a tp_x x tp_y grid of
+// in-process ranks and on its 1D counterpart; or the llama3-405B scenario, simulated.
 #pragma once
 
 #include <string_view>
@@ -25,7 +25,8 @@ struct tp2d_options {
   bool sized() const {
     return tp_x != 0 || tp_y != 0 || hidden != 192 || heads != 24 || ffn != 0 || seq != 0 ||
            batch != 1 || overlap != tp_overlap::none || ag_matmul || matmul_rs || coc_fused ||
-           delay.link != link_choice::none || failing.fault.kind != fault_kind::none;
+           delay.link != link_choice::none || failing.fault.kind != fault_kind::none ||
+           failing.timeout != failure_args{}.timeout;
   }
 };
 

@@ -68,6 +68,37 @@ inline void streamed(layer_kernels& out, std::string_view name, double forward, 
   out.forward.push_back({name, kernel_kind::streamed, {}, forward, 0, core});
   if (backward > 0) out.backward.push_back({name, kernel_kind::streamed, {}, backward, 0, core});
 }
+
+/// Attention's core on one device: one fused flash kernel (the causal half of the scores and
+/// of the weighted sum; its backward 2.5 times the forward, the scores computed again), or
+/// without it the batched matmuls of the scores and the weighted sum, and between them the
+/// fused scaled, masked softmax and the dropout over the whole score matrix.
+inline void attention_core(layer_kernels& out, const transformer& m, const layer_shard& s,
+                           double qk_dim, double v_dim) {
+  const double T = s.tokens(), heads = m.heads / static_cast<double>(s.tp);
+  const double queries = T / s.micro_batch, keys = s.seq, batch = s.micro_batch * heads;
+  if (s.flash_attention) {
+    // The causal half of the scores and of the weighted sum: what a flash kernel computes.
+    const double flops = 2 * T * keys * heads * (qk_dim + v_dim) / 2;
+    out.forward.push_back({"attention", kernel_kind::attention, {}, 0, flops, true});
+    out.backward.push_back({"attention", kernel_kind::attention, {}, 0, 2.5 * flops, true});
+  } else {
+    const double S = batch * queries * keys;  // the score matrix's elements on this device
+    out.forward.push_back(
+        {"scores", kernel_kind::matmul, {queries, keys, qk_dim, batch, s.type}, 0, 0, true});
+    streamed(out, "softmax", 2 * bf16 * S, 3 * bf16 * S, true);
+    if (m.dropout)
+      streamed(out, "attention dropout", (2 * bf16 + mask) * S, (2 * bf16 + mask) * S, true);
+    out.forward.push_back(
+        {"weighted sum", kernel_kind::matmul, {queries, v_dim, keys, batch, s.type}, 0, 0, true});
+    // Backward: dP = dO V^T, dV = P^T dO, dQ = dS K, dK = dS^T Q.
+    for (const gemm g :
+         {gemm{queries, keys, v_dim, batch, s.type}, gemm{keys, v_dim, queries, batch, s.type},
+          gemm{queries, qk_dim, keys, batch, s.type}, gemm{keys, qk_dim, queries, batch, s.type}})
+      out.backward.push_back({"attention grads", kernel_kind::matmul, g, 0, 0, true});
+  }
+}
+
 }  // namespace detail
 
 /// The kernels of layer `layer` of model `m` on one device holding `s`. Norms read x and write
@@ -113,32 +144,12 @@ inline layer_kernels layer_kernels_of(const transformer& m, int layer, const lay
     const double kv = m.kv_heads * m.head_dim / tp;
     linear(out, "qkv", T, heads * m.head_dim + 2 * kv, h, s.type);
   }
-  if (m.positions == 0) {  // rotary embeddings on the queries and keys
+  if (m.rotary) {  // rotary embeddings on the queries and keys
     const double qk = T * (heads + (m.mla.active() ? 1 : m.kv_heads / tp)) *
                       (m.mla.active() ? m.mla.qk_rope_head_dim : m.head_dim);
     streamed(out, "rotary", 2 * bf16 * qk, 2 * bf16 * qk);
   }
-  const double queries = T / s.micro_batch, keys = s.seq, batch = s.micro_batch * heads;
-  if (s.flash_attention) {
-    // The causal half of the scores and of the weighted sum: what a flash kernel computes.
-    const double flops = 2 * T * keys * heads * (qk_dim + v_dim) / 2;
-    out.forward.push_back({"attention", kernel_kind::attention, {}, 0, flops, true});
-    out.backward.push_back({"attention", kernel_kind::attention, {}, 0, 2.5 * flops, true});
-  } else {
-    const double S = batch * queries * keys;  // the score matrix's elements on this device
-    out.forward.push_back(
-        {"scores", kernel_kind::matmul, {queries, keys, qk_dim, batch, s.type}, 0, 0, true});
-    streamed(out, "softmax", 2 * bf16 * S, 3 * bf16 * S, true);
-    if (m.dropout)
-      streamed(out, "attention dropout", (2 * bf16 + mask) * S, (2 * bf16 + mask) * S, true);
-    out.forward.push_back(
-        {"weighted sum", kernel_kind::matmul, {queries, v_dim, keys, batch, s.type}, 0, 0, true});
-    // Backward: dP = dO V^T, dV = P^T dO, dQ = dS K, dK = dS^T Q.
-    for (const gemm g :
-         {gemm{queries, keys, v_dim, batch, s.type}, gemm{keys, v_dim, queries, batch, s.type},
-          gemm{queries, qk_dim, keys, batch, s.type}, gemm{keys, qk_dim, queries, batch, s.type}})
-      out.backward.push_back({"attention grads", kernel_kind::matmul, g, 0, 0, true});
-  }
+  detail::attention_core(out, m, s, qk_dim, v_dim);
   linear(out, "out projection", T, h, heads * v_dim, s.type);
   residual("attention residual");
 
@@ -159,9 +170,12 @@ inline layer_kernels layer_kernels_of(const transformer& m, int layer, const lay
     mlp("fc1", "activation", "fc2", m.ffn / tp, T, 1);
   } else {
     const moe_shape& e = m.moe;
-    linear(out, "router", T, e.routed, h, s.type);
-    streamed(out, "top-k", 2 * 4 * T * e.routed, 2 * 4 * T * e.routed);  // fp32 scores
-    const double routed = T * e.top_k * h;  // the tokens' copies this device sends and gets back
+    // Each rank routes its own tokens: with sequence parallelism a 1/tp share of them (the
+    // experts' tensor-parallel ranks then gather what they compute on).
+    const double mine = T / (s.sequence_parallel ? tp : 1);
+    linear(out, "router", mine, e.routed, h, s.type);
+    streamed(out, "top-k", 2 * 4 * mine * e.routed, 2 * 4 * mine * e.routed);  // fp32 scores
+    const double routed = mine * e.top_k * h;  // the copies this device sends and gets back
     streamed(out, "permute", 2 * bf16 * routed, 2 * bf16 * routed);
     // Balanced routing: each of its routed / ep experts gets the tokens of the ep devices that
     // chose it, T ep top_k / routed, as one grouped matmul.

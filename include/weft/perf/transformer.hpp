@@ -55,7 +55,8 @@ struct transformer {
   bool layer_norm = false;       ///< LayerNorm (weight and bias); else RMSNorm (weight only)
   double positions = 0;          ///< learned position embeddings (GPT-2's n_positions); 0: none
   bool embedding_norm = false;   ///< a norm right after the embedding (BLOOM)
-  bool dropout = false;          ///< trained with dropout (its masks are kept for the backward)
+  bool rotary = true;    ///< rotary position embeddings on queries and keys (not GPT-2's, BLOOM's)
+  bool dropout = false;  ///< trained with dropout (its masks are kept for the backward)
   moe_shape moe;
   mla_shape mla;
   int mtp_layers = 0;  ///< multi-token-prediction modules (DeepSeek-V3's num_nextn_predict_layers)

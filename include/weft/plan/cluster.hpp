@@ -214,27 +214,43 @@ inline void check_cluster(const cluster& c) {
   }
 }
 
+/// Whether every group of `size` ranks, `stride` apart, lies inside one node of `per_node`: its
+/// span fits and divides the node, so that no group of the job straddles two (Megatron's groups
+/// are consecutive blocks of span ranks).
+constexpr bool inside_a_node(long long size, long long stride, long long per_node) noexcept {
+  const long long span = size * stride;
+  return span <= per_node && per_node % span == 0;
+}
+
 /// The link a group of `size` ranks, `stride` apart, crosses on cluster `c` point to point and
-/// in an all-to-all: inside a node while the group fits in one, else a device's own NIC (NCCL's
-/// all-to-all cannot aggregate the NICs of a node: each rank's traffic leaves through its own).
+/// in an all-to-all: inside a node while every such group fits in one, else a device's own NIC
+/// (NCCL's all-to-all cannot aggregate the NICs of a node: each rank's traffic leaves through
+/// its own).
 constexpr link_model group_link(const cluster& c, long long size, long long stride) noexcept {
-  return size * stride <= c.per_node ? c.intra : c.inter;
+  return inside_a_node(size, stride, c.per_node) ? c.intra : c.inter;
 }
 
 /// The link NCCL's ring collectives of a group of `size` ranks, `stride` apart, run at (their
-/// bus bandwidth, nccl-tests' measure): inside a node, NVLink's; across nodes a ring over every
-/// NIC the group's members own in a node — one channel a NIC on a rail-optimized node — so the
-/// node's NICs add up: `members a node x a NIC's`, at most NVLink's. A tensor-parallel group of
-/// 16 over two nodes of 8 gets eight NICs, a data-parallel group of one rank a node one.
+/// bus bandwidth, nccl-tests' measure): inside a node, NVLink's; across nodes a ring over the
+/// NICs the group's members own in a node — one channel a NIC on a rail-optimized node — so a
+/// node's NICs add up: `members a node x a NIC's share a GPU`, at most NVLink's. A
+/// tensor-parallel group of 16 over two nodes of 8 gets eight NICs, a data-parallel group of one
+/// rank a node one. The ring runs at its slowest node: groups that span whole nodes evenly have
+/// per_node / stride members on each; any other layout is priced at one member a node.
 constexpr link_model collective_link(const cluster& c, long long size, long long stride) noexcept {
   const double nvlink =
       c.fabric.nvlink_busbw > 0 ? c.fabric.nvlink_busbw : 1 / c.intra.beta.count();
-  if (size * stride <= c.per_node) return {c.intra.alpha, seconds(1 / nvlink)};
-  const long long members = stride >= c.per_node ? 1 : std::min(size, c.per_node / stride);
-  const long long nics = c.fabric.nics_per_node > 0 ? c.fabric.nics_per_node : c.per_node;
-  const double nic = c.fabric.nic_busbw > 0 ? c.fabric.nic_busbw : 1 / c.inter.beta.count();
-  const double bus = std::min(nvlink, static_cast<double>(std::min(members, nics)) * nic);
-  return {c.inter.alpha, seconds(1 / bus)};
+  if (inside_a_node(size, stride, c.per_node)) return {c.intra.alpha, seconds(1 / nvlink)};
+  const long long P = c.per_node;
+  const bool even = (size * stride) % P == 0 && stride < P && P % stride == 0;
+  const double members = even ? static_cast<double>(P / stride) : 1;
+  const double nics = c.fabric.nics_per_node > 0 ? c.fabric.nics_per_node : static_cast<double>(P);
+  // A NIC's bandwidth; a file without one states a device's share of the node's network.
+  const double nic = c.fabric.nic_busbw > 0
+                         ? c.fabric.nic_busbw
+                         : 1 / c.inter.beta.count() * static_cast<double>(P) / nics;
+  const double per_gpu = nic * std::min(1.0, nics / static_cast<double>(P));
+  return {c.inter.alpha, seconds(1 / std::min(nvlink, members * per_gpu))};
 }
 
 /// The built-in cluster called `name`, or nullptr.

@@ -50,8 +50,9 @@ struct estimate {
   double tokens_per_s = 0, mfu = 0, tflops_per_device = 0;
 };
 
-/// What the estimate prices, each switch on by default; off, the part falls back to what weft
-/// priced before it (the planning benchmark's ablation, docs/planning.md).
+/// What the estimate prices, each switch on by default; off, that part is left out — what it
+/// adds to the agreement with published runs (the planning benchmark's ablation,
+/// docs/planning.md).
 struct estimate_options {
   /// A matmul's time from its shape: tiles and waves over the SMs, the memory's roof
   /// (perf/matmul.hpp). Off: every matmul at the device's sustained rate.
@@ -216,7 +217,7 @@ inline stage_estimate stage_costs(const transformer& m, const job& j, const clus
   };
   for (int k = 0; k < st.mtp; ++k) {  // its projection, its block (as the last layer), its head
     perf::layer_kernels proj;
-    perf::detail::linear(proj, "mtp projection", T, m.hidden, 2 * m.hidden, shard.type);
+    perf::detail::linear(proj, "mtp projection", T, m.hidden / tp, 2 * m.hidden, shard.type);
     add(proj);
     add_layer(m.layers - 1);
     add_head();

@@ -290,6 +290,7 @@ inline hf_model read_hf_config(std::string_view text) {
   m.tied_embeddings = r.flag("tie_word_embeddings", gpt_family);
   if (m.model_type == "gpt2") m.positions = r.whole({"n_positions"}, 1, most, 1024);
   m.embedding_norm = m.model_type == "bloom";
+  m.rotary = !gpt_family;  // GPT-2's learned positions, BLOOM's ALiBi
   for (const char* k : {"attn_pdrop", "resid_pdrop", "attention_dropout", "hidden_dropout"})
     m.dropout = r.number(k, 0) > 0 || m.dropout;
 
