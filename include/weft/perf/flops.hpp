@@ -26,6 +26,19 @@ constexpr double matmul_flops(double tokens, double in, double out) noexcept {
   return 2 * tokens * in * out;
 }
 
+/// Attention's scores and the weighted sum of the values for `tokens` queries against `keys`
+/// keys each, over `heads` heads of `qk_dim` (query-key) and `v_dim` (value) widths: the whole
+/// square, as Korthikanti et al. count it; a causal model needs half (`causal_score_flops`).
+constexpr double score_flops(double tokens, double keys, double heads, double qk_dim,
+                             double v_dim) noexcept {
+  return 2 * tokens * keys * heads * (qk_dim + v_dim);
+}
+/// The causal half of them: what a flash kernel computes for a causal model.
+constexpr double causal_score_flops(double tokens, double keys, double heads, double qk_dim,
+                                    double v_dim) noexcept {
+  return score_flops(tokens, keys, heads, qk_dim, v_dim) / 2;
+}
+
 constexpr layer_flops forward_flops(const transformer& m, int layer, double tokens,
                                     double seq) noexcept {
   const double h = m.hidden, a = m.heads;
@@ -46,7 +59,7 @@ constexpr layer_flops forward_flops(const transformer& m, int layer, double toke
     f.projections = matmul_flops(tokens, h, q + 2 * kv) + matmul_flops(tokens, q, h);
   }
   // Each token's query against every key of its sequence, then the weighted sum of the values.
-  f.scores = 2 * tokens * seq * a * (qk_dim + v_dim);
+  f.scores = score_flops(tokens, seq, a, qk_dim, v_dim);
   const double per_mlp = m.mlp == mlp_kind::gated ? 3 : 2;
   if (!m.is_moe_layer(layer)) {
     f.mlp = per_mlp * matmul_flops(tokens, h, m.ffn);

@@ -11,6 +11,7 @@
 
 #include <weft/core/time.hpp>
 #include <weft/perf/device.hpp>
+#include <weft/perf/flops.hpp>
 #include <weft/perf/matmul.hpp>
 #include <weft/perf/transformer.hpp>
 
@@ -79,7 +80,7 @@ inline void attention_core(layer_kernels& out, const transformer& m, const layer
   const double queries = T / s.micro_batch, keys = s.seq, batch = s.micro_batch * heads;
   if (s.flash_attention) {
     // The causal half of the scores and of the weighted sum: what a flash kernel computes.
-    const double flops = 2 * T * keys * heads * (qk_dim + v_dim) / 2;
+    const double flops = causal_score_flops(T, keys, heads, qk_dim, v_dim);
     out.forward.push_back({"attention", kernel_kind::attention, {}, 0, flops, true});
     out.backward.push_back({"attention", kernel_kind::attention, {}, 0, 2.5 * flops, true});
   } else {

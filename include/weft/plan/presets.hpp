@@ -17,8 +17,8 @@
 #include <weft/plan/hf_config.hpp>
 #include <weft/plan/job_file.hpp>
 #include <weft/sim/ampipe_preset.hpp>
+#include <weft/sim/tp2d_facts.hpp>
 #include <weft/sim/xdc_preset.hpp>
-#include <weft/tp/preset.hpp>
 
 namespace weft::plan {
 
@@ -134,10 +134,11 @@ inline moe_mesh_facts moe_mesh_facts_of(const transformer& m, const job& j, cons
   return f;
 }
 
-/// The 2D tensor-parallel scenario's layer (tp/preset.hpp) from a model, a job and a cluster: a
-/// dense layer with a SwiGLU MLP (fc1 holds gate and up) and grouped-query attention, `seq`
-/// tokens a sequence, the cluster's devices and machines (collectives across machines in two
-/// levels). Throws `config_error` for what the scenario does not price.
+/// The 2D tensor-parallel scenario's layer (sim/tp2d_facts.hpp; tp/preset.hpp prices it) from a
+/// model, a job and a cluster: a dense layer with a SwiGLU MLP (fc1 holds gate and up) and
+/// grouped-query attention, `seq` tokens a sequence, the cluster's devices and machines
+/// (collectives across machines in two levels). Throws `config_error` for what the scenario does
+/// not price.
 inline tp_layer_facts tp_layer_facts_of(const transformer& m, const job& j, const cluster& c) {
   const auto refuse = [](const std::string& why) { detail::refuse("2D tensor-parallel", why); };
   if (m.moe.active() || m.mla.active()) refuse("a dense layer with standard attention");

@@ -10,6 +10,7 @@
 #include <weft/core/link.hpp>
 #include <weft/generators/ampipe.hpp>
 #include <weft/generators/one_f_one_b.hpp>
+#include <weft/perf/flops.hpp>
 #include <weft/schedule/schedule.hpp>
 #include <weft/sim/cost.hpp>
 #include <weft/sim/device.hpp>
@@ -60,9 +61,14 @@ struct moe_mesh_layer {
 constexpr moe_mesh_layer layer_costs(const moe_mesh_facts& f) noexcept {
   moe_mesh_layer c;
   const double h = f.hidden, tokens = f.seq / f.cp, rate = f.peak_flops * f.efficiency;
-  c.attention_flops = 2 * tokens * (4 * h * h + h * f.experts) / f.tp;
-  c.causal_flops = 2 * f.seq * f.seq * h / (f.cp * f.tp);  // 4 S^2 h, half of it causal
-  c.expert_flops = tokens * f.top_k * 4 * h * f.ffn / f.tp;
+  // The FLOPs' one home (perf/flops.hpp): QKV, the projection and the router; the causal half
+  // of the scores (heads x head dim = h); top-k experts of two matrices each.
+  using perf::matmul_flops;
+  c.attention_flops = (matmul_flops(tokens, h, 3 * h) + matmul_flops(tokens, h, h) +
+                       matmul_flops(tokens, h, f.experts)) /
+                      f.tp;
+  c.causal_flops = perf::causal_score_flops(tokens, f.seq, 1, h, h) / f.tp;
+  c.expert_flops = f.top_k * 2 * matmul_flops(tokens, h, f.ffn) / f.tp;
   c.attention = seconds(c.attention_flops / rate);
   c.causal = seconds(c.causal_flops / rate);
   c.experts = seconds(c.expert_flops / rate);

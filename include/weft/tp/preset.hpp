@@ -11,25 +11,16 @@
 #include <vector>
 
 #include <weft/core/link.hpp>
+#include <weft/perf/flops.hpp>
 #include <weft/schedule/lower.hpp>
 #include <weft/sim/cost.hpp>
 #include <weft/sim/device.hpp>
 #include <weft/sim/simulate.hpp>
+#include <weft/sim/tp2d_facts.hpp>
 #include <weft/tp/grid.hpp>
 #include <weft/tp/schedule.hpp>
 
 namespace weft {
-
-/// Machines of `per_node` devices: a fast link inside one (HCCS), a slower one between two
-/// (one RoCE port per device). Ascend 910B servers (Atlas 800T A2) by default.
-struct node_mesh {
-  int per_node = 8;
-  link_model intra = link_model::intra_node();
-  link_model inter = link_model::inter_node();
-  /// Collectives over members on several machines run in two levels (NCCL's and HCCL's
-  /// hierarchical algorithms); false: as one flat ring, as slow as its slowest link.
-  bool hierarchical = true;
-};
 
 /// A group of `count` ranks `stride` apart from rank `first`, as a mesh sees it: how many
 /// machines it spans and how many members each holds (the groups here spread evenly).
@@ -81,7 +72,7 @@ struct tp_linear_facts {
 constexpr cost_model tp_linear_costs(const tp_linear_facts& l, double rows, const node_mesh& mesh,
                                      const device_facts& device, double value_bytes, tp_overlap o) {
   const double G = l.gather.members, S = l.scatter.members;
-  const double flops = 2 * rows * (l.in / S) * (l.out / G);
+  const double flops = perf::matmul_flops(rows, l.in / S, l.out / G);  // perf/flops.hpp
   const double rate = device.sustained_flops();
   cost_model c;
   c.set(kind::block, phase::F, seconds(flops / rate))
@@ -100,28 +91,6 @@ constexpr cost_model tp_linear_costs(const tp_linear_facts& l, double rows, cons
   c.set(kind::reduce_scatter, phase::B, gather_time(mesh, l.gather, x_bytes));
   return c;
 }
-
-/// A dense layer with grouped-query attention and a SwiGLU MLP on a mesh of machines. The model
-/// and the device have no defaults here: they are read from a model, a job and a cluster
-/// (`plan::tp_layer_facts_of`; the note's run is presets/llama3-405b: llama3-405B, Llama Team
-/// 2024, at tp 16 on Ascend 910B servers), so each number has one home; only the precision
-/// (bf16) is assumed, and the mesh's classes of links (`node_mesh`) unless a cluster says.
-struct tp_layer_facts {
-  double hidden = 0, ffn = 0;
-  int heads = 0, kv_heads = 0;
-  double seq = 0;
-  int micro_batch_size = 0;
-  double bytes_per_value = 2;  ///< bf16 activations
-  device_facts device{};
-  node_mesh mesh{};
-  /// What overlap costs (`contention_facts::published()` prices it); each linear's gathers and
-  /// scatters take the link class of the group they run over (inter-node once it spans
-  /// machines). Inactive by default: overlap is free.
-  contention_facts contention{};
-
-  constexpr double tokens() const noexcept { return seq * micro_batch_size; }
-  constexpr double kv_width() const noexcept { return hidden * kv_heads / heads; }
-};
 
 /// A layer's four linears on the grid (rank 0's groups: TP-X contiguous, TP-Y strided), in the
 /// order they run: QKV and fc1 gather over X and scatter over Y, the projection and fc2 the
@@ -148,7 +117,9 @@ struct tp_glue {
 inline tp_glue tp_layer_glue(const tp_layer_facts& f, const tp::grid& g) {
   const double n = g.size(), s = f.tokens();
   tp_glue out;
-  out.attention = seconds(2 * s * f.seq * f.hidden / n / f.device.sustained_flops());
+  // The causal half of the scores (perf/flops.hpp; heads x head dim = hidden).
+  out.attention = seconds(perf::causal_score_flops(s, f.seq, 1, f.hidden, f.hidden) / n /
+                          f.device.sustained_flops());
   const group_span y = span_of_group(f.mesh, g.base, g.tp_y, g.tp_x);
   out.kv_gather = gather_time(f.mesh, y, s * 2 * f.kv_width() / g.tp_x * f.bytes_per_value);
   return out;
