@@ -42,29 +42,29 @@ struct subcommand_info {
 
 std::vector<subcommand_info> subcommands() {
   return {
-      {generate_options{}, "print a schedule"},
-      {check_options{}, "check a generated schedule: exit 0 legal, 1 illegal"},
-      {verify_options{},
+      {generate_args{}, "print a schedule"},
+      {check_args{}, "check a generated schedule: exit 0 legal, 1 illegal"},
+      {verify_args{},
        "read a PyTorch schedule CSV and check it: exit 0 legal, 1 illegal, 2 unreadable"},
-      {simulate_options{},
+      {simulate_args{},
        "run a schedule over simulated time: makespan, bubble, exposed communication"},
-      {compare_options{}, "simulate several schedules side by side"},
-      {run_options{},
+      {compare_args{}, "simulate several schedules side by side"},
+      {run_args{},
        "train a tiny model one step on in-process ranks (dense for whole blocks, MoE for "
        "sub-stages): measured metrics, the prediction, loss and gradient error against serial"},
-      {tp2d_options{},
+      {tp2d_args{},
        "2D tensor parallelism (docs/tp-2d.md): one attention + MLP layer on tp_x x tp_y "
        "in-process ranks and on tp_x * tp_y ranks of 1D tensor parallelism, each linear a "
        "schedule: error against the unsharded layer, measured and predicted step time, bytes "
        "moved; or --preset llama3-405b, simulated"},
-      {plan_options{},
+      {plan_args{},
        "plan a real training job (docs/planning.md): a model's Hugging Face config.json, the job "
        "as Megatron's flags state it and a cluster in; step time, tokens/s, MFU, memory per stage "
        "against the device's, and every schedule that applies, out"},
-      {search_options{},
+      {search_args{},
        "search for the fastest legal schedule for given costs and a memory cap: the best found, "
        "every generator's and the lower bounds (docs/search.md)"},
-      {plan_cp_options{},
+      {plan_cp_args{},
        "plan adaptive context parallelism for a mask: re-map the sequence, schedule its (query, "
        "key/value) blocks in rounds under a cap per rank and round (docs/adaptive-cp.md)"},
   };
@@ -146,7 +146,7 @@ parsed parse(int argc, const char* const* argv) {
       later[i].finish();
       std::visit(
           [&](auto& o) {
-            if constexpr (std::is_same_v<std::decay_t<decltype(o)>, search_options>)
+            if constexpr (std::is_same_v<std::decay_t<decltype(o)>, search_args>)
               check(o, *apps[i]);
             else
               check(o);

@@ -22,9 +22,8 @@
 namespace weft::cli {
 
 /// A subcommand and its options: `run_command` carries each out.
-using command =
-    std::variant<generate_options, check_options, verify_options, simulate_options, compare_options,
-                 run_options, tp2d_options, plan_cp_options, search_options, plan_options>;
+using command = std::variant<generate_args, check_args, verify_args, simulate_args, compare_args,
+                             run_args, tp2d_args, plan_cp_args, search_args, plan_args>;
 
 /// The subcommand's name, as typed.
 inline std::string_view name_of(const command& c) {

@@ -28,7 +28,7 @@ mpi::threading threading_of(mpi_threading t) {
 
 class mpi_world final : public process_world {
  public:
-  explicit mpi_world(const run_options& o)
+  explicit mpi_world(const run_args& o)
       : env_(nullptr, nullptr, {.threads = threading_of(o.threads)}),
         comm_(MPI_COMM_WORLD,
               {.reduce = o.reduce == reduce_order::library ? mpi::reduction_order::library
@@ -59,11 +59,11 @@ class mpi_world final : public process_world {
 
 }  // namespace
 
-std::unique_ptr<process_world> start_mpi(const run_options& o) {
+std::unique_ptr<process_world> start_mpi(const run_args& o) {
   return std::make_unique<mpi_world>(o);
 }
 #else
-std::unique_ptr<process_world> start_mpi(const run_options&) {
+std::unique_ptr<process_world> start_mpi(const run_args&) {
   throw config_error(
       "weft: this weft was built without MPI: install libopenmpi-dev and openmpi-bin, then "
       "build again");

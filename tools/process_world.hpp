@@ -34,6 +34,6 @@ class process_world {
 
 /// Starts MPI for `weft run --backend mpi`; throws config_error when this weft was built
 /// without it.
-std::unique_ptr<process_world> start_mpi(const run_options& o);
+std::unique_ptr<process_world> start_mpi(const run_args& o);
 
 }  // namespace weft::cli

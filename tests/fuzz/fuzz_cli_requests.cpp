@@ -29,17 +29,15 @@ struct wanted {
 wanted pipeline_of(const weft::cli::command& c) {
   using namespace weft::cli;
   wanted w;
-  if (const auto* o = std::get_if<generate_options>(&c))
+  if (const auto* o = std::get_if<generate_args>(&c))
     w = {&o->pipeline, {o->pipeline.schedule}, {.csv = o->format == listing::csv}};
-  else if (const auto* o = std::get_if<check_options>(&c))
+  else if (const auto* o = std::get_if<check_args>(&c))
     w = {&o->pipeline, {o->pipeline.schedule}, {}};
-  else if (const auto* o = std::get_if<simulate_options>(&c);
-           o && o->cost.preset == preset_name::none)
+  else if (const auto* o = std::get_if<simulate_args>(&c); o && o->cost.preset == preset_name::none)
     w = {&o->pipeline, {o->pipeline.schedule}, {}};
-  else if (const auto* o = std::get_if<compare_options>(&c);
-           o && o->cost.preset == preset_name::none)
+  else if (const auto* o = std::get_if<compare_args>(&c); o && o->cost.preset == preset_name::none)
     w = {&o->pipeline, o->schedules, {}};
-  else if (const auto* o = std::get_if<run_options>(&c); o && o->schedule_file.empty())
+  else if (const auto* o = std::get_if<run_args>(&c); o && o->schedule_file.empty())
     w = {&o->pipeline, {o->pipeline.schedule}, {.demo_model = true, .ep = o->ep}};
   return w;
 }

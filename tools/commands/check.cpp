@@ -8,7 +8,7 @@
 
 namespace weft::cli {
 
-int run_command(const check_options& o) {
+int run_command(const check_args& o) {
   schedule s = schedule_of(o.pipeline, o.pipeline.schedule, {}, &std::cerr);
   s.model.max_live = o.max_live;
   return report_check(o.json, weft::check(s, tool_check));

@@ -7,13 +7,13 @@
 
 namespace weft::cli {
 
-struct check_options {
+struct check_args {
   static constexpr std::string_view name = "check";
   pipeline_args pipeline;
   int max_live = 0;  ///< rule 5: live activations per rank (0: no bound)
   bool json = false;
 };
 
-int run_command(const check_options& o);
+int run_command(const check_args& o);
 
 }  // namespace weft::cli

@@ -11,7 +11,7 @@
 
 namespace weft::cli {
 
-void define(CLI::App& sub, check_options& o, deferred&) {
+void define(CLI::App& sub, check_args& o, deferred&) {
   schedule_option(sub, o.pipeline, false);
   pipeline_options(sub, o.pipeline, false);
   sub.add_option("--max-live", o.max_live, "rule 5: live activations per rank (0: no bound)")
@@ -19,7 +19,7 @@ void define(CLI::App& sub, check_options& o, deferred&) {
   sub.add_flag("--json", o.json, "print the result as JSON");
 }
 
-void check(const check_options& o) {
+void check(const check_args& o) {
   check_pipeline(o.pipeline, takes_chunks(o.pipeline.schedule), false, false);
 }
 

@@ -12,7 +12,7 @@
 
 namespace weft::cli {
 
-int run_command(const compare_options& o) {
+int run_command(const compare_args& o) {
   std::vector<simulated> sims;
   for (const std::string& name : o.schedules)
     sims.push_back(simulate_pipeline(schedule_of(o.pipeline, name, {}, &std::cerr), o.cost, false));

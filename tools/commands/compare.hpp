@@ -9,7 +9,7 @@
 
 namespace weft::cli {
 
-struct compare_options {
+struct compare_args {
   static constexpr std::string_view name = "compare";
   std::vector<std::string> schedules;  ///< --schedules; `pipeline.schedule` is unused
   pipeline_args pipeline;
@@ -17,6 +17,6 @@ struct compare_options {
   bool json = false;
 };
 
-int run_command(const compare_options& o);
+int run_command(const compare_args& o);
 
 }  // namespace weft::cli

@@ -12,7 +12,7 @@
 
 namespace weft::cli {
 
-void define(CLI::App& sub, compare_options& o, deferred& later) {
+void define(CLI::App& sub, compare_args& o, deferred& later) {
   sub.add_option("--schedules", o.schedules, "schedules to compare, comma-separated")
       ->required()
       ->delimiter(',')
@@ -27,7 +27,7 @@ void define(CLI::App& sub, compare_options& o, deferred& later) {
   sub.add_flag("--json", o.json, "print the result as JSON");
 }
 
-void check(const compare_options& o) {
+void check(const compare_args& o) {
   scenario_is_simulates(o.cost.preset);
   const bool chunked = std::any_of(o.schedules.begin(), o.schedules.end(),
                                    [](const std::string& n) { return takes_chunks(n); });

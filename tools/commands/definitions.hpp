@@ -22,25 +22,25 @@ namespace weft::cli {
 
 struct deferred;
 
-void define(CLI::App& sub, generate_options& o, deferred& later);
-void check(const generate_options& o);
-void define(CLI::App& sub, check_options& o, deferred& later);
-void check(const check_options& o);
-void define(CLI::App& sub, verify_options& o, deferred& later);
-void check(const verify_options& o);
-void define(CLI::App& sub, simulate_options& o, deferred& later);
-void check(const simulate_options& o);
-void define(CLI::App& sub, compare_options& o, deferred& later);
-void check(const compare_options& o);
-void define(CLI::App& sub, run_options& o, deferred& later);
-void check(const run_options& o);
-void define(CLI::App& sub, tp2d_options& o, deferred& later);
-void check(const tp2d_options& o);
-void define(CLI::App& sub, plan_options& o, deferred& later);
-void check(const plan_options& o);
-void define(CLI::App& sub, search_options& o, deferred& later);
-void check(search_options& o, const CLI::App& sub);
-void define(CLI::App& sub, plan_cp_options& o, deferred& later);
-void check(const plan_cp_options& o);
+void define(CLI::App& sub, generate_args& o, deferred& later);
+void check(const generate_args& o);
+void define(CLI::App& sub, check_args& o, deferred& later);
+void check(const check_args& o);
+void define(CLI::App& sub, verify_args& o, deferred& later);
+void check(const verify_args& o);
+void define(CLI::App& sub, simulate_args& o, deferred& later);
+void check(const simulate_args& o);
+void define(CLI::App& sub, compare_args& o, deferred& later);
+void check(const compare_args& o);
+void define(CLI::App& sub, run_args& o, deferred& later);
+void check(const run_args& o);
+void define(CLI::App& sub, tp2d_args& o, deferred& later);
+void check(const tp2d_args& o);
+void define(CLI::App& sub, plan_args& o, deferred& later);
+void check(const plan_args& o);
+void define(CLI::App& sub, search_args& o, deferred& later);
+void check(search_args& o, const CLI::App& sub);
+void define(CLI::App& sub, plan_cp_args& o, deferred& later);
+void check(const plan_cp_args& o);
 
 }  // namespace weft::cli

@@ -9,7 +9,7 @@
 
 namespace weft::cli {
 
-int run_command(const generate_options& o) {
+int run_command(const generate_args& o) {
   const bool csv = o.format == listing::csv;
   const schedule s = schedule_of(o.pipeline, o.pipeline.schedule, {.csv = csv}, &std::cerr);
   if (csv)

@@ -10,12 +10,12 @@ namespace weft::cli {
 /// `--format`: weft's slots, or PyTorch's schedule CSV (whole chunks only).
 enum class listing { text, csv };
 
-struct generate_options {
+struct generate_args {
   static constexpr std::string_view name = "generate";
   pipeline_args pipeline;
   listing format = listing::text;
 };
 
-int run_command(const generate_options& o);
+int run_command(const generate_args& o);
 
 }  // namespace weft::cli

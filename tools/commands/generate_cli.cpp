@@ -11,7 +11,7 @@
 
 namespace weft::cli {
 
-void define(CLI::App& sub, generate_options& o, deferred&) {
+void define(CLI::App& sub, generate_args& o, deferred&) {
   schedule_option(sub, o.pipeline, false);
   pipeline_options(sub, o.pipeline, false);
   sub.add_option("--format", o.format,
@@ -20,7 +20,7 @@ void define(CLI::App& sub, generate_options& o, deferred&) {
       ->transform(one_of<listing>({{"text", listing::text}, {"csv", listing::csv}}));
 }
 
-void check(const generate_options& o) {
+void check(const generate_args& o) {
   const pipeline_args& p = o.pipeline;
   check_pipeline(p, takes_chunks(p.schedule), false, false);
   if (o.format == listing::csv && (p.moe || p.shared_expert))

@@ -75,7 +75,7 @@ void warn(const std::vector<std::string>& warnings) {
   for (const std::string& w : warnings) std::cerr << "weft: " << w << "\n";
 }
 
-inputs read_inputs(const plan_options& o) {
+inputs read_inputs(const plan_args& o) {
   inputs in;
   in.job = o.job;
   in.cluster_name = o.cluster;
@@ -168,7 +168,7 @@ struct searched {
 /// the generators', no rank holding more live (micro-batch, chunk) units than that plan's
 /// busiest rank does, each order's memory checked in bytes afterwards. Nothing when it found no
 /// legal order (`note` says so).
-std::optional<searched> search_orders(const plan::estimate& b, const plan_options& o,
+std::optional<searched> search_orders(const plan::estimate& b, const plan_args& o,
                                       std::string& note) {
   search::problem prob;
   prob.model = b.sched.model;
@@ -402,7 +402,7 @@ void print_best(const outcome& x) {
 
 }  // namespace
 
-int run_command(const plan_options& o) {
+int run_command(const plan_args& o) {
   const inputs in = read_inputs(o);
   const plan::transformer& m = in.hf.model;
   const plan::cluster& c = in.cluster();

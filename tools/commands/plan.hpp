@@ -11,7 +11,7 @@
 
 namespace weft::cli {
 
-struct plan_options {
+struct plan_args {
   static constexpr std::string_view name = "plan";
   std::string preset;              ///< --preset NAME: model, job and cluster from presets/NAME
   std::string model_file;          ///< --model: the model's config.json
@@ -26,6 +26,6 @@ struct plan_options {
   output_args output;
 };
 
-int run_command(const plan_options& o);
+int run_command(const plan_args& o);
 
 }  // namespace weft::cli

@@ -75,7 +75,7 @@ std::vector<CLI::Option*> job_flags(CLI::App& sub, weft::plan::job& j) {
 
 }  // namespace
 
-void define(CLI::App& sub, plan_options& o, deferred&) {
+void define(CLI::App& sub, plan_args& o, deferred&) {
   // The model, the job and the cluster: flags, files, or a preset's three files.
   auto* preset = sub.add_option("--preset", o.preset,
                                 "a preset's folder of config.json, job.json and cluster.json "
@@ -115,7 +115,7 @@ void define(CLI::App& sub, plan_options& o, deferred&) {
   output_options(sub, o.output, true);
 }
 
-void check(const plan_options& o) {
+void check(const plan_args& o) {
   if (o.preset.empty() && (o.model_file.empty() || o.cluster.empty()))
     bad("plan needs --model and --cluster (or --preset NAME)");
 }

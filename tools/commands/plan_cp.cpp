@@ -13,7 +13,7 @@
 
 namespace weft::cli {
 
-int run_command(const plan_cp_options& q) {
+int run_command(const plan_cp_args& q) {
   cp::adaptive_options o;
   o.coarse = q.coarse;
   o.remap = q.remap;

@@ -10,7 +10,7 @@
 
 namespace weft::cli {
 
-struct plan_cp_options {
+struct plan_cp_args {
   static constexpr std::string_view name = "plan-cp";
   std::string mask, mask_file;  ///< one of them
   int seq = 0, cp = 0, cap = 6, coarse = 1024;
@@ -20,6 +20,6 @@ struct plan_cp_options {
   std::string svg;  ///< the re-mapped mask
 };
 
-int run_command(const plan_cp_options& o);
+int run_command(const plan_cp_args& o);
 
 }  // namespace weft::cli

@@ -12,7 +12,7 @@
 
 namespace weft::cli {
 
-void define(CLI::App& sub, plan_cp_options& o, deferred&) {
+void define(CLI::App& sub, plan_cp_args& o, deferred&) {
   auto* mask = sub.add_option(
       "--mask", o.mask,
       "FAMILY[:K=V,...]: full, causal, window, bidir-window, global-window, documents, "
@@ -37,7 +37,7 @@ void define(CLI::App& sub, plan_cp_options& o, deferred&) {
   sub.add_option("--svg", o.svg, "write the re-mapped mask as SVG");
 }
 
-void check(const plan_cp_options& o) {
+void check(const plan_cp_args& o) {
   if (o.mask.empty() == o.mask_file.empty()) bad("give one of --mask and --mask-file");
   if (!o.mask.empty() && o.seq == 0) bad("--seq S is required with --mask");
 }

@@ -93,8 +93,8 @@ struct run_target {
 /// Runs `s` with `Executor` on `model`, then the serial reference, and reports both. Over MPI,
 /// only rank 0 reports: it has gathered the whole run.
 template <class Executor, class Model>
-int run_and_report(const run_options& o, const schedule& s, Model& model,
-                   const exec::run_options& opt, const run_target& t, const backend_info& backend) {
+int run_and_report(const run_args& o, const schedule& s, Model& model, const exec::run_options& opt,
+                   const run_target& t, const backend_info& backend) {
   check_fault(o.failing.fault, s, t.replicas);
   Executor ex(model, opt);
   const exec::run_result<float> run = ex.run(s);  // a timeout, a failed op: `run_error`
@@ -138,7 +138,7 @@ int run_and_report(const run_options& o, const schedule& s, Model& model,
 /// been told and print what they waited at meanwhile.
 constexpr auto report_linger = std::chrono::milliseconds(500);
 
-int run_on(const run_options& o, exec::run_options opt, const backend_info& backend) {
+int run_on(const run_args& o, exec::run_options opt, const backend_info& backend) {
   if (!o.schedule_file.empty()) {  // a PyTorch CSV: whole chunks, on the tiny dense model
     const schedule s = read_csv_file(o.schedule_file);
     if (const report r = weft::check(s); !r.ok())
@@ -188,7 +188,7 @@ int run_on(const run_options& o, exec::run_options opt, const backend_info& back
 
 }  // namespace
 
-int run_command(const run_options& o) {
+int run_command(const run_args& o) {
   exec::run_options opt;
   opt.timeout = o.failing.timeout;
   opt.before_op = fault_injection(o.failing);
@@ -211,7 +211,7 @@ int run_command(const run_options& o) {
       std::this_thread::sleep_for(report_linger);
     } else if (root) {  // the same on every rank: said once, by rank 0
       std::cerr << f.message << "\n";
-      if (f.shows_help) std::cerr << help_hint("weft " + std::string(run_options::name)) << "\n";
+      if (f.shows_help) std::cerr << help_hint("weft " + std::string(run_args::name)) << "\n";
     } else {  // rank 0 ends the job once it has said it; a peer ending it first could cut it off
       std::this_thread::sleep_for(report_linger);
     }

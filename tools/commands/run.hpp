@@ -17,7 +17,7 @@ enum class reduce_order { member, library };
 /// `--mpi-threads`: who issues MPI calls.
 enum class mpi_threading { automatic, multiple, progress };
 
-struct run_options {
+struct run_args {
   static constexpr std::string_view name = "run";
   pipeline_args pipeline;
   std::string schedule_file;  ///< a PyTorch schedule CSV instead of a generator
@@ -31,6 +31,6 @@ struct run_options {
   output_args output;
 };
 
-int run_command(const run_options& o);
+int run_command(const run_args& o);
 
 }  // namespace weft::cli

@@ -11,7 +11,7 @@
 
 namespace weft::cli {
 
-void define(CLI::App& sub, run_options& o, deferred& later) {
+void define(CLI::App& sub, run_args& o, deferred& later) {
   schedule_option(sub, o.pipeline, true);
   pipeline_options(sub, o.pipeline, true);
   sub.add_option("--schedule-file", o.schedule_file,
@@ -50,7 +50,7 @@ void define(CLI::App& sub, run_options& o, deferred& later) {
   output_options(sub, o.output, true);
 }
 
-void check(const run_options& o) {
+void check(const run_args& o) {
   const pipeline_args& p = o.pipeline;
   if (o.schedule_file.empty()) require_shape(p, true);
   if (!o.schedule_file.empty() && (p.shaped() || p.chunks != 2 || o.ep != 0))

@@ -65,7 +65,7 @@ struct found {
 
 /// --out (whole chunks, as PyTorch's CSV holds them) and --svg of the best plan.
 template <time_type T>
-void write_files(const search_options& q, const found<T>& f) {
+void write_files(const search_args& q, const found<T>& f) {
   if (!q.out.empty() && f.r.best) {
     search::plan whole = f.r.best->p;
     whole.model.stages = stage_set::whole_block();
@@ -86,7 +86,7 @@ void write_files(const search_options& q, const found<T>& f) {
 }
 
 template <time_type T>
-json as_json(const search_options& q, const found<T>& f) {
+json as_json(const search_args& q, const found<T>& f) {
   const search::search_result<T>& r = f.r;
   json j;
   j["problem"] = describe(f.prob.model, f.xdc);
@@ -127,7 +127,7 @@ json as_json(const search_options& q, const found<T>& f) {
 
 /// The table: every generator's plan, the search's, the lower bound, and how the best was found.
 template <time_type T>
-int print_text(const search_options& q, const found<T>& f) {
+int print_text(const search_args& q, const found<T>& f) {
   const search::search_result<T>& r = f.r;
   const T bound = r.bound.best();
   const auto over = [&](T t) { return bound > T{0} ? 100 * (t / bound - 1) : 0.0; };
@@ -177,7 +177,7 @@ int print_text(const search_options& q, const found<T>& f) {
 }
 
 template <time_type T>
-int report(const search_options& q, const search::basic_problem<T>& prob, bool xdc) {
+int report(const search_args& q, const search::basic_problem<T>& prob, bool xdc) {
   found<T> f{
       prob,
       search::find_schedule(prob, {.budget_s = q.budget.count(),
@@ -193,7 +193,7 @@ int report(const search_options& q, const search::basic_problem<T>& prob, bool x
 
 }  // namespace
 
-int run_command(const search_options& q) {
+int run_command(const search_args& q) {
   if (q.cost.preset == preset_name::llama2_70b_xdc) {
     const xdc_facts f = xdc_facts_of(q.chunks, q.micro, false, q.delay);
     search::problem prob;

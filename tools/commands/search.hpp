@@ -13,7 +13,7 @@ namespace weft::cli {
 /// `--placement`: chunk c on rank c % pp, or two chunks per rank in a V (ZB-V, DualPipeV).
 enum class placement_choice { loop, vee };
 
-struct search_options {
+struct search_args {
   static constexpr std::string_view name = "search";
   int pp = 0, micro = 0, chunks = 1, layers = 1;  ///< chunks: 2 with --placement vee
   placement_choice placement = placement_choice::loop;
@@ -28,6 +28,6 @@ struct search_options {
   std::string out, svg;  ///< the best plan as PyTorch's CSV, and pictured
 };
 
-int run_command(const search_options& o);
+int run_command(const search_args& o);
 
 }  // namespace weft::cli

@@ -11,7 +11,7 @@
 
 namespace weft::cli {
 
-void define(CLI::App& sub, search_options& o, deferred& later) {
+void define(CLI::App& sub, search_args& o, deferred& later) {
   sub.add_option("--pp", o.pp, "pipeline ranks (devices)")->check(whole_in(1, weft::limits::ranks));
   sub.add_option("--micro", o.micro, "micro-batches per step")
       ->check(whole_in(1, weft::limits::micro));
@@ -45,7 +45,7 @@ void define(CLI::App& sub, search_options& o, deferred& later) {
   sub.add_option("--svg", o.svg, "write an SVG timeline of the best plan, simulated");
 }
 
-void check(search_options& o, const CLI::App& sub) {
+void check(search_args& o, const CLI::App& sub) {
   const bool xdc = o.cost.preset == preset_name::llama2_70b_xdc;
   const bool vee = o.placement == placement_choice::vee;
   const bool chunks_given = sub.get_option("--chunks")->count() > 0;

@@ -58,7 +58,7 @@ constexpr int most_ampipe_degree = 16;
 /// simulate --preset ampipe-16p: the AMPipe note's scenario with the switches asked for, beside its
 /// baseline (degree 1, no pipe-experts); with --ampipe-degree auto, every degree the note's rules
 /// take, and the fastest.
-int ampipe_scenario(const simulate_options& o) {
+int ampipe_scenario(const simulate_args& o) {
   const pipeline_args& p = o.pipeline;
   const plan::preset pre = plan::read_preset(preset_dir("ampipe-16p"));
   for (const std::string& w : pre.warnings) std::cerr << "weft: " << w << "\n";
@@ -135,7 +135,7 @@ int ampipe_scenario(const simulate_options& o) {
 
 /// simulate --preset llama2-70b-xdc: the cross-DC note's scenario with the switches asked for,
 /// beside Megatron's baseline on the same links.
-int xdc_scenario(const simulate_options& o) {
+int xdc_scenario(const simulate_args& o) {
   const pipeline_args& p = o.pipeline;
   const xdc_facts f = xdc_facts_of(p.chunks, p.micro, p.nanopipe, o.delay);
   const cost_model cost = xdc_cost_model(f, xdc_contention_of(f, o.cost));
@@ -176,7 +176,7 @@ int xdc_scenario(const simulate_options& o) {
 
 }  // namespace
 
-int run_command(const simulate_options& o) {
+int run_command(const simulate_args& o) {
   if (o.cost.preset == preset_name::ampipe_16p) return ampipe_scenario(o);
   if (o.cost.preset == preset_name::llama2_70b_xdc) return xdc_scenario(o);
   const pipeline_args& p = o.pipeline;

@@ -8,7 +8,7 @@
 
 namespace weft::cli {
 
-struct simulate_options {
+struct simulate_args {
   static constexpr std::string_view name = "simulate";
   pipeline_args pipeline;
   cost_args cost;
@@ -16,6 +16,6 @@ struct simulate_options {
   output_args output;
 };
 
-int run_command(const simulate_options& o);
+int run_command(const simulate_args& o);
 
 }  // namespace weft::cli

@@ -11,7 +11,7 @@
 
 namespace weft::cli {
 
-void define(CLI::App& sub, simulate_options& o, deferred& later) {
+void define(CLI::App& sub, simulate_args& o, deferred& later) {
   schedule_option(sub, o.pipeline, true);
   pipeline_options(sub, o.pipeline, true);
   cost_options(sub, o.cost, later,
@@ -26,7 +26,7 @@ void define(CLI::App& sub, simulate_options& o, deferred& later) {
   output_options(sub, o.output, true);
 }
 
-void check(const simulate_options& o) {
+void check(const simulate_args& o) {
   const pipeline_args& p = o.pipeline;
   const bool xdc = o.cost.preset == preset_name::llama2_70b_xdc;
   const bool ampipe = o.cost.preset == preset_name::ampipe_16p;

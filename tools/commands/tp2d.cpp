@@ -22,13 +22,13 @@ namespace {
 using json = nlohmann::ordered_json;
 
 /// --overlap, or MindSpeed's switches for it.
-tp_overlap overlap_of(const tp2d_options& q) {
+tp_overlap overlap_of(const tp2d_args& q) {
   if (q.ag_matmul || q.matmul_rs || q.coc_fused)
     return tp::resolve({.ag_matmul = q.ag_matmul, .matmul_rs = q.matmul_rs, .fused = q.coc_fused});
   return q.overlap;
 }
 
-rt::delay_model delay_of(const tp2d_options& q) {
+rt::delay_model delay_of(const tp2d_args& q) {
   if (q.delay.link == link_choice::intra_node) return {link_model::intra_node()};
   if (q.delay.link == link_choice::inter_node) return {link_model::inter_node()};
   return {};
@@ -171,7 +171,7 @@ void print_run(const grid_run& r) {
               << " ms\n";
 }
 
-int preset_command(const tp2d_options& q) {
+int preset_command(const tp2d_args& q) {
   const plan::preset p = plan::read_preset(preset_dir("llama3-405b"));
   for (const std::string& w : p.warnings) std::cerr << "weft: " << w << "\n";
   tp_layer_facts f = plan::tp_layer_facts_of(p);
@@ -214,7 +214,7 @@ int preset_command(const tp2d_options& q) {
 
 }  // namespace
 
-int run_command(const tp2d_options& q) {
+int run_command(const tp2d_args& q) {
   if (q.preset == preset_name::llama3_405b) return preset_command(q);
   const tp_overlap o = overlap_of(q);
   const tp::grid two = tp::make_grid(q.tp_x * q.tp_y, q.tp_x, q.tp_y);

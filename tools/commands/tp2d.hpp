@@ -10,7 +10,7 @@
 
 namespace weft::cli {
 
-struct tp2d_options {
+struct tp2d_args {
   static constexpr std::string_view name = "tp2d";
   int tp_x = 0, tp_y = 0;
   int hidden = 192, heads = 24, ffn = 0, seq = 0, batch = 1;     ///< ffn 0: 4 x hidden; seq 0: 256
@@ -30,6 +30,6 @@ struct tp2d_options {
   }
 };
 
-int run_command(const tp2d_options& o);
+int run_command(const tp2d_args& o);
 
 }  // namespace weft::cli

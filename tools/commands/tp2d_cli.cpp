@@ -11,7 +11,7 @@
 
 namespace weft::cli {
 
-void define(CLI::App& sub, tp2d_options& o, deferred& later) {
+void define(CLI::App& sub, tp2d_args& o, deferred& later) {
   sub.add_option("--tp-x", o.tp_x, "the grid's x size (TP-X groups: contiguous ranks)")
       ->check(whole_in(2, 16));
   sub.add_option("--tp-y", o.tp_y, "the grid's y size (TP-Y groups: ranks tp_x apart)")
@@ -51,7 +51,7 @@ void define(CLI::App& sub, tp2d_options& o, deferred& later) {
   sub.add_flag("--json", o.json, "print the result as JSON");
 }
 
-void check(const tp2d_options& o) {
+void check(const tp2d_args& o) {
   const bool preset = o.preset != preset_name::none;
   if (!preset && (o.tp_x == 0 || o.tp_y == 0))
     bad("tp2d needs --tp-x and --tp-y (both > 1), or --preset llama3-405b");

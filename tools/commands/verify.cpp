@@ -33,7 +33,7 @@ std::optional<std::string> pytorch_simulator_refusal(const program& p) {
 
 }  // namespace
 
-int run_command(const verify_options& o) {
+int run_command(const verify_args& o) {
   const schedule s = read_csv_file(o.file);
   const report r = weft::check(s, tool_check);
   return report_check(o.json, r, r.ok() ? pytorch_simulator_refusal(lower(s)) : std::nullopt);

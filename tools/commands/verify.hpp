@@ -9,12 +9,12 @@
 
 namespace weft::cli {
 
-struct verify_options {
+struct verify_args {
   static constexpr std::string_view name = "verify";
   std::string file;  ///< the CSV
   bool json = false;
 };
 
-int run_command(const verify_options& o);
+int run_command(const verify_args& o);
 
 }  // namespace weft::cli

@@ -10,11 +10,11 @@
 
 namespace weft::cli {
 
-void define(CLI::App& sub, verify_options& o, deferred&) {
+void define(CLI::App& sub, verify_args& o, deferred&) {
   sub.add_option("file", o.file, "the CSV file")->required();
   sub.add_flag("--json", o.json, "print the result as JSON");
 }
 
-void check(const verify_options&) {}
+void check(const verify_args&) {}
 
 }  // namespace weft::cli
