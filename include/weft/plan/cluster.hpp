@@ -56,7 +56,9 @@ constexpr link_model gb_per_s(double alpha_us, double bytes_per_s) noexcept {
 /// "maximum achievable matmul FLOPS" table, stas00/ml-engineering, compute/accelerator): A100
 /// SXM 271.2 of 312 TFLOP/s, H100 SXM 794.5 of 989. The H800 has the H100's compute and no
 /// published figure of its own: the H100's. One value per device, for every op it computes.
-inline constexpr double a100_matmul_share = 271.2 / 312, h100_matmul_share = 794.5 / 989;
+/// (The values' one home is the devices' own facts, perf/device.hpp.)
+inline constexpr double a100_matmul_share = perf::a100_sxm.matmul_share,
+                        h100_matmul_share = perf::h100_sxm.matmul_share;
 /// And attention's (flash attention, head dim 128, forward and backward): A100 203 of 312
 /// TFLOP/s (FlashAttention-2, arXiv 2307.08691, Fig. 4); H100 FlashAttention-3's 648 forward
 /// and 561 backward (arXiv 2407.08608, Figs. 5 and 6), combined as a step's time is — their
