@@ -80,9 +80,9 @@ int run_suite(int seq) {
     const range_mask m = masks::by_name(spec, seq);
     for (const int cp : {2, 4, 8, 16}) {
       std::vector<double> ms;
-      adaptive_plan pl;
+      adaptive_layout pl;
       for (int rep = 0; rep < 5; ++rep) {
-        pl = plan_adaptive(m, cp);
+        pl = adapt_layout(m, cp);
         ms.push_back(pl.planning_time.count() * 1e3);
       }
       std::sort(ms.begin(), ms.end());
@@ -92,8 +92,8 @@ int run_suite(int seq) {
       if (causal_like) std::snprintf(zz, sizeof zz, "%.2f", balance(pl.coarse, zigzag(n, cp), cp));
       std::printf("| %s | %d | %d | %.2f | %s | %d | %zu | %d | %d | %d | %.1f |\n", spec.c_str(),
                   cp, cp, balance(pl.coarse, identity_order(n), cp), zz, pl.remapped.before.tasks,
-                  pl.plan.tasks.size(), pl.plan.rounds, pl.plan.lower_bound,
-                  pl.plan.max_comm_units(), ms[ms.size() / 2]);
+                  pl.assignment.tasks.size(), pl.assignment.rounds, pl.assignment.lower_bound,
+                  pl.assignment.max_comm_units(), ms[ms.size() / 2]);
     }
   }
   return 0;
@@ -103,8 +103,8 @@ void plan_1024(benchmark::State& state, const char* spec) {
   const range_mask m = masks::by_name(spec, 1 << 17);
   const dense_mask coarse = coarsen(m, 1024);
   for (auto _ : state) {
-    adaptive_plan pl = plan_adaptive(coarse, 8);
-    benchmark::DoNotOptimize(pl.plan.rounds);
+    adaptive_layout pl = adapt_layout(coarse, 8);
+    benchmark::DoNotOptimize(pl.assignment.rounds);
   }
 }
 BENCHMARK_CAPTURE(plan_1024, causal, "causal")->Unit(benchmark::kMillisecond);

@@ -20,7 +20,7 @@
 
 #include <weft/exec/moe_executor.hpp>
 #include <weft/generators/one_f_one_b.hpp>
-#include <weft/io/timeline.hpp>
+#include <weft/io/svg.hpp>
 #include <weft/schedule/lower.hpp>
 #include <weft/sim/ampipe_preset.hpp>
 #include <weft/sim/metrics.hpp>

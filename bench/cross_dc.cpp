@@ -20,7 +20,7 @@
 
 #include <weft/exec/executor.hpp>
 #include <weft/generators/interleaved.hpp>
-#include <weft/io/timeline.hpp>
+#include <weft/io/svg.hpp>
 #include <weft/schedule/lower.hpp>
 #include <weft/schedule/transfers.hpp>
 #include <weft/sim/metrics.hpp>

@@ -94,13 +94,13 @@ int main(int argc, char** argv) {
               "peak live");
 
   // Every generator that applies to the model, measured.
-  const auto gens = search::generator_plans(q.model, q.overlap);
+  const auto gens = search::generator_orders(q.model, q.overlap);
   std::string best_name;
   measured_runs best;
   std::vector<measured_runs> all;  // every generator's runs: together they cost every step kind
   for (const auto& [name, p, why] : gens) {
     if (!p) continue;
-    const search::plan& full = *p;
+    const search::step_order& full = *p;
     const schedule s = search::to_schedule(full);
     if (!check(s).ok()) {
       std::printf("%-28s over the memory cap\n", name.c_str());
@@ -159,7 +159,7 @@ int main(int argc, char** argv) {
       std::printf(" %s", search::to_string(st).c_str());
     std::printf("\n");
   }
-  const auto predicted_of = [&](const search::plan& p) {
+  const auto predicted_of = [&](const search::step_order& p) {
     const auto s = search::evaluate(q, p);
     return s ? 1e3 * s->makespan.count() : 0.0;
   };
@@ -169,7 +169,7 @@ int main(int argc, char** argv) {
   struct candidate {
     std::string name;
     schedule s;
-    search::plan p;
+    search::step_order p;
     std::vector<double> steps;
     std::optional<exec::run_result<float>> last;
   };

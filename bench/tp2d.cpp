@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include <weft/io/timeline.hpp>
+#include <weft/io/svg.hpp>
 #include <weft/tp/layer_run.hpp>
 #include <weft/tp/preset.hpp>
 #include "scenario_presets.hpp"

@@ -18,7 +18,7 @@
 #include <weft/generators/dualpipe.hpp>
 #include <weft/generators/one_f_one_b.hpp>
 #include <weft/io/chrome_trace.hpp>
-#include <weft/io/timeline.hpp>
+#include <weft/io/svg.hpp>
 #include <weft/sim/metrics.hpp>
 
 using namespace weft;

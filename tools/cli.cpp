@@ -38,6 +38,7 @@ namespace {
 struct subcommand_info {
   command options;
   const char* description;
+  const char* former = nullptr;  ///< its name until the last release, still accepted
 };
 
 std::vector<subcommand_info> subcommands() {
@@ -64,9 +65,10 @@ std::vector<subcommand_info> subcommands() {
       {search_args{},
        "search for the fastest legal schedule for given costs and a memory cap: the best found, "
        "every generator's and the lower bounds (docs/search.md)"},
-      {plan_cp_args{},
+      {cp_rounds_args{},
        "plan adaptive context parallelism for a mask: re-map the sequence, schedule its (query, "
-       "key/value) blocks in rounds under a cap per rank and round (docs/adaptive-cp.md)"},
+       "key/value) blocks in rounds under a cap per rank and round (docs/adaptive-cp.md)",
+       "plan-cp"},
   };
 }
 
@@ -118,6 +120,7 @@ parsed parse(int argc, const char* const* argv) {
     std::visit(
         [&](auto& o) {
           CLI::App* sub = app.add_subcommand(std::string(o.name), all[i].description);
+          if (all[i].former != nullptr) sub->alias(all[i].former);
           define(*sub, o, later[i]);
           apps.push_back(sub);
           names += (names.empty() ? "" : ", ") + std::string(o.name);
@@ -132,7 +135,7 @@ parsed parse(int argc, const char* const* argv) {
     }
     if (const std::string_view first = argv[1]; !first.empty() && first[0] != '-') {
       bool known = false;
-      for (const CLI::App* s : apps) known = known || s->get_name() == first;
+      for (const CLI::App* s : apps) known = known || s->check_name(std::string(first));
       if (!known) {
         r.err = "weft: unknown subcommand '" + std::string(first) + "' (" + names + ")\n" +
                 help_hint("weft") + "\n";
@@ -153,6 +156,9 @@ parsed parse(int argc, const char* const* argv) {
           },
           all[i].options);
       r.what = std::move(all[i].options);
+      if (all[i].former != nullptr && argv[1] == std::string_view(all[i].former))
+        r.note = "weft: note: '" + std::string(all[i].former) + "' is now '" +
+                 std::string(name_of(r.what)) + "'; the old name goes in the next release\n";
     }
     r.run = true;
     return r;

@@ -9,9 +9,9 @@
 
 #include "commands/check.hpp"
 #include "commands/compare.hpp"
+#include "commands/cp_rounds.hpp"
 #include "commands/generate.hpp"
 #include "commands/plan.hpp"
-#include "commands/plan_cp.hpp"
 #include "commands/run.hpp"
 #include "commands/search.hpp"
 #include "commands/simulate.hpp"
@@ -23,7 +23,7 @@ namespace weft::cli {
 
 /// A subcommand and its options: `run_command` carries each out.
 using command = std::variant<generate_args, check_args, verify_args, simulate_args, compare_args,
-                             run_args, tp2d_args, plan_cp_args, search_args, plan_args>;
+                             run_args, tp2d_args, cp_rounds_args, search_args, plan_args>;
 
 /// The subcommand's name, as typed.
 inline std::string_view name_of(const command& c) {
@@ -35,6 +35,7 @@ struct parsed {
   bool run = false;  ///< true: carry out `what`; false: print `out`/`err`, exit with `exit_code`
   int exit_code = exit_ok;
   std::string out, err;
+  std::string note;  ///< said on stderr before the command runs (a former name used)
   command what;
 };
 

@@ -23,6 +23,7 @@ int main(int argc, char** argv) {
     std::cerr << p.err;
     return p.exit_code;
   }
+  std::cerr << p.note;
   // Every failure is one message and an exit code; nothing aborts.
   try {
     return std::visit([](const auto& o) { return weft::cli::run_command(o); }, p.what);

@@ -8,7 +8,7 @@ execute_process(COMMAND ${NM} --defined-only -C ${OBJECTS} OUTPUT_VARIABLE symbo
 if(NOT rc EQUAL 0)
   message(FATAL_ERROR "nm failed on ${OBJECTS}")
 endif()
-foreach(pattern "weft::gen::build_" "weft::gen::pipeline_builder" "weft::detail::simulated<"
+foreach(pattern "weft::gen::dualpipev\\(" "weft::gen::one_f_one_b\\(" "weft::gen::pipeline_builder" "weft::detail::simulated<"
                 "weft::detail::measured<" "weft::search::find_schedule<"
                 "weft::search::list_schedule<" "weft::detail::lower\\("
                 "weft::detail::checker::" "weft::detail::add_transfers")
@@ -21,11 +21,12 @@ endforeach()
 # the object would not need these either.
 execute_process(COMMAND ${NM} --undefined-only -C ${OBJECTS} OUTPUT_VARIABLE calls
                 RESULT_VARIABLE rc)
-foreach(pattern "weft::detail::dualpipev_at_run_time" "weft::detail::one_f_one_b_at_run_time"
+foreach(pattern "weft::detail::compiled_steps<[^\n]*weft::gen::dualpipev"
+                "weft::detail::compiled_steps<[^\n]*weft::gen::one_f_one_b"
                 "weft::detail::simulate_at_run_time<" "weft::detail::measure_at_run_time<"
                 "weft::search::find_schedule<" "weft::detail::lower_at_run_time")
-  string(FIND "${calls}" "${pattern}" at)
-  if(at EQUAL -1)
+  string(REGEX MATCH "${pattern}" at "${calls}")
+  if(NOT at)
     message(FATAL_ERROR "the trainer's object does not call the library's ${pattern}")
   endif()
 endforeach()

@@ -9,5 +9,5 @@
 #include <weft/cp/mask.hpp>
 #include <weft/cp/mask_file.hpp>
 #include <weft/cp/picture.hpp>
-#include <weft/cp/plan.hpp>
 #include <weft/cp/remap.hpp>
+#include <weft/cp/rounds.hpp>

@@ -20,12 +20,12 @@
 #include <weft/generators/zero_bubble_v.hpp>
 #include <weft/io/format.hpp>
 #include <weft/io/pytorch_csv.hpp>
-#include <weft/io/timeline.hpp>
+#include <weft/io/svg.hpp>
 #include <weft/schedule/dependencies.hpp>
 #include <weft/schedule/diagnose.hpp>
 #include <weft/schedule/dsl.hpp>
+#include <weft/schedule/live_activations.hpp>
 #include <weft/schedule/lower.hpp>
-#include <weft/schedule/memory.hpp>
 #include <weft/schedule/model.hpp>
 #include <weft/schedule/program.hpp>
 #include <weft/schedule/schedule.hpp>

@@ -19,7 +19,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const weft::cli::parsed p = weft::cli::parse(static_cast<int>(argv.size()), argv.data());
   if (!p.run && p.exit_code == 0 && p.out.empty()) __builtin_trap();  // a stop says something
   if (!p.run && p.exit_code != 0 && p.err.empty()) __builtin_trap();
-  const auto* cp = std::get_if<weft::cli::plan_cp_args>(&p.what);
+  const auto* cp = std::get_if<weft::cli::cp_rounds_args>(&p.what);
   if (p.run && cp && !cp->mask.empty()) {
     try {
       (void)weft::cp::masks::by_name(cp->mask, cp->seq < 4096 ? cp->seq : 4096);

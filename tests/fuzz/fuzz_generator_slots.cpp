@@ -15,8 +15,8 @@
 
 #include <weft/core/error.hpp>
 #include <weft/generators/registry.hpp>
+#include <weft/schedule/live_activations.hpp>
 #include <weft/schedule/lower.hpp>
-#include <weft/schedule/memory.hpp>
 #include <weft/schedule/verify.hpp>
 #include <weft/sim/simulate.hpp>
 

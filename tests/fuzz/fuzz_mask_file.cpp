@@ -6,7 +6,7 @@
 
 #include <weft/cp/mask.hpp>
 #include <weft/cp/mask_file.hpp>
-#include <weft/cp/plan.hpp>
+#include <weft/cp/rounds.hpp>
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   std::istringstream in(std::string(reinterpret_cast<const char*>(data), size));
@@ -23,7 +23,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     const weft::cp::dense_mask c = weft::cp::coarsen(m, coarse);
     const int cp = c.size() % 4 == 0 ? 4 : 1;
     const weft::cp::dense_mask g = weft::cp::grid(c, weft::cp::identity_order(c.size()), cp);
-    const weft::cp::cp_plan pl = weft::cp::plan_rounds(g, {.budget = weft::seconds(0.05)});
+    const weft::cp::round_assignment pl =
+        weft::cp::assign_rounds(g, {.budget = weft::seconds(0.05)});
     if (!weft::cp::validate(pl, g).empty()) __builtin_trap();  // the planner's plans are valid
   } catch (const weft::config_error&) {
   }

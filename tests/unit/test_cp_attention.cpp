@@ -80,7 +80,7 @@ TEST_CASE("distributed attention equals single-device attention, forward and bac
         CAPTURE(what);
         const dense_mask m = masks::by_name(spec, s).dense();
         const std::vector<int> order = remapped ? remap(m, cp).order : identity_order(s);
-        const cp_plan plan = plan_rounds(grid(m, order, cp));
+        const round_assignment plan = assign_rounds(grid(m, order, cp));
         cp_attention run(m, order, plan);
         const auto f = run.forward(q, k, v);
         const auto b = run.backward(d_o);
@@ -107,7 +107,7 @@ TEST_CASE("in double precision throughout: the ranks compute and exchange double
       CAPTURE(std::string(spec) + ", cp " + std::to_string(cp));
       const dense_mask m = masks::by_name(spec, s).dense();
       const std::vector<int> order = remap(m, cp).order;
-      basic_cp_attention<double> run(m, order, plan_rounds(grid(m, order, cp)));
+      basic_cp_attention<double> run(m, order, assign_rounds(grid(m, order, cp)));
       const auto f = run.forward(q, k, v);
       const auto b = run.backward(d_o);
       const reference ref(m, q, k, v, d_o);
@@ -126,7 +126,7 @@ TEST_CASE("rows that attend to nothing get zeros and pass no gradient") {
   dense_mask m = masks::causal(s).dense();
   for (int k = 0; k < s; ++k) m.set(5, k, false);  // query 5 attends to nothing
   const mat q = random(s, 4, 5), k = random(s, 4, 6), v = random(s, 4, 7), d_o = random(s, 4, 8);
-  cp_attention run(m, identity_order(s), plan_rounds(grid(m, identity_order(s), 4)));
+  cp_attention run(m, identity_order(s), assign_rounds(grid(m, identity_order(s), 4)));
   const auto f = run.forward(q, k, v);
   CHECK(f.o.row(5).isZero());
   CHECK(f.lse[5] == -std::numeric_limits<float>::infinity());
@@ -136,7 +136,7 @@ TEST_CASE("rows that attend to nothing get zeros and pass no gradient") {
 
 TEST_CASE("a plan that does not fit the mask, and inputs of the wrong size, are refused") {
   const dense_mask causal = masks::causal(16).dense(), full = masks::full(16).dense();
-  const cp_plan for_causal = plan_rounds(grid(causal, identity_order(16), 4));
+  const round_assignment for_causal = assign_rounds(grid(causal, identity_order(16), 4));
   CHECK_THROWS_WITH_AS(cp_attention(full, identity_order(16), for_causal),
                        doctest::Contains("(the plan does not fit the mask)"), config_error);
   CHECK_THROWS_WITH_AS(cp_attention(masks::causal(18).dense(), identity_order(18), for_causal),
@@ -152,7 +152,7 @@ TEST_CASE("a plan that does not fit the mask, and inputs of the wrong size, are 
 TEST_CASE("a failing rank stops the run: the first error, with its rank and round") {
   const int s = 32;
   const dense_mask m = masks::causal(s).dense();
-  const cp_plan plan = plan_rounds(grid(m, identity_order(s), 4));
+  const round_assignment plan = assign_rounds(grid(m, identity_order(s), 4));
   REQUIRE(plan.rounds >= 2);
   const mat q = random(s, 4, 1), k = random(s, 4, 2), v = random(s, 4, 3);
   {  // a throwing kernel on rank 2 in round 1: no std::terminate, no hang

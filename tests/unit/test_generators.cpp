@@ -19,7 +19,7 @@
 #include <weft/generators/registry.hpp>
 #include <weft/generators/zero_bubble_v.hpp>
 #include <weft/io/pytorch_csv.hpp>
-#include <weft/schedule/memory.hpp>
+#include <weft/schedule/live_activations.hpp>
 #include <weft/schedule/verify.hpp>
 
 using namespace weft;

@@ -475,3 +475,90 @@ TEST_CASE("MFU never above the fastest rate the device is priced at, however lon
     }
   CHECK(judged == 4 * 24);
 }
+
+TEST_CASE("where a step goes: each kernel in its part, and the parts add up to the step") {
+  // The two-layer job above, matmuls at the sustained rate: a layer's forward matmuls are
+  // 24Th^2 FLOPs at 1 PFLOP/s, its attention the causal half of 4Tsh; the head's matmul is a
+  // matmul too. Nothing memory-bound is priced, so nothing is elementwise.
+  const transformer m = testing::tiny_dense(2);
+  const cluster c = testing::ideal_cluster();
+  const job j = two_stages();
+  const estimate e = estimate_job(m, j, c, {.matmul_shapes = false, .memory_bound = false});
+  const double T = 1024, H = 1024;
+  const double weighted = 24 * T * H * H, causal = 2 * T * 1024 * H;
+  CHECK(e.stages[0].forward.matmul.count() == doctest::Approx(weighted / 1e15));
+  CHECK(e.stages[1].forward.matmul.count() ==
+        doctest::Approx((weighted + 2 * T * H * 1000) / 1e15));
+  CHECK(e.stages[0].forward.attention.count() == doctest::Approx(causal / 1e15));
+  CHECK(e.stages[0].backward.attention.count() == doctest::Approx(2.5 * causal / 1e15));
+  CHECK(e.stages[0].forward.elementwise.count() == 0);
+  CHECK(e.stages[0].backward.recompute.count() == 0);
+  // Per rank, one step: 2 micro-batches through its one chunk, forward and backward.
+  REQUIRE(e.breakdown.size() == 2);
+  CHECK(e.breakdown[0].work.matmul.count() == doctest::Approx(2 * 3 * weighted / 1e15));
+  CHECK(e.breakdown[0].F.count() == doctest::Approx(e.stages[0].cost.F.count()));
+  CHECK(e.breakdown[1].W.count() == doctest::Approx(e.stages[1].cost.W.count()));
+  // 1F1B pairs nothing, so overlap hides nothing; the passes run as priced but for the
+  // transfers' share of the links and the device (the A100 cluster's contention facts), a
+  // transfer's worth at most.
+  for (const rank_breakdown& b : e.breakdown) {
+    CHECK(b.hidden.count() == 0);
+    CHECK(b.slowed.count() < 1e-2 * e.step.count());
+  }
+  CHECK(e.breakdown[0].optimizer.count() == doctest::Approx(e.optimizer.count()));
+}
+
+TEST_CASE("where a step goes, on any job: the parts add up, recomputation is what it reruns") {
+  std::mt19937 rng(11);
+  int judged = 0;
+  for (const cluster& base : clusters)
+    for (int trial = 0; trial < 12; ++trial) {
+      const auto pick = [&](int lo, int hi) {
+        return std::uniform_int_distribution<int>(lo, hi)(rng);
+      };
+      transformer m = testing::tiny_dense(4);
+      m.hidden = 256 << pick(0, 3);
+      m.heads = m.kv_heads = 8;
+      m.head_dim = m.hidden / m.heads;
+      m.ffn = 4 * m.hidden;
+      job j;
+      j.pp = 2 << pick(0, 1);
+      j.tp = 1 << pick(0, 2);
+      j.dp = 1 << pick(0, 1);
+      j.seq = 1024 << pick(0, 3);
+      j.global_batch_size = j.dp * j.pp * pick(1, 4);
+      j.policy = static_cast<recompute>(pick(0, 2));
+      const char* schedules[] = {"1f1b", "zb-h1", "dualpipev"};
+      j.schedule = schedules[pick(0, 2)];
+      if (j.schedule == "dualpipev") {
+        j.pp = 2;
+        j.global_batch_size = j.dp * 2 * pick(2, 4);
+      }
+      CAPTURE(base.name);
+      CAPTURE(j.schedule);
+      CAPTURE(j.pp);
+      const estimate e = estimate_job(m, j, base);
+      for (const stage_estimate& st : e.stages) {
+        CHECK(st.forward.total().count() == doctest::Approx(st.cost.F.count()).epsilon(1e-9));
+        CHECK(st.backward.total().count() == doctest::Approx(st.cost.B.count()).epsilon(1e-9));
+        if (j.policy == recompute::none) CHECK(st.backward.recompute.count() == 0);
+        if (j.policy == recompute::selective)
+          CHECK(st.backward.recompute.count() == doctest::Approx(st.forward.attention.count()));
+        if (j.policy == recompute::full)
+          CHECK(st.backward.recompute.count() > st.forward.attention.count());
+      }
+      for (const rank_breakdown& b : e.breakdown) {
+        const weft::seconds sum = b.work.total() - b.hidden + b.slowed + b.transfers + b.bubble +
+                                  b.grad_sync + b.optimizer;
+        CHECK(sum.count() == doctest::Approx(e.step.count()).epsilon(1e-9));
+        CHECK(b.bubble.count() >= 0);
+        CHECK(b.transfers.count() >= 0);
+        CHECK((b.hidden.count() == 0 || b.slowed.count() == 0));
+        // Only overlapped forward/backward pairs hide anything, and without experts there is
+        // no all-to-all for them to hide.
+        CHECK(b.hidden.count() <= 1e-9 * e.step.count());
+      }
+      ++judged;
+    }
+  CHECK(judged == 12 * 4);
+}

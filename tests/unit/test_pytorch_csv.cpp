@@ -16,8 +16,8 @@
 #include <weft/generators/registry.hpp>
 #include <weft/generators/zero_bubble_v.hpp>
 #include <weft/io/pytorch_csv.hpp>
+#include <weft/schedule/live_activations.hpp>
 #include <weft/schedule/lower.hpp>
-#include <weft/schedule/memory.hpp>
 #include <weft/schedule/transfers.hpp>
 #include <weft/schedule/verify.hpp>
 #include <weft/sim/metrics.hpp>

@@ -56,14 +56,14 @@ TEST_CASE("a generator's schedule is a plan, and the plan builds the same schedu
   const schedule s[] = {one_f_one_b({.ranks = 4, .micro = 8}), zb_h1({.ranks = 4, .micro = 8}),
                         dualpipev({.ranks = 4, .micro = 10})};
   for (const schedule& x : s) {
-    const plan p = plan_of(x);
+    const step_order p = step_order_of(x);
     const schedule back = to_schedule(p);
     CHECK(back.ops == x.ops);
     CHECK(back.slot_end == x.slot_end);
     CHECK(back.rank_begin == x.rank_begin);
   }
   // DualPipeV's steady phase is overlapped pairs.
-  const plan dv = plan_of(dualpipev({.ranks = 4, .micro = 10}));
+  const step_order dv = step_order_of(dualpipev({.ranks = 4, .micro = 10}));
   int pairs = 0;
   for (const auto& r : dv.ranks)
     for (const step& st : r) pairs += st.a == action::FB ? 1 : 0;
@@ -73,7 +73,7 @@ TEST_CASE("a generator's schedule is a plan, and the plan builds the same schedu
 TEST_CASE("PyTorch's idle steps are dropped from a plan: the order stays") {
   // Looped BFS on 2 ranks: rank 0 idles 2 steps after its forwards, rank 1 one before them.
   const schedule s = looped_bfs({.ranks = 2, .micro = 4, .chunks = 2});
-  const plan p = plan_of(s);
+  const step_order p = step_order_of(s);
   REQUIRE(p.ranks.size() == 2);
   CHECK(p.ranks[0].size() == 16);
   CHECK(p.ranks[1].size() == 16);
@@ -86,7 +86,7 @@ TEST_CASE("PyTorch's idle steps are dropped from a plan: the order stays") {
 TEST_CASE("a schedule of sub-stages is not a plan, and says which slot") {
   const schedule s = one_f_one_b({.ranks = 2, .micro = 2, .stages = stage_set::moe()});
   try {
-    (void)plan_of(s);
+    (void)step_order_of(s);
     FAIL("a sub-stage schedule should be refused");
   } catch (const config_error& e) {
     CHECK(std::string(e.what()) ==
@@ -97,7 +97,7 @@ TEST_CASE("a schedule of sub-stages is not a plan, and says which slot") {
 
 TEST_CASE("a plan is judged legal or not by the checker, memory cap included") {
   unit_problem q = problem_of(2, 2, false, 1, 2, 1, 0);
-  plan p = plan_of(one_f_one_b({.ranks = 2, .micro = 2}));
+  step_order p = step_order_of(one_f_one_b({.ranks = 2, .micro = 2}));
   const auto ok = evaluate(q, p);
   REQUIRE(ok);
   // 1F1B's (p - 1)(F + B) + m (F + B) on 2 ranks, F 1, B 2.
@@ -105,7 +105,7 @@ TEST_CASE("a plan is judged legal or not by the checker, memory cap included") {
   CHECK(ok->peak_live == 2);
 
   std::string why;
-  plan backwards = p;
+  step_order backwards = p;
   std::swap(backwards.ranks[1][0], backwards.ranks[1][1]);  // B0 before F0 on rank 1
   CHECK_FALSE(evaluate(q, backwards, &why));
   CHECK(why.find("rule 2") != std::string::npos);
@@ -551,7 +551,7 @@ TEST_CASE("a plan at the lower bound ends the search: it is optimal") {
 
 TEST_CASE("plans can be timed on shared workers, as the CPU runtime runs them") {
   unit_problem q = problem_of(2, 4, false, 1, 2, 1, 0);
-  const plan p = plan_of(one_f_one_b({.ranks = 2, .micro = 4}));
+  const step_order p = step_order_of(one_f_one_b({.ranks = 2, .micro = 4}));
   // A device per rank: 1F1B's (p - 1)(F + B) + m (F + B) = 15.
   CHECK(evaluate(q, p)->makespan.count() == doctest::Approx(15));
   // One worker for both ranks runs all 2 x 4 x 3 of their work one unit at a time.
@@ -564,7 +564,7 @@ TEST_CASE("plans can be timed on shared workers, as the CPU runtime runs them") 
 
 TEST_CASE("every generator that applies, as plans of the model") {
   const model_desc loop{.ranks = 4, .micro = 8, .max_live = 4};
-  const auto g = generator_plans(loop);
+  const auto g = generator_orders(loop);
   REQUIRE(g.size() == 3);
   CHECK(g[0].name == "gpipe");
   CHECK(g[2].name == "zb-h1");
@@ -572,7 +572,7 @@ TEST_CASE("every generator that applies, as plans of the model") {
   CHECK(g[2].p->model == loop);
   // ZB-V and DualPipeV need micro >= 2 pp and say so; V-Half and V-Min take any.
   const auto v =
-      generator_plans({.ranks = 4, .chunks_per_rank = 2, .place = placement::vee, .micro = 4});
+      generator_orders({.ranks = 4, .chunks_per_rank = 2, .place = placement::vee, .micro = 4});
   REQUIRE(v.size() == 4);
   for (const auto& x : v) {
     CAPTURE(x.name);

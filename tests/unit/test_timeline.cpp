@@ -14,7 +14,7 @@
 #include <weft/generators/dualpipe.hpp>
 #include <weft/generators/one_f_one_b.hpp>
 #include <weft/io/chrome_trace.hpp>
-#include <weft/io/timeline.hpp>
+#include <weft/io/svg.hpp>
 #include <weft/schedule/lower.hpp>
 #include <weft/sim/simulate.hpp>
 

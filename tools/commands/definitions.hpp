@@ -5,9 +5,9 @@
 
 #include "commands/check.hpp"
 #include "commands/compare.hpp"
+#include "commands/cp_rounds.hpp"
 #include "commands/generate.hpp"
 #include "commands/plan.hpp"
-#include "commands/plan_cp.hpp"
 #include "commands/run.hpp"
 #include "commands/search.hpp"
 #include "commands/simulate.hpp"
@@ -40,7 +40,7 @@ void define(CLI::App& sub, plan_args& o, deferred& later);
 void check(const plan_args& o);
 void define(CLI::App& sub, search_args& o, deferred& later);
 void check(search_args& o, const CLI::App& sub);
-void define(CLI::App& sub, plan_cp_args& o, deferred& later);
-void check(const plan_cp_args& o);
+void define(CLI::App& sub, cp_rounds_args& o, deferred& later);
+void check(const cp_rounds_args& o);
 
 }  // namespace weft::cli

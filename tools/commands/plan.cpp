@@ -6,17 +6,19 @@
 #include <fstream>
 #include <iomanip>
 #include <iostream>
+#include <iterator>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <sstream>
 #include <string>
+#include <string_view>
 #include <system_error>
 #include <vector>
 
 #include <weft/generators/registry.hpp>
 #include <weft/io/chrome_trace.hpp>
 #include <weft/io/pytorch_csv.hpp>
-#include <weft/io/timeline.hpp>
+#include <weft/io/svg.hpp>
 #include <weft/plan/best.hpp>
 #include <weft/plan/cluster_file.hpp>
 #include <weft/plan/estimate.hpp>
@@ -24,7 +26,7 @@
 #include <weft/plan/hf_config.hpp>
 #include <weft/plan/job_file.hpp>
 #include <weft/plan/presets.hpp>
-#include <weft/schedule/memory.hpp>
+#include <weft/schedule/live_activations.hpp>
 #include <weft/search/search.hpp>
 #include "commands/common.hpp"
 #include "commands/plan.hpp"
@@ -272,6 +274,8 @@ void draw(const output_args& o, const outcome& x) {
   }
 }
 
+json breakdown_json(const plan::estimate& e);
+
 json as_json(const outcome& x) {
   const plan::transformer& m = *x.model;
   const plan::estimate& e = x.e;
@@ -293,6 +297,7 @@ json as_json(const outcome& x) {
   j["mfu"] = e.mfu;
   j["bubble_ratio"] = e.metrics.bubble_ratio;
   j["memory_per_stage_bytes"] = e.memory_per_rank;
+  j["breakdown_per_rank"] = breakdown_json(e);
   j["hbm_bytes"] = x.hbm;
   j["fits"] = !x.over;
   if (x.over) j["memory_overrun"] = x.over_text;
@@ -353,6 +358,73 @@ void print_job(const outcome& x) {
   std::cout << (x.over ? " — does not fit" : "") << "\n";
   if (x.over) std::cout << x.over_text << "\n";
   std::cout << "\n";
+}
+
+/// Where each rank's step goes (plan/breakdown.hpp), in seconds; the ranks between the first
+/// two and the last when there are many (--json has them all).
+void print_breakdown(const plan::estimate& e) {
+  static constexpr const char* heads[] = {
+      "matmul", "attention", "elementwise", "recompute", "TP",        "CP", "EP", "hidden",
+      "slowed", "PP wait",   "bubble",      "DP sync",   "optimizer", "1F", "1B", "1W"};
+  std::cout << "where the step goes, seconds per rank (the parts, less what overlap hid, plus what "
+               "contention slowed; 1F, 1B, 1W: one micro-batch's chunk):\n"
+            << std::setw(6) << "rank";
+  const auto width = [](const char* h) { return std::max<int>(std::string_view(h).size() + 2, 8); };
+  for (const char* h : heads) std::cout << std::setw(width(h)) << h;
+  std::cout << "\n" << std::setprecision(3);
+  const std::size_t n = e.breakdown.size();
+  for (std::size_t r = 0; r < n; ++r) {
+    if (n > 6 && r == 2)
+      std::cout << std::setw(6) << "..."
+                << "\n";
+    if (n > 6 && r >= 2 && r + 1 < n) continue;
+    const plan::rank_breakdown& b = e.breakdown[r];
+    const seconds parts[] = {b.work.matmul,
+                             b.work.attention,
+                             b.work.elementwise,
+                             b.work.recompute,
+                             b.work.tp,
+                             b.work.cp,
+                             b.work.ep,
+                             b.hidden,
+                             b.slowed,
+                             b.transfers,
+                             b.bubble,
+                             b.grad_sync,
+                             b.optimizer,
+                             b.F,
+                             b.B,
+                             b.W};
+    std::cout << std::setw(6) << r;
+    for (std::size_t i = 0; i < std::size(parts); ++i)
+      std::cout << std::setw(width(heads[i])) << parts[i].count();
+    std::cout << "\n";
+  }
+  std::cout << "\n";
+}
+
+/// The breakdown per rank as `--json` gives it.
+json breakdown_json(const plan::estimate& e) {
+  json ranks = json::array();
+  for (const plan::rank_breakdown& b : e.breakdown)
+    ranks.push_back({{"matmul_s", b.work.matmul.count()},
+                     {"attention_s", b.work.attention.count()},
+                     {"elementwise_s", b.work.elementwise.count()},
+                     {"recompute_s", b.work.recompute.count()},
+                     {"tp_comm_s", b.work.tp.count()},
+                     {"cp_comm_s", b.work.cp.count()},
+                     {"ep_comm_s", b.work.ep.count()},
+                     {"hidden_by_overlap_s", b.hidden.count()},
+                     {"slowed_by_contention_s", b.slowed.count()},
+                     {"pp_wait_s", b.transfers.count()},
+                     {"bubble_s", b.bubble.count()},
+                     {"dp_sync_s", b.grad_sync.count()},
+                     {"optimizer_s", b.optimizer.count()},
+                     {"step_s", b.step.count()},
+                     {"forward_per_chunk_s", b.F.count()},
+                     {"backward_per_chunk_s", b.B.count()},
+                     {"weight_grad_per_chunk_s", b.W.count()}});
+  return ranks;
 }
 
 /// Every schedule's step, MFU and peak memory for the same job.
@@ -428,6 +500,7 @@ int run_command(const plan_args& o) {
     return code;
   }
   print_job(x);
+  print_breakdown(x.e);
   print_table(x);
   print_best(x);
   return code;

@@ -11,7 +11,7 @@
 #include <string>
 
 #include <weft/io/chrome_trace.hpp>
-#include <weft/io/timeline.hpp>
+#include <weft/io/svg.hpp>
 #include <weft/schedule/program.hpp>
 #include <weft/schedule/verify.hpp>
 #include <weft/sim/metrics.hpp>

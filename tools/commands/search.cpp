@@ -8,7 +8,7 @@
 #include <string>
 
 #include <weft/io/pytorch_csv.hpp>
-#include <weft/io/timeline.hpp>
+#include <weft/io/svg.hpp>
 #include <weft/search/search.hpp>
 #include <weft/sim/xdc_preset.hpp>
 #include "commands/common.hpp"
@@ -29,7 +29,7 @@ struct measured {
 };
 
 template <time_type T>
-measured<T> measure_plan(const search::basic_problem<T>& q, const search::plan& p) {
+measured<T> measure_plan(const search::basic_problem<T>& q, const search::step_order& p) {
   measured<T> m;
   const schedule s = search::to_schedule(p);
   m.prog = lower(s);
@@ -67,7 +67,7 @@ struct found {
 template <time_type T>
 void write_files(const search_args& q, const found<T>& f) {
   if (!q.out.empty() && f.r.best) {
-    search::plan whole = f.r.best->p;
+    search::step_order whole = f.r.best->p;
     whole.model.stages = stage_set::whole_block();
     whole.model.layers = 1;
     whole.overlap = overlap_options::none();

@@ -7,8 +7,8 @@
 
 #include <weft/core/time.hpp>
 #include <weft/cp/mask.hpp>
-#include <weft/cp/plan.hpp>
 #include <weft/cp/remap.hpp>
+#include <weft/cp/rounds.hpp>
 
 namespace weft::cp {
 
@@ -16,15 +16,15 @@ struct adaptive_options {
   int coarse = 1024;  ///< coarse mask size S'; 0: plan on the full mask
   bool remap = true;  ///< false: keep the original order (a mask already local, e.g. windows)
   remap_options remapping{};
-  plan_options planning{};
+  round_options planning{};
 };
 
-struct adaptive_plan {
+struct adaptive_layout {
   dense_mask coarse;             ///< the mask the planner saw
   int tokens_per_cell = 1;       ///< tokens a coarse cell stands for
   remap_result remapped;         ///< the order (of coarse cells) and its scores
   dense_mask grid_before, grid;  ///< cp x cp, original order and chosen order
-  cp_plan plan;
+  round_assignment assignment;
   seconds planning_time{0};  ///< re-mapping included
   /// The chosen order of the full sequence: each coarse cell's tokens, in order.
   std::vector<int> token_order() const {
@@ -39,20 +39,20 @@ struct adaptive_plan {
 /// Plans `m` for `cp` ranks. Throws `config_error` naming the problem: sizes that do not divide
 /// (the sequence by the coarse size, the coarse size by cp), a cap too small for any plan.
 template <class Mask>
-adaptive_plan plan_adaptive(const Mask& m, int cp, adaptive_options o = {}) {
+adaptive_layout adapt_layout(const Mask& m, int cp, adaptive_options o = {}) {
   const auto t0 = std::chrono::steady_clock::now();
-  adaptive_plan out;
+  adaptive_layout out;
   const int size = [&] {
     if constexpr (requires { m.size(); })
       return m.size();
     else
       return m.size;
   }();
-  if (cp < 1) throw config_error("weft: plan: cp must be >= 1");
+  if (cp < 1) throw config_error("weft: cp rounds: cp must be >= 1");
   out.coarse = coarsen(m, o.coarse > 0 ? o.coarse : size);
   out.tokens_per_cell = size / out.coarse.size();
   if (out.coarse.size() % cp != 0)
-    throw config_error("weft: plan: " + std::to_string(out.coarse.size()) +
+    throw config_error("weft: cp rounds: " + std::to_string(out.coarse.size()) +
                        " coarse cells do not split into " + std::to_string(cp) +
                        " equal slices; pick a cp that divides them");
   if (o.remap) {
@@ -63,9 +63,18 @@ adaptive_plan plan_adaptive(const Mask& m, int cp, adaptive_options o = {}) {
   out.grid_before = grid(out.coarse, identity_order(out.coarse.size()), cp);
   out.grid = grid(out.coarse, out.remapped.order, cp);
   if (!o.remap) out.remapped.before = out.remapped.after = score(out.grid);
-  out.plan = plan_rounds(out.grid, o.planning);
+  out.assignment = assign_rounds(out.grid, o.planning);
   out.planning_time = std::chrono::steady_clock::now() - t0;
   return out;
+}
+
+/// Names of one release ago ("plan" is the job planner's word); the layout's rounds, once
+/// `.plan`, are `.assignment`.
+using adaptive_plan [[deprecated("cp::adaptive_plan is cp::adaptive_layout")]] = adaptive_layout;
+template <class Mask>
+[[deprecated("cp::plan_adaptive is cp::adapt_layout")]] adaptive_layout plan_adaptive(
+    const Mask& m, int cp, adaptive_options o = {}) {
+  return adapt_layout(m, cp, o);
 }
 
 }  // namespace weft::cp

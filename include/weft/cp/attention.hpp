@@ -24,7 +24,7 @@
 #include <weft/core/error.hpp>
 #include <weft/core/time.hpp>
 #include <weft/cp/mask.hpp>
-#include <weft/cp/plan.hpp>
+#include <weft/cp/rounds.hpp>
 #include <weft/nn/blockwise_attention.hpp>
 #include <weft/nn/tensor.hpp>
 #include <weft/rt/await.hpp>
@@ -66,11 +66,11 @@ class basic_cp_attention {
  public:
   using mat = nn::matrix<T>;
 
-  basic_cp_attention(const dense_mask& mask, std::vector<int> order, cp_plan plan,
+  basic_cp_attention(const dense_mask& mask, std::vector<int> order, round_assignment plan,
                      rt::delay_model delay = {})
       : basic_cp_attention(mask, std::move(order), std::move(plan), with_delay(delay)) {}
 
-  basic_cp_attention(const dense_mask& mask, std::vector<int> order, cp_plan plan,
+  basic_cp_attention(const dense_mask& mask, std::vector<int> order, round_assignment plan,
                      cp_attention_options options)
       : mask_(mask), order_(std::move(order)), plan_(std::move(plan)), opt_(std::move(options)) {
     const int s = mask_.size(), cp = plan_.cp;
@@ -472,7 +472,7 @@ class basic_cp_attention {
 
   dense_mask mask_;
   std::vector<int> order_;
-  cp_plan plan_;
+  round_assignment plan_;
   cp_attention_options opt_;
   std::vector<mat> q_, k_, v_, do_, dq_, dk_, dv_;
   std::vector<std::deque<mat>> arena_;  // per rank: every buffer handed to the world

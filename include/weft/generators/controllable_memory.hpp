@@ -14,6 +14,7 @@
 #include <weft/config.hpp>
 #include <weft/core/buffer.hpp>
 #include <weft/generators/builder.hpp>
+#include <weft/generators/generator.hpp>
 #include <weft/generators/params.hpp>
 
 namespace weft {
@@ -346,43 +347,39 @@ constexpr schedule v_schedule(const char* name, bool half, const pipeline_params
 namespace gen {
 /// `v_half`'s steps: what it returns, built in constant evaluation and in the
 /// compiled copy.
-constexpr schedule build_v_half(const pipeline_params& p) {
+constexpr schedule v_half(const pipeline_params& p) {
   return gen::controllable::v_schedule("v-half", true, p);
 }
 }  // namespace gen
 
-namespace detail {
-WEFT_DECL schedule v_half_at_run_time(const pipeline_params& p);
-}  // namespace detail
-
 /// V-Half: the V schedule whose ranks hold about half of 1F1B's activations (sail-sg's
 /// `--zero-bubble-v-schedule-mem-setup half`); bubble about half of 1F1B's with F, dX, dW equal.
-constexpr schedule v_half(const pipeline_params& p) {
-  if (std::is_constant_evaluated()) return gen::build_v_half(p);
-  return detail::v_half_at_run_time(p);
-}
+inline constexpr generator<gen::v_half> v_half{};
+WEFT_EXTERN_STEPS(gen::v_half)
 
 namespace gen {
 /// `v_min`'s steps: what it returns, built in constant evaluation and in the
 /// compiled copy.
-constexpr schedule build_v_min(const pipeline_params& p) {
+constexpr schedule v_min(const pipeline_params& p) {
   return gen::controllable::v_schedule("v-min", false, p);
 }
 }  // namespace gen
 
-namespace detail {
-WEFT_DECL schedule v_min_at_run_time(const pipeline_params& p);
-}  // namespace detail
-
 /// V-Min: the V schedule with the least activation memory (sail-sg's `... min`); its bubble
 /// grows when F, dX and dW take different times.
-constexpr schedule v_min(const pipeline_params& p) {
-  if (std::is_constant_evaluated()) return gen::build_v_min(p);
-  return detail::v_min_at_run_time(p);
+inline constexpr generator<gen::v_min> v_min{};
+WEFT_EXTERN_STEPS(gen::v_min)
+
+namespace gen {
+/// Names of one release ago: a generator's steps are `gen::NAME`.
+[[deprecated("gen::build_v_half is gen::v_half")]] constexpr schedule build_v_half(
+    const pipeline_params& p) {
+  return v_half(p);
 }
+[[deprecated("gen::build_v_min is gen::v_min")]] constexpr schedule build_v_min(
+    const pipeline_params& p) {
+  return v_min(p);
+}
+}  // namespace gen
 
 }  // namespace weft
-
-#ifndef WEFT_SEPARATE_COMPILATION
-#include <weft/generators/impl/controllable_memory.ipp>
-#endif

@@ -12,6 +12,7 @@
 #include <weft/config.hpp>
 #include <weft/core/buffer.hpp>
 #include <weft/generators/builder.hpp>
+#include <weft/generators/generator.hpp>
 #include <weft/generators/params.hpp>
 
 namespace weft {
@@ -90,7 +91,7 @@ constexpr void dual_steps(pipeline_builder& b, const dual_rank& d) {
 namespace gen {
 /// `dualpipev`'s steps: what it returns, built in constant evaluation and in the
 /// compiled copy.
-constexpr schedule build_dualpipev(const pipeline_params& p) {
+constexpr schedule dualpipev(const pipeline_params& p) {
   const model_desc m = gen::vee_model("dualpipev", p);
   gen::pipeline_builder b(m, p.overlap);
   for (int r = 0; r < p.ranks; ++r) {
@@ -105,22 +106,16 @@ constexpr schedule build_dualpipev(const pipeline_params& p) {
 }
 }  // namespace gen
 
-namespace detail {
-WEFT_DECL schedule dualpipev_at_run_time(const pipeline_params& p);
-}  // namespace detail
-
 /// DualPipeV (DeepSeek's "cut-in-half" DualPipe, PyTorch's ScheduleDualPipeV): 2·ranks chunks
 /// in V placement. Rules: micro >= 2·ranks. Peak memory: 2·ranks + 1 chunks of half a rank's
 /// layers on every rank (ranks + 1/2 stages, within DeepSeek's published ranks + 1).
-constexpr schedule dualpipev(const pipeline_params& p) {
-  if (std::is_constant_evaluated()) return gen::build_dualpipev(p);
-  return detail::dualpipev_at_run_time(p);
-}
+inline constexpr generator<gen::dualpipev> dualpipev{};
+WEFT_EXTERN_STEPS(gen::dualpipev)
 
 namespace gen {
 /// `dualpipe`'s steps: what it returns, built in constant evaluation and in the
 /// compiled copy.
-constexpr schedule build_dualpipe(const pipeline_params& p) {
+constexpr schedule dualpipe(const pipeline_params& p) {
   if (p.ranks % 2 != 0) gen::reject("dualpipe", "ranks must be even");
   if (p.micro % 2 != 0) gen::reject("dualpipe", "micro must be even (half for each direction)");
   const model_desc m = gen::vee_model("dualpipe", p, true);
@@ -140,19 +135,21 @@ constexpr schedule build_dualpipe(const pipeline_params& p) {
 }
 }  // namespace gen
 
-namespace detail {
-WEFT_DECL schedule dualpipe_at_run_time(const pipeline_params& p);
-}  // namespace detail
-
 /// DualPipe (DeepSeek-V3): bidirectional, 2·ranks chunks; micro-batches [0, micro/2) enter at
 /// rank 0, the rest at rank ranks-1. Rules: even ranks, even micro, micro >= 2·ranks.
-constexpr schedule dualpipe(const pipeline_params& p) {
-  if (std::is_constant_evaluated()) return gen::build_dualpipe(p);
-  return detail::dualpipe_at_run_time(p);
+inline constexpr generator<gen::dualpipe> dualpipe{};
+WEFT_EXTERN_STEPS(gen::dualpipe)
+
+namespace gen {
+/// Names of one release ago: a generator's steps are `gen::NAME`.
+[[deprecated("gen::build_dualpipev is gen::dualpipev")]] constexpr schedule build_dualpipev(
+    const pipeline_params& p) {
+  return dualpipev(p);
 }
+[[deprecated("gen::build_dualpipe is gen::dualpipe")]] constexpr schedule build_dualpipe(
+    const pipeline_params& p) {
+  return dualpipe(p);
+}
+}  // namespace gen
 
 }  // namespace weft
-
-#ifndef WEFT_SEPARATE_COMPILATION
-#include <weft/generators/impl/dualpipe.ipp>
-#endif

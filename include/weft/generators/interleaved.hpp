@@ -6,6 +6,7 @@
 
 #include <weft/config.hpp>
 #include <weft/generators/builder.hpp>
+#include <weft/generators/generator.hpp>
 #include <weft/generators/params.hpp>
 
 namespace weft {
@@ -100,7 +101,7 @@ constexpr void check_nanopipe(const interleaved_params& p) {
 namespace gen {
 /// `interleaved`'s steps: what it returns, built in constant evaluation and in the
 /// compiled copy.
-constexpr schedule build_interleaved(const interleaved_params& p) {
+constexpr schedule interleaved(const interleaved_params& p) {
   const gen::loop_chunks shape = gen::loop_chunks_of("interleaved", p, true);
   const pipeline_params& common = shape.common;
   const model_desc& m = shape.model;
@@ -180,10 +181,6 @@ constexpr schedule build_interleaved(const interleaved_params& p) {
 }
 }  // namespace gen
 
-namespace detail {
-WEFT_DECL schedule interleaved_at_run_time(const interleaved_params& p);
-}  // namespace detail
-
 /// Megatron's interleaved schedule, with PyTorch's rounds (`ScheduleInterleaved1F1B`): the
 /// micro-batches pass the chunks in max(1, micro / ranks) rounds of G = micro / rounds each.
 /// Virtual micro-batch k runs on local chunk (k mod G*chunks) / G (backwards: chunks - 1 - that)
@@ -197,13 +194,15 @@ WEFT_DECL schedule interleaved_at_run_time(const interleaved_params& p);
 /// With `nanopipe`, rank r's first d_r = min(2 (ranks - 1) + (chunks - 1) ranks, chunks micro)
 /// - warm-up_r steady-phase backwards are dX alone (2r of them in general; none on rank 0 nor
 /// when every forward comes first) and their dW run, in the same order, after the cool-down.
-constexpr schedule interleaved(const interleaved_params& p) {
-  if (std::is_constant_evaluated()) return gen::build_interleaved(p);
-  return detail::interleaved_at_run_time(p);
+inline constexpr generator<gen::interleaved> interleaved{};
+WEFT_EXTERN_STEPS(gen::interleaved)
+
+namespace gen {
+/// Names of one release ago: a generator's steps are `gen::NAME`.
+[[deprecated("gen::build_interleaved is gen::interleaved")]] constexpr schedule build_interleaved(
+    const interleaved_params& p) {
+  return interleaved(p);
 }
+}  // namespace gen
 
 }  // namespace weft
-
-#ifndef WEFT_SEPARATE_COMPILATION
-#include <weft/generators/impl/interleaved.ipp>
-#endif

@@ -11,6 +11,7 @@
 
 #include <weft/core/buffer.hpp>
 #include <weft/generators/builder.hpp>
+#include <weft/generators/generator.hpp>
 #include <weft/generators/interleaved.hpp>
 #include <weft/generators/params.hpp>
 
@@ -119,7 +120,7 @@ constexpr buffer<buffer<zb_action>> zb_lockstep(const zb_orders& o, int P, int V
 
 /// `interleaved_zero_bubble`'s steps: what it returns, built in constant evaluation and in the
 /// compiled copy.
-constexpr schedule build_interleaved_zero_bubble(const interleaved_params& p) {
+constexpr schedule interleaved_zero_bubble(const interleaved_params& p) {
   constexpr const char* name = "interleaved-zb";
   const gen::loop_chunks shape = gen::loop_chunks_of(name, p);
   if (p.extra_warmup) gen::reject(name, "extra_warmup is the interleaved schedule's");
@@ -148,10 +149,6 @@ constexpr schedule build_interleaved_zero_bubble(const interleaved_params& p) {
 }
 }  // namespace gen
 
-namespace detail {
-WEFT_DECL schedule interleaved_zero_bubble_at_run_time(const interleaved_params& p);
-}  // namespace detail
-
 /// ZB1P as PyTorch orders it, step for step. Micro-batches pass the chunks in rounds of
 /// G = micro / max(1, micro / ranks), as in the interleaved schedule (rule: micro a multiple of
 /// the rounds). Rank r idles r steps, warms up with min((chunks - 1) G + ranks - 1 - r,
@@ -161,13 +158,16 @@ WEFT_DECL schedule interleaved_zero_bubble_at_run_time(const interleaved_params&
 /// forward whose input (the previous chunk's forward of its micro-batch) is not yet done by the
 /// step before waits an idle step — which happens with fewer micro-batches than ranks.
 /// Takes `chunks` per rank; no `extra_warmup`, no `nanopipe`, no Megatron lowering.
-constexpr schedule interleaved_zero_bubble(const interleaved_params& p) {
-  if (std::is_constant_evaluated()) return gen::build_interleaved_zero_bubble(p);
-  return detail::interleaved_zero_bubble_at_run_time(p);
+inline constexpr generator<gen::interleaved_zero_bubble> interleaved_zero_bubble{};
+WEFT_EXTERN_STEPS(gen::interleaved_zero_bubble)
+
+namespace gen {
+/// Names of one release ago: a generator's steps are `gen::NAME`.
+[[deprecated(
+    "gen::build_interleaved_zero_bubble is gen::interleaved_zero_bubble")]] constexpr schedule
+build_interleaved_zero_bubble(const interleaved_params& p) {
+  return interleaved_zero_bubble(p);
 }
+}  // namespace gen
 
 }  // namespace weft
-
-#ifndef WEFT_SEPARATE_COMPILATION
-#include <weft/generators/impl/interleaved_zero_bubble.ipp>
-#endif

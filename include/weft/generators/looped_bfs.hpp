@@ -7,6 +7,7 @@
 
 #include <weft/config.hpp>
 #include <weft/generators/builder.hpp>
+#include <weft/generators/generator.hpp>
 #include <weft/generators/interleaved.hpp>
 #include <weft/generators/params.hpp>
 
@@ -15,7 +16,7 @@ namespace weft {
 namespace gen {
 /// `looped_bfs`'s steps: what it returns, built in constant evaluation and in the
 /// compiled copy.
-constexpr schedule build_looped_bfs(const interleaved_params& p) {
+constexpr schedule looped_bfs(const interleaved_params& p) {
   const gen::loop_chunks shape = gen::loop_chunks_of("looped-bfs", p);
   const pipeline_params& common = shape.common;
   const model_desc& m = shape.model;
@@ -36,23 +37,21 @@ constexpr schedule build_looped_bfs(const interleaved_params& p) {
 }
 }  // namespace gen
 
-namespace detail {
-WEFT_DECL schedule looped_bfs_at_run_time(const interleaved_params& p);
-}  // namespace detail
-
 /// Looped BFS as PyTorch orders it, step for step: rank r idles r steps, runs the forwards of its
 /// chunks r, r + ranks, ... in turn, every micro-batch of one before the next; idles 2 (ranks -
 /// 1 - r) steps while the first backward comes up; then the fused backwards of its chunks in
 /// reverse, the micro-batches of each from the last to the first. Every micro-batch's
 /// activations stay until its backward: the memory of GPipe, with the bubble of interleaving.
 /// Takes `chunks` per rank; no `extra_warmup`, no `nanopipe`, no Megatron lowering.
-constexpr schedule looped_bfs(const interleaved_params& p) {
-  if (std::is_constant_evaluated()) return gen::build_looped_bfs(p);
-  return detail::looped_bfs_at_run_time(p);
+inline constexpr generator<gen::looped_bfs> looped_bfs{};
+WEFT_EXTERN_STEPS(gen::looped_bfs)
+
+namespace gen {
+/// Names of one release ago: a generator's steps are `gen::NAME`.
+[[deprecated("gen::build_looped_bfs is gen::looped_bfs")]] constexpr schedule build_looped_bfs(
+    const interleaved_params& p) {
+  return looped_bfs(p);
 }
+}  // namespace gen
 
 }  // namespace weft
-
-#ifndef WEFT_SEPARATE_COMPILATION
-#include <weft/generators/impl/looped_bfs.ipp>
-#endif

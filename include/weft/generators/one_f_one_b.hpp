@@ -5,6 +5,7 @@
 
 #include <weft/config.hpp>
 #include <weft/generators/builder.hpp>
+#include <weft/generators/generator.hpp>
 #include <weft/generators/interleaved.hpp>
 #include <weft/generators/params.hpp>
 
@@ -15,7 +16,7 @@ using one_f_one_b_params = pipeline_params;
 namespace gen {
 /// `gpipe`'s steps: what it returns, built in constant evaluation and in the
 /// compiled copy.
-constexpr schedule build_gpipe(const pipeline_params& p) {
+constexpr schedule gpipe(const pipeline_params& p) {
   const model_desc m = gen::pipeline_model(p);
   gen::check_common("gpipe", p, m);
   gen::pipeline_builder b(m, p.overlap);
@@ -28,29 +29,23 @@ constexpr schedule build_gpipe(const pipeline_params& p) {
 }
 }  // namespace gen
 
-namespace detail {
-WEFT_DECL schedule gpipe_at_run_time(const pipeline_params& p);
-}  // namespace detail
-
 /// GPipe: every forward, then every backward. Peak memory: all `micro` micro-batches on every
 /// rank; bubble (ranks - 1) / (micro + ranks - 1).
-constexpr schedule gpipe(const pipeline_params& p) {
-  if (std::is_constant_evaluated()) return gen::build_gpipe(p);
-  return detail::gpipe_at_run_time(p);
-}
+inline constexpr generator<gen::gpipe> gpipe{};
+WEFT_EXTERN_STEPS(gen::gpipe)
 
 namespace gen {
 /// `one_f_one_b`'s steps: what it returns, built in constant evaluation and in the
 /// compiled copy.
-constexpr schedule build_one_f_one_b(const pipeline_params& p) {
-  if (p.p2p.overlap_p2p) return build_interleaved(with_chunks(p, 1));
+constexpr schedule one_f_one_b(const pipeline_params& p) {
+  if (p.p2p.overlap_p2p) return interleaved(with_chunks(p, 1));
   if (p.p2p.megatron && !p.p2p.blocking) {
     // Megatron turns overlap_p2p_comm off without a virtual pipeline (arguments.py), so its
     // 1F1B code always makes batched calls the host waits for: the `blocking` lowering.
     pipeline_params q = p;
     q.p2p.megatron = false;
     q.p2p.blocking = true;
-    return build_one_f_one_b(q);
+    return one_f_one_b(q);
   }
   const model_desc m = gen::pipeline_model(p);
   gen::check_common("1f1b", p, m, true);
@@ -71,10 +66,6 @@ constexpr schedule build_one_f_one_b(const pipeline_params& p) {
 }
 }  // namespace gen
 
-namespace detail {
-WEFT_DECL schedule one_f_one_b_at_run_time(const pipeline_params& p);
-}  // namespace detail
-
 /// 1F1B: after a warm-up of (ranks - rank - 1) forwards, each rank alternates one forward and
 /// one backward, so at most `ranks - rank` micro-batches are live on a rank. Same bubble as
 /// GPipe, (ranks - 1) / (micro + ranks - 1), with memory bounded by the pipeline depth.
@@ -83,15 +74,13 @@ WEFT_DECL schedule one_f_one_b_at_run_time(const pipeline_params& p);
 /// per rank, whose warm-up holds 2 (ranks - rank - 1) forwards (every forward when micro equals
 /// ranks), and micro a multiple of ranks. Megatron's lowering (`p2p.megatron`, `p2p.blocking`) is
 /// its 1F1B code: batched calls, each waited by the host (`receive_posting::batched_1f1b`).
-constexpr schedule one_f_one_b(const pipeline_params& p) {
-  if (std::is_constant_evaluated()) return gen::build_one_f_one_b(p);
-  return detail::one_f_one_b_at_run_time(p);
-}
+inline constexpr generator<gen::one_f_one_b> one_f_one_b{};
+WEFT_EXTERN_STEPS(gen::one_f_one_b)
 
 namespace gen {
 /// `zb_h1`'s steps: what it returns, built in constant evaluation and in the
 /// compiled copy.
-constexpr schedule build_zb_h1(const pipeline_params& p) {
+constexpr schedule zb_h1(const pipeline_params& p) {
   const model_desc m = gen::pipeline_model(p);
   gen::check_common("zb-h1", p, m);
   gen::pipeline_builder b(m, p.overlap);
@@ -118,20 +107,26 @@ constexpr schedule build_zb_h1(const pipeline_params& p) {
 }
 }  // namespace gen
 
-namespace detail {
-WEFT_DECL schedule zb_h1_at_run_time(const pipeline_params& p);
-}  // namespace detail
-
 /// ZB-H1 (zero bubble, Qi et al. 2023): 1F1B with each backward split into dX and dW, and the
 /// dW of rank r deferred by r steps into the cool-down, where 1F1B leaves the rank idle. Every
 /// rank then keeps at most `ranks` micro-batches live — the first rank's 1F1B peak.
-constexpr schedule zb_h1(const pipeline_params& p) {
-  if (std::is_constant_evaluated()) return gen::build_zb_h1(p);
-  return detail::zb_h1_at_run_time(p);
+inline constexpr generator<gen::zb_h1> zb_h1{};
+WEFT_EXTERN_STEPS(gen::zb_h1)
+
+namespace gen {
+/// Names of one release ago: a generator's steps are `gen::NAME`.
+[[deprecated("gen::build_gpipe is gen::gpipe")]] constexpr schedule build_gpipe(
+    const pipeline_params& p) {
+  return gpipe(p);
 }
+[[deprecated("gen::build_one_f_one_b is gen::one_f_one_b")]] constexpr schedule build_one_f_one_b(
+    const pipeline_params& p) {
+  return one_f_one_b(p);
+}
+[[deprecated("gen::build_zb_h1 is gen::zb_h1")]] constexpr schedule build_zb_h1(
+    const pipeline_params& p) {
+  return zb_h1(p);
+}
+}  // namespace gen
 
 }  // namespace weft
-
-#ifndef WEFT_SEPARATE_COMPILATION
-#include <weft/generators/impl/one_f_one_b.ipp>
-#endif

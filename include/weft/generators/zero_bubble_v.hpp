@@ -7,6 +7,7 @@
 
 #include <weft/config.hpp>
 #include <weft/generators/builder.hpp>
+#include <weft/generators/generator.hpp>
 #include <weft/generators/params.hpp>
 
 namespace weft {
@@ -14,7 +15,7 @@ namespace weft {
 namespace gen {
 /// `zb_v`'s steps: what it returns, built in constant evaluation and in the
 /// compiled copy.
-constexpr schedule build_zb_v(const pipeline_params& p) {
+constexpr schedule zb_v(const pipeline_params& p) {
   const model_desc m = gen::vee_model("zb-v", p);
   const int P = p.ranks, M = p.micro;
   gen::pipeline_builder b(m, p.overlap);
@@ -58,22 +59,20 @@ constexpr schedule build_zb_v(const pipeline_params& p) {
 }
 }  // namespace gen
 
-namespace detail {
-WEFT_DECL schedule zb_v_at_run_time(const pipeline_params& p);
-}  // namespace detail
-
 /// ZB-V. Rank r: 2 (ranks - r) - 1 forwards of its first chunk; r pairs of forwards (second
 /// chunk, first chunk); ranks - r rounds of forward, dX, dW on the second chunk; then the steady
 /// phase of forward, dX, dW on each chunk in turn, and a cool-down of dX passes with the dW
 /// passes deferred behind them. Rules: micro >= 2·ranks (the warm-up runs 2·ranks - 1 forwards
 /// on rank 0). Peak memory: 2·ranks chunks, each half a rank's layers — 1F1B's ranks stages.
-constexpr schedule zb_v(const pipeline_params& p) {
-  if (std::is_constant_evaluated()) return gen::build_zb_v(p);
-  return detail::zb_v_at_run_time(p);
+inline constexpr generator<gen::zb_v> zb_v{};
+WEFT_EXTERN_STEPS(gen::zb_v)
+
+namespace gen {
+/// Names of one release ago: a generator's steps are `gen::NAME`.
+[[deprecated("gen::build_zb_v is gen::zb_v")]] constexpr schedule build_zb_v(
+    const pipeline_params& p) {
+  return zb_v(p);
 }
+}  // namespace gen
 
 }  // namespace weft
-
-#ifndef WEFT_SEPARATE_COMPILATION
-#include <weft/generators/impl/zero_bubble_v.ipp>
-#endif

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include <weft/core/error.hpp>
-#include <weft/io/timeline.hpp>
+#include <weft/io/svg.hpp>
 #include <weft/schedule/program.hpp>
 #include <weft/schedule/text.hpp>
 #include <weft/schedule/timeline.hpp>

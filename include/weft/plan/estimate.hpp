@@ -13,12 +13,13 @@
 #include <weft/generators/registry.hpp>
 #include <weft/perf/device.hpp>
 #include <weft/perf/layer.hpp>
+#include <weft/plan/breakdown.hpp>
 #include <weft/plan/cluster.hpp>
 #include <weft/plan/flops.hpp>
 #include <weft/plan/job.hpp>
 #include <weft/plan/memory.hpp>
+#include <weft/schedule/live_activations.hpp>
 #include <weft/schedule/lower.hpp>
-#include <weft/schedule/memory.hpp>
 #include <weft/sim/metrics.hpp>
 #include <weft/sim/simulate.hpp>
 #include <weft/sim/xdc_preset.hpp>
@@ -31,6 +32,8 @@ struct stage_estimate {
   double params = 0;            ///< parameters on one device but the routed experts' (tp shard)
   double expert_params = 0;     ///< the routed experts' on one device (tp and ep shards)
   double activation_bytes = 0;  ///< kept per micro-batch for the backward
+  /// Its forward and its backward (recomputation and the dW included) by part.
+  time_split forward, backward;
 };
 
 /// The whole estimate.
@@ -48,6 +51,7 @@ struct estimate {
   std::vector<double> chunk_activation_bytes;
   double model_flops = 0;  ///< one step, every device together
   double tokens_per_s = 0, mfu = 0, tflops_per_device = 0;
+  std::vector<rank_breakdown> breakdown;  ///< per pipeline rank, where its step goes
 };
 
 /// What the estimate prices, each switch on by default; off, that part is left out — what it
@@ -85,6 +89,7 @@ inline perf::device chip_of(const cluster& c) {
 /// attention's core (what selective recomputation runs again).
 struct priced {
   seconds time{0}, weights{0}, core{0};
+  time_split parts;  ///< matmul, attention and elementwise
 };
 
 inline priced price(const std::vector<perf::kernel>& kernels, const perf::device& d,
@@ -99,6 +104,9 @@ inline priced price(const std::vector<perf::kernel>& kernels, const perf::device
     out.time += t;
     if (k.weight) out.weights += t;
     if (k.core) out.core += t;
+    (k.core || k.kind == perf::kernel_kind::attention ? out.parts.attention
+     : k.kind == perf::kernel_kind::matmul            ? out.parts.matmul
+                                                      : out.parts.elementwise) += t;
   }
   return out;
 }
@@ -120,6 +128,7 @@ inline perf::layer_kernels head_kernels(const transformer& m, double T, int tp, 
 /// (which an overlapped forward/backward pair can hide).
 struct layer_comm {
   seconds total{0}, recomputed{0}, hideable{0};
+  seconds tp{0}, cp{0}, ep{0};  ///< `total` by the parallelism it serves
 };
 
 inline layer_comm layer_comm_of(const transformer& m, const job& j, const cluster& c, int l) {
@@ -130,6 +139,7 @@ inline layer_comm layer_comm_of(const transformer& m, const job& j, const cluste
                                                                   act, j.sequence_parallel);
   out.total += tp_comm;
   out.recomputed += tp_comm;
+  out.tp = tp_comm;
   if (j.cp > 1) {  // ring attention passes K and V round the group, hidden behind the scores
     const double kv_width = m.mla.active() ? m.heads * (m.mla.qk_head_dim() + m.mla.v_head_dim)
                                            : 2 * m.kv_heads * m.head_dim;
@@ -137,7 +147,8 @@ inline layer_comm layer_comm_of(const transformer& m, const job& j, const cluste
     const seconds ring = (j.cp - 1.0) * collective::p2p(group_link(c, j.cp, j.tp), kv);
     const seconds causal =
         seconds(forward_flops(m, l, T, j.seq).scores / 2 / tp / c.device.attention_flops());
-    out.total += ring > causal ? ring - causal : seconds(0);
+    out.cp = ring > causal ? ring - causal : seconds(0);
+    out.total += out.cp;
   }
   if (m.is_moe_layer(l) && j.ep > 1) {  // dispatch and combine over the expert group
     const link_model ep_link = group_link(c, j.ep, static_cast<long long>(j.tp) * j.cp);
@@ -146,6 +157,7 @@ inline layer_comm layer_comm_of(const transformer& m, const job& j, const cluste
     out.total += a2a;
     out.recomputed += a2a;
     out.hideable += a2a;
+    out.ep = a2a;
   }
   return out;
 }
@@ -183,12 +195,15 @@ inline stage_estimate stage_costs(const transformer& m, const job& j, const clus
                                 .flash_attention = j.flash_attention};
   const double act = T * m.hidden * 2;  // one activation, bf16
   seconds forward{0}, backward{0}, weights{0}, core{0}, comm{0}, hideable{0};
+  time_split comm_parts;  // tp, cp and ep: the same in the forward and, mirrored, the backward
   seconds layers_forward{0}, layers_comm{0};  // what full recomputation runs again
   const auto add = [&](const perf::layer_kernels& k) {
     const priced f = price(k.forward, chip, attention_rate, o);
     const priced b = price(k.backward, chip, attention_rate, o);
     forward += f.time;
     backward += b.time;
+    out.forward += f.parts;
+    out.backward += b.parts;
     weights += b.weights;
     core += f.core;
     return f.time;
@@ -197,6 +212,7 @@ inline stage_estimate stage_costs(const transformer& m, const job& j, const clus
     layers_forward += add(perf::layer_kernels_of(m, l, shard));
     const layer_comm lc = layer_comm_of(m, j, c, l);
     comm += lc.total;
+    comm_parts += time_split{.tp = lc.tp, .cp = lc.cp, .ep = lc.ep};
     layers_comm += lc.recomputed;
     hideable += lc.hideable;
     add_layer_sizes(out, m, j, l);
@@ -238,6 +254,9 @@ inline stage_estimate stage_costs(const transformer& m, const job& j, const clus
                                                            : seconds(0);
   out.cost.F = forward + comm;
   out.cost.B = backward + comm + again;
+  out.forward += comm_parts;
+  out.backward += comm_parts;
+  out.backward.recompute = again;
   out.cost.W = weights;  // the weights' gradients
   out.cost.comm_F = hideable;
   out.cost.comm_B = j.policy == recompute::full ? 2.0 * hideable : hideable;
@@ -371,6 +390,43 @@ inline void add_data_parallel(estimate& out, const job& j, const cluster& c,
   out.optimizer = seconds(30 * largest / c.device.memory_bytes_per_s);
 }
 
+/// Per pipeline rank, where its step goes (plan/breakdown.hpp): each chunk's passes times the
+/// micro-batches the schedule runs through it, then the simulated pipeline's waits.
+inline void add_breakdown(estimate& out) {
+  const model_desc& md = out.sched.model;
+  std::vector<int> passes(static_cast<std::size_t>(md.chunks()), 0);  // forwards per chunk
+  for (const op& o : out.sched.ops)
+    if (o.ph == phase::F && stream_of(o.k) == stream_class::compute) ++passes[o.chunk];
+  out.breakdown.assign(static_cast<std::size_t>(md.ranks), {});
+  std::vector<int> chunks_of(out.breakdown.size(), 0);
+  for (int ch = 0; ch < md.chunks(); ++ch) {
+    const auto r = static_cast<std::size_t>(md.rank_of(ch));
+    const stage_estimate& st = out.stages[static_cast<std::size_t>(ch) % out.stages.size()];
+    const auto n = static_cast<double>(passes[static_cast<std::size_t>(ch)]);
+    rank_breakdown& b = out.breakdown[r];
+    b.work += (st.forward + st.backward) * n;
+    b.F += st.cost.F;
+    b.B += st.cost.B;
+    b.W += st.cost.W;
+    ++chunks_of[r];
+  }
+  for (std::size_t r = 0; r < out.breakdown.size(); ++r) {
+    rank_breakdown& b = out.breakdown[r];
+    const rank_metrics& rm = out.metrics.ranks[r];
+    const double k = 1.0 / std::max(chunks_of[r], 1);
+    b.F *= k;
+    b.B *= k;
+    b.W *= k;
+    b.hidden = std::max(seconds(0), b.work.total() - rm.busy);
+    b.slowed = std::max(seconds(0), rm.busy - b.work.total());
+    b.transfers = std::min(rm.exposed_comm, rm.idle);
+    b.bubble = rm.idle - b.transfers;
+    b.grad_sync = out.grad_sync;
+    b.optimizer = out.optimizer;
+    b.step = out.step;
+  }
+}
+
 }  // namespace detail
 
 /// Estimates job `j` of model `m` on cluster `c`: checks the job (`config_error` naming what
@@ -421,6 +477,7 @@ inline estimate estimate_job(const transformer& m, const job& j, const cluster& 
   }
   detail::add_data_parallel(out, j, c, held);
   out.step = out.pipeline + out.grad_sync + out.optimizer;
+  detail::add_breakdown(out);
   // The ranges of the model, the job and the cluster keep every term finite; should a
   // combination still overflow, it is refused rather than printed as inf or NaN.
   if (!(std::isfinite(out.step.count()) && out.step.count() > 0))

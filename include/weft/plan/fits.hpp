@@ -10,7 +10,7 @@
 #include <string>
 
 #include <weft/plan/estimate.hpp>
-#include <weft/schedule/memory.hpp>
+#include <weft/schedule/live_activations.hpp>
 #include <weft/schedule/text.hpp>
 
 namespace weft::plan {

@@ -9,7 +9,7 @@
 #include <weft/config.hpp>
 #include <weft/core/buffer.hpp>
 #include <weft/schedule/dependencies.hpp>
-#include <weft/schedule/memory.hpp>
+#include <weft/schedule/live_activations.hpp>
 #include <weft/schedule/placement.hpp>
 #include <weft/schedule/program.hpp>
 #include <weft/schedule/program_builder.hpp>

@@ -8,10 +8,10 @@
 #include <string>
 
 #include <weft/core/error.hpp>
+#include <weft/schedule/live_activations.hpp>
 #include <weft/schedule/lower.hpp>
-#include <weft/schedule/memory.hpp>
 #include <weft/schedule/timeline.hpp>
-#include <weft/search/plan.hpp>
+#include <weft/search/step_order.hpp>
 #include <weft/sim/cost.hpp>
 #include <weft/sim/metrics.hpp>
 #include <weft/sim/shared_workers.hpp>
@@ -43,7 +43,7 @@ using unit_problem = basic_problem<units>;
 /// A plan with its simulated makespan and peak live activations (the largest over ranks).
 template <time_type T>
 struct scored {
-  plan p;
+  step_order p;
   T makespan{0};
   int peak_live = 0;
 };
@@ -51,7 +51,8 @@ struct scored {
 /// Builds, checks, lowers and simulates `p` for `q`; nothing when the plan is illegal for the
 /// problem (the checker's first violation in `why`, when asked for).
 template <time_type T>
-std::optional<scored<T>> evaluate(const basic_problem<T>& q, plan p, std::string* why = nullptr) {
+std::optional<scored<T>> evaluate(const basic_problem<T>& q, step_order p,
+                                  std::string* why = nullptr) {
   p.model = q.model;
   p.overlap = q.overlap;
   const schedule s = to_schedule(p);
@@ -74,7 +75,7 @@ std::optional<scored<T>> evaluate(const basic_problem<T>& q, plan p, std::string
     return std::nullopt;
   }
   const buffer<int> peak = peak_live_activations(s);
-  scored<T> out{static_cast<plan&&>(p), t.makespan, 0};
+  scored<T> out{static_cast<step_order&&>(p), t.makespan, 0};
   for (const int x : peak) out.peak_live = std::max(out.peak_live, x);
   return out;
 }

@@ -116,7 +116,7 @@ std::optional<exact_result<T>> exact_schedule(const basic_problem<T>& q, bool sp
   }
   exact_result<T> out;
   std::vector<std::size_t> pick(static_cast<std::size_t>(m.ranks), 0);
-  plan p{m, q.overlap, std::vector<std::vector<step>>(static_cast<std::size_t>(m.ranks))};
+  step_order p{m, q.overlap, std::vector<std::vector<step>>(static_cast<std::size_t>(m.ranks))};
   for (;;) {
     for (std::size_t r = 0; r < pick.size(); ++r) p.ranks[r] = orders[r][pick[r]];
     ++out.plans;

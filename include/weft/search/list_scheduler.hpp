@@ -63,7 +63,7 @@ namespace detail {
 template <time_type T>
 class list_run {
  public:
-  list_run(const basic_problem<T>& q, const list_policy& pol, const plan* prefix,
+  list_run(const basic_problem<T>& q, const list_policy& pol, const step_order* prefix,
            const std::vector<std::size_t>& keep)
       : q_(q),
         m_(q.model),
@@ -104,7 +104,7 @@ class list_run {
 
   /// Ranks take steps, the one that can start first each time, until every step is taken;
   /// nothing when every rank waits for memory nothing frees.
-  std::optional<plan> run() && {
+  std::optional<step_order> run() && {
     while (left_ > 0 || std::any_of(weights_.begin(), weights_.end(),
                                     [](const auto& w) { return !w.empty(); })) {
       const auto [rank, t] = first_ready();
@@ -332,7 +332,7 @@ class list_run {
   const model_desc& m_;
   const list_policy& pol_;
   const step_costs<T> cost_;
-  const plan* prefix_;
+  const step_order* prefix_;
   const std::vector<std::size_t>& keep_;
   const int limit_;
   std::vector<std::vector<int>> mbs_;  ///< per chunk, the micro-batches that pass it, in order
@@ -344,7 +344,7 @@ class list_run {
   std::vector<std::deque<pending_w>> weights_;  ///< per rank, its deferred dW
   std::vector<std::vector<int>> chunks_of_;     ///< per rank, its chunks in preference order
   std::vector<std::size_t> forced_;             ///< per rank, the prefix's steps taken
-  plan out_;
+  step_order out_;
   std::size_t left_ = 0;  ///< forwards and backwards not taken
 };
 
@@ -356,9 +356,9 @@ class list_run {
 /// that keeps every chunk's micro-batches in order) as they come, and the policy only chooses
 /// after them: the search's ruin-and-recreate move.
 template <time_type T>
-std::optional<plan> list_schedule(const basic_problem<T>& q, const list_policy& pol,
-                                  const plan* prefix = nullptr,
-                                  const std::vector<std::size_t>& keep = {}) {
+std::optional<step_order> list_schedule(const basic_problem<T>& q, const list_policy& pol,
+                                        const step_order* prefix = nullptr,
+                                        const std::vector<std::size_t>& keep = {}) {
   return detail::list_run<T>(q, pol, prefix, keep).run();
 }
 

@@ -77,9 +77,9 @@ struct search_result {
 };
 
 /// A generator's plan for a model, or why it has none (it does not apply to the model).
-struct generator_plan {
+struct generator_order {
   std::string name;
-  std::optional<plan> p;
+  std::optional<step_order> p;
   std::string why;
 };
 
@@ -88,9 +88,9 @@ struct generator_plan {
 /// warm-up micro-batch and with NanoPipe, PyTorch's looped BFS and interleaved zero bubble; vee:
 /// ZB-V, V-Half, V-Min and DualPipeV; bidirectional: DualPipe), as plans of `m`. A generator that
 /// rejects the model (too few micro-batches for a V, say) has its error in `why`.
-inline std::vector<generator_plan> generator_plans(const model_desc& m,
-                                                   overlap_options overlap = {}) {
-  std::vector<generator_plan> out;
+inline std::vector<generator_order> generator_orders(const model_desc& m,
+                                                     overlap_options overlap = {}) {
+  std::vector<generator_order> out;
   const auto add = [&](const std::string& name, auto&& make) {
     try {
       const schedule s = make();  // pipeline level: whole blocks, one layer
@@ -99,7 +99,7 @@ inline std::vector<generator_plan> generator_plans(const model_desc& m,
         out.push_back({name, std::nullopt, "a different model (placement or chunks)"});
         return;
       }
-      plan x = plan_of(s, overlap);
+      step_order x = step_order_of(s, overlap);
       x.model = m;
       out.push_back({name, std::move(x), {}});
     } catch (const config_error& e) {
@@ -136,7 +136,7 @@ namespace detail {
 /// True when the steps keep every chunk's forwards and backwards in micro-batch order and each
 /// unit's forward before its backward before its dW — what every move must keep, checked before
 /// a plan is worth the checker's time.
-inline bool in_order(const plan& p) {
+inline bool in_order(const step_order& p) {
   const model_desc& m = p.model;
   const std::size_t C = static_cast<std::size_t>(m.chunks());
   std::vector<int> next_f(C, -1), next_b(C, -1), next_w(C, -1);
@@ -194,7 +194,7 @@ inline bool in_order(const plan& p) {
 }
 
 /// One random move on `p` (it may leave `p` unchanged or out of order: the caller checks).
-inline void move(plan& p, std::mt19937_64& rng, bool split, bool pair) {
+inline void move(step_order& p, std::mt19937_64& rng, bool split, bool pair) {
   auto pick = [&](std::size_t n) {
     return static_cast<std::size_t>(std::uniform_int_distribution<std::size_t>(0, n - 1)(rng));
   };
@@ -312,7 +312,7 @@ bool pairs_gain(const basic_problem<T>& q) {
 }
 
 /// Does plan `p` split backwards into dX and dW?
-inline bool splits_backwards(const plan& p) {
+inline bool splits_backwards(const step_order& p) {
   for (const auto& rank : p.ranks)
     for (const step& x : rank)
       if (x.a == action::I || x.a == action::W) return true;
@@ -385,7 +385,7 @@ void local_search(const basic_problem<T>& q, const search_options& opt,
   std::mt19937_64 rng(opt.seed);
   for (std::size_t w = 0; !out_of_budget(); w = (w + 1) % walks.size()) {
     walk& k = walks[w];
-    plan p = k.now.p;
+    step_order p = k.now.p;
     if (std::uniform_int_distribution<int>(0, 7)(rng) == 0 && !policies.empty()) {
       const double cut = std::uniform_real_distribution<double>(0, 1)(rng);
       std::vector<std::size_t> keep(p.ranks.size());
@@ -393,7 +393,7 @@ void local_search(const basic_problem<T>& q, const search_options& opt,
         keep[r] = static_cast<std::size_t>(cut * static_cast<double>(p.ranks[r].size()));
       const list_policy& pol =
           policies[std::uniform_int_distribution<std::size_t>(0, policies.size() - 1)(rng)];
-      std::optional<plan> again = list_schedule(q, pol, &k.now.p, keep);
+      std::optional<step_order> again = list_schedule(q, pol, &k.now.p, keep);
       if (!again) continue;
       p = std::move(*again);
     } else {
@@ -433,7 +433,7 @@ search_result<T> find_schedule(const basic_problem<T>& q, const search_options& 
     return (opt.max_evaluations > 0 && out.evaluations >= opt.max_evaluations) ||
            clock::now() >= deadline || (q.workers == 0 && best && best->makespan.count() <= floor);
   };
-  const auto judge = [&](const plan& p, const std::string& by, std::string* why = nullptr) {
+  const auto judge = [&](const step_order& p, const std::string& by, std::string* why = nullptr) {
     ++out.evaluations;
     std::optional<scored<T>> s = evaluate(q, p, why);
     if (s && (!best || s->makespan < best->makespan)) {
@@ -446,7 +446,7 @@ search_result<T> find_schedule(const basic_problem<T>& q, const search_options& 
   // 1. Every generator that applies. Without split backwards, a generator that splits them
   //    (ZB-H1, ZB-V) is outside the problem asked — and outside what its bounds (fused
   //    backwards only) hold for.
-  for (const generator_plan& g : generator_plans(m, q.overlap)) {
+  for (const generator_order& g : generator_orders(m, q.overlap)) {
     generator_row<T> row{g.name, std::nullopt, g.why};
     if (g.p && !opt.split && detail::splits_backwards(*g.p))
       row.why =
@@ -466,7 +466,7 @@ search_result<T> find_schedule(const basic_problem<T>& q, const search_options& 
   const std::vector<list_policy> policies = detail::policy_grid(m, cap, opt.split, pair);
   for (const list_policy& pol : policies) {
     if (out_of_budget()) break;
-    const std::optional<plan> p = list_schedule(q, pol);
+    const std::optional<step_order> p = list_schedule(q, pol);
     if (!p) continue;
     if (auto s = judge(*p, "list scheduler")) starts.push_back(std::move(*s));
   }
@@ -486,5 +486,14 @@ extern template search_result<units> find_schedule(const basic_problem<units>&,
 extern template search_result<seconds> find_schedule(const basic_problem<seconds>&,
                                                      const search_options&);
 #endif
+
+/// Names of one release ago ("plan" is the job planner's word).
+using generator_plan [[deprecated("search::generator_plan is search::generator_order")]] =
+    generator_order;
+[[deprecated(
+    "search::generator_plans is search::generator_orders")]] inline std::vector<generator_order>
+generator_plans(const model_desc& m, overlap_options overlap = overlap_options::none()) {
+  return generator_orders(m, overlap);
+}
 
 }  // namespace weft::search

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include <weft/config.hpp>
-#include <weft/schedule/memory.hpp>
+#include <weft/schedule/live_activations.hpp>
 #include <weft/schedule/timeline.hpp>
 #include <weft/sim/simulate.hpp>
 

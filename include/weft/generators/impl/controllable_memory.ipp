@@ -1,12 +1,9 @@
-// The generators of controllable_memory.hpp at run time: inline in header-only builds, compiled
-// once into `weft::compiled` with WEFT_SEPARATE_COMPILATION (config.hpp).
+// The run-time copies of the generators of controllable_memory.hpp, compiled once into
+// `weft::compiled` (WEFT_SEPARATE_COMPILATION, config.hpp); header-only builds instantiate them
+// where called.
 #pragma once
 
 #include <weft/generators/controllable_memory.hpp>
 
-namespace weft::detail {
-
-WEFT_DECL schedule v_half_at_run_time(const pipeline_params& p) { return gen::build_v_half(p); }
-WEFT_DECL schedule v_min_at_run_time(const pipeline_params& p) { return gen::build_v_min(p); }
-
-}  // namespace weft::detail
+WEFT_COMPILE_STEPS(weft::gen::v_half)
+WEFT_COMPILE_STEPS(weft::gen::v_min)

@@ -1,14 +1,8 @@
-// The generators of dualpipe.hpp at run time: inline in header-only builds, compiled once into
-// `weft::compiled` with WEFT_SEPARATE_COMPILATION (config.hpp).
+// The run-time copies of the generators of dualpipe.hpp, compiled once into `weft::compiled`
+// (WEFT_SEPARATE_COMPILATION, config.hpp); header-only builds instantiate them where called.
 #pragma once
 
 #include <weft/generators/dualpipe.hpp>
 
-namespace weft::detail {
-
-WEFT_DECL schedule dualpipev_at_run_time(const pipeline_params& p) {
-  return gen::build_dualpipev(p);
-}
-WEFT_DECL schedule dualpipe_at_run_time(const pipeline_params& p) { return gen::build_dualpipe(p); }
-
-}  // namespace weft::detail
+WEFT_COMPILE_STEPS(weft::gen::dualpipev)
+WEFT_COMPILE_STEPS(weft::gen::dualpipe)

@@ -1,13 +1,7 @@
-// The generators of interleaved.hpp at run time: inline in header-only builds, compiled once into
-// `weft::compiled` with WEFT_SEPARATE_COMPILATION (config.hpp).
+// The run-time copies of the generators of interleaved.hpp, compiled once into `weft::compiled`
+// (WEFT_SEPARATE_COMPILATION, config.hpp); header-only builds instantiate them where called.
 #pragma once
 
 #include <weft/generators/interleaved.hpp>
 
-namespace weft::detail {
-
-WEFT_DECL schedule interleaved_at_run_time(const interleaved_params& p) {
-  return gen::build_interleaved(p);
-}
-
-}  // namespace weft::detail
+WEFT_COMPILE_STEPS(weft::gen::interleaved)

@@ -1,13 +1,8 @@
-// The generators of interleaved_zero_bubble.hpp at run time: inline in header-only builds, compiled
-// once into `weft::compiled` with WEFT_SEPARATE_COMPILATION (config.hpp).
+// The run-time copies of the generators of interleaved_zero_bubble.hpp, compiled once into
+// `weft::compiled` (WEFT_SEPARATE_COMPILATION, config.hpp); header-only builds instantiate them
+// where called.
 #pragma once
 
 #include <weft/generators/interleaved_zero_bubble.hpp>
 
-namespace weft::detail {
-
-WEFT_DECL schedule interleaved_zero_bubble_at_run_time(const interleaved_params& p) {
-  return gen::build_interleaved_zero_bubble(p);
-}
-
-}  // namespace weft::detail
+WEFT_COMPILE_STEPS(weft::gen::interleaved_zero_bubble)

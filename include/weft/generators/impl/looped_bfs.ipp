@@ -1,13 +1,7 @@
-// The generators of looped_bfs.hpp at run time: inline in header-only builds, compiled once into
-// `weft::compiled` with WEFT_SEPARATE_COMPILATION (config.hpp).
+// The run-time copies of the generators of looped_bfs.hpp, compiled once into `weft::compiled`
+// (WEFT_SEPARATE_COMPILATION, config.hpp); header-only builds instantiate them where called.
 #pragma once
 
 #include <weft/generators/looped_bfs.hpp>
 
-namespace weft::detail {
-
-WEFT_DECL schedule looped_bfs_at_run_time(const interleaved_params& p) {
-  return gen::build_looped_bfs(p);
-}
-
-}  // namespace weft::detail
+WEFT_COMPILE_STEPS(weft::gen::looped_bfs)

@@ -1,11 +1,7 @@
-// The generators of zero_bubble_v.hpp at run time: inline in header-only builds, compiled once into
-// `weft::compiled` with WEFT_SEPARATE_COMPILATION (config.hpp).
+// The run-time copies of the generators of zero_bubble_v.hpp, compiled once into `weft::compiled`
+// (WEFT_SEPARATE_COMPILATION, config.hpp); header-only builds instantiate them where called.
 #pragma once
 
 #include <weft/generators/zero_bubble_v.hpp>
 
-namespace weft::detail {
-
-WEFT_DECL schedule zb_v_at_run_time(const pipeline_params& p) { return gen::build_zb_v(p); }
-
-}  // namespace weft::detail
+WEFT_COMPILE_STEPS(weft::gen::zb_v)

@@ -1,4 +1,4 @@
-// `weft plan-cp` (MindSpeed's adaptive-cp note): a mask's sequence re-mapped and its blocks
+// `weft cp-rounds` (MindSpeed's adaptive-cp note): a mask's sequence re-mapped and its blocks
 // scheduled in rounds under a cap per rank and round.
 #pragma once
 
@@ -10,8 +10,8 @@
 
 namespace weft::cli {
 
-struct plan_cp_args {
-  static constexpr std::string_view name = "plan-cp";
+struct cp_rounds_args {
+  static constexpr std::string_view name = "cp-rounds";
   std::string mask, mask_file;  ///< one of them
   int seq = 0, cp = 0, cap = 6, coarse = 1024;
   bool remap = true;
@@ -20,6 +20,6 @@ struct plan_cp_args {
   std::string svg;  ///< the re-mapped mask
 };
 
-int run_command(const plan_cp_args& o);
+int run_command(const cp_rounds_args& o);
 
 }  // namespace weft::cli

@@ -11,8 +11,8 @@
 #include <weft/cp/families.hpp>
 #include <weft/cp/mask_file.hpp>
 #include <weft/cp/picture.hpp>
-#include <weft/cp/plan.hpp>
 #include <weft/cp/remap.hpp>
+#include <weft/cp/rounds.hpp>
 
 using namespace weft;
 using namespace weft::cp;
@@ -23,8 +23,8 @@ dense_mask grid_of(const range_mask& m, int cp) {
   return grid(coarsen(m, m.size), identity_order(m.size), cp);
 }
 
-cp_plan checked_plan(const dense_mask& g, plan_options o = {}) {
-  cp_plan pl = plan_rounds(g, o);
+round_assignment checked_plan(const dense_mask& g, round_options o = {}) {
+  round_assignment pl = assign_rounds(g, o);
   const std::vector<std::string> bad = validate(pl, g);
   for (const std::string& b : bad) CAPTURE(b);
   CHECK(bad.empty());
@@ -124,7 +124,7 @@ TEST_CASE("hostile mask parameters are refused before anything is built") {
   // A dense form past 2^26 entries is refused with a pointer to coarsening.
   CHECK_THROWS_WITH_AS(dense_mask(200000), doctest::Contains("plan on a coarse grid"),
                        config_error);
-  CHECK_THROWS_WITH_AS(plan_adaptive(masks::causal(200000), 8, {.coarse = 0}),
+  CHECK_THROWS_WITH_AS(adapt_layout(masks::causal(200000), 8, {.coarse = 0}),
                        doctest::Contains("over the limit of 67108864 entries"), config_error);
 }
 
@@ -143,7 +143,7 @@ TEST_CASE("MindSpeed's reference grids: rounds at the lower bound where the cap 
   };
   for (const ref& r : refs) {
     CAPTURE(r.name);
-    const cp_plan pl = checked_plan(r.grid);
+    const round_assignment pl = checked_plan(r.grid);
     CHECK(pl.rounds <= r.mindspeed);
     if (r.best > 0) CHECK(pl.rounds == r.best);
     CHECK(pl.rounds >= pl.lower_bound);
@@ -155,16 +155,17 @@ TEST_CASE("the cap is kept: a tighter cap costs rounds, never an over-full round
   int prev = 0;
   for (const int cap : {6, 4, 3, 2, 1}) {
     CAPTURE(cap);
-    const cp_plan pl = checked_plan(g, {.cap = cap});
+    const round_assignment pl = checked_plan(g, {.cap = cap});
     CHECK(pl.rounds >= prev);
     prev = pl.rounds;
   }
-  CHECK_THROWS_WITH_AS(plan_rounds(g, {.cap = 0}),
-                       "weft: plan: a cap of 0 units per rank and round leaves no way to move a "
-                       "block; work crosses ranks, so the cap must be >= 1",
-                       config_error);
+  CHECK_THROWS_WITH_AS(
+      assign_rounds(g, {.cap = 0}),
+      "weft: cp rounds: a cap of 0 units per rank and round leaves no way to move a "
+      "block; work crosses ranks, so the cap must be >= 1",
+      config_error);
   // Work that stays on its rank needs no traffic at all.
-  const cp_plan local =
+  const round_assignment local =
       checked_plan(grid_of(masks::documents(masks::equal_lengths(8, 8), false), 8), {.cap = 0});
   CHECK(local.rounds == 1);
   CHECK(local.max_comm_units() == 0);
@@ -172,27 +173,27 @@ TEST_CASE("the cap is kept: a tighter cap costs rounds, never an over-full round
 
 TEST_CASE("the validator catches every kind of broken plan") {
   const dense_mask g = grid_of(masks::causal(4), 4);
-  const cp_plan good = checked_plan(g);
-  const auto first = [&](const cp_plan& p) {
+  const round_assignment good = checked_plan(g);
+  const auto first = [&](const round_assignment& p) {
     const auto bad = validate(p, g);
     return bad.empty() ? std::string() : bad.front();
   };
   {  // a task twice
-    cp_plan p = good;
+    round_assignment p = good;
     p.run.push_back(p.run.back());
     p.moves.push_back(p.moves.back());
     ++p.rounds;
     CHECK(first(p).find("runs 2 times") != std::string::npos);
   }
   {  // a task dropped
-    cp_plan p = good;
+    round_assignment p = good;
     for (auto& round : p.run)
       for (int& x : round)
         if (x >= 0 && p.tasks[static_cast<std::size_t>(x)] == cp_task{3, 0}) x = -1;
     CHECK(first(p).find("task (3, 0) runs 0 times") != std::string::npos);
   }
   {  // an operand missing: drop every KV receive
-    cp_plan p = good;
+    round_assignment p = good;
     for (auto& round : p.moves)
       for (transfers& t : round) t.recv_kv_src.clear();
     bool kv_pulled = false;
@@ -201,46 +202,46 @@ TEST_CASE("the validator catches every kind of broken plan") {
     if (kv_pulled) CHECK(first(p).find("its task needs KV from rank") != std::string::npos);
   }
   {  // over the cap
-    cp_plan p = good;
+    round_assignment p = good;
     p.cap = 0;
     CHECK(first(p).find("exceed the cap of 0") != std::string::npos);
   }
   {  // a receive nobody sends
-    cp_plan p = good;
+    round_assignment p = good;
     p.moves[0][0].recv_o_src.push_back(2);
     CHECK(first(p) ==
-          "weft: plan: round 0, rank 0: receives an output nobody computed for it, "
+          "weft: cp rounds: round 0, rank 0: receives an output nobody computed for it, "
           "from rank 2");
   }
 }
 
 TEST_CASE("the validator checks any plan: shape, ranges, sends against receives both ways") {
   const dense_mask g = grid_of(masks::causal(8), 4);
-  const cp_plan good = checked_plan(g, {.cap = 2});
+  const round_assignment good = checked_plan(g, {.cap = 2});
   REQUIRE(good.rounds >= 2);
-  const auto first = [&](const cp_plan& p) {
+  const auto first = [&](const round_assignment& p) {
     const auto bad = validate(p, g);
     return bad.empty() ? std::string() : bad.front();
   };
   {  // rows shorter than cp: once read past the end of the row
-    cp_plan p = good;
+    round_assignment p = good;
     p.run[1].pop_back();
-    CHECK(first(p) == "weft: plan: round 1 does not have a row of 4 ranks");
-    cp_plan q = good;
+    CHECK(first(p) == "weft: cp rounds: round 1 does not have a row of 4 ranks");
+    round_assignment q = good;
     q.moves[2].resize(2);
-    CHECK(first(q) == "weft: plan: round 2 does not have a row of 4 ranks");
+    CHECK(first(q) == "weft: cp rounds: round 2 does not have a row of 4 ranks");
   }
   {  // a task outside the grid: once wrote past the end of the count table
-    cp_plan p = good;
+    round_assignment p = good;
     p.tasks[0] = {7, 0};
-    CHECK(first(p) == "weft: plan: task 0 (7, 0) is outside the 4 x 4 grid");
-    cp_plan q = good;
+    CHECK(first(p) == "weft: cp rounds: task 0 (7, 0) is outside the 4 x 4 grid");
+    round_assignment q = good;
     q.run[0][0] = 99;
-    CHECK(first(q) == "weft: plan: round 0, rank 0: no task 99");
-    cp_plan n = good;
+    CHECK(first(q) == "weft: cp rounds: round 0, rank 0: no task 99");
+    round_assignment n = good;
     n.moves[0][1].send_q_dst.push_back(-3);
     CHECK(first(n) ==
-          "weft: plan: round 0, rank 1: a transfer with rank -3, outside the plan's "
+          "weft: cp rounds: round 0, rank 1: a transfer with rank -3, outside the plan's "
           "ranks");
   }
   // Find a round where some rank receives Q, to corrupt.
@@ -256,33 +257,34 @@ TEST_CASE("the validator checks any plan: shape, ranges, sends against receives 
   const auto r = static_cast<std::size_t>(r0), p = static_cast<std::size_t>(p0);
   const int src = good.moves[r][p].recv_q_src[0];
   {  // a send nobody receives: the sender once blocked forever in wait()
-    cp_plan bad = good;
+    round_assignment bad = good;
     bad.moves[r][static_cast<std::size_t>(src)].send_q_dst.push_back(p0 == 0 ? 1 : 0);
     CHECK(first(bad).find("sends Q no task uses, to rank") != std::string::npos);
   }
   {  // two receives into one buffer
-    cp_plan bad = good;
+    round_assignment bad = good;
     bad.moves[r][p].recv_q_src.push_back(src);
     bad.moves[r][static_cast<std::size_t>(src)].send_q_dst.push_back(p0);
-    CHECK(first(bad) == "weft: plan: round " + std::to_string(r0) + ", rank " + std::to_string(p0) +
+    CHECK(first(bad) == "weft: cp rounds: round " + std::to_string(r0) + ", rank " +
+                            std::to_string(p0) +
                             ": Q is received more than once; a rank has one buffer per operand "
                             "and round");
   }
   {  // a receive whose send was dropped
-    cp_plan bad = good;
+    round_assignment bad = good;
     bad.moves[r][static_cast<std::size_t>(src)].send_q_dst.clear();
     CHECK(first(bad).find("does not send its Q to rank " + std::to_string(p0)) !=
           std::string::npos);
   }
   {  // a transfer in the last round, where no task runs
-    cp_plan bad = good;
+    round_assignment bad = good;
     bad.moves.back()[0].send_kv_dst.push_back(1);
     bad.moves.back()[1].recv_kv_src.push_back(0);
-    CHECK(first(bad) == "weft: plan: round " + std::to_string(bad.rounds) +
+    CHECK(first(bad) == "weft: cp rounds: round " + std::to_string(bad.rounds) +
                             ", rank 0: sends KV no task uses, to rank 1");
   }
   {  // a task on a rank that holds neither operand
-    cp_plan bad = good;
+    round_assignment bad = good;
     for (std::size_t x = 0; x < bad.tasks.size(); ++x)
       if (bad.tasks[x] == cp_task{3, 2}) {
         for (auto& row : bad.run)
@@ -291,7 +293,7 @@ TEST_CASE("the validator checks any plan: shape, ranges, sends against receives 
         bad.run[0][0] = static_cast<int>(x);
       }
     CHECK(first(bad) ==
-          "weft: plan: task (3, 2) in round 0, rank 0: a rank that holds neither "
+          "weft: cp rounds: task (3, 2) in round 0, rank 0: a rank that holds neither "
           "operand");
   }
 }
@@ -353,7 +355,7 @@ TEST_CASE("mask files: every block type, and errors that name the line") {
 
 TEST_CASE("planning end to end: coarse cells expand to a token order") {
   const range_mask m = masks::interleaved_documents(512, 4);
-  const adaptive_plan pl = plan_adaptive(m, 4, {.coarse = 128});
+  const adaptive_layout pl = adapt_layout(m, 4, {.coarse = 128});
   CHECK(pl.tokens_per_cell == 4);
   CHECK(pl.coarse.size() == 128);
   const std::vector<int> order = pl.token_order();
@@ -361,10 +363,11 @@ TEST_CASE("planning end to end: coarse cells expand to a token order") {
   std::vector<int> sorted = order;
   std::sort(sorted.begin(), sorted.end());
   CHECK(sorted == identity_order(512));
-  CHECK(validate(pl.plan, pl.grid).empty());
-  CHECK(pl.plan.rounds >= pl.plan.lower_bound);
-  CHECK_THROWS_WITH_AS(plan_adaptive(masks::causal(100), 8, {.coarse = 0}),
-                       "weft: plan: 100 coarse cells do not split into 8 equal slices; pick a cp "
-                       "that divides them",
-                       config_error);
+  CHECK(validate(pl.assignment, pl.grid).empty());
+  CHECK(pl.assignment.rounds >= pl.assignment.lower_bound);
+  CHECK_THROWS_WITH_AS(
+      adapt_layout(masks::causal(100), 8, {.coarse = 0}),
+      "weft: cp rounds: 100 coarse cells do not split into 8 equal slices; pick a cp "
+      "that divides them",
+      config_error);
 }

@@ -1,5 +1,5 @@
-// `weft plan-cp` (plan_cp.hpp).
-#include "commands/plan_cp.hpp"
+// `weft cp-rounds` (cp_rounds.hpp).
+#include "commands/cp_rounds.hpp"
 
 #include <fstream>
 #include <iostream>
@@ -13,7 +13,7 @@
 
 namespace weft::cli {
 
-int run_command(const plan_cp_args& q) {
+int run_command(const cp_rounds_args& q) {
   cp::adaptive_options o;
   o.coarse = q.coarse;
   o.remap = q.remap;
@@ -34,8 +34,8 @@ int run_command(const plan_cp_args& q) {
   } else {
     mask = cp::masks::by_name(q.mask, q.seq);
   }
-  const cp::adaptive_plan pl = cp::plan_adaptive(mask, q.cp, o);
-  const cp::cp_plan& p = pl.plan;
+  const cp::adaptive_layout pl = cp::adapt_layout(mask, q.cp, o);
+  const cp::round_assignment& p = pl.assignment;
   if (!q.svg.empty()) {
     std::ofstream out = open_for_writing(q.svg);
     cp::write_remap_svg(

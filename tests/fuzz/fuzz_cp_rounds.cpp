@@ -5,7 +5,7 @@
 #include <vector>
 
 #include <weft/cp/attention.hpp>
-#include <weft/cp/plan.hpp>
+#include <weft/cp/rounds.hpp>
 
 namespace {
 struct bytes {
@@ -26,7 +26,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     for (int k = 0; k < s; ++k) mask.set(q, k, in.next(2) == 1);
   const weft::cp::dense_mask g = weft::cp::grid(mask, weft::cp::identity_order(s), cp);
   // A plan from the rest: tasks, rounds, who runs what, the transfers; often malformed.
-  weft::cp::cp_plan pl;
+  weft::cp::round_assignment pl;
   pl.cp = cp + (in.next(8) == 0 ? 1 : 0);
   pl.cap = in.next(8);
   const int tasks = in.next(cp * cp + 2);

@@ -1,6 +1,6 @@
-// `weft plan-cp`'s options (commands/plan_cp.hpp) on CLI11: the mask, the ranks and the planner's
-// cap and budget; and the rules CLI11 cannot express (`check`). The groups it shares with other
-// subcommands are option_groups.hpp's.
+// `weft cp-rounds`'s options (commands/cp_rounds.hpp) on CLI11: the mask, the ranks and the
+// planner's cap and budget; and the rules CLI11 cannot express (`check`). The groups it shares with
+// other subcommands are option_groups.hpp's.
 #include <CLI/CLI.hpp>
 #include <string>
 #include <vector>
@@ -12,7 +12,7 @@
 
 namespace weft::cli {
 
-void define(CLI::App& sub, plan_cp_args& o, deferred&) {
+void define(CLI::App& sub, cp_rounds_args& o, deferred&) {
   auto* mask = sub.add_option(
       "--mask", o.mask,
       "FAMILY[:K=V,...]: full, causal, window, bidir-window, global-window, documents, "
@@ -37,7 +37,7 @@ void define(CLI::App& sub, plan_cp_args& o, deferred&) {
   sub.add_option("--svg", o.svg, "write the re-mapped mask as SVG");
 }
 
-void check(const plan_cp_args& o) {
+void check(const cp_rounds_args& o) {
   if (o.mask.empty() == o.mask_file.empty()) bad("give one of --mask and --mask-file");
   if (!o.mask.empty() && o.seq == 0) bad("--seq S is required with --mask");
 }
