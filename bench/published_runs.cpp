@@ -162,12 +162,14 @@ struct variant {
   const char* name;
   estimate_options options;
   bool link_bandwidth = false;  ///< collectives at the links' own bandwidth, one NIC a device
+  bool flat_busbw = false;      ///< collectives at the fabric's peak bus bandwidth, any size
 };
 constexpr variant variants[] = {
     {"weft", {}},
     {"-shapes", {.matmul_shapes = false}},
     {"-memory", {.memory_bound = false}},
     {"-nccl", {}, true},
+    {"-sizes", {}, false, true},
 };
 
 }  // namespace
@@ -199,6 +201,7 @@ int main(int argc, char** argv) {
       for (std::size_t v = 0; v < n; ++v) {
         cluster priced = c;
         if (variants[v].link_bandwidth) priced.fabric = {};
+        if (variants[v].flat_busbw) priced.fabric.nvlink_by_size = {};
         const estimate e = estimate_job(m, row.j, priced, variants[v].options);
         const double w = weft_figure(row, e, m);
         // The error of the time: a throughput too high is a step too short.

@@ -4,6 +4,9 @@
 // time, a partial tile or wave computed whole) and the data sheets, never read off the code.
 #include <doctest/doctest.h>
 
+#include <cmath>
+
+#include <weft/perf/collectives.hpp>
 #include <weft/perf/device.hpp>
 #include <weft/perf/matmul.hpp>
 
@@ -71,7 +74,7 @@ TEST_CASE("batched matmuls share the waves; fp8 moves half the bytes at its own 
   // Attention's scores per head: 12 heads of 2048 x 2048 over k = 128, 8 x 16 tiles each.
   const gemm_time scores = time_of(a100_sxm, {.m = 2048, .n = 2048, .k = 128, .batch = 12});
   CHECK(scores.tiles == 1536);
-  CHECK(scores.waves == 15);  // 1536 / 108 = 14.2
+  CHECK(scores.waves == 15);                               // 1536 / 108 = 14.2
   const gemm g{.m = 256 * 12, .n = 128 * 11, .k = 16384};  // 132 tiles: one H100 wave
   const gemm_time bf16 = time_of(h100_sxm, g);
   gemm g8 = g;
@@ -91,4 +94,27 @@ TEST_CASE("a device without a tile model runs every shape at its sustained rate"
 TEST_CASE("an empty matmul takes no time") {
   CHECK(time_of(a100_sxm, {.m = 0, .n = 128, .k = 128}).time.count() == 0);
   CHECK(time_of(a100_sxm, {.m = 128, .n = 128, .k = 128, .batch = 0}).time.count() == 0);
+}
+
+TEST_CASE("a collective's bus bandwidth grows with its size, as nccl-tests measured it") {
+  // The A100 node's all_reduce_perf rows (stas00/ml-engineering): 1 MiB 18.00, 64 MiB 171.54,
+  // 128 MiB 176.92, 8 GiB 234.61 GB/s. A row's share is its busbw over the 8 GiB row's.
+  const weft::perf::busbw_curve& a = weft::perf::a100_nvlink;
+  constexpr double MiB = 1 << 20;
+  CHECK(a.share(128 * MiB) == doctest::Approx(176.92 / 234.61));
+  CHECK(a.share(8192 * MiB) == doctest::Approx(1));
+  CHECK(a.share(1e13) == 1);
+  // Between rows, linear in log2 of the size: 96 MiB is 0.585 of the way from 64 to 128.
+  const double t = std::log2(96.0 / 64);
+  CHECK(a.share(96 * MiB) == doctest::Approx((171.54 + t * (176.92 - 171.54)) / 234.61));
+  // Below the first row the time stays the first row's: half the bytes, half the bandwidth.
+  CHECK(a.share(0.5 * MiB) == doctest::Approx(18.00 / 234.61 / 2));
+  // Monotone over the whole range, and no curve is the peak at any size.
+  double last = 0;
+  for (double bytes = 1024; bytes < 1e11; bytes *= 1.5) {
+    CHECK(a.share(bytes) >= last);
+    last = a.share(bytes);
+  }
+  CHECK(weft::perf::busbw_curve{}.share(1e6) == 1);
+  CHECK(a.share(0) == 1);  // nothing to move: no share is asked of the link
 }

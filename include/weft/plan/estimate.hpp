@@ -135,8 +135,8 @@ inline layer_comm layer_comm_of(const transformer& m, const job& j, const cluste
   layer_comm out;
   const double T = j.micro_batch_size * j.seq / j.cp, tp = j.tp;
   const double act = T * m.hidden * 2;  // one activation, bf16
-  const seconds tp_comm = 2.0 * collective::tensor_parallel_block(collective_link(c, j.tp, 1), j.tp,
-                                                                  act, j.sequence_parallel);
+  const seconds tp_comm = 2.0 * collective::tensor_parallel_block(collective_link(c, j.tp, 1, act),
+                                                                  j.tp, act, j.sequence_parallel);
   out.total += tp_comm;
   out.recomputed += tp_comm;
   out.tp = tp_comm;
@@ -330,6 +330,14 @@ inline void price_transfers(cost_model& cost, const transformer& m, const job& j
   cost.far_p2p_latency = far.alpha;
 }
 
+/// The bytes Megatron's optimizer step moves per parameter of a device's shard, kernel by kernel
+/// (mixed precision, the fp32 gradient buffer): the gradients' norm for clipping (`--clip-grad`,
+/// on by default) reads each fp32 gradient (4); Adam reads the fp32 master weight, gradient and
+/// both moments and writes the weight and moments (16 + 12); the master weights are copied to
+/// the bf16 model weights (4 read, 2 written); the gradient buffer is zeroed for the next step
+/// (4 written). 42 bytes.
+inline constexpr double optimizer_bytes_per_parameter = 4 + (16 + 12) + (4 + 2) + 4;
+
 /// Per pipeline rank, what its stages hold: parameters (dense and experts') and layers.
 struct rank_holdings {
   std::vector<double> dense, expert, layers;
@@ -355,9 +363,11 @@ inline void add_data_parallel(estimate& out, const job& j, const cluster& c,
           : (fsdp ? 2 * 2.0 : 0.0) + (j.sharding >= dp_sharding::optim_grads ? 4.0 : 0.0);
   // The data-parallel ranks are tp devices apart (the experts' tp x ep): inside a node while
   // they fit, across nodes otherwise.
-  const link_model dp_link = collective_link(c, dp_ranks, j.tp);
-  const link_model edp_link =
-      collective_link(c, dp_ranks / j.ep, static_cast<long long>(j.tp) * j.ep);
+  // Each at the bus bandwidth its size reaches (inside a node; across nodes the NICs').
+  const auto dp_link = [&](double bytes) { return collective_link(c, dp_ranks, j.tp, bytes); };
+  const auto edp_link = [&](double bytes) {
+    return collective_link(c, dp_ranks / j.ep, static_cast<long long>(j.tp) * j.ep, bytes);
+  };
   const int d = static_cast<int>(dp_ranks), ed = static_cast<int>(dp_ranks / j.ep);
   double slowest_sync = 0, largest = 0;
   for (std::size_t r = 0; r < held.dense.size(); ++r) {
@@ -371,10 +381,11 @@ inline void add_data_parallel(estimate& out, const job& j, const cluster& c,
     // data-parallel ranks (the experts' over theirs); FSDP gathers the parameters twice, before
     // each layer's forward and again before its backward, and none after the step.
     const double gathers = fsdp ? 2 : 1;
-    const seconds sync = collective::ring_reduce_scatter(dp_link, d, 4 * dense) +
-                         gathers * collective::ring_all_gather(dp_link, d, 2 * dense) +
-                         collective::ring_reduce_scatter(edp_link, ed, 4 * expert) +
-                         gathers * collective::ring_all_gather(edp_link, ed, 2 * expert);
+    const seconds sync =
+        collective::ring_reduce_scatter(dp_link(4 * dense), d, 4 * dense) +
+        gathers * collective::ring_all_gather(dp_link(2 * dense), d, 2 * dense) +
+        collective::ring_reduce_scatter(edp_link(4 * expert), ed, 4 * expert) +
+        gathers * collective::ring_all_gather(edp_link(2 * expert), ed, 2 * expert);
     // Overlapped with the backward (FSDP always overlaps: it prefetches the next layer), only a
     // layer's worth is left.
     const double exposed = j.overlap_grad_reduce || fsdp ? sync.count() / layers : sync.count();
@@ -385,9 +396,9 @@ inline void add_data_parallel(estimate& out, const job& j, const cluster& c,
                        dense / (split ? dense_shards : 1) + expert / (split ? expert_shards : 1));
   }
   out.grad_sync = seconds(slowest_sync);
-  // Adam on a device's shard: read and write the fp32 master weights and moments, read the
-  // gradient, write the bf16 weights: 30 bytes a parameter, memory-bound.
-  out.optimizer = seconds(30 * largest / c.device.memory_bytes_per_s);
+  // The optimizer's kernels are memory-bound: their bytes at the memory's sustained bandwidth.
+  out.optimizer =
+      seconds(optimizer_bytes_per_parameter * largest / chip_of(c).memory_bytes_per_s());
 }
 
 /// Per pipeline rank, where its step goes (plan/breakdown.hpp): each chunk's passes times the

@@ -1,0 +1,86 @@
+// What NCCL's ring collectives reach as a function of the message: nccl-tests' bus bandwidth
+// grows with the size (each ring step moves a 1/n slice; small slices pay the protocol's fixed
+// costs), from a few percent of the peak at 1 MB to all of it by a gigabyte. A tensor-parallel
+// all-gather of one micro-batch's activation (tens to a few hundred MB) runs well below the
+// peak a gigabyte-sized test reports. The curves are measured, one per node type, each cited.
+#pragma once
+
+#include <array>
+#include <cmath>
+
+namespace weft::perf {
+
+/// One row of nccl-tests' output: the collective's whole buffer (its "size") and its busbw.
+struct busbw_point {
+  double bytes = 0, busbw = 0;  ///< bytes; bytes/s
+};
+
+/// A measured curve, by ascending size; empty: the peak whatever the size.
+struct busbw_curve {
+  std::array<busbw_point, 16> points{};
+  int count = 0;
+
+  constexpr bool empty() const noexcept { return count == 0; }
+
+  /// The share of the curve's largest measured bandwidth a message of `bytes` reaches:
+  /// interpolated linearly in log2(size) between rows; below the first row the time stays the
+  /// first row's (the share falls with the size: a latency-bound message); above the last, 1.
+  double share(double bytes) const noexcept {
+    if (count == 0 || !(bytes > 0)) return 1;
+    const double top = points[static_cast<std::size_t>(count - 1)].busbw;
+    const busbw_point& first = points[0];
+    if (bytes <= first.bytes) return first.busbw / top * bytes / first.bytes;
+    for (int i = 1; i < count; ++i) {
+      const busbw_point& a = points[static_cast<std::size_t>(i - 1)];
+      const busbw_point& b = points[static_cast<std::size_t>(i)];
+      if (bytes <= b.bytes) {
+        const double t = std::log2(bytes / a.bytes) / std::log2(b.bytes / a.bytes);
+        return (a.busbw + t * (b.busbw - a.busbw)) / top;
+      }
+    }
+    return 1;
+  }
+};
+
+namespace detail {
+inline constexpr double MiB = 1024.0 * 1024.0, GB_s = 1e9;
+}  // namespace detail
+
+/// One DGX A100 node, 8 GPUs over NVLink 3 / NVSwitch, `all_reduce_perf -b 32k -e 16G -f 2 -g 8`
+/// (stas00/ml-engineering, network/README.md, "Real network throughput"; its 1 GiB row:
+/// 8203.9 us, algbw 130.88, busbw 229.04 GB/s). The only per-size table of an 8-GPU A100 node
+/// we found; an all-gather or reduce-scatter of a buffer moves the same 1/n slices round the
+/// same ring, so its shape stands for theirs.
+inline constexpr busbw_curve a100_nvlink{{{{1 * detail::MiB, 18.00 * detail::GB_s},
+                                           {4 * detail::MiB, 72.33 * detail::GB_s},
+                                           {16 * detail::MiB, 106.16 * detail::GB_s},
+                                           {32 * detail::MiB, 138.49 * detail::GB_s},
+                                           {64 * detail::MiB, 171.54 * detail::GB_s},
+                                           {128 * detail::MiB, 176.92 * detail::GB_s},
+                                           {256 * detail::MiB, 194.07 * detail::GB_s},
+                                           {512 * detail::MiB, 222.72 * detail::GB_s},
+                                           {1024 * detail::MiB, 229.04 * detail::GB_s},
+                                           {2048 * detail::MiB, 231.41 * detail::GB_s},
+                                           {4096 * detail::MiB, 233.88 * detail::GB_s},
+                                           {8192 * detail::MiB, 234.61 * detail::GB_s}}},
+                                         12};
+
+/// H100 SXM over NVLink 4 / NVSwitch, `all_gather_perf`, out of place (nccl-collectives-bench,
+/// results/quiet, NCCL 2.29; four GPUs of an 8-GPU HGX H100 node — no 8-GPU per-size table was
+/// found; its 8 GiB row: busbw 343.53 GB/s, near the ~370 GB/s NCCL's developers give for
+/// rings on H100, nccl-tests#212). Used for the H800 too (the same GPU and NVSwitch).
+inline constexpr busbw_curve h100_nvlink{{{{1 * detail::MiB, 28.22 * detail::GB_s},
+                                           {4 * detail::MiB, 81.46 * detail::GB_s},
+                                           {16 * detail::MiB, 187.12 * detail::GB_s},
+                                           {32 * detail::MiB, 230.47 * detail::GB_s},
+                                           {64 * detail::MiB, 258.23 * detail::GB_s},
+                                           {128 * detail::MiB, 287.67 * detail::GB_s},
+                                           {256 * detail::MiB, 305.56 * detail::GB_s},
+                                           {512 * detail::MiB, 317.02 * detail::GB_s},
+                                           {1024 * detail::MiB, 327.47 * detail::GB_s},
+                                           {2048 * detail::MiB, 333.36 * detail::GB_s},
+                                           {4096 * detail::MiB, 341.39 * detail::GB_s},
+                                           {8192 * detail::MiB, 343.53 * detail::GB_s}}},
+                                         12};
+
+}  // namespace weft::perf
