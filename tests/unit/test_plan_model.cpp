@@ -61,6 +61,27 @@ TEST_CASE("a GPT-3 layer's activations: Korthikanti et al.'s closed forms, term 
         doctest::Approx((10 + 24.0 / 8 + 5 * a * s / (h * 8)) / (34.0 / 8)));
 }
 
+TEST_CASE("FP8 linears keep their inputs in half the bytes: 27sbh + 5as²b for GPT-3's layer") {
+  // Of Korthikanti's 34sbh, the linears' inputs: QKV's (2sbh), the output projection's (2sbh),
+  // the first MLP linear's (2sbh) and the second's (8sbh, the GeLU's output over 4h): 14sbh,
+  // kept in FP8 half of it. The norms' inputs, Q, K, V, the masks and the scores stay.
+  const transformer m = gpt3();
+  const auto bytes = [&](int t, bool sp, bool fp8) {
+    return layer_activation_bytes(
+        m, 0, {.seq = s, .micro_batch = b, .tp = t, .sequence_parallel = sp, .fp8 = fp8});
+  };
+  CHECK(bytes(1, false, true) == doctest::Approx(27 * s * b * h + 5 * a * s * s * b));
+  // With tensor parallelism the QKV and first MLP inputs are replicated (4sbh, of which 2sbh
+  // saved), the other two sharded (10sbh/t, of which 5sbh/t saved).
+  CHECK(bytes(8, false, true) ==
+        doctest::Approx(s * b * h * (10 - 2 + (24.0 - 5) / 8 + 5 * a * s / (h * 8))));
+  CHECK(bytes(8, true, true) == doctest::Approx(s * b * h / 8 * (27 + 5 * a * s / h)));
+  // Full recomputation keeps the layer's input only, in bf16 as before.
+  CHECK(layer_activation_bytes(
+            m, 0, {.seq = s, .micro_batch = b, .tp = 8, .policy = recompute::full, .fp8 = true}) ==
+        doctest::Approx(2 * s * b * h));
+}
+
 TEST_CASE("activations beyond GPT-3: no dropout, flash attention, grouped-query, gated, experts") {
   transformer m = gpt3();
   m.dropout = false;  // no masks: 2 + 2 for each block's norm and projection inputs
@@ -292,12 +313,9 @@ TEST_CASE("data-parallel sharding: the states each rank keeps, what it gathers, 
   // The sync: a reduce-scatter of fp32 gradients and an all-gather of bf16 weights, FSDP's
   // twice (forward and backward); overlapped, a layer's worth of it (the rank's one layer).
   // 2 ranks, tp (1) devices apart: inside a node, at NCCL's bus bandwidth over NVLink (230
-  // GB/s on the A100s the cluster copies at a gigabyte; at these few megabytes the share of it
-  // the A100's measured curve gives: 16 MiB reaches 106.16 of 234.61 GB/s).
-  const auto dp = [&](double bytes) {
-    return weft::link_model{c.intra.alpha,
-                            weft::seconds(1 / (230e9 * weft::perf::a100_nvlink.share(bytes)))};
-  };
+  // GB/s on the A100s the cluster copies; the ideal cluster has no device facts, so no curve
+  // of that bandwidth by size: the peak whatever the size).
+  const auto dp = [&](double) { return weft::link_model{c.intra.alpha, weft::seconds(1 / 230e9)}; };
   const auto sync = [&](double params, double gathers) {
     return (weft::collective::ring_reduce_scatter(dp(4 * params), 2, 4 * params) +
             gathers * weft::collective::ring_all_gather(dp(2 * params), 2, 2 * params))
@@ -442,9 +460,9 @@ TEST_CASE("a job that cannot train the model is refused, naming the numbers") {
 TEST_CASE("MFU never above the fastest rate the device is priced at, however long the context") {
   // MFU counts the causal half of attention, which is what the time prices: a model whose work
   // is nearly all attention (a small one at a long context) once reached 108-118 % (the full
-  // square counted, the half priced). Whatever the model, the context, recomputation or flash,
-  // the step's model FLOPs over the device-seconds stay within the best sustained share of peak
-  // the cluster gives any op (matmuls or attention).
+  // square counted, the half priced). Whatever the model, the context, recomputation, flash or
+  // FP8, the step's model FLOPs over the device-seconds stay within the best sustained share of
+  // the bf16 peak the cluster gives any op (bf16 or FP8 matmuls, attention).
   std::mt19937 rng(7);
   int judged = 0;
   for (const cluster& base : clusters)
@@ -468,12 +486,18 @@ TEST_CASE("MFU never above the fastest rate the device is priced at, however lon
       j.flash_attention = pick(0, 3) != 0;
       j.policy = static_cast<recompute>(pick(0, 2));
       if (m.layers % j.pp != 0) j.pp = 1;
+      // FP8 where the device has it: its linears then run faster than bf16's peak allows.
+      if (c.chip.has_fp8() && trial % 2 == 0) j.fp8 = fp8_recipe::hybrid;
       CAPTURE(base.name);
       CAPTURE(j.seq);
       CAPTURE(m.hidden);
       const estimate e = estimate_job(m, j, c);
-      const double best_share =
-          std::max(c.device.efficiency, c.device.attention_flops() / c.device.peak_flops);
+      const double fp8_share =
+          j.fp8 == fp8_recipe::none
+              ? 0
+              : c.chip.matmul_flops(weft::perf::dtype::fp8) / c.device.peak_flops;
+      const double best_share = std::max(
+          {c.device.efficiency, c.device.attention_flops() / c.device.peak_flops, fp8_share});
       CHECK(e.mfu > 0);
       CHECK(e.mfu <= best_share * (1 + 1e-9));
       CHECK(e.tflops_per_device * 1e12 <= c.device.peak_flops * best_share * (1 + 1e-9));
@@ -567,4 +591,111 @@ TEST_CASE("where a step goes, on any job: the parts add up, recomputation is wha
       ++judged;
     }
   CHECK(judged == 12 * 4);
+}
+
+TEST_CASE("FP8: the layers' linears at the FP8 rate with their casts; attention and head in bf16") {
+  // A Llama-like layer on one H100 (989 TFLOP/s bf16, 1979 fp8): the linears go to the FP8
+  // units, attention's core and the LM head do not, and each FP8 linear adds its casts (4
+  // bytes a value of its input, forward, and of its output gradient, backward).
+  transformer m = testing::tiny_dense(2);
+  m.hidden = 4096;
+  m.heads = m.kv_heads = 32;
+  m.head_dim = 128;
+  m.ffn = 4 * 4096;
+  m.vocab = 32000;
+  const cluster& c = *find_cluster("h100-sxm");
+  job j;
+  j.seq = 4096;
+  const estimate bf16 = estimate_job(m, j, c);
+  j.fp8 = fp8_recipe::hybrid;
+  const estimate fp8 = estimate_job(m, j, c);
+  const stage_estimate &x = bf16.stages[0], &y = fp8.stages[0];
+  CHECK(y.forward.attention.count() == doctest::Approx(x.forward.attention.count()));
+  CHECK(y.forward.matmul < x.forward.matmul);
+  // The casts are elementwise: 4 bytes a value of each linear's input (QKV and fc1 read h
+  // wide, the output projection h, fc2 4h) for 2 layers' 4096 tokens, at the H100's
+  // sustained 2.8 TB/s.
+  const double casts = 2 * 4 * 4096.0 * (4096 + 4096 + 4096 + 4 * 4096);
+  CHECK((y.forward.elementwise - x.forward.elementwise).count() == doctest::Approx(casts / 2.8e12));
+  CHECK(fp8.step < bf16.step);
+  CHECK(fp8.memory_per_rank[0] < bf16.memory_per_rank[0]);
+  // No FP8 units, no FP8: the A100's facts have no FP8 peak.
+  CHECK_THROWS_WITH_AS(estimate_job(m, j, *find_cluster("a100-80g")),
+                       "--fp8 hybrid: the a100-80g cluster's devices have no FP8 units (their "
+                       "facts give no FP8 peak)",
+                       weft::config_error);
+}
+
+TEST_CASE("context parallelism as the job runs it: a ring behind the scores, or an all-gather") {
+  // Two layers with 8 key/value heads of 128 on tp 8 x cp 2 H100s (16 devices: the cp group's
+  // two members 8 devices apart, in two nodes, one a node). Each device holds 4096 of the 8192
+  // tokens: its K and V are 2 x 4096 x (8 x 128 / 8) bf16 values, 2 MiB; gathered, 4 MiB,
+  // over a ring of one NDR NIC a node (47 GB/s, 10 us a step): 10 us + (1/2) 4 MiB / 47 GB/s.
+  transformer m = testing::tiny_dense(2);
+  m.hidden = 4096;
+  m.heads = 32;
+  m.kv_heads = 8;
+  m.head_dim = 128;
+  m.ffn = 4 * 4096;
+  const cluster& c = *find_cluster("h100-sxm");
+  job j;
+  j.tp = 8;
+  j.cp = 2;
+  j.seq = 8192;
+  j.sequence_parallel = true;
+  j.cp_comm_type = cp_comm::all_gather;
+  const estimate gathered = estimate_job(m, j, c);
+  const double all = 2.0 * 2 * 4096 * (2 * 8 * 128 / 8);
+  const double per_layer = 10e-6 + 0.5 * all / 47e9;
+  CHECK(gathered.stages[0].forward.cp.count() == doctest::Approx(2 * per_layer));
+  // The backward reduce-scatters the keys' and values' gradients: the same volume, the same ring.
+  CHECK(gathered.stages[0].backward.cp.count() == doctest::Approx(2 * per_layer));
+  // The ring: each step passes 2 MiB to the next member while the scores compute, which here
+  // take longer than the transfer: nothing exposed.
+  j.cp_comm_type = cp_comm::p2p;
+  const estimate ring = estimate_job(m, j, c);
+  CHECK(ring.stages[0].forward.cp.count() == 0);
+  CHECK(ring.step < gathered.step);
+}
+
+TEST_CASE("the MoE all-to-all: DeepEP sends a token once to each node its routing allows") {
+  // 256 experts in 8 groups, top-8 from the best 4 groups (DeepSeek-V3's routing), on ep 64:
+  // 8 nodes of 8 H800s, 4 experts a GPU, 32 a node — a group a node. A token reaches at most 4
+  // nodes and crosses the network once to each: 4 copies, 7/8 of them to other nodes, where
+  // an all-to-all without the limit sends 8 copies, 63/64 to other ranks. Each at one 50 GB/s
+  // NIC a GPU, 10 us a step; dispatch and combine, 2 bytes a value each.
+  transformer m = testing::tiny_dense(2);
+  m.hidden = 1024;
+  m.heads = m.kv_heads = 8;
+  m.head_dim = 128;
+  m.moe = {.routed = 256, .top_k = 8, .expert_ffn = 256, .groups = 8, .group_top_k = 4};
+  const cluster& c = *find_cluster("h800");
+  job j;
+  j.ep = 64;
+  j.dp = 64;
+  j.seq = 4096;
+  j.dispatcher = moe_dispatcher::flex;
+  const auto ep_of = [&](const transformer& x, const job& y) {
+    return estimate_job(x, y, c).stages[0].forward.ep.count();
+  };
+  // Per layer: 63 steps of 10 us each way, and the bytes; the stage has 2 layers.
+  const double steps = 2 * 63 * 10e-6, T = 4096, h = 1024;
+  CHECK(ep_of(m, j) == doctest::Approx(2 * (steps + 7.0 / 8 * T * 4 * h * (2 + 2) / 50e9)));
+  // DeepSeek's FP8 dispatch: 1 byte a value out, 2 back.
+  job fp8 = j;
+  fp8.fp8 = fp8_recipe::blockwise;
+  CHECK(ep_of(m, fp8) == doctest::Approx(2 * (steps + 7.0 / 8 * T * 4 * h * (1 + 2) / 50e9)));
+  // No group limit: every copy its own.
+  transformer any = m;
+  any.moe.groups = any.moe.group_top_k = 0;
+  CHECK(ep_of(any, j) == doctest::Approx(2 * (steps + 63.0 / 64 * T * 8 * h * (2 + 2) / 50e9)));
+  // Megatron's all-to-all dispatcher sends every copy, limited or not.
+  job alltoall = j;
+  alltoall.dispatcher = moe_dispatcher::alltoall;
+  CHECK(ep_of(m, alltoall) == doctest::Approx(ep_of(any, j)));
+  // Groups that straddle nodes (64 experts a group, 32 a node) limit nothing node-wise.
+  transformer wide = m;
+  wide.moe.groups = 4;
+  wide.moe.group_top_k = 2;
+  CHECK(ep_of(wide, j) == doctest::Approx(ep_of(any, j)));
 }

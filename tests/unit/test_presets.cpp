@@ -206,6 +206,7 @@ TEST_CASE("deepseek-v3 from its files: the real model on 2048 H800s, as the publ
   CHECK(file.chip.sms == h800.chip.sms);
   CHECK(file.chip.hbm_share == h800.chip.hbm_share);
   CHECK(file.chip.matmul_share == h800.chip.matmul_share);
+  CHECK(file.chip.nvlink_by_size.count == h800.chip.nvlink_by_size.count);
   // The job docs/planning.md's DeepSeek-V3 row states with flags: the same step to the bit.
   plan::job flags;
   flags.pp = 16;
@@ -215,6 +216,8 @@ TEST_CASE("deepseek-v3 from its files: the real model on 2048 H800s, as the publ
   flags.global_batch_size = 15360;
   flags.schedule = "dualpipe";
   flags.layout = "Et*3|(t*4|)*14,t*2mL";
+  flags.fp8 = plan::fp8_recipe::blockwise;        // DeepSeek's tiles (its report §3.3)
+  flags.dispatcher = plan::moe_dispatcher::flex;  // and its dispatch (§3.2.2)
   const plan::estimate a = plan::estimate_job(m, p.job.spec, file);
   const plan::estimate b = plan::estimate_job(m, flags, h800);
   CHECK(a.step.count() == b.step.count());

@@ -67,6 +67,22 @@ std::vector<CLI::Option*> job_flags(CLI::App& sub, weft::plan::job& j) {
           ->transform(
               one_of<plan::dp_sharding>(spelled<plan::dp_sharding>(plan::dp_sharding_names)))
           ->excludes(whole));
+  flags.push_back(
+      sub.add_option("--fp8", j.fp8,
+                     "the layers' linears in FP8: e4m3, hybrid (Transformer Engine's recipes) or "
+                     "blockwise (DeepSeek-V3's tiles); default none, all bf16")
+          ->transform(one_of<plan::fp8_recipe>(spelled<plan::fp8_recipe>(plan::fp8_names))));
+  flags.push_back(
+      sub.add_option("--cp-comm-type", j.cp_comm_type,
+                     "how context parallelism moves keys and values: p2p (a ring behind the "
+                     "scores; the default) or all_gather (gathered before attention, exposed)")
+          ->transform(one_of<plan::cp_comm>(spelled<plan::cp_comm>(plan::cp_comm_names))));
+  flags.push_back(
+      sub.add_option("--moe-token-dispatcher-type", j.dispatcher,
+                     "how MoE layers move tokens: alltoall (every copy; the default) or flex "
+                     "(DeepEP's: once a node, then NVLink)")
+          ->transform(one_of<plan::moe_dispatcher>(
+              spelled<plan::moe_dispatcher>(plan::moe_dispatcher_names))));
   flags.push_back(sub.add_flag_callback(
       "--no-flash-attention", [&j] { j.flash_attention = false; },
       "attention's scores as whole matmuls, kept for the backward (2022's Megatron)"));

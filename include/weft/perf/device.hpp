@@ -6,6 +6,8 @@
 
 #include <string_view>
 
+#include <weft/perf/collectives.hpp>
+
 namespace weft::perf {
 
 /// The data type of a matmul's operands.
@@ -29,6 +31,9 @@ struct device {
   double hbm_bytes = 0;        ///< memory per device
   double hbm_bytes_per_s = 0;  ///< peak memory bandwidth (spec sheet)
   double hbm_share = 0;        ///< the share of it a streaming kernel sustains (measured)
+  /// Its node's NVLink ring collectives by size, as a share of their peak (perf/collectives.hpp;
+  /// empty: the peak at any size).
+  busbw_curve nvlink_by_size{};
 
   constexpr bool has_fp8() const noexcept { return peak_fp8 > 0; }
   constexpr double peak(dtype t) const noexcept {
@@ -62,7 +67,8 @@ inline constexpr device a100_sxm{.name = "a100-80g",
                                  .sms = 108,
                                  .hbm_bytes = 80e9,
                                  .hbm_bytes_per_s = 2.039e12,
-                                 .hbm_share = 1.80 / 2.04};
+                                 .hbm_share = 1.80 / 2.04,
+                                 .nvlink_by_size = a100_nvlink};
 inline constexpr device h100_sxm{.name = "h100-sxm",
                                  .peak_bf16 = 989e12,
                                  .matmul_share = 794.5 / 989,
@@ -71,7 +77,8 @@ inline constexpr device h100_sxm{.name = "h100-sxm",
                                  .sms = 132,
                                  .hbm_bytes = 80e9,
                                  .hbm_bytes_per_s = 3.35e12,
-                                 .hbm_share = 2.8 / 3.35};
+                                 .hbm_share = 2.8 / 3.35,
+                                 .nvlink_by_size = h100_nvlink};
 inline constexpr device h800 = [] {
   device d = h100_sxm;
   d.name = "h800";

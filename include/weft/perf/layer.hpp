@@ -26,7 +26,7 @@ struct layer_shard {
   int ep = 1;
   bool sequence_parallel = false;  ///< norms, dropouts and residuals on a 1/tp shard
   bool flash_attention = true;     ///< attention's core as one fused kernel
-  dtype type = dtype::bf16;
+  dtype type = dtype::bf16;        ///< the layers' linears (attention's core and the router: bf16)
 
   constexpr double tokens() const noexcept { return micro_batch * seq / cp; }
 };
@@ -56,9 +56,16 @@ struct layer_kernels {
 namespace detail {
 constexpr double bf16 = 2, mask = 1;  // bytes an element
 
-/// Y[m x n] = X[m x k] W[k x n] forward, and its backward: dX = dY W^T, dW = X^T dY.
+/// Y[m x n] = X[m x k] W[k x n] forward, and its backward: dX = dY W^T, dW = X^T dY. In FP8,
+/// X before the forward and dY before the backward are cast from bf16 and transposed for dW:
+/// one fused pass that reads 2 bytes a value and writes 1 twice (Transformer Engine's
+/// `cast_transpose`; the weights' casts, once a step, are left out).
 inline void linear(layer_kernels& out, std::string_view name, double m, double n, double k, dtype t,
                    double batch = 1) {
+  if (t == dtype::fp8) {
+    out.forward.push_back({name, kernel_kind::streamed, {}, 4 * m * k * batch});
+    out.backward.push_back({name, kernel_kind::streamed, {}, 4 * m * n * batch});
+  }
   out.forward.push_back({name, kernel_kind::matmul, {m, n, k, batch, t}});
   out.backward.push_back({name, kernel_kind::matmul, {m, k, n, batch, t}});
   out.backward.push_back({name, kernel_kind::matmul, {k, n, m, batch, t}, 0, 0, false, true});
@@ -85,17 +92,19 @@ inline void attention_core(layer_kernels& out, const transformer& m, const layer
     out.backward.push_back({"attention", kernel_kind::attention, {}, 0, 2.5 * flops, true});
   } else {
     const double S = batch * queries * keys;  // the score matrix's elements on this device
+    // In bf16 whatever the linears' type: no FP8 recipe computes attention's core in FP8.
+    constexpr dtype t = dtype::bf16;
     out.forward.push_back(
-        {"scores", kernel_kind::matmul, {queries, keys, qk_dim, batch, s.type}, 0, 0, true});
+        {"scores", kernel_kind::matmul, {queries, keys, qk_dim, batch, t}, 0, 0, true});
     streamed(out, "softmax", 2 * bf16 * S, 3 * bf16 * S, true);
     if (m.dropout)
       streamed(out, "attention dropout", (2 * bf16 + mask) * S, (2 * bf16 + mask) * S, true);
     out.forward.push_back(
-        {"weighted sum", kernel_kind::matmul, {queries, v_dim, keys, batch, s.type}, 0, 0, true});
+        {"weighted sum", kernel_kind::matmul, {queries, v_dim, keys, batch, t}, 0, 0, true});
     // Backward: dP = dO V^T, dV = P^T dO, dQ = dS K, dK = dS^T Q.
     for (const gemm g :
-         {gemm{queries, keys, v_dim, batch, s.type}, gemm{keys, v_dim, queries, batch, s.type},
-          gemm{queries, qk_dim, keys, batch, s.type}, gemm{keys, qk_dim, queries, batch, s.type}})
+         {gemm{queries, keys, v_dim, batch, t}, gemm{keys, v_dim, queries, batch, t},
+          gemm{queries, qk_dim, keys, batch, t}, gemm{keys, qk_dim, queries, batch, t}})
       out.backward.push_back({"attention grads", kernel_kind::matmul, g, 0, 0, true});
   }
 }
@@ -174,7 +183,7 @@ inline layer_kernels layer_kernels_of(const transformer& m, int layer, const lay
     // Each rank routes its own tokens: with sequence parallelism a 1/tp share of them (the
     // experts' tensor-parallel ranks then gather what they compute on).
     const double mine = T / (s.sequence_parallel ? tp : 1);
-    linear(out, "router", mine, e.routed, h, s.type);
+    linear(out, "router", mine, e.routed, h, dtype::bf16);  // the gate stays in bf16
     streamed(out, "top-k", 2 * 4 * mine * e.routed, 2 * 4 * mine * e.routed);  // fp32 scores
     const double routed = mine * e.top_k * h;  // the copies this device sends and gets back
     streamed(out, "permute", 2 * bf16 * routed, 2 * bf16 * routed);

@@ -24,6 +24,9 @@ struct moe_shape {
   /// moe_layer_freq counts from 0, Qwen's decoder_sparse_step from 1.
   int every = 1, offset = 0;
   bool shared_gate = false;  ///< a sigmoid gate Linear(h, 1) on the shared expert (Qwen2-MoE)
+  /// Group-limited routing (DeepSeek's n_group, topk_group): the experts in `groups` equal
+  /// groups, each token's chosen from its best `group_top_k` groups. 0: any expert.
+  int groups = 0, group_top_k = 0;
   constexpr bool active() const noexcept { return routed > 0; }
 };
 

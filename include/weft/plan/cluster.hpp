@@ -39,9 +39,6 @@ struct cluster {
     double nvlink_busbw = 0;  ///< bytes/s inside a node
     double nic_busbw = 0;     ///< bytes/s over one NIC; 0: `inter`'s (a device's share)
     int nics_per_node = 0;    ///< 0: one a device (a rail-optimized node)
-    /// Inside a node, the bus bandwidth by message size (perf/collectives.hpp), as a share of
-    /// its largest size's; empty: `nvlink_busbw` whatever the size.
-    perf::busbw_curve nvlink_by_size{};
   } fabric{};
   /// The device as the per-kernel prices see it (perf/device.hpp: its SMs, tiles, fp8, memory's
   /// sustained share); a cluster file's has none (`peak_bf16` 0), and the estimate makes one of
@@ -105,7 +102,7 @@ inline constexpr std::array<cluster, 4> clusters{{
                        8,
                        detail::gb_per_s(2, 300e9),
                        detail::gb_per_s(10, 25e9)},
-                      perf::a100_sxm, {230e9, 192e9 / 8, 8, perf::a100_nvlink}),
+                      perf::a100_sxm, {230e9, 192e9 / 8, 8}),
     detail::with_chip({"h100-sxm",
                        {.peak_flops = 989e12,
                         .efficiency = h100_matmul_share,
@@ -115,7 +112,7 @@ inline constexpr std::array<cluster, 4> clusters{{
                        8,
                        detail::gb_per_s(2, 450e9),
                        detail::gb_per_s(10, 50e9)},
-                      perf::h100_sxm, {370e9, 47e9, 8, perf::h100_nvlink}),
+                      perf::h100_sxm, {370e9, 47e9, 8}),
     detail::with_chip({"h800",
                        {.peak_flops = 989e12,
                         .efficiency = h100_matmul_share,
@@ -125,7 +122,7 @@ inline constexpr std::array<cluster, 4> clusters{{
                        8,
                        detail::gb_per_s(2, 200e9),
                        detail::gb_per_s(10, 50e9)},
-                      perf::h800, {200e9 * 370 / 450, 47e9, 8, perf::h100_nvlink}),
+                      perf::h800, {200e9 * 370 / 450, 47e9, 8}),
     detail::with_chip({"ascend-910b",
                        {.peak_flops = 313e12, .efficiency = 0.6, .memory_bytes_per_s = 1.6e12},
                        64e9,
@@ -260,7 +257,8 @@ constexpr link_model collective_link(const cluster& c, long long size, long long
 }
 
 /// The same for a collective of `bytes` (nccl-tests' size: its whole buffer): inside a node the
-/// bus bandwidth that size reaches on the node's measured curve (`fabric.nvlink_by_size`). A
+/// bus bandwidth that size reaches on the node's measured curve (`chip.nvlink_by_size`: a
+/// cluster file's when it names its device, none otherwise). A
 /// tensor-parallel all-gather of one micro-batch's activation, 100 MB on a 22B model, reaches
 /// 75 % of an A100 node's 230 GB/s. Across nodes the NICs' figure, whatever the size: no
 /// per-size table of a multi-node ring was found.
@@ -268,7 +266,7 @@ inline link_model collective_link(const cluster& c, long long size, long long st
                                   double bytes) noexcept {
   link_model l = collective_link(c, size, stride);
   if (inside_a_node(size, stride, c.per_node))
-    l.beta = l.beta / std::max(1e-9, c.fabric.nvlink_by_size.share(bytes));
+    l.beta = l.beta / std::max(1e-9, c.chip.nvlink_by_size.share(bytes));
   return l;
 }
 

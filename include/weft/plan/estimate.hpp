@@ -121,11 +121,42 @@ inline perf::layer_kernels head_kernels(const transformer& m, double T, int tp, 
   return k;
 }
 
+/// The MoE dispatch and combine of one layer on one device holding `T` tokens: every token's
+/// copy to each of its top-k experts out and back over the expert group — a pairwise
+/// all-to-all. Two refinements, each the documented behaviour of a public implementation:
+/// - FP8 dispatch: DeepSeek-V3 quantizes the tokens before dispatching them (report §3.3.2),
+///   so with its blockwise recipe the dispatch moves 1 byte a value; the combine stays bf16.
+/// - Node-limited routing: with the `flex` dispatcher (DeepEP) and group-limited routing whose
+///   groups fall within nodes (each node's experts whole groups), a token reaches at most
+///   `group_top_k` nodes and is sent once to each (DeepSeek-V3 report §3.2.2: over InfiniBand
+///   to the same in-node index, then over NVLink), so a group across nodes moves
+///   min(top-k, group_top_k) copies a token over the NICs rather than top-k; the NVLink leg,
+///   3.2 times faster, runs beside it. Megatron's `alltoall` dispatcher sends every copy.
+inline seconds dispatch_and_combine(const transformer& m, const job& j, const cluster& c,
+                                    const link_model& link, double T) {
+  const moe_shape& e = m.moe;
+  const long long stride = static_cast<long long>(j.tp) * j.cp;
+  const double per_token = m.hidden / j.tp;  // values of a token on this device
+  double copies = e.top_k, leaving = (j.ep - 1.0) / j.ep;
+  if (j.dispatcher == moe_dispatcher::flex && !inside_a_node(j.ep, stride, c.per_node) &&
+      e.groups > 0 && stride * j.ep % c.per_node == 0 && c.per_node % stride == 0) {
+    const double nodes = static_cast<double>(stride * j.ep / c.per_node);
+    const double experts_a_node = e.routed / nodes, experts_a_group = e.routed / e.groups;
+    if (std::fmod(experts_a_node, experts_a_group) == 0) {
+      copies = std::min({copies, static_cast<double>(e.group_top_k), nodes});
+      leaving = (nodes - 1) / nodes;
+    }
+  }
+  const double dispatch_bytes = j.fp8 == fp8_recipe::blockwise ? 1 : 2;
+  const seconds steps = (j.ep - 1.0) * link.alpha;
+  return 2.0 * steps + leaving * T * copies * per_token * (dispatch_bytes + 2) * link.beta;
+}
+
 /// A layer's communication on one device for one micro-batch's forward: tensor parallelism's
 /// collectives (sequence parallelism: an all-gather before and a reduce-scatter after attention
-/// and the MLP; without it, an all-reduce after each), the part of context parallelism's ring of
-/// keys and values the scores do not hide, the MoE dispatch and combine over the expert group
-/// (which an overlapped forward/backward pair can hide).
+/// and the MLP; without it, an all-reduce after each), context parallelism's keys and values
+/// (the part of its ring the scores do not hide, or their all-gather, exposed), the MoE dispatch
+/// and combine over the expert group (which an overlapped forward/backward pair can hide).
 struct layer_comm {
   seconds total{0}, recomputed{0}, hideable{0};
   seconds tp{0}, cp{0}, ep{0};  ///< `total` by the parallelism it serves
@@ -140,20 +171,24 @@ inline layer_comm layer_comm_of(const transformer& m, const job& j, const cluste
   out.total += tp_comm;
   out.recomputed += tp_comm;
   out.tp = tp_comm;
-  if (j.cp > 1) {  // ring attention passes K and V round the group, hidden behind the scores
+  if (j.cp > 1) {
     const double kv_width = m.mla.active() ? m.heads * (m.mla.qk_head_dim() + m.mla.v_head_dim)
                                            : 2 * m.kv_heads * m.head_dim;
-    const double kv = 2 * T * kv_width / tp;
-    const seconds ring = (j.cp - 1.0) * collective::p2p(group_link(c, j.cp, j.tp), kv);
-    const seconds causal =
-        seconds(forward_flops(m, l, T, j.seq).scores / 2 / tp / c.device.attention_flops());
-    out.cp = ring > causal ? ring - causal : seconds(0);
+    const double kv = 2 * T * kv_width / tp;      // this device's keys and values, bf16
+    if (j.cp_comm_type == cp_comm::all_gather) {  // gathered before attention, exposed
+      const double all = kv * j.cp;
+      out.cp = collective::ring_all_gather(collective_link(c, j.cp, j.tp, all), j.cp, all);
+    } else {  // a ring passes K and V round the group, hidden behind the scores
+      const seconds ring = (j.cp - 1.0) * collective::p2p(group_link(c, j.cp, j.tp), kv);
+      const seconds causal =
+          seconds(forward_flops(m, l, T, j.seq).scores / 2 / tp / c.device.attention_flops());
+      out.cp = ring > causal ? ring - causal : seconds(0);
+    }
     out.total += out.cp;
   }
   if (m.is_moe_layer(l) && j.ep > 1) {  // dispatch and combine over the expert group
     const link_model ep_link = group_link(c, j.ep, static_cast<long long>(j.tp) * j.cp);
-    const seconds a2a =
-        2.0 * collective::pairwise_all_to_all(ep_link, j.ep, T * m.moe.top_k * m.hidden * 2 / tp);
+    const seconds a2a = detail::dispatch_and_combine(m, j, c, ep_link, T);
     out.total += a2a;
     out.recomputed += a2a;
     out.hideable += a2a;
@@ -175,7 +210,8 @@ inline void add_layer_sizes(stage_estimate& out, const transformer& m, const job
                               .cp = j.cp,
                               .sequence_parallel = j.sequence_parallel,
                               .policy = j.policy,
-                              .flash_attention = j.flash_attention});
+                              .flash_attention = j.flash_attention,
+                              .fp8 = j.fp8 != fp8_recipe::none});
 }
 
 /// Stage `st`'s costs and sizes for job `j` of model `m` on cluster `c`.
@@ -186,13 +222,15 @@ inline stage_estimate stage_costs(const transformer& m, const job& j, const clus
   const double tp = j.tp;
   const perf::device chip = chip_of(c);
   const double attention_rate = c.device.attention_flops();
-  const perf::layer_shard shard{.micro_batch = static_cast<double>(j.micro_batch_size),
-                                .seq = j.seq,
-                                .cp = j.cp,
-                                .tp = j.tp,
-                                .ep = j.ep,
-                                .sequence_parallel = j.sequence_parallel,
-                                .flash_attention = j.flash_attention};
+  const perf::layer_shard shard{
+      .micro_batch = static_cast<double>(j.micro_batch_size),
+      .seq = j.seq,
+      .cp = j.cp,
+      .tp = j.tp,
+      .ep = j.ep,
+      .sequence_parallel = j.sequence_parallel,
+      .flash_attention = j.flash_attention,
+      .type = j.fp8 == fp8_recipe::none ? perf::dtype::bf16 : perf::dtype::fp8};
   const double act = T * m.hidden * 2;  // one activation, bf16
   seconds forward{0}, backward{0}, weights{0}, core{0}, comm{0}, hideable{0};
   time_split comm_parts;  // tp, cp and ep: the same in the forward and, mirrored, the backward
@@ -228,7 +266,7 @@ inline stage_estimate stage_costs(const transformer& m, const job& j, const clus
     add(k);
   }
   const auto add_head = [&] {  // the LM head and the loss's fp32 logits (vocab-parallel)
-    add(head_kernels(m, T, j.tp, shard.type));
+    add(head_kernels(m, T, j.tp, perf::dtype::bf16));  // no recipe runs the head in FP8
     out.activation_bytes += 4 * T * m.vocab / tp + act;
   };
   for (int k = 0; k < st.mtp; ++k) {  // its projection, its block (as the last layer), its head
@@ -447,6 +485,10 @@ inline estimate estimate_job(const transformer& m, const job& j, const cluster& 
                              const estimate_options& o = {}) {
   check_cluster(c);
   check_job(m, j);
+  if (j.fp8 != fp8_recipe::none && !detail::chip_of(c).has_fp8())
+    throw config_error("--fp8 " + std::string(fp8_names[static_cast<std::size_t>(j.fp8)]) +
+                       ": the " + std::string(c.name) +
+                       " cluster's devices have no FP8 units (their facts give no FP8 peak)");
   const generator_info* g = find_generator(j.schedule);
   if (!g) (void)generate(j.schedule, {});  // the registry's error, naming the known ones
   const int per_rank = detail::chunks_per_rank(m, j, *g);

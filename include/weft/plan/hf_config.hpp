@@ -78,8 +78,6 @@ inline constexpr std::string_view ignored_keys[] = {"_name_or_path",
                                                     "norm_topk_prob",
                                                     "routed_scaling_factor",
                                                     "scoring_func",
-                                                    "n_group",
-                                                    "topk_group",
                                                     "ep_size",
                                                     "quantization_config",
                                                     "bias",
@@ -312,6 +310,13 @@ inline hf_model read_hf_config(std::string_view text) {
       e.shared_gate = e.shared_ffn > 0;
     }
     e.first_dense = static_cast<int>(r.whole({"first_k_dense_replace"}, 0, m.layers, 0.0));
+    e.groups = static_cast<int>(r.whole({"n_group"}, 1, e.routed, 0.0));
+    if (e.groups > 0) {
+      if (e.routed % e.groups != 0)
+        throw config_error("config.json: n_group " + std::to_string(e.groups) +
+                           " does not divide the " + std::to_string(e.routed) + " routed experts");
+      e.group_top_k = static_cast<int>(r.whole({"topk_group"}, 1, e.groups, e.groups));
+    }
     if (r.has("decoder_sparse_step")) {
       e.every = static_cast<int>(r.whole({"decoder_sparse_step"}, 1, m.layers));
       e.offset = 1;

@@ -29,7 +29,10 @@ struct job {
   /// optimizer's `optim` by default, `--no-distributed-optimizer` nothing).
   dp_sharding sharding = dp_sharding::optim;
   bool flash_attention = true;
-  bool overlap_grad_reduce = false;  ///< the gradient reduction overlapped with the backward
+  bool overlap_grad_reduce = false;     ///< the gradient reduction overlapped with the backward
+  fp8_recipe fp8 = fp8_recipe::none;    ///< --fp8: the layers' linears in FP8 (memory.hpp)
+  cp_comm cp_comm_type = cp_comm::p2p;  ///< --cp-comm-type: how CP moves keys and values
+  moe_dispatcher dispatcher = moe_dispatcher::alltoall;  ///< --moe-token-dispatcher-type
 
   constexpr long long devices() const noexcept { return static_cast<long long>(tp) * pp * dp * cp; }
   /// Micro-batches per step and pipeline.

@@ -59,6 +59,9 @@ inline job_file read_job(std::string_view text, const std::string& file) {
   };
   b.policy = choice("recompute", b.policy, recompute_names);
   b.sharding = choice("data-parallel-sharding-strategy", b.sharding, dp_sharding_names);
+  b.fp8 = choice("fp8", b.fp8, fp8_names);
+  b.cp_comm_type = choice("cp-comm-type", b.cp_comm_type, cp_comm_names);
+  b.dispatcher = choice("moe-token-dispatcher-type", b.dispatcher, moe_dispatcher_names);
   b.schedule = r.text({"schedule"}, b.schedule);  // the generator's own error names the known
   b.layout = r.text({"pipeline-layout"}, b.layout);
   b.sequence_parallel = r.flag("sequence-parallel", b.sequence_parallel);

@@ -21,6 +21,31 @@ enum class recompute : std::uint8_t { none, selective, full };
 /// As `--recompute` spells them, in the enum's order: the one list the flags and files read.
 inline constexpr std::array<std::string_view, 3> recompute_names{"none", "selective", "full"};
 
+/// FP8 training (`--fp8`): the transformer layers' linears in FP8 — Transformer Engine's
+/// per-tensor recipes (`e4m3` everywhere; `hybrid`, Megatron's usual, E4M3 forward and E5M2
+/// gradients) or DeepSeek-V3's blockwise one (1 x 128 activation and 128 x 128 weight tiles,
+/// its report §3.3). Either way the matmuls of the linears run on the FP8 units, their inputs
+/// and output gradients are cast (and transposed for the weights' gradients), and the inputs a
+/// linear keeps for its backward are kept in FP8. Attention's core, the router, the embedding
+/// and the LM head stay in bf16, as all three recipes leave them.
+enum class fp8_recipe : std::uint8_t { none, e4m3, hybrid, blockwise };
+inline constexpr std::array<std::string_view, 4> fp8_names{"none", "e4m3", "hybrid", "blockwise"};
+
+/// How context parallelism moves keys and values (Megatron's `--cp-comm-type`): `p2p`, a ring
+/// passing each rank's K and V round the group behind the scores (Megatron's default); or
+/// `all_gather`, every rank's gathered before attention and their gradients reduce-scattered
+/// after, exposed (Llama 3's, arXiv 2407.21783 §3.3.2: simpler for document masks, and small
+/// with grouped-query attention).
+enum class cp_comm : std::uint8_t { p2p, all_gather };
+inline constexpr std::array<std::string_view, 2> cp_comm_names{"p2p", "all_gather"};
+
+/// How the MoE layers move tokens to their experts (Megatron's `--moe-token-dispatcher-type`):
+/// `alltoall`, an all-to-all of every token's copy to each of its experts; or `flex`, DeepEP's
+/// kernels (DeepSeek's), which send a token once to each node it is routed to and forward it
+/// inside the node over NVLink.
+enum class moe_dispatcher : std::uint8_t { alltoall, flex };
+inline constexpr std::array<std::string_view, 2> moe_dispatcher_names{"alltoall", "flex"};
+
 /// How one micro-batch's layer is laid out on a device.
 struct activation_layout {
   double seq = 0;                  ///< tokens of a sequence
@@ -31,13 +56,17 @@ struct activation_layout {
   recompute policy = recompute::none;
   /// Flash attention: the s x s scores are never kept (only a per-row softmax statistic).
   bool flash_attention = false;
+  /// FP8 linears: the inputs they keep for the backward take 1 byte a value, not 2.
+  bool fp8 = false;
 };
 
 /// A layer's activation bytes by where they live: the parts tensor parallelism replicates
 /// (the norms' inputs, the projections' shared input, dropout masks), the parts it shards,
-/// and the attention scores. 16-bit values (2 bytes), 1-byte dropout masks.
+/// and the attention scores. 16-bit values (2 bytes), 1-byte dropout masks. `linear_inputs_*`:
+/// of those, what the linears keep as their inputs (kept in FP8, they take half).
 struct activation_bytes {
   double replicated = 0, sharded = 0, scores = 0;
+  double linear_inputs_replicated = 0, linear_inputs_sharded = 0;
 };
 
 /// What layer `layer` of `m` keeps per micro-batch before any parallelism (s tokens of b
@@ -50,27 +79,33 @@ constexpr activation_bytes layer_activations(const transformer& m, int layer, do
   activation_bytes x;
   // Attention: its norm's input, the projections' input, the dropout mask after it.
   x.replicated += (2 + 2 + mask) * sb * h;
+  x.linear_inputs_replicated += 2 * sb * h;
   if (m.mla.active()) {
     // The latents: the query's (and its norm's output), the keys' and values' (and theirs).
     const mla_shape& l = m.mla;
     x.replicated += 2 * sb * (2 * l.q_lora_rank + 2 * l.kv_lora_rank + l.qk_rope_head_dim);
     // Q and K per head (no-position and rotary parts), V, and the output projection's input.
     x.sharded += 2 * sb * a * (2 * l.qk_head_dim() + 2 * l.v_head_dim);
+    x.linear_inputs_replicated += 2 * sb * (l.q_lora_rank + l.kv_lora_rank);  // the up projections'
+    x.linear_inputs_sharded += 2 * sb * a * l.v_head_dim;  // the output projection's
   } else {
     // Q, K (for the scores), V, and the output projection's input: 8sbh with a = kv heads.
     const double q = a * m.head_dim, kv = m.kv_heads * m.head_dim;
     x.sharded += 2 * sb * (q + kv) + 2 * sb * kv + 2 * sb * q;
+    x.linear_inputs_sharded += 2 * sb * q;  // the output projection's
   }
   // The scores: softmax output (2as²b), dropout mask and output (as²b + 2as²b); flash attention
   // keeps a 4-byte statistic per row and head instead.
   x.scores = flash ? 4 * a * sb : (2 + 3 * mask) * a * s * s_keys * b;
   // The MLP: its norm's input, the first linear's input, the dropout mask after it.
   x.replicated += (2 + 2 + mask) * sb * h;
+  x.linear_inputs_replicated += 2 * sb * h;
   // Inside: the activation's input and the second linear's input (GeLU: 2 x 2sbf = 16sbh at
   // f = 4h); gated: gate and up outputs and their product (3 x 2sbf).
   const double per_width = m.mlp == mlp_kind::gated ? 6 : 4;
   if (!m.is_moe_layer(layer)) {
     x.sharded += per_width * sb * m.ffn;
+    x.linear_inputs_sharded += 2 * sb * m.ffn;  // the second linear's
     return x;
   }
   // An MoE layer: each token's copy to each of its top-k experts (their first linear's input and
@@ -78,13 +113,16 @@ constexpr activation_bytes layer_activations(const transformer& m, int layer, do
   const moe_shape& e = m.moe;
   x.replicated += 2 * sb * h * e.top_k + 4 * sb * e.routed;
   x.sharded += per_width * sb * e.top_k * e.expert_ffn + per_width * sb * e.shared_ffn;
+  x.linear_inputs_replicated += 2 * sb * h * e.top_k;  // the experts' first linears'
+  x.linear_inputs_sharded += 2 * sb * (e.top_k * e.expert_ffn + e.shared_ffn);  // their second
   return x;
 }
 
 /// The bytes layer `layer` keeps per micro-batch on one device of layout `o`: tensor parallelism
 /// shards the sharded part (and with sequence parallelism the replicated part), context
 /// parallelism the sequence; selective recomputation drops the scores, full recomputation
-/// keeps only the layer's input (2sbh, sharded as the replicated part is).
+/// keeps only the layer's input (2sbh, sharded as the replicated part is); FP8 linears keep
+/// their inputs in half the bytes.
 constexpr double layer_activation_bytes(const transformer& m, int layer,
                                         const activation_layout& o) noexcept {
   const double s = o.seq / o.cp, t = o.tp;
@@ -93,7 +131,9 @@ constexpr double layer_activation_bytes(const transformer& m, int layer,
   const activation_bytes x =
       layer_activations(m, layer, s, o.seq, o.micro_batch, o.flash_attention);
   const double scores = o.policy == recompute::selective ? 0 : x.scores / t;
-  return x.replicated / rep + x.sharded / t + scores;
+  const double fp8_saves =
+      o.fp8 ? (x.linear_inputs_replicated / rep + x.linear_inputs_sharded / t) / 2 : 0;
+  return x.replicated / rep + x.sharded / t + scores - fp8_saves;
 }
 
 /// Bytes per parameter of the model states in mixed-precision training with Adam: 16-bit

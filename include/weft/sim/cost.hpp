@@ -259,16 +259,20 @@ struct basic_cost_model {
   }
   /// An overlapped pair of forward `f` and backward `b`: `pair()`, or with costs per chunk each
   /// half's compute, plus whatever of each half's communication the other's compute cannot hide
-  /// (never shorter than either half alone).
+  /// (never shorter than either half alone), plus the interference of what it hides: compute
+  /// runs `contention.compute_slowdown` slower while communication is in flight beside it.
+  /// (DeepSeek gives DualPipe's communication 20 of an H800's 132 SMs, report §3.2.2.)
   constexpr T pair_of(const op& f, const op& b) const noexcept {
     if (chunks.empty()) return pair();
     const chunk_cost<T> x = f.chunk < chunks.size() ? chunks[f.chunk] : chunk_cost<T>{};
     const chunk_cost<T> y = b.chunk < chunks.size() ? chunks[b.chunk] : chunk_cost<T>{};
     const T compute_f = x.F - x.comm_F, compute_b = y.B - y.comm_B;
     const auto exposed = [](T comm, T behind) { return comm > behind ? comm - behind : T{0}; };
-    return compute_f + compute_b + exposed(x.comm_F, compute_b) + exposed(y.comm_B, compute_f);
+    const auto hidden = [](T comm, T behind) { return comm < behind ? comm : behind; };
+    return compute_f + compute_b + exposed(x.comm_F, compute_b) + exposed(y.comm_B, compute_f) +
+           contention.compute_slowdown *
+               (hidden(x.comm_F, compute_b) + hidden(y.comm_B, compute_f));
   }
-  /// Throws `config_error` unless the costs per chunk (if any) match `m`'s chunks.
   /// Throws `config_error` unless the costs per chunk (if any) match `m`'s chunks and each is
   /// whole: no part negative, dW within the backward, communication within its half.
   constexpr void check_chunks(const model_desc& m) const {
