@@ -166,6 +166,7 @@ struct variant {
   /// Collectives at the links' own bandwidth whatever their size, one NIC a device.
   bool link_bandwidth = false;
   bool flat_busbw = false;  ///< collectives at the fabric's peak bus bandwidth, any size
+  bool no_fp8 = false;      ///< the job's FP8 recipe (DeepSeek-V3's) dropped: all bf16
 };
 constexpr variant variants[] = {
     {"weft", {}},
@@ -173,6 +174,7 @@ constexpr variant variants[] = {
     {"-memory", {.memory_bound = false}},
     {"-nccl", {}, true},
     {"-sizes", {}, false, true},
+    {"-fp8", {}, false, false, true},
 };
 
 }  // namespace
@@ -208,7 +210,9 @@ int main(int argc, char** argv) {
           priced.chip.nvlink_by_size = {};
         }
         if (variants[v].flat_busbw) priced.chip.nvlink_by_size = {};
-        const estimate e = estimate_job(m, row.j, priced, variants[v].options);
+        job asked = row.j;
+        if (variants[v].no_fp8) asked.fp8 = fp8_recipe::none;
+        const estimate e = estimate_job(m, asked, priced, variants[v].options);
         const double w = weft_figure(row, e, m);
         // The error of the time: a throughput too high is a step too short.
         const double err =
