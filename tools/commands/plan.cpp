@@ -297,6 +297,9 @@ json as_json(const outcome& x) {
   j["mfu"] = e.mfu;
   j["bubble_ratio"] = e.metrics.bubble_ratio;
   j["memory_per_stage_bytes"] = e.memory_per_rank;
+  json shown = json::array();
+  for (const double b : e.memory_per_rank) shown.push_back(plan::as_nvidia_smi(b));
+  j["nvidia_smi_bytes_per_stage"] = shown;
   j["breakdown_per_rank"] = breakdown_json(e);
   j["hbm_bytes"] = x.hbm;
   j["fits"] = !x.over;
@@ -355,7 +358,9 @@ void print_job(const outcome& x) {
   std::cout << "memory per stage (of " << plan::gigabytes(x.hbm) << "):";
   for (std::size_t r = 0; r < e.memory_per_rank.size(); ++r)
     std::cout << (r ? ", " : " ") << "rank " << r << " " << plan::gigabytes(e.memory_per_rank[r]);
-  std::cout << (x.over ? " — does not fit" : "") << "\n";
+  const double most = *std::max_element(e.memory_per_rank.begin(), e.memory_per_rank.end());
+  std::cout << "; nvidia-smi would show up to " << plan::gigabytes(plan::as_nvidia_smi(most))
+            << (x.over ? " — does not fit" : "") << "\n";
   if (x.over) std::cout << x.over_text << "\n";
   std::cout << "\n";
 }

@@ -136,6 +136,19 @@ constexpr double layer_activation_bytes(const transformer& m, int layer,
   return x.replicated / rep + x.sharded / t + scores - fp8_saves;
 }
 
+/// What `nvidia-smi` shows of a device beyond the bytes a job allocates at its peak: PyTorch's
+/// caching allocator reserves more than it hands out — Megatron-Bridge's Moonlight-16B run
+/// measured a 36.618 GB allocated peak with about 40 GB reserved (9.2 %) — and the CUDA context
+/// with its kernels takes 1573 MiB of an A100 (BigScience's BLOOM training chronicles). Two
+/// published measurements, one value each for every device.
+inline constexpr double allocator_reserve = 40.0 / 36.618 - 1;
+inline constexpr double cuda_context_bytes = 1573.0 * 1024 * 1024;
+
+/// The bytes `nvidia-smi` would show for a device whose job allocates `allocated` at its peak.
+constexpr double as_nvidia_smi(double allocated) noexcept {
+  return allocated * (1 + allocator_reserve) + cuda_context_bytes;
+}
+
 /// Bytes per parameter of the model states in mixed-precision training with Adam: 16-bit
 /// weights, fp32 gradients (Megatron accumulates them in fp32), fp32 master weights and the two
 /// moments (arXiv 2104.04473; Megatron's distributed optimizer shards those 12 bytes over the
