@@ -12,12 +12,12 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <fstream>
 #include <numeric>
-#include <sstream>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "published.hpp"
 
 #include <weft/plan/cluster.hpp>
 #include <weft/plan/estimate.hpp>
@@ -32,6 +32,8 @@ namespace {
 
 using namespace weft;
 using namespace weft::plan;
+using weft::bench::median;
+using weft::bench::read_file;
 
 struct row {
   std::string_view name, model, cluster;  ///< model: a config.json under presets/models
@@ -77,14 +79,6 @@ std::vector<row> rows() {
   };
 }
 
-std::string read_file(const std::string& path) {
-  std::ifstream in(path);
-  std::ostringstream s;
-  s << in.rdbuf();
-  if (!in) throw config_error("published_memory: cannot read " + path);
-  return s.str();
-}
-
 /// Ranks of `v` (1 = smallest; ties share their mean rank).
 std::vector<double> ranks_of(const std::vector<double>& v) {
   std::vector<std::size_t> order(v.size());
@@ -113,12 +107,6 @@ double spearman(const std::vector<double>& a, const std::vector<double>& b) {
     syy += (y[i] - my) * (y[i] - my);
   }
   return sxy / std::sqrt(sxx * syy);
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n == 0 ? 0 : n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
 }  // namespace

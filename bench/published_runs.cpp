@@ -8,11 +8,11 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <fstream>
-#include <sstream>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "published.hpp"
 
 #include <weft/plan/cluster.hpp>
 #include <weft/plan/estimate.hpp>
@@ -28,6 +28,8 @@ namespace {
 
 using namespace weft;
 using namespace weft::plan;
+using weft::bench::median;
+using weft::bench::read_file;
 
 /// What a paper reports for a run, in its own unit.
 enum class reported { step_s, tflops_per_gpu, tokens_per_s_per_gpu };
@@ -130,14 +132,6 @@ std::vector<run> runs() {
   return out;
 }
 
-std::string read_file(const std::string& path) {
-  std::ifstream in(path);
-  std::ostringstream s;
-  s << in.rdbuf();
-  if (!in) throw config_error("published_runs: cannot read " + path);
-  return s.str();
-}
-
 /// weft's figure for run `r` in the paper's unit.
 double weft_figure(const run& r, const estimate& e, const transformer& m) {
   switch (r.unit) {
@@ -151,12 +145,6 @@ double weft_figure(const run& r, const estimate& e, const transformer& m) {
       return e.tokens_per_s / r.j.devices();
   }
   return 0;
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n == 0 ? 0 : n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
 /// The model with one part switched off: what each adds to the agreement.
