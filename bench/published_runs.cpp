@@ -161,6 +161,7 @@ constexpr variant variants[] = {
     {"-shapes", {.matmul_shapes = false}},
     {"-memory", {.memory_bound = false}},
     {"-nccl", {}, true},
+    {"-launch", {.launches = false}},
     {"-sizes", {}, false, true},
     {"-fp8", {}, false, false, true},
 };

@@ -221,7 +221,8 @@ TEST_CASE("a planned job's stages: FLOPs at the device's rates, memory in bytes,
   const transformer m = testing::tiny_dense(2);
   const cluster c = testing::ideal_cluster();
   const job j = two_stages();
-  const estimate e = estimate_job(m, j, c, {.matmul_shapes = false, .memory_bound = false});
+  const estimate e =
+      estimate_job(m, j, c, {.matmul_shapes = false, .memory_bound = false, .launches = false});
   REQUIRE(e.stages.size() == 2);
   // A layer's forward: projections 8Th^2, MLP 16Th^2, scores 4T s h of which flash attention
   // computes the causal half; the head 2ThV on the last stage. The backward: every weight's
@@ -271,8 +272,9 @@ TEST_CASE("a stage's memory-bound kernels: the bytes they move at the HBM's band
   const transformer m = testing::tiny_dense(2);
   const cluster c = testing::ideal_cluster();
   const job j = two_stages();
-  const estimate with = estimate_job(m, j, c, {.matmul_shapes = false}),
-                 without = estimate_job(m, j, c, {.matmul_shapes = false, .memory_bound = false});
+  const estimate with = estimate_job(m, j, c, {.matmul_shapes = false, .launches = false}),
+                 without = estimate_job(
+                     m, j, c, {.matmul_shapes = false, .memory_bound = false, .launches = false});
   const double E = 1024.0 * 1024, T = 1024, V = 1000;
   CHECK((with.stages[0].cost.F - without.stages[0].cost.F).count() ==
         doctest::Approx((44 * E + 2 * E) / 1e12));
@@ -513,7 +515,8 @@ TEST_CASE("where a step goes: each kernel in its part, and the parts add up to t
   const transformer m = testing::tiny_dense(2);
   const cluster c = testing::ideal_cluster();
   const job j = two_stages();
-  const estimate e = estimate_job(m, j, c, {.matmul_shapes = false, .memory_bound = false});
+  const estimate e =
+      estimate_job(m, j, c, {.matmul_shapes = false, .memory_bound = false, .launches = false});
   const double T = 1024, H = 1024;
   const double weighted = 24 * T * H * H, causal = 2 * T * 1024 * H;
   CHECK(e.stages[0].forward.matmul.count() == doctest::Approx(weighted / 1e15));
@@ -558,9 +561,9 @@ TEST_CASE("where a step goes, on any job: the parts add up, recomputation is wha
       j.seq = 1024 << pick(0, 3);
       j.global_batch_size = j.dp * j.pp * pick(1, 4);
       j.policy = static_cast<recompute>(pick(0, 2));
-      const char* schedules[] = {"1f1b", "zb-h1", "dualpipev"};
-      j.schedule = schedules[pick(0, 2)];
-      if (j.schedule == "dualpipev") {
+      const char* schedules[] = {"1f1b", "zb-h1", "dualpipev", "dualpipe"};
+      j.schedule = schedules[pick(0, 3)];
+      if (j.schedule == "dualpipev" || j.schedule == "dualpipe") {
         j.pp = 2;
         j.global_batch_size = j.dp * 2 * pick(2, 4);
       }
@@ -568,6 +571,13 @@ TEST_CASE("where a step goes, on any job: the parts add up, recomputation is wha
       CAPTURE(j.schedule);
       CAPTURE(j.pp);
       const estimate e = estimate_job(m, j, base);
+      // Without contention the pipeline runs each pass as priced: its busy time is its work.
+      cluster quiet = base;
+      quiet.overlap = {};
+      for (const rank_breakdown& b : estimate_job(m, j, quiet).breakdown) {
+        CHECK(b.hidden.count() <= 1e-9 * e.step.count());
+        CHECK(b.slowed.count() <= 1e-9 * e.step.count());
+      }
       for (const stage_estimate& st : e.stages) {
         CHECK(st.forward.total().count() == doctest::Approx(st.cost.F.count()).epsilon(1e-9));
         CHECK(st.backward.total().count() == doctest::Approx(st.cost.B.count()).epsilon(1e-9));
@@ -685,14 +695,18 @@ TEST_CASE("the MoE all-to-all: DeepEP sends a token once to each node its routin
   job fp8 = j;
   fp8.fp8 = fp8_recipe::blockwise;
   CHECK(ep_of(m, fp8) == doctest::Approx(2 * (steps + 7.0 / 8 * T * 4 * h * (1 + 2) / 50e9)));
-  // No group limit: every copy its own.
+  // Megatron's all-to-all dispatcher sends every copy to every other rank, in bf16 whatever the
+  // recipe: 8 copies, 63/64 of them leaving.
+  job alltoall = fp8;
+  alltoall.dispatcher = moe_dispatcher::alltoall;
+  CHECK(ep_of(m, alltoall) == doctest::Approx(2 * (steps + 63.0 / 64 * T * 8 * h * 4 / 50e9)));
+  // No group limit: DeepEP still sends a token once to each node its 8 experts fall on — each
+  // of the 7 other nodes unless all 8 of its experts are among the 224 elsewhere.
   transformer any = m;
   any.moe.groups = any.moe.group_top_k = 0;
-  CHECK(ep_of(any, j) == doctest::Approx(2 * (steps + 63.0 / 64 * T * 8 * h * (2 + 2) / 50e9)));
-  // Megatron's all-to-all dispatcher sends every copy, limited or not.
-  job alltoall = j;
-  alltoall.dispatcher = moe_dispatcher::alltoall;
-  CHECK(ep_of(m, alltoall) == doctest::Approx(ep_of(any, j)));
+  double none = 1;
+  for (int i = 0; i < 8; ++i) none *= (256.0 - 32 - i) / (256 - i);
+  CHECK(ep_of(any, j) == doctest::Approx(2 * (steps + 7 * (1 - none) * T * h * 4 / 50e9)));
   // Groups that straddle nodes (64 experts a group, 32 a node) limit nothing node-wise.
   transformer wide = m;
   wide.moe.groups = 4;
@@ -705,4 +719,45 @@ TEST_CASE("what nvidia-smi shows: the allocator's reserve and the CUDA context o
   // the CUDA context and kernels: 1573 MiB (BigScience's BLOOM chronicles).
   CHECK(as_nvidia_smi(36.618e9) == doctest::Approx(40e9 + 1573.0 * 1024 * 1024));
   CHECK(as_nvidia_smi(0) == doctest::Approx(1573.0 * 1024 * 1024));
+}
+
+TEST_CASE("a pass of short kernels takes at least their launches") {
+  // A layer of hidden 64 on 64 tokens: every kernel far shorter than the 5 us the host takes to
+  // launch one (PyTorch's Holistic Trace Analysis: 5-20 us). The forward pass then takes its
+  // kernels' launches: the layer's, the embedding's lookup, the head's matmul and its loss.
+  transformer m = testing::tiny_dense(1);
+  m.hidden = 64;
+  m.heads = m.kv_heads = 2;
+  m.head_dim = 32;
+  m.ffn = 256;
+  m.vocab = 100;
+  job j;
+  j.seq = 64;
+  const cluster& c = *find_cluster("h100-sxm");
+  const estimate e = estimate_job(m, j, c);
+  const auto layer =
+      weft::perf::layer_kernels_of(m, 0, {.micro_batch = 1, .seq = 64, .flash_attention = true});
+  const double kernels = static_cast<double>(layer.forward.size()) + 1 + 2;
+  const stage_estimate& st = e.stages[0];
+  CHECK(st.forward.launch.count() > 0);
+  CHECK((st.forward.compute() + st.forward.launch).count() == doctest::Approx(kernels * 5e-6));
+  // Off, nothing of it; and GPT-3's layers, milliseconds each, are never launch-bound.
+  CHECK(estimate_job(m, j, c, {.launches = false}).stages[0].forward.launch.count() == 0);
+  job big;
+  big.tp = 8;
+  big.seq = 2048;
+  CHECK(estimate_job(gpt3(), big, *find_cluster("a100-80g")).stages[0].forward.launch.count() == 0);
+}
+
+TEST_CASE("a collective inside a node at the bandwidth its size reaches on the device's curve") {
+  // A100: 230 GB/s at a gigabyte and more; 128 MiB reaches 176.92 of the curve's 234.61 GB/s.
+  const cluster& a100 = *find_cluster("a100-80g");
+  const double MiB = 1 << 20;
+  CHECK(collective_link(a100, 8, 1, 128 * MiB).beta.count() ==
+        doctest::Approx(1 / (230e9 * 176.92 / 234.61)));
+  CHECK(collective_link(a100, 8, 1, 16384 * MiB).beta.count() == doctest::Approx(1 / 230e9));
+  // Across nodes the NICs' figure, whatever the size: 16 ranks over two nodes, eight NICs of
+  // 24 GB/s.
+  CHECK(collective_link(a100, 16, 1, 128 * MiB).beta.count() ==
+        doctest::Approx(collective_link(a100, 16, 1).beta.count()));
 }

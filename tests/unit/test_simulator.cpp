@@ -629,6 +629,25 @@ TEST_CASE("costs per chunk: stages that differ, and pairs that hide a half's com
   pair.chunks[0] = {units(2), units(1), units(0), units(2), units(0)};
   pair.chunks[1] = {units(2), units(1), units(0), units(0), units(1)};
   CHECK(pair.pair_of(f, b) == units(3));
+  // Interference: compute runs 1 + s times as long while communication is in flight beside it.
+  // F 1 (no communication) with B 2 (1 of it an all-to-all), s = 1: B's 1 beside F's compute 1
+  // slows it for that 1, in which it does half its work; the other half at full rate: 1.5 for
+  // that side, 1 for B's compute: 2.5 — above the 2 without interference, below F + B = 3.
+  pair.chunks[0] = {units(1), units(1), units(0), units(0), units(0)};
+  pair.chunks[1] = {units(1), units(2), units(0), units(0), units(1)};
+  pair.contention.compute_slowdown = 1;
+  CHECK(pair.pair_of(f, b) == units(2.5));
+  // However large the slowdown, never more than the halves one after the other: s = 10 gives
+  // 1 + 10/11 beside, 1 after: 2.909..., still below 3.
+  pair.contention.compute_slowdown = 10;
+  CHECK(pair.pair_of(f, b).count() == doctest::Approx(1 + 10.0 / 11 + 1));
+  CHECK(pair.pair_of(f, b) < units(3));
+  // Communication that outlasts the slowed compute is the side's length: B's 3 beside F's 1
+  // slowed to 2.
+  pair.chunks[1] = {units(1), units(4), units(0), units(0), units(3)};
+  pair.contention.compute_slowdown = 1;
+  CHECK(pair.pair_of(f, b) == units(3 + 1));
+  pair.contention = {};
   // The floor: per phase the cheapest chunk, and a pair no dearer than any.
   const unit_cost_model fl = c.floor();
   CHECK(fl.chunks.empty());

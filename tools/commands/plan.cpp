@@ -369,8 +369,9 @@ void print_job(const outcome& x) {
 /// two and the last when there are many (--json has them all).
 void print_breakdown(const plan::estimate& e) {
   static constexpr const char* heads[] = {
-      "matmul", "attention", "elementwise", "recompute", "TP",        "CP", "EP", "hidden",
-      "slowed", "PP wait",   "bubble",      "DP sync",   "optimizer", "1F", "1B", "1W"};
+      "matmul",  "attention", "elementwise", "recompute", "TP",      "CP",
+      "EP",      "launch",    "hidden",      "slowed",    "PP wait", "bubble",
+      "DP sync", "optimizer", "1F",          "1B",        "1W"};
   std::cout << "where the step goes, seconds per rank (the parts, less what overlap hid, plus what "
                "contention slowed; 1F, 1B, 1W: one micro-batch's chunk):\n"
             << std::setw(6) << "rank";
@@ -391,6 +392,7 @@ void print_breakdown(const plan::estimate& e) {
                              b.work.tp,
                              b.work.cp,
                              b.work.ep,
+                             b.work.launch,
                              b.hidden,
                              b.slowed,
                              b.transfers,
@@ -419,6 +421,7 @@ json breakdown_json(const plan::estimate& e) {
                      {"tp_comm_s", b.work.tp.count()},
                      {"cp_comm_s", b.work.cp.count()},
                      {"ep_comm_s", b.work.ep.count()},
+                     {"launch_s", b.work.launch.count()},
                      {"hidden_by_overlap_s", b.hidden.count()},
                      {"slowed_by_contention_s", b.slowed.count()},
                      {"pp_wait_s", b.transfers.count()},

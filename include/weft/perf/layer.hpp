@@ -48,6 +48,11 @@ struct kernel {
   bool weight = false;  ///< a weight's gradient (the dW of a split backward)
 };
 
+/// The host's time to launch one kernel: a pass of n kernels takes at least n of them, however
+/// short its kernels (PyTorch's Holistic Trace Analysis: "usually, the launch time on the CPU side
+/// is between 5-20 microseconds"; the lower end, a framework with little Python in the loop).
+inline constexpr seconds launch_interval{5e-6};
+
 /// A layer's kernels, in the order they run.
 struct layer_kernels {
   std::vector<kernel> forward, backward;

@@ -11,17 +11,22 @@ namespace weft::plan {
 
 /// One pass (or a step's worth of passes) on one device, by what the time is spent on.
 struct time_split {
-  seconds matmul{0};     ///< the matmuls priced by their shapes (attention's core aside)
-  seconds attention{0};  ///< attention's core: the fused kernel, or its batched matmuls and softmax
-  seconds elementwise{
-      0};                ///< the memory-bound kernels: norms, activations, dropout, residuals, ...
-  seconds recompute{0};  ///< what recomputation runs again before the backward (its kernels and TP)
-  seconds tp{0};         ///< tensor (and sequence) parallelism's collectives
-  seconds cp{0};         ///< context parallelism's ring the scores do not hide
-  seconds ep{0};         ///< the MoE dispatch and combine all-to-alls (a pair may hide them)
+  /// The matmuls priced by their shapes (attention's core aside).
+  seconds matmul{0};
+  /// Attention's core: the fused kernel, or its batched matmuls, softmax and dropout.
+  seconds attention{0};
+  /// The memory-bound kernels: norms, activations, dropout, residuals, casts, routing, the loss.
+  seconds elementwise{0};
+  /// What recomputation runs again before the backward (its kernels and TP collectives).
+  seconds recompute{0};
+  seconds tp{0};  ///< tensor (and sequence) parallelism's collectives
+  seconds cp{0};  ///< context parallelism's keys and values, what is not hidden of them
+  seconds ep{0};  ///< the MoE dispatch and combine all-to-alls (a pair may hide them)
+  /// The host launching kernels slower than the device runs them (`perf::launch_interval`).
+  seconds launch{0};
 
   constexpr seconds compute() const noexcept { return matmul + attention + elementwise; }
-  constexpr seconds total() const noexcept { return compute() + recompute + tp + cp + ep; }
+  constexpr seconds total() const noexcept { return compute() + recompute + tp + cp + ep + launch; }
 
   constexpr time_split& operator+=(const time_split& o) noexcept {
     matmul += o.matmul;
@@ -31,13 +36,18 @@ struct time_split {
     tp += o.tp;
     cp += o.cp;
     ep += o.ep;
+    launch += o.launch;
     return *this;
   }
   friend constexpr time_split operator+(time_split a, const time_split& b) noexcept {
     return a += b;
   }
   constexpr time_split operator*(double k) const noexcept {
-    return {matmul * k, attention * k, elementwise * k, recompute * k, tp * k, cp * k, ep * k};
+    time_split x = *this;
+    for (seconds* part :
+         {&x.matmul, &x.attention, &x.elementwise, &x.recompute, &x.tp, &x.cp, &x.ep, &x.launch})
+      *part *= k;
+    return x;
   }
 };
 

@@ -64,6 +64,8 @@ struct estimate_options {
   /// The memory-bound kernels (norms, activations, dropouts, residuals, softmax without flash
   /// attention, rotary, the router's top-k and the tokens' permutation, the loss). Off: free.
   bool memory_bound = true;
+  /// A pass takes at least its kernels' launches (`perf::launch_interval` each). Off: free.
+  bool launches = true;
 };
 
 namespace detail {
@@ -89,7 +91,8 @@ inline perf::device chip_of(const cluster& c) {
 /// attention's core (what selective recomputation runs again).
 struct priced {
   seconds time{0}, weights{0}, core{0};
-  time_split parts;  ///< matmul, attention and elementwise
+  int kernels = 0, core_kernels = 0;  ///< how many the host launches, and of attention's core
+  time_split parts;                   ///< matmul, attention and elementwise
 };
 
 inline priced price(const std::vector<perf::kernel>& kernels, const perf::device& d,
@@ -102,13 +105,24 @@ inline priced price(const std::vector<perf::kernel>& kernels, const perf::device
     else if (k.kind != perf::kernel_kind::streamed || o.memory_bound)
       t = perf::time_of(d, k, attention_flops);
     out.time += t;
+    ++out.kernels;
     if (k.weight) out.weights += t;
-    if (k.core) out.core += t;
+    if (k.core) {
+      out.core += t;
+      ++out.core_kernels;
+    }
     (k.core || k.kind == perf::kernel_kind::attention ? out.parts.attention
      : k.kind == perf::kernel_kind::matmul            ? out.parts.matmul
                                                       : out.parts.elementwise) += t;
   }
   return out;
+}
+
+/// A pass of `kernels` kernels takes at least their launches: what those outlast its priced
+/// time `t` by is the host's (`perf::launch_interval`), 0 when it is not launch-bound.
+inline seconds launch_excess(seconds t, int kernels, const estimate_options& o) {
+  const seconds floor = o.launches ? kernels * perf::launch_interval : seconds(0);
+  return floor > t ? floor - t : seconds(0);
 }
 
 /// The LM head on `T` tokens and its loss: the vocabulary-parallel matmul, and the softmax
@@ -123,33 +137,39 @@ inline perf::layer_kernels head_kernels(const transformer& m, double T, int tp, 
 
 /// The MoE dispatch and combine of one layer on one device holding `T` tokens: every token's
 /// copy to each of its top-k experts out and back over the expert group — a pairwise
-/// all-to-all. Two refinements, each the documented behaviour of a public implementation:
-/// - FP8 dispatch: DeepSeek-V3 quantizes the tokens before dispatching them (report §3.3.2),
-///   so with its blockwise recipe the dispatch moves 1 byte a value; the combine stays bf16.
-/// - Node-limited routing: with the `flex` dispatcher (DeepEP) and group-limited routing whose
-///   groups fall within nodes (each node's experts whole groups), a token reaches at most
-///   `group_top_k` nodes and is sent once to each (DeepSeek-V3 report §3.2.2: over InfiniBand
-///   to the same in-node index, then over NVLink), so a group across nodes moves
-///   min(top-k, group_top_k) copies a token over the NICs rather than top-k; the NVLink leg,
-///   3.2 times faster, runs beside it. Megatron's `alltoall` dispatcher sends every copy.
+/// all-to-all, Megatron's `alltoall` dispatcher. With the `flex` dispatcher (DeepEP's kernels,
+/// DeepSeek-V3 report §3.2.2), a group across nodes sends a token once to each other node it is
+/// routed to (over InfiniBand to the same in-node index, then over NVLink, 3.2 times faster,
+/// beside it): the nodes its top-k experts fall on — top-k experts drawn from the group's,
+/// on average (n - 1)(1 - P(a node gets none)) other nodes of n; with group-limited routing
+/// whose groups fall within nodes (each node's experts whole groups), the `group_top_k` nodes its
+/// groups are, (n - 1) / n of them other nodes. DeepEP dispatches in FP8 with DeepSeek's
+/// blockwise recipe (§3.3.2); the combine stays bf16.
 inline seconds dispatch_and_combine(const transformer& m, const job& j, const cluster& c,
                                     const link_model& link, double T) {
   const moe_shape& e = m.moe;
   const long long stride = static_cast<long long>(j.tp) * j.cp;
-  const double per_token = m.hidden / j.tp;  // values of a token on this device
-  double copies = e.top_k, leaving = (j.ep - 1.0) / j.ep;
-  if (j.dispatcher == moe_dispatcher::flex && !inside_a_node(j.ep, stride, c.per_node) &&
-      e.groups > 0 && stride * j.ep % c.per_node == 0 && c.per_node % stride == 0) {
+  const double per_token = m.hidden / j.tp;        // values of a token on this device
+  double leaving = e.top_k * (j.ep - 1.0) / j.ep;  // copies a token sends to other ranks
+  const bool flex = j.dispatcher == moe_dispatcher::flex;
+  if (flex && !inside_a_node(j.ep, stride, c.per_node) && stride * j.ep % c.per_node == 0 &&
+      c.per_node % stride == 0) {
     const double nodes = static_cast<double>(stride * j.ep / c.per_node);
-    const double experts_a_node = e.routed / nodes, experts_a_group = e.routed / e.groups;
-    if (std::fmod(experts_a_node, experts_a_group) == 0) {
-      copies = std::min({copies, static_cast<double>(e.group_top_k), nodes});
-      leaving = (nodes - 1) / nodes;
+    const double experts_a_node = e.routed / nodes;
+    const int chosen = e.group_top_k > 0 ? e.group_top_k : e.groups;
+    if (e.groups > 0 && std::fmod(experts_a_node, e.routed / static_cast<double>(e.groups)) == 0) {
+      leaving = std::min(static_cast<double>(chosen), nodes) * (nodes - 1) / nodes;
+    } else {
+      // The chance a node holds none of a token's top-k experts, drawn without replacement.
+      double none = 1;
+      for (int i = 0; i < e.top_k; ++i)
+        none *= std::max(0.0, (e.routed - experts_a_node - i) / (e.routed - i));
+      leaving = (nodes - 1) * (1 - none);
     }
   }
-  const double dispatch_bytes = j.fp8 == fp8_recipe::blockwise ? 1 : 2;
+  const double dispatch_bytes = flex && j.fp8 == fp8_recipe::blockwise ? 1 : 2;
   const seconds steps = (j.ep - 1.0) * link.alpha;
-  return 2.0 * steps + leaving * T * copies * per_token * (dispatch_bytes + 2) * link.beta;
+  return 2.0 * steps + T * leaving * per_token * (dispatch_bytes + 2) * link.beta;
 }
 
 /// A layer's communication on one device for one micro-batch's forward: tensor parallelism's
@@ -185,6 +205,7 @@ inline layer_comm layer_comm_of(const transformer& m, const job& j, const cluste
       out.cp = ring > causal ? ring - causal : seconds(0);
     }
     out.total += out.cp;
+    out.recomputed += out.cp;  // full recomputation moves the keys and values again
   }
   if (m.is_moe_layer(l) && j.ep > 1) {  // dispatch and combine over the expert group
     const link_model ep_link = group_link(c, j.ep, static_cast<long long>(j.tp) * j.cp);
@@ -235,6 +256,7 @@ inline stage_estimate stage_costs(const transformer& m, const job& j, const clus
   seconds forward{0}, backward{0}, weights{0}, core{0}, comm{0}, hideable{0};
   time_split comm_parts;  // tp, cp and ep: the same in the forward and, mirrored, the backward
   seconds layers_forward{0}, layers_comm{0};  // what full recomputation runs again
+  int forward_kernels = 0, backward_kernels = 0, layers_kernels = 0, core_kernels = 0;
   const auto add = [&](const perf::layer_kernels& k) {
     const priced f = price(k.forward, chip, attention_rate, o);
     const priced b = price(k.backward, chip, attention_rate, o);
@@ -244,10 +266,15 @@ inline stage_estimate stage_costs(const transformer& m, const job& j, const clus
     out.backward += b.parts;
     weights += b.weights;
     core += f.core;
-    return f.time;
+    forward_kernels += f.kernels;
+    backward_kernels += b.kernels;
+    core_kernels += f.core_kernels;
+    return f;
   };
   const auto add_layer = [&](int l) {
-    layers_forward += add(perf::layer_kernels_of(m, l, shard));
+    const priced f = add(perf::layer_kernels_of(m, l, shard));
+    layers_forward += f.time;
+    layers_kernels += f.kernels;
     const layer_comm lc = layer_comm_of(m, j, c, l);
     comm += lc.total;
     comm_parts += time_split{.tp = lc.tp, .cp = lc.cp, .ep = lc.ep};
@@ -287,9 +314,16 @@ inline stage_estimate stage_costs(const transformer& m, const job& j, const clus
   }
   // Backward: its kernels, its communication mirrored; recomputation runs the layers' forward
   // (full; not the head's) or attention's core (selective) again first.
-  const seconds again = j.policy == recompute::full        ? layers_forward + layers_comm
-                        : j.policy == recompute::selective ? core
-                                                           : seconds(0);
+  const auto launch_bound = [&](seconds t, int kernels) { return launch_excess(t, kernels, o); };
+  out.forward.launch = launch_bound(forward, forward_kernels);
+  out.backward.launch = launch_bound(backward, backward_kernels);
+  forward += out.forward.launch;
+  backward += out.backward.launch;
+  const seconds again =
+      j.policy == recompute::full
+          ? layers_forward + launch_bound(layers_forward, layers_kernels) + layers_comm
+      : j.policy == recompute::selective ? core + launch_bound(core, core_kernels)
+                                         : seconds(0);
   out.cost.F = forward + comm;
   out.cost.B = backward + comm + again;
   out.forward += comm_parts;

@@ -97,9 +97,10 @@ constexpr activation_bytes layer_activations(const transformer& m, int layer, do
   // The scores: softmax output (2as²b), dropout mask and output (as²b + 2as²b); flash attention
   // keeps a 4-byte statistic per row and head instead.
   x.scores = flash ? 4 * a * sb : (2 + 3 * mask) * a * s * s_keys * b;
-  // The MLP: its norm's input, the first linear's input, the dropout mask after it.
+  // The MLP: its norm's input, the first linear's input, the dropout mask after it. (In an MoE
+  // layer that input feeds the router, which keeps it in bf16.)
   x.replicated += (2 + 2 + mask) * sb * h;
-  x.linear_inputs_replicated += 2 * sb * h;
+  if (!m.is_moe_layer(layer)) x.linear_inputs_replicated += 2 * sb * h;
   // Inside: the activation's input and the second linear's input (GeLU: 2 x 2sbf = 16sbh at
   // f = 4h); gated: gate and up outputs and their product (3 x 2sbf).
   const double per_width = m.mlp == mlp_kind::gated ? 6 : 4;

@@ -259,19 +259,22 @@ struct basic_cost_model {
   }
   /// An overlapped pair of forward `f` and backward `b`: `pair()`, or with costs per chunk each
   /// half's compute, plus whatever of each half's communication the other's compute cannot hide
-  /// (never shorter than either half alone), plus the interference of what it hides: compute
-  /// runs `contention.compute_slowdown` slower while communication is in flight beside it.
-  /// (DeepSeek gives DualPipe's communication 20 of an H800's 132 SMs, report §3.2.2.)
+  /// (never shorter than either half alone), with the interference of what it hides: compute
+  /// runs 1 + `contention.compute_slowdown` times as long while communication is in flight
+  /// beside it, as the rate simulator runs it (sim/contended.hpp) — so a pair is never longer
+  /// than its halves run one after the other. (DeepSeek gives DualPipe's communication 20 of an
+  /// H800's 132 SMs, its report §3.2.2.)
   constexpr T pair_of(const op& f, const op& b) const noexcept {
     if (chunks.empty()) return pair();
     const chunk_cost<T> x = f.chunk < chunks.size() ? chunks[f.chunk] : chunk_cost<T>{};
     const chunk_cost<T> y = b.chunk < chunks.size() ? chunks[b.chunk] : chunk_cost<T>{};
     const T compute_f = x.F - x.comm_F, compute_b = y.B - y.comm_B;
-    const auto exposed = [](T comm, T behind) { return comm > behind ? comm - behind : T{0}; };
-    const auto hidden = [](T comm, T behind) { return comm < behind ? comm : behind; };
-    return compute_f + compute_b + exposed(x.comm_F, compute_b) + exposed(y.comm_B, compute_f) +
-           contention.compute_slowdown *
-               (hidden(x.comm_F, compute_b) + hidden(y.comm_B, compute_f));
+    // Communication `m` beside compute `c` slowed s-fold while it runs: the compute does
+    // m / (1 + s) of its work meanwhile and the rest at full rate, unless the communication
+    // outlasts it.
+    const double s = contention.compute_slowdown;
+    const auto side = [s](T m, T c) { return m >= c * (1 + s) ? m : c + m * (s / (1 + s)); };
+    return side(x.comm_F, compute_b) + side(y.comm_B, compute_f);
   }
   /// Throws `config_error` unless the costs per chunk (if any) match `m`'s chunks and each is
   /// whole: no part negative, dW within the backward, communication within its half.
