@@ -8,6 +8,7 @@
 
 #include <weft/perf/collectives.hpp>
 #include <weft/perf/device.hpp>
+#include <weft/perf/layer.hpp>
 #include <weft/perf/matmul.hpp>
 
 using namespace weft;
@@ -117,4 +118,29 @@ TEST_CASE("a collective's bus bandwidth grows with its size, as nccl-tests measu
   }
   CHECK(weft::perf::busbw_curve{}.share(1e6) == 1);
   CHECK(a.share(0) == 1);  // nothing to move: no share is asked of the link
+}
+
+TEST_CASE("fused attention at the rate measured for its length, forward and backward") {
+  // A100: FlashAttention-2, causal, head dim 128, forward and backward together (its Fig. 4d):
+  // 155 TFLOP/s at 2k tokens, 182 at 8k, 189 at 16k; beyond the table, its nearest row.
+  kernel k{"attention", kernel_kind::attention, {}, 0, 1e12, true, false, 2048};
+  CHECK(time_of(a100_sxm, k, 1).count() == doctest::Approx(1 / 155.0));
+  k.seq = 16384;
+  CHECK(time_of(a100_sxm, k, 1).count() == doctest::Approx(1 / 189.0));
+  k.seq = 1 << 20;
+  CHECK(time_of(a100_sxm, k, 1).count() == doctest::Approx(1 / 189.0));
+  k.seq = 100;
+  CHECK(time_of(a100_sxm, k, 1).count() == doctest::Approx(1 / 99.0));
+  // Between rows, linear in log2 of the length: 12k is 0.585 of the way from 8k to 16k.
+  k.seq = 12288;
+  CHECK(time_of(a100_sxm, k, 1).count() ==
+        doctest::Approx(1 / (182 + std::log2(1.5) * (189 - 182))));
+  // H100: FlashAttention-3's forward (Fig. 5, causal) and backward (Fig. 6) differ: 579 and
+  // 542 TFLOP/s at 4k tokens.
+  k.seq = 4096;
+  CHECK(time_of(h100_sxm, k, 1).count() == doctest::Approx(1 / 579.0));
+  k.backward = true;
+  CHECK(time_of(h100_sxm, k, 1).count() == doctest::Approx(1 / 542.0));
+  // A device without curves: the rate it is given.
+  CHECK(time_of(ascend_910b, k, 250e12).count() == doctest::Approx(1 / 250.0));
 }

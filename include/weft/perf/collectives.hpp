@@ -5,42 +5,13 @@
 // peak a gigabyte-sized test reports. The curves are measured, one per node type, each cited.
 #pragma once
 
-#include <array>
-#include <cmath>
+#include <weft/perf/curve.hpp>
 
 namespace weft::perf {
 
-/// One row of nccl-tests' output: the collective's whole buffer (its "size") and its busbw.
-struct busbw_point {
-  double bytes = 0, busbw = 0;  ///< bytes; bytes/s
-};
-
-/// A measured curve, by ascending size; empty: the peak whatever the size.
-struct busbw_curve {
-  std::array<busbw_point, 16> points{};
-  int count = 0;
-
-  constexpr bool empty() const noexcept { return count == 0; }
-
-  /// The share of the curve's largest measured bandwidth a message of `bytes` reaches:
-  /// interpolated linearly in log2(size) between rows; below the first row the time stays the
-  /// first row's (the share falls with the size: a latency-bound message); above the last, 1.
-  double share(double bytes) const noexcept {
-    if (count == 0 || !(bytes > 0)) return 1;
-    const double top = points[static_cast<std::size_t>(count - 1)].busbw;
-    const busbw_point& first = points[0];
-    if (bytes <= first.bytes) return first.busbw / top * bytes / first.bytes;
-    for (int i = 1; i < count; ++i) {
-      const busbw_point& a = points[static_cast<std::size_t>(i - 1)];
-      const busbw_point& b = points[static_cast<std::size_t>(i)];
-      if (bytes <= b.bytes) {
-        const double t = std::log2(bytes / a.bytes) / std::log2(b.bytes / a.bytes);
-        return (a.busbw + t * (b.busbw - a.busbw)) / top;
-      }
-    }
-    return 1;
-  }
-};
+/// A measured bus-bandwidth curve (perf/curve.hpp): x the collective's whole buffer (nccl-tests'
+/// "size", bytes), y its busbw (bytes/s).
+using busbw_curve = curve;
 
 namespace detail {
 inline constexpr double MiB = 1024.0 * 1024.0, GB_s = 1e9;

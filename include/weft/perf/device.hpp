@@ -34,6 +34,10 @@ struct device {
   /// Its node's NVLink ring collectives by size, as a share of their peak (perf/collectives.hpp;
   /// empty: the peak at any size).
   busbw_curve nvlink_by_size{};
+  /// A causal flash-attention kernel's FLOP/s (the causal half counted), head dim 128, by the
+  /// tokens of a sequence it attends over: its forward and its backward. Empty: no curve (the
+  /// cluster's attention efficiency at any length).
+  curve flash_forward{}, flash_backward{};
 
   constexpr bool has_fp8() const noexcept { return peak_fp8 > 0; }
   constexpr double peak(dtype t) const noexcept {
@@ -55,12 +59,30 @@ struct device {
 ///   fp8 1402.6 TFLOP/s (of 1979: 70.9 %).
 /// - tile: 256 x 128, the large-GEMM tile of NVIDIA's "Matrix Multiplication Background"
 ///   guide (§2.3) and of arXiv 2401.14489's wave analysis.
+/// - flash attention (causal, head dim 128, by sequence length): A100, FlashAttention-2's
+///   forward and backward together (arXiv 2307.08691, Fig. 4d: 99, 133, 155, 173, 182, 189
+///   TFLOP/s at 512 ... 16k tokens), for either pass; H100, FlashAttention-3's forward (arXiv
+///   2407.08608, Fig. 5: 292, 423, 521, 579, 602, 616) and backward (Fig. 6, published without a
+///   causal mask only: 316, 424, 501, 542, 559, 561).
 /// - hbm_share: a streaming kernel's measured bandwidth — A100 80GB SXM 1.80 of 2.04 TB/s
 ///   (88 %, Nsight Compute; NVIDIA developer forum, "Trouble to reach peak bandwidth of A100"),
 ///   H100 SXM coalesced loads 2.8 of 3.35 TB/s (84 %, Nsight Compute).
 /// - h800: the H100 SXM's compute and memory (its NVLink is cut; plan/cluster.hpp).
 /// - ascend-910b: 313 TFLOP/s fp16, 60 % sustained, 1.6 TB/s (the MindSpeed notes' device); no
 ///   tile model (`sms` 0), its HBM at the A100's measured share.
+namespace detail {
+/// A curve of TFLOP/s at 512, 1k, 2k, 4k, 8k and 16k tokens.
+constexpr curve by_tokens(double a, double b, double c, double d, double e, double f) noexcept {
+  return {{{{512, a * 1e12},
+            {1024, b * 1e12},
+            {2048, c * 1e12},
+            {4096, d * 1e12},
+            {8192, e * 1e12},
+            {16384, f * 1e12}}},
+          6};
+}
+}  // namespace detail
+
 inline constexpr device a100_sxm{.name = "a100-80g",
                                  .peak_bf16 = 312e12,
                                  .matmul_share = 271.2 / 312,
@@ -68,7 +90,9 @@ inline constexpr device a100_sxm{.name = "a100-80g",
                                  .hbm_bytes = 80e9,
                                  .hbm_bytes_per_s = 2.039e12,
                                  .hbm_share = 1.80 / 2.04,
-                                 .nvlink_by_size = a100_nvlink};
+                                 .nvlink_by_size = a100_nvlink,
+                                 .flash_forward = detail::by_tokens(99, 133, 155, 173, 182, 189),
+                                 .flash_backward = detail::by_tokens(99, 133, 155, 173, 182, 189)};
 inline constexpr device h100_sxm{.name = "h100-sxm",
                                  .peak_bf16 = 989e12,
                                  .matmul_share = 794.5 / 989,
@@ -78,7 +102,9 @@ inline constexpr device h100_sxm{.name = "h100-sxm",
                                  .hbm_bytes = 80e9,
                                  .hbm_bytes_per_s = 3.35e12,
                                  .hbm_share = 2.8 / 3.35,
-                                 .nvlink_by_size = h100_nvlink};
+                                 .nvlink_by_size = h100_nvlink,
+                                 .flash_forward = detail::by_tokens(292, 423, 521, 579, 602, 616),
+                                 .flash_backward = detail::by_tokens(316, 424, 501, 542, 559, 561)};
 inline constexpr device h800 = [] {
   device d = h100_sxm;
   d.name = "h800";

@@ -41,11 +41,13 @@ enum class kernel_kind : unsigned char {
 struct kernel {
   std::string_view name;
   kernel_kind kind = kernel_kind::streamed;
-  gemm shape{};         ///< a matmul's
-  double bytes = 0;     ///< a streamed kernel's reads and writes
-  double flops = 0;     ///< a fused attention kernel's
-  bool core = false;    ///< attention's core (selective recomputation runs it again)
-  bool weight = false;  ///< a weight's gradient (the dW of a split backward)
+  gemm shape{};           ///< a matmul's
+  double bytes = 0;       ///< a streamed kernel's reads and writes
+  double flops = 0;       ///< a fused attention kernel's
+  bool core = false;      ///< attention's core (selective recomputation runs it again)
+  bool weight = false;    ///< a weight's gradient (the dW of a split backward)
+  double seq = 0;         ///< fused attention's: the tokens of a sequence it attends over
+  bool backward = false;  ///< fused attention's: the backward pass
 };
 
 /// The host's time to launch one kernel: a pass of n kernels takes at least n of them, however
@@ -93,8 +95,10 @@ inline void attention_core(layer_kernels& out, const transformer& m, const layer
   if (s.flash_attention) {
     // The causal half of the scores and of the weighted sum: what a flash kernel computes.
     const double flops = causal_score_flops(T, keys, heads, qk_dim, v_dim);
-    out.forward.push_back({"attention", kernel_kind::attention, {}, 0, flops, true});
-    out.backward.push_back({"attention", kernel_kind::attention, {}, 0, 2.5 * flops, true});
+    const double tokens = s.seq / s.cp;  // what each of its calls attends over
+    out.forward.push_back({"attention", kernel_kind::attention, {}, 0, flops, true, false, tokens});
+    out.backward.push_back(
+        {"attention", kernel_kind::attention, {}, 0, 2.5 * flops, true, false, tokens, true});
   } else {
     const double S = batch * queries * keys;  // the score matrix's elements on this device
     // In bf16 whatever the linears' type: no FP8 recipe computes attention's core in FP8.
@@ -204,15 +208,18 @@ inline layer_kernels layer_kernels_of(const transformer& m, int layer, const lay
   return out;
 }
 
-/// A kernel's time on device `d`; fused attention at `attention_flops` FLOP/s.
+/// A kernel's time on device `d`; fused attention at the device's measured rate for its length
+/// (`flash_forward`, `flash_backward`), or `attention_flops` FLOP/s on a device without them.
 inline seconds time_of(const device& d, const kernel& k, double attention_flops) noexcept {
   switch (k.kind) {
     case kernel_kind::matmul:
       return time_of(d, k.shape).time;
     case kernel_kind::streamed:
       return seconds(k.bytes / d.memory_bytes_per_s());
-    case kernel_kind::attention:
-      return seconds(k.flops / attention_flops);
+    case kernel_kind::attention: {
+      const curve& rate = k.backward ? d.flash_backward : d.flash_forward;
+      return seconds(k.flops / (rate.empty() ? attention_flops : rate.at(k.seq)));
+    }
   }
   return seconds(0);
 }

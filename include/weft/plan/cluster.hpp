@@ -60,12 +60,16 @@ constexpr link_model gb_per_s(double alpha_us, double bytes_per_s) noexcept {
 /// (The values' one home is the devices' own facts, perf/device.hpp.)
 inline constexpr double a100_matmul_share = perf::a100_sxm.matmul_share,
                         h100_matmul_share = perf::h100_sxm.matmul_share;
-/// And attention's (flash attention, head dim 128, forward and backward): A100 203 of 312
-/// TFLOP/s (FlashAttention-2, arXiv 2307.08691, Fig. 4); H100 FlashAttention-3's 648 forward
-/// and 561 backward (arXiv 2407.08608, Figs. 5 and 6), combined as a step's time is — their
-/// FLOPs 1 : 2.5, as both papers count them — by the harmonic mean.
-inline constexpr double a100_attention_share = 203.0 / 312,
-                        h100_attention_share = 3.5 / (1 / 648.0 + 2.5 / 561.0) / 989;
+/// And attention's (causal flash attention, head dim 128, forward and backward) at the longest
+/// sequence measured, from the devices' curves (perf/device.hpp): A100 189 of 312 TFLOP/s
+/// (FlashAttention-2); H100 FlashAttention-3's 616 forward and 561 backward, combined as a
+/// step's time is — their FLOPs 1 : 2.5, as both papers count them — by the harmonic mean.
+/// (The per-kernel prices read the curves at each kernel's length.)
+inline constexpr double a100_attention_share = perf::a100_sxm.flash_forward.last() / 312e12,
+                        h100_attention_share = 3.5 /
+                                               (1 / perf::h100_sxm.flash_forward.last() +
+                                                2.5 / perf::h100_sxm.flash_backward.last()) /
+                                               989e12;
 
 /// The built-in clusters (docs/planning.md gives the sources):
 /// - a100-80g: DGX A100 — 312 TFLOP/s bf16 dense, 80 GB HBM2e at 2.04 TB/s; NVLink 3 600 GB/s
