@@ -19,6 +19,15 @@ struct gemm_tile {
   double m = 256, n = 128;
 };
 
+/// Flash attention's backward computes 2.5 times its forward's FLOPs (the scores again;
+/// FlashAttention-2, arXiv 2307.08691, counts it so).
+inline constexpr double flash_backward_work = 2.5;
+
+/// A forward at `forward` FLOP/s and its backward at `backward`, as a step's time combines them.
+constexpr double flash_pair_rate(double forward, double backward) noexcept {
+  return (1 + flash_backward_work) / (1 / forward + flash_backward_work / backward);
+}
+
 struct device {
   std::string_view name;
   double peak_bf16 = 0;     ///< dense bf16 FLOP/s (the spec sheet's, without sparsity)

@@ -97,8 +97,15 @@ inline void attention_core(layer_kernels& out, const transformer& m, const layer
     const double flops = causal_score_flops(T, keys, heads, qk_dim, v_dim);
     const double tokens = s.seq / s.cp;  // what each of its calls attends over
     out.forward.push_back({"attention", kernel_kind::attention, {}, 0, flops, true, false, tokens});
-    out.backward.push_back(
-        {"attention", kernel_kind::attention, {}, 0, 2.5 * flops, true, false, tokens, true});
+    out.backward.push_back({"attention",
+                            kernel_kind::attention,
+                            {},
+                            0,
+                            flash_backward_work * flops,
+                            true,
+                            false,
+                            tokens,
+                            true});
   } else {
     const double S = batch * queries * keys;  // the score matrix's elements on this device
     // In bf16 whatever the linears' type: no FP8 recipe computes attention's core in FP8.

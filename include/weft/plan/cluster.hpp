@@ -66,10 +66,10 @@ inline constexpr double a100_matmul_share = perf::a100_sxm.matmul_share,
 /// step's time is — their FLOPs 1 : 2.5, as both papers count them — by the harmonic mean.
 /// (The per-kernel prices read the curves at each kernel's length.)
 inline constexpr double a100_attention_share = perf::a100_sxm.flash_forward.last() / 312e12,
-                        h100_attention_share = 3.5 /
-                                               (1 / perf::h100_sxm.flash_forward.last() +
-                                                2.5 / perf::h100_sxm.flash_backward.last()) /
-                                               989e12;
+                        h100_attention_share =
+                            perf::flash_pair_rate(perf::h100_sxm.flash_forward.last(),
+                                                  perf::h100_sxm.flash_backward.last()) /
+                            989e12;
 
 /// The built-in clusters (docs/planning.md gives the sources):
 /// - a100-80g: DGX A100 — 312 TFLOP/s bf16 dense, 80 GB HBM2e at 2.04 TB/s; NVLink 3 600 GB/s

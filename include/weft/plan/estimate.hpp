@@ -80,6 +80,14 @@ inline perf::device chip_of(const cluster& c) {
     d.name = c.name;
     d.hbm_share = 1;
   }
+  // Its flash-attention curves keep their shape and take the cluster's attention rate at their
+  // longest (the built-in clusters' is theirs; a file's may state another, or another peak).
+  if (!d.flash_forward.empty() && !d.flash_backward.empty()) {
+    const double longest = perf::flash_pair_rate(d.flash_forward.last(), d.flash_backward.last());
+    const double k = c.device.attention_flops() / longest;
+    d.flash_forward = d.flash_forward.scaled(k);
+    d.flash_backward = d.flash_backward.scaled(k);
+  }
   d.peak_bf16 = c.device.peak_flops;
   d.matmul_share = c.device.efficiency;
   d.hbm_bytes = c.hbm_bytes;
