@@ -57,6 +57,10 @@ job megatron(int tp, int pp, int dp, int gbs, recompute policy, bool sp, std::st
   j.schedule = schedule;
   j.chunks = chunks;
   j.flash_attention = false;  // 2021-22's Megatron: attention as matmuls and a fused softmax
+  // Its schedules then waited for every batched transfer (the interleaved one's
+  // overlap_p2p_comm came in 2023).
+  j.runtime = pipeline_runtime::megatron;
+  j.scatter_gather_transfers = true;  // without sequence parallelism (Narayanan et al. §4.1)
   return j;
 }
 
@@ -155,6 +159,7 @@ struct variant {
   bool link_bandwidth = false;
   bool flat_busbw = false;  ///< collectives at the fabric's peak bus bandwidth, any size
   bool no_fp8 = false;      ///< the job's FP8 recipe (DeepSeek-V3's) dropped: all bf16
+  bool no_wait = false;     ///< transfers as PyTorch's runtime issues them, not Megatron-LM's
 };
 constexpr variant variants[] = {
     {"weft", {}},
@@ -164,6 +169,7 @@ constexpr variant variants[] = {
     {"-launch", {.launches = false}},
     {"-sizes", {}, false, true},
     {"-fp8", {}, false, false, true},
+    {"-p2p", {}, false, false, false, true},
 };
 
 }  // namespace
@@ -201,6 +207,10 @@ int main(int argc, char** argv) {
         if (variants[v].flat_busbw) priced.chip.nvlink_by_size = {};
         job asked = row.j;
         if (variants[v].no_fp8) asked.fp8 = fp8_recipe::none;
+        if (variants[v].no_wait) {
+          asked.runtime = pipeline_runtime::pytorch;
+          asked.scatter_gather_transfers = false;
+        }
         const estimate e = estimate_job(m, asked, priced, variants[v].options);
         const double w = weft_figure(row, e, m);
         // The error of the time: a throughput too high is a step too short.

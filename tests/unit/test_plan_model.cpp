@@ -714,6 +714,70 @@ TEST_CASE("the MoE all-to-all: DeepEP sends a token once to each node its routin
   CHECK(ep_of(wide, j) == doctest::Approx(ep_of(any, j)));
 }
 
+TEST_CASE("Megatron's pipeline runtime: the host waits for each batched transfer") {
+  // tiny_dense(2) on pp 2, 2 micro-batches, 1F1B: stage 0 takes F0 and B0 a micro-batch, stage 1
+  // F1 and B1 (the head), a transfer t either way. PyTorch's runtime sends and computes on: rank
+  // 0 runs F(1) F(2) B(1) B(2), rank 1 F(1) B(1) F(2) B(2), and the last backward ends at
+  // F0 + 2 F1 + 2 B1 + B0 + 2t. Megatron's host waits for F(1)'s send before F(2); then rank 1
+  // exchanges B(1)'s gradient for F(2)'s activation in one batched call, posted after its
+  // B(1) — later than rank 0's send, so its clear-to-send crosses the link first (the link's
+  // latency a): rank 1 starts F(2) at F0 + F1 + B1 + 2t + a, one transfer and a latency later.
+  const transformer m = testing::tiny_dense(2);
+  const cluster c = testing::ideal_cluster();
+  job j = two_stages();
+  const estimate pytorch = estimate_job(m, j, c);
+  j.runtime = pipeline_runtime::megatron;
+  const estimate megatron = estimate_job(m, j, c);
+  const double t = pytorch.cost.of(weft::kind::send, weft::phase::F).count();
+  REQUIRE(t > 0);
+  CHECK(megatron.step.count() - pytorch.step.count() == doctest::Approx(t + c.intra.alpha.count()));
+  // A schedule Megatron has no code for runs as PyTorch runs it.
+  j.schedule = "zb-h1";
+  job k = j;
+  k.runtime = pipeline_runtime::pytorch;
+  CHECK(estimate_job(m, j, c).step == estimate_job(m, k, c).step);
+  // Its interleaved schedule (pp 4, 2 chunks, 8 micro-batches) with --overlap-p2p-communication
+  // keeps one transfer in flight behind each step of the steady state rather than waiting.
+  job v;
+  v.pp = 4;
+  v.chunks = 2;
+  v.seq = 1024;
+  v.global_batch_size = 8;
+  v.schedule = "interleaved";
+  v.runtime = pipeline_runtime::megatron;
+  const weft::seconds waited = estimate_job(testing::tiny_dense(8), v, c).step;
+  v.overlap_p2p_comm = true;
+  CHECK(estimate_job(testing::tiny_dense(8), v, c).step < waited);
+  // Megatron-LM's scatter/gather (until 2022), tp 2 without sequence parallelism: a device
+  // sends half of a micro-batch's 1024 x 1024 bf16 activation (1 MiB) over NVLink (2 us, 300
+  // GB/s), then the pair all-gathers the whole 2 MiB at NCCL's bus bandwidth of an A100 node
+  // (230 GB/s): one step of 2 us and half the bytes.
+  job sg = two_stages();
+  sg.tp = 2;
+  sg.runtime = pipeline_runtime::megatron;
+  sg.scatter_gather_transfers = true;
+  const double MiB = 1 << 20;
+  const double sent = 2e-6 + MiB / 300e9, gathered = 2e-6 + 0.5 * 2 * MiB / 230e9;
+  CHECK(estimate_job(m, sg, c).cost.of(weft::kind::send, weft::phase::F).count() ==
+        doctest::Approx(sent + gathered));
+  // With sequence parallelism each device holds its 1/tp already and sends only that.
+  sg.sequence_parallel = true;
+  CHECK(estimate_job(m, sg, c).cost.of(weft::kind::recv, weft::phase::B).count() ==
+        doctest::Approx(sent));
+  sg.runtime = pipeline_runtime::pytorch;
+  CHECK_THROWS_WITH_AS(estimate_job(m, sg, c),
+                       "--scatter-gather-tensors-in-pipeline is Megatron-LM's (until 2022): it "
+                       "needs --pipeline-runtime megatron",
+                       weft::config_error);
+  // Megatron's flag for its interleaved schedule only means something with its runtime.
+  k.overlap_p2p_comm = true;
+  CHECK_THROWS_WITH_AS(estimate_job(m, k, c),
+                       "--overlap-p2p-communication is Megatron's: it needs --pipeline-runtime "
+                       "megatron (PyTorch's runtime already waits for a transfer only where its "
+                       "data is needed)",
+                       weft::config_error);
+}
+
 TEST_CASE("what nvidia-smi shows: the allocator's reserve and the CUDA context on top") {
   // Megatron-Bridge's Moonlight-16B run: 36.618 GB allocated at its peak, about 40 GB reserved;
   // the CUDA context and kernels: 1573 MiB (BigScience's BLOOM chronicles).

@@ -253,7 +253,8 @@ TEST_CASE("a job from JSON: weft plan's flags as keys, each checked") {
           "sequence-parallel": true, "schedule": "interleaved", "chunks": 3,
           "pipeline-layout": "Et|t|t|t|t|tL", "overlap-grad-reduce": true,
           "data-parallel-sharding-strategy": "optim_grads", "flash-attention": false,
-          "colour": "blue"})",
+          "pipeline-runtime": "megatron", "overlap-p2p-communication": true,
+          "scatter-gather-tensors-in-pipeline": true, "colour": "blue"})",
       "job.json");
   const plan::job& j = f.spec;
   CHECK(j.tp == 4);
@@ -273,6 +274,9 @@ TEST_CASE("a job from JSON: weft plan's flags as keys, each checked") {
   CHECK(j.overlap_grad_reduce);
   CHECK(j.sharding == plan::dp_sharding::optim_grads);
   CHECK(!j.flash_attention);
+  CHECK(j.runtime == plan::pipeline_runtime::megatron);
+  CHECK(j.overlap_p2p_comm);
+  CHECK(j.scatter_gather_transfers);
   REQUIRE(f.warnings.size() == 1);
   CHECK(f.warnings[0] == "job.json: key 'colour' is not used");
   // Nothing given: a job's defaults.
@@ -280,6 +284,7 @@ TEST_CASE("a job from JSON: weft plan's flags as keys, each checked") {
   CHECK(none.tp == 1);
   CHECK(none.schedule == "1f1b");
   CHECK(none.sharding == plan::dp_sharding::optim);
+  CHECK(none.runtime == plan::pipeline_runtime::pytorch);
 
   CHECK_THROWS_WITH_AS(plan::read_job(R"({"tp": 0})", "job.json"),
                        "job.json: tp must be a whole number in [1, 65536], got 0", config_error);
@@ -287,6 +292,10 @@ TEST_CASE("a job from JSON: weft plan's flags as keys, each checked") {
                        "job.json: pp must be a whole number in [1, 65536], got 2.5", config_error);
   CHECK_THROWS_WITH_AS(plan::read_job(R"({"recompute": "some"})", "job.json"),
                        "job.json: recompute must be one of none, selective, full, got 'some'",
+                       config_error);
+  CHECK_THROWS_WITH_AS(plan::read_job(R"({"pipeline-runtime": "deepspeed"})", "job.json"),
+                       "job.json: pipeline-runtime must be one of pytorch, megatron, got "
+                       "'deepspeed'",
                        config_error);
   CHECK_THROWS_WITH_AS(plan::read_job(R"({"sequence-parallel": 1})", "job.json"),
                        "job.json: sequence-parallel must be true or false, got 1", config_error);

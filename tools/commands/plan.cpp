@@ -286,6 +286,7 @@ json as_json(const outcome& x) {
   j["cluster"] = x.cluster;
   j["devices"] = x.job.devices();
   j["schedule"] = x.job.schedule;
+  j["pipeline_runtime"] = plan::pipeline_runtime_names[static_cast<std::size_t>(x.job.runtime)];
   j["micro_batches"] = x.job.micro();
   j["data_parallel_sharding"] = std::string(plan::name_of(x.job.sharding));
   j["step_s"] = e.step.count();
@@ -346,8 +347,9 @@ void print_job(const outcome& x) {
             << plan::total_parameters(m) / 1e9 << "B parameters ("
             << plan::activated_parameters(m) / 1e9 << "B activated) on " << jb.devices() << " "
             << x.cluster << " devices: tp " << jb.tp << ", pp " << jb.pp << ", dp " << jb.dp
-            << ", cp " << jb.cp << ", ep " << jb.ep << "; " << jb.schedule << ", " << jb.micro()
-            << " micro-batches of " << jb.micro_batch_size << " x "
+            << ", cp " << jb.cp << ", ep " << jb.ep << "; " << jb.schedule
+            << (jb.runtime == plan::pipeline_runtime::megatron ? " (Megatron's runtime)" : "")
+            << ", " << jb.micro() << " micro-batches of " << jb.micro_batch_size << " x "
             << static_cast<long long>(jb.seq) << " tokens\n";
   std::cout << "step " << std::setprecision(3) << e.step.count() << " s (pipeline "
             << e.pipeline.count() << " s, gradient sync " << e.grad_sync.count() << " s, optimizer "

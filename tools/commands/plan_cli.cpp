@@ -83,6 +83,20 @@ std::vector<CLI::Option*> job_flags(CLI::App& sub, weft::plan::job& j) {
                      "(DeepEP's: once a node, then NVLink)")
           ->transform(one_of<plan::moe_dispatcher>(
               spelled<plan::moe_dispatcher>(plan::moe_dispatcher_names))));
+  flags.push_back(
+      sub.add_option("--pipeline-runtime", j.runtime,
+                     "whose code runs the pipeline: pytorch (a transfer awaited only by the op "
+                     "that needs it; the default) or megatron (1F1B's and the interleaved "
+                     "schedule's batched transfers, each awaited by the host)")
+          ->transform(one_of<plan::pipeline_runtime>(
+              spelled<plan::pipeline_runtime>(plan::pipeline_runtime_names))));
+  flags.push_back(sub.add_flag("--overlap-p2p-communication", j.overlap_p2p_comm,
+                               "Megatron's interleaved schedule with one transfer in flight "
+                               "behind each step (needs --pipeline-runtime megatron)"));
+  flags.push_back(sub.add_flag("--scatter-gather-tensors-in-pipeline", j.scatter_gather_transfers,
+                               "Megatron-LM's transfers until 2022: without sequence parallelism "
+                               "each device sends 1/tp and the receivers all-gather it (needs "
+                               "--pipeline-runtime megatron)"));
   flags.push_back(sub.add_flag_callback(
       "--no-flash-attention", [&j] { j.flash_attention = false; },
       "attention's scores as whole matmuls, kept for the backward (2022's Megatron)"));

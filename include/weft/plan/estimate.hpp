@@ -362,6 +362,18 @@ inline int chunks_per_rank(const transformer& m, const job& j, const generator_i
   return per_rank;
 }
 
+/// How job `j`'s schedule issues its transfers: as Megatron's code does where it has the
+/// schedule (1F1B and the interleaved one: batched calls the host waits for, or with
+/// `--overlap-p2p-communication` the interleaved code's one transfer in flight), else as
+/// PyTorch's runtime does (the default lowering).
+inline p2p_options p2p_of(const job& j) {
+  p2p_options p;
+  if (j.runtime != pipeline_runtime::megatron) return p;
+  if (j.schedule == "1f1b") p.blocking = true;
+  if (j.schedule == "interleaved") (j.overlap_p2p_comm ? p.megatron : p.blocking) = true;
+  return p;
+}
+
 /// Prices the pipeline's transfers in `cost`: a device's activation (its sequence-parallel
 /// shard) to the next stage. Consecutive pipeline ranks are tp x cp x dp devices apart, so a
 /// node holds per_node / that many of them: a transfer inside a node takes the node's links, one
@@ -372,20 +384,28 @@ inline int chunks_per_rank(const transformer& m, const job& j, const generator_i
 /// of a port (`crossing_slowdown`).
 inline void price_transfers(cost_model& cost, const transformer& m, const job& j,
                             const cluster& c) {
-  const double bytes =
+  const double whole =
       pipeline_transfer_bytes({.micro_batch_size = static_cast<double>(j.micro_batch_size),
                                .seq = j.seq,
                                .hidden = m.hidden,
                                .tp = j.tp,
                                .cp = j.cp,
                                .sequence_parallel = j.sequence_parallel});
+  // Megatron-LM's scatter/gather: a device sends its 1/tp, the receivers all-gather the rest
+  // over their tensor-parallel group (with sequence parallelism the shard is already 1/tp).
+  const bool scatter = j.scatter_gather_transfers && !j.sequence_parallel && j.tp > 1;
+  const double bytes = scatter ? whole / j.tp : whole;
+  const seconds gather =
+      scatter ? collective::ring_all_gather(collective_link(c, j.tp, 1, whole), j.tp, whole)
+              : seconds(0);
+  const auto p2p = [&](const link_model& l) { return collective::p2p(l, bytes) + gather; };
   const long long apart = static_cast<long long>(j.tp) * j.cp * j.dp;
   cost.contention = c.overlap;
   if (c.centres.sites <= 1) {
-    const seconds near = collective::p2p(c.intra, bytes);
+    const seconds near = p2p(c.intra);
     for (kind k : {kind::send, kind::recv}) cost.set(k, phase::F, near).set(k, phase::B, near);
     cost.site_ranks = apart < c.per_node ? static_cast<int>(c.per_node / apart) : 1;
-    cost.far_p2p = collective::p2p(c.inter, bytes);
+    cost.far_p2p = p2p(c.inter);
     cost.p2p_latency = c.intra.alpha;
     cost.far_p2p_latency = c.inter.alpha;
     return;
@@ -395,7 +415,7 @@ inline void price_transfers(cost_model& cost, const transformer& m, const job& j
                        " ranks do not split evenly over the cluster's " +
                        std::to_string(c.centres.sites) + " data centres");
   const link_model inside = apart < c.per_node ? c.intra : c.inter;
-  const seconds near = collective::p2p(inside, bytes);
+  const seconds near = p2p(inside);
   for (kind k : {kind::send, kind::recv}) cost.set(k, phase::F, near).set(k, phase::B, near);
   const double ratio = crossing_slowdown(c.centres.convergence_ratio, c.centres.sites, j.pp);
   const link_model far = link_model::cross_dc(c.centres.km, ratio, c.inter);
@@ -404,8 +424,7 @@ inline void price_transfers(cost_model& cost, const transformer& m, const job& j
   cost.contention.uplink_ports = 1 / ratio;
   const bool uplink = cost.contention.shared_links;
   cost.site_ranks = j.pp / c.centres.sites;
-  cost.far_p2p =
-      collective::p2p(uplink ? link_model::cross_dc(c.centres.km, 1, c.inter) : far, bytes);
+  cost.far_p2p = p2p(uplink ? link_model::cross_dc(c.centres.km, 1, c.inter) : far);
   cost.p2p_latency = inside.alpha;
   cost.far_p2p_latency = far.alpha;
 }
@@ -546,6 +565,7 @@ inline estimate estimate_job(const transformer& m, const job& j, const cluster& 
   a.micro = j.micro();
   a.chunks = per_rank;
   a.transfers = true;
+  a.p2p = detail::p2p_of(j);
   out.sched = generate(j.schedule, a);
   out.prog = lower(out.sched);
   const model_desc& md = out.sched.model;

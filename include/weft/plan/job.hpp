@@ -33,6 +33,12 @@ struct job {
   fp8_recipe fp8 = fp8_recipe::none;    ///< --fp8: the layers' linears in FP8 (memory.hpp)
   cp_comm cp_comm_type = cp_comm::p2p;  ///< --cp-comm-type: how CP moves keys and values
   moe_dispatcher dispatcher = moe_dispatcher::alltoall;  ///< --moe-token-dispatcher-type
+  pipeline_runtime runtime = pipeline_runtime::pytorch;  ///< --pipeline-runtime
+  bool overlap_p2p_comm = false;  ///< --overlap-p2p-communication (Megatron's interleaved)
+  /// --scatter-gather-tensors-in-pipeline: Megatron-LM until 2022 (Narayanan et al. 2021
+  /// §4.1; gone from Megatron Core): without sequence parallelism each of a tensor-parallel
+  /// group's devices sends its 1/tp of the activation, and the receivers all-gather it.
+  bool scatter_gather_transfers = false;
 
   constexpr long long devices() const noexcept { return static_cast<long long>(tp) * pp * dp * cp; }
   /// Micro-batches per step and pipeline.
@@ -166,6 +172,14 @@ inline void check_sizes(const transformer& m, const job& j) {
 /// places them.
 inline void check_job(const transformer& m, const job& j) {
   check_sizes(m, j);
+  if (j.overlap_p2p_comm && j.runtime != pipeline_runtime::megatron)
+    throw config_error(
+        "--overlap-p2p-communication is Megatron's: it needs --pipeline-runtime megatron "
+        "(PyTorch's runtime already waits for a transfer only where its data is needed)");
+  if (j.scatter_gather_transfers && j.runtime != pipeline_runtime::megatron)
+    throw config_error(
+        "--scatter-gather-tensors-in-pipeline is Megatron-LM's (until 2022): it needs "
+        "--pipeline-runtime megatron");
   (void)stages_of(m, j);
 }
 

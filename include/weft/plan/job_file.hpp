@@ -62,11 +62,15 @@ inline job_file read_job(std::string_view text, const std::string& file) {
   b.fp8 = choice("fp8", b.fp8, fp8_names);
   b.cp_comm_type = choice("cp-comm-type", b.cp_comm_type, cp_comm_names);
   b.dispatcher = choice("moe-token-dispatcher-type", b.dispatcher, moe_dispatcher_names);
+  b.runtime = choice("pipeline-runtime", b.runtime, pipeline_runtime_names);
   b.schedule = r.text({"schedule"}, b.schedule);  // the generator's own error names the known
   b.layout = r.text({"pipeline-layout"}, b.layout);
   b.sequence_parallel = r.flag("sequence-parallel", b.sequence_parallel);
   b.overlap_grad_reduce = r.flag("overlap-grad-reduce", b.overlap_grad_reduce);
   b.flash_attention = r.flag("flash-attention", b.flash_attention);
+  b.overlap_p2p_comm = r.flag("overlap-p2p-communication", b.overlap_p2p_comm);
+  b.scatter_gather_transfers =
+      r.flag("scatter-gather-tensors-in-pipeline", b.scatter_gather_transfers);
   for (std::string& w : r.unused()) out.warnings.push_back(std::move(w));
   return out;
 }

@@ -46,6 +46,16 @@ inline constexpr std::array<std::string_view, 2> cp_comm_names{"p2p", "all_gathe
 enum class moe_dispatcher : std::uint8_t { alltoall, flex };
 inline constexpr std::array<std::string_view, 2> moe_dispatcher_names{"alltoall", "flex"};
 
+/// Whose code runs the pipeline, which decides who waits for its transfers. `pytorch`: PyTorch's
+/// runtime (`torch.distributed.pipelining`), where only the op that needs a transfer's data waits
+/// for it. `megatron`: Megatron-LM's schedules, whose batched sends and receives
+/// (`batch_isend_irecv`) the host waits for before the next step — always in its 1F1B, and in
+/// its interleaved schedule unless `--overlap-p2p-communication`, which keeps one transfer in
+/// flight behind each step. Megatron has code for 1F1B and the interleaved schedule only; the
+/// other schedules run as PyTorch runs them.
+enum class pipeline_runtime : std::uint8_t { pytorch, megatron };
+inline constexpr std::array<std::string_view, 2> pipeline_runtime_names{"pytorch", "megatron"};
+
 /// How one micro-batch's layer is laid out on a device.
 struct activation_layout {
   double seq = 0;                  ///< tokens of a sequence
