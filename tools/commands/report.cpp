@@ -14,16 +14,7 @@ int report_check(bool as_json, const report& r, const std::optional<std::string>
     print_report(std::cout, r, limit);
     if (note) std::cout << "weft: note: " << *note << "\n";
   } else {
-    json v = json::array();
-    for (std::size_t i = 0; i < r.violations.size() && i < limit; ++i)
-      v.push_back({{"rule", static_cast<int>(r.violations[i].code)},
-                   {"message", to_string(r.violations[i])}});
-    json blocked = json::array();
-    for (const violation& b : r.blocked) blocked.push_back(to_string(b));
-    const std::size_t more = r.violations.size() > limit ? r.violations.size() - limit : 0;
-    json j{{"legal", r.ok()}, {"violations", v}, {"more_violations", more}, {"blocked", blocked}};
-    if (note) j["note"] = *note;
-    std::cout << j.dump() << "\n";
+    std::cout << check_json(r, limit, note).dump() << "\n";
   }
   return r.ok() ? exit_ok : exit_illegal;
 }

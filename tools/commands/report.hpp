@@ -10,7 +10,9 @@
 #include <sstream>
 #include <string>
 
+#include <weft/io/check_report.hpp>
 #include <weft/io/chrome_trace.hpp>
+#include <weft/io/metrics_json.hpp>
 #include <weft/io/svg.hpp>
 #include <weft/schedule/program.hpp>
 #include <weft/schedule/verify.hpp>
@@ -20,36 +22,6 @@
 namespace weft::cli {
 
 using json = nlohmann::ordered_json;
-
-/// The metrics as JSON: times are counts of `time_unit` (seconds, or unit-free schedule units),
-/// at full precision.
-template <time_type T>
-json metrics_json(const std::string& name, const basic_step_metrics<T>& m) {
-  json j;
-  j["schedule"] = name;
-  j["time_unit"] = unit_name<T>();
-  j["makespan"] = m.makespan.count();
-  j["bubble_ratio"] = m.bubble_ratio;
-  j["exposed_comm"] = m.exposed_comm.count();
-  j["exposed_comm_by_phase"] = {{"warmup", m.exposed_by_phase[0].count()},
-                                {"steady", m.exposed_by_phase[1].count()},
-                                {"cooldown", m.exposed_by_phase[2].count()}};
-  json ranks = json::array();
-  for (std::size_t r = 0; r < m.ranks.size(); ++r) {
-    const auto& x = m.ranks[r];
-    json use = json::array();
-    for (int st = 0; st < streams_per_rank; ++st)
-      use.push_back(m.makespan > T{0} ? x.stream_busy[st] / m.makespan : 0.0);
-    ranks.push_back({{"rank", r},
-                     {"busy", x.busy.count()},
-                     {"idle", x.idle.count()},
-                     {"exposed_comm", x.exposed_comm.count()},
-                     {"peak_activations", x.peak_activations},
-                     {"stream_utilisation", use}});
-  }
-  j["ranks"] = ranks;
-  return j;
-}
 
 /// A time with its unit: "12.5 units", "3.21 ms".
 template <time_type T>
@@ -101,12 +73,9 @@ inline std::string priced(const contention_facts& c) {
   return c.active() ? ", overlap priced (veiled where slowed)" : "";
 }
 
-/// How many violations `check` and `verify` print (and put in `--json`) before "and N more".
-inline constexpr std::size_t violations_shown = 20;
-
-/// The checker collects this many violations at most; the tool prints `violations_shown` and
-/// counts the rest.
-inline constexpr weft::check_options tool_check{.max_violations = 100'000};
+/// The checker's options for the tool: it collects many, and the report shows
+/// `violations_shown` (io/check_report.hpp).
+inline constexpr weft::check_options tool_check = report_check_options;
 
 /// Prints the checker's report, the first `violations_shown` violations then how many more (and
 /// `note`, what else the user should know of a legal schedule); exit 0 legal, 1 illegal.

@@ -1,2 +1,2 @@
 #pragma once
-#include <weft/io/picture.hpp>
+#include <weft/rt/picture.hpp>
