@@ -7,14 +7,6 @@
 
 namespace weft::cli {
 
-std::string with_prefix(std::string_view what) {
-  constexpr std::string_view prefix = "weft: ";
-  std::string out;  // appended: g++ 12 warns falsely (-Wrestrict) on some + chains
-  if (!what.starts_with(prefix)) out += prefix;
-  out += what;
-  return out;
-}
-
 std::string in_file(std::string_view file, std::string_view what) {
   what = without_prefix(what);
   std::string out = "weft: ";

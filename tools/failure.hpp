@@ -25,9 +25,6 @@ struct failure {
 /// CP attention's) 1, `config_error` and an allocation too large 2, anything else 3.
 failure failure_of(const std::exception_ptr& e);
 
-/// `what` with one "weft: " in front: the library's messages carry it, others get it.
-std::string with_prefix(std::string_view what);
-
 /// "weft: FILE: what", for an error a reader raised about a file the user named.
 std::string in_file(std::string_view file, std::string_view what);
 

@@ -48,9 +48,6 @@ void print_text(std::ostream& os, const std::string& name, const basic_step_metr
   }
 }
 
-/// The length a unit of schedule time is drawn with in a Chrome trace.
-inline constexpr seconds trace_unit{1e-3};
-
 /// --trace and --svg.
 template <time_type T>
 void write_pictures(const std::string& trace, const std::string& svg, const program& prog,

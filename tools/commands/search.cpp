@@ -216,8 +216,8 @@ int run_command(const search_args& q) {
                 .max_live = q.max_live};
   prob.overlap = q.fb_overlap ? overlap_options::all() : overlap_options::none();
   // --cost is a rank's share of the model, split over its chunks; the preset is per chunk.
-  const double share = q.cost.preset == preset_name::none ? 1.0 / prob.model.chunks_per_rank : 1.0;
-  prob.cost = unit_costs(q.cost).scaled_compute(share);
+  const unit_cost_model given = unit_costs(q.cost);
+  prob.cost = q.cost.preset == preset_name::none ? given.per_chunk_of(prob.model) : given;
   return report(q, prob, false);
 }
 

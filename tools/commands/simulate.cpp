@@ -28,13 +28,11 @@ simulated simulate_pipeline(const schedule& s, const cost_args& cost, bool recor
   progress("lowering");
   out.prog = lower(s);  // an illegal schedule: `illegal_schedule`, exit 1
   progress("simulating");
-  // --cost describes a rank's share of the model; a chunk of a rank with V of them is 1/V of it,
-  // except DualPipe's, which are whole stages (it holds the model twice). A preset is per chunk.
-  const model_desc& m = s.model;
-  const bool per_chunk = cost.preset != preset_name::none || m.bidirectional;
-  const double share = per_chunk ? 1.0 : 1.0 / m.chunks_per_rank;
-  out.time = simulate(out.prog, unit_costs(cost).scaled_compute(share),
-                      {.slot_barrier = cost.barrier, .record_slowed = record_slowed});
+  // --cost describes a rank's share of the model (`per_chunk_of`); a preset is per chunk.
+  const unit_cost_model given = unit_costs(cost);
+  out.time =
+      simulate(out.prog, cost.preset != preset_name::none ? given : given.per_chunk_of(s.model),
+               {.slot_barrier = cost.barrier, .record_slowed = record_slowed});
   if (out.time.deadlocked()) {
     std::string why = "weft: simulate: deadlock; each rank is stuck at:";
     for (int r = 0; r < out.prog.ranks(); ++r) {

@@ -67,6 +67,16 @@ constexpr std::string_view without_prefix(std::string_view what) noexcept {
   return what;
 }
 
+/// An error message with exactly one leading "weft: ", as every surface shows it (the tool's
+/// stderr, the Python module's exceptions).
+inline std::string with_prefix(std::string_view what) {
+  constexpr std::string_view prefix = "weft: ";
+  std::string out;  // appended: g++ 12 warns falsely (-Wrestrict) on some + chains
+  if (!what.starts_with(prefix)) out += prefix;
+  out += what;
+  return out;
+}
+
 /// What an exception says: its `what()`, or "unknown error" for one that is not a
 /// `std::exception` (a failed kernel's, to name in a `run_error`).
 inline std::string describe_exception(const std::exception_ptr& e) {

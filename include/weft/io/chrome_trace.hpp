@@ -77,6 +77,10 @@ void chrome_trace(std::ostream& out, const program& p, const basic_timeline<T>& 
 inline void write_chrome_trace(std::ostream& out, const program& p, const timeline& t) {
   detail::chrome_trace(out, p, t, 1e6);
 }
+/// The length a unit of schedule time is drawn with in a Chrome trace, where the format wants
+/// times.
+inline constexpr seconds trace_unit{1e-3};
+
 /// A unit-free timeline, each unit standing for `per_unit`.
 inline void write_chrome_trace(std::ostream& out, const program& p, const unit_timeline& t,
                                seconds per_unit) {

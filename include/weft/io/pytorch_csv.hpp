@@ -220,11 +220,13 @@ inline std::string action_text(const op& o) {
 }
 }  // namespace csv_detail
 
-/// Writes `s` as a PyTorch CSV. Only whole-chunk schedules have that form (one `block` op per
-/// chunk, transfers); a slot holds one action or a forward and a backward (OVERLAP_F_B). PyTorch
-/// has no batched call: one of Megatron's (a slot of transfers, `p2p.blocking`) becomes a cell
-/// per transfer, in its order — read back, each is a transfer of its own.
-inline void write_pytorch_csv(std::ostream& out, const schedule& s) {
+/// `s`'s actions in PyTorch's notation, rank by rank, a cell each: `0F3`, `1B2`, `0SEND_F3`,
+/// `(0F7;7B3)OVERLAP_F_B`, an empty cell for an idle step. Only whole-chunk schedules have that
+/// form (one `block` op per chunk, transfers); a slot holds one action or a forward and a
+/// backward (OVERLAP_F_B). PyTorch has no batched call: one of Megatron's (a slot of
+/// transfers, `p2p.blocking`) becomes a cell per transfer, in its order — read back, each is a
+/// transfer of its own.
+inline std::vector<std::vector<std::string>> pytorch_actions(const schedule& s) {
   const model_desc& m = s.model;
   if (!(m.stages == stage_set::whole_block()) || m.layers != 1 || m.splits != 1)
     throw config_error(
@@ -234,26 +236,34 @@ inline void write_pytorch_csv(std::ostream& out, const schedule& s) {
     throw config_error(
         "weft: csv: DualPipe's two directions have no form in PyTorch's CSV, where every "
         "micro-batch passes the stages from the first (use dualpipev, or --format text)");
+  std::vector<std::vector<std::string>> out(static_cast<std::size_t>(s.ranks()));
   for (int r = 0; r < s.ranks(); ++r) {
+    std::vector<std::string>& cells = out[static_cast<std::size_t>(r)];
     for (int i = 0; i < s.slots(r); ++i) {
       const auto slot = s.slot(r, i);
-      if (i) out << ',';
       if (slot.empty()) {
-        continue;  // an idle step: an empty cell
+        cells.emplace_back();  // an idle step: an empty cell
       } else if (slot.size() == 1) {
-        out << csv_detail::action_text(slot[0]);
+        cells.push_back(csv_detail::action_text(slot[0]));
       } else if (std::all_of(slot.begin(), slot.end(), [](const op& o) { return is_p2p(o.k); })) {
-        for (std::size_t k = 0; k < slot.size(); ++k)
-          out << (k ? "," : "") << csv_detail::action_text(slot[k]);
+        for (const op& o : slot) cells.push_back(csv_detail::action_text(o));
       } else if (slot.size() == 2 && slot[0].k == kind::block && slot[1].k == kind::block &&
                  slot[0].ph == phase::F && slot[1].ph != phase::F) {
-        out << '(' << csv_detail::action_text(slot[0]) << ';' << csv_detail::action_text(slot[1])
-            << ")OVERLAP_F_B";
+        cells.push_back('(' + csv_detail::action_text(slot[0]) + ';' +
+                        csv_detail::action_text(slot[1]) + ")OVERLAP_F_B");
       } else {
         throw config_error("weft: csv: rank " + std::to_string(r) + ", slot " + std::to_string(i) +
                            ": only one action or a forward/backward pair fits a cell");
       }
     }
+  }
+  return out;
+}
+
+/// Writes `s` as a PyTorch CSV: a line a rank, its actions (`pytorch_actions`) comma-separated.
+inline void write_pytorch_csv(std::ostream& out, const schedule& s) {
+  for (const std::vector<std::string>& cells : pytorch_actions(s)) {
+    for (std::size_t i = 0; i < cells.size(); ++i) out << (i ? "," : "") << cells[i];
     out << '\n';
   }
 }

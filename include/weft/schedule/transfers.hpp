@@ -596,6 +596,26 @@ constexpr schedule with_transfers(const schedule& s, transfer_options o = {}) {
   return detail::with_transfers_at_run_time(s, o);
 }
 
+/// `s` without its transfers: the compute a PyTorch compute-only schedule states, each slot's
+/// compute in order; a slot that held only transfers is gone, an idle one stays.
+constexpr schedule compute_only(const schedule& s) {
+  schedule out(s.model);
+  for (int r = 0; r < s.ranks(); ++r) {
+    out.add_rank();
+    for (int i = 0; i < s.slots(r); ++i) {
+      const auto slot = s.slot(r, i);
+      bool computes = slot.empty();
+      for (const op& o : slot)
+        if (!is_p2p(o.k)) {
+          out.push(o);
+          computes = true;
+        }
+      if (computes) out.close_slot();
+    }
+  }
+  return out;
+}
+
 /// PyTorch's `_merge_bw`: a dX immediately followed (next slot, same rank) by the dW of the same
 /// chunk and micro-batch becomes one fused backward; idle steps (empty slots) are dropped, as
 /// PyTorch does before lowering. Other slots pass through unchanged.

@@ -254,6 +254,12 @@ struct basic_cost_model {
     }
     return c;
   }
+  /// Costs stated for a rank's share of the model (the tool's `--cost`, the Python module's
+  /// `simulate`), per chunk of `m`: a rank with V chunks holds V of them; DualPipe's chunks are
+  /// whole stages (it holds the model twice).
+  constexpr basic_cost_model per_chunk_of(const model_desc& m) const {
+    return scaled_compute(m.bidirectional ? 1.0 : 1.0 / m.chunks_per_rank);
+  }
   constexpr T pair() const noexcept {
     return fb_pair >= T{0} ? fb_pair : of(kind::block, phase::F) + of(kind::block, phase::B);
   }
