@@ -3,8 +3,9 @@
 #   scripts/dev.sh demo    install what is missing, build and run the examples: the compile-time
 #                          proofs of the quick start, then a tiny MoE trained with DualPipeV and
 #                          fb-overlap on 4 in-process ranks next to 1F1B
-#   scripts/dev.sh test    install what is missing, build with g++, with clang under address, UB
-#                          and bounds checks, and with clang under ThreadSanitizer; run every test
+#   scripts/dev.sh test    install what is missing, build with g++ (and the Python module), with
+#                          clang under address, UB and bounds checks, and with clang under
+#                          ThreadSanitizer; run every test
 #   scripts/dev.sh bench   install what is missing, build and run the benchmarks (those over MPI
 #                          with mpirun on this machine)
 set -euo pipefail
@@ -12,7 +13,8 @@ cd "$(dirname "$0")/.."
 
 packages=(cmake ninja-build g++ clang doctest-dev libbenchmark-dev nlohmann-json3-dev
           libpugixml-dev libtbb-dev libeigen3-dev time python3 libcli11-dev librange-v3-dev
-          libopenmpi-dev openmpi-bin librsvg2-bin python3-pil)
+          libopenmpi-dev openmpi-bin librsvg2-bin python3-pil pybind11-dev python3-dev
+          python3-pytest)
 
 install_missing() {
   local missing=()
@@ -27,10 +29,25 @@ install_missing() {
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
 }
 
+# The interpreter the Python module is built and tested for: the first python3 that has pytest
+# and Python's headers (a machine's default python3 need not be Debian's, which has both once
+# the packages above are in).
+python_for_module() {
+  local p
+  for p in "$(command -v python3 || true)" /usr/bin/python3; do
+    [ -n "$p" ] && "$p" -c 'import os, sys, sysconfig, pytest
+sys.exit(not os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h")))' \
+      2>/dev/null && { echo "$p"; return; }
+  done
+  echo /usr/bin/python3
+}
+
 build() {  # build PRESET [targets...]
   local preset=$1
   shift
-  cmake --preset "$preset" >/dev/null
+  local extra=()
+  [ "$preset" = gcc ] && extra+=("-DPython3_EXECUTABLE=$(python_for_module)")
+  cmake --preset "$preset" "${extra[@]}" >/dev/null
   cmake --build --preset "$preset" "$@"
 }
 

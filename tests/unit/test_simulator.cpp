@@ -176,7 +176,7 @@ TEST_CASE("lowering refuses an illegal schedule with the rule") {
   schedule s = one_f_one_b({.ranks = 2, .micro = 2});
   std::swap(s.ops[0], s.ops[2]);  // rank 0 runs a backward before its forward
   CHECK_THROWS_WITH_AS(lower(s),
-                       doctest::Contains("weft: lower: the schedule is not legal: weft: rule"),
+                       doctest::Contains("weft: lower: the schedule is not legal: rule"),
                        config_error);
 }
 

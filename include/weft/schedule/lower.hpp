@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <type_traits>
 
 #include <weft/config.hpp>
@@ -18,6 +19,9 @@
 #include <weft/schedule/verify.hpp>
 
 namespace weft {
+
+/// How `lower` begins the message of an illegal schedule, before the checker's first violation.
+inline constexpr std::string_view illegal_preamble = "weft: lower: the schedule is not legal: ";
 
 namespace detail {
 /// The stream program of a schedule, checked or not. Unchecked, only what lowering itself needs
@@ -36,8 +40,8 @@ constexpr program lower(const schedule& input, bool checked) {
   if (checked) {
     const report r = check(input);
     if (!r.ok())
-      throw illegal_schedule("weft: lower: the schedule is not legal: " +
-                             to_string(r.violations[0]));
+      throw illegal_schedule(std::string(illegal_preamble) +
+                             std::string(without_prefix(to_string(r.violations[0]))));
   }
   const bool crosses = !p2p && adds_transfers(input);
   // Two returns, not `?:`: g++ 12 frees the result's storage of a conditional between a call

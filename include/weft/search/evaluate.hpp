@@ -61,9 +61,9 @@ std::optional<scored<T>> evaluate(const basic_problem<T>& q, step_order p,
     prog = lower(s);
   } catch (const config_error& e) {
     if (why) {  // the checker's words, without lowering's preamble
-      const std::string w = e.what();
-      const std::size_t k = w.find("weft: rule");
-      *why = k == std::string::npos ? w : w.substr(k);
+      const std::string_view w = e.what();
+      *why = w.starts_with(illegal_preamble) ? with_prefix(w.substr(illegal_preamble.size()))
+                                             : std::string(w);
     }
     return std::nullopt;
   }

@@ -1,0 +1,176 @@
+// weft.plan: a real job — a Hugging Face config.json, Megatron's flags, a cluster — planned as
+// `weft plan --json` plans it, returned as the same dict (plan/report.hpp's `to_json`).
+#include <pybind11/stl.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <sstream>
+#include <string>
+
+#include <weft/core/error.hpp>
+#include <weft/plan/cluster_file.hpp>
+#include <weft/plan/hf_config.hpp>
+#include <weft/plan/job_file.hpp>
+#include <weft/plan/presets.hpp>
+#include <weft/plan/report.hpp>
+#include "bindings.hpp"
+
+namespace weft::python {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string read_text(const fs::path& path) {
+  std::error_code ec;
+  if (fs::is_directory(path, ec))
+    throw config_error("weft: plan: " + path.string() + " is a folder, not a file");
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw config_error("weft: plan: cannot read " + path.string());
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+/// A file's text: a dict as its JSON, a path as its contents; `what` names the argument.
+std::string text_of(const py::object& v, const char* what) {
+  if (py::isinstance<py::dict>(v))
+    return py::cast<std::string>(py::module_::import("json").attr("dumps")(v));
+  const py::module_ os = py::module_::import("os");
+  if (py::isinstance<py::str>(v) || py::isinstance(v, os.attr("PathLike")))
+    return read_text(fs::path(py::cast<std::string>(os.attr("fspath")(v))));
+  throw config_error(std::string("weft: plan: ") + what + " is a path or a dict, got a " +
+                     py::cast<std::string>(v.get_type().attr("__name__")));
+}
+
+/// The model: a config.json (or a model snapshot's folder holding one), or its dict.
+plan::hf_model model_of(const py::object& model) {
+  if (py::isinstance<py::str>(model)) {
+    const fs::path p(py::cast<std::string>(model));
+    std::error_code ec;
+    if (fs::is_directory(p, ec)) return plan::read_hf_config(read_text(p / "config.json"));
+  }
+  return plan::read_hf_config(text_of(model, "model"));
+}
+
+/// The job: `job` (a path or a dict, keyed by `weft plan`'s flags without their dashes) with
+/// the keyword arguments on top, their underscores read as dashes (`micro_batch_size`). Every
+/// key goes through the job file's reader, its ranges and messages; a keyword it does not use
+/// is an error, not a warning.
+plan::job job_of(const std::optional<py::object>& job, const py::kwargs& flags) {
+  const py::module_ json = py::module_::import("json");
+  py::dict merged;
+  if (job) merged = json.attr("loads")(text_of(*job, "job"));
+  std::vector<std::string> given;
+  for (const auto& item : flags) {
+    std::string key = py::cast<std::string>(item.first);
+    for (char& c : key)
+      if (c == '_') c = '-';
+    merged[py::str(key)] = item.second;
+    given.push_back(key);
+  }
+  const std::string text = py::cast<std::string>(json.attr("dumps")(merged));
+  plan::job_file f = plan::read_job(text, "plan");
+  std::vector<std::string> from_file;
+  for (const std::string& w : f.warnings) {
+    bool keyword = false;
+    for (const std::string& k : given)
+      keyword = keyword || w.find("key '" + k + "' is not used") != std::string::npos;
+    if (keyword)
+      throw config_error("weft: plan: no job setting '" +
+                         w.substr(w.find('\'') + 1, w.rfind('\'') - w.find('\'') - 1) +
+                         "' (the settings are weft plan's flags, e.g. tp, pp, "
+                         "micro_batch_size, seq_length, recompute, schedule)");
+    from_file.push_back(w);
+  }
+  warn_all(from_file);
+  return f.spec;
+}
+
+/// A preset's folder: a path, or a name under $WEFT_PRESETS or the presets weft was built with.
+fs::path preset_folder(const std::string& name) {
+  std::error_code ec;
+  if (fs::is_directory(name, ec)) return name;
+  if (const char* env = std::getenv("WEFT_PRESETS"); env && *env)
+    if (fs::is_directory(fs::path(env) / name, ec)) return fs::path(env) / name;
+  if (fs::is_directory(fs::path(WEFT_PRESETS_DIR) / name, ec))
+    return fs::path(WEFT_PRESETS_DIR) / name;
+  throw config_error("weft: plan: no preset '" + excerpt(name) +
+                     "' (a folder of config.json, job.json and cluster.json; the built-in: "
+                     "deepseek-v3, llama2-70b-xdc, ampipe-16p, llama3-405b)");
+}
+
+py::object plan(const std::optional<py::object>& model, const std::optional<py::object>& cluster,
+                const std::optional<py::object>& job, const std::optional<std::string>& preset,
+                double search_budget_s, std::uint64_t evaluations, std::uint64_t seed,
+                const py::kwargs& flags) {
+  if (!(search_budget_s >= 0) || search_budget_s > 86400)
+    throw config_error("weft: plan: search_budget_s must be in [0, 86400] seconds");
+  plan::hf_model hf;
+  plan::job j;
+  plan::cluster c;
+  std::string name;
+  if (preset) {
+    if (model || cluster || job)
+      throw config_error(
+          "weft: plan: a preset is its model, job and cluster; give it alone "
+          "(with job settings as keywords to change its job)");
+    plan::preset p = plan::read_preset(preset_folder(*preset));
+    warn_all(p.warnings);
+    hf = std::move(p.model);
+    j = p.job.spec;
+    if (flags.size() > 0)  // the preset's job with the keywords on top
+      j = job_of(py::str((preset_folder(*preset) / "job.json").string()), flags);
+    c = p.cluster.spec;
+    name = *preset;
+  } else {
+    if (!model) throw config_error("weft: plan: give model= (a config.json) or preset=");
+    if (!cluster)
+      throw config_error(
+          "weft: plan: give cluster= (a built-in name such as 'h100-sxm', a "
+          "cluster file or its dict)");
+    hf = model_of(*model);
+    warn_all(hf.warnings);
+    j = job_of(job, flags);
+    if (py::isinstance<py::str>(*cluster)) {
+      name = py::cast<std::string>(*cluster);
+      if (const plan::cluster* builtin = plan::find_cluster(name)) c = *builtin;
+    }
+    if (c.name.empty()) {
+      const std::string file = name.empty() ? "cluster" : name;
+      plan::cluster_file f = plan::read_cluster(text_of(*cluster, "cluster"), file);
+      warn_all(f.warnings);
+      c = f.spec;
+      if (name.empty()) name = "cluster";
+    }
+  }
+  c.name = name;
+  plan::plan_report r;
+  {
+    py::gil_scoped_release free;  // a long plan leaves the interpreter to other threads
+    r = plan::make_report(
+        hf.model, j, c, name,
+        {.search_budget_s = search_budget_s, .evaluations = evaluations, .seed = seed});
+  }
+  return to_python(plan::to_json(r));
+}
+
+}  // namespace
+
+void bind_planning(py::module_& m) {
+  m.def("plan", &plan, py::kw_only(), py::arg("model") = py::none(),
+        py::arg("cluster") = py::none(), py::arg("job") = py::none(),
+        py::arg("preset") = py::none(), py::arg("search_budget_s") = 0.0,
+        py::arg("evaluations") = 0, py::arg("seed") = 1,
+        "plans a training job as `weft plan --json` does and returns the same dict: step_s, "
+        "tokens_per_s, mfu, memory_per_stage_bytes, breakdown_per_rank, every schedule's step, "
+        "the best plan and its flags. model: a config.json, a snapshot folder holding one, or "
+        "its dict; cluster: a built-in name ('a100-80g', 'h100-sxm', 'h800', 'ascend-910b'), a "
+        "cluster file or its dict; job settings as keywords named as weft plan's flags (tp=8, "
+        "pp=4, micro_batch_size=1, seq_length=4096, recompute='selective', schedule='zb-v', "
+        "...) or job= a job file or dict; or preset= a preset's name or folder. The GIL is "
+        "released while it plans.");
+}
+
+}  // namespace weft::python

@@ -1,0 +1,105 @@
+"""weft.plan: the dict `weft plan --json` prints, for the same job."""
+import json
+
+import pytest
+import weft
+
+from conftest import DATA, PRESETS
+
+GPT2 = DATA / "hf" / "gpt2.json"
+
+
+def test_plan_is_the_tools(cli_json):
+    mine = weft.plan(model=str(GPT2), cluster="a100-80g", pp=2, global_batch_size=8,
+                     seq_length=1024, recompute="selective", pipeline_runtime="megatron")
+    tool = cli_json("plan", "--model", GPT2, "--cluster", "a100-80g", "--pp", 2,
+                    "--global-batch-size", 8, "--seq-length", 1024, "--recompute", "selective",
+                    "--pipeline-runtime", "megatron")
+    assert mine == tool
+    assert isinstance(mine["step_s"], float)
+    assert all(isinstance(b, int) for b in mine["memory_per_stage_bytes"])
+    assert isinstance(mine["hbm_bytes"], int) and mine["hbm_bytes"] == 80_000_000_000
+    assert len(mine["breakdown_per_rank"]) == 2
+    assert mine["best"]["flags"].startswith("--schedule ")
+
+
+def test_deepseek_v3_from_its_config_and_the_jobs_flags(cli_json):
+    job = json.loads((PRESETS / "deepseek-v3" / "job.json").read_text())
+    mine = weft.plan(model=str(PRESETS / "deepseek-v3" / "config.json"),
+                     cluster=str(PRESETS / "deepseek-v3" / "cluster.json"), pp=16, dp=128, ep=64,
+                     schedule="dualpipe", pipeline_layout=job["pipeline-layout"],
+                     global_batch_size=15360, seq_length=4096, fp8="blockwise",
+                     moe_token_dispatcher_type="flex")
+    assert mine["step_s"] > 0 and mine["devices"] == 2048
+    preset = weft.plan(preset="deepseek-v3")
+    assert preset["cluster"] == "deepseek-v3"
+    mine["cluster"] = preset["cluster"]  # named as given: the file's path, the preset's name
+    assert mine == preset
+    assert preset == cli_json("plan", "--preset", "deepseek-v3")
+
+
+def test_model_and_cluster_as_dicts_and_folders(tmp_path):
+    model = json.loads(GPT2.read_text())
+    cluster = {"peak_flops": 989e12, "matmul_efficiency": 0.8, "hbm_bytes": 80e9,
+               "hbm_bytes_per_s": 3.35e12, "devices_per_node": 8,
+               "intra_node": {"latency_us": 2, "bytes_per_s": 450e9},
+               "inter_node": {"latency_us": 10, "bytes_per_s": 50e9}}
+    a = weft.plan(model=model, cluster=cluster, pp=2, global_batch_size=8, seq_length=1024)
+    (tmp_path / "config.json").write_text(json.dumps(model))
+    b = weft.plan(model=str(tmp_path), cluster=cluster, job={"pp": 2, "global-batch-size": 8},
+                  seq_length=1024)
+    assert a == b and a["cluster"] == "cluster"
+
+
+def test_bad_input_is_a_config_error_with_the_tools_message(cli):
+    with pytest.raises(weft.ConfigError, match="no job setting 'tpp'"):
+        weft.plan(model=str(GPT2), cluster="a100-80g", tpp=2)
+    with pytest.raises(weft.ConfigError, match="plan: tp must be a whole number in"):
+        weft.plan(model=str(GPT2), cluster="a100-80g", tp=2.5)
+    code, _, err = cli("plan", "--model", GPT2, "--cluster", "a100-80g", "--tp", 5)
+    with pytest.raises(weft.ConfigError) as caught:
+        weft.plan(model=str(GPT2), cluster="a100-80g", tp=5)
+    assert code == 2 and str(caught.value) == err.splitlines()[0]
+    with pytest.raises(weft.ConfigError, match="give cluster="):
+        weft.plan(model=str(GPT2))
+    with pytest.raises(weft.ConfigError, match="no preset 'gpt-7'"):
+        weft.plan(preset="gpt-7")
+    with pytest.raises(weft.ConfigError, match="a preset is its model, job and cluster"):
+        weft.plan(preset="deepseek-v3", model=str(GPT2))
+    with pytest.raises(weft.ConfigError, match="cannot read"):
+        weft.plan(model="/no/such/config.json", cluster="a100-80g")
+    with pytest.raises(weft.ConfigError, match="model is a path or a dict"):
+        weft.plan(model=3, cluster="a100-80g")
+    with pytest.raises(weft.ConfigError, match="search_budget_s must be in"):
+        weft.plan(model=str(GPT2), cluster="a100-80g", search_budget_s=-1)
+
+
+def test_an_unused_config_key_is_a_warning():
+    model = json.loads(GPT2.read_text())
+    model["colour"] = "blue"
+    with pytest.warns(UserWarning, match="key 'colour' is not used"):
+        weft.plan(model=model, cluster="a100-80g")
+
+
+def test_a_plan_leaves_the_interpreter_to_other_threads():
+    import threading
+    import time
+
+    done = threading.Event()
+    result = {}
+
+    def plan():  # with the schedule search for a second on the best plan
+        result["plan"] = weft.plan(model=str(GPT2), cluster="a100-80g", pp=4,
+                                   global_batch_size=64, seq_length=1024, search_budget_s=1.0)
+        done.set()
+
+    ticks = 0
+    worker = threading.Thread(target=plan)
+    worker.start()
+    start = time.monotonic()
+    while not done.is_set():
+        ticks += 1
+    worker.join()
+    assert time.monotonic() - start >= 0.9
+    assert ticks > 10_000
+    assert result["plan"]["search"]["plans_judged"] > 0
