@@ -10,9 +10,9 @@
 namespace weft::python {
 
 py::object to_python(const nlohmann::ordered_json& j) {
-  // json.loads keeps whole numbers ints and the rest floats, as Python expects them.
-  static const py::object loads = py::module_::import("json").attr("loads");
-  return loads(j.dump());
+  // json.loads keeps whole numbers ints and the rest floats, as Python expects them. Looked up
+  // each time (sys.modules makes it cheap): a static would outlive the interpreter.
+  return py::module_::import("json").attr("loads")(j.dump());
 }
 
 void warn_all(const std::vector<std::string>& warnings) {
@@ -35,23 +35,27 @@ PYBIND11_MODULE(weft, m) {
 
   // The library's exception tree (core/error.hpp) as Python's: bad input is a ValueError, an
   // illegal schedule a kind of bad input; a stopped run and a fault of weft's are RuntimeErrors.
-  static py::exception<weft::config_error> config(m, "ConfigError", PyExc_ValueError);
-  static py::exception<weft::illegal_schedule> illegal(m, "IllegalScheduleError", config.ptr());
-  static py::exception<weft::run_error> run(m, "RunError", PyExc_RuntimeError);
-  static py::exception<weft::internal_error> internal(m, "InternalError", PyExc_RuntimeError);
+  // The classes live as long as the module's dict holds them; the pointers are never freed,
+  // so nothing is released after the interpreter has gone.
+  static auto* config = new py::exception<weft::config_error>(m, "ConfigError", PyExc_ValueError);
+  static auto* illegal =
+      new py::exception<weft::illegal_schedule>(m, "IllegalScheduleError", config->ptr());
+  static auto* run = new py::exception<weft::run_error>(m, "RunError", PyExc_RuntimeError);
+  static auto* internal =
+      new py::exception<weft::internal_error>(m, "InternalError", PyExc_RuntimeError);
   py::register_exception_translator([](std::exception_ptr p) {
     try {
       if (p) std::rethrow_exception(p);
     } catch (const weft::illegal_schedule& e) {  // before config_error: it is one
-      illegal(weft::with_prefix(e.what()).c_str());
+      (*illegal)(weft::with_prefix(e.what()).c_str());
     } catch (const weft::config_error& e) {
-      config(weft::with_prefix(e.what()).c_str());
+      (*config)(weft::with_prefix(e.what()).c_str());
     } catch (const weft::run_error& e) {
-      run(weft::with_prefix(e.what()).c_str());
+      (*run)(weft::with_prefix(e.what()).c_str());
     } catch (const weft::internal_error& e) {
-      internal(("weft: internal error: " + std::string(weft::without_prefix(e.what())) +
-                " (a fault in weft; please report it)")
-                   .c_str());
+      (*internal)(("weft: internal error: " + std::string(weft::without_prefix(e.what())) +
+                   " (a fault in weft; please report it)")
+                      .c_str());
     }
   });
   m.attr("__version__") = WEFT_VERSION;

@@ -2,6 +2,7 @@
 // `weft plan --json` plans it, returned as the same dict (plan/report.hpp's `to_json`).
 #include <pybind11/stl.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -35,8 +36,13 @@ std::string read_text(const fs::path& path) {
 
 /// A file's text: a dict as its JSON, a path as its contents; `what` names the argument.
 std::string text_of(const py::object& v, const char* what) {
-  if (py::isinstance<py::dict>(v))
-    return py::cast<std::string>(py::module_::import("json").attr("dumps")(v));
+  if (py::isinstance<py::dict>(v)) {
+    try {
+      return py::cast<std::string>(py::module_::import("json").attr("dumps")(v));
+    } catch (const py::error_already_set& e) {  // a value JSON cannot hold
+      throw config_error(std::string("weft: plan: ") + what + " is not JSON: " + e.what());
+    }
+  }
   const py::module_ os = py::module_::import("os");
   if (py::isinstance<py::str>(v) || py::isinstance(v, os.attr("PathLike")))
     return read_text(fs::path(py::cast<std::string>(os.attr("fspath")(v))));
@@ -44,48 +50,61 @@ std::string text_of(const py::object& v, const char* what) {
                      py::cast<std::string>(v.get_type().attr("__name__")));
 }
 
-/// The model: a config.json (or a model snapshot's folder holding one), or its dict.
+/// A path's text (`str` or `os.PathLike`), or nothing for any other object.
+std::optional<fs::path> path_of(const py::object& v) {
+  const py::module_ os = py::module_::import("os");
+  if (!py::isinstance<py::str>(v) && !py::isinstance(v, os.attr("PathLike"))) return std::nullopt;
+  return fs::path(py::cast<std::string>(os.attr("fspath")(v)));
+}
+
+/// The model: a config.json, a model snapshot's folder holding one, or its dict.
 plan::hf_model model_of(const py::object& model) {
-  if (py::isinstance<py::str>(model)) {
-    const fs::path p(py::cast<std::string>(model));
-    std::error_code ec;
-    if (fs::is_directory(p, ec)) return plan::read_hf_config(read_text(p / "config.json"));
-  }
+  std::error_code ec;
+  if (const std::optional<fs::path> p = path_of(model); p && fs::is_directory(*p, ec))
+    return plan::read_hf_config(read_text(*p / "config.json"));
   return plan::read_hf_config(text_of(model, "model"));
 }
 
-/// The job: `job` (a path or a dict, keyed by `weft plan`'s flags without their dashes) with
-/// the keyword arguments on top, their underscores read as dashes (`micro_batch_size`). Every
-/// key goes through the job file's reader, its ranges and messages; a keyword it does not use
-/// is an error, not a warning.
-plan::job job_of(const std::optional<py::object>& job, const py::kwargs& flags) {
+/// A keyword's value as JSON: a number, a string or a bool (a numpy scalar by its `item()`).
+py::object scalar_of(const std::string& name, py::object v) {
+  if (!py::isinstance<py::str>(v) && py::hasattr(v, "item")) v = v.attr("item")();
+  if (py::isinstance<py::bool_>(v) || py::isinstance<py::int_>(v) ||
+      py::isinstance<py::float_>(v) || py::isinstance<py::str>(v))
+    return v;
+  throw config_error("weft: plan: " + name + " takes a number, a string or True/False, got a " +
+                     py::cast<std::string>(v.get_type().attr("__name__")));
+}
+
+/// The job: `base` (a job file's JSON text, or none) with the keyword arguments on top, named as
+/// `weft plan`'s flags with underscores for dashes (`micro_batch_size`). Each keyword goes
+/// through the job file's reader — its ranges and messages — and one it does not know is an
+/// error naming it; the base's own unused keys were warned of where it was read.
+plan::job job_of(const std::optional<std::string>& base, const py::kwargs& flags) {
   const py::module_ json = py::module_::import("json");
   py::dict merged;
-  if (job) merged = json.attr("loads")(text_of(*job, "job"));
-  std::vector<std::string> given;
+  if (base) merged = json.attr("loads")(*base);
   for (const auto& item : flags) {
-    std::string key = py::cast<std::string>(item.first);
-    for (char& c : key)
-      if (c == '_') c = '-';
-    merged[py::str(key)] = item.second;
-    given.push_back(key);
+    const std::string name = py::cast<std::string>(item.first);
+    std::string key = name;
+    std::replace(key.begin(), key.end(), '_', '-');
+    py::dict one;
+    one[py::str(key)] = scalar_of(name, py::reinterpret_borrow<py::object>(item.second));
+    if (!plan::read_job(py::cast<std::string>(json.attr("dumps")(one)), "plan").warnings.empty())
+      throw config_error("weft: plan: no job setting '" + excerpt(name) +
+                         "' (the settings are weft plan's flags with underscores: tp, pp, dp, "
+                         "cp, ep, micro_batch_size, global_batch_size, seq_length, recompute, "
+                         "schedule, chunks, ...; docs/planning.md)");
+    merged[py::str(key)] = one[py::str(key)];
   }
-  const std::string text = py::cast<std::string>(json.attr("dumps")(merged));
-  plan::job_file f = plan::read_job(text, "plan");
-  std::vector<std::string> from_file;
-  for (const std::string& w : f.warnings) {
-    bool keyword = false;
-    for (const std::string& k : given)
-      keyword = keyword || w.find("key '" + k + "' is not used") != std::string::npos;
-    if (keyword)
-      throw config_error("weft: plan: no job setting '" +
-                         w.substr(w.find('\'') + 1, w.rfind('\'') - w.find('\'') - 1) +
-                         "' (the settings are weft plan's flags, e.g. tp, pp, "
-                         "micro_batch_size, seq_length, recompute, schedule)");
-    from_file.push_back(w);
-  }
-  warn_all(from_file);
-  return f.spec;
+  return plan::read_job(py::cast<std::string>(json.attr("dumps")(merged)), "plan").spec;
+}
+
+/// job=: a job file (its unused keys warned of under its name) or a dict, as JSON text.
+std::string job_text(const py::object& job) {
+  const std::string text = text_of(job, "job");
+  const std::optional<fs::path> p = path_of(job);
+  warn_all(plan::read_job(text, p ? p->string() : "job").warnings);  // and its values checked
+  return text;
 }
 
 /// A preset's folder: a path, or a name under $WEFT_PRESETS or the presets weft was built with.
@@ -116,12 +135,13 @@ py::object plan(const std::optional<py::object>& model, const std::optional<py::
       throw config_error(
           "weft: plan: a preset is its model, job and cluster; give it alone "
           "(with job settings as keywords to change its job)");
-    plan::preset p = plan::read_preset(preset_folder(*preset));
+    const fs::path folder = preset_folder(*preset);
+    plan::preset p = plan::read_preset(folder);
     warn_all(p.warnings);
     hf = std::move(p.model);
     j = p.job.spec;
     if (flags.size() > 0)  // the preset's job with the keywords on top
-      j = job_of(py::str((preset_folder(*preset) / "job.json").string()), flags);
+      j = job_of(read_text(folder / "job.json"), flags);
     c = p.cluster.spec;
     name = *preset;
   } else {
@@ -132,7 +152,7 @@ py::object plan(const std::optional<py::object>& model, const std::optional<py::
           "cluster file or its dict)");
     hf = model_of(*model);
     warn_all(hf.warnings);
-    j = job_of(job, flags);
+    j = job_of(job ? std::optional<std::string>(job_text(*job)) : std::nullopt, flags);
     if (py::isinstance<py::str>(*cluster)) {
       name = py::cast<std::string>(*cluster);
       if (const plan::cluster* builtin = plan::find_cluster(name)) c = *builtin;

@@ -85,8 +85,9 @@ py_schedule load_csv(const py::object& source) {
     throw config_error("weft: load_csv takes a path or a CSV's text, got a " +
                        std::string(py::str(source.get_type().attr("__name__"))));
   const std::string text = py::str(os.attr("fspath")(source));
-  const bool is_file = path_like || (text.find('\n') == std::string::npos &&
-                                     py::cast<bool>(os.attr("path").attr("isfile")(text)));
+  // A CSV's text has a line break or a comma (every row with more than one action); a string
+  // without either names a file, and one that cannot be opened is an error saying so.
+  const bool is_file = path_like || text.find_first_of(",\n") == std::string::npos;
   if (is_file) return parse_csv(read_file(text), text);
   return parse_csv(text, "text");
 }
@@ -135,16 +136,52 @@ std::string repr(const py_schedule& x) {
 
 // ---- verify ------------------------------------------------------------------------------
 
-/// A list of numbers, or one number for every entry.
-std::vector<double> per(const py::object& v, std::size_t n, const char* what) {
-  if (py::isinstance<py::float_>(v) || py::isinstance<py::int_>(v))
-    return std::vector<double>(n, py::cast<double>(v));
-  std::vector<double> out = py::cast<std::vector<double>>(v);
-  if (out.size() != n)
-    throw config_error("weft: verify: memory['" + std::string(what) + "'] has " +
-                       std::to_string(out.size()) + " entries, the schedule needs " +
-                       std::to_string(n));
+/// A number of bytes a Python value gives: finite, in [0, 1e18].
+double bytes_of(const py::handle& v, const std::string& what) {
+  if (!(py::isinstance<py::float_>(v) || py::isinstance<py::int_>(v)) ||
+      py::isinstance<py::bool_>(v))
+    throw config_error("weft: verify: " + what + " must be a number of bytes");
+  const double x = py::cast<double>(v);
+  if (!(x >= 0 && x <= 1e18))
+    throw config_error("weft: verify: " + what + " must be in [0, 1e18] bytes");
+  return x;
+}
+
+/// memory['key']: a list of `n` numbers, or one number for every entry.
+std::vector<double> per(const py::dict& memory, const char* key, std::size_t n) {
+  std::vector<double> out(n, 0.0);
+  if (!memory.contains(key)) return out;
+  const py::object v = memory[key];
+  const std::string what = std::string("memory['") + key + "']";
+  if (!py::isinstance<py::list>(v) && !py::isinstance<py::tuple>(v)) {
+    std::fill(out.begin(), out.end(), bytes_of(v, what));
+    return out;
+  }
+  const py::sequence list = v;
+  if (list.size() != n)
+    throw config_error("weft: verify: " + what + " has " + std::to_string(list.size()) +
+                       " entries, the schedule needs " + std::to_string(n));
+  for (std::size_t i = 0; i < n; ++i) out[i] = bytes_of(list[i], what);
   return out;
+}
+
+/// What memory= states: a chunk's live activations and a rank's model states, in bytes.
+struct memory_facts {
+  std::vector<double> activation, states;
+};
+
+/// memory= checked, before anything runs.
+memory_facts memory_of(const py::dict& memory, const model_desc& m) {
+  for (const auto& item : memory) {
+    const std::string key = py::str(item.first);
+    if (key != "activation_bytes" && key != "states_bytes")
+      throw config_error(
+          "weft: verify: memory takes 'activation_bytes' (a chunk's live "
+          "activations) and 'states_bytes' (a rank's model states), not '" +
+          excerpt(key) + "'");
+  }
+  return {per(memory, "activation_bytes", static_cast<std::size_t>(m.chunks())),
+          per(memory, "states_bytes", static_cast<std::size_t>(m.ranks))};
 }
 
 py::object verify(const py_schedule& x, std::optional<int> max_live,
@@ -154,6 +191,8 @@ py::object verify(const py_schedule& x, std::optional<int> max_live,
     if (*max_live < 1) throw config_error("weft: verify: max_live must be at least 1");
     s.model.max_live = *max_live;
   }
+  std::optional<memory_facts> mem;
+  if (memory) mem = memory_of(*memory, s.model);
   const report r = check(s, report_check_options);
   std::optional<std::string> stall;
   if (r.ok()) stall = pytorch_simulator_refusal(lower(s));
@@ -162,29 +201,12 @@ py::object verify(const py_schedule& x, std::optional<int> max_live,
   if (r.ok()) {
     j["peak_live_per_rank"] = nlohmann::ordered_json::array();
     for (const int n : peak_live_activations(s)) j["peak_live_per_rank"].push_back(n);
-    if (memory) {
-      const py::dict& mem = *memory;
-      for (const auto& item : mem) {
-        const std::string key = py::str(item.first);
-        if (key != "activation_bytes" && key != "states_bytes")
-          throw config_error(
-              "weft: verify: memory takes 'activation_bytes' (a chunk's live "
-              "activations) and 'states_bytes' (a rank's model states), not '" +
-              excerpt(key) + "'");
-      }
-      const auto n_chunks = static_cast<std::size_t>(s.model.chunks());
-      const auto n_ranks = static_cast<std::size_t>(s.model.ranks);
-      const py::object none = py::float_(0.0);
-      const std::vector<double> act =
-          per(mem.contains("activation_bytes") ? mem["activation_bytes"] : none, n_chunks,
-              "activation_bytes");
-      const std::vector<double> states =
-          per(mem.contains("states_bytes") ? mem["states_bytes"] : none, n_ranks, "states_bytes");
-      const buffer<double> live =
-          peak_live_weight(s, [&](int ch) { return act[static_cast<std::size_t>(ch)]; });
+    if (mem) {
+      const buffer<double> live = peak_live_weight(
+          s, [&](int ch) { return mem->activation[static_cast<std::size_t>(ch)]; });
       nlohmann::ordered_json bytes = nlohmann::ordered_json::array();
       for (std::size_t rk = 0; rk < live.size(); ++rk)
-        bytes.push_back(std::llround(states[rk] + live[rk]));
+        bytes.push_back(std::llround(mem->states[rk] + live[rk]));
       j["bytes_per_rank"] = bytes;
     }
   }
@@ -199,10 +221,41 @@ struct unit_prices {
   double P2P = 0, A2A = 0;
 };
 
+/// `costs`, a rank's share of the model in schedule units as the tool's `--cost` states it (F,
+/// B, W, FB, P2P, A2A), the rest the defaults (F 1, B 2, W 1); `call` names the caller.
+unit_prices prices_of(const std::optional<py::dict>& costs, const char* call) {
+  unit_prices p;
+  if (!costs) return p;
+  for (const auto& item : *costs) {
+    const std::string key = py::str(item.first);
+    const py::handle v = item.second;
+    const std::string where = std::string("weft: ") + call + ": costs['" + excerpt(key) + "']";
+    if (!(py::isinstance<py::float_>(v) || py::isinstance<py::int_>(v)) ||
+        py::isinstance<py::bool_>(v))
+      throw config_error(where + " must be a number of schedule units");
+    const double c = py::cast<double>(v);
+    if (!(c >= 0 && c <= 1e12)) throw config_error(where + " must be in [0, 1e12] units");
+    if (key == "F")
+      p.F = c;
+    else if (key == "B")
+      p.B = c;
+    else if (key == "W")
+      p.W = c;
+    else if (key == "FB")
+      p.FB = c;
+    else if (key == "P2P")
+      p.P2P = c;
+    else if (key == "A2A")
+      p.A2A = c;
+    else
+      throw config_error(std::string("weft: ") + call + ": no cost '" + excerpt(key) +
+                         "' (F forward, B full backward, W its dW part, FB an overlapped F and "
+                         "B, P2P a pipeline transfer, A2A an all-to-all)");
+  }
+  return p;
+}
+
 unit_cost_model costs_of(const model_desc& m, const unit_prices& p, bool contention) {
-  for (const double c : {p.F, p.B, p.W, p.P2P, p.A2A, p.FB.value_or(0)})
-    if (!(c >= 0 && c <= 1e12))
-      throw config_error("weft: simulate: every cost must be a number in [0, 1e12]");
   unit_cost_model c = unit_cost_model::pipeline(
       {.F = p.F, .B = p.B, .W = p.W, .FB = p.FB.value_or(-1), .P2P = p.P2P, .A2A = p.A2A});
   if (contention) c.contention = contention_facts::published();
@@ -349,34 +402,35 @@ void bind_schedules(py::module_& m) {
            "weft.verify(self, ...)")
       .def(
           "simulate",
-          [](const py_schedule& x, double F, double B, double W, std::optional<double> FB,
-             double P2P, double A2A, bool contention) {
-            return simulate_schedule(x, {F, B, W, FB, P2P, A2A}, contention);
+          [](const py_schedule& x, const std::optional<py::dict>& costs, bool contention) {
+            return simulate_schedule(x, prices_of(costs, "simulate"), contention);
           },
-          py::kw_only(), py::arg("F") = 1.0, py::arg("B") = 2.0, py::arg("W") = 1.0,
-          py::arg("FB") = py::none(), py::arg("P2P") = 0.0, py::arg("A2A") = 0.0,
-          py::arg("contention") = false, "weft.simulate(self, ...)")
+          py::kw_only(), py::arg("costs") = py::none(), py::arg("contention") = false,
+          "weft.simulate(self, ...)")
       .def(
           "svg",
-          [](const py_schedule& x, const std::filesystem::path& path, double F, double B, double W,
-             std::optional<double> FB, double P2P, double A2A, bool contention) {
-            write_picture(x, path, {F, B, W, FB, P2P, A2A}, contention, true);
+          [](const py_schedule& x, const std::filesystem::path& path,
+             const std::optional<py::dict>& costs, bool contention) {
+            write_picture(x, path, prices_of(costs, "svg"), contention, true);
           },
-          py::arg("path"), py::kw_only(), py::arg("F") = 1.0, py::arg("B") = 2.0,
-          py::arg("W") = 1.0, py::arg("FB") = py::none(), py::arg("P2P") = 0.0,
-          py::arg("A2A") = 0.0, py::arg("contention") = false,
+          py::arg("path"), py::kw_only(), py::arg("costs") = py::none(),
+          py::arg("contention") = false,
           "the simulated step as an SVG picture, a row of lanes per rank")
       .def(
           "trace",
-          [](const py_schedule& x, const std::filesystem::path& path, double F, double B, double W,
-             std::optional<double> FB, double P2P, double A2A, bool contention) {
-            write_picture(x, path, {F, B, W, FB, P2P, A2A}, contention, false);
+          [](const py_schedule& x, const std::filesystem::path& path,
+             const std::optional<py::dict>& costs, bool contention) {
+            write_picture(x, path, prices_of(costs, "trace"), contention, false);
           },
-          py::arg("path"), py::kw_only(), py::arg("F") = 1.0, py::arg("B") = 2.0,
-          py::arg("W") = 1.0, py::arg("FB") = py::none(), py::arg("P2P") = 0.0,
-          py::arg("A2A") = 0.0, py::arg("contention") = false,
+          py::arg("path"), py::kw_only(), py::arg("costs") = py::none(),
+          py::arg("contention") = false,
           "the simulated step as a Chrome trace (chrome://tracing, Perfetto)")
-      .def("__eq__", [](const py_schedule& a, const py_schedule& b) { return same(a.s, b.s); })
+      .def(
+          "__eq__",
+          [](const py_schedule& a, const py::object& b) {
+            return py::isinstance<py_schedule>(b) && same(a.s, b.cast<const py_schedule&>().s);
+          },
+          py::is_operator())
       .def("__repr__", &repr);
 
   m.def(
@@ -407,34 +461,31 @@ void bind_schedules(py::module_& m) {
         "chunk, 'states_bytes': per rank} the peak bytes per rank");
   m.def(
       "simulate",
-      [](const py_schedule& x, double F, double B, double W, std::optional<double> FB, double P2P,
-         double A2A, bool contention) {
-        return simulate_schedule(x, {F, B, W, FB, P2P, A2A}, contention);
+      [](const py_schedule& x, const std::optional<py::dict>& costs, bool contention) {
+        return simulate_schedule(x, prices_of(costs, "simulate"), contention);
       },
-      py::arg("schedule"), py::kw_only(), py::arg("F") = 1.0, py::arg("B") = 2.0,
-      py::arg("W") = 1.0, py::arg("FB") = py::none(), py::arg("P2P") = 0.0, py::arg("A2A") = 0.0,
+      py::arg("schedule"), py::kw_only(), py::arg("costs") = py::none(),
       py::arg("contention") = false,
       "the step in schedule units: makespan, bubble_ratio, exposed_comm and per rank busy, "
-      "idle, peak activations (as `weft simulate --json`); costs are a rank's share of the "
-      "model");
+      "idle, peak activations (as `weft simulate --json`); costs={'F': 1, 'B': 2, 'W': 1, 'FB': "
+      "..., 'P2P': 0, 'A2A': 0}, a rank's share of the model as the tool's --cost");
   m.def(
       "search",
       [](int pp, int micro, int chunks, const std::string& placement, int layers, bool moe,
          bool fb_overlap, int max_live, double budget_s, std::uint64_t evaluations,
-         std::uint64_t seed, double F, double B, double W, std::optional<double> FB, double P2P,
-         double A2A, bool contention) {
+         std::uint64_t seed, const std::optional<py::dict>& costs, bool contention) {
         return search(pp, micro, chunks, placement, layers, moe, fb_overlap, max_live, budget_s,
-                      evaluations, seed, {F, B, W, FB, P2P, A2A}, contention);
+                      evaluations, seed, prices_of(costs, "search"), contention);
       },
       py::kw_only(), py::arg("pp"), py::arg("micro"), py::arg("chunks") = 1,
       py::arg("placement") = "loop", py::arg("layers") = 1, py::arg("moe") = false,
       py::arg("fb_overlap") = false, py::arg("max_live") = 0, py::arg("budget_s") = 1.0,
-      py::arg("evaluations") = 0, py::arg("seed") = 1, py::arg("F") = 1.0, py::arg("B") = 2.0,
-      py::arg("W") = 1.0, py::arg("FB") = py::none(), py::arg("P2P") = 0.0, py::arg("A2A") = 0.0,
+      py::arg("evaluations") = 0, py::arg("seed") = 1, py::arg("costs") = py::none(),
       py::arg("contention") = false,
       "the fastest legal schedule found within budget_s (the GIL released meanwhile): "
-      "'schedule', 'makespan', the lower 'bound's, 'optimal' (at the bound), every generator's "
-      "makespan, 'evaluations', 'seconds' and the 'rate' of plans judged a second");
+      "'schedule' and 'makespan' (None when nothing legal fits max_live), the lower 'bound's, "
+      "'optimal' (at the bound), every generator's makespan, 'evaluations', 'seconds' and the "
+      "'rate' of plans judged a second");
 }
 
 }  // namespace weft::python

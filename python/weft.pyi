@@ -7,6 +7,7 @@ __version__: str
 
 PathLike = Union[str, "os.PathLike[str]"]
 JSON = dict[str, Any]
+Costs = dict[str, float]  # F, B, W, FB, P2P, A2A: a rank's share of the model, schedule units
 
 class ConfigError(ValueError):
     """Bad input: the message says what is wrong and what to change (as the weft tool)."""
@@ -42,40 +43,12 @@ class Schedule:
         False compute only."""
     def save(self, path: PathLike, comms: Optional[bool] = None) -> None: ...
     def verify(self, max_live: Optional[int] = None, memory: Optional[JSON] = None) -> JSON: ...
-    def simulate(
-        self,
-        *,
-        F: float = 1.0,
-        B: float = 2.0,
-        W: float = 1.0,
-        FB: Optional[float] = None,
-        P2P: float = 0.0,
-        A2A: float = 0.0,
-        contention: bool = False,
-    ) -> JSON: ...
+    def simulate(self, *, costs: Optional[Costs] = None, contention: bool = False) -> JSON: ...
     def svg(
-        self,
-        path: PathLike,
-        *,
-        F: float = 1.0,
-        B: float = 2.0,
-        W: float = 1.0,
-        FB: Optional[float] = None,
-        P2P: float = 0.0,
-        A2A: float = 0.0,
-        contention: bool = False,
+        self, path: PathLike, *, costs: Optional[Costs] = None, contention: bool = False
     ) -> None: ...
     def trace(
-        self,
-        path: PathLike,
-        *,
-        F: float = 1.0,
-        B: float = 2.0,
-        W: float = 1.0,
-        FB: Optional[float] = None,
-        P2P: float = 0.0,
-        A2A: float = 0.0,
-        contention: bool = False,
+        self, path: PathLike, *, costs: Optional[Costs] = None, contention: bool = False
     ) -> None: ...
     def __eq__(self, other: object) -> bool: ...
 
@@ -107,16 +80,10 @@ def verify(
     'pytorch_simulator_stalls', 'note', 'peak_live_per_rank', 'bytes_per_rank'}"""
 
 def simulate(
-    schedule: Schedule,
-    *,
-    F: float = 1.0,
-    B: float = 2.0,
-    W: float = 1.0,
-    FB: Optional[float] = None,
-    P2P: float = 0.0,
-    A2A: float = 0.0,
-    contention: bool = False,
-) -> JSON: ...
+    schedule: Schedule, *, costs: Optional[Costs] = None, contention: bool = False
+) -> JSON:
+    """The step in schedule units, as `weft simulate --json`; costs a rank's share of the
+    model: {'F': 1, 'B': 2, 'W': 1, 'FB': ..., 'P2P': 0, 'A2A': 0}."""
 def search(
     *,
     pp: int,
@@ -130,16 +97,12 @@ def search(
     budget_s: float = 1.0,
     evaluations: int = 0,
     seed: int = 1,
-    F: float = 1.0,
-    B: float = 2.0,
-    W: float = 1.0,
-    FB: Optional[float] = None,
-    P2P: float = 0.0,
-    A2A: float = 0.0,
+    costs: Optional[Costs] = None,
     contention: bool = False,
 ) -> JSON:
-    """{'schedule': Schedule, 'makespan', 'bound': {...}, 'optimal', 'generators',
-    'evaluations', 'seconds', 'rate', 'found_by', 'best_generator_makespan'}"""
+    """{'schedule': Schedule or None, 'makespan': float or None (None when nothing legal fits
+    max_live), 'bound': {...}, 'optimal', 'generators', 'evaluations', 'seconds', 'rate',
+    'found_by', 'best_generator_makespan'}"""
 
 def plan(
     *,

@@ -4,7 +4,7 @@ import weft
 
 presets = sys.argv[1] if len(sys.argv) > 1 else "presets"
 s = weft.generate("dualpipev", pp=4, micro=10)  # PyTorch's DualPipeV, as its tests have it
-print(repr(s), "takes", s.simulate(F=1, B=2, W=1)["makespan"], "units")
+print(repr(s), "takes", s.simulate(costs={"F": 1, "B": 2, "W": 1})["makespan"], "units")
 rows = s.actions
 rows[0][2], rows[0][7] = rows[0][7], rows[0][2]  # a hand edit: 7F0 before 0F2 on rank 0
 report = weft.verify(weft.from_actions(rows))

@@ -12,7 +12,9 @@ import pytest
 
 SOURCE = pathlib.Path(os.environ.get("WEFT_SOURCE", pathlib.Path(__file__).parents[2]))
 DATA = SOURCE / "tests" / "data"
-ORACLES = DATA / "pytorch"
+# The public schedule files beside the repository when they are there, else the copies in it.
+SHARED = SOURCE.parent / "shared" / "oracles"
+ORACLES = SHARED if SHARED.is_dir() else DATA / "pytorch"
 PRESETS = SOURCE / "presets"
 
 

@@ -9,12 +9,17 @@ import pytest
 from conftest import PRESETS, SOURCE
 
 
-def test_quickstart():
-    out = subprocess.run([sys.executable, str(SOURCE / "examples" / "python" / "quickstart.py"),
-                          str(PRESETS)], capture_output=True, text=True, timeout=300)
+def test_quickstart_runs_as_docs_python_md_shows_it():
+    example = SOURCE / "examples" / "python" / "quickstart.py"
+    out = subprocess.run([sys.executable, str(example)], capture_output=True, text=True,
+                         cwd=SOURCE, timeout=300)
     assert out.returncode == 0, out.stderr
-    assert "rule 4 deadlock freedom at rank 0" in out.stdout
-    assert "GPT-3 175B on 64 A100s:" in out.stdout
+    page = (SOURCE / "docs" / "python.md").read_text()
+    section = page[page.index("## In fifteen lines"):page.index("## The calls")]
+    code = section.split("```python\n")[1].split("```")[0]
+    printed = section.split("```\n")[2].split("```")[0]
+    assert code == example.read_text()
+    assert out.stdout == printed
 
 
 def test_installed_module_plans(tmp_path):

@@ -69,21 +69,37 @@ def test_save_and_pictures(tmp_path):
     s = weft.generate("zb-h1", pp=2, micro=4)
     s.save(tmp_path / "s.csv")
     assert weft.load_csv(tmp_path / "s.csv") == s
-    s.svg(str(tmp_path / "s.svg"), P2P=0.1)
+    s.svg(tmp_path / "s.svg", costs={"P2P": 0.1})
     assert (tmp_path / "s.svg").read_text().startswith("<svg")
     s.trace(str(tmp_path / "s.json"))
     assert '"traceEvents"' in (tmp_path / "s.json").read_text()
 
 
-def test_bad_input_is_a_config_error_with_the_tools_message(cli):
-    with pytest.raises(weft.ConfigError, match="no generator named 'dualpipe-x'"):
-        weft.generate("dualpipe-x", pp=4, micro=8)
-    with pytest.raises(ValueError):  # ConfigError is a ValueError
-        weft.generate("zb-v", pp=4, micro=3)
+def test_a_refusal_is_the_tools_line(cli):
     code, _, err = cli("generate", "--schedule", "zb-v", "--pp", 4, "--micro", 3)
     with pytest.raises(weft.ConfigError) as caught:
         weft.generate("zb-v", pp=4, micro=3)
     assert code == 2 and str(caught.value) == err.splitlines()[0]
+
+
+def test_schedules_compare_with_anything():
+    s = weft.generate("1f1b", pp=2, micro=2)
+    assert (s == None) is False and (s == 3) is False and s in [1, s]  # noqa: E711
+    assert s != weft.generate("1f1b", pp=2, micro=4)
+
+
+def test_bad_input_is_a_config_error():
+    with pytest.raises(weft.ConfigError, match="no generator named 'dualpipe-x'"):
+        weft.generate("dualpipe-x", pp=4, micro=8)
+    with pytest.raises(ValueError):  # ConfigError is a ValueError
+        weft.generate("zb-v", pp=4, micro=3)
+    for bad in ({"pp": 0, "micro": 8}, {"pp": 4, "micro": -1}, {"pp": 1 << 20, "micro": 8}):
+        with pytest.raises(weft.ConfigError):
+            weft.generate("1f1b", **bad)
+    with pytest.raises(weft.ConfigError):
+        weft.generate("1f1b", pp=4, micro=8, layers=1 << 20)
+    with pytest.raises(weft.ConfigError, match="cannot open 'runs/best.csv'"):
+        weft.load_csv("runs/best.csv")  # a path with a typo, not a CSV's text
     with pytest.raises(weft.ConfigError, match="text: csv row 2, column 2: 'XX'"):
         weft.load_csv("0F0,0F1\n1F0,XX\n")
     with pytest.raises(weft.ConfigError, match="holds a comma or a line break"):

@@ -8,10 +8,15 @@ ORACLE_FILES = sorted(ORACLES.glob("*.csv"))
 
 
 @pytest.mark.parametrize("path", ORACLE_FILES, ids=lambda p: p.name)
-def test_every_oracle_schedule_is_certified(path, cli_json):
+def test_every_oracle_schedule_is_certified(path):
     r = weft.verify(weft.load_csv(path))
     assert r["legal"] and r["violations"] == [] and r["blocked"] == []
     assert len(r["peak_live_per_rank"]) == weft.load_csv(path).ranks
+
+
+@pytest.mark.parametrize("path", ORACLE_FILES, ids=lambda p: p.name)
+def test_the_tool_certifies_them_alike(path, cli_json):
+    r = weft.verify(weft.load_csv(path))
     tool = cli_json("verify", path)
     assert tool["legal"] and tool.get("note") == r.get("note")
 
@@ -27,16 +32,19 @@ def broken_zb1p():
     return "\n".join(rows) + "\n"
 
 
-def test_a_hand_broken_csv_names_the_rule_and_the_op(tmp_path, cli_json):
-    text = broken_zb1p()
-    r = weft.verify(weft.load_csv(text))
+def test_a_hand_broken_csv_names_the_rule_and_the_op():
+    r = weft.verify(weft.load_csv(broken_zb1p()))
     assert not r["legal"]
     first = r["violations"][0]
     assert (first["rule"], first["rule_name"], first["fault"]) == (2, "order", "runs_before_producer")
     assert (first["rank"], first["slot"], first["other_rank"], first["other_slot"]) == (0, 2, 0, 5)
     assert "dX" in first["op"] and "mb=0" in first["op"] and "F" in first["other"]
     assert first["message"].startswith("weft: rule 2 (order): ")
-    # The tool says the same of the same file.
+
+
+def test_the_tool_says_the_same_of_the_same_file(tmp_path, cli_json):
+    text = broken_zb1p()
+    r = weft.verify(weft.load_csv(text))
     path = tmp_path / "broken.csv"
     path.write_text(text)
     tool = cli_json("verify", path)
@@ -46,11 +54,20 @@ def test_a_hand_broken_csv_names_the_rule_and_the_op(tmp_path, cli_json):
 
 
 def test_a_deadlock_names_the_stuck_ops():
-    # Rank 0 waits for rank 1's backward before its own forward has gone to rank 1.
-    s = weft.from_actions([["0B0", "0F0"], ["1F0", "1B0"]])
-    r = weft.verify(s)
+    # PyTorch's DualPipeV with rank 0's 0F2 and 7F0 swapped: 7F0 (now rank 0's slot 2) needs
+    # 6F0, which rank 1 runs after 1F2 (its slot 2); 1F2 needs 0F2, now after 7F0 — a cycle. Rank
+    # 2 waits at 2F2 (slot 2) for 1F2, rank 3 at 3F2 (slot 4) for 2F2.
+    rows = weft.generate("dualpipev", pp=4, micro=10).actions
+    assert (rows[0][2], rows[0][7], rows[1][2], rows[2][2], rows[3][4]) == (
+        "0F2", "7F0", "1F2", "2F2", "3F2")
+    rows[0][2], rows[0][7] = rows[0][7], rows[0][2]
+    r = weft.verify(weft.from_actions(rows))
     assert not r["legal"]
-    assert {v["rule"] for v in r["violations"]} <= {2, 4}
+    first = r["violations"][0]
+    assert (first["rule"], first["fault"], first["rank"], first["slot"]) == (4, "cycle", 0, 2)
+    assert "chunk=7" in first["op"] and "chunk=6" in first["other"] and first["other_rank"] == 1
+    stuck = [line.split(" on ")[1].split(" can never")[0] for line in r["blocked"]]
+    assert stuck == ["rank 0, slot 2", "rank 1, slot 2", "rank 2, slot 2", "rank 3, slot 4"]
 
 
 def test_pytorchs_simulator_would_stall_on_a_legal_schedule(cli_json):
@@ -79,3 +96,9 @@ def test_memory_cap_and_bytes_per_rank():
         weft.verify(s, memory={"states_bytes": [1, 2, 3]})
     with pytest.raises(weft.ConfigError, match="max_live must be at least 1"):
         weft.verify(s, max_live=0)
+    for bad in ("100", None, -1, float("nan"), float("inf"), 1e30, [1, "2"]):
+        with pytest.raises(weft.ConfigError, match=r"memory\['states_bytes'\] must be"):
+            weft.verify(s, memory={"states_bytes": bad})
+    # Checked before the schedule is: an illegal one does not hide a bad memory=.
+    with pytest.raises(weft.ConfigError, match="memory takes"):
+        weft.verify(weft.from_actions([["0B0", "0F0"], ["1F0", "1B0"]]), memory={"bogus": 1})

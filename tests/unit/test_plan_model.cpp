@@ -760,6 +760,11 @@ TEST_CASE("Megatron's pipeline runtime: the host waits for each batched transfer
   const double sent = 2e-6 + MiB / 300e9, gathered = 2e-6 + 0.5 * 2 * MiB / 230e9;
   CHECK(estimate_job(m, sg, c).cost.of(weft::kind::send, weft::phase::F).count() ==
         doctest::Approx(sent + gathered));
+  // Only Megatron's code scatters: zero-bubble runs as PyTorch runs it, sending the whole.
+  job zb = sg;
+  zb.schedule = "zb-h1";
+  CHECK(estimate_job(m, zb, c).cost.of(weft::kind::send, weft::phase::F).count() ==
+        doctest::Approx(2e-6 + 2 * MiB / 300e9));
   // With sequence parallelism each device holds its 1/tp already and sends only that.
   sg.sequence_parallel = true;
   CHECK(estimate_job(m, sg, c).cost.of(weft::kind::recv, weft::phase::B).count() ==

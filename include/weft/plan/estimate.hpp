@@ -391,9 +391,11 @@ inline void price_transfers(cost_model& cost, const transformer& m, const job& j
                                .tp = j.tp,
                                .cp = j.cp,
                                .sequence_parallel = j.sequence_parallel});
-  // Megatron-LM's scatter/gather: a device sends its 1/tp, the receivers all-gather the rest
-  // over their tensor-parallel group (with sequence parallelism the shard is already 1/tp).
-  const bool scatter = j.scatter_gather_transfers && !j.sequence_parallel && j.tp > 1;
+  // Megatron-LM's scatter/gather, in the schedules its code runs: a device sends its 1/tp, the
+  // receivers all-gather the rest over their tensor-parallel group (with sequence parallelism
+  // the shard is already 1/tp).
+  const bool scatter =
+      j.scatter_gather_transfers && !j.sequence_parallel && j.tp > 1 && p2p_of(j).lowers();
   const double bytes = scatter ? whole / j.tp : whole;
   const seconds gather =
       scatter ? collective::ring_all_gather(collective_link(c, j.tp, 1, whole), j.tp, whole)

@@ -160,7 +160,13 @@ inline plan_report make_report(const transformer& m, const job& j, const cluster
   x.table = schedule_table(m, j, c, x.e);
   // The best plan: every schedule, chunk count and placement of the layers for the same sizes.
   x.found = best_plan(m, j, c);
-  if (o.search_budget_s > 0) x.better = search_orders(*x.found.best_estimate, o, x.search_note);
+  if (o.search_budget_s > 0 && j.runtime == pipeline_runtime::megatron)
+    x.search_note =
+        "the schedule search finds orders for PyTorch's runtime, which runs any order from its "
+        "CSV; Megatron's (--pipeline-runtime megatron) runs only its own 1F1B and interleaved "
+        "schedules";
+  else if (o.search_budget_s > 0)
+    x.better = search_orders(*x.found.best_estimate, o, x.search_note);
   x.over = first_overrun(x.e, x.hbm);
   if (x.over) x.over_text = to_string(*x.over, x.e.sched);
   return x;
