@@ -193,9 +193,13 @@ py::object verify(const py_schedule& x, std::optional<int> max_live,
   }
   std::optional<memory_facts> mem;
   if (memory) mem = memory_of(*memory, s.model);
-  const report r = check(s, report_check_options);
+  report r;
   std::optional<std::string> stall;
-  if (r.ok()) stall = pytorch_simulator_refusal(lower(s));
+  {
+    py::gil_scoped_release free;  // a schedule of millions of ops takes a while
+    r = check(s, report_check_options);
+    if (r.ok()) stall = pytorch_simulator_refusal(lower(s));
+  }
   nlohmann::ordered_json j = check_json(r, r.violations.size(), stall);
   j["pytorch_simulator_stalls"] = stall.has_value();
   if (r.ok()) {
@@ -268,6 +272,7 @@ struct simulated {
 };
 
 simulated run_simulation(const schedule& s, const unit_prices& p, bool contention) {
+  py::gil_scoped_release free;  // nothing of Python's below
   simulated out{lower(s), {}};  // an illegal schedule: IllegalScheduleError
   out.time = simulate(out.prog, costs_of(s.model, p, contention), {.record_slowed = true});
   if (out.time.deadlocked())

@@ -666,6 +666,18 @@ TEST_CASE("context parallelism as the job runs it: a ring behind the scores, or 
   const estimate ring = estimate_job(m, j, c);
   CHECK(ring.stages[0].forward.cp.count() == 0);
   CHECK(ring.step < gathered.step);
+
+  // cp 8 (a member a node): each device holds 1024 of the 8192 tokens, its K and V 2 x 1024 x
+  // (8 x 128 / 8) bf16 values, 0.5 MiB, passed 7 times at 10 us + 0.5 MiB / 50 GB/s (the
+  // link a device has across nodes). Behind each it computes the causal half of its queries'
+  // scores against the sequence, 4 x 1024 x 8192 x 4096 / 2 / tp FLOPs, at the rate
+  // FlashAttention-3 measured at the 1024 keys a call attends over: 423 TFLOP/s (arXiv
+  // 2407.08608, Fig. 5), not the 616 it reaches at 16k.
+  j.cp = 8;
+  const double ring_time = 7 * (10e-6 + 2.0 * 1024 * (8 * 128 / 8) * 2 / 50e9);
+  const double scores = 4.0 * 1024 * 8192 * 4096 / 2 / 8 / 423e12;
+  CHECK(estimate_job(m, j, c).stages[0].forward.cp.count() ==
+        doctest::Approx(2 * (ring_time - scores)));
 }
 
 TEST_CASE("the MoE all-to-all: DeepEP sends a token once to each node its routing allows") {

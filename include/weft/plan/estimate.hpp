@@ -208,8 +208,13 @@ inline layer_comm layer_comm_of(const transformer& m, const job& j, const cluste
       out.cp = collective::ring_all_gather(collective_link(c, j.cp, j.tp, all), j.cp, all);
     } else {  // a ring passes K and V round the group, hidden behind the scores
       const seconds ring = (j.cp - 1.0) * collective::p2p(group_link(c, j.cp, j.tp), kv);
-      const seconds causal =
-          seconds(forward_flops(m, l, T, j.seq).scores / 2 / tp / c.device.attention_flops());
+      // The scores at the rate attention's kernel reaches over the seq / cp keys of each call
+      // (perf/layer.hpp), as the layer's own attention is priced.
+      const perf::device chip = chip_of(c);
+      const double rate = j.flash_attention && !chip.flash_forward.empty()
+                              ? chip.flash_forward.at(j.seq / j.cp)
+                              : c.device.attention_flops();
+      const seconds causal = seconds(forward_flops(m, l, T, j.seq).scores / 2 / tp / rate);
       out.cp = ring > causal ? ring - causal : seconds(0);
     }
     out.total += out.cp;
