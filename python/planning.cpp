@@ -65,13 +65,23 @@ plan::hf_model model_of(const py::object& model) {
   return plan::read_hf_config(text_of(model, "model"));
 }
 
-/// A keyword's value as JSON: a number, a string or a bool (a numpy scalar by its `item()`).
+/// A keyword's value as JSON: a number, a string, a bool (a numpy scalar by its `item()`), or
+/// a list of strings (recompute_modules).
 py::object scalar_of(const std::string& name, py::object v) {
   if (!py::isinstance<py::str>(v) && py::hasattr(v, "item")) v = v.attr("item")();
   if (py::isinstance<py::bool_>(v) || py::isinstance<py::int_>(v) ||
       py::isinstance<py::float_>(v) || py::isinstance<py::str>(v))
     return v;
-  throw config_error("weft: plan: " + name + " takes a number, a string or True/False, got a " +
+  if (py::isinstance<py::list>(v) || py::isinstance<py::tuple>(v)) {
+    py::list out;
+    for (const py::handle e : v) {
+      if (!py::isinstance<py::str>(e)) break;
+      out.append(e);
+    }
+    if (out.size() == py::len(v)) return out;
+  }
+  throw config_error("weft: plan: " + name +
+                     " takes a number, a string, True/False or a list of strings, got a " +
                      py::cast<std::string>(v.get_type().attr("__name__")));
 }
 

@@ -29,7 +29,8 @@ def test_deepseek_v3_from_its_config_and_the_jobs_flags(cli_json):
                      cluster=str(PRESETS / "deepseek-v3" / "cluster.json"), pp=16, dp=128, ep=64,
                      schedule="dualpipe", pipeline_layout=job["pipeline-layout"],
                      global_batch_size=15360, seq_length=4096, fp8="blockwise",
-                     moe_token_dispatcher_type="flex")
+                     moe_token_dispatcher_type="flex", recompute="selective",
+                     recompute_modules=["layernorm", "mla_up_proj", "moe_act"])
     assert mine["step_s"] > 0 and mine["devices"] == 2048
     preset = weft.plan(preset="deepseek-v3")
     assert preset["cluster"] == "deepseek-v3"
@@ -67,8 +68,23 @@ def test_bad_input_is_a_config_error():
         weft.plan(model=str(GPT2), cluster="a100-80g", **{long_name: 1})
     with pytest.raises(weft.ConfigError, match="plan: tp must be a whole number in"):
         weft.plan(model=str(GPT2), cluster="a100-80g", tp=2.5)
-    with pytest.raises(weft.ConfigError, match="tp takes a number, a string or True/False"):
-        weft.plan(model=str(GPT2), cluster="a100-80g", tp=[2])
+    with pytest.raises(weft.ConfigError, match="tp must be a whole number"):
+        weft.plan(model=str(GPT2), cluster="a100-80g", tp=["2"])
+    with pytest.raises(weft.ConfigError, match="tp takes a number, a string, True/False or a list"):
+        weft.plan(model=str(GPT2), cluster="a100-80g", tp={"2": 2})
+
+
+def test_megatron_modules_recomputed(cli_json):
+    mine = weft.plan(model=str(GPT2), cluster="a100-80g", recompute="selective",
+                     recompute_modules=["core_attn", "layernorm"])
+    tool = cli_json("plan", "--model", GPT2, "--cluster", "a100-80g", "--recompute", "selective",
+                    "--recompute-modules", "core_attn", "layernorm")
+    assert mine == tool
+    core = weft.plan(model=str(GPT2), cluster="a100-80g", recompute="selective")
+    assert mine["memory_per_stage_bytes"][0] < core["memory_per_stage_bytes"][0]
+    with pytest.raises(weft.ConfigError, match="weft does not price recomputing 'moe'"):
+        weft.plan(model=str(GPT2), cluster="a100-80g", recompute="selective",
+                  recompute_modules=["moe"])
     with pytest.raises(weft.ConfigError, match="give cluster="):
         weft.plan(model=str(GPT2))
     with pytest.raises(weft.ConfigError, match="no preset 'gpt-7'"):

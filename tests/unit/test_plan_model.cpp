@@ -119,6 +119,102 @@ TEST_CASE("activations beyond GPT-3: no dropout, flash attention, grouped-query,
         doctest::Approx(layer_activation_bytes(m, 0, flash) / 2));
 }
 
+TEST_CASE("selective recomputation of Megatron's modules drops what each would keep") {
+  using enum weft::perf::recompute_module;
+  transformer m = gpt3();
+  const activation_layout core{.seq = s, .micro_batch = b, .policy = recompute::selective};
+  // Attention's core (Megatron's default): Korthikanti's 34sbh without the 5as²b of scores.
+  CHECK(layer_activation_bytes(m, 0, core) == doctest::Approx(34 * s * b * h));
+  // The two input norms' outputs too: each was the next linears' 2sbh input.
+  activation_layout norms = core;
+  norms.modules = weft::perf::bit(core_attn) | weft::perf::bit(layernorm);
+  CHECK(layer_activation_bytes(m, 0, norms) == doctest::Approx(30 * s * b * h));
+  // A dense MLP's insides (GeLU over 4h: its input and the second linear's, 16sbh); its own
+  // input stays, the norm's output it was computed from.
+  activation_layout mlp_too = core;
+  mlp_too.modules = weft::perf::bit(core_attn) | weft::perf::bit(mlp);
+  CHECK(layer_activation_bytes(m, 0, mlp_too) == doctest::Approx(18 * s * b * h));
+  // Nothing at all: the scores stay too.
+  activation_layout nothing = core;
+  nothing.modules = 0;
+  CHECK(layer_activation_bytes(m, 0, nothing) ==
+        doctest::Approx(34 * s * b * h + 5 * a * s * s * b));
+  // Multi-latent attention's up projections: Q and K of 192 (128 + 64 rotary) and V of 128 per
+  // head, 2sb x 128 x (2 x 192 + 128) bytes; an MoE layer's experts' activation outputs (their
+  // second linears' inputs), 2sb x top-k x width.
+  transformer d = m;
+  d.heads = d.kv_heads = 128;
+  d.mla = {.q_lora_rank = 1536,
+           .kv_lora_rank = 512,
+           .qk_rope_head_dim = 64,
+           .qk_nope_head_dim = 128,
+           .v_head_dim = 128};
+  d.moe = {.routed = 64, .top_k = 6, .expert_ffn = 1408};
+  d.mlp = mlp_kind::gated;
+  activation_layout up = core;
+  up.modules = weft::perf::bit(core_attn) | weft::perf::bit(mla_up_proj);
+  CHECK(layer_activation_bytes(d, 0, core) - layer_activation_bytes(d, 0, up) ==
+        doctest::Approx(2 * s * b * 128 * (2 * 192 + 128)));
+  activation_layout act = core;
+  act.modules = weft::perf::bit(core_attn) | weft::perf::bit(moe_act);
+  CHECK(layer_activation_bytes(d, 0, core) - layer_activation_bytes(d, 0, act) ==
+        doctest::Approx(2 * s * b * 6 * 1408));
+  // FP8 kept the norms' outputs in half: recomputed, neither copy stays.
+  activation_layout fp8 = core, fp8_norms = norms;
+  fp8.fp8 = fp8_norms.fp8 = true;
+  CHECK(layer_activation_bytes(m, 0, fp8) - layer_activation_bytes(m, 0, fp8_norms) ==
+        doctest::Approx(2 * s * b * h));
+}
+
+TEST_CASE("selective recomputation re-prices exactly the parts it runs again") {
+  using enum weft::perf::recompute_module;
+  // tiny_dense(2) on one device, one 1024-token sequence: each input norm reads and writes
+  // 1024 x 1024 bf16 values, 4 MiB, at the ideal device's 1 TB/s; recomputing them adds two a
+  // layer to the backward. Launches free, so the bytes alone count; matmuls at the device's rate
+  // whatever their shape (the ideal device's memory would bound these small ones).
+  const transformer m = testing::tiny_dense(2);
+  const cluster c = testing::ideal_cluster();
+  job j;
+  j.seq = 1024;
+  j.policy = recompute::selective;
+  const estimate_options o{.matmul_shapes = false, .launches = false};
+  const estimate core = estimate_job(m, j, c, o);
+  j.recompute_modules = weft::perf::bit(core_attn) | weft::perf::bit(layernorm);
+  const estimate norms = estimate_job(m, j, c, o);
+  const double norm = 2.0 * 2 * 1024 * 1024 / 1e12;
+  CHECK(norms.stages[0].backward.recompute.count() - core.stages[0].backward.recompute.count() ==
+        doctest::Approx(2 * 2 * norm));
+  CHECK(norms.stages[0].activation_bytes < core.stages[0].activation_bytes);
+  // The whole MLP again: its two matmuls (8Th^2 FLOPs at 1 PFLOP/s) and its GeLU (reading
+  // and writing 1024 x 4096 values) a layer, and nothing of attention's core.
+  j.recompute_modules = weft::perf::bit(mlp);
+  const double mlp_time = 2 * 2.0 * 1024 * 1024 * 4096 / 1e15 + 2.0 * 2 * 1024 * 4096 / 1e12;
+  CHECK(estimate_job(m, j, c, o).stages[0].backward.recompute.count() ==
+        doctest::Approx(2 * mlp_time));
+  // Named modules need selective recomputation; MLA's up projections need MLA; Megatron's
+  // other modules are refused by name.
+  j.policy = recompute::full;
+  CHECK_THROWS_WITH_AS(estimate_job(m, j, c),
+                       "--recompute-modules names what selective recomputation runs again: it "
+                       "needs --recompute selective (Megatron's --recompute-granularity "
+                       "selective)",
+                       weft::config_error);
+  j.policy = recompute::selective;
+  j.recompute_modules = weft::perf::bit(mla_up_proj);
+  CHECK_THROWS_WITH_AS(estimate_job(m, j, c),
+                       "--recompute-modules mla_up_proj: the model has no multi-latent attention "
+                       "to recompute the up projections of",
+                       weft::config_error);
+  CHECK(recompute_modules_of({"layernorm", "moe_act"}, "x") ==
+        (weft::perf::bit(layernorm) | weft::perf::bit(moe_act)));
+  CHECK_THROWS_WITH_AS(recompute_modules_of({"moe"}, "--recompute-modules"),
+                       doctest::Contains("--recompute-modules: weft does not price recomputing "
+                                         "'moe'"),
+                       weft::config_error);
+  CHECK_THROWS_WITH_AS(recompute_modules_of({"norms"}, "--recompute-modules"),
+                       doctest::Contains("'norms' is not a module"), weft::config_error);
+}
+
 TEST_CASE("model states: 2 + 4 + 12 bytes a parameter, the optimizer's 12 sharded") {
   // Mixed-precision Adam: bf16 weights, fp32 gradients, fp32 master weights and two moments.
   CHECK(model_state_bytes(1e9, 1) == doctest::Approx(18e9));

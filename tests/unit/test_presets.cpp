@@ -218,6 +218,11 @@ TEST_CASE("deepseek-v3 from its files: the real model on 2048 H800s, as the publ
   flags.layout = "Et*3|(t*4|)*14,t*2mL";
   flags.fp8 = plan::fp8_recipe::blockwise;        // DeepSeek's tiles (its report §3.3)
   flags.dispatcher = plan::moe_dispatcher::flex;  // and its dispatch (§3.2.2)
+  // Its recomputation: the RMSNorms and MLA's up projections (§3.2.3), the MoE SwiGLU (§3.3.3).
+  flags.policy = plan::recompute::selective;
+  flags.recompute_modules = perf::bit(perf::recompute_module::layernorm) |
+                            perf::bit(perf::recompute_module::mla_up_proj) |
+                            perf::bit(perf::recompute_module::moe_act);
   const plan::estimate a = plan::estimate_job(m, p.job.spec, file);
   const plan::estimate b = plan::estimate_job(m, flags, h800);
   CHECK(a.step.count() == b.step.count());
@@ -254,7 +259,8 @@ TEST_CASE("a job from JSON: weft plan's flags as keys, each checked") {
           "pipeline-layout": "Et|t|t|t|t|tL", "overlap-grad-reduce": true,
           "data-parallel-sharding-strategy": "optim_grads", "flash-attention": false,
           "pipeline-runtime": "megatron", "overlap-p2p-communication": true,
-          "scatter-gather-tensors-in-pipeline": true, "colour": "blue"})",
+          "scatter-gather-tensors-in-pipeline": true, "recompute-modules": ["core_attn", "mlp"],
+          "colour": "blue"})",
       "job.json");
   const plan::job& j = f.spec;
   CHECK(j.tp == 4);
@@ -277,6 +283,8 @@ TEST_CASE("a job from JSON: weft plan's flags as keys, each checked") {
   CHECK(j.runtime == plan::pipeline_runtime::megatron);
   CHECK(j.overlap_p2p_comm);
   CHECK(j.scatter_gather_transfers);
+  CHECK(j.recompute_modules ==
+        (perf::bit(perf::recompute_module::core_attn) | perf::bit(perf::recompute_module::mlp)));
   REQUIRE(f.warnings.size() == 1);
   CHECK(f.warnings[0] == "job.json: key 'colour' is not used");
   // Nothing given: a job's defaults.
@@ -292,6 +300,13 @@ TEST_CASE("a job from JSON: weft plan's flags as keys, each checked") {
                        "job.json: pp must be a whole number in [1, 65536], got 2.5", config_error);
   CHECK_THROWS_WITH_AS(plan::read_job(R"({"recompute": "some"})", "job.json"),
                        "job.json: recompute must be one of none, selective, full, got 'some'",
+                       config_error);
+  CHECK_THROWS_WITH_AS(plan::read_job(R"({"recompute-modules": [3]})", "job.json"),
+                       "job.json: recompute-modules must be an array of strings, got an array of 1",
+                       config_error);
+  CHECK_THROWS_WITH_AS(plan::read_job(R"({"recompute-modules": ["moe"]})", "job.json"),
+                       doctest::Contains("job.json: recompute-modules: weft does not price "
+                                         "recomputing 'moe'"),
                        config_error);
   CHECK_THROWS_WITH_AS(plan::read_job(R"({"pipeline-runtime": "deepspeed"})", "job.json"),
                        "job.json: pipeline-runtime must be one of pytorch, megatron, got "

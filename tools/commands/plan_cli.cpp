@@ -55,6 +55,16 @@ std::vector<CLI::Option*> job_flags(CLI::App& sub, weft::plan::job& j) {
                      "the layers of each stage in Megatron's grammar, e.g. \"Et*3|(tt|)*29,m|L\""),
       sub.add_flag("--overlap-grad-reduce", j.overlap_grad_reduce,
                    "the gradient reduction overlapped with the backward")};
+  flags.push_back(
+      sub.add_option_function<std::vector<std::string>>(
+             "--recompute-modules",
+             [&j](const std::vector<std::string>& names) {
+               j.recompute_modules = plan::recompute_modules_of(names, "--recompute-modules");
+             },
+             "with --recompute selective, the parts it runs again (Megatron's names): core_attn "
+             "(the default), layernorm, mla_up_proj, moe_act, mlp")
+          ->expected(0, CLI::detail::expected_max_vector_size)
+          ->delimiter(','));
   auto* whole = sub.add_flag_callback(
       "--no-distributed-optimizer", [&j] { j.sharding = plan::dp_sharding::no_shard; },
       "keep the optimizer states whole on every data-parallel rank");

@@ -6,6 +6,7 @@
 // an element in bf16 and 1 for a dropout mask. Priced by `time_of` on a device (perf/device.hpp).
 #pragma once
 
+#include <cstddef>
 #include <string_view>
 #include <vector>
 
@@ -13,6 +14,7 @@
 #include <weft/perf/device.hpp>
 #include <weft/perf/flops.hpp>
 #include <weft/perf/matmul.hpp>
+#include <weft/perf/recompute.hpp>
 #include <weft/perf/transformer.hpp>
 
 namespace weft::perf {
@@ -48,6 +50,8 @@ struct kernel {
   bool weight = false;    ///< a weight's gradient (the dW of a split backward)
   double seq = 0;         ///< fused attention's: the tokens of a sequence it attends over
   bool backward = false;  ///< fused attention's: the backward pass
+  /// The part selective recomputation runs it again with (attention's core: `core`).
+  recompute_module module = recompute_module::none;
 };
 
 /// The host's time to launch one kernel: a pass of n kernels takes at least n of them, however
@@ -139,8 +143,15 @@ inline layer_kernels layer_kernels_of(const transformer& m, int layer, const lay
   const double T = s.tokens(), h = m.hidden, tp = s.tp;
   const double Es = T * h / (s.sequence_parallel ? tp : 1);  // what norms and residuals touch
   const double heads = m.heads / tp;
+  // The kernels `push` adds belong to recomputable part `part`.
+  const auto tagged = [&](recompute_module part, auto&& push) {
+    const std::size_t f = out.forward.size(), b = out.backward.size();
+    push();
+    for (std::size_t i = f; i < out.forward.size(); ++i) out.forward[i].module = part;
+    for (std::size_t i = b; i < out.backward.size(); ++i) out.backward[i].module = part;
+  };
   const auto norm = [&](std::string_view name) {
-    streamed(out, name, 2 * bf16 * Es, 3 * bf16 * Es);
+    tagged(recompute_module::layernorm, [&] { streamed(out, name, 2 * bf16 * Es, 3 * bf16 * Es); });
   };
   const auto residual = [&](std::string_view name) {
     if (m.dropout)  // bias, dropout and the add, fused (Megatron's bias_dropout_add)
@@ -159,13 +170,16 @@ inline layer_kernels layer_kernels_of(const transformer& m, int layer, const lay
     if (a.q_lora_rank > 0) {
       linear(out, "q down", T, a.q_lora_rank, h, s.type);
       streamed(out, "q latent norm", 2 * bf16 * T * a.q_lora_rank, 3 * bf16 * T * a.q_lora_rank);
-      linear(out, "q up", T, heads * qk_dim, a.q_lora_rank, s.type);
+      tagged(recompute_module::mla_up_proj,
+             [&] { linear(out, "q up", T, heads * qk_dim, a.q_lora_rank, s.type); });
     } else {
       linear(out, "q", T, heads * qk_dim, h, s.type);
     }
     linear(out, "kv down", T, a.kv_lora_rank + a.qk_rope_head_dim, h, s.type);
     streamed(out, "kv latent norm", 2 * bf16 * T * a.kv_lora_rank, 3 * bf16 * T * a.kv_lora_rank);
-    linear(out, "kv up", T, heads * (a.qk_nope_head_dim + v_dim), a.kv_lora_rank, s.type);
+    tagged(recompute_module::mla_up_proj, [&] {
+      linear(out, "kv up", T, heads * (a.qk_nope_head_dim + v_dim), a.kv_lora_rank, s.type);
+    });
   } else {
     const double kv = m.kv_heads * m.head_dim / tp;
     linear(out, "qkv", T, heads * m.head_dim + 2 * kv, h, s.type);
@@ -173,7 +187,9 @@ inline layer_kernels layer_kernels_of(const transformer& m, int layer, const lay
   if (m.rotary) {  // rotary embeddings on the queries and keys
     const double qk = T * (heads + (m.mla.active() ? 1 : m.kv_heads / tp)) *
                       (m.mla.active() ? m.mla.qk_rope_head_dim : m.head_dim);
-    streamed(out, "rotary", 2 * bf16 * qk, 2 * bf16 * qk);
+    // MLA's rotary embeddings are part of its up projections' recomputation.
+    tagged(m.mla.active() ? recompute_module::mla_up_proj : recompute_module::none,
+           [&] { streamed(out, "rotary", 2 * bf16 * qk, 2 * bf16 * qk); });
   }
   detail::attention_core(out, m, s, qk_dim, v_dim);
   linear(out, "out projection", T, h, heads * v_dim, s.type);
@@ -183,17 +199,20 @@ inline layer_kernels layer_kernels_of(const transformer& m, int layer, const lay
   norm("post-attention norm");
   const bool gated = m.mlp == mlp_kind::gated;
   const auto mlp = [&](std::string_view up, std::string_view act, std::string_view down, double ffn,
-                       double tokens, double batch_of) {
+                       double tokens, double batch_of,
+                       recompute_module act_part = recompute_module::none) {
     const double F = tokens * ffn * batch_of;
     linear(out, up, tokens, (gated ? 2 : 1) * ffn, h, s.type, batch_of);
-    if (gated)
-      streamed(out, act, 3 * bf16 * F, 5 * bf16 * F);
-    else
-      streamed(out, act, 2 * bf16 * F, 3 * bf16 * F);
+    tagged(act_part, [&] {
+      if (gated)
+        streamed(out, act, 3 * bf16 * F, 5 * bf16 * F);
+      else
+        streamed(out, act, 2 * bf16 * F, 3 * bf16 * F);
+    });
     linear(out, down, tokens, h, ffn, s.type, batch_of);
   };
   if (!m.is_moe_layer(layer)) {
-    mlp("fc1", "activation", "fc2", m.ffn / tp, T, 1);
+    tagged(recompute_module::mlp, [&] { mlp("fc1", "activation", "fc2", m.ffn / tp, T, 1); });
   } else {
     const moe_shape& e = m.moe;
     // Each rank routes its own tokens: with sequence parallelism a 1/tp share of them (the
@@ -206,7 +225,8 @@ inline layer_kernels layer_kernels_of(const transformer& m, int layer, const lay
     // Balanced routing: each of its routed / ep experts gets the tokens of the ep devices that
     // chose it, T ep top_k / routed, as one grouped matmul.
     const double local = e.routed / s.ep, per_expert = T * s.ep * e.top_k / e.routed;
-    mlp("experts up", "experts activation", "experts down", e.expert_ffn / tp, per_expert, local);
+    mlp("experts up", "experts activation", "experts down", e.expert_ffn / tp, per_expert, local,
+        recompute_module::moe_act);
     streamed(out, "unpermute", 2 * bf16 * routed, 2 * bf16 * routed);
     if (e.shared_ffn > 0)
       mlp("shared up", "shared activation", "shared down", e.shared_ffn / tp, T, 1);

@@ -96,11 +96,23 @@ inline perf::device chip_of(const cluster& c) {
 }
 
 /// A pass's kernels priced: its time, its weights' gradients (the dW of a split backward) and
-/// attention's core (what selective recomputation runs again).
+/// each recomputable part's (what selective recomputation runs again of it).
 struct priced {
-  seconds time{0}, weights{0}, core{0};
-  int kernels = 0, core_kernels = 0;  ///< how many the host launches, and of attention's core
-  time_split parts;                   ///< matmul, attention and elementwise
+  seconds time{0}, weights{0};
+  int kernels = 0;   ///< how many the host launches
+  time_split parts;  ///< matmul, attention and elementwise
+  std::array<seconds, perf::recompute_module_names.size()> by_part{};
+  std::array<int, perf::recompute_module_names.size()> kernels_by_part{};
+  /// The time and kernels of the parts in `s`.
+  std::pair<seconds, int> of(perf::recompute_set s) const {
+    std::pair<seconds, int> r{seconds(0), 0};
+    for (std::size_t i = 1; i < by_part.size(); ++i)
+      if (perf::has(s, static_cast<perf::recompute_module>(i))) {
+        r.first += by_part[i];
+        r.second += kernels_by_part[i];
+      }
+    return r;
+  }
 };
 
 inline priced price(const std::vector<perf::kernel>& kernels, const perf::device& d,
@@ -115,10 +127,10 @@ inline priced price(const std::vector<perf::kernel>& kernels, const perf::device
     out.time += t;
     ++out.kernels;
     if (k.weight) out.weights += t;
-    if (k.core) {
-      out.core += t;
-      ++out.core_kernels;
-    }
+    const auto part =
+        static_cast<std::size_t>(k.core ? perf::recompute_module::core_attn : k.module);
+    out.by_part[part] += t;
+    ++out.kernels_by_part[part];
     (k.core || k.kind == perf::kernel_kind::attention ? out.parts.attention
      : k.kind == perf::kernel_kind::matmul            ? out.parts.matmul
                                                       : out.parts.elementwise) += t;
@@ -188,6 +200,7 @@ inline seconds dispatch_and_combine(const transformer& m, const job& j, const cl
 struct layer_comm {
   seconds total{0}, recomputed{0}, hideable{0};
   seconds tp{0}, cp{0}, ep{0};  ///< `total` by the parallelism it serves
+  seconds tp_mlp{0};            ///< of `tp`, a dense MLP's (what recomputing the MLP moves again)
 };
 
 inline layer_comm layer_comm_of(const transformer& m, const job& j, const cluster& c, int l) {
@@ -199,6 +212,7 @@ inline layer_comm layer_comm_of(const transformer& m, const job& j, const cluste
   out.total += tp_comm;
   out.recomputed += tp_comm;
   out.tp = tp_comm;
+  if (!m.is_moe_layer(l)) out.tp_mlp = tp_comm / 2;  // the MLP's block of the two
   if (j.cp > 1) {
     const double kv_width = m.mla.active() ? m.heads * (m.mla.qk_head_dim() + m.mla.v_head_dim)
                                            : 2 * m.kv_heads * m.head_dim;
@@ -231,6 +245,28 @@ inline layer_comm layer_comm_of(const transformer& m, const job& j, const cluste
   return out;
 }
 
+/// What selective recomputation runs again of a stage: the parts it names (Megatron's
+/// `--recompute-modules`; none without it) and the communication inside them — context
+/// parallelism's ring inside attention's core, a dense MLP's tensor-parallel collectives.
+struct selective_tally {
+  perf::recompute_set parts = 0;
+  bool ring = false;  ///< keys and values passed round a ring (not gathered before attention)
+  seconds time{0}, comm{0};
+  int kernels = 0;
+  explicit selective_tally(const job& j)
+      : parts(j.policy == recompute::selective ? j.recompute_modules : perf::recompute_set{0}),
+        ring(j.cp_comm_type == cp_comm::p2p) {}
+  void add(const priced& forward) {
+    const auto [t, n] = forward.of(parts);
+    time += t;
+    kernels += n;
+  }
+  void add(const layer_comm& lc) {
+    if (perf::has(parts, perf::recompute_module::core_attn) && ring) comm += lc.cp;
+    if (perf::has(parts, perf::recompute_module::mlp)) comm += lc.tp_mlp;
+  }
+};
+
 /// Layer `l`'s parameters and kept activations on one device, added to `out`.
 inline void add_layer_sizes(stage_estimate& out, const transformer& m, const job& j, int l) {
   const parameter_count p = layer_parameters(m, l);
@@ -244,6 +280,7 @@ inline void add_layer_sizes(stage_estimate& out, const transformer& m, const job
                               .cp = j.cp,
                               .sequence_parallel = j.sequence_parallel,
                               .policy = j.policy,
+                              .modules = j.recompute_modules,
                               .flash_attention = j.flash_attention,
                               .fp8 = j.fp8 != fp8_recipe::none});
 }
@@ -266,10 +303,11 @@ inline stage_estimate stage_costs(const transformer& m, const job& j, const clus
       .flash_attention = j.flash_attention,
       .type = j.fp8 == fp8_recipe::none ? perf::dtype::bf16 : perf::dtype::fp8};
   const double act = T * m.hidden * 2;  // one activation, bf16
-  seconds forward{0}, backward{0}, weights{0}, core{0}, comm{0}, hideable{0};
+  seconds forward{0}, backward{0}, weights{0}, comm{0}, hideable{0};
   time_split comm_parts;  // tp, cp and ep: the same in the forward and, mirrored, the backward
   seconds layers_forward{0}, layers_comm{0};  // what full recomputation runs again
-  int forward_kernels = 0, backward_kernels = 0, layers_kernels = 0, core_kernels = 0;
+  int forward_kernels = 0, backward_kernels = 0, layers_kernels = 0;
+  selective_tally selective{j};
   const auto add = [&](const perf::layer_kernels& k) {
     const priced f = price(k.forward, chip, attention_rate, o);
     const priced b = price(k.backward, chip, attention_rate, o);
@@ -278,10 +316,9 @@ inline stage_estimate stage_costs(const transformer& m, const job& j, const clus
     out.forward += f.parts;
     out.backward += b.parts;
     weights += b.weights;
-    core += f.core;
+    selective.add(f);
     forward_kernels += f.kernels;
     backward_kernels += b.kernels;
-    core_kernels += f.core_kernels;
     return f;
   };
   const auto add_layer = [&](int l) {
@@ -292,6 +329,7 @@ inline stage_estimate stage_costs(const transformer& m, const job& j, const clus
     comm += lc.total;
     comm_parts += time_split{.tp = lc.tp, .cp = lc.cp, .ep = lc.ep};
     layers_comm += lc.recomputed;
+    selective.add(lc);
     hideable += lc.hideable;
     add_layer_sizes(out, m, j, l);
   };
@@ -326,7 +364,7 @@ inline stage_estimate stage_costs(const transformer& m, const job& j, const clus
     if (m.tied_embeddings && !st.embedding) out.params += m.vocab * m.hidden / tp;
   }
   // Backward: its kernels, its communication mirrored; recomputation runs the layers' forward
-  // (full; not the head's) or attention's core (selective) again first.
+  // (full; not the head's) or the parts selective recomputation names again first.
   const auto launch_bound = [&](seconds t, int kernels) { return launch_excess(t, kernels, o); };
   out.forward.launch = launch_bound(forward, forward_kernels);
   out.backward.launch = launch_bound(backward, backward_kernels);
@@ -335,8 +373,9 @@ inline stage_estimate stage_costs(const transformer& m, const job& j, const clus
   const seconds again =
       j.policy == recompute::full
           ? layers_forward + launch_bound(layers_forward, layers_kernels) + layers_comm
-      : j.policy == recompute::selective ? core + launch_bound(core, core_kernels)
-                                         : seconds(0);
+      : j.policy == recompute::selective
+          ? selective.time + launch_bound(selective.time, selective.kernels) + selective.comm
+          : seconds(0);
   out.cost.F = forward + comm;
   out.cost.B = backward + comm + again;
   out.forward += comm_parts;

@@ -188,6 +188,25 @@ class config_reader {
       throw config_error(file_ + ": " + std::string(k) + " must be a string, got " + brief(v));
     return v.get<std::string>();
   }
+  /// The strings of the array under `key` (one string counts as an array of it); none when
+  /// missing.
+  std::optional<std::vector<std::string>> texts(std::string_view key) {
+    used_.emplace_back(key);
+    if (!has(key)) return std::nullopt;
+    const nlohmann::json& v = j_.at(key);
+    if (v.is_string()) return std::vector<std::string>{v.get<std::string>()};
+    const auto bad = [&] {
+      return config_error(file_ + ": " + std::string(key) + " must be an array of strings, got " +
+                          brief(v));
+    };
+    if (!v.is_array()) throw bad();
+    std::vector<std::string> out;
+    for (const nlohmann::json& e : v) {
+      if (!e.is_string()) throw bad();
+      out.push_back(e.get<std::string>());
+    }
+    return out;
+  }
   double number(std::string_view key, double fallback) {
     used_.emplace_back(key);
     if (!has(key)) return fallback;

@@ -9,6 +9,7 @@
 
 #include <weft/core/error.hpp>
 #include <weft/core/op.hpp>
+#include <weft/perf/recompute.hpp>
 #include <weft/plan/layout.hpp>
 #include <weft/plan/memory.hpp>
 #include <weft/plan/transformer.hpp>
@@ -21,10 +22,13 @@ struct job {
   int global_batch_size = 0;           ///< --global-batch-size; 0: one micro-batch per dp rank
   double seq = 4096;                   ///< --seq-length
   recompute policy = recompute::none;  ///< --recompute none|selective|full
-  bool sequence_parallel = false;      ///< --sequence-parallel
-  std::string schedule = "1f1b";       ///< --schedule: any generator
-  int chunks = 1;                      ///< --chunks: model chunks per rank (virtual stages)
-  std::string layout;                  ///< --pipeline-layout; empty: an even split
+  /// --recompute-modules: what selective recomputation runs again (Megatron's default,
+  /// attention's core)
+  perf::recompute_set recompute_modules = perf::default_recompute_modules;
+  bool sequence_parallel = false;  ///< --sequence-parallel
+  std::string schedule = "1f1b";   ///< --schedule: any generator
+  int chunks = 1;                  ///< --chunks: model chunks per rank (virtual stages)
+  std::string layout;              ///< --pipeline-layout; empty: an even split
   /// What the data-parallel ranks shard (`--data-parallel-sharding-strategy`; the distributed
   /// optimizer's `optim` by default, `--no-distributed-optimizer` nothing).
   dp_sharding sharding = dp_sharding::optim;
@@ -53,6 +57,27 @@ struct job {
                                  : static_cast<long long>(micro_batch_size) * dp;
   }
 };
+
+/// The set `names` name (Megatron's `--recompute-modules`); `where` names the flag or key in
+/// errors. Megatron's modules weft does not price are refused by name.
+inline perf::recompute_set recompute_modules_of(const std::vector<std::string>& names,
+                                                const std::string& where) {
+  perf::recompute_set s = 0;
+  for (const std::string& n : names) {
+    if (const auto m = perf::recompute_module_named(n)) {
+      s |= perf::bit(*m);
+      continue;
+    }
+    if (n == "moe" || n == "shared_experts" || n == "experts" || n == "router")
+      throw config_error(where + ": weft does not price recomputing '" + n +
+                         "' (an MoE layer's own parts, with their all-to-alls); it prices "
+                         "core_attn, layernorm, mla_up_proj, moe_act and mlp");
+    throw config_error(where + ": '" + excerpt(n) +
+                       "' is not a module; Megatron's are core_attn, layernorm, mla_up_proj, "
+                       "moe_act, mlp, moe, shared_experts");
+  }
+  return s;
+}
 
 /// The most of each size a job may ask for: the flags' ranges, the job file's, `check_sizes`'s.
 namespace job_limits {
@@ -172,6 +197,14 @@ inline void check_sizes(const transformer& m, const job& j) {
 /// places them.
 inline void check_job(const transformer& m, const job& j) {
   check_sizes(m, j);
+  if (j.recompute_modules != perf::default_recompute_modules && j.policy != recompute::selective)
+    throw config_error(
+        "--recompute-modules names what selective recomputation runs again: it needs "
+        "--recompute selective (Megatron's --recompute-granularity selective)");
+  if (perf::has(j.recompute_modules, perf::recompute_module::mla_up_proj) && !m.mla.active())
+    throw config_error(
+        "--recompute-modules mla_up_proj: the model has no multi-latent attention to recompute "
+        "the up projections of");
   if (j.overlap_p2p_comm && j.runtime != pipeline_runtime::megatron)
     throw config_error(
         "--overlap-p2p-communication is Megatron's: it needs --pipeline-runtime megatron "

@@ -58,6 +58,8 @@ inline job_file read_job(std::string_view text, const std::string& file) {
                        excerpt(v) + "'");
   };
   b.policy = choice("recompute", b.policy, recompute_names);
+  if (const std::optional<std::vector<std::string>> names = r.texts("recompute-modules"))
+    b.recompute_modules = recompute_modules_of(*names, file + ": recompute-modules");
   b.sharding = choice("data-parallel-sharding-strategy", b.sharding, dp_sharding_names);
   b.fp8 = choice("fp8", b.fp8, fp8_names);
   b.cp_comm_type = choice("cp-comm-type", b.cp_comm_type, cp_comm_names);

@@ -10,6 +10,7 @@
 #include <optional>
 #include <string_view>
 
+#include <weft/perf/recompute.hpp>
 #include <weft/plan/transformer.hpp>
 
 namespace weft::plan {
@@ -64,6 +65,8 @@ struct activation_layout {
   int cp = 1;                      ///< context parallelism (shards the sequence)
   bool sequence_parallel = false;  ///< the parts tensor parallelism replicates are sharded too
   recompute policy = recompute::none;
+  /// With selective recomputation, the parts it runs again (Megatron's `--recompute-modules`).
+  perf::recompute_set modules = perf::default_recompute_modules;
   /// Flash attention: the s x s scores are never kept (only a per-row softmax statistic).
   bool flash_attention = false;
   /// FP8 linears: the inputs they keep for the backward take 1 byte a value, not 2.
@@ -77,6 +80,13 @@ struct activation_layout {
 struct activation_bytes {
   double replicated = 0, sharded = 0, scores = 0;
   double linear_inputs_replicated = 0, linear_inputs_sharded = 0;
+  /// Of `replicated`, the two input norms' outputs (what recomputing `layernorm` drops; the
+  /// linears' inputs of them too, but an MoE layer's router input); of `sharded`, MLA's up
+  /// projections' outputs — Q, K and V (`mla_up_proj`), the experts' activation outputs, their
+  /// second linears' inputs (`moe_act`), and a dense MLP's insides (`mlp`; its second linear's
+  /// input among them).
+  double norm_outputs = 0, norm_outputs_linear = 0, up_projections = 0, expert_activations = 0,
+         mlp_insides = 0, mlp_second_input = 0;
 };
 
 /// What layer `layer` of `m` keeps per micro-batch before any parallelism (s tokens of b
@@ -90,12 +100,15 @@ constexpr activation_bytes layer_activations(const transformer& m, int layer, do
   // Attention: its norm's input, the projections' input, the dropout mask after it.
   x.replicated += (2 + 2 + mask) * sb * h;
   x.linear_inputs_replicated += 2 * sb * h;
+  x.norm_outputs += 2 * sb * h;
+  x.norm_outputs_linear += 2 * sb * h;
   if (m.mla.active()) {
     // The latents: the query's (and its norm's output), the keys' and values' (and theirs).
     const mla_shape& l = m.mla;
     x.replicated += 2 * sb * (2 * l.q_lora_rank + 2 * l.kv_lora_rank + l.qk_rope_head_dim);
     // Q and K per head (no-position and rotary parts), V, and the output projection's input.
     x.sharded += 2 * sb * a * (2 * l.qk_head_dim() + 2 * l.v_head_dim);
+    x.up_projections += 2 * sb * a * (2 * l.qk_head_dim() + l.v_head_dim);
     x.linear_inputs_replicated += 2 * sb * (l.q_lora_rank + l.kv_lora_rank);  // the up projections'
     x.linear_inputs_sharded += 2 * sb * a * l.v_head_dim;  // the output projection's
   } else {
@@ -110,13 +123,19 @@ constexpr activation_bytes layer_activations(const transformer& m, int layer, do
   // The MLP: its norm's input, the first linear's input, the dropout mask after it. (In an MoE
   // layer that input feeds the router, which keeps it in bf16.)
   x.replicated += (2 + 2 + mask) * sb * h;
-  if (!m.is_moe_layer(layer)) x.linear_inputs_replicated += 2 * sb * h;
+  x.norm_outputs += 2 * sb * h;
+  if (!m.is_moe_layer(layer)) {
+    x.linear_inputs_replicated += 2 * sb * h;
+    x.norm_outputs_linear += 2 * sb * h;
+  }
   // Inside: the activation's input and the second linear's input (GeLU: 2 x 2sbf = 16sbh at
   // f = 4h); gated: gate and up outputs and their product (3 x 2sbf).
   const double per_width = m.mlp == mlp_kind::gated ? 6 : 4;
   if (!m.is_moe_layer(layer)) {
     x.sharded += per_width * sb * m.ffn;
     x.linear_inputs_sharded += 2 * sb * m.ffn;  // the second linear's
+    x.mlp_insides = per_width * sb * m.ffn;
+    x.mlp_second_input = 2 * sb * m.ffn;
     return x;
   }
   // An MoE layer: each token's copy to each of its top-k experts (their first linear's input and
@@ -126,25 +145,43 @@ constexpr activation_bytes layer_activations(const transformer& m, int layer, do
   x.sharded += per_width * sb * e.top_k * e.expert_ffn + per_width * sb * e.shared_ffn;
   x.linear_inputs_replicated += 2 * sb * h * e.top_k;  // the experts' first linears'
   x.linear_inputs_sharded += 2 * sb * (e.top_k * e.expert_ffn + e.shared_ffn);  // their second
+  x.expert_activations = 2 * sb * e.top_k * e.expert_ffn;
   return x;
 }
 
 /// The bytes layer `layer` keeps per micro-batch on one device of layout `o`: tensor parallelism
 /// shards the sharded part (and with sequence parallelism the replicated part), context
-/// parallelism the sequence; selective recomputation drops the scores, full recomputation
-/// keeps only the layer's input (2sbh, sharded as the replicated part is); FP8 linears keep
-/// their inputs in half the bytes.
+/// parallelism the sequence; selective recomputation drops what its parts would keep (attention's
+/// core: the scores; `layernorm`: the norms' outputs; `mla_up_proj`: Q, K and V; `moe_act`: the
+/// experts' activation outputs; `mlp`: a dense MLP's insides), full recomputation keeps only the
+/// layer's input (2sbh, sharded as the replicated part is); FP8 linears keep their inputs in
+/// half the bytes.
 constexpr double layer_activation_bytes(const transformer& m, int layer,
                                         const activation_layout& o) noexcept {
   const double s = o.seq / o.cp, t = o.tp;
   const double rep = o.sequence_parallel ? t : 1;
   if (o.policy == recompute::full) return 2 * s * o.micro_batch * m.hidden / rep;
-  const activation_bytes x =
-      layer_activations(m, layer, s, o.seq, o.micro_batch, o.flash_attention);
-  const double scores = o.policy == recompute::selective ? 0 : x.scores / t;
+  activation_bytes x = layer_activations(m, layer, s, o.seq, o.micro_batch, o.flash_attention);
+  if (o.policy == recompute::selective) {
+    using enum perf::recompute_module;
+    if (perf::has(o.modules, core_attn)) x.scores = 0;
+    if (perf::has(o.modules, layernorm)) {
+      x.replicated -= x.norm_outputs;
+      x.linear_inputs_replicated -= x.norm_outputs_linear;
+    }
+    if (perf::has(o.modules, mla_up_proj)) x.sharded -= x.up_projections;
+    if (perf::has(o.modules, moe_act)) {
+      x.sharded -= x.expert_activations;
+      x.linear_inputs_sharded -= x.expert_activations;
+    }
+    if (perf::has(o.modules, mlp)) {
+      x.sharded -= x.mlp_insides;
+      x.linear_inputs_sharded -= x.mlp_second_input;
+    }
+  }
   const double fp8_saves =
       o.fp8 ? (x.linear_inputs_replicated / rep + x.linear_inputs_sharded / t) / 2 : 0;
-  return x.replicated / rep + x.sharded / t + scores - fp8_saves;
+  return x.replicated / rep + x.sharded / t + x.scores / t - fp8_saves;
 }
 
 /// What `nvidia-smi` shows of a device beyond the bytes a job allocates at its peak: PyTorch's
