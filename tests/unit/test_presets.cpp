@@ -257,6 +257,7 @@ TEST_CASE("a job from JSON: weft plan's flags as keys, each checked") {
           "global-batch-size": 48, "seq-length": 8192, "recompute": "selective",
           "sequence-parallel": true, "schedule": "interleaved", "chunks": 3,
           "pipeline-layout": "Et|t|t|t|t|tL", "overlap-grad-reduce": true,
+          "overlap-param-gather": true,
           "data-parallel-sharding-strategy": "optim_grads", "flash-attention": false,
           "pipeline-runtime": "megatron", "overlap-p2p-communication": true,
           "scatter-gather-tensors-in-pipeline": true, "recompute-modules": ["core_attn", "mlp"],
@@ -278,6 +279,7 @@ TEST_CASE("a job from JSON: weft plan's flags as keys, each checked") {
   CHECK(j.chunks == 3);
   CHECK(j.layout == "Et|t|t|t|t|tL");
   CHECK(j.overlap_grad_reduce);
+  CHECK(j.overlap_param_gather);
   CHECK(j.sharding == plan::dp_sharding::optim_grads);
   CHECK(!j.flash_attention);
   CHECK(j.runtime == plan::pipeline_runtime::megatron);

@@ -54,7 +54,11 @@ std::vector<CLI::Option*> job_flags(CLI::App& sub, weft::plan::job& j) {
       sub.add_option("--pipeline-layout", j.layout,
                      "the layers of each stage in Megatron's grammar, e.g. \"Et*3|(tt|)*29,m|L\""),
       sub.add_flag("--overlap-grad-reduce", j.overlap_grad_reduce,
-                   "the gradient reduction overlapped with the backward")};
+                   "the gradients' reduce-scatter overlapped, bucket by bucket, with the last "
+                   "backward and the pipeline's cool-down"),
+      sub.add_flag("--overlap-param-gather", j.overlap_param_gather,
+                   "the distributed optimizer's parameter all-gather overlapped with the next "
+                   "step's warm-up and first forward (needs --overlap-grad-reduce)")};
   flags.push_back(
       sub.add_option_function<std::vector<std::string>>(
              "--recompute-modules",

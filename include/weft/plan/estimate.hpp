@@ -483,6 +483,60 @@ inline void price_transfers(cost_model& cost, const transformer& m, const job& j
 /// (4 written). 42 bytes.
 inline constexpr double optimizer_bytes_per_parameter = 4 + (16 + 12) + (4 + 2) + 4;
 
+/// Megatron's data-parallel bucket when none is given: `max(40000000, 1000000 * dp_size)`
+/// parameters (`DistributedDataParallelConfig.bucket_size`: larger data-parallel groups need
+/// larger buckets to stay bandwidth-bound).
+inline double ddp_bucket_parameters(long long dp_ranks) {
+  return std::max(40e6, 1e6 * static_cast<double>(dp_ranks));
+}
+
+/// Per pipeline rank, where its data-parallel collectives can hide in the simulated step: the
+/// wait before its first compute (the warm-up) and that first compute op, which the parameters'
+/// all-gather of the next step can overlap (`--overlap-param-gather`); its last compute op and
+/// the wait after it (the cool-down), which the gradients' reduce-scatter can
+/// (`--overlap-grad-reduce`).
+struct dp_windows {
+  std::vector<seconds> head, first, last, tail;
+};
+
+inline dp_windows dp_windows_of(const program& p, const timeline& t) {
+  const auto R = static_cast<std::size_t>(p.ranks());
+  dp_windows w{std::vector<seconds>(R, t.makespan), std::vector<seconds>(R, seconds(0)),
+               std::vector<seconds>(R, seconds(0)), std::vector<seconds>(R, t.makespan)};
+  std::vector<seconds> last_end(R, seconds(-1));
+  for (std::uint32_t i = 0; i < p.size(); ++i) {
+    if (stream_of(p.at(i).k) != stream_class::compute || !t.ran(i)) continue;
+    const std::size_t r = p.rank[i];
+    if (t.start[i] < w.head[r]) {
+      w.head[r] = t.start[i];
+      w.first[r] = t.duration_of(i);
+    }
+    if (t.finish[i] > last_end[r]) {
+      last_end[r] = t.finish[i];
+      w.last[r] = t.duration_of(i);
+    }
+  }
+  for (std::size_t r = 0; r < R; ++r)
+    w.tail[r] = last_end[r] >= seconds(0) ? t.makespan - last_end[r] : seconds(0);
+  return w;
+}
+
+/// What a data-parallel collective of `comm` in `buckets` equal buckets leaves exposed when
+/// Megatron overlaps it with a compute op of `compute` and an `idle` wait beside it. The
+/// gradients' buckets are ready one after another as the rank's last backward runs and each is
+/// reduced as soon as it is ready and the one before is done; the last is ready only as the
+/// backward ends, so at least a bucket's worth runs after it, in the cool-down's wait or
+/// exposed (the parameters' gather is the mirror: each bucket before the forward that needs it,
+/// the first before any). While the collective runs beside compute, the compute is slower by
+/// the cluster's interference fact (`compute_slowdown`).
+inline seconds overlapped_exposure(seconds comm, double buckets, seconds idle, seconds compute,
+                                   double compute_slowdown) {
+  const double n = std::max(buckets, 1.0);
+  const seconds beside_compute = compute * ((n - 1) / n);  // until the last bucket is ready
+  const seconds after = std::max(comm / n, comm - beside_compute);
+  return std::max(seconds(0), after - idle) + std::min(comm, beside_compute) * compute_slowdown;
+}
+
 /// Per pipeline rank, what its stages hold: parameters (dense and experts') and layers.
 struct rank_holdings {
   std::vector<double> dense, expert, layers;
@@ -493,6 +547,7 @@ struct rank_holdings {
 /// rank's) and the optimizer step (the largest shard's).
 inline void add_data_parallel(estimate& out, const job& j, const cluster& c,
                               const rank_holdings& held) {
+  const dp_windows windows = dp_windows_of(out.prog, out.time);
   const buffer<double> live = peak_live_weight(
       out.sched, [&](int ch) { return out.chunk_activation_bytes[static_cast<std::size_t>(ch)]; });
   const long long dp_ranks = static_cast<long long>(j.dp) * j.cp;
@@ -526,15 +581,25 @@ inline void add_data_parallel(estimate& out, const job& j, const cluster& c,
     // data-parallel ranks (the experts' over theirs); FSDP gathers the parameters twice, before
     // each layer's forward and again before its backward, and none after the step.
     const double gathers = fsdp ? 2 : 1;
-    const seconds sync =
-        collective::ring_reduce_scatter(dp_link(4 * dense), d, 4 * dense) +
-        gathers * collective::ring_all_gather(dp_link(2 * dense), d, 2 * dense) +
-        collective::ring_reduce_scatter(edp_link(4 * expert), ed, 4 * expert) +
-        gathers * collective::ring_all_gather(edp_link(2 * expert), ed, 2 * expert);
-    // Overlapped with the backward (FSDP always overlaps: it prefetches the next layer), only a
-    // layer's worth is left.
-    const double exposed = j.overlap_grad_reduce || fsdp ? sync.count() / layers : sync.count();
-    slowest_sync = std::max(slowest_sync, exposed);
+    const seconds reduce = collective::ring_reduce_scatter(dp_link(4 * dense), d, 4 * dense) +
+                           collective::ring_reduce_scatter(edp_link(4 * expert), ed, 4 * expert);
+    const seconds gather =
+        gathers * (collective::ring_all_gather(dp_link(2 * dense), d, 2 * dense) +
+                   collective::ring_all_gather(edp_link(2 * expert), ed, 2 * expert));
+    seconds exposed = reduce + gather;
+    if (fsdp) {  // FSDP overlaps both, a layer ahead: a layer's worth is left
+      exposed = exposed / layers;
+    } else {  // Megatron's buckets, each launched as soon as it can be
+      const double buckets = std::ceil((dense + expert) / ddp_bucket_parameters(dp_ranks));
+      const double s = c.overlap.compute_slowdown;
+      if (j.overlap_grad_reduce)
+        exposed +=
+            overlapped_exposure(reduce, buckets, windows.tail[r], windows.last[r], s) - reduce;
+      if (j.overlap_param_gather)
+        exposed +=
+            overlapped_exposure(gather, buckets, windows.head[r], windows.first[r], s) - gather;
+    }
+    slowest_sync = std::max(slowest_sync, exposed.count());
     // Adam runs on the rank's shard of the optimizer states (all of them when unsharded).
     const bool split = j.sharding != dp_sharding::no_shard;
     largest = std::max(largest,

@@ -33,7 +33,10 @@ struct job {
   /// optimizer's `optim` by default, `--no-distributed-optimizer` nothing).
   dp_sharding sharding = dp_sharding::optim;
   bool flash_attention = true;
-  bool overlap_grad_reduce = false;     ///< the gradient reduction overlapped with the backward
+  bool overlap_grad_reduce = false;  ///< the gradient reduction overlapped with the backward
+  /// --overlap-param-gather: the distributed optimizer's parameter all-gather overlapped with the
+  /// next step's forward
+  bool overlap_param_gather = false;
   fp8_recipe fp8 = fp8_recipe::none;    ///< --fp8: the layers' linears in FP8 (memory.hpp)
   cp_comm cp_comm_type = cp_comm::p2p;  ///< --cp-comm-type: how CP moves keys and values
   moe_dispatcher dispatcher = moe_dispatcher::alltoall;  ///< --moe-token-dispatcher-type
@@ -205,6 +208,11 @@ inline void check_job(const transformer& m, const job& j) {
     throw config_error(
         "--recompute-modules mla_up_proj: the model has no multi-latent attention to recompute "
         "the up projections of");
+  if (j.overlap_param_gather && (j.sharding == dp_sharding::no_shard || !j.overlap_grad_reduce))
+    throw config_error(
+        "--overlap-param-gather needs the distributed optimizer and --overlap-grad-reduce "
+        "(Megatron: '--overlap-param-gather only supported with distributed optimizer', "
+        "'--overlap-grad-reduce should be turned on when using --overlap-param-gather')");
   if (j.overlap_p2p_comm && j.runtime != pipeline_runtime::megatron)
     throw config_error(
         "--overlap-p2p-communication is Megatron's: it needs --pipeline-runtime megatron "

@@ -69,6 +69,7 @@ inline job_file read_job(std::string_view text, const std::string& file) {
   b.layout = r.text({"pipeline-layout"}, b.layout);
   b.sequence_parallel = r.flag("sequence-parallel", b.sequence_parallel);
   b.overlap_grad_reduce = r.flag("overlap-grad-reduce", b.overlap_grad_reduce);
+  b.overlap_param_gather = r.flag("overlap-param-gather", b.overlap_param_gather);
   b.flash_attention = r.flag("flash-attention", b.flash_attention);
   b.overlap_p2p_comm = r.flag("overlap-p2p-communication", b.overlap_p2p_comm);
   b.scatter_gather_transfers =
