@@ -5,6 +5,7 @@
 #include "cli.hpp"
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <exception>
 #include <range/v3/range/conversion.hpp>
 #include <range/v3/view/filter.hpp>
@@ -72,6 +73,77 @@ std::vector<subcommand_info> subcommands() {
   };
 }
 
+/// Megatron-LM's flags that change a job's time or memory and that weft does not price: each
+/// refused by name with what it would change, never ignored.
+constexpr std::pair<std::string_view, std::string_view> megatron_unpriced[] = {
+    {"--tp-comm-overlap",
+     "tensor parallelism's collectives overlapped with its GEMMs (Transformer Engine's "
+     "userbuffers): it would hide part of the TP communication weft prices exposed"},
+    {"--recompute-method",
+     "full recomputation of some layers only: weft recomputes every layer (--recompute full) or "
+     "the parts --recompute-modules names"},
+    {"--recompute-num-layers",
+     "full recomputation of some layers only: weft recomputes every layer (--recompute full) or "
+     "the parts --recompute-modules names"},
+    {"--decoder-first-pipeline-num-layers",
+     "an uneven first stage: give the stages with --pipeline-layout (Megatron's grammar)"},
+    {"--decoder-last-pipeline-num-layers",
+     "an uneven last stage: give the stages with --pipeline-layout (Megatron's grammar)"},
+    {"--account-for-embedding-in-pipeline-split",
+     "a stage given to the embedding: give the stages with --pipeline-layout"},
+    {"--account-for-loss-in-pipeline-split",
+     "a stage given to the loss: give the stages with --pipeline-layout"},
+    {"--fp8-format", "weft's --fp8 names the recipe: e4m3, hybrid or blockwise"},
+    {"--fp8-recipe", "weft's --fp8 names the recipe: e4m3, hybrid or blockwise"},
+    {"--fp16", "weft prices bf16 (--bf16); fp16's loss scaling is not modelled"},
+    {"--optimizer-cpu-offload", "optimizer states in host memory: not modelled"},
+    {"--cpu-offloading", "activations offloaded to host memory: not modelled"},
+    {"--moe-expert-capacity-factor",
+     "tokens dropped past an expert's capacity: weft prices balanced routing, none dropped"},
+    {"--moe-pad-expert-input-to-capacity",
+     "experts' inputs padded to their capacity: weft prices balanced routing, none padded"},
+};
+
+/// The edit distance of two flags (for "did you mean").
+std::size_t distance(std::string_view a, std::string_view b) {
+  std::vector<std::size_t> row(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    std::size_t diagonal = row[0];
+    row[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      const std::size_t above = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = above;
+    }
+  }
+  return row[b.size()];
+}
+
+/// What to say of an option `sub` does not take: Megatron's reason, or — unless another
+/// subcommand of `app` takes it — the nearest one `sub` does take.
+std::string about(const CLI::App& app, const CLI::App& sub, const std::string& given) {
+  const std::string flag = given.substr(0, given.find('='));
+  for (const auto& [name, why] : megatron_unpriced)
+    if (flag == name)
+      return " (" + std::string(name) + ", Megatron's: weft does not price " + std::string(why) +
+             ")";
+  for (const CLI::App* other : app.get_subcommands({}))
+    for (const CLI::Option* o : other->get_options())
+      for (const std::string& l : o->get_lnames())
+        if (flag == "--" + l) return "";  // a flag of another subcommand, not a misspelling
+  if (flag.size() > 64) return "";        // no flag is that long: nothing near it
+  std::string best;
+  std::size_t closest = flag.size() / 3 + 1;
+  for (const CLI::Option* o : sub.get_options())
+    for (const std::string& l : o->get_lnames())
+      if (const std::size_t d = distance(flag, "--" + l); d < closest) {
+        closest = d;
+        best = "--" + l;
+      }
+  return best.empty() ? "" : " (did you mean " + best + "?)";
+}
+
 /// The error's one line and the hint, naming first the options the subcommand does not take:
 /// they may be why a required one is missing.
 std::string explain(const CLI::App& app, const std::exception& e) {
@@ -92,9 +164,11 @@ std::string explain(const CLI::App& app, const std::exception& e) {
   std::string extras = listed(rest | rv::filter(is_option));
   if (extras.empty()) extras = listed(rest | rv::transform(quoted));
   std::string why = e.what();
-  if (!extras.empty())
+  if (!extras.empty()) {
     why = sub + " does not take " + extras;
-  else if (why.rfind("weft: ", 0) != 0)
+    for (const std::string& a : rest | rv::filter(is_option) | ranges::to<std::vector>())
+      why += about(app, *where, a);
+  } else if (why.rfind("weft: ", 0) != 0)
     why = sub + ": " + why;
   return why + "\n" + help_hint(sub) + "\n";
 }

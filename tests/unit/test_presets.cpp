@@ -289,6 +289,19 @@ TEST_CASE("a job from JSON: weft plan's flags as keys, each checked") {
         (perf::bit(perf::recompute_module::core_attn) | perf::bit(perf::recompute_module::mlp)));
   REQUIRE(f.warnings.size() == 1);
   CHECK(f.warnings[0] == "job.json: key 'colour' is not used");
+  // Megatron's names for the same keys.
+  const plan::job_file mg = plan::read_job(
+      R"({"tensor-model-parallel-size": 4, "pipeline-model-parallel-size": 2,
+          "context-parallel-size": 2, "expert-model-parallel-size": 2,
+          "num-virtual-stages-per-pipeline-rank": 3, "recompute-granularity": "full",
+          "pipeline-model-parallel-layout": "Et|tL", "expert-tensor-parallel-size": 4,
+          "num-layers-per-virtual-pipeline-stage": 2})",
+      "megatron.json");
+  CHECK(mg.warnings.empty());
+  CHECK((mg.spec.tp == 4 && mg.spec.pp == 2 && mg.spec.cp == 2 && mg.spec.ep == 2));
+  CHECK((mg.spec.chunks == 3 && mg.spec.policy == plan::recompute::full));
+  CHECK((mg.spec.layout == "Et|tL" && mg.spec.expert_tp == 4 &&
+         mg.spec.layers_per_virtual_stage == 2));
   // Nothing given: a job's defaults.
   const plan::job none = plan::read_job("{}", "job.json").spec;
   CHECK(none.tp == 1);

@@ -24,16 +24,43 @@ std::string preset_folder_name(const std::string& v) {
   return plain ? "" : v + " is not a preset's name (a-z, 0-9, . - _)";
 }
 
+/// Megatron's flags that say what weft assumes anyway, or must: a launch script's arguments as
+/// they are.
+std::vector<CLI::Option*> megatron_only_flags(CLI::App& sub, weft::plan::job& j) {
+  namespace plan = weft::plan;
+  namespace L = plan::job_limits;
+  std::vector<CLI::Option*> out;
+  out.push_back(sub.add_flag_callback(
+      "--use-distributed-optimizer", [&j] { j.sharding = plan::dp_sharding::optim; },
+      "shard the optimizer states over the data-parallel ranks (the default)"));
+  out.push_back(sub.add_flag_callback(
+      "--bf16", [] {}, "16-bit brain floats (what weft prices; the default)"));
+  out.push_back(sub.add_flag_callback(
+      "--moe-grouped-gemm", [] {},
+      "each rank's experts as one grouped matmul (as weft "
+      "prices them)"));
+  out.push_back(
+      sub.add_option("--expert-tensor-parallel-size", j.expert_tp,
+                     "tensor parallelism of the experts: weft prices the experts sharded as the "
+                     "dense layers are (Megatron's default, the same as --tp)")
+          ->check(whole_in(1, L::tp)));
+  return out;
+}
+
 /// The job's flags, in Megatron's names: what a job file or a preset's job says instead.
 std::vector<CLI::Option*> job_flags(CLI::App& sub, weft::plan::job& j) {
   namespace plan = weft::plan;
   namespace L = plan::job_limits;
   std::vector<CLI::Option*> flags{
-      sub.add_option("--tp", j.tp, "tensor-parallel size")->check(whole_in(1, L::tp)),
-      sub.add_option("--pp", j.pp, "pipeline-parallel size")->check(whole_in(1, L::pp)),
+      sub.add_option("--tp,--tensor-model-parallel-size", j.tp, "tensor-parallel size")
+          ->check(whole_in(1, L::tp)),
+      sub.add_option("--pp,--pipeline-model-parallel-size", j.pp, "pipeline-parallel size")
+          ->check(whole_in(1, L::pp)),
       sub.add_option("--dp", j.dp, "data-parallel size")->check(whole_in(1, L::dp)),
-      sub.add_option("--cp", j.cp, "context-parallel size")->check(whole_in(1, L::cp)),
-      sub.add_option("--ep", j.ep, "expert-parallel size (carved from dp x cp)")
+      sub.add_option("--cp,--context-parallel-size", j.cp, "context-parallel size")
+          ->check(whole_in(1, L::cp)),
+      sub.add_option("--ep,--expert-model-parallel-size", j.ep,
+                     "expert-parallel size (carved from dp x cp)")
           ->check(whole_in(1, L::ep)),
       sub.add_option("--micro-batch-size", j.micro_batch_size, "sequences per micro-batch")
           ->check(whole_in(1, L::micro_batch_size)),
@@ -42,16 +69,20 @@ std::vector<CLI::Option*> job_flags(CLI::App& sub, weft::plan::job& j) {
           ->check(whole_in(1, L::global_batch_size)),
       sub.add_option("--seq-length", j.seq, "tokens per sequence (default 4096)")
           ->check(whole_in(1, L::seq)),
-      sub.add_option("--recompute", j.policy, "none, selective or full (default none)")
+      sub.add_option("--recompute,--recompute-granularity", j.policy,
+                     "none, selective or full (default none)")
           ->transform(one_of<plan::recompute>(spelled<plan::recompute>(plan::recompute_names))),
       sub.add_flag("--sequence-parallel", j.sequence_parallel,
                    "shard what tensor parallelism replicates over its ranks too"),
       sub.add_option("--schedule", j.schedule, "the pipeline schedule (default 1f1b)")
           ->check(CLI::IsMember(schedule_names)),
-      sub.add_option("--chunks", j.chunks,
+      sub.add_option("--chunks,--num-virtual-stages-per-pipeline-rank", j.chunks,
                      "model chunks per rank (the schedules that take a count; default 1)")
           ->check(whole_in(1, weft::limits::chunks)),
-      sub.add_option("--pipeline-layout", j.layout,
+      sub.add_option("--num-layers-per-virtual-pipeline-stage", j.layers_per_virtual_stage,
+                     "layers a model chunk holds: --chunks as layers / (pp x this)")
+          ->check(whole_in(1, weft::limits::layers)),
+      sub.add_option("--pipeline-layout,--pipeline-model-parallel-layout", j.layout,
                      "the layers of each stage in Megatron's grammar, e.g. \"Et*3|(tt|)*29,m|L\""),
       sub.add_flag("--overlap-grad-reduce", j.overlap_grad_reduce,
                    "the gradients' reduce-scatter overlapped, bucket by bucket, with the last "
@@ -69,6 +100,7 @@ std::vector<CLI::Option*> job_flags(CLI::App& sub, weft::plan::job& j) {
              "(the default), layernorm, mla_up_proj, moe_act, mlp")
           ->expected(0, CLI::detail::expected_max_vector_size)
           ->delimiter(','));
+  for (CLI::Option* f : megatron_only_flags(sub, j)) flags.push_back(f);
   auto* whole = sub.add_flag_callback(
       "--no-distributed-optimizer", [&j] { j.sharding = plan::dp_sharding::no_shard; },
       "keep the optimizer states whole on every data-parallel rank");

@@ -653,8 +653,9 @@ inline void add_breakdown(estimate& out) {
 /// Estimates job `j` of model `m` on cluster `c`: checks the job (`config_error` naming what
 /// does not split), costs each stage, simulates the pipeline with schedule `j.schedule` and
 /// the cluster's contention facts, adds the gradient reduction and the optimizer.
-inline estimate estimate_job(const transformer& m, const job& j, const cluster& c,
+inline estimate estimate_job(const transformer& m, const job& given, const cluster& c,
                              const estimate_options& o = {}) {
+  const job j = with_virtual_stages(m, given);
   check_cluster(c);
   check_job(m, j);
   if (j.fp8 != fp8_recipe::none && !detail::chip_of(c).has_fp8())

@@ -28,7 +28,12 @@ struct job {
   bool sequence_parallel = false;  ///< --sequence-parallel
   std::string schedule = "1f1b";   ///< --schedule: any generator
   int chunks = 1;                  ///< --chunks: model chunks per rank (virtual stages)
-  std::string layout;              ///< --pipeline-layout; empty: an even split
+  /// --num-layers-per-virtual-pipeline-stage (Megatron's): 0, or the layers a chunk holds —
+  /// `chunks` becomes layers / (pp x this) (`with_virtual_stages`)
+  int layers_per_virtual_stage = 0;
+  /// --expert-tensor-parallel-size: 0, or the experts' tensor parallelism, which must be tp's
+  int expert_tp = 0;
+  std::string layout;  ///< --pipeline-layout; empty: an even split
   /// What the data-parallel ranks shard (`--data-parallel-sharding-strategy`; the distributed
   /// optimizer's `optim` by default, `--no-distributed-optimizer` nothing).
   dp_sharding sharding = dp_sharding::optim;
@@ -196,10 +201,33 @@ inline void check_sizes(const transformer& m, const job& j) {
                        ") for context parallelism's balanced halves");
 }
 
+/// Job `j` with Megatron's `--num-layers-per-virtual-pipeline-stage` turned into chunks per rank
+/// for model `m`: layers / (pp x it), which must divide evenly.
+inline job with_virtual_stages(const transformer& m, job j) {
+  if (j.layers_per_virtual_stage <= 0) return j;
+  const long long per_stage = static_cast<long long>(j.pp) * j.layers_per_virtual_stage;
+  if (m.layers % per_stage != 0)
+    throw config_error("--num-layers-per-virtual-pipeline-stage " +
+                       detail::num(j.layers_per_virtual_stage) + ": the model's " +
+                       detail::num(m.layers) + " layers do not split into " + detail::num(j.pp) +
+                       " pipeline ranks of chunks of that many");
+  j.chunks = static_cast<int>(m.layers / per_stage);
+  j.layers_per_virtual_stage = 0;
+  return j;
+}
+
 /// `check_sizes`, and the layers split over the stages as the job's layout (or an even split)
 /// places them.
 inline void check_job(const transformer& m, const job& j) {
   check_sizes(m, j);
+  if (j.expert_tp != 0 && j.expert_tp != j.tp)
+    throw config_error("--expert-tensor-parallel-size " + detail::num(j.expert_tp) +
+                       ": weft prices the experts sharded as the dense layers are, over --tp " +
+                       detail::num(j.tp) + " (Megatron's default); another size is not modelled");
+  if (j.layers_per_virtual_stage != 0)
+    throw config_error(
+        "--num-layers-per-virtual-pipeline-stage is read with the model "
+        "(plan::with_virtual_stages)");
   if (j.recompute_modules != perf::default_recompute_modules && j.policy != recompute::selective)
     throw config_error(
         "--recompute-modules names what selective recomputation runs again: it needs "

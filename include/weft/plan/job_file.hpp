@@ -37,16 +37,24 @@ inline job_file read_job(std::string_view text, const std::string& file) {
     into = static_cast<int>(r.whole({key}, 1, hi, static_cast<double>(into)));
   };
   namespace L = job_limits;
-  whole("tp", b.tp, L::tp);
-  whole("pp", b.pp, L::pp);
+  // weft's short names, or Megatron's.
+  const auto either = [&](std::string_view key, std::string_view megatron, int& into, double hi) {
+    into = static_cast<int>(r.whole({key, megatron}, 1, hi, static_cast<double>(into)));
+  };
+  either("tp", "tensor-model-parallel-size", b.tp, L::tp);
+  either("pp", "pipeline-model-parallel-size", b.pp, L::pp);
   whole("dp", b.dp, L::dp);
-  whole("cp", b.cp, L::cp);
-  whole("ep", b.ep, L::ep);
+  either("cp", "context-parallel-size", b.cp, L::cp);
+  either("ep", "expert-model-parallel-size", b.ep, L::ep);
   whole("micro-batch-size", b.micro_batch_size, L::micro_batch_size);
   if (r.has("global-batch-size"))
     whole("global-batch-size", b.global_batch_size, L::global_batch_size);
   b.seq = r.whole({"seq-length"}, 1, L::seq, b.seq);
-  whole("chunks", b.chunks, limits::chunks);
+  either("chunks", "num-virtual-stages-per-pipeline-rank", b.chunks, limits::chunks);
+  if (r.has("num-layers-per-virtual-pipeline-stage"))
+    whole("num-layers-per-virtual-pipeline-stage", b.layers_per_virtual_stage, limits::layers);
+  if (r.has("expert-tensor-parallel-size"))
+    whole("expert-tensor-parallel-size", b.expert_tp, L::tp);
   // One of an enum's names (memory.hpp's lists), or an error listing them.
   const auto choice = [&]<class Enum, std::size_t N>(std::string_view key, Enum fallback,
                                                      const std::array<std::string_view, N>& names) {
@@ -57,7 +65,8 @@ inline job_file read_job(std::string_view text, const std::string& file) {
     throw config_error(file + ": " + std::string(key) + " must be one of " + list + ", got '" +
                        excerpt(v) + "'");
   };
-  b.policy = choice("recompute", b.policy, recompute_names);
+  b.policy = choice(r.has("recompute-granularity") ? "recompute-granularity" : "recompute",
+                    b.policy, recompute_names);
   if (const std::optional<std::vector<std::string>> names = r.texts("recompute-modules"))
     b.recompute_modules = recompute_modules_of(*names, file + ": recompute-modules");
   b.sharding = choice("data-parallel-sharding-strategy", b.sharding, dp_sharding_names);
@@ -66,7 +75,7 @@ inline job_file read_job(std::string_view text, const std::string& file) {
   b.dispatcher = choice("moe-token-dispatcher-type", b.dispatcher, moe_dispatcher_names);
   b.runtime = choice("pipeline-runtime", b.runtime, pipeline_runtime_names);
   b.schedule = r.text({"schedule"}, b.schedule);  // the generator's own error names the known
-  b.layout = r.text({"pipeline-layout"}, b.layout);
+  b.layout = r.text({"pipeline-layout", "pipeline-model-parallel-layout"}, b.layout);
   b.sequence_parallel = r.flag("sequence-parallel", b.sequence_parallel);
   b.overlap_grad_reduce = r.flag("overlap-grad-reduce", b.overlap_grad_reduce);
   b.overlap_param_gather = r.flag("overlap-param-gather", b.overlap_param_gather);

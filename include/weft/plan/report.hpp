@@ -149,8 +149,9 @@ struct plan_report {
 /// Plans job `j` of model `m` on cluster `c` (called `cluster_name`): its estimate (or a
 /// `config_error` naming a plan that runs it), every schedule's, the best plan, and with a
 /// budget the schedule search.
-inline plan_report make_report(const transformer& m, const job& j, const cluster& c,
+inline plan_report make_report(const transformer& m, const job& given, const cluster& c,
                                std::string cluster_name, const report_options& o = {}) {
+  const job j = with_virtual_stages(m, given);
   plan_report x;
   x.model = m;
   x.asked = j;
