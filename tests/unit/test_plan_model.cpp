@@ -938,6 +938,52 @@ TEST_CASE("Megatron's data-parallel overlap: buckets beside the last backward an
                        weft::config_error);
 }
 
+TEST_CASE("Megatron's forms that need the model: chunks from layers, first and last stages, FP8") {
+  // Ten layers on pp 4 with one in the first stage and three in the last: the six between
+  // split over the two middle stages, three each.
+  transformer m = testing::tiny_dense(10);
+  CHECK(first_last_layout(m, 4, 1, 3) == "Et*1|(t*3|)*2,t*3L");
+  // Only the first given: the other three stages share the rest (3 each); with an MTP layer,
+  // the last stage ends with it, before the loss.
+  m.mtp_layers = 1;
+  CHECK(first_last_layout(m, 4, 1, 0) == "Et*1|(t*3|)*2,t*3mL");
+  CHECK(first_last_layout(m, 2, 4, 6) == "Et*4|t*6mL");
+  CHECK_THROWS_WITH_AS(first_last_layout(m, 4, 2, 0),
+                       "--decoder-first/last-pipeline-num-layers: the model's 10 layers less 2 "
+                       "first and 0 last do not split evenly over the other 3 stages",
+                       weft::config_error);
+  job j;
+  j.pp = 4;
+  j.decoder_first = 1;
+  j.decoder_last = 3;
+  const job written = with_megatron_forms(testing::tiny_dense(10), j);
+  CHECK(written.layout == "Et*1|(t*3|)*2,t*3L");
+  CHECK(written.decoder_first == 0);
+  // --num-layers-per-virtual-pipeline-stage 1 on pp 2 of 10 layers: 5 chunks a rank.
+  job v;
+  v.pp = 2;
+  v.layers_per_virtual_stage = 1;
+  CHECK(with_megatron_forms(testing::tiny_dense(10), v).chunks == 5);
+  // Megatron's FP8 flags: the format turns it on, the recipe picks the scaling.
+  CHECK(megatron_fp8("e4m3", "") == fp8_recipe::e4m3);
+  CHECK(megatron_fp8("hybrid", "delayed") == fp8_recipe::hybrid);
+  CHECK(megatron_fp8("hybrid", "tensorwise") == fp8_recipe::hybrid);
+  CHECK(megatron_fp8("e4m3", "blockwise") == fp8_recipe::blockwise);
+  CHECK_THROWS_WITH_AS(megatron_fp8("e4m3", "mxfp8"),
+                       "--fp8-recipe mxfp8: MX formats (Blackwell's) are not priced",
+                       weft::config_error);
+  CHECK_THROWS_WITH_AS(megatron_fp8("", "blockwise"),
+                       "--fp8-recipe blockwise needs --fp8-format e4m3 or hybrid (Megatron turns "
+                       "FP8 on with the format)",
+                       weft::config_error);
+  job both;
+  both.fp8 = fp8_recipe::hybrid;
+  both.fp8_format = "e4m3";
+  CHECK_THROWS_WITH_AS(with_megatron_forms(testing::tiny_dense(2), both),
+                       "give weft's --fp8 or Megatron's --fp8-format, not both",
+                       weft::config_error);
+}
+
 TEST_CASE("what nvidia-smi shows: the allocator's reserve and the CUDA context on top") {
   // Megatron-Bridge's Moonlight-16B run: 36.618 GB allocated at its peak, about 40 GB reserved;
   // the CUDA context and kernels: 1573 MiB (BigScience's BLOOM chronicles).

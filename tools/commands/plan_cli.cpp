@@ -30,6 +30,18 @@ std::vector<CLI::Option*> megatron_only_flags(CLI::App& sub, weft::plan::job& j)
   namespace plan = weft::plan;
   namespace L = plan::job_limits;
   std::vector<CLI::Option*> out;
+  out.push_back(sub.add_option("--decoder-first-pipeline-num-layers", j.decoder_first,
+                               "layers of the first stage, the rest split evenly (a layout)")
+                    ->check(whole_in(1, weft::limits::layers)));
+  out.push_back(sub.add_option("--decoder-last-pipeline-num-layers", j.decoder_last,
+                               "layers of the last stage, the rest split evenly (a layout)")
+                    ->check(whole_in(1, weft::limits::layers)));
+  out.push_back(sub.add_option("--fp8-format", j.fp8_format,
+                               "e4m3 or hybrid: FP8 on, with --fp8-recipe's scaling (weft's "
+                               "--fp8 names the recipe at once)"));
+  out.push_back(sub.add_option("--fp8-recipe", j.fp8_recipe_name,
+                               "delayed or tensorwise (per-tensor scales, the default) or "
+                               "blockwise (DeepSeek's tiles); mxfp8 is not priced"));
   out.push_back(sub.add_flag_callback(
       "--use-distributed-optimizer", [&j] { j.sharding = plan::dp_sharding::optim; },
       "shard the optimizer states over the data-parallel ranks (the default)"));

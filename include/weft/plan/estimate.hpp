@@ -655,7 +655,7 @@ inline void add_breakdown(estimate& out) {
 /// the cluster's contention facts, adds the gradient reduction and the optimizer.
 inline estimate estimate_job(const transformer& m, const job& given, const cluster& c,
                              const estimate_options& o = {}) {
-  const job j = with_virtual_stages(m, given);
+  const job j = with_megatron_forms(m, given);
   check_cluster(c);
   check_job(m, j);
   if (j.fp8 != fp8_recipe::none && !detail::chip_of(c).has_fp8())

@@ -29,10 +29,16 @@ struct job {
   std::string schedule = "1f1b";   ///< --schedule: any generator
   int chunks = 1;                  ///< --chunks: model chunks per rank (virtual stages)
   /// --num-layers-per-virtual-pipeline-stage (Megatron's): 0, or the layers a chunk holds —
-  /// `chunks` becomes layers / (pp x this) (`with_virtual_stages`)
+  /// `chunks` becomes layers / (pp x this) (`with_megatron_forms`)
   int layers_per_virtual_stage = 0;
   /// --expert-tensor-parallel-size: 0, or the experts' tensor parallelism, which must be tp's
   int expert_tp = 0;
+  /// --decoder-first-pipeline-num-layers, --decoder-last-pipeline-num-layers (Megatron's): 0,
+  /// or the layers of the first and the last stage, the rest split evenly (`with_megatron_forms`
+  /// writes the layout)
+  int decoder_first = 0, decoder_last = 0;
+  /// --fp8-format, --fp8-recipe (Megatron's): empty, or its FP8 flags (`megatron_fp8`)
+  std::string fp8_format, fp8_recipe_name;
   std::string layout;  ///< --pipeline-layout; empty: an even split
   /// What the data-parallel ranks shard (`--data-parallel-sharding-strategy`; the distributed
   /// optimizer's `optim` by default, `--no-distributed-optimizer` nothing).
@@ -201,18 +207,76 @@ inline void check_sizes(const transformer& m, const job& j) {
                        ") for context parallelism's balanced halves");
 }
 
-/// Job `j` with Megatron's `--num-layers-per-virtual-pipeline-stage` turned into chunks per rank
-/// for model `m`: layers / (pp x it), which must divide evenly.
-inline job with_virtual_stages(const transformer& m, job j) {
-  if (j.layers_per_virtual_stage <= 0) return j;
-  const long long per_stage = static_cast<long long>(j.pp) * j.layers_per_virtual_stage;
-  if (m.layers % per_stage != 0)
-    throw config_error("--num-layers-per-virtual-pipeline-stage " +
-                       detail::num(j.layers_per_virtual_stage) + ": the model's " +
-                       detail::num(m.layers) + " layers do not split into " + detail::num(j.pp) +
-                       " pipeline ranks of chunks of that many");
-  j.chunks = static_cast<int>(m.layers / per_stage);
-  j.layers_per_virtual_stage = 0;
+/// Megatron's uneven first and last stages as a layout of model `m` on `pp` ranks: `first`
+/// layers (and the embedding) on the first, `last` (and the MTP layers and the loss) on the
+/// last, the rest split evenly over the stages without a count (0: none given for that end).
+inline std::string first_last_layout(const transformer& m, int pp, int first, int last) {
+  const std::string where = "--decoder-first/last-pipeline-num-layers";
+  if (pp < 2) throw config_error(where + " needs --pp 2 or more");
+  const int shared = pp - 2 + (first > 0 ? 0 : 1) + (last > 0 ? 0 : 1);
+  const int rest = m.layers - first - last;
+  if (shared == 0 ? rest != 0 : rest < shared || rest % shared != 0)
+    throw config_error(where + ": the model's " + detail::num(m.layers) + " layers less " +
+                       detail::num(first) + " first and " + detail::num(last) +
+                       " last do not split evenly over the other " + detail::num(shared) +
+                       " stages");
+  const int each = shared > 0 ? rest / shared : 0;
+  const auto stage = [](int n) { return "t*" + std::to_string(n); };
+  std::string l = "E" + stage(first > 0 ? first : each) + "|";
+  if (pp > 2) l += "(" + stage(each) + "|)*" + std::to_string(pp - 2) + ",";
+  l += stage(last > 0 ? last : each);
+  for (int k = 0; k < m.mtp_layers; ++k) l += "m";
+  return l + "L";
+}
+
+/// Megatron's FP8 flags as weft's recipe: `--fp8-format e4m3|hybrid` turns FP8 on, with
+/// `--fp8-recipe` delayed or tensorwise (per-tensor scales: the format's recipe) or blockwise
+/// (DeepSeek's tiles); MX formats (`mxfp8`, Blackwell's) are not priced.
+inline fp8_recipe megatron_fp8(const std::string& format, const std::string& recipe) {
+  if (format.empty())
+    throw config_error("--fp8-recipe " + excerpt(recipe) +
+                       " needs --fp8-format e4m3 or hybrid (Megatron turns FP8 on with the "
+                       "format)");
+  if (format != "e4m3" && format != "hybrid")
+    throw config_error("--fp8-format must be e4m3 or hybrid, got '" + excerpt(format) + "'");
+  if (recipe.empty() || recipe == "delayed" || recipe == "tensorwise")
+    return format == "e4m3" ? fp8_recipe::e4m3 : fp8_recipe::hybrid;
+  if (recipe == "blockwise") return fp8_recipe::blockwise;
+  if (recipe == "mxfp8")
+    throw config_error("--fp8-recipe mxfp8: MX formats (Blackwell's) are not priced");
+  throw config_error("--fp8-recipe must be delayed, tensorwise, blockwise or mxfp8, got '" +
+                     excerpt(recipe) + "'");
+}
+
+/// Job `j` with Megatron's forms that need the model written as weft's:
+/// `--num-layers-per-virtual-pipeline-stage` as chunks per rank (layers / (pp x it), which must
+/// divide evenly), the first and last stages' layer counts as a layout.
+inline job with_megatron_forms(const transformer& m, job j) {
+  if (j.layers_per_virtual_stage > 0) {
+    const long long per_stage = static_cast<long long>(j.pp) * j.layers_per_virtual_stage;
+    if (m.layers % per_stage != 0)
+      throw config_error("--num-layers-per-virtual-pipeline-stage " +
+                         detail::num(j.layers_per_virtual_stage) + ": the model's " +
+                         detail::num(m.layers) + " layers do not split into " + detail::num(j.pp) +
+                         " pipeline ranks of chunks of that many");
+    j.chunks = static_cast<int>(m.layers / per_stage);
+    j.layers_per_virtual_stage = 0;
+  }
+  if (j.decoder_first > 0 || j.decoder_last > 0) {
+    if (!j.layout.empty() || j.chunks != 1)
+      throw config_error(
+          "--decoder-first/last-pipeline-num-layers: weft writes them as a layout of one chunk "
+          "a rank; give --pipeline-layout for more chunks, or instead of a layout of your own");
+    j.layout = first_last_layout(m, j.pp, j.decoder_first, j.decoder_last);
+    j.decoder_first = j.decoder_last = 0;
+  }
+  if (!j.fp8_format.empty() || !j.fp8_recipe_name.empty()) {
+    if (j.fp8 != fp8_recipe::none)
+      throw config_error("give weft's --fp8 or Megatron's --fp8-format, not both");
+    j.fp8 = megatron_fp8(j.fp8_format, j.fp8_recipe_name);
+    j.fp8_format.clear();
+    j.fp8_recipe_name.clear();
+  }
   return j;
 }
 
@@ -224,10 +288,13 @@ inline void check_job(const transformer& m, const job& j) {
     throw config_error("--expert-tensor-parallel-size " + detail::num(j.expert_tp) +
                        ": weft prices the experts sharded as the dense layers are, over --tp " +
                        detail::num(j.tp) + " (Megatron's default); another size is not modelled");
-  if (j.layers_per_virtual_stage != 0)
+  if (j.layers_per_virtual_stage != 0 || j.decoder_first != 0 || j.decoder_last != 0 ||
+      !j.fp8_format.empty() || !j.fp8_recipe_name.empty())
     throw config_error(
-        "--num-layers-per-virtual-pipeline-stage is read with the model "
-        "(plan::with_virtual_stages)");
+        "Megatron's --num-layers-per-virtual-pipeline-stage, "
+        "--decoder-first/last-pipeline-num-layers and --fp8-format/--fp8-recipe are read with "
+        "the model "
+        "(plan::with_megatron_forms)");
   if (j.recompute_modules != perf::default_recompute_modules && j.policy != recompute::selective)
     throw config_error(
         "--recompute-modules names what selective recomputation runs again: it needs "

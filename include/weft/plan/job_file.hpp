@@ -53,6 +53,12 @@ inline job_file read_job(std::string_view text, const std::string& file) {
   either("chunks", "num-virtual-stages-per-pipeline-rank", b.chunks, limits::chunks);
   if (r.has("num-layers-per-virtual-pipeline-stage"))
     whole("num-layers-per-virtual-pipeline-stage", b.layers_per_virtual_stage, limits::layers);
+  if (r.has("decoder-first-pipeline-num-layers"))
+    whole("decoder-first-pipeline-num-layers", b.decoder_first, limits::layers);
+  if (r.has("decoder-last-pipeline-num-layers"))
+    whole("decoder-last-pipeline-num-layers", b.decoder_last, limits::layers);
+  b.fp8_format = r.text({"fp8-format"}, b.fp8_format);
+  b.fp8_recipe_name = r.text({"fp8-recipe"}, b.fp8_recipe_name);
   if (r.has("expert-tensor-parallel-size"))
     whole("expert-tensor-parallel-size", b.expert_tp, L::tp);
   // One of an enum's names (memory.hpp's lists), or an error listing them.

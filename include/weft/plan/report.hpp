@@ -151,7 +151,7 @@ struct plan_report {
 /// budget the schedule search.
 inline plan_report make_report(const transformer& m, const job& given, const cluster& c,
                                std::string cluster_name, const report_options& o = {}) {
-  const job j = with_virtual_stages(m, given);
+  const job j = with_megatron_forms(m, given);
   plan_report x;
   x.model = m;
   x.asked = j;
