@@ -104,6 +104,18 @@ plan::job job_of(const std::optional<std::string>& base, const py::kwargs& flags
                          "' (the settings are weft plan's flags with underscores: tp, pp, dp, "
                          "cp, ep, micro_batch_size, global_batch_size, seq_length, recompute, "
                          "schedule, chunks, ...; docs/planning.md)");
+    // A keyword replaces the base's setting under either of its names (weft's, Megatron's).
+    for (const auto& [mine, megatron] : plan::megatron_keys)
+      if (key == mine || key == megatron) {
+        if (merged.contains(std::string(mine)))
+          PyDict_DelItemString(merged.ptr(), std::string(mine).c_str());
+        if (merged.contains(std::string(megatron)))
+          PyDict_DelItemString(merged.ptr(), std::string(megatron).c_str());
+      }
+    // A new recomputation policy replaces the base's modules unless the keywords name them.
+    if ((key == "recompute" || key == "recompute-granularity") &&
+        !flags.contains("recompute_modules") && merged.contains("recompute-modules"))
+      PyDict_DelItemString(merged.ptr(), "recompute-modules");
     merged[py::str(key)] = one[py::str(key)];
   }
   return plan::read_job(py::cast<std::string>(json.attr("dumps")(merged)), "plan").spec;

@@ -74,6 +74,16 @@ def test_bad_input_is_a_config_error():
         weft.plan(model=str(GPT2), cluster="a100-80g", tp={"2": 2})
 
 
+def test_a_keyword_replaces_the_presets_setting_under_either_name():
+    preset = weft.plan(preset="deepseek-v3")
+    eight = weft.plan(preset="deepseek-v3", pipeline_model_parallel_size=8,
+                      pipeline_layout="Et*7|(t*8|)*6,t*6mL")
+    assert eight["devices"] == preset["devices"] // 2
+    # Another recomputation policy drops the preset's modules, which only selective takes.
+    full = weft.plan(preset="deepseek-v3", recompute="full")
+    assert full["memory_per_stage_bytes"][1] < preset["memory_per_stage_bytes"][1]
+
+
 def test_megatron_modules_recomputed(cli_json):
     mine = weft.plan(model=str(GPT2), cluster="a100-80g", recompute="selective",
                      recompute_modules=["core_attn", "layernorm"])

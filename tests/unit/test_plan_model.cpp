@@ -910,19 +910,32 @@ TEST_CASE("Megatron's data-parallel overlap: buckets beside the last backward an
   const double rs = 2e-6 + 0.5 * 4 * P / 230e9, ag = 2e-6 + 0.5 * 2 * P / 230e9;
   CHECK(plain.grad_sync.count() == doctest::Approx(rs + ag));
   // Overlapped: the step's one rank has no wait after its backward (B) nor before its forward
-  // (F). All but the last bucket reduce beside B (at most 10/11 of it), that compute 18.9 %
-  // slower meanwhile; the rest after it. The gather alike beside F.
+  // (F). All but the last bucket reduce beside B (at most 10/11 of it) and the rest after it;
+  // the compute beside them takes 1.189 times as long meanwhile, B longer by 0.189 / 1.189 of
+  // the time they overlap. The gather alike beside F.
   const double B = plain.stages[0].cost.B.count(), F = plain.stages[0].cost.F.count();
   const double s = c.overlap.compute_slowdown;
+  REQUIRE(s == doctest::Approx(0.189));
   const auto exposed = [&](double comm, double beside) {
-    const double w = beside * (n - 1) / n;
-    return std::max(comm / n, comm - w) + std::min(comm, w) * s;
+    const double after = std::max(comm / n, comm - beside * (n - 1) / n);
+    return after + (comm - after) * s / (1 + s);
   };
   j.overlap_grad_reduce = true;
   CHECK(estimate_job(m, j, c).grad_sync.count() == doctest::Approx(exposed(rs, B) + ag));
   j.overlap_param_gather = true;
   CHECK(estimate_job(m, j, c).grad_sync.count() ==
         doctest::Approx(exposed(rs, B) + exposed(ag, F)));
+  // However slow compute gets beside a collective, overlapping never costs more than not.
+  cluster slow = c;
+  slow.overlap.compute_slowdown = 10;
+  j.overlap_param_gather = false;
+  CHECK(estimate_job(m, j, slow).grad_sync < plain.grad_sync);
+  j.overlap_param_gather = true;
+  // Without the distributed optimizer, one all-reduce (reduce and gather) overlapped whole.
+  job ddp = j;
+  ddp.sharding = dp_sharding::no_shard;
+  ddp.overlap_param_gather = false;
+  CHECK(estimate_job(m, ddp, c).grad_sync.count() == doctest::Approx(exposed(rs + ag, B)));
   // One bucket (a model of fewer than 40M parameters a device) has nothing to overlap with.
   job small = j;
   small.overlap_param_gather = false;
@@ -964,6 +977,9 @@ TEST_CASE("Megatron's forms that need the model: chunks from layers, first and l
   v.pp = 2;
   v.layers_per_virtual_stage = 1;
   CHECK(with_megatron_forms(testing::tiny_dense(10), v).chunks == 5);
+  v.chunks = 5;
+  CHECK_THROWS_WITH_AS(with_megatron_forms(testing::tiny_dense(10), v),
+                       doctest::Contains("say the same thing: give one"), weft::config_error);
   // Megatron's FP8 flags: the format turns it on, the recipe picks the scaling.
   CHECK(megatron_fp8("e4m3", "") == fp8_recipe::e4m3);
   CHECK(megatron_fp8("hybrid", "delayed") == fp8_recipe::hybrid);

@@ -294,14 +294,16 @@ TEST_CASE("a job from JSON: weft plan's flags as keys, each checked") {
       R"({"tensor-model-parallel-size": 4, "pipeline-model-parallel-size": 2,
           "context-parallel-size": 2, "expert-model-parallel-size": 2,
           "num-virtual-stages-per-pipeline-rank": 3, "recompute-granularity": "full",
-          "pipeline-model-parallel-layout": "Et|tL", "expert-tensor-parallel-size": 4,
-          "num-layers-per-virtual-pipeline-stage": 2})",
+          "pipeline-model-parallel-layout": "Et|tL", "expert-tensor-parallel-size": 4})",
       "megatron.json");
   CHECK(mg.warnings.empty());
   CHECK((mg.spec.tp == 4 && mg.spec.pp == 2 && mg.spec.cp == 2 && mg.spec.ep == 2));
   CHECK((mg.spec.chunks == 3 && mg.spec.policy == plan::recompute::full));
-  CHECK((mg.spec.layout == "Et|tL" && mg.spec.expert_tp == 4 &&
-         mg.spec.layers_per_virtual_stage == 2));
+  CHECK((mg.spec.layout == "Et|tL" && mg.spec.expert_tp == 4));
+  // One setting under both names is refused rather than one of them dropped.
+  CHECK_THROWS_WITH_AS(
+      plan::read_job(R"({"pp": 16, "pipeline-model-parallel-size": 8})", "job.json"),
+      "job.json: pp and pipeline-model-parallel-size are one setting: give one", config_error);
   // Nothing given: a job's defaults.
   const plan::job none = plan::read_job("{}", "job.json").spec;
   CHECK(none.tp == 1);

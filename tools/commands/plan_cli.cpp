@@ -188,6 +188,8 @@ void define(CLI::App& sub, plan_args& o, deferred&) {
                                   "dashes (docs/planning.md)")
                        ->excludes(preset);
   for (CLI::Option* f : job_flags(sub, o.job)) f->excludes(job_file)->excludes(preset);
+  sub.get_option("--no-distributed-optimizer")
+      ->excludes(sub.get_option("--use-distributed-optimizer"));
   sub.add_option_function<double>(
          "--search-budget-s", [&o](double s) { o.search_budget = weft::seconds{s}; },
          "also run the schedule search (weft search) on the best plan's costs for this long "

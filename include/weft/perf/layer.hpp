@@ -172,8 +172,9 @@ inline layer_kernels layer_kernels_of(const transformer& m, int layer, const lay
       streamed(out, "q latent norm", 2 * bf16 * T * a.q_lora_rank, 3 * bf16 * T * a.q_lora_rank);
       tagged(recompute_module::mla_up_proj,
              [&] { linear(out, "q up", T, heads * qk_dim, a.q_lora_rank, s.type); });
-    } else {
-      linear(out, "q", T, heads * qk_dim, h, s.type);
+    } else {  // no query latent: Megatron recomputes the whole query projection with them
+      tagged(recompute_module::mla_up_proj,
+             [&] { linear(out, "q", T, heads * qk_dim, h, s.type); });
     }
     linear(out, "kv down", T, a.kv_lora_rank + a.qk_rope_head_dim, h, s.type);
     streamed(out, "kv latent norm", 2 * bf16 * T * a.kv_lora_rank, 3 * bf16 * T * a.kv_lora_rank);

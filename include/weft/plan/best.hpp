@@ -209,8 +209,9 @@ inline int stages_for(const generator_info& g, int pp, int chunks) {
 /// the device's HBM. The parallel sizes, batch, recomputation and the rest stay as `base` has them.
 /// When no plan runs at all (sizes no schedule can change: heads over tp, experts over ep, the
 /// batch), throws the job's own `config_error`.
-inline plan_search_result best_plan(const transformer& m, const job& base, const cluster& c,
+inline plan_search_result best_plan(const transformer& m, const job& asked, const cluster& c,
                                     plan_search_options o = {}) {
+  const job base = with_megatron_forms(m, asked);  // Megatron's forms as weft's, once
   if (o.max_chunks < 1 || o.max_chunks > 64)
     throw config_error("best_plan: max_chunks must be in [1, 64], got " +
                        std::to_string(o.max_chunks));

@@ -503,7 +503,7 @@ inline dp_windows dp_windows_of(const program& p, const timeline& t) {
   const auto R = static_cast<std::size_t>(p.ranks());
   dp_windows w{std::vector<seconds>(R, t.makespan), std::vector<seconds>(R, seconds(0)),
                std::vector<seconds>(R, seconds(0)), std::vector<seconds>(R, t.makespan)};
-  std::vector<seconds> last_end(R, seconds(-1));
+  std::vector<seconds> last_end(R, seconds(-1));  // a rank without compute: all of it idle
   for (std::uint32_t i = 0; i < p.size(); ++i) {
     if (stream_of(p.at(i).k) != stream_class::compute || !t.ran(i)) continue;
     const std::size_t r = p.rank[i];
@@ -517,7 +517,7 @@ inline dp_windows dp_windows_of(const program& p, const timeline& t) {
     }
   }
   for (std::size_t r = 0; r < R; ++r)
-    w.tail[r] = last_end[r] >= seconds(0) ? t.makespan - last_end[r] : seconds(0);
+    w.tail[r] = last_end[r] >= seconds(0) ? t.makespan - last_end[r] : t.makespan;
   return w;
 }
 
@@ -534,7 +534,11 @@ inline seconds overlapped_exposure(seconds comm, double buckets, seconds idle, s
   const double n = std::max(buckets, 1.0);
   const seconds beside_compute = compute * ((n - 1) / n);  // until the last bucket is ready
   const seconds after = std::max(comm / n, comm - beside_compute);
-  return std::max(seconds(0), after - idle) + std::min(comm, beside_compute) * compute_slowdown;
+  // The compute beside the rest takes 1 + s as long while it is (the simulator's
+  // interference): it is longer by that time's s / (1 + s), never more than the rest itself.
+  const double s = compute_slowdown;
+  const seconds slowed = (comm - after) * (s / (1 + s));
+  return std::max(seconds(0), after + slowed - idle);
 }
 
 /// Per pipeline rank, what its stages hold: parameters (dense and experts') and layers.
@@ -589,15 +593,23 @@ inline void add_data_parallel(estimate& out, const job& j, const cluster& c,
     seconds exposed = reduce + gather;
     if (fsdp) {  // FSDP overlaps both, a layer ahead: a layer's worth is left
       exposed = exposed / layers;
-    } else {  // Megatron's buckets, each launched as soon as it can be
-      const double buckets = std::ceil((dense + expert) / ddp_bucket_parameters(dp_ranks));
+    } else {  // Megatron's buckets, each launched as soon as it can be: its dense and expert
+              // parameters in buffers of their own
+      const double bucket = ddp_bucket_parameters(dp_ranks);
+      const double buckets = std::ceil(dense / bucket) + std::ceil(expert / bucket);
       const double s = c.overlap.compute_slowdown;
-      if (j.overlap_grad_reduce)
-        exposed +=
-            overlapped_exposure(reduce, buckets, windows.tail[r], windows.last[r], s) - reduce;
-      if (j.overlap_param_gather)
-        exposed +=
-            overlapped_exposure(gather, buckets, windows.head[r], windows.first[r], s) - gather;
+      if (j.sharding == dp_sharding::no_shard) {  // one all-reduce, reduce and gather together
+        if (j.overlap_grad_reduce)
+          exposed =
+              overlapped_exposure(reduce + gather, buckets, windows.tail[r], windows.last[r], s);
+      } else {
+        if (j.overlap_grad_reduce)
+          exposed +=
+              overlapped_exposure(reduce, buckets, windows.tail[r], windows.last[r], s) - reduce;
+        if (j.overlap_param_gather)
+          exposed +=
+              overlapped_exposure(gather, buckets, windows.head[r], windows.first[r], s) - gather;
+      }
     }
     slowest_sync = std::max(slowest_sync, exposed.count());
     // Adam runs on the rank's shard of the optimizer states (all of them when unsharded).

@@ -253,6 +253,10 @@ inline fp8_recipe megatron_fp8(const std::string& format, const std::string& rec
 /// divide evenly), the first and last stages' layer counts as a layout.
 inline job with_megatron_forms(const transformer& m, job j) {
   if (j.layers_per_virtual_stage > 0) {
+    if (j.chunks != 1)
+      throw config_error(
+          "--num-layers-per-virtual-pipeline-stage and --chunks (Megatron's "
+          "--num-virtual-stages-per-pipeline-rank) say the same thing: give one");
     const long long per_stage = static_cast<long long>(j.pp) * j.layers_per_virtual_stage;
     if (m.layers % per_stage != 0)
       throw config_error("--num-layers-per-virtual-pipeline-stage " +

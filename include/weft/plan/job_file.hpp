@@ -12,6 +12,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -28,9 +29,24 @@ struct job_file {
   std::vector<std::string> warnings;
 };
 
+/// weft's keys and Megatron's names for the same settings: a file gives one or the other.
+inline constexpr std::array<std::pair<std::string_view, std::string_view>, 7> megatron_keys{{
+    {"tp", "tensor-model-parallel-size"},
+    {"pp", "pipeline-model-parallel-size"},
+    {"cp", "context-parallel-size"},
+    {"ep", "expert-model-parallel-size"},
+    {"chunks", "num-virtual-stages-per-pipeline-rank"},
+    {"recompute", "recompute-granularity"},
+    {"pipeline-layout", "pipeline-model-parallel-layout"},
+}};
+
 inline job_file read_job(std::string_view text, const std::string& file) {
   const nlohmann::json j = detail::parse_json(text, file);
   detail::config_reader r(j, file);
+  for (const auto& [mine, megatron] : megatron_keys)
+    if (r.has(mine) && r.has(megatron))
+      throw config_error(file + ": " + std::string(mine) + " and " + std::string(megatron) +
+                         " are one setting: give one");
   job_file out;
   job& b = out.spec;
   const auto whole = [&](std::string_view key, int& into, double hi) {

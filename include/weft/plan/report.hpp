@@ -71,8 +71,9 @@ struct schedule_row {
 };
 
 /// Every generator's schedule for the same job (`e` is the job's own).
-inline std::vector<schedule_row> schedule_table(const transformer& m, const job& j,
+inline std::vector<schedule_row> schedule_table(const transformer& m, const job& given,
                                                 const cluster& c, const estimate& e) {
+  const job j = with_megatron_forms(m, given);
   std::vector<schedule_row> table;
   for (const generator_info& g : generators) {
     job other = j;
