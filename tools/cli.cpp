@@ -79,12 +79,6 @@ constexpr std::pair<std::string_view, std::string_view> megatron_unpriced[] = {
     {"--tp-comm-overlap",
      "tensor parallelism's collectives overlapped with its GEMMs (Transformer Engine's "
      "userbuffers): it would hide part of the TP communication weft prices exposed"},
-    {"--recompute-method",
-     "full recomputation of some layers only: weft recomputes every layer (--recompute full) or "
-     "the parts --recompute-modules names"},
-    {"--recompute-num-layers",
-     "full recomputation of some layers only: weft recomputes every layer (--recompute full) or "
-     "the parts --recompute-modules names"},
     {"--account-for-embedding-in-pipeline-split",
      "a stage given to the embedding: give the stages with --pipeline-layout"},
     {"--account-for-loss-in-pipeline-split",

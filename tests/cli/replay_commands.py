@@ -5,6 +5,8 @@ docs: every `weft ...` line of README.md's and docs/*.md's code blocks, and ever
       that is a whole `weft SUBCOMMAND --flag V --flag ...` command (two flags or more, no
       placeholders), goes through the tool's own parser
       (parse_only): the subcommand it names must accept it.
+search: each configuration `weft plan --search` prints plans as printed, the same step under weft's
+      flags and Megatron's arguments.
 plan: `weft plan` is run on a few jobs; the flags it recommends ("best of N plans judged: FLAGS",
       "weft plan: FLAGS runs this job") must run under `weft plan` for the same job, and their
       schedule and chunks must be accepted by the pipeline subcommands (generate, check,
@@ -144,15 +146,63 @@ def replan(job: list, flags: list, root: pathlib.Path) -> list:
             "--job", str(chosen)]
 
 
+# Jobs whose configurations `weft plan --search` chooses: each printed configuration must plan
+# as printed, under weft's flags and, where Megatron runs it, Megatron's arguments.
+SEARCHES = [
+    ["--model", "tests/data/hf/gpt2.json", "--cluster", "a100-80g", "--devices", "8",
+     "--global-batch-size", "64", "--seq-length", "1024", "--search", "600", "--top", "5"],
+    ["--model", "tests/data/hf/mixtral-8x7b.json", "--cluster", "h100-sxm", "--devices", "64",
+     "--global-batch-size", "256", "--seq-length", "4096", "--search", "3", "--top", "5"],
+]
+
+
+def replay_search(weft: str, parser: str, root: pathlib.Path) -> list:
+    failures, count = [], 0
+    for job in SEARCHES:
+        run = subprocess.run([weft, "plan", "--json"] + job, capture_output=True, text=True,
+                             cwd=root)
+        if run.returncode != 0:
+            failures.append(f"weft plan {' '.join(job)} failed: {run.stderr.strip()}")
+            continue
+        found = json.loads(run.stdout)
+        shape = job[:4]  # the model and the cluster; the flags state the rest
+        devices = ["--devices", str(found["devices"])]  # Megatron's world size
+        for x in found["top"]:
+            count += 1
+            forms = [("weft", x["weft_flags"], [])]
+            if x["megatron_arguments"]:
+                forms.append(("Megatron", x["megatron_arguments"], devices))
+            for name, text, world in forms:
+                args = ["plan"] + shape + world + shlex.split(text) + ["--json"]
+                parsed = subprocess.run([parser] + args, capture_output=True, text=True)
+                if parsed.returncode != 0:
+                    failures.append(f"{name}'s '{text}' is refused: {parsed.stderr.strip()}")
+                    continue
+                again = subprocess.run([weft] + args, capture_output=True, text=True, cwd=root)
+                if again.returncode != 0:
+                    failures.append(f"{name}'s '{text}' does not plan: {again.stderr.strip()}")
+                    continue
+                step = json.loads(again.stdout)["step_s"]
+                if abs(step - x["step_s"]) > 1e-9 * x["step_s"]:
+                    failures.append(f"{name}'s '{text}' plans a step of {step} s, the search "
+                                    f"printed {x['step_s']} s")
+    if count < 6:
+        failures.append(f"only {count} configurations printed; the search broke")
+    print(f"replayed {count} configurations weft plan --search printed")
+    return failures
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--weft", required=True)
     ap.add_argument("--parser", required=True)
     ap.add_argument("--root", required=True, type=pathlib.Path)
-    ap.add_argument("what", choices=["docs", "plan"])
+    ap.add_argument("what", choices=["docs", "plan", "search"])
     a = ap.parse_args()
-    failures = (replay_docs(a.parser, a.root) if a.what == "docs"
-                else replay_plan(a.weft, a.parser, a.root))
+    replay = {"docs": lambda: replay_docs(a.parser, a.root),
+              "plan": lambda: replay_plan(a.weft, a.parser, a.root),
+              "search": lambda: replay_search(a.weft, a.parser, a.root)}
+    failures = replay[a.what]()
     for f in failures:
         print(f"weft: replay: {f}")
     return 1 if failures else 0

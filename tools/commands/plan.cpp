@@ -21,8 +21,10 @@
 #include <weft/io/svg.hpp>
 #include <weft/plan/best.hpp>
 #include <weft/plan/cluster_file.hpp>
+#include <weft/plan/configurations.hpp>
 #include <weft/plan/estimate.hpp>
 #include <weft/plan/fits.hpp>
+#include <weft/plan/flags.hpp>
 #include <weft/plan/hf_config.hpp>
 #include <weft/plan/job_file.hpp>
 #include <weft/plan/presets.hpp>
@@ -275,10 +277,166 @@ void print_best(const plan::plan_report& x) {
   std::cout << std::defaultfloat;
 }
 
+/// What --search may change: all but the sizes given as flags.
+plan::configuration_space space_of(const plan_args& o, const plan::job& j) {
+  plan::configuration_space s;
+  s.devices = o.devices;
+  const auto given = [&](const char* n) { return o.given.count(n) > 0; };
+  if (given("--tp")) s.tp = j.tp;
+  if (given("--pp")) s.pp = j.pp;
+  if (given("--cp")) s.cp = j.cp;
+  if (given("--ep")) s.ep = j.ep;
+  if (given("--micro-batch-size")) s.micro_batch_size = j.micro_batch_size;
+  if (given("--recompute")) s.policy = j.policy;
+  if (given("--data-parallel-sharding-strategy") || given("--no-distributed-optimizer") ||
+      given("--use-distributed-optimizer"))
+    s.sharding = j.sharding;
+  return s;
+}
+
+constexpr double gib = 1024.0 * 1024 * 1024;
+
+struct searched {
+  plan::configuration_search_result r;
+  plan::transformer model;
+  std::string cluster;
+  double tokens_per_step = 0;
+  double per_device(const plan::configuration_choice& x) const {
+    return tokens_per_step / x.best.step.count() / static_cast<double>(r.devices);
+  }
+};
+
+json search_json(const searched& s) {
+  const plan::configuration_counts& n = s.r.counts;
+  json top = json::array();
+  for (const plan::configuration_choice& x : s.r.top) {
+    const plan::job& j = x.best.tried;
+    const auto megatron = plan::megatron_arguments(j);
+    top.push_back({{"tp", j.tp},
+                   {"pp", j.pp},
+                   {"dp", j.dp},
+                   {"cp", j.cp},
+                   {"ep", j.ep},
+                   {"micro_batch_size", j.micro_batch_size},
+                   {"recompute", plan::recompute_names[static_cast<std::size_t>(j.policy)]},
+                   {"sharding", plan::name_of(j.sharding)},
+                   {"sequence_parallel", j.sequence_parallel},
+                   {"schedule", j.schedule},
+                   {"chunks", j.chunks},
+                   {"pipeline_layout", j.layout},
+                   {"step_s", x.best.step.count()},
+                   {"mfu", x.best.mfu},
+                   {"tokens_per_s_per_device", s.per_device(x)},
+                   {"peak_memory_bytes", static_cast<long long>(x.best.peak_memory_bytes)},
+                   {"bound_s", x.bound.count()},
+                   {"runtime", plan::runtime_for(j)},
+                   {"weft_flags", plan::joined(plan::weft_flags(j))},
+                   {"megatron_arguments", megatron ? json(plan::joined(*megatron)) : json()}});
+  }
+  return {{"devices", s.r.devices},
+          {"considered", n.considered},
+          {"sizings", n.sizings},
+          {"pruned",
+           {{"sizes", n.pruned_sizes},
+            {"memory", n.pruned_memory},
+            {"bound", n.pruned_bound},
+            {"budget", n.unexplored}}},
+          {"simulated", n.simulated},
+          {"plans", n.plans},
+          {"complete", s.r.complete},
+          {"least_unexplored_s", s.r.complete ? json() : json(s.r.least_unexplored.count())},
+          {"seconds", s.r.seconds_taken},
+          {"top", top}};
+}
+
+void print_search(const searched& s, const plan::job& asked) {
+  const plan::configuration_search_result& r = s.r;
+  const plan::configuration_counts& n = r.counts;
+  std::cout << std::fixed << std::setprecision(2) << s.model.model_type << " ("
+            << plan::total_parameters(s.model) / 1e9 << "B parameters) on " << r.devices << " "
+            << s.cluster << " devices, " << asked.batch() << " sequence"
+            << (asked.batch() == 1 ? "" : "s") << " of " << static_cast<long long>(asked.seq)
+            << " tokens a step\n"
+            << std::setprecision(1) << n.considered << " configurations considered (" << n.sizings
+            << " sizes, recomputations and shardings, each with its schedules) in "
+            << r.seconds_taken << " s: " << n.pruned_sizes << " do not split, " << n.pruned_memory
+            << " overflow the device's memory in model states alone, " << n.pruned_bound
+            << " cannot beat the ones below, " << n.unexplored << " left unexplored; " << n.plans
+            << " plans of " << n.simulated << " configurations estimated\n";
+  if (r.complete)
+    std::cout << "every configuration that could beat these was estimated\n";
+  else if (!r.top.empty())
+    std::cout << "the budget ran out: none left is faster than " << std::setprecision(3)
+              << r.least_unexplored.count() << " s, " << std::setprecision(1)
+              << 100 * (1 - r.least_unexplored / r.top.front().best.step)
+              << "% below the best found (--search SECONDS for longer)\n";
+  if (r.top.empty()) {
+    std::cout << "no configuration estimated within the budget fits; --search SECONDS for "
+                 "longer\n"
+              << std::defaultfloat;
+    return;
+  }
+  std::cout << "\n  #    tp    pp     dp    cp    ep  mbs  recompute  sharding            "
+               "schedule             step s    MFU  tokens/s/GPU  peak GiB\n";
+  int rank = 0;
+  for (const plan::configuration_choice& x : r.top) {
+    const plan::job& j = x.best.tried;
+    std::ostringstream schedule;
+    schedule << j.schedule << (j.chunks > 1 ? " x" + std::to_string(j.chunks) : "");
+    std::cout << std::setw(3) << ++rank << std::setw(6) << j.tp << std::setw(6) << j.pp
+              << std::setw(7) << j.dp << std::setw(6) << j.cp << std::setw(6) << j.ep
+              << std::setw(5) << j.micro_batch_size << "  " << std::left << std::setw(11)
+              << plan::recompute_names[static_cast<std::size_t>(j.policy)] << std::setw(20)
+              << plan::name_of(j.sharding) << std::setw(18) << schedule.str() << std::right
+              << std::setprecision(3) << std::setw(9) << x.best.step.count() << std::setprecision(1)
+              << std::setw(6) << 100 * x.best.mfu << "%" << std::setw(14) << s.per_device(x)
+              << std::setw(10) << x.best.peak_memory_bytes / gib << "\n";
+  }
+  std::cout << "\nto run them:\n";
+  rank = 0;
+  for (const plan::configuration_choice& x : r.top) {
+    const plan::job& j = x.best.tried;
+    std::cout << std::setw(3) << ++rank << "  " << plan::runtime_for(j) << "\n"
+              << "     weft plan: " << plan::joined(plan::weft_flags(j)) << "\n";
+    if (const auto a = plan::megatron_arguments(j))
+      std::cout << "     Megatron-LM on " << r.devices << " devices: " << plan::joined(*a) << "\n";
+  }
+  std::cout << std::defaultfloat;
+}
+
+int search_configurations(const plan_args& o, const inputs& in) {
+  searched s;
+  s.model = in.hf.model;
+  s.cluster = in.cluster_name;
+  s.r = plan::search_configurations(
+      in.hf.model, in.job, in.cluster(),
+      {.budget_s = o.configuration_budget, .top = o.top, .space = space_of(o, in.job)});
+  s.tokens_per_step = static_cast<double>(in.job.batch()) * in.job.seq;
+  if (o.output.json)
+    std::cout << search_json(s).dump() << "\n";
+  else
+    print_search(s, in.job);
+  return exit_ok;
+}
+
 }  // namespace
 
+/// --devices without --search: Megatron's world size, of which dp is what tp x pp x cp leave.
+void devices_as_world_size(inputs& in, long long devices) {
+  plan::job& j = in.job;
+  const long long model_parallel = static_cast<long long>(j.tp) * j.pp * j.cp;
+  if (devices % model_parallel != 0)
+    throw config_error("--devices " + std::to_string(devices) + " does not split into tp " +
+                       std::to_string(j.tp) + " x pp " + std::to_string(j.pp) + " x cp " +
+                       std::to_string(j.cp) + " (" + std::to_string(model_parallel) +
+                       ") data-parallel replicas");
+  j.dp = static_cast<int>(devices / model_parallel);
+}
+
 int run_command(const plan_args& o) {
-  const inputs in = read_inputs(o);
+  inputs in = read_inputs(o);
+  if (o.configuration_budget > 0) return search_configurations(o, in);
+  if (o.devices > 0) devices_as_world_size(in, o.devices);
   const plan::transformer& m = in.hf.model;
   const plan::cluster& c = in.cluster();
   const plan::plan_report x =

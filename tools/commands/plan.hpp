@@ -2,6 +2,7 @@
 // a cluster — its step time, throughput, MFU and memory per stage, beside every schedule.
 #pragma once
 
+#include <set>
 #include <string>
 #include <string_view>
 
@@ -24,6 +25,12 @@ struct plan_args {
   long long seed = 1;
   std::string out;  ///< the fastest order found, as PyTorch's schedule CSV
   output_args output;
+  /// --search [SECONDS]: the configuration search, for this long (0: not asked for)
+  double configuration_budget = 0;
+  long long devices = 0;  ///< --devices: the search's device count (0: the job's)
+  int top = 5;            ///< --top: configurations the search reports
+  /// The job's flags given on the command line: the search keeps what they say.
+  std::set<std::string> given;
 };
 
 int run_command(const plan_args& o);

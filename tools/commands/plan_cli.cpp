@@ -42,6 +42,16 @@ std::vector<CLI::Option*> megatron_only_flags(CLI::App& sub, weft::plan::job& j)
   out.push_back(sub.add_option("--fp8-recipe", j.fp8_recipe_name,
                                "delayed or tensorwise (per-tensor scales, the default) or "
                                "blockwise (DeepSeek's tiles); mxfp8 is not priced"));
+  out.push_back(sub.add_option("--recompute-method", j.recompute_method,
+                               "with --recompute-granularity full: uniform (every layer; weft "
+                               "prices it with --recompute-num-layers 1)")
+                    ->check(CLI::IsMember({"uniform", "block"})));
+  out.push_back(sub.add_option("--recompute-num-layers", j.recompute_num_layers,
+                               "with --recompute-method uniform: layers a checkpoint holds (1)")
+                    ->check(whole_in(1, weft::limits::layers)));
+  out.push_back(sub.add_flag_callback(
+      "--use-megatron-fsdp", [] {},
+      "Megatron-FSDP: what it shards is --data-parallel-sharding-strategy's"));
   out.push_back(sub.add_flag_callback(
       "--use-distributed-optimizer", [&j] { j.sharding = plan::dp_sharding::optim; },
       "shard the optimizer states over the data-parallel ranks (the default)"));
@@ -190,6 +200,9 @@ void define(CLI::App& sub, plan_args& o, deferred&) {
   for (CLI::Option* f : job_flags(sub, o.job)) f->excludes(job_file)->excludes(preset);
   sub.get_option("--no-distributed-optimizer")
       ->excludes(sub.get_option("--use-distributed-optimizer"));
+  sub.get_option("--use-megatron-fsdp")
+      ->needs(sub.get_option("--data-parallel-sharding-strategy"))
+      ->excludes(sub.get_option("--use-distributed-optimizer"));
   sub.add_option_function<double>(
          "--search-budget-s", [&o](double s) { o.search_budget = weft::seconds{s}; },
          "also run the schedule search (weft search) on the best plan's costs for this long "
@@ -199,10 +212,50 @@ void define(CLI::App& sub, plan_args& o, deferred&) {
   sub.add_option("--out", o.out,
                  "write the fastest order found as PyTorch's schedule CSV (weft run "
                  "--schedule-file runs it)");
+  auto* search = sub.add_option_function<std::string>(
+                        "--search",
+                        [&o](const std::string& v) {
+                          o.configuration_budget = v.empty() ? 8.0 : std::stod(v);
+                        },
+                        "choose the configuration: every tp x pp x dp x cp (ep from dp x cp), "
+                        "micro-batch size, recomputation, sharding, schedule, chunks and "
+                        "layout within the device's memory, for SECONDS (default 8); the "
+                        "sizes given as flags are kept")
+                     ->expected(0, 1)
+                     ->check(
+                         [](const std::string& v) -> std::string {
+                           if (v.empty()) return "";
+                           try {
+                             std::size_t used = 0;
+                             const double s = std::stod(v, &used);
+                             if (used == v.size() && s > 0 && s <= 86400) return "";
+                           } catch (const std::exception&) {
+                           }
+                           return "--search takes a budget of more than 0 and at most 86400 "
+                                  "seconds, got " +
+                                  v;
+                         },
+                         "SECONDS");
+  sub.add_option("--devices", o.devices,
+                 "the devices (Megatron's world size): dp is what tp x pp x cp leaves of them; "
+                 "with --search, the devices to split (default: tp x pp x dp x cp)")
+      ->check(whole_in(1, weft::plan::job_limits::devices))
+      ->excludes(sub.get_option("--dp"));
+  sub.add_option("--top", o.top, "with --search: configurations to report (default 5)")
+      ->check(whole_in(1, 1000))
+      ->needs(search);
+  // The sizes a user fixes on the command line; the search leaves them as given.
+  for (const char* name : {"--tp", "--pp", "--cp", "--ep", "--micro-batch-size", "--recompute",
+                           "--data-parallel-sharding-strategy", "--no-distributed-optimizer",
+                           "--use-distributed-optimizer"})
+    sub.get_option(name)->each([&o, name](const std::string&) { o.given.insert(name); });
   sub.add_flag("--check", o.check_memory,
                "rule 5 in bytes: exit 1 (illegal) when a rank's model states and live "
                "activations exceed its device's memory, naming the op where it first does");
   output_options(sub, o.output, true);
+  // The search reports configurations; one job's order, pictures and check are the plan's.
+  for (const char* name : {"--search-budget-s", "--out", "--check", "--svg", "--trace"})
+    search->excludes(sub.get_option(name));
 }
 
 void check(const plan_args& o) {

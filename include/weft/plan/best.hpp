@@ -160,8 +160,14 @@ inline model_pieces pieces_of(const transformer& m, const job& j, const cluster&
   out.layers = m.layers;
   out.mtp = m.mtp_layers;
   const double embedding = piece_cost(m, j, c, -1, 0).count();
-  for (int l = 0; l < m.layers; ++l)
-    out.cost.push_back(piece_cost(m, j, c, l, -1).count() + (l == 0 ? embedding : 0.0));
+  // A decoder layer's costs depend on its index only through its kind (transformer.hpp's
+  // `is_moe_layer`): each kind is priced once.
+  std::optional<double> kind_cost[2];
+  for (int l = 0; l < m.layers; ++l) {
+    std::optional<double>& k = kind_cost[m.is_moe_layer(l) ? 1 : 0];
+    if (!k) k = piece_cost(m, j, c, l, -1).count();
+    out.cost.push_back(*k + (l == 0 ? embedding : 0.0));
+  }
   double tail = piece_cost(m, j, c, -1, 1).count();
   for (int k = 0; k < m.mtp_layers; ++k) tail += piece_cost(m, j, c, -1, 2).count();
   out.cost.push_back(tail);
@@ -202,25 +208,16 @@ inline int stages_for(const generator_info& g, int pp, int chunks) {
 
 }  // namespace detail
 
-/// Judges every schedule the registry has for job `base` of model `m` on cluster `c` — each
-/// with the chunk counts it can take (up to `o.max_chunks`), each with the layers as `base`
-/// places them (where its layout has the stages), split evenly (where they divide) and balanced
-/// (`detail::balanced_layout`); the job as given is judged first — and picks the fastest that fits
-/// the device's HBM. The parallel sizes, batch, recomputation and the rest stay as `base` has them.
-/// When no plan runs at all (sizes no schedule can change: heads over tp, experts over ep, the
-/// batch), throws the job's own `config_error`.
-inline plan_search_result best_plan(const transformer& m, const job& asked, const cluster& c,
-                                    plan_search_options o = {}) {
-  const job base = with_megatron_forms(m, asked);  // Megatron's forms as weft's, once
-  if (o.max_chunks < 1 || o.max_chunks > 64)
-    throw config_error("best_plan: max_chunks must be in [1, 64], got " +
-                       std::to_string(o.max_chunks));
-  // The sizes every plan keeps, before any is costed: a zero size would divide by zero below.
-  check_cluster(c);
-  check_sizes(m, base);
-  plan_search_result out;
+namespace detail {
+
+/// The plans `best_plan` judges for job `base` (Megatron's forms resolved, its sizes checked)
+/// of model `m`, whose pieces cost `pieces`: the job as given first, then every schedule the
+/// registry has, each with the chunk counts it can take (up to `max_chunks`), each with the
+/// layers as `base` places them (where its layout has the stages), split evenly (where they
+/// divide) and balanced (`balanced_layout`). Duplicates are left out.
+inline std::vector<job> plan_variants(const transformer& m, const job& base,
+                                      const model_pieces& pieces, int max_chunks) {
   std::vector<job> tries{base};
-  const detail::model_pieces pieces = detail::pieces_of(m, base, c);
   // The stages the job's own layout gives (none when it has none or it does not parse).
   long long given = 0;
   if (!base.layout.empty()) try {
@@ -228,42 +225,50 @@ inline plan_search_result best_plan(const transformer& m, const job& asked, cons
           parse_pipeline_layout(base.layout, base.pp, m.layers, m.mtp_layers).stages.size());
     } catch (const config_error&) {
     }
+  const auto add = [&](const job& j) {
+    const auto same = [&](const job& x) {
+      return x.schedule == j.schedule && x.chunks == j.chunks && x.layout == j.layout;
+    };
+    if (std::none_of(tries.begin(), tries.end(), same)) tries.push_back(j);
+  };
   for (const generator_info& g : generators) {
     std::vector<int> counts;
     if (g.chunks_per_rank > 0)
       counts.push_back(1);  // the generator's own count (`--chunks 1` leaves it)
     else
-      for (int v = 2; v <= o.max_chunks; ++v) counts.push_back(v);
+      for (int v = 2; v <= max_chunks; ++v) counts.push_back(v);
     for (const int v : counts) {
       job j = base;
       j.schedule = std::string(g.name);
       j.chunks = v;
-      const int S = detail::stages_for(g, j.pp, v);
-      if (given == S) tries.push_back(j);  // the user's layout, where its stages fit
+      const int S = stages_for(g, j.pp, v);
+      if (given == S) add(j);  // the user's layout, where its stages fit
       j.layout.clear();
-      if (m.layers % S == 0) tries.push_back(j);
+      if (m.layers % S == 0) add(j);
       // Balanced: only with a piece for every stage (an empty stage idles its devices), and
       // short enough to read back (layout.hpp's limit on symbols).
       if (static_cast<std::size_t>(S) <= pieces.cost.size() &&
           pieces.symbols(S) <= (std::size_t{1} << 20)) {
-        j.layout = detail::balanced_layout(pieces, S);
-        tries.push_back(j);
+        j.layout = balanced_layout(pieces, S);
+        add(j);
       }
     }
   }
-  const auto same = [](const job& a, const job& b) {
-    return a.schedule == b.schedule && a.chunks == b.chunks && a.layout == b.layout;
-  };
+  return tries;
+}
+
+/// Estimates each of `tries` (jobs of model `m` on cluster `c`) and picks the fastest that fits
+/// the device's HBM — or, none fitting, the one needing the least memory.
+inline plan_search_result judge_plans(const transformer& m, const std::vector<job>& tries,
+                                      const cluster& c) {
+  plan_search_result out;
   double best_memory = std::numeric_limits<double>::infinity();
-  for (std::size_t t = 0; t < tries.size(); ++t) {
-    if (std::any_of(tries.begin(), tries.begin() + static_cast<std::ptrdiff_t>(t),
-                    [&](const job& x) { return same(x, tries[t]); }))
-      continue;
+  for (const job& tried : tries) {
     plan_choice ch;
-    ch.tried = tries[t];
+    ch.tried = tried;
     std::optional<estimate> e;
     try {
-      e = estimate_job(m, tries[t], c);
+      e = estimate_job(m, tried, c);
     } catch (const config_error& why) {
       ch.why = why.what();
     }
@@ -287,6 +292,29 @@ inline plan_search_result best_plan(const transformer& m, const job& asked, cons
     }
     out.judged.push_back(std::move(ch));
   }
+  return out;
+}
+
+}  // namespace detail
+
+/// Judges every schedule the registry has for job `base` of model `m` on cluster `c` — each
+/// with the chunk counts it can take (up to `o.max_chunks`), each with the layers as `base`
+/// places them (where its layout has the stages), split evenly (where they divide) and balanced
+/// (`detail::balanced_layout`); the job as given is judged first — and picks the fastest that fits
+/// the device's HBM. The parallel sizes, batch, recomputation and the rest stay as `base` has them.
+/// When no plan runs at all (sizes no schedule can change: heads over tp, experts over ep, the
+/// batch), throws the job's own `config_error`.
+inline plan_search_result best_plan(const transformer& m, const job& asked, const cluster& c,
+                                    plan_search_options o = {}) {
+  const job base = with_megatron_forms(m, asked);  // Megatron's forms as weft's, once
+  if (o.max_chunks < 1 || o.max_chunks > 64)
+    throw config_error("best_plan: max_chunks must be in [1, 64], got " +
+                       std::to_string(o.max_chunks));
+  // The sizes every plan keeps, before any is costed: a zero size would divide by zero below.
+  check_cluster(c);
+  check_sizes(m, base);
+  plan_search_result out = detail::judge_plans(
+      m, detail::plan_variants(m, base, detail::pieces_of(m, base, c), o.max_chunks), c);
   if (!out.best) throw config_error(out.judged.front().why);
   return out;
 }

@@ -497,16 +497,19 @@ inline double ddp_bucket_parameters(long long dp_ranks) {
 /// (`--overlap-grad-reduce`).
 struct dp_windows {
   std::vector<seconds> head, first, last, tail;
+  std::vector<seconds> busy;  ///< all its compute (what FSDP's collectives run beside)
 };
 
 inline dp_windows dp_windows_of(const program& p, const timeline& t) {
   const auto R = static_cast<std::size_t>(p.ranks());
   dp_windows w{std::vector<seconds>(R, t.makespan), std::vector<seconds>(R, seconds(0)),
-               std::vector<seconds>(R, seconds(0)), std::vector<seconds>(R, t.makespan)};
+               std::vector<seconds>(R, seconds(0)), std::vector<seconds>(R, t.makespan),
+               std::vector<seconds>(R, seconds(0))};
   std::vector<seconds> last_end(R, seconds(-1));  // a rank without compute: all of it idle
   for (std::uint32_t i = 0; i < p.size(); ++i) {
     if (stream_of(p.at(i).k) != stream_class::compute || !t.ran(i)) continue;
     const std::size_t r = p.rank[i];
+    w.busy[r] += t.duration_of(i);
     if (t.start[i] < w.head[r]) {
       w.head[r] = t.start[i];
       w.first[r] = t.duration_of(i);
@@ -541,6 +544,41 @@ inline seconds overlapped_exposure(seconds comm, double buckets, seconds idle, s
   return std::max(seconds(0), after + slowed - idle);
 }
 
+/// A rank's data-parallel collectives for the `dense` and `expert` parameters it holds: the
+/// gradients reduce-scattered in fp32 and the parameters all-gathered in bf16 over the
+/// data-parallel ranks (the experts' over theirs), each at the bus bandwidth its size reaches
+/// (inside a node; across nodes the NICs'); FSDP gathers the parameters twice, before each
+/// layer's forward and again before its backward, and none after the step.
+struct dp_traffic {
+  seconds reduce{0}, gather{0};
+};
+inline dp_traffic dp_traffic_of(const job& j, const cluster& c, double dense, double expert) {
+  const long long dp_ranks = static_cast<long long>(j.dp) * j.cp;
+  const int d = static_cast<int>(dp_ranks), ed = static_cast<int>(dp_ranks / j.ep);
+  // The data-parallel ranks are tp devices apart (the experts' tp x ep): inside a node while
+  // they fit, across nodes otherwise.
+  const auto dp_link = [&](double bytes) { return collective_link(c, dp_ranks, j.tp, bytes); };
+  const auto edp_link = [&](double bytes) {
+    return collective_link(c, dp_ranks / j.ep, static_cast<long long>(j.tp) * j.ep, bytes);
+  };
+  const double gathers = j.sharding == dp_sharding::optim_grads_params ? 2 : 1;
+  return {collective::ring_reduce_scatter(dp_link(4 * dense), d, 4 * dense) +
+              collective::ring_reduce_scatter(edp_link(4 * expert), ed, 4 * expert),
+          gathers * (collective::ring_all_gather(dp_link(2 * dense), d, 2 * dense) +
+                     collective::ring_all_gather(edp_link(2 * expert), ed, 2 * expert))};
+}
+
+/// The optimizer step of a rank holding `dense` and `expert` parameters: Adam on its shard of
+/// the optimizer states (all of them when unsharded), memory-bound kernels at the memory's
+/// sustained bandwidth.
+inline seconds optimizer_time(const job& j, const cluster& c, double dense, double expert) {
+  const long long dp_ranks = static_cast<long long>(j.dp) * j.cp;
+  const bool split = j.sharding != dp_sharding::no_shard;
+  const double shard = dense / static_cast<double>(split ? dp_ranks : 1) +
+                       expert / static_cast<double>(split ? dp_ranks / j.ep : 1);
+  return seconds(optimizer_bytes_per_parameter * shard / chip_of(c).memory_bytes_per_s());
+}
+
 /// Per pipeline rank, what its stages hold: parameters (dense and experts') and layers.
 struct rank_holdings {
   std::vector<double> dense, expert, layers;
@@ -565,15 +603,7 @@ inline void add_data_parallel(estimate& out, const job& j, const cluster& c,
       dense_shards <= 1
           ? 0.0  // one data-parallel rank: nothing to gather or reduce
           : (fsdp ? 2 * 2.0 : 0.0) + (j.sharding >= dp_sharding::optim_grads ? 4.0 : 0.0);
-  // The data-parallel ranks are tp devices apart (the experts' tp x ep): inside a node while
-  // they fit, across nodes otherwise.
-  // Each at the bus bandwidth its size reaches (inside a node; across nodes the NICs').
-  const auto dp_link = [&](double bytes) { return collective_link(c, dp_ranks, j.tp, bytes); };
-  const auto edp_link = [&](double bytes) {
-    return collective_link(c, dp_ranks / j.ep, static_cast<long long>(j.tp) * j.ep, bytes);
-  };
-  const int d = static_cast<int>(dp_ranks), ed = static_cast<int>(dp_ranks / j.ep);
-  double slowest_sync = 0, largest = 0;
+  seconds slowest_sync{0}, slowest_optimizer{0};
   for (std::size_t r = 0; r < held.dense.size(); ++r) {
     const double dense = held.dense[r], expert = held.expert[r];
     const double layers = std::max(1.0, held.layers[r]);
@@ -581,23 +611,16 @@ inline void add_data_parallel(estimate& out, const job& j, const cluster& c,
                                   model_state_bytes(expert, expert_shards, j.sharding) +
                                   transient_per_param * (dense + expert) / layers);
     out.memory_per_rank.push_back(out.states_per_rank.back() + live[r]);
-    // Gradients reduce-scattered in fp32 and parameters all-gathered in bf16 over the
-    // data-parallel ranks (the experts' over theirs); FSDP gathers the parameters twice, before
-    // each layer's forward and again before its backward, and none after the step.
-    const double gathers = fsdp ? 2 : 1;
-    const seconds reduce = collective::ring_reduce_scatter(dp_link(4 * dense), d, 4 * dense) +
-                           collective::ring_reduce_scatter(edp_link(4 * expert), ed, 4 * expert);
-    const seconds gather =
-        gathers * (collective::ring_all_gather(dp_link(2 * dense), d, 2 * dense) +
-                   collective::ring_all_gather(edp_link(2 * expert), ed, 2 * expert));
+    const auto [reduce, gather] = dp_traffic_of(j, c, dense, expert);
     seconds exposed = reduce + gather;
-    if (fsdp) {  // FSDP overlaps both, a layer ahead: a layer's worth is left
-      exposed = exposed / layers;
+    const double s = c.overlap.compute_slowdown;
+    if (fsdp) {  // FSDP overlaps both, a layer ahead, beside the rank's compute: a layer's
+                 // worth is left, or what the compute is too short to cover
+      exposed = overlapped_exposure(exposed, layers, seconds(0), windows.busy[r], s);
     } else {  // Megatron's buckets, each launched as soon as it can be: its dense and expert
               // parameters in buffers of their own
       const double bucket = ddp_bucket_parameters(dp_ranks);
       const double buckets = std::ceil(dense / bucket) + std::ceil(expert / bucket);
-      const double s = c.overlap.compute_slowdown;
       if (j.sharding == dp_sharding::no_shard) {  // one all-reduce, reduce and gather together
         if (j.overlap_grad_reduce)
           exposed =
@@ -611,16 +634,11 @@ inline void add_data_parallel(estimate& out, const job& j, const cluster& c,
               overlapped_exposure(gather, buckets, windows.head[r], windows.first[r], s) - gather;
       }
     }
-    slowest_sync = std::max(slowest_sync, exposed.count());
-    // Adam runs on the rank's shard of the optimizer states (all of them when unsharded).
-    const bool split = j.sharding != dp_sharding::no_shard;
-    largest = std::max(largest,
-                       dense / (split ? dense_shards : 1) + expert / (split ? expert_shards : 1));
+    slowest_sync = std::max(slowest_sync, exposed);
+    slowest_optimizer = std::max(slowest_optimizer, optimizer_time(j, c, dense, expert));
   }
-  out.grad_sync = seconds(slowest_sync);
-  // The optimizer's kernels are memory-bound: their bytes at the memory's sustained bandwidth.
-  out.optimizer =
-      seconds(optimizer_bytes_per_parameter * largest / chip_of(c).memory_bytes_per_s());
+  out.grad_sync = slowest_sync;
+  out.optimizer = slowest_optimizer;
 }
 
 /// Per pipeline rank, where its step goes (plan/breakdown.hpp): each chunk's passes times the

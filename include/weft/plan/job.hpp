@@ -25,6 +25,10 @@ struct job {
   /// --recompute-modules: what selective recomputation runs again (Megatron's default,
   /// attention's core)
   perf::recompute_set recompute_modules = perf::default_recompute_modules;
+  /// --recompute-method, --recompute-num-layers (Megatron's, with full recomputation): empty,
+  /// or `uniform` with 1 — every layer on its own, what weft's full recomputation prices
+  std::string recompute_method;
+  int recompute_num_layers = 0;
   bool sequence_parallel = false;  ///< --sequence-parallel
   std::string schedule = "1f1b";   ///< --schedule: any generator
   int chunks = 1;                  ///< --chunks: model chunks per rank (virtual stages)
@@ -299,6 +303,25 @@ inline void check_job(const transformer& m, const job& j) {
         "--decoder-first/last-pipeline-num-layers and --fp8-format/--fp8-recipe are read with "
         "the model "
         "(plan::with_megatron_forms)");
+  if (!j.recompute_method.empty() || j.recompute_num_layers != 0) {
+    if (j.policy != recompute::full)
+      throw config_error(
+          "--recompute-method and --recompute-num-layers say how full recomputation runs: they "
+          "need --recompute-granularity full");
+    if (j.recompute_method == "block")
+      throw config_error(
+          "--recompute-method block: full recomputation of only the first layers of each stage "
+          "is not priced; weft recomputes every layer (--recompute-method uniform "
+          "--recompute-num-layers 1)");
+    if (j.recompute_method != "uniform" && !j.recompute_method.empty())
+      throw config_error("--recompute-method must be uniform or block, got '" +
+                         excerpt(j.recompute_method) + "'");
+    if (j.recompute_num_layers != 1)
+      throw config_error(
+          "--recompute-num-layers " + detail::num(j.recompute_num_layers) +
+          ": weft prices each layer recomputed on its own, keeping every layer's input "
+          "(--recompute-method uniform --recompute-num-layers 1)");
+  }
   if (j.recompute_modules != perf::default_recompute_modules && j.policy != recompute::selective)
     throw config_error(
         "--recompute-modules names what selective recomputation runs again: it needs "

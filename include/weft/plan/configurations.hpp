@@ -1,0 +1,386 @@
+// The configuration search: of every way to run a job on a number of devices — tp x pp x dp x
+// cp (ep carved from dp x cp), micro-batch size, recomputation, what the data-parallel ranks
+// shard, then schedule, chunks and layout — the fastest that fit in the device's memory.
+// Branch and bound: sizes that cannot split the model and configurations whose model states
+// alone overflow are pruned without a cost; the rest are taken in the order of a lower bound on
+// their step (their compute, shared evenly by the pipeline ranks) and estimated with the one
+// model (plan/estimate.hpp) while the bound can still beat the N-th best found. docs/planning.md
+// ("Choosing the configuration") shows it at work.
+#pragma once
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstddef>
+#include <limits>
+#include <map>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include <weft/core/error.hpp>
+#include <weft/plan/best.hpp>
+#include <weft/plan/fits.hpp>
+
+namespace weft::plan {
+
+/// What the configuration search may change of a job; a size given here is kept.
+struct configuration_space {
+  long long devices = 0;  ///< 0: the job's tp x pp x dp x cp
+  std::optional<int> tp, pp, cp, ep, micro_batch_size;
+  std::optional<recompute> policy;
+  std::optional<dp_sharding> sharding;
+  int max_micro_batch_size = 8;  ///< micro-batch sizes tried: the powers of two up to this
+  int max_chunks = 4;            ///< chunks per rank tried (`plan_search_options`)
+};
+
+struct configuration_search_options {
+  double budget_s = 10;  ///< seconds the search may take; it stops between configurations
+  int top = 5;           ///< configurations reported
+  configuration_space space;
+};
+
+/// How many configurations the search met, and what became of them.
+struct configuration_counts {
+  /// Every combination of the sizes, micro-batch size, recompute and sharding, each with every
+  /// schedule, chunk count and layout `best_plan` judges for it
+  long long considered = 0;
+  long long sizings = 0;  ///< of which the combinations without the schedule's choices
+  /// Of `considered`: the model or the batch does not split so (Megatron refuses), the model
+  /// states alone overflow the device's memory, the lower bound is no better than the N-th best
+  /// found, left when the budget ran out.
+  long long pruned_sizes = 0, pruned_memory = 0, pruned_bound = 0, unexplored = 0;
+  long long simulated = 0;  ///< of `sizings`: those whose plans were estimated
+  long long plans = 0;      ///< plans (schedule, chunks, layout) estimated
+};
+
+/// One configuration's best plan, as `best_plan` judges it.
+struct configuration_choice {
+  plan_choice best;  ///< the job that runs it and its figures
+  seconds bound{0};  ///< the lower bound it was taken in the order of
+};
+
+struct configuration_search_result {
+  std::vector<configuration_choice> top;  ///< the fastest that fit, fastest first
+  configuration_counts counts;
+  long long devices = 0;
+  /// Every configuration that could still beat the N-th best was estimated: within the
+  /// estimate's model, no other configuration is faster than those reported.
+  bool complete = false;
+  seconds least_unexplored{0};  ///< when incomplete: the lowest bound left unexplored
+  double seconds_taken = 0;
+};
+
+namespace detail {
+
+/// What a configuration's costs need of it: the sizes each layer is priced with.
+struct costing_key {
+  int tp, cp, ep, micro_batch_size;
+  recompute policy;
+  auto tie() const { return std::tie(tp, cp, ep, micro_batch_size, policy); }
+  bool operator<(const costing_key& o) const { return tie() < o.tie(); }
+};
+
+/// A configuration's model priced piece by piece, once per `costing_key`.
+struct model_costs {
+  model_pieces pieces;  ///< for balanced layouts
+  /// One micro-batch's forward and backward through the whole model on one device, less what
+  /// an overlapped pair may hide and without the launches' floor: a sum no stage's cost is
+  /// below, so that a pipeline rank's busy time is at least its share.
+  double work = 0;
+  double dense_params = 0, expert_params = 0;  ///< on one device (tp, ep shards), all layers
+  double least_activation = std::numeric_limits<double>::infinity();  ///< a piece's, per micro
+};
+
+inline model_costs model_costs_of(const transformer& m, const job& j, const cluster& c) {
+  model_costs out;
+  out.pieces = pieces_of(m, j, c);
+  const estimate_options bare{.launches = false};
+  const auto add = [&](const layout_stage& st, int times) {
+    const stage_estimate s = stage_costs(m, j, c, st, bare);
+    out.work += times * (s.cost.F + s.cost.B - s.cost.comm_F - s.cost.comm_B).count();
+    out.dense_params += times * s.params;
+    out.expert_params += times * s.expert_params;
+    out.least_activation = std::min(out.least_activation, s.activation_bytes);
+  };
+  // A decoder layer's costs depend on its index only through its kind (transformer.hpp's
+  // `is_moe_layer`): one layer of each kind, counted as many times.
+  int first[2] = {-1, -1}, count[2] = {0, 0};
+  for (int l = 0; l < m.layers; ++l) {
+    const int k = m.is_moe_layer(l) ? 1 : 0;
+    if (count[k]++ == 0) first[k] = l;
+  }
+  for (int k = 0; k < 2; ++k)
+    if (count[k] > 0) add({.first_layer = first[k], .layers = 1}, count[k]);
+  add({.embedding = true}, 1);
+  add({.loss = true, .mtp = m.mtp_layers}, 1);
+  return out;
+}
+
+/// A bound no plan of configuration `j` (its model priced as `k`) steps under: a pipeline rank's
+/// compute is at least its share of the model's work; the data-parallel collectives run inside
+/// the step, and outside the pipeline where nothing overlaps them; the optimizer follows. Each
+/// term at a rank's average holdings, which the busiest rank's are not below.
+inline seconds step_bound(const job& j, const cluster& c, const model_costs& k) {
+  const double dense = k.dense_params / j.pp, expert = k.expert_params / j.pp;
+  const seconds compute(j.micro() * k.work / j.pp);
+  const auto [reduce, gather] = dp_traffic_of(j, c, dense, expert);
+  seconds alone{0};  // what no overlap hides
+  if (j.sharding != dp_sharding::optim_grads_params) {
+    if (!j.overlap_grad_reduce) alone += reduce;
+    if (!j.overlap_param_gather && !(j.sharding == dp_sharding::no_shard && j.overlap_grad_reduce))
+      alone += gather;
+  }
+  return std::max(compute, reduce + gather) + alone + optimizer_time(j, c, dense, expert);
+}
+
+/// The plans judged for configuration `j`: `best_plan`'s, but one for a pipeline of one rank
+/// (where every schedule runs the same passes in the same order).
+inline std::vector<job> plans_of(const transformer& m, const job& j, const cluster& c,
+                                 const configuration_space& sp,
+                                 const model_pieces* pieces = nullptr) {
+  if (j.pp == 1) return {j};
+  return plan_variants(m, j, pieces ? *pieces : pieces_of(m, j, c), sp.max_chunks);
+}
+
+/// The divisors of `n` (at most 2^24), ascending.
+inline std::vector<int> divisors(long long n) {
+  std::vector<int> low, high;
+  for (long long d = 1; d * d <= n; ++d)
+    if (n % d == 0) {
+      low.push_back(static_cast<int>(d));
+      if (d * d != n) high.push_back(static_cast<int>(n / d));
+    }
+  low.insert(low.end(), high.rbegin(), high.rend());
+  return low;
+}
+
+/// `given`, when the space keeps it, else `all`.
+inline std::vector<int> kept_or(const std::optional<int>& given, std::vector<int> all) {
+  if (!given) return all;
+  return std::find(all.begin(), all.end(), *given) != all.end() ? std::vector<int>{*given}
+                                                                : std::vector<int>{};
+}
+
+/// A configuration to estimate, and the bound it is taken in the order of.
+struct configuration_candidate {
+  job j;
+  seconds bound{0};
+  costing_key key;
+  long long plans = 0;  ///< the plans `plan_variants` judges for it
+};
+
+inline void check_search_options(const configuration_search_options& o) {
+  if (!(o.budget_s > 0) || o.budget_s > 86400)
+    throw config_error(
+        "the configuration search's budget must be more than 0 s and at most a "
+        "day (86400 s)");
+  if (o.top < 1 || o.top > 1000)
+    throw config_error("the configuration search reports 1 to 1000 configurations, not " +
+                       std::to_string(o.top));
+  if (o.space.devices < 0 || o.space.devices > job_limits::devices)
+    throw config_error("--devices must be in [1, " + std::to_string(job_limits::devices) + "]");
+  if (o.space.max_micro_batch_size < 1 ||
+      o.space.max_micro_batch_size > job_limits::micro_batch_size)
+    throw config_error("the largest micro-batch size tried must be in [1, " +
+                       std::to_string(job_limits::micro_batch_size) + "]");
+  if (o.space.max_chunks < 1 || o.space.max_chunks > 64)
+    throw config_error("the most chunks per rank tried must be in [1, 64]");
+}
+
+}  // namespace detail
+
+namespace detail {
+
+/// The configurations a search meets, priced once per `costing_key`.
+struct configuration_pool {
+  std::map<costing_key, model_costs> priced;
+  std::map<int, long long> variants;  ///< plans per pipeline size
+  std::vector<configuration_candidate> open;
+};
+
+/// Every configuration of `out.devices` devices the space leaves open, counted in `out`: those
+/// the model or the batch cannot split and those whose states overflow pruned, the rest open
+/// with their bounds.
+inline configuration_pool open_configurations(const transformer& m, const job& base,
+                                              const cluster& c, const configuration_space& sp,
+                                              long long batch, configuration_search_result& out) {
+  configuration_pool pool;
+  auto& [priced, variants, open] = pool;
+  const std::vector<recompute> policies =
+      sp.policy ? std::vector<recompute>{*sp.policy}
+                : std::vector<recompute>{recompute::none, recompute::selective, recompute::full};
+  const std::vector<dp_sharding> shardings =
+      sp.sharding ? std::vector<dp_sharding>{*sp.sharding}
+                  : std::vector<dp_sharding>{dp_sharding::optim, dp_sharding::optim_grads_params};
+  std::vector<int> sizes_mb;
+  for (int b = 1; b <= sp.max_micro_batch_size; b *= 2) sizes_mb.push_back(b);
+  const std::vector<int> expert_sizes =
+      m.moe.active() ? divisors(m.moe.routed) : std::vector<int>{1};
+  for (const int tp : kept_or(sp.tp, divisors(out.devices)))
+    for (const int cp : kept_or(sp.cp, divisors(out.devices / tp)))
+      for (const int pp : kept_or(sp.pp, divisors(out.devices / tp / cp)))
+        for (const int mbs : kept_or(sp.micro_batch_size, sizes_mb))
+          for (const int ep : kept_or(sp.ep, expert_sizes))
+            for (const recompute policy : policies)
+              for (const dp_sharding sharding : shardings) {
+                ++out.counts.sizings;
+                job j = base;
+                j.tp = tp;
+                j.cp = cp;
+                j.pp = pp;
+                j.dp = static_cast<int>(out.devices / tp / cp / pp);
+                j.ep = ep;
+                j.micro_batch_size = mbs;
+                j.global_batch_size = static_cast<int>(batch);
+                j.policy = policy;
+                j.recompute_modules =
+                    policy == recompute::selective && base.policy == recompute::selective
+                        ? base.recompute_modules
+                        : perf::default_recompute_modules;
+                j.sharding = sharding;
+                j.sequence_parallel = tp > 1;
+                j.schedule = "1f1b";
+                j.chunks = 1;
+                j.layout.clear();
+                // Megatron's own rules, before anything is priced; a pipeline of more ranks
+                // than the model has pieces leaves a rank without layers.
+                const bool splits = [&] {
+                  if (pp > m.layers + 1 || (batch % (static_cast<long long>(mbs) * j.dp)) != 0)
+                    return false;
+                  try {
+                    check_sizes(m, j);
+                  } catch (const config_error&) {
+                    return false;
+                  }
+                  return true;
+                }();
+                // The plans a pipeline of pp ranks has (the same for every size beside it).
+                long long& plans = variants[pp];
+                if (plans == 0) plans = static_cast<long long>(plans_of(m, j, c, sp).size());
+                out.counts.considered += plans;
+                if (!splits) {
+                  out.counts.pruned_sizes += plans;
+                  continue;
+                }
+                const costing_key key{tp, cp, ep, mbs, policy};
+                auto at = priced.find(key);
+                if (at == priced.end()) at = priced.emplace(key, model_costs_of(m, j, c)).first;
+                const model_costs& k = at->second;
+                const long long dp_ranks = static_cast<long long>(j.dp) * cp;
+                const double states =
+                    model_state_bytes(k.dense_params / pp, static_cast<int>(dp_ranks), sharding) +
+                    model_state_bytes(k.expert_params / pp, static_cast<int>(dp_ranks / ep),
+                                      sharding);
+                if (states + k.least_activation > c.hbm_bytes) {
+                  out.counts.pruned_memory += plans;
+                  continue;
+                }
+                open.push_back({j, step_bound(j, c, k), key, plans});
+              }
+  return pool;
+}
+
+/// Judges `pool`'s open configurations in the order of their bounds until the bound of the
+/// next cannot beat the `o.top`-th best found, or the budget runs out (`elapsed`: seconds so
+/// far), keeping the fastest that fit in `out.top`.
+template <class Clock>
+void judge_configurations(const transformer& m, const cluster& c,
+                          const configuration_search_options& o, configuration_pool& pool,
+                          configuration_search_result& out, Clock elapsed) {
+  std::vector<configuration_candidate>& open = pool.open;
+  const configuration_space& sp = o.space;
+  std::stable_sort(open.begin(), open.end(),
+                   [](const auto& a, const auto& b) { return a.bound < b.bound; });
+  out.complete = true;
+  const auto plans_from = [&](std::size_t i) {
+    long long n = 0;
+    for (; i < open.size(); ++i) n += open[i].plans;
+    return n;
+  };
+  for (std::size_t i = 0; i < open.size(); ++i) {
+    const configuration_candidate& cand = open[i];
+    if (static_cast<int>(out.top.size()) == o.top && cand.bound >= out.top.back().best.step) {
+      out.counts.pruned_bound += plans_from(i);
+      break;
+    }
+    // Stops before a configuration that would likely end past the budget (at the average so
+    // far); the first is always judged.
+    const double now = elapsed();
+    if (i > 0 && now + now / static_cast<double>(i + 1) > o.budget_s) {
+      out.counts.unexplored = plans_from(i);
+      out.complete = false;
+      out.least_unexplored = cand.bound;
+      break;
+    }
+    const plan_search_result r =
+        judge_plans(m, plans_of(m, cand.j, c, sp, &pool.priced.at(cand.key).pieces), c);
+    ++out.counts.simulated;
+    out.counts.plans += static_cast<long long>(r.judged.size());
+    if (!r.best || !r.judged[*r.best].fits) continue;
+    configuration_choice pick{r.judged[*r.best], cand.bound};
+    const auto at =
+        std::upper_bound(out.top.begin(), out.top.end(), pick.best.step,
+                         [](seconds s, const configuration_choice& x) { return s < x.best.step; });
+    out.top.insert(at, std::move(pick));
+    if (static_cast<int>(out.top.size()) > o.top) out.top.pop_back();
+  }
+}
+
+}  // namespace detail
+
+/// Every configuration of job `asked`'s model `m` on `o.space.devices` devices of cluster `c`
+/// (the job's own count when 0) that the space leaves open: tp x pp x dp x cp = devices (tp
+/// dividing the heads, cp halving the sequence, ep dividing the experts and dp x cp), each
+/// micro-batch size that divides the job's global batch over dp, recomputation none, selective
+/// (the job's modules) or full, the distributed optimizer or FSDP; sequence parallelism with
+/// every tp > 1 (Megatron's rule for MoE layers, and never slower). The rest of the job — the
+/// global batch, the sequence, FP8, the overlaps, the runtime — stays as asked. Each surviving
+/// configuration's plans are `best_plan`'s; the `o.top` fastest that fit are returned with the
+/// counts. Throws `config_error` when no configuration splits the model, or none fits.
+inline configuration_search_result search_configurations(const transformer& m, const job& asked,
+                                                         const cluster& c,
+                                                         const configuration_search_options& o) {
+  using clock = std::chrono::steady_clock;
+  const auto started = clock::now();
+  const auto elapsed = [&] {
+    return std::chrono::duration<double>(clock::now() - started).count();
+  };
+  detail::check_search_options(o);
+  check_cluster(c);
+  const job base = with_megatron_forms(m, asked);
+  configuration_search_result out;
+  out.devices = o.space.devices > 0 ? o.space.devices : base.devices();
+  const long long batch = base.batch();  // sequences a step: the search keeps it
+  if (batch > job_limits::global_batch_size)
+    throw config_error("the job's batch of " + std::to_string(batch) +
+                       " sequences is more than weft plans for");
+  detail::configuration_pool pool = detail::open_configurations(m, base, c, o.space, batch, out);
+  const std::vector<detail::configuration_candidate>& open = pool.open;
+  if (open.empty())
+    throw config_error(
+        out.counts.pruned_memory == 0
+            ? "no configuration of " + std::to_string(out.devices) +
+                  " devices splits the model and the batch of " + std::to_string(batch) +
+                  (batch == 1 ? " sequence" : " sequences") +
+                  " (tp must divide the heads and key/value heads, cp halve the "
+                  "sequence, dp x the micro-batch size divide the batch, ep the experts and "
+                  "dp x cp)"
+            : "no configuration of " + std::to_string(out.devices) +
+                  " devices fits the model's states in the device's " + gigabytes(c.hbm_bytes) +
+                  " (" + std::to_string(out.counts.pruned_memory) +
+                  " overflow before any "
+                  "activation)");
+  detail::judge_configurations(m, c, o, pool, out, elapsed);
+  out.seconds_taken = elapsed();
+  if (out.top.empty() && out.complete)
+    throw config_error("no configuration of " + std::to_string(out.devices) +
+                       " devices fits in the device's " + gigabytes(c.hbm_bytes) + " (" +
+                       std::to_string(out.counts.simulated) +
+                       " estimated with every schedule; give more devices, or a smaller "
+                       "micro-batch or sequence)");
+  return out;
+}
+
+}  // namespace weft::plan

@@ -1,0 +1,145 @@
+// A job written back as the flags that state it: `weft plan`'s (every setting that is not the
+// default, so that pasting them plans the same job) and, for the schedules Megatron-LM runs, the
+// arguments of a Megatron launch script.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <weft/plan/job.hpp>
+
+namespace weft::plan {
+
+namespace detail {
+inline std::string number(double x) { return std::to_string(static_cast<long long>(x)); }
+inline std::string module_list(perf::recompute_set s) {
+  std::string out;
+  for (std::size_t i = 0; i < perf::recompute_module_names.size(); ++i)
+    if (perf::has(s, static_cast<perf::recompute_module>(i)))
+      out += (out.empty() ? "" : " ") + std::string(perf::recompute_module_names[i]);
+  return out;
+}
+}  // namespace detail
+
+/// Job `j` as `weft plan`'s flags: the sizes, the batch and the schedule always, every other
+/// setting where it is not the default. Values with spaces or `|` are quoted for a shell.
+inline std::vector<std::string> weft_flags(const job& j) {
+  using detail::number;
+  const job d;  // the defaults
+  std::vector<std::string> f{"--tp",       number(j.tp), "--pp",       number(j.pp), "--dp",
+                             number(j.dp), "--cp",       number(j.cp), "--ep",       number(j.ep)};
+  const auto add = [&](std::string flag, std::string value = "") {
+    f.push_back(std::move(flag));
+    if (!value.empty()) f.push_back(std::move(value));
+  };
+  add("--micro-batch-size", number(j.micro_batch_size));
+  if (j.global_batch_size > 0) add("--global-batch-size", number(j.global_batch_size));
+  add("--seq-length", number(j.seq));
+  if (j.policy != d.policy)
+    add("--recompute", std::string(recompute_names[static_cast<std::size_t>(j.policy)]));
+  if (j.policy == recompute::selective && j.recompute_modules != d.recompute_modules)
+    add("--recompute-modules", detail::module_list(j.recompute_modules));
+  if (j.sequence_parallel) add("--sequence-parallel");
+  add("--schedule", j.schedule);
+  if (j.chunks != 1) add("--chunks", number(j.chunks));
+  if (!j.layout.empty()) add("--pipeline-layout", "\"" + j.layout + "\"");
+  if (j.sharding != d.sharding)
+    add("--data-parallel-sharding-strategy", std::string(name_of(j.sharding)));
+  if (!j.flash_attention) add("--no-flash-attention");
+  if (j.overlap_grad_reduce) add("--overlap-grad-reduce");
+  if (j.overlap_param_gather) add("--overlap-param-gather");
+  if (j.fp8 != d.fp8) add("--fp8", std::string(fp8_names[static_cast<std::size_t>(j.fp8)]));
+  if (j.cp_comm_type != d.cp_comm_type)
+    add("--cp-comm-type", std::string(cp_comm_names[static_cast<std::size_t>(j.cp_comm_type)]));
+  if (j.dispatcher != d.dispatcher)
+    add("--moe-token-dispatcher-type",
+        std::string(moe_dispatcher_names[static_cast<std::size_t>(j.dispatcher)]));
+  if (j.runtime != d.runtime)
+    add("--pipeline-runtime",
+        std::string(pipeline_runtime_names[static_cast<std::size_t>(j.runtime)]));
+  if (j.overlap_p2p_comm) add("--overlap-p2p-communication");
+  if (j.scatter_gather_transfers) add("--scatter-gather-tensors-in-pipeline");
+  return f;
+}
+
+/// Whether Megatron-LM runs job `j`'s schedule: 1F1B, or its interleaved schedule (in a layout
+/// or an even split); the zero-bubble and V schedules, GPipe and DualPipe it does not.
+inline bool megatron_runs(const job& j) {
+  return j.schedule == "1f1b" || j.schedule == "interleaved";
+}
+
+/// Job `j` as a Megatron-LM launch script's arguments (Megatron's own spellings, which
+/// `weft plan` reads too), or none when Megatron does not run it (its schedule, attention
+/// without a fused kernel).
+inline std::optional<std::vector<std::string>> megatron_arguments(const job& j) {
+  using detail::number;
+  // Megatron's attention is fused (flash or cuDNN) in every release that runs these flags.
+  if (!megatron_runs(j) || !j.flash_attention) return std::nullopt;
+  std::vector<std::string> a{"--tensor-model-parallel-size",
+                             number(j.tp),
+                             "--pipeline-model-parallel-size",
+                             number(j.pp),
+                             "--context-parallel-size",
+                             number(j.cp),
+                             "--expert-model-parallel-size",
+                             number(j.ep),
+                             "--micro-batch-size",
+                             number(j.micro_batch_size)};
+  const auto add = [&](std::string flag, std::string value = "") {
+    a.push_back(std::move(flag));
+    if (!value.empty()) a.push_back(std::move(value));
+  };
+  if (j.global_batch_size > 0) add("--global-batch-size", number(j.global_batch_size));
+  add("--seq-length", number(j.seq));
+  if (j.sequence_parallel) add("--sequence-parallel");
+  if (j.policy != recompute::none)
+    add("--recompute-granularity",
+        std::string(recompute_names[static_cast<std::size_t>(j.policy)]));
+  if (j.policy == recompute::full) {  // Megatron asks how: every layer, each on its own
+    add("--recompute-method", "uniform");
+    add("--recompute-num-layers", "1");
+  }
+  if (j.policy == recompute::selective && j.recompute_modules != perf::default_recompute_modules)
+    add("--recompute-modules", detail::module_list(j.recompute_modules));
+  if (j.chunks != 1 && j.layout.empty())
+    add("--num-virtual-stages-per-pipeline-rank", number(j.chunks));
+  if (!j.layout.empty()) add("--pipeline-model-parallel-layout", "\"" + j.layout + "\"");
+  // Megatron keeps the optimizer states whole unless told (weft shards them unless told).
+  if (j.sharding == dp_sharding::optim) add("--use-distributed-optimizer");
+  if (j.sharding == dp_sharding::optim_grads || j.sharding == dp_sharding::optim_grads_params) {
+    add("--use-megatron-fsdp");
+    add("--data-parallel-sharding-strategy", std::string(name_of(j.sharding)));
+  }
+  if (j.overlap_grad_reduce) add("--overlap-grad-reduce");
+  if (j.overlap_param_gather) add("--overlap-param-gather");
+  if (j.overlap_p2p_comm) add("--overlap-p2p-communication");
+  if (j.fp8 == fp8_recipe::e4m3 || j.fp8 == fp8_recipe::hybrid)
+    add("--fp8-format", std::string(fp8_names[static_cast<std::size_t>(j.fp8)]));
+  if (j.fp8 == fp8_recipe::blockwise) {
+    add("--fp8-format", "e4m3");
+    add("--fp8-recipe", "blockwise");
+  }
+  if (j.cp_comm_type == cp_comm::all_gather) add("--cp-comm-type", "all_gather");
+  if (j.dispatcher == moe_dispatcher::flex) add("--moe-token-dispatcher-type", "flex");
+  add("--bf16");
+  return a;
+}
+
+/// Whose code runs job `j`'s schedule: Megatron-LM's (1F1B, interleaved), DeepSeek's DualPipe
+/// (both directions), else PyTorch's pipeline runtime, from the schedule's CSV (`weft plan
+/// --out`, torchtitan's `pipeline_parallel_schedule_csv`).
+inline std::string runtime_for(const job& j) {
+  if (megatron_runs(j)) return "Megatron-LM";
+  if (j.schedule == "dualpipe" || j.schedule == "dualpipev") return "DeepSeek's DualPipe";
+  return "PyTorch's pipeline runtime (its CSV: weft plan ... --out FILE.csv)";
+}
+
+/// Flags joined by spaces.
+inline std::string joined(const std::vector<std::string>& flags) {
+  std::string out;
+  for (const std::string& f : flags) out += (out.empty() ? "" : " ") + f;
+  return out;
+}
+
+}  // namespace weft::plan

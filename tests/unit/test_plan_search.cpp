@@ -1,0 +1,315 @@
+// The configuration search: its branch and bound loses nothing against a brute force over every
+// configuration, its bound is a bound, the sizes a user fixes stay fixed, its counts add up, and
+// every way it can fail says why.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <fstream>
+#include <limits>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <weft/plan/configurations.hpp>
+#include <weft/plan/flags.hpp>
+#include <weft/plan/hf_config.hpp>
+#include <weft/plan/job_file.hpp>
+
+using namespace weft::plan;
+using weft::config_error;
+using weft::seconds;
+
+namespace {
+
+transformer model(const std::string& name) {
+  std::ifstream in(std::string(WEFT_TEST_DATA) + "/hf/" + name + ".json");
+  REQUIRE(in);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return read_hf_config(text.str()).model;
+}
+
+/// GPT-2 on 8 A100s, 64 sequences of 1024 tokens a step.
+job gpt2_job() {
+  job j;
+  j.dp = 8;
+  j.global_batch_size = 64;
+  j.seq = 1024;
+  return j;
+}
+
+/// The fastest fitting step over every configuration of `devices` that `space` leaves open,
+/// each judged by `best_plan` in full (pipelines of one rank as the job is).
+std::optional<double> brute_force(const transformer& m, const job& base, const cluster& c,
+                                  const configuration_space& space, long long devices) {
+  std::optional<double> best;
+  for (int tp = 1; tp <= devices; ++tp)
+    for (int cp = 1; tp * cp <= devices; ++cp)
+      for (int pp = 1; tp * cp * pp <= devices; ++pp) {
+        if (devices % (static_cast<long long>(tp) * cp * pp) != 0) continue;
+        if ((space.tp && *space.tp != tp) || (space.pp && *space.pp != pp)) continue;
+        for (int mbs = 1; mbs <= space.max_micro_batch_size; mbs *= 2)
+          for (const recompute r : {recompute::none, recompute::selective, recompute::full})
+            for (const dp_sharding s : {dp_sharding::optim, dp_sharding::optim_grads_params}) {
+              job j = base;
+              j.tp = tp;
+              j.cp = cp;
+              j.pp = pp;
+              j.dp = static_cast<int>(devices / tp / cp / pp);
+              j.micro_batch_size = mbs;
+              j.policy = r;
+              j.sharding = s;
+              j.sequence_parallel = tp > 1;
+              try {
+                check_sizes(m, j);
+              } catch (const config_error&) {
+                continue;
+              }
+              std::optional<double> step;
+              if (pp == 1) {
+                const estimate e = estimate_job(m, j, c);
+                if (*std::max_element(e.memory_per_rank.begin(), e.memory_per_rank.end()) <=
+                    c.hbm_bytes)
+                  step = e.step.count();
+              } else {
+                const plan_search_result r2 = best_plan(m, j, c);
+                if (r2.judged[*r2.best].fits) step = r2.judged[*r2.best].step.count();
+              }
+              if (step && (!best || *step < *best)) best = step;
+            }
+      }
+  return best;
+}
+
+}  // namespace
+
+TEST_CASE("the configuration search finds the fastest configuration a brute force finds") {
+  const transformer m = model("gpt2");
+  const cluster& c = *find_cluster("a100-80g");
+  configuration_search_options o;
+  o.budget_s = 600;  // complete: the branch and bound ends by its bound, never by the clock
+  o.top = 3;
+  o.space.max_micro_batch_size = 2;
+  const configuration_search_result r = search_configurations(m, gpt2_job(), c, o);
+  REQUIRE(r.complete);
+  REQUIRE(r.top.size() == 3);
+  const std::optional<double> best = brute_force(m, gpt2_job(), c, o.space, 8);
+  REQUIRE(best);
+  CHECK(r.top.front().best.step.count() == doctest::Approx(*best).epsilon(1e-12));
+  // Fastest first, each fitting, each the figures its own job gives.
+  for (std::size_t i = 0; i < r.top.size(); ++i) {
+    const plan_choice& x = r.top[i].best;
+    CHECK(x.fits);
+    CHECK(x.tried.devices() == 8);
+    if (i > 0) CHECK(r.top[i - 1].best.step <= x.step);
+    CHECK(estimate_job(m, x.tried, c).step == x.step);
+    CHECK(r.top[i].bound <= x.step);
+  }
+  // Every configuration considered is accounted for once.
+  const configuration_counts& n = r.counts;
+  // 8 = tp x cp x pp x dp: the three 2s over four sizes, C(6, 3) = 20 ways; micro-batches of 1
+  // and 2, three recomputations, two shardings.
+  CHECK(n.sizings == 20 * 2 * 3 * 2);
+  CHECK(n.simulated > 0);
+  CHECK(n.pruned_bound > 0);
+  CHECK(n.unexplored == 0);
+  CHECK(n.considered > n.sizings);
+}
+
+TEST_CASE("the search's bound is below every plan of the configuration") {
+  const transformer m = model("mixtral-8x7b");
+  const cluster& c = *find_cluster("h100-sxm");
+  const auto check = [&](job j) {
+    CAPTURE(joined(weft_flags(j)));
+    const detail::model_costs k = detail::model_costs_of(m, j, c);
+    const seconds bound = detail::step_bound(j, c, k);
+    const plan_search_result r = best_plan(m, j, c);
+    for (const plan_choice& x : r.judged)
+      if (x.ran) CHECK(bound <= x.step);
+  };
+  job j;
+  j.global_batch_size = 64;
+  j.seq = 4096;
+  for (const int tp : {1, 8})
+    for (const int pp : {1, 4})
+      for (const dp_sharding s :
+           {dp_sharding::no_shard, dp_sharding::optim, dp_sharding::optim_grads_params})
+        for (const bool overlap : {false, true}) {
+          j.tp = tp;
+          j.pp = pp;
+          j.dp = 32 / tp / pp;
+          j.ep = j.dp >= 8 ? 8 : j.dp;
+          j.sequence_parallel = tp > 1;
+          j.sharding = s;
+          j.overlap_grad_reduce = overlap;
+          j.overlap_param_gather = overlap && s != dp_sharding::no_shard;
+          j.policy = tp == 8 ? recompute::full : recompute::selective;
+          check(j);
+        }
+}
+
+TEST_CASE("sizes the space keeps stay as given") {
+  const transformer m = model("gpt2");
+  configuration_search_options o;
+  o.budget_s = 600;
+  o.top = 4;
+  o.space.tp = 2;
+  o.space.policy = recompute::full;
+  o.space.max_micro_batch_size = 1;
+  const configuration_search_result r =
+      search_configurations(m, gpt2_job(), *find_cluster("a100-80g"), o);
+  REQUIRE(!r.top.empty());
+  for (const configuration_choice& x : r.top) {
+    CHECK(x.best.tried.tp == 2);
+    CHECK(x.best.tried.sequence_parallel);
+    CHECK(x.best.tried.policy == recompute::full);
+    CHECK(x.best.tried.micro_batch_size == 1);
+    CHECK(x.best.tried.batch() == 64);
+  }
+}
+
+TEST_CASE("a search out of time says so, and how far below the best the rest may be") {
+  const transformer m = model("mixtral-8x7b");
+  job j;
+  j.dp = 64;
+  j.global_batch_size = 256;
+  configuration_search_options o;
+  o.budget_s = 1e-9;  // the first configuration is judged, then the clock has run out
+  const configuration_search_result r = search_configurations(m, j, *find_cluster("h100-sxm"), o);
+  CHECK(!r.complete);
+  CHECK(r.counts.simulated == 1);
+  CHECK(r.counts.unexplored > 0);
+  CHECK(r.counts.pruned_bound == 0);
+  const configuration_counts& n = r.counts;
+  CHECK(n.considered - n.pruned_sizes - n.pruned_memory - n.unexplored == n.plans);
+  if (!r.top.empty()) CHECK(r.least_unexplored >= r.top.front().bound);
+}
+
+TEST_CASE("the configuration search's errors name what is wrong") {
+  const transformer m = model("gpt2");
+  const cluster& a100 = *find_cluster("a100-80g");
+  const auto fails = [&](const job& j, const cluster& c, const configuration_search_options& o,
+                         const std::string& says) {
+    try {
+      (void)search_configurations(m, j, c, o);
+      FAIL("no error; expected: " << says);
+    } catch (const config_error& e) {
+      CHECK_MESSAGE(std::string(e.what()).find(says) != std::string::npos, e.what());
+    }
+  };
+  configuration_search_options o;
+  o.budget_s = 0;
+  fails(gpt2_job(), a100, o, "budget must be more than 0 s");
+  o.budget_s = std::numeric_limits<double>::quiet_NaN();
+  fails(gpt2_job(), a100, o, "budget must be more than 0 s");
+  o = {};
+  o.top = 0;
+  fails(gpt2_job(), a100, o, "reports 1 to 1000 configurations");
+  o = {};
+  o.space.tp = 5;  // 12 heads do not split over 5
+  fails(gpt2_job(), a100, o, "no configuration of 8 devices splits the model");
+  // With --devices and no global batch, the search keeps the job's batch: a micro-batch per
+  // data-parallel rank of the job as given, 8 sequences.
+  o = {};
+  o.space.devices = 4;
+  job unbatched = gpt2_job();
+  unbatched.global_batch_size = 0;
+  CHECK(search_configurations(m, unbatched, a100, o).top.front().best.tried.batch() == 8);
+  // The model states alone do not fit: 124M parameters' 2-byte weights are 248 MB.
+  cluster tiny = a100;
+  tiny.hbm_bytes = 100e6;
+  fails(gpt2_job(), tiny, {}, "fits the model's states");
+  // The states fit (124.4M parameters x 18 bytes, 2.24 GB, on one device), the step does not:
+  // the loss's fp32 logits alone are 4 x 8192 x 50257 bytes, 1.65 GB.
+  tiny.hbm_bytes = 3e9;
+  job one;
+  one.global_batch_size = 1;
+  one.seq = 8192;
+  configuration_search_options single;
+  single.space.devices = 1;
+  fails(one, tiny, single, "no configuration of 1 devices fits in the device's 3.0 GB");
+}
+
+TEST_CASE("a job's flags plan the same job again") {
+  const transformer m = model("mixtral-8x7b");
+  job j;
+  j.tp = 2;
+  j.pp = 4;
+  j.dp = 8;
+  j.ep = 4;
+  j.micro_batch_size = 2;
+  j.global_batch_size = 128;
+  j.seq = 8192;
+  j.policy = recompute::selective;
+  j.recompute_modules = weft::perf::bit(weft::perf::recompute_module::core_attn) |
+                        weft::perf::bit(weft::perf::recompute_module::moe_act);
+  j.sequence_parallel = true;
+  j.schedule = "interleaved";
+  j.chunks = 2;
+  j.overlap_grad_reduce = true;
+  j.fp8 = fp8_recipe::hybrid;
+  // The flags as a job file, keyed as the flags are without their dashes.
+  const std::vector<std::string> f = weft_flags(j);
+  std::string text = "{";
+  for (std::size_t i = 0; i < f.size(); ++i) {
+    const std::string key = "\"" + f[i].substr(2) + "\": ";
+    const bool value = i + 1 < f.size() && f[i + 1].rfind("--", 0) != 0;
+    std::string v = value ? f[++i] : "true";
+    if (key == "\"recompute-modules\": ")
+      v = "[\"core_attn\", \"moe_act\"]";
+    else if (value && v.find_first_not_of("0123456789") != std::string::npos)
+      v = "\"" + v + "\"";
+    text += (text.size() > 1 ? ", " : "") + key + v;
+  }
+  const job again = read_job(text + "}", "flags.json").spec;
+  CHECK(again.tp == 2);
+  CHECK(again.ep == 4);
+  CHECK(again.chunks == 2);
+  CHECK(again.recompute_modules == j.recompute_modules);
+  CHECK(again.fp8 == fp8_recipe::hybrid);
+  const cluster& c = *find_cluster("h100-sxm");
+  CHECK(estimate_job(m, again, c).step == estimate_job(m, j, c).step);
+  // Megatron's arguments for a schedule it runs; none for one it does not.
+  const auto a = megatron_arguments(j);
+  REQUIRE(a);
+  const std::string s = joined(*a);
+  CHECK(s.find("--tensor-model-parallel-size 2 --pipeline-model-parallel-size 4") == 0);
+  CHECK(s.find("--num-virtual-stages-per-pipeline-rank 2") != std::string::npos);
+  CHECK(s.find("--recompute-granularity selective") != std::string::npos);
+  CHECK(s.find("--use-distributed-optimizer") != std::string::npos);
+  j.schedule = "zb-v";
+  CHECK(!megatron_arguments(j));
+  CHECK(runtime_for(j).find("PyTorch") == 0);
+  j.schedule = "dualpipev";
+  CHECK(runtime_for(j) == "DeepSeek's DualPipe");
+}
+
+TEST_CASE("Megatron's uniform full recomputation of every layer is weft's full") {
+  const transformer m = model("gpt2");
+  job j = gpt2_job();
+  j.policy = recompute::full;
+  j.recompute_method = "uniform";
+  j.recompute_num_layers = 1;
+  job plain = gpt2_job();
+  plain.policy = recompute::full;
+  const cluster& c = *find_cluster("a100-80g");
+  CHECK(estimate_job(m, j, c).step == estimate_job(m, plain, c).step);
+  const auto refused = [&](job x, const std::string& says) {
+    try {
+      check_job(m, x);
+      FAIL("accepted");
+    } catch (const config_error& e) {
+      CHECK_MESSAGE(std::string(e.what()).find(says) != std::string::npos, e.what());
+    }
+  };
+  job block = j;
+  block.recompute_method = "block";
+  refused(block, "--recompute-method block");
+  job many = j;
+  many.recompute_num_layers = 2;
+  refused(many, "--recompute-num-layers 2");
+  job selective = j;
+  selective.policy = recompute::selective;
+  refused(selective, "need --recompute-granularity full");
+}
