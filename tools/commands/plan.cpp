@@ -397,7 +397,7 @@ void print_search(const searched& s, const plan::job& asked) {
   for (const plan::configuration_choice& x : r.top) {
     const plan::job& j = x.best.tried;
     std::cout << std::setw(3) << ++rank << "  " << plan::runtime_for(j) << "\n"
-              << "     weft plan: " << plan::joined(plan::weft_flags(j)) << "\n";
+              << "     weft's flags: " << plan::joined(plan::weft_flags(j)) << "\n";
     if (const auto a = plan::megatron_arguments(j))
       std::cout << "     Megatron-LM on " << r.devices << " devices: " << plan::joined(*a) << "\n";
   }
