@@ -5,16 +5,24 @@
 //
 //   published_runs            the table, and the error with each part of the model switched off
 //   published_runs --check    also exit 1 when a row cannot be planned (the smoke test)
+//   published_runs --choose [BUDGET_S]
+//                             for each run, the configuration weft would choose on the same
+//                             devices and batch (`plan::search_configurations`, BUDGET_S each,
+//                             default 2; Megatron-LM's schedules where the paper ran Megatron),
+//                             its predicted gain over the published one, and where it comes from
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "published.hpp"
 
 #include <weft/plan/cluster.hpp>
+#include <weft/plan/configurations.hpp>
 #include <weft/plan/estimate.hpp>
 #include <weft/plan/flops.hpp>
 #include <weft/plan/hf_config.hpp>
@@ -172,9 +180,104 @@ constexpr variant variants[] = {
     {"-p2p", {}, false, false, false, true},
 };
 
+/// A rank's step by part, averaged over the pipeline ranks.
+struct step_parts {
+  std::vector<std::pair<const char*, double>> parts;
+  explicit step_parts(const estimate& e) {
+    const auto n = static_cast<double>(e.breakdown.size());
+    const auto add = [&](const char* name, auto of) {
+      double sum = 0;
+      for (const rank_breakdown& b : e.breakdown) sum += of(b).count();
+      parts.emplace_back(name, sum / n);
+    };
+    add("compute", [](const rank_breakdown& b) { return b.work.compute() + b.work.launch; });
+    add("recompute", [](const rank_breakdown& b) { return b.work.recompute; });
+    add("TP", [](const rank_breakdown& b) { return b.work.tp; });
+    add("CP", [](const rank_breakdown& b) { return b.work.cp; });
+    add("EP", [](const rank_breakdown& b) { return b.work.ep - b.hidden; });
+    add("PP wait", [](const rank_breakdown& b) { return b.transfers; });
+    add("bubble", [](const rank_breakdown& b) { return b.bubble; });
+    add("DP sync", [](const rank_breakdown& b) { return b.grad_sync; });
+    add("optimizer", [](const rank_breakdown& b) { return b.optimizer; });
+  }
+};
+
+/// Where the chosen plan's step is shorter than the published one's: the two parts that gain
+/// the most, in seconds a rank.
+std::string why(const estimate& published, const estimate& chosen) {
+  const step_parts a(published), b(chosen);
+  std::vector<std::pair<double, const char*>> gains;
+  for (std::size_t i = 0; i < a.parts.size(); ++i)
+    gains.emplace_back(a.parts[i].second - b.parts[i].second, a.parts[i].first);
+  std::sort(gains.rbegin(), gains.rend());
+  std::string out;
+  for (std::size_t i = 0; i < 2 && gains[i].first > 0; ++i) {
+    char text[64];
+    std::snprintf(text, sizeof text, "%s%s -%.2f s", out.empty() ? "" : ", ", gains[i].second,
+                  gains[i].first);
+    out += text;
+  }
+  return out.empty() ? "none shorter" : out;
+}
+
+std::string sizes(const job& j) {
+  char text[160];
+  std::snprintf(text, sizeof text, "tp%d pp%d dp%d cp%d ep%d mbs%d %s %s%s", j.tp, j.pp, j.dp, j.cp,
+                j.ep, j.micro_batch_size,
+                std::string(recompute_names[static_cast<std::size_t>(j.policy)]).c_str(),
+                j.schedule.c_str(), j.chunks > 1 ? ("x" + std::to_string(j.chunks)).c_str() : "");
+  return text;
+}
+
+/// `--choose`: each run's configuration as weft would choose it, beside the published one.
+int choose(double budget) {
+  std::printf("%-24s %-44s %9s  %-44s %9s %7s  %s\n", "run", "published configuration", "weft s",
+              "weft's choice", "step s", "gain", "where (s a rank)");
+  for (const run& r : runs()) {
+    if (r.korthikanti && r.source.find("full recompute") != std::string_view::npos) continue;
+    transformer m;
+    cluster c;
+    job j = r.j;
+    if (!r.preset.empty()) {
+      const preset p = read_preset(std::string(WEFT_PRESETS_DIR) + "/" + std::string(r.preset));
+      m = p.model.model;
+      j = p.job.spec;
+      c = p.cluster.spec;
+    } else {
+      m = read_hf_config(read_file(std::string(WEFT_PRESETS_DIR) + "/" + std::string(r.model)))
+              .model;
+      c = *find_cluster(r.cluster);
+    }
+    const estimate published = estimate_job(m, j, c);
+    configuration_search_options o;
+    o.budget_s = budget;
+    o.top = 1;
+    o.space.runtime = j.runtime == pipeline_runtime::megatron ? runs_on::megatron : runs_on::any;
+    try {
+      const configuration_search_result found = search_configurations(m, j, c, o);
+      if (found.top.empty()) {
+        std::printf("%-24.24s none fitting found in %.0f s\n", std::string(r.name).c_str(), budget);
+        continue;
+      }
+      const plan_choice& best = found.top.front().best;
+      const estimate chosen = estimate_job(m, best.tried, c);
+      std::printf("%-24.24s %-44.44s %9.3f  %-44.44s %9.3f %+6.1f%%  %s%s\n",
+                  std::string(r.name).c_str(), sizes(j).c_str(), published.step.count(),
+                  sizes(best.tried).c_str(), best.step.count(),
+                  100 * (published.step / best.step - 1), why(published, chosen).c_str(),
+                  found.complete ? "" : " (budget ran out)");
+    } catch (const std::exception& x) {
+      std::printf("%-24.24s cannot be searched: %s\n", std::string(r.name).c_str(), x.what());
+    }
+  }
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc > 1 && std::string_view(argv[1]) == "--choose")
+    return choose(argc > 2 ? std::atof(argv[2]) : 2.0);
   const bool check = argc > 1 && std::string_view(argv[1]) == "--check";
   constexpr std::size_t n = std::size(variants);
   std::vector<double> korthikanti[n], all[n];

@@ -7,20 +7,43 @@
 // generated, simulated), 1 illegal or a run that stopped, 2 bad input (arguments, files,
 // impossible configurations, limits; docs/limits.md), 3 a fault in weft. Every error is one
 // line on stderr that starts "weft:".
+#include <algorithm>
 #include <exception>
 #include <iostream>
+#include <nlohmann/json.hpp>
 #include <string>
+#include <string_view>
 #include <variant>
 
 #include "cli.hpp"
 #include "commands/common.hpp"
 #include "failure.hpp"
 
+namespace {
+
+/// With --json, a failure is also a JSON object on stdout — its message and exit code — so that
+/// a program reading the output always gets JSON.
+void json_failure(int argc, char** argv, const std::string& message, int code) {
+  if (std::none_of(argv + 1, argv + argc,
+                   [](const char* a) { return std::string_view(a) == "--json"; }))
+    return;
+  std::string text = message;
+  while (!text.empty() && text.back() == '\n') text.pop_back();
+  std::cout << nlohmann::json{{"error", text}, {"exit_code", code}}.dump() << "\n";
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   const weft::cli::parsed p = weft::cli::parse(argc, argv);
   if (!p.run) {
     std::cout << p.out;
     std::cerr << p.err;
+    // The parser's message, without the line that points to --help; none when the subcommand
+    // refused --json itself.
+    const std::string first = p.err.substr(0, p.err.find('\n'));
+    if (p.exit_code != 0 && first.find("--json") == std::string::npos)
+      json_failure(argc, argv, first, p.exit_code);
     return p.exit_code;
   }
   std::cerr << p.note;
@@ -30,6 +53,7 @@ int main(int argc, char** argv) {
   } catch (...) {
     const weft::cli::failure f = weft::cli::failure_of(std::current_exception());
     std::cerr << f.message << "\n";
+    json_failure(argc, argv, f.message, f.code);
     if (f.shows_help)
       std::cerr << weft::cli::help_hint("weft " + std::string(weft::cli::name_of(p.what))) << "\n";
     return f.code;

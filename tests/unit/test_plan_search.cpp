@@ -128,6 +128,21 @@ TEST_CASE("the search's bound is below every plan of the configuration") {
     for (const plan_choice& x : r.judged)
       if (x.ran) CHECK(bound <= x.step);
   };
+  // The data-parallel collectives dominate: short sequences, a micro-batch a replica, the
+  // replicas across nodes, nothing overlapped (the job's defaults) and each overlap.
+  for (const dp_sharding s :
+       {dp_sharding::no_shard, dp_sharding::optim, dp_sharding::optim_grads_params})
+    for (const bool overlap : {false, true}) {
+      job d;
+      d.dp = 32;
+      d.ep = 8;
+      d.seq = 128;
+      d.global_batch_size = 32;
+      d.sharding = s;
+      d.overlap_grad_reduce = overlap;
+      d.overlap_param_gather = overlap && s != dp_sharding::no_shard;
+      check(d);
+    }
   job j;
   j.global_batch_size = 64;
   j.seq = 4096;
@@ -147,6 +162,30 @@ TEST_CASE("the search's bound is below every plan of the configuration") {
           j.policy = tp == 8 ? recompute::full : recompute::selective;
           check(j);
         }
+}
+
+TEST_CASE("the bound holds for tied embeddings, which one stage keeps once") {
+  const transformer m = model("gpt2");  // its head is its embedding
+  REQUIRE(m.tied_embeddings);
+  const cluster& c = *find_cluster("a100-80g");
+  for (const int pp : {1, 2})
+    for (const dp_sharding s : {dp_sharding::no_shard, dp_sharding::optim}) {
+      job j;
+      j.pp = pp;
+      j.dp = 8 / pp;
+      j.seq = 128;
+      j.global_batch_size = 8 / pp;
+      j.sharding = s;
+      const detail::model_costs k = detail::model_costs_of(m, j, c);
+      const seconds bound = detail::step_bound(j, c, k);
+      for (const plan_choice& x : best_plan(m, j, c).judged)
+        if (x.ran) CHECK(bound <= x.step);
+      // One stage holds the embedding once: the states the prune counts are the estimate's.
+      if (pp == 1) {
+        const estimate e = estimate_job(m, j, c);
+        CHECK(model_state_bytes(k.dense_of(1), 8, s) == doctest::Approx(e.states_per_rank[0]));
+      }
+    }
 }
 
 TEST_CASE("sizes the space keeps stay as given") {
@@ -209,13 +248,19 @@ TEST_CASE("the configuration search's errors name what is wrong") {
   o = {};
   o.space.tp = 5;  // 12 heads do not split over 5
   fails(gpt2_job(), a100, o, "no configuration of 8 devices splits the model");
-  // With --devices and no global batch, the search keeps the job's batch: a micro-batch per
-  // data-parallel rank of the job as given, 8 sequences.
+  // Without --devices and no global batch, the search keeps the job's batch: a micro-batch per
+  // data-parallel rank of the job as given, 8 sequences; with --devices it must be given.
   o = {};
-  o.space.devices = 4;
   job unbatched = gpt2_job();
   unbatched.global_batch_size = 0;
   CHECK(search_configurations(m, unbatched, a100, o).top.front().best.tried.batch() == 8);
+  o.space.devices = 4;
+  fails(unbatched, a100, o, "over --devices needs the job's --global-batch-size");
+  // A micro-batch size given is kept as it is, a power of two or not.
+  o = {};
+  o.space.micro_batch_size = 2;
+  o.space.max_micro_batch_size = 1;
+  CHECK(search_configurations(m, gpt2_job(), a100, o).top.front().best.tried.micro_batch_size == 2);
   // The model states alone do not fit: 124M parameters' 2-byte weights are 248 MB.
   cluster tiny = a100;
   tiny.hbm_bytes = 100e6;
@@ -312,4 +357,56 @@ TEST_CASE("Megatron's uniform full recomputation of every layer is weft's full")
   job selective = j;
   selective.policy = recompute::selective;
   refused(selective, "need --recompute-granularity full");
+}
+
+TEST_CASE("a runtime's recommendations are plans it runs") {
+  const transformer m = model("mixtral-8x7b");
+  const cluster& c = *find_cluster("h100-sxm");
+  job j;
+  j.tp = 2;
+  j.pp = 4;
+  j.dp = 4;
+  j.ep = 4;
+  j.global_batch_size = 64;
+  j.sequence_parallel = true;
+  const plan_search_result megatron = best_plan(m, j, c, {.runtime = runs_on::megatron});
+  for (const plan_choice& x : megatron.judged) {
+    CAPTURE(x.tried.schedule);
+    CHECK((x.tried.schedule == "1f1b" || x.tried.schedule == "interleaved"));
+    CHECK(megatron_runs(x.tried));
+  }
+  const plan_search_result titan = best_plan(m, j, c, {.runtime = runs_on::torchtitan});
+  for (const plan_choice& x : titan.judged) CHECK(x.tried.schedule != "dualpipe");
+  // The job as asked must run there.
+  job zbv = j;
+  zbv.schedule = "zb-v";
+  CHECK_THROWS_WITH_AS(best_plan(m, zbv, c, {.runtime = runs_on::megatron}),
+                       doctest::Contains("--runtime megatron: it does not run --schedule zb-v"),
+                       config_error);
+  // Megatron's interleaved schedule: more than 2 pipeline ranks (or the p2p overlap), and
+  // micro-batches a multiple of them (16 = 64 / (1 x dp 4) over pp 4: yes; pp 2: no).
+  job inter = j;
+  inter.schedule = "interleaved";
+  inter.chunks = 2;
+  CHECK(megatron_runs(inter));
+  inter.pp = 2;
+  inter.dp = 8;
+  CHECK(!megatron_runs(inter));
+  inter.overlap_p2p_comm = true;
+  CHECK(megatron_runs(inter));
+  inter.pp = 4;
+  inter.dp = 4;
+  inter.global_batch_size = 4 * 6;  // 6 micro-batches over 4 ranks
+  CHECK(!megatron_runs(inter));
+  // The configuration search keeps to the runtime too.
+  configuration_search_options o;
+  o.budget_s = 600;
+  o.top = 5;
+  o.space.runtime = runs_on::megatron;
+  o.space.max_micro_batch_size = 1;
+  job g = gpt2_job();
+  const configuration_search_result r =
+      search_configurations(model("gpt2"), g, *find_cluster("a100-80g"), o);
+  REQUIRE(!r.top.empty());
+  for (const configuration_choice& x : r.top) CHECK(megatron_runs(x.best.tried));
 }

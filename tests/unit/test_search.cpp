@@ -12,6 +12,7 @@
 #include <weft/generators/looped_bfs.hpp>
 #include <weft/generators/one_f_one_b.hpp>
 #include <weft/search/exact.hpp>
+#include <weft/search/placements.hpp>
 #include <weft/search/search.hpp>
 
 using namespace weft;
@@ -607,4 +608,50 @@ TEST_CASE("a problem too large to search is refused, by name") {
                        "weft: search: sim_options::work is one run's work per op copy, not a "
                        "plan's; give the cost model instead (calibrated from the run)",
                        config_error);
+}
+
+TEST_CASE("over every placement: a V beats the loop's optimum, each bound its own problem's") {
+  // pp 4, 8 micro-batches, a rank's share F 1, B 2 (W 1 of it). One chunk a rank: work 8 x 3 =
+  // 24 a rank, and the last rank cannot start before three forwards, 27 — which ZB-H1 reaches.
+  // A V's chunks are halves: the last rank starts after 3 half forwards, and ZB-V's 25.5 is
+  // below the loop's bound (the measurement of ZB-V on this problem).
+  search::unit_problem asked;
+  asked.model = {.ranks = 4, .micro = 8};
+  const unit_cost_model share = unit_cost_model::pipeline({.F = 1, .B = 2, .W = 1});
+  std::vector<search::unit_problem> problems;
+  for (const model_desc& m : search::placements_to_try(asked.model)) {
+    search::unit_problem q = asked;
+    q.model = m;
+    q.cost = share.per_chunk_of(m);
+    problems.push_back(q);
+  }
+  REQUIRE(problems.size() == 5);  // loops of 1 to 4 chunks a rank, and a V
+  CHECK(problems.back().model.place == placement::vee);
+  const auto r = search::find_over_placements(problems, {.budget_s = 60, .seed = 1});
+  REQUIRE(r.best);
+  const auto& loop1 = r.searched.front().result;
+  REQUIRE(loop1.best);
+  CHECK(loop1.bound.best().count() == doctest::Approx(27));
+  CHECK(loop1.best->makespan.count() == doctest::Approx(27));
+  CHECK(r.best_search().result.best->makespan.count() <= 25.5 + 1e-9);
+  const model_desc& placed = r.best_search().problem.model;
+  CHECK_FALSE((placed.place == placement::loop && placed.chunks_per_rank == 1));
+  units least = r.searched.front().result.bound.best();
+  for (const auto& s : r.searched) least = std::min(least, s.result.bound.best());
+  CHECK(r.bound == least);
+  CHECK(r.bound <= r.best_search().result.best->makespan);
+}
+
+TEST_CASE("a memory cap over every placement is the same bytes in each placement's units") {
+  const model_desc m{.ranks = 4, .micro = 8, .max_live = 3};
+  const std::vector<model_desc> all = search::placements_to_try(m, 2);
+  REQUIRE(all.size() == 3);
+  CHECK(all[0].max_live == 3);
+  CHECK(all[1].max_live == 6);
+  CHECK(all[2].max_live == 6);  // a V: two chunks a rank
+  CHECK_THROWS_AS(search::placements_to_try(m, 0), config_error);
+  model_desc two = m;
+  two.chunks_per_rank = 2;
+  CHECK_THROWS_AS(search::placements_to_try(two), config_error);
+  CHECK_THROWS_AS(search::find_over_placements(std::vector<search::unit_problem>{}), config_error);
 }

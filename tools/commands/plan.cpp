@@ -258,7 +258,8 @@ void print_best(const plan::plan_report& x) {
             << plan::run_flags(best.tried, x.asked) << "\n  step " << std::setprecision(3)
             << best.step.count() << " s, MFU " << std::setprecision(1) << 100 * best.mfu
             << "%, peak memory " << plan::gigabytes(best.peak_memory_bytes)
-            << (best.fits ? "" : " — no plan fits; this one needs the least") << "\n";
+            << (best.fits ? "" : " — no plan fits; this one needs the least") << "\n  runs on "
+            << plan::runtime_for(best.tried) << "\n";
   if (x.better) {
     const plan::order_search& s = *x.better;
     const double gain = 100 * (1 - s.step / best.step);
@@ -287,6 +288,7 @@ plan::configuration_space space_of(const plan_args& o, const plan::job& j) {
   if (given("--cp")) s.cp = j.cp;
   if (given("--ep")) s.ep = j.ep;
   if (given("--micro-batch-size")) s.micro_batch_size = j.micro_batch_size;
+  s.runtime = o.runtime;
   if (given("--recompute")) s.policy = j.policy;
   if (given("--data-parallel-sharding-strategy") || given("--no-distributed-optimizer") ||
       given("--use-distributed-optimizer"))
@@ -365,6 +367,10 @@ void print_search(const searched& s, const plan::job& asked) {
             << " plans of " << n.simulated << " configurations estimated\n";
   if (r.complete)
     std::cout << "every configuration that could beat these was estimated\n";
+  else if (!r.top.empty() && r.least_unexplored >= r.top.front().best.step)
+    std::cout << "the budget ran out: none left beats the first (the lowest bound left, "
+              << std::setprecision(3) << r.least_unexplored.count()
+              << " s, is above it); the others are the best found\n";
   else if (!r.top.empty())
     std::cout << "the budget ran out: none left is faster than " << std::setprecision(3)
               << r.least_unexplored.count() << " s, " << std::setprecision(1)
@@ -416,7 +422,8 @@ int search_configurations(const plan_args& o, const inputs& in) {
     std::cout << search_json(s).dump() << "\n";
   else
     print_search(s, in.job);
-  return exit_ok;
+  // Nothing that fits found in the budget: as a plan that does not fit, exit 1.
+  return s.r.top.empty() ? exit_illegal : exit_ok;
 }
 
 }  // namespace
@@ -435,6 +442,9 @@ void devices_as_world_size(inputs& in, long long devices) {
 
 int run_command(const plan_args& o) {
   inputs in = read_inputs(o);
+  // Megatron's code runs the job: its transfers priced as Megatron issues them, unless said.
+  if (o.runtime == plan::runs_on::megatron && o.given.count("--pipeline-runtime") == 0)
+    in.job.runtime = plan::pipeline_runtime::megatron;
   if (o.configuration_budget > 0) return search_configurations(o, in);
   if (o.devices > 0) devices_as_world_size(in, o.devices);
   const plan::transformer& m = in.hf.model;
@@ -443,7 +453,8 @@ int run_command(const plan_args& o) {
       plan::make_report(m, in.job, c, in.cluster_name,
                         {.search_budget_s = o.search_budget.count(),
                          .evaluations = static_cast<std::uint64_t>(o.evaluations),
-                         .seed = static_cast<std::uint64_t>(o.seed)});
+                         .seed = static_cast<std::uint64_t>(o.seed),
+                         .runtime = o.runtime});
   if (!o.out.empty()) write_order(o.out, x, c);
   if (o.output.pictures()) draw(o.output, x);
   // --check: the job is illegal when it does not fit (exit 1), as rule 5 is for the checker.

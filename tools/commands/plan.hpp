@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include <weft/core/time.hpp>
+#include <weft/plan/flags.hpp>
 #include <weft/plan/job.hpp>
 #include "options.hpp"
 
@@ -29,6 +30,8 @@ struct plan_args {
   double configuration_budget = 0;
   long long devices = 0;  ///< --devices: the search's device count (0: the job's)
   int top = 5;            ///< --top: configurations the search reports
+  /// --runtime: recommend only what this runtime runs
+  weft::plan::runs_on runtime = weft::plan::runs_on::any;
   /// The job's flags given on the command line: the search keeps what they say.
   std::set<std::string> given;
 };

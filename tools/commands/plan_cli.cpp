@@ -51,7 +51,16 @@ std::vector<CLI::Option*> megatron_only_flags(CLI::App& sub, weft::plan::job& j)
                     ->check(whole_in(1, weft::limits::layers)));
   out.push_back(sub.add_flag_callback(
       "--use-megatron-fsdp", [] {},
-      "Megatron-FSDP: what it shards is --data-parallel-sharding-strategy's"));
+      "Megatron-FSDP: what it shards is --data-parallel-sharding-strategy's (which a "
+      "--use-distributed-optimizer beside it leaves)"));
+  out.push_back(sub.add_flag_callback(
+      "--no-gradient-accumulation-fusion", [] {},
+      "Megatron-FSDP's launch flag: the weight gradients accumulated apart (priced the same)"));
+  out.push_back(sub.add_option_function<std::string>(
+      "--ckpt-format", [](const std::string&) {}, "the checkpoints' format (no part of a step)"));
+  out.push_back(sub.add_flag_callback(
+      "--moe-enable-deepep", [] {},
+      "DeepEP's kernels for --moe-token-dispatcher-type flex (what weft's flex prices)"));
   out.push_back(sub.add_flag_callback(
       "--use-distributed-optimizer", [&j] { j.sharding = plan::dp_sharding::optim; },
       "shard the optimizer states over the data-parallel ranks (the default)"));
@@ -200,9 +209,7 @@ void define(CLI::App& sub, plan_args& o, deferred&) {
   for (CLI::Option* f : job_flags(sub, o.job)) f->excludes(job_file)->excludes(preset);
   sub.get_option("--no-distributed-optimizer")
       ->excludes(sub.get_option("--use-distributed-optimizer"));
-  sub.get_option("--use-megatron-fsdp")
-      ->needs(sub.get_option("--data-parallel-sharding-strategy"))
-      ->excludes(sub.get_option("--use-distributed-optimizer"));
+  sub.get_option("--use-megatron-fsdp")->needs(sub.get_option("--data-parallel-sharding-strategy"));
   sub.add_option_function<double>(
          "--search-budget-s", [&o](double s) { o.search_budget = weft::seconds{s}; },
          "also run the schedule search (weft search) on the best plan's costs for this long "
@@ -244,10 +251,17 @@ void define(CLI::App& sub, plan_args& o, deferred&) {
   sub.add_option("--top", o.top, "with --search: configurations to report (default 5)")
       ->check(whole_in(1, 1000))
       ->needs(search);
+  sub.add_option("--runtime", o.runtime,
+                 "recommend only what this code runs: any (the default), megatron (1F1B and "
+                 "its interleaved schedule, priced as --pipeline-runtime megatron) or "
+                 "torchtitan (PyTorch's runtime: any schedule of one direction from its CSV, "
+                 "and DualPipeV)")
+      ->transform(
+          one_of<weft::plan::runs_on>(spelled<weft::plan::runs_on>(weft::plan::runs_on_names)));
   // The sizes a user fixes on the command line; the search leaves them as given.
   for (const char* name : {"--tp", "--pp", "--cp", "--ep", "--micro-batch-size", "--recompute",
                            "--data-parallel-sharding-strategy", "--no-distributed-optimizer",
-                           "--use-distributed-optimizer"})
+                           "--use-distributed-optimizer", "--pipeline-runtime"})
     sub.get_option(name)->each([&o, name](const std::string&) { o.given.insert(name); });
   sub.add_flag("--check", o.check_memory,
                "rule 5 in bytes: exit 1 (illegal) when a rank's model states and live "
@@ -255,6 +269,11 @@ void define(CLI::App& sub, plan_args& o, deferred&) {
   output_options(sub, o.output, true);
   // The search reports configurations; one job's order, pictures and check are the plan's.
   for (const char* name : {"--search-budget-s", "--out", "--check", "--svg", "--trace"})
+    search->excludes(sub.get_option(name));
+  // It chooses the schedule, its chunks and the layout itself.
+  for (const char* name :
+       {"--schedule", "--chunks", "--pipeline-layout", "--num-layers-per-virtual-pipeline-stage",
+        "--decoder-first-pipeline-num-layers", "--decoder-last-pipeline-num-layers"})
     search->excludes(sub.get_option(name));
 }
 

@@ -9,6 +9,7 @@
 
 #include <weft/io/pytorch_csv.hpp>
 #include <weft/io/svg.hpp>
+#include <weft/search/placements.hpp>
 #include <weft/search/search.hpp>
 #include <weft/sim/xdc_preset.hpp>
 #include "commands/common.hpp"
@@ -61,7 +62,34 @@ struct found {
   search::search_result<T> r;
   std::optional<measured<T>> best;  ///< the best plan, simulated
   bool xdc = false;                 ///< seconds (llama2-70b-xdc) or schedule units
+  /// Over every placement: each one's search (`prob` and `r` are the best one's).
+  const search::placements_result<T>* over = nullptr;
 };
+
+/// Over every placement: each one's best, its own bound, and the least of the bounds.
+template <time_type T>
+void print_placements(const search::placements_result<T>& over) {
+  std::cout << "placements searched (each its own problem, with its own bounds):\n"
+            << std::left << std::setw(26) << "placement" << std::right << std::setw(12) << "best"
+            << std::setw(12) << "bound"
+            << "   found by\n";
+  for (const search::placement_search<T>& s : over.searched) {
+    std::cout << std::left << std::setw(26) << search::placement_name(s.problem.model) << std::right
+              << std::fixed << std::setprecision(3);
+    if (s.result.best)
+      std::cout << std::setw(12) << s.result.best->makespan.count();
+    else
+      std::cout << std::setw(12) << "none";
+    std::cout << std::setw(12) << s.result.bound.best().count() << "   "
+              << (s.result.best ? s.result.found_by : "no legal plan")
+              << (s.result.best && s.result.best->makespan <= s.result.bound.best()
+                      ? " (optimal for this placement)"
+                      : "")
+              << std::defaultfloat << "\n";
+  }
+  std::cout << "no placement tried runs under " << std::fixed << std::setprecision(3)
+            << over.bound.count() << std::defaultfloat << " (the least of their bounds)\n\n";
+}
 
 /// --out (whole chunks, as PyTorch's CSV holds them) and --svg of the best plan.
 template <time_type T>
@@ -121,6 +149,17 @@ json as_json(const search_args& q, const found<T>& f) {
       {"memory", r.bound.memory.count()}, {"one_rank", r.bound.one_rank.count()}};
   j["evaluations"] = r.evaluations;
   j["seconds"] = r.seconds;
+  if (f.over) {
+    json all = json::array();
+    for (const search::placement_search<T>& s : f.over->searched)
+      all.push_back({{"placement", search::placement_name(s.problem.model)},
+                     {"makespan", s.result.best ? json(s.result.best->makespan.count()) : json()},
+                     {"bound", s.result.bound.best().count()},
+                     {"found_by", s.result.found_by},
+                     {"evaluations", s.result.evaluations}});
+    j["placements"] = all;
+    j["bound_over_placements"] = f.over->bound.count();
+  }
   j["seed"] = q.seed;
   return j;
 }
@@ -132,7 +171,8 @@ int print_text(const search_args& q, const found<T>& f) {
   const T bound = r.bound.best();
   const auto over = [&](T t) { return bound > T{0} ? 100 * (t / bound - 1) : 0.0; };
   const auto scale = [&](T t) { return f.xdc ? t.count() * 1e3 : t.count(); };  // ms or units
-  std::cout << "search: " << describe(f.prob.model, f.xdc) << "\n"
+  if (f.over) print_placements(*f.over);
+  std::cout << "search: " << describe(f.prob.model, f.xdc) << (f.over ? " (the best)" : "") << "\n"
             << std::left << std::setw(22) << "schedule" << std::right << std::setw(12)
             << (std::string("makespan, ") + (f.xdc ? "ms" : "units")) << std::setw(9) << "bubble"
             << std::setw(11) << "peak live" << std::setw(13) << "over bound"
@@ -176,19 +216,44 @@ int print_text(const search_args& q, const found<T>& f) {
   return exit_ok;
 }
 
+search::search_options options_of(const search_args& q) {
+  return {.budget_s = q.budget.count(),
+          .max_evaluations = static_cast<std::uint64_t>(q.evaluations),
+          .seed = static_cast<std::uint64_t>(q.seed)};
+}
+
 template <time_type T>
-int report(const search_args& q, const search::basic_problem<T>& prob, bool xdc) {
-  found<T> f{
-      prob,
-      search::find_schedule(prob, {.budget_s = q.budget.count(),
-                                   .max_evaluations = static_cast<std::uint64_t>(q.evaluations),
-                                   .seed = static_cast<std::uint64_t>(q.seed)}),
-      std::nullopt, xdc};
-  if (f.r.best) f.best = measure_plan(prob, f.r.best->p);
+int report(const search_args& q, found<T>& f) {
+  if (f.r.best) f.best = measure_plan(f.prob, f.r.best->p);
   write_files(q, f);
   if (!q.json) return print_text(q, f);
   std::cout << as_json(q, f).dump() << "\n";
   return f.best ? exit_ok : exit_illegal;
+}
+
+template <time_type T>
+int report(const search_args& q, const search::basic_problem<T>& prob, bool xdc) {
+  found<T> f{prob, search::find_schedule(prob, options_of(q)), std::nullopt, xdc};
+  return report(q, f);
+}
+
+/// Every placement of the rank's share of the model (--cost), each its own problem; the best
+/// reported in full.
+int report_placements(const search_args& q, const search::unit_problem& asked,
+                      const unit_cost_model& given) {
+  std::vector<search::unit_problem> problems;
+  for (const model_desc& m : search::placements_to_try(asked.model)) {
+    search::unit_problem p = asked;
+    p.model = m;
+    p.cost = given.per_chunk_of(m);
+    problems.push_back(std::move(p));
+  }
+  const search::placements_result<units> over =
+      search::find_over_placements(problems, options_of(q));
+  const std::size_t best = over.best.value_or(0);
+  found<units> f{over.searched[best].problem, over.searched[best].result, std::nullopt, false,
+                 &over};
+  return report(q, f);
 }
 
 }  // namespace
@@ -217,6 +282,7 @@ int run_command(const search_args& q) {
   prob.overlap = q.fb_overlap ? overlap_options::all() : overlap_options::none();
   // --cost is a rank's share of the model, split over its chunks; the preset is per chunk.
   const unit_cost_model given = unit_costs(q.cost);
+  if (q.every_placement) return report_placements(q, prob, given);
   prob.cost = q.cost.preset == preset_name::none ? given.per_chunk_of(prob.model) : given;
   return report(q, prob, false);
 }

@@ -17,6 +17,9 @@ struct search_args {
   static constexpr std::string_view name = "search";
   int pp = 0, micro = 0, chunks = 1, layers = 1;  ///< chunks: 2 with --placement vee
   placement_choice placement = placement_choice::loop;
+  /// Neither --placement nor --chunks given (and --cost, not a preset): every placement is
+  /// searched, loops of 1 to 4 chunks per rank and a V.
+  bool every_placement = false;
   bool moe = false, shared_expert = false, fb_overlap = false;
   cost_args cost;    ///< --cost, or --preset deepseek-v3 / llama2-70b-xdc
   delay_args delay;  ///< llama2-70b-xdc's link between the data centres

@@ -16,7 +16,8 @@ void define(CLI::App& sub, search_args& o, deferred& later) {
   sub.add_option("--micro", o.micro, "micro-batches per step")
       ->check(whole_in(1, weft::limits::micro));
   sub.add_option("--chunks", o.chunks,
-                 "model chunks per rank with --placement loop (default 1; vee has 2)")
+                 "model chunks per rank with --placement loop (vee has 2); neither given, every "
+                 "placement is searched: loops of 1 to 4 chunks per rank and a V")
       ->check(whole_in(1, weft::limits::chunks));
   sub.add_option("--placement", o.placement,
                  "loop: chunk c on rank c % pp (1F1B, ZB-H1, interleaved); vee: rank r holds "
@@ -31,7 +32,9 @@ void define(CLI::App& sub, search_args& o, deferred& later) {
                false);
   delay_option(sub, o.delay, later, xdc_delay_help);
   sub.add_option("--max-live", o.max_live,
-                 "the memory cap: live activation units per rank, as rule 5 counts them (0: none)")
+                 "the memory cap: live activation units per rank, as rule 5 counts them (0: none; "
+                 "over every placement, units of a rank's whole share, as one chunk per rank "
+                 "counts them)")
       ->check(whole_in(0, 1 << 30));
   sub.add_option_function<double>(
          "--budget-s", [&o](double s) { o.budget = weft::seconds{s}; },
@@ -63,6 +66,8 @@ void check(search_args& o, const CLI::App& sub) {
   if (vee && chunks_given && o.chunks != 2)
     bad("--placement vee puts 2 chunks on each rank: leave --chunks out");
   if (vee) o.chunks = 2;
+  o.every_placement = !chunks_given && sub.get_option("--placement")->count() == 0 &&
+                      o.cost.preset == preset_name::none;
   if (o.cost.preset == preset_name::deepseek_v3 && !(o.moe || o.shared_expert || o.fb_overlap))
     bad("--preset deepseek-v3 prices MoE sub-stages: add --moe (or --fb-overlap)");
   if (!o.out.empty() && xdc)

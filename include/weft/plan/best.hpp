@@ -16,12 +16,15 @@
 #include <weft/core/error.hpp>
 #include <weft/generators/registry.hpp>
 #include <weft/plan/estimate.hpp>
+#include <weft/plan/flags.hpp>
 
 namespace weft::plan {
 
 struct plan_search_options {
   /// The most chunks per rank tried for a generator that takes a count (the interleaved one).
   int max_chunks = 4;
+  /// Only plans this runtime runs (`--runtime`; plan/flags.hpp).
+  runs_on runtime = runs_on::any;
 };
 
 /// One plan judged: the job as tried (schedule, chunks, layout), and its figures — or why the
@@ -211,13 +214,16 @@ inline int stages_for(const generator_info& g, int pp, int chunks) {
 namespace detail {
 
 /// The plans `best_plan` judges for job `base` (Megatron's forms resolved, its sizes checked)
-/// of model `m`, whose pieces cost `pieces`: the job as given first, then every schedule the
+/// of model `m`, whose pieces cost `pieces`, that `runtime` runs: the job as given first, then
+/// every schedule the
 /// registry has, each with the chunk counts it can take (up to `max_chunks`), each with the
 /// layers as `base` places them (where its layout has the stages), split evenly (where they
 /// divide) and balanced (`balanced_layout`). Duplicates are left out.
 inline std::vector<job> plan_variants(const transformer& m, const job& base,
-                                      const model_pieces& pieces, int max_chunks) {
-  std::vector<job> tries{base};
+                                      const model_pieces& pieces, int max_chunks,
+                                      runs_on runtime = runs_on::any) {
+  std::vector<job> tries;
+  if (runs(base, runtime)) tries.push_back(base);
   // The stages the job's own layout gives (none when it has none or it does not parse).
   long long given = 0;
   if (!base.layout.empty()) try {
@@ -229,7 +235,7 @@ inline std::vector<job> plan_variants(const transformer& m, const job& base,
     const auto same = [&](const job& x) {
       return x.schedule == j.schedule && x.chunks == j.chunks && x.layout == j.layout;
     };
-    if (std::none_of(tries.begin(), tries.end(), same)) tries.push_back(j);
+    if (runs(j, runtime) && std::none_of(tries.begin(), tries.end(), same)) tries.push_back(j);
   };
   for (const generator_info& g : generators) {
     std::vector<int> counts;
@@ -301,20 +307,30 @@ inline plan_search_result judge_plans(const transformer& m, const std::vector<jo
 /// with the chunk counts it can take (up to `o.max_chunks`), each with the layers as `base`
 /// places them (where its layout has the stages), split evenly (where they divide) and balanced
 /// (`detail::balanced_layout`); the job as given is judged first — and picks the fastest that fits
-/// the device's HBM. The parallel sizes, batch, recomputation and the rest stay as `base` has them.
-/// When no plan runs at all (sizes no schedule can change: heads over tp, experts over ep, the
-/// batch), throws the job's own `config_error`.
+/// the device's HBM; with `o.runtime`, only what that runtime runs (the job as given must be). The
+/// parallel sizes, batch, recomputation and the rest stay as `base` has them. When no plan runs at
+/// all (sizes no schedule can change: heads over tp, experts over ep, the batch), throws the job's
+/// own `config_error`.
 inline plan_search_result best_plan(const transformer& m, const job& asked, const cluster& c,
                                     plan_search_options o = {}) {
-  const job base = with_megatron_forms(m, asked);  // Megatron's forms as weft's, once
+  job base = with_megatron_forms(m, asked);  // Megatron's forms as weft's, once
+  // Megatron's code runs every plan: its transfers priced as it issues them.
+  if (o.runtime == runs_on::megatron) base.runtime = pipeline_runtime::megatron;
   if (o.max_chunks < 1 || o.max_chunks > 64)
     throw config_error("best_plan: max_chunks must be in [1, 64], got " +
                        std::to_string(o.max_chunks));
   // The sizes every plan keeps, before any is costed: a zero size would divide by zero below.
   check_cluster(c);
   check_sizes(m, base);
+  if (!runs(base, o.runtime))
+    throw config_error("--runtime " +
+                       std::string(runs_on_names[static_cast<std::size_t>(o.runtime)]) +
+                       ": it does not run --schedule " + base.schedule +
+                       (base.schedule == "interleaved" ? " on these sizes" : "") +
+                       " (Megatron-LM runs 1f1b, and interleaved on more than 2 pipeline ranks "
+                       "with micro-batches a multiple of them; torchtitan all but dualpipe)");
   plan_search_result out = detail::judge_plans(
-      m, detail::plan_variants(m, base, detail::pieces_of(m, base, c), o.max_chunks), c);
+      m, detail::plan_variants(m, base, detail::pieces_of(m, base, c), o.max_chunks, o.runtime), c);
   if (!out.best) throw config_error(out.judged.front().why);
   return out;
 }

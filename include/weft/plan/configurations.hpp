@@ -17,6 +17,7 @@
 #include <optional>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include <weft/core/error.hpp>
@@ -31,8 +32,9 @@ struct configuration_space {
   std::optional<int> tp, pp, cp, ep, micro_batch_size;
   std::optional<recompute> policy;
   std::optional<dp_sharding> sharding;
-  int max_micro_batch_size = 8;  ///< micro-batch sizes tried: the powers of two up to this
-  int max_chunks = 4;            ///< chunks per rank tried (`plan_search_options`)
+  int max_micro_batch_size = 8;    ///< micro-batch sizes tried: the powers of two up to this
+  int max_chunks = 4;              ///< chunks per rank tried (`plan_search_options`)
+  runs_on runtime = runs_on::any;  ///< only plans this runtime runs
 };
 
 struct configuration_search_options {
@@ -90,6 +92,9 @@ struct model_costs {
   /// below, so that a pipeline rank's busy time is at least its share.
   double work = 0;
   double dense_params = 0, expert_params = 0;  ///< on one device (tp, ep shards), all layers
+  /// Of `dense_params`: the last stage's copy of tied embeddings, which one stage does not keep.
+  double tied_copy = 0;
+  double dense_of(int pp) const noexcept { return dense_params - (pp == 1 ? tied_copy : 0); }
   double least_activation = std::numeric_limits<double>::infinity();  ///< a piece's, per micro
 };
 
@@ -115,6 +120,7 @@ inline model_costs model_costs_of(const transformer& m, const job& j, const clus
     if (count[k] > 0) add({.first_layer = first[k], .layers = 1}, count[k]);
   add({.embedding = true}, 1);
   add({.loss = true, .mtp = m.mtp_layers}, 1);
+  if (m.tied_embeddings) out.tied_copy = m.vocab * m.hidden / j.tp;  // stage_costs' second copy
   return out;
 }
 
@@ -123,16 +129,18 @@ inline model_costs model_costs_of(const transformer& m, const job& j, const clus
 /// the step, and outside the pipeline where nothing overlaps them; the optimizer follows. Each
 /// term at a rank's average holdings, which the busiest rank's are not below.
 inline seconds step_bound(const job& j, const cluster& c, const model_costs& k) {
-  const double dense = k.dense_params / j.pp, expert = k.expert_params / j.pp;
+  const double dense = k.dense_of(j.pp) / j.pp, expert = k.expert_params / j.pp;
   const seconds compute(j.micro() * k.work / j.pp);
   const auto [reduce, gather] = dp_traffic_of(j, c, dense, expert);
-  seconds alone{0};  // what no overlap hides
+  seconds alone{0};  // what no overlap hides, after the pipeline
   if (j.sharding != dp_sharding::optim_grads_params) {
     if (!j.overlap_grad_reduce) alone += reduce;
     if (!j.overlap_param_gather && !(j.sharding == dp_sharding::no_shard && j.overlap_grad_reduce))
       alone += gather;
   }
-  return std::max(compute, reduce + gather) + alone + optimizer_time(j, c, dense, expert);
+  // What overlaps runs beside the pipeline's compute, or after it: the step holds it whole.
+  const seconds overlapped = reduce + gather - alone;
+  return std::max(compute, overlapped) + alone + optimizer_time(j, c, dense, expert);
 }
 
 /// The plans judged for configuration `j`: `best_plan`'s, but one for a pipeline of one rank
@@ -140,8 +148,8 @@ inline seconds step_bound(const job& j, const cluster& c, const model_costs& k) 
 inline std::vector<job> plans_of(const transformer& m, const job& j, const cluster& c,
                                  const configuration_space& sp,
                                  const model_pieces* pieces = nullptr) {
-  if (j.pp == 1) return {j};
-  return plan_variants(m, j, pieces ? *pieces : pieces_of(m, j, c), sp.max_chunks);
+  if (j.pp == 1) return {j};  // 1F1B, which every runtime runs
+  return plan_variants(m, j, pieces ? *pieces : pieces_of(m, j, c), sp.max_chunks, sp.runtime);
 }
 
 /// The divisors of `n` (at most 2^24), ascending.
@@ -196,7 +204,9 @@ namespace detail {
 /// The configurations a search meets, priced once per `costing_key`.
 struct configuration_pool {
   std::map<costing_key, model_costs> priced;
-  std::map<int, long long> variants;  ///< plans per pipeline size
+  /// Plans per pipeline size and micro-batch count (the interleaved schedule's rules in
+  /// Megatron's runtime read both).
+  std::map<std::pair<int, int>, long long> variants;
   std::vector<configuration_candidate> open;
 };
 
@@ -221,7 +231,8 @@ inline configuration_pool open_configurations(const transformer& m, const job& b
   for (const int tp : kept_or(sp.tp, divisors(out.devices)))
     for (const int cp : kept_or(sp.cp, divisors(out.devices / tp)))
       for (const int pp : kept_or(sp.pp, divisors(out.devices / tp / cp)))
-        for (const int mbs : kept_or(sp.micro_batch_size, sizes_mb))
+        for (const int mbs :
+             sp.micro_batch_size ? std::vector<int>{*sp.micro_batch_size} : sizes_mb)
           for (const int ep : kept_or(sp.ep, expert_sizes))
             for (const recompute policy : policies)
               for (const dp_sharding sharding : shardings) {
@@ -239,8 +250,14 @@ inline configuration_pool open_configurations(const transformer& m, const job& b
                     policy == recompute::selective && base.policy == recompute::selective
                         ? base.recompute_modules
                         : perf::default_recompute_modules;
+                // Weft's full recomputation is Megatron's uniform one layer at a time, and
+                // the experts take the dense layers' tp: forms of sizes the search changes.
+                j.recompute_method.clear();
+                j.recompute_num_layers = 0;
+                j.expert_tp = 0;
                 j.sharding = sharding;
                 j.sequence_parallel = tp > 1;
+                if (sp.runtime == runs_on::megatron) j.runtime = pipeline_runtime::megatron;
                 j.schedule = "1f1b";
                 j.chunks = 1;
                 j.layout.clear();
@@ -257,7 +274,7 @@ inline configuration_pool open_configurations(const transformer& m, const job& b
                   return true;
                 }();
                 // The plans a pipeline of pp ranks has (the same for every size beside it).
-                long long& plans = variants[pp];
+                long long& plans = variants[{pp, j.micro()}];
                 if (plans == 0) plans = static_cast<long long>(plans_of(m, j, c, sp).size());
                 out.counts.considered += plans;
                 if (!splits) {
@@ -270,7 +287,7 @@ inline configuration_pool open_configurations(const transformer& m, const job& b
                 const model_costs& k = at->second;
                 const long long dp_ranks = static_cast<long long>(j.dp) * cp;
                 const double states =
-                    model_state_bytes(k.dense_params / pp, static_cast<int>(dp_ranks), sharding) +
+                    model_state_bytes(k.dense_of(pp) / pp, static_cast<int>(dp_ranks), sharding) +
                     model_state_bytes(k.expert_params / pp, static_cast<int>(dp_ranks / ep),
                                       sharding);
                 if (states + k.least_activation > c.hbm_bytes) {
@@ -308,7 +325,7 @@ void judge_configurations(const transformer& m, const cluster& c,
     // Stops before a configuration that would likely end past the budget (at the average so
     // far); the first is always judged.
     const double now = elapsed();
-    if (i > 0 && now + now / static_cast<double>(i + 1) > o.budget_s) {
+    if (i > 0 && now + now / static_cast<double>(i) > o.budget_s) {
       out.counts.unexplored = plans_from(i);
       out.complete = false;
       out.least_unexplored = cand.bound;
@@ -352,6 +369,10 @@ inline configuration_search_result search_configurations(const transformer& m, c
   const job base = with_megatron_forms(m, asked);
   configuration_search_result out;
   out.devices = o.space.devices > 0 ? o.space.devices : base.devices();
+  if (o.space.devices > 0 && base.global_batch_size == 0)
+    throw config_error(
+        "the configuration search over --devices needs the job's --global-batch-size (the "
+        "sequences a step, which it keeps)");
   const long long batch = base.batch();  // sequences a step: the search keeps it
   if (batch > job_limits::global_batch_size)
     throw config_error("the job's batch of " + std::to_string(batch) +

@@ -3,8 +3,11 @@
 // arguments of a Megatron launch script.
 #pragma once
 
+#include <array>
+#include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <weft/plan/job.hpp>
@@ -64,9 +67,31 @@ inline std::vector<std::string> weft_flags(const job& j) {
 }
 
 /// Whether Megatron-LM runs job `j`'s schedule: 1F1B, or its interleaved schedule (in a layout
-/// or an even split); the zero-bubble and V schedules, GPipe and DualPipe it does not.
+/// or an even split) on more than 2 pipeline ranks (or with --overlap-p2p-communication) and
+/// micro-batches a multiple of the pipeline ranks, as its arguments check; the zero-bubble and
+/// V schedules, GPipe and DualPipe it does not.
 inline bool megatron_runs(const job& j) {
-  return j.schedule == "1f1b" || j.schedule == "interleaved";
+  if (j.schedule == "1f1b") return true;
+  return j.schedule == "interleaved" && (j.pp > 2 || j.overlap_p2p_comm) && j.micro() % j.pp == 0;
+}
+
+/// Whose code a recommendation must run on (`--runtime`): any, Megatron-LM's (1F1B and its
+/// interleaved schedule), or torchtitan's — PyTorch's pipeline runtime, which runs every schedule
+/// of one direction from its CSV and DualPipeV (`ScheduleDualPipeV`), not DualPipe's two copies.
+enum class runs_on : std::uint8_t { any, megatron, torchtitan };
+inline constexpr std::array<std::string_view, 3> runs_on_names{"any", "megatron", "torchtitan"};
+
+/// Whether runtime `r` runs job `j`'s schedule.
+inline bool runs(const job& j, runs_on r) {
+  switch (r) {
+    case runs_on::any:
+      return true;
+    case runs_on::megatron:
+      return megatron_runs(j);
+    case runs_on::torchtitan:
+      return j.schedule != "dualpipe";
+  }
+  return false;
 }
 
 /// Job `j` as a Megatron-LM launch script's arguments (Megatron's own spellings, which
@@ -108,8 +133,12 @@ inline std::optional<std::vector<std::string>> megatron_arguments(const job& j) 
   // Megatron keeps the optimizer states whole unless told (weft shards them unless told).
   if (j.sharding == dp_sharding::optim) add("--use-distributed-optimizer");
   if (j.sharding == dp_sharding::optim_grads || j.sharding == dp_sharding::optim_grads_params) {
+    // As NVIDIA's Megatron-FSDP guide launches it (its checkpoints in their own format).
     add("--use-megatron-fsdp");
     add("--data-parallel-sharding-strategy", std::string(name_of(j.sharding)));
+    add("--no-gradient-accumulation-fusion");
+    add("--use-distributed-optimizer");
+    add("--ckpt-format", "fsdp_dtensor");
   }
   if (j.overlap_grad_reduce) add("--overlap-grad-reduce");
   if (j.overlap_param_gather) add("--overlap-param-gather");
@@ -121,16 +150,23 @@ inline std::optional<std::vector<std::string>> megatron_arguments(const job& j) 
     add("--fp8-recipe", "blockwise");
   }
   if (j.cp_comm_type == cp_comm::all_gather) add("--cp-comm-type", "all_gather");
-  if (j.dispatcher == moe_dispatcher::flex) add("--moe-token-dispatcher-type", "flex");
+  if (j.dispatcher == moe_dispatcher::flex) {  // DeepEP's kernels, which weft's flex prices
+    add("--moe-token-dispatcher-type", "flex");
+    add("--moe-enable-deepep");
+  }
   add("--bf16");
   return a;
 }
 
-/// Whose code runs job `j`'s schedule: Megatron-LM's (1F1B, interleaved), DeepSeek's DualPipe
-/// (both directions), else PyTorch's pipeline runtime, from the schedule's CSV (`weft plan
-/// --out`, torchtitan's `pipeline_parallel_schedule_csv`).
+/// Whose code runs job `j`'s schedule as priced: Megatron-LM's (1F1B, interleaved, with its
+/// transfers), DeepSeek's DualPipe (both directions), else PyTorch's pipeline runtime, from the
+/// schedule's CSV (`weft plan --out`, torchtitan's `pipeline_parallel_schedule_csv`).
 inline std::string runtime_for(const job& j) {
-  if (megatron_runs(j)) return "Megatron-LM";
+  if (j.pp == 1) return "Megatron-LM or torchtitan (no pipeline)";
+  if (megatron_runs(j) && j.runtime == pipeline_runtime::megatron) return "Megatron-LM";
+  if (megatron_runs(j))
+    return "PyTorch's pipeline runtime, or Megatron-LM (priced as PyTorch's runtime issues "
+           "transfers; --runtime megatron prices Megatron's)";
   if (j.schedule == "dualpipe" || j.schedule == "dualpipev") return "DeepSeek's DualPipe";
   return "PyTorch's pipeline runtime (its CSV: weft plan ... --out FILE.csv)";
 }

@@ -17,6 +17,7 @@
 #include <weft/plan/best.hpp>
 #include <weft/plan/estimate.hpp>
 #include <weft/plan/fits.hpp>
+#include <weft/plan/flags.hpp>
 #include <weft/schedule/live_activations.hpp>
 #include <weft/search/search.hpp>
 
@@ -96,6 +97,7 @@ struct report_options {
   double search_budget_s = 0;
   std::uint64_t evaluations = 0;  ///< 0: no limit but the budget
   std::uint64_t seed = 1;
+  runs_on runtime = runs_on::any;  ///< the best plan only among what this runtime runs
 };
 
 /// The schedule search's best order on the best plan's costs, as a step of the job.
@@ -161,7 +163,7 @@ inline plan_report make_report(const transformer& m, const job& given, const clu
   x.e = estimate_or_hint(m, j, c);
   x.table = schedule_table(m, j, c, x.e);
   // The best plan: every schedule, chunk count and placement of the layers for the same sizes.
-  x.found = best_plan(m, j, c);
+  x.found = best_plan(m, j, c, {.runtime = o.runtime});
   if (o.search_budget_s > 0 && j.runtime == pipeline_runtime::megatron)
     x.search_note =
         "the schedule search finds orders for PyTorch's runtime, which runs any order from its "
@@ -258,6 +260,7 @@ inline nlohmann::ordered_json to_json(const plan_report& x) {
                {"chunks", best.tried.chunks},
                {"pipeline_layout", best.tried.layout},
                {"flags", run_flags(best.tried, x.asked)},
+               {"runtime", runtime_for(best.tried)},
                {"step_s", best.step.count()},
                {"mfu", best.mfu},
                {"peak_memory_bytes", detail::whole_bytes(best.peak_memory_bytes)},
