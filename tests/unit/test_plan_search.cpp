@@ -410,3 +410,19 @@ TEST_CASE("a runtime's recommendations are plans it runs") {
   REQUIRE(!r.top.empty());
   for (const configuration_choice& x : r.top) CHECK(megatron_runs(x.best.tried));
 }
+
+TEST_CASE("the job as asked is judged first: the search never recommends less") {
+  const transformer m = model("gpt2");
+  const cluster& c = *find_cluster("a100-80g");
+  job j = gpt2_job();
+  j.pp = 2;
+  j.dp = 4;
+  j.schedule = "dualpipe";
+  configuration_search_options o;
+  o.budget_s = 1e-9;  // the job as asked, then one configuration
+  const configuration_search_result r = search_configurations(m, j, c, o);
+  REQUIRE(!r.top.empty());
+  const plan_search_result asked = best_plan(m, j, c);
+  CHECK(r.top.front().best.step <= asked.judged[*asked.best].step);
+  CHECK(r.counts.screened >= 1);
+}

@@ -343,6 +343,7 @@ json search_json(const searched& s) {
             {"memory", n.pruned_memory},
             {"bound", n.pruned_bound},
             {"budget", n.unexplored}}},
+          {"screened", n.screened},
           {"simulated", n.simulated},
           {"plans", n.plans},
           {"complete", s.r.complete},
@@ -363,8 +364,9 @@ void print_search(const searched& s, const plan::job& asked) {
             << " sizes, recomputations and shardings, each with its schedules) in "
             << r.seconds_taken << " s: " << n.pruned_sizes << " do not split, " << n.pruned_memory
             << " overflow the device's memory in model states alone, " << n.pruned_bound
-            << " cannot beat the ones below, " << n.unexplored << " left unexplored; " << n.plans
-            << " plans of " << n.simulated << " configurations estimated\n";
+            << " cannot beat the ones below, " << n.unexplored << " left unexplored; " << n.screened
+            << " configurations screened with their most frugal plan, " << n.plans << " plans of "
+            << n.simulated << " estimated\n";
   if (r.complete)
     std::cout << "every configuration that could beat these was estimated\n";
   else if (!r.top.empty() && r.least_unexplored >= r.top.front().best.step)

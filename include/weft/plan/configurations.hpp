@@ -54,6 +54,7 @@ struct configuration_counts {
   /// found, left when the budget ran out.
   long long pruned_sizes = 0, pruned_memory = 0, pruned_bound = 0, unexplored = 0;
   long long simulated = 0;  ///< of `sizings`: those whose plans were estimated
+  long long screened = 0;   ///< of `sizings`: those first estimated with one frugal plan
   long long plans = 0;      ///< plans (schedule, chunks, layout) estimated
 };
 
@@ -203,6 +204,7 @@ namespace detail {
 
 /// The configurations a search meets, priced once per `costing_key`.
 struct configuration_pool {
+  job asked;  ///< the job as given, Megatron's forms resolved
   std::map<costing_key, model_costs> priced;
   /// Plans per pipeline size and micro-batch count (the interleaved schedule's rules in
   /// Megatron's runtime read both).
@@ -217,7 +219,8 @@ inline configuration_pool open_configurations(const transformer& m, const job& b
                                               const cluster& c, const configuration_space& sp,
                                               long long batch, configuration_search_result& out) {
   configuration_pool pool;
-  auto& [priced, variants, open] = pool;
+  pool.asked = base;
+  auto& [asked, priced, variants, open] = pool;
   const std::vector<recompute> policies =
       sp.policy ? std::vector<recompute>{*sp.policy}
                 : std::vector<recompute>{recompute::none, recompute::selective, recompute::full};
@@ -299,9 +302,44 @@ inline configuration_pool open_configurations(const transformer& m, const job& b
   return pool;
 }
 
-/// Judges `pool`'s open configurations in the order of their bounds until the bound of the
-/// next cannot beat the `o.top`-th best found, or the budget runs out (`elapsed`: seconds so
-/// far), keeping the fastest that fit in `out.top`.
+/// The plan a configuration is screened with: the schedule that keeps the fewest activations
+/// (V-Min, a third of 1F1B's, with the layers balanced; 1F1B for one stage, or where V-Min has
+/// no layout).
+inline const job& frugal_plan(const std::vector<job>& plans) {
+  for (const job& x : plans)
+    if (x.schedule == "v-min") return x;
+  return plans.front();
+}
+
+/// The fastest fitting plan found per configuration (by its index in the pool), ranked.
+struct ranking {
+  std::vector<std::pair<std::size_t, configuration_choice>> found;
+  void offer(std::size_t at, const plan_choice& p, seconds bound) {
+    if (!p.fits) return;
+    for (auto& [i, x] : found)
+      if (i == at) {
+        if (p.step < x.best.step) x = {p, bound};
+        return;
+      }
+    found.emplace_back(at, configuration_choice{p, bound});
+  }
+  /// The `n`-th fastest step found (none: infinite).
+  seconds nth(int n) {
+    if (static_cast<int>(found.size()) < n) return seconds(std::numeric_limits<double>::infinity());
+    std::nth_element(
+        found.begin(), found.begin() + (n - 1), found.end(),
+        [](const auto& a, const auto& b) { return a.second.best.step < b.second.best.step; });
+    return found[static_cast<std::size_t>(n - 1)].second.best.step;
+  }
+};
+
+/// Judges `pool`'s open configurations in the order of their bounds, in two passes, after the
+/// job as asked (all its plans). First each is screened with its most frugal plan
+/// (`frugal_plan`), for up to a quarter of the budget: fitting
+/// plans found early, and with them a `o.top`-th best step to bound by. Then each is judged
+/// with every plan `best_plan` tries, until the bound of the next cannot beat the `o.top`-th
+/// best found or the budget (`elapsed`: seconds so far) runs out. The fastest that fit go to
+/// `out.top`.
 template <class Clock>
 void judge_configurations(const transformer& m, const cluster& c,
                           const configuration_search_options& o, configuration_pool& pool,
@@ -310,39 +348,69 @@ void judge_configurations(const transformer& m, const cluster& c,
   const configuration_space& sp = o.space;
   std::stable_sort(open.begin(), open.end(),
                    [](const auto& a, const auto& b) { return a.bound < b.bound; });
-  out.complete = true;
-  const auto plans_from = [&](std::size_t i) {
-    long long n = 0;
-    for (; i < open.size(); ++i) n += open[i].plans;
-    return n;
+  const auto plans_for = [&](const configuration_candidate& x) {
+    return plans_of(m, x.j, c, sp, &pool.priced.at(x.key).pieces);
   };
+  // Stops before a configuration that would likely end past `budget` (at the average so far).
+  const auto out_of_time = [&](std::size_t done, double budget) {
+    const double now = elapsed();
+    return done > 0 && now + now / static_cast<double>(done) > budget;
+  };
+  ranking ranked;
+  // The job as asked, when the space holds its sizes, first and with its own schedule, chunks
+  // and layout among the plans: the search never recommends less than what it was given.
+  const auto asked = std::find_if(open.begin(), open.end(), [&](const configuration_candidate& x) {
+    return x.j.tp == pool.asked.tp && x.j.pp == pool.asked.pp && x.j.dp == pool.asked.dp &&
+           x.j.cp == pool.asked.cp && x.j.ep == pool.asked.ep &&
+           x.j.micro_batch_size == pool.asked.micro_batch_size && x.j.policy == pool.asked.policy &&
+           x.j.sharding == pool.asked.sharding &&
+           x.j.recompute_modules == pool.asked.recompute_modules &&
+           x.j.sequence_parallel == pool.asked.sequence_parallel;
+  });
+  if (asked != open.end()) {
+    job j = asked->j;
+    j.schedule = pool.asked.schedule;
+    j.chunks = pool.asked.chunks;
+    j.layout = pool.asked.layout;
+    const plan_search_result r = judge_plans(
+        m, plan_variants(m, j, pool.priced.at(asked->key).pieces, sp.max_chunks, sp.runtime), c);
+    ++out.counts.screened;
+    if (r.best)
+      ranked.offer(static_cast<std::size_t>(asked - open.begin()), r.judged[*r.best], asked->bound);
+  }
+  for (std::size_t i = 0; i < open.size() && !out_of_time(i, o.budget_s / 4); ++i) {
+    if (open[i].bound >= ranked.nth(o.top)) break;
+    const std::vector<job> plans = plans_for(open[i]);
+    const plan_search_result r = judge_plans(m, {frugal_plan(plans)}, c);
+    ++out.counts.screened;
+    if (r.best) ranked.offer(i, r.judged[*r.best], open[i].bound);
+  }
+  const double screening = elapsed();
+  out.complete = true;
+  long long done = 0;
   for (std::size_t i = 0; i < open.size(); ++i) {
     const configuration_candidate& cand = open[i];
-    if (static_cast<int>(out.top.size()) == o.top && cand.bound >= out.top.back().best.step) {
-      out.counts.pruned_bound += plans_from(i);
+    if (cand.bound >= ranked.nth(o.top)) {
+      for (std::size_t k = i; k < open.size(); ++k) out.counts.pruned_bound += open[k].plans;
       break;
     }
-    // Stops before a configuration that would likely end past the budget (at the average so
-    // far); the first is always judged.
     const double now = elapsed();
-    if (i > 0 && now + now / static_cast<double>(i) > o.budget_s) {
-      out.counts.unexplored = plans_from(i);
+    if (done > 0 && now + (now - screening) / static_cast<double>(done) > o.budget_s) {
+      for (std::size_t k = i; k < open.size(); ++k) out.counts.unexplored += open[k].plans;
       out.complete = false;
       out.least_unexplored = cand.bound;
       break;
     }
-    const plan_search_result r =
-        judge_plans(m, plans_of(m, cand.j, c, sp, &pool.priced.at(cand.key).pieces), c);
+    const plan_search_result r = judge_plans(m, plans_for(cand), c);
+    ++done;
     ++out.counts.simulated;
     out.counts.plans += static_cast<long long>(r.judged.size());
-    if (!r.best || !r.judged[*r.best].fits) continue;
-    configuration_choice pick{r.judged[*r.best], cand.bound};
-    const auto at =
-        std::upper_bound(out.top.begin(), out.top.end(), pick.best.step,
-                         [](seconds s, const configuration_choice& x) { return s < x.best.step; });
-    out.top.insert(at, std::move(pick));
-    if (static_cast<int>(out.top.size()) > o.top) out.top.pop_back();
+    if (r.best) ranked.offer(i, r.judged[*r.best], cand.bound);
   }
+  std::sort(ranked.found.begin(), ranked.found.end(),
+            [](const auto& a, const auto& b) { return a.second.best.step < b.second.best.step; });
+  for (std::size_t k = 0; k < ranked.found.size() && static_cast<int>(k) < o.top; ++k)
+    out.top.push_back(ranked.found[k].second);
 }
 
 }  // namespace detail
