@@ -34,9 +34,12 @@ if(WEFT_MPI)
   endif()
 endif()
 
-if(WEFT_BUILD_TOOLS OR WEFT_FUZZ)  # the tool, and the fuzzer of its command line
+if(WEFT_BUILD_TOOLS OR WEFT_FUZZ OR WEFT_BUILD_TESTS)  # the tool, its fuzzer, its tests
   find_package(CLI11 QUIET CONFIG)
   weft_require(CLI11_FOUND "CLI11 (the weft tool's command line)" "libcli11-dev")
+  # torchtitan's TOML job configs (weft plan --job FILE.toml; plan/torchtitan_file.hpp).
+  find_package(tomlplusplus QUIET CONFIG)
+  weft_require(tomlplusplus_FOUND "toml++ (torchtitan's job files)" "libtomlplusplus-dev")
 endif()
 
 if(WEFT_BUILD_TESTS)

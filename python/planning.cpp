@@ -60,9 +60,10 @@ std::optional<fs::path> path_of(const py::object& v) {
 /// The model: a config.json, a model snapshot's folder holding one, or its dict.
 plan::hf_model model_of(const py::object& model) {
   std::error_code ec;
-  if (const std::optional<fs::path> p = path_of(model); p && fs::is_directory(*p, ec))
-    return plan::read_hf_config(read_text(*p / "config.json"));
-  return plan::read_hf_config(text_of(model, "model"));
+  const std::optional<fs::path> p = path_of(model);
+  if (p && fs::is_directory(*p, ec))
+    return plan::read_hf_config(read_text(*p / "config.json"), (*p / "config.json").string());
+  return plan::read_hf_config(text_of(model, "model"), p ? p->string() : "config.json");
 }
 
 /// A keyword's value as JSON: a number, a string, a bool (a numpy scalar by its `item()`), or
@@ -188,6 +189,7 @@ py::object plan(const std::optional<py::object>& model, const std::optional<py::
     }
   }
   c.name = name;
+  if (const auto w = plan::sequence_warning(hf, j.seq)) warn_all({*w});
   plan::plan_report r;
   {
     py::gil_scoped_release free;  // a long plan leaves the interpreter to other threads

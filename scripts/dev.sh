@@ -14,7 +14,7 @@ cd "$(dirname "$0")/.."
 packages=(cmake ninja-build g++ clang doctest-dev libbenchmark-dev nlohmann-json3-dev
           libpugixml-dev libtbb-dev libeigen3-dev time python3 libcli11-dev librange-v3-dev
           libopenmpi-dev openmpi-bin librsvg2-bin python3-pil pybind11-dev python3-dev
-          python3-pytest)
+          python3-pytest libtomlplusplus-dev)
 
 install_missing() {
   local missing=()

@@ -1,7 +1,7 @@
 // libFuzzer harness: what a user brings to plan a job — a Hugging Face config.json, a Megatron
-// pipeline layout, a cluster file, a job file. The first byte picks the reader (modulo 4:
-// config.json, layout — whose next two bytes are the pipeline ranks and the decoder layers —,
-// cluster or job).
+// pipeline layout, a cluster file, a job file, torchtitan's TOML job. The first byte picks the
+// reader (modulo 5: config.json, layout — whose next two bytes are the pipeline ranks and the
+// decoder layers —, cluster, job or torchtitan's job on 64 devices of a 32-layer model).
 // Each must return something that holds together, or refuse with a config_error; any other
 // exception, a crash or a hang is a finding.
 #include <cmath>
@@ -14,6 +14,7 @@
 #include <weft/plan/hf_config.hpp>
 #include <weft/plan/job_file.hpp>
 #include <weft/plan/layout.hpp>
+#include <weft/plan/torchtitan_file.hpp>
 
 namespace {
 void check_config(std::string_view text) {
@@ -66,18 +67,40 @@ void check_job(std::string_view text) {
       j.chunks < 1 || j.global_batch_size < 0 || !(j.seq >= 1) || j.devices() < 1)
     __builtin_trap();
 }
+void check_torchtitan(std::string_view text) {
+  weft::plan::transformer m;
+  m.layers = 32;
+  m.hidden = 1024;
+  m.heads = m.kv_heads = 8;
+  m.head_dim = 128;
+  m.ffn = 4096;
+  m.vocab = 1000;
+  weft::plan::job j;
+  try {
+    j = weft::plan::torchtitan_as_job(weft::plan::read_torchtitan(text, "job.toml"), m, 64);
+  } catch (const weft::config_error&) {
+    return;
+  }
+  if (j.devices() != 64 || j.micro_batch_size < 1 || j.global_batch_size < 1 || j.chunks < 1 ||
+      !(j.seq >= 1))
+    __builtin_trap();
+  if (j.pp > 1 && weft::plan::parse_pipeline_layout(j.layout, j.pp, m.layers, 0).stages.empty())
+    __builtin_trap();
+}
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   if (size < 3) return 0;
   const std::string_view rest(reinterpret_cast<const char*>(data) + 1, size - 1);
-  if (data[0] % 4 == 0)
+  if (data[0] % 5 == 0)
     check_config(rest);
-  else if (data[0] % 4 == 1)
+  else if (data[0] % 5 == 1)
     check_layout(rest.substr(2), 1 + data[1] % 32, data[2]);
-  else if (data[0] % 4 == 2)
+  else if (data[0] % 5 == 2)
     check_cluster(rest);
-  else
+  else if (data[0] % 5 == 3)
     check_job(rest);
+  else
+    check_torchtitan(rest);
   return 0;
 }

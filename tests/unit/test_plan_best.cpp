@@ -250,10 +250,10 @@ TEST_CASE("rule 5 in bytes: a rank's model states and live activations against i
   CHECK(o->activations == doctest::Approx(2 * act));
   const std::string text = to_string(*o, e.sched);
   CHECK(text.starts_with("weft: rule 5 (memory): block/F mb=1 on rank 0, slot "));
-  CHECK(text.find(" — model states " + gigabytes(states) +
+  CHECK(text.find(" — model states " + gibibytes(states) +
                   " and 2 live (micro-batch, chunk) "
                   "units of activations, " +
-                  gigabytes(2 * act) + " — over the device's " + gigabytes(states + 1.5 * act)) !=
+                  gibibytes(2 * act) + " — over the device's " + gibibytes(states + 1.5 * act)) !=
         std::string::npos);
   // No room even for the states: the first forward already goes over.
   const std::optional<memory_overrun> first = first_overrun(e, states / 2);

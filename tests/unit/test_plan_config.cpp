@@ -372,3 +372,27 @@ TEST_CASE("a user's JSON: nesting bounded, values quoted briefly in errors") {
   CHECK(said.find("j.json: tp must be a whole number in [1, 65536], got \"xxx") == 0);
   CHECK(said.ends_with("...\""));
 }
+
+TEST_CASE("a multimodal config's text_config is its language model, the file named throughout") {
+  const hf_model llava = read_hf_config(fixture("llava-1.5-7b"), "llava.json");
+  CHECK(llava.model.model_type == "llama");
+  CHECK(llava.model.layers == 32);
+  // Vicuna-7B (Llama 2 7B) with LLaVA's 64 more tokens: untied 32064 x 4096 embeddings twice,
+  // 32 layers of 4 x 4096^2 attention, a 3 x 4096 x 11008 SwiGLU and two norms, a final norm.
+  CHECK(total_parameters(llava.model) ==
+        2.0 * 32064 * 4096 + 32 * (4.0 * 4096 * 4096 + 3.0 * 4096 * 11008 + 2 * 4096) + 4096);
+  REQUIRE(!llava.warnings.empty());
+  CHECK(llava.warnings.front() ==
+        "llava.json: the language model of text_config is planned; the rest of the model "
+        "(vision, audio) is not");
+  CHECK(llava.max_positions == 4096);
+  CHECK(!sequence_warning(llava, 4096));
+  CHECK(*sequence_warning(llava, 8192) ==
+        "llava.json: --seq-length 8192 is more than max_position_embeddings 4096, the longest "
+        "sequence the model was trained for");
+  CHECK_THROWS_WITH_AS(read_hf_config(R"({"model_type": "llama"})", "mine.json"),
+                       doctest::Contains("mine.json: missing num_hidden_layers"), config_error);
+  CHECK_THROWS_WITH_AS(read_hf_config(R"({"text_config": {"hidden_size": 64}})", "vlm.json"),
+                       doctest::Contains("vlm.json: text_config: missing num_hidden_layers"),
+                       config_error);
+}

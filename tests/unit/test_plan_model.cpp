@@ -1047,3 +1047,51 @@ TEST_CASE("a collective inside a node at the bandwidth its size reaches on the d
   CHECK(collective_link(a100, 16, 1, 128 * MiB).beta.count() ==
         doctest::Approx(collective_link(a100, 16, 1).beta.count()));
 }
+
+TEST_CASE(
+    "full recomputation of some layers: Megatron's first N of a stage, torchtitan's every N-th") {
+  // Eight identical layers in one stage: recomputing k of them costs k / 8 of recomputing all,
+  // and keeps k layer inputs where the rest keep everything.
+  const transformer m = testing::tiny_dense(8);
+  const cluster c = testing::ideal_cluster();
+  job j;
+  j.seq = 1024;
+  const layout_stage st{.embedding = false, .loss = false, .first_layer = 0, .layers = 8};
+  j.policy = recompute::none;
+  const stage_estimate none = detail::stage_costs(m, j, c, st);
+  j.policy = recompute::full;
+  const stage_estimate all = detail::stage_costs(m, j, c, st);
+  j.recompute_method = "block";
+  j.recompute_num_layers = 2;
+  const stage_estimate block = detail::stage_costs(m, j, c, st);
+  j.recompute_method.clear();
+  j.recompute_num_layers = 0;
+  j.recompute_every = 4;  // layers 3 and 7
+  const stage_estimate every = detail::stage_costs(m, j, c, st);
+  REQUIRE(all.backward.recompute.count() > 0);
+  CHECK(block.backward.recompute.count() ==
+        doctest::Approx(all.backward.recompute.count() * 2 / 8));
+  CHECK(every.backward.recompute.count() == doctest::Approx(block.backward.recompute.count()));
+  CHECK(none.backward.recompute.count() == 0);
+  const double kept_input = all.activation_bytes / 8, kept_whole = none.activation_bytes / 8;
+  CHECK(block.activation_bytes == doctest::Approx(2 * kept_input + 6 * kept_whole));
+  CHECK(every.activation_bytes == doctest::Approx(block.activation_bytes));
+  // Every layer of the stage: the same as recomputing all of them.
+  j.recompute_every = 1;
+  CHECK(detail::stage_costs(m, j, c, st).cost.B == all.cost.B);
+  j.recompute_every = 0;
+  j.recompute_method = "block";
+  j.recompute_num_layers = 8;
+  CHECK(detail::stage_costs(m, j, c, st).cost.B == all.cost.B);
+  // Megatron's forms checked: block needs its count, uniform keeps each layer's input only.
+  j.recompute_num_layers = 0;
+  CHECK_THROWS_WITH_AS(check_job(m, j), doctest::Contains("give it (1 or more)"),
+                       weft::config_error);
+  j.recompute_method = "uniform";
+  j.recompute_num_layers = 2;
+  CHECK_THROWS_WITH_AS(check_job(m, j), doctest::Contains("--recompute-num-layers 2 with"),
+                       weft::config_error);
+  job selective;
+  selective.recompute_every = 2;
+  CHECK_THROWS_AS(check_job(m, selective), weft::config_error);
+}

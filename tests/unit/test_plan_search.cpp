@@ -273,7 +273,7 @@ TEST_CASE("the configuration search's errors name what is wrong") {
   one.seq = 8192;
   configuration_search_options single;
   single.space.devices = 1;
-  fails(one, tiny, single, "no configuration of 1 devices fits in the device's 3.0 GB");
+  fails(one, tiny, single, "no configuration of 1 device fits in the device's 2.8 GiB");
 }
 
 TEST_CASE("a job's flags plan the same job again") {
@@ -350,7 +350,8 @@ TEST_CASE("Megatron's uniform full recomputation of every layer is weft's full")
   };
   job block = j;
   block.recompute_method = "block";
-  refused(block, "--recompute-method block");
+  block.recompute_num_layers = 0;
+  refused(block, "--recompute-method block recomputes the first");
   job many = j;
   many.recompute_num_layers = 2;
   refused(many, "--recompute-num-layers 2");

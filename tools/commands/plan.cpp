@@ -29,6 +29,7 @@
 #include <weft/plan/job_file.hpp>
 #include <weft/plan/presets.hpp>
 #include <weft/plan/report.hpp>
+#include <weft/plan/torchtitan_file.hpp>
 #include <weft/schedule/live_activations.hpp>
 #include <weft/search/search.hpp>
 #include "commands/common.hpp"
@@ -59,6 +60,7 @@ struct inputs {
   plan::cluster_file own;                  ///< a cluster read from a file or a preset
   const plan::cluster* builtin = nullptr;  ///< else a built-in one
   std::string cluster_name;
+  bool devices_used = false;  ///< --devices already read (torchtitan's job takes it)
   const plan::cluster& cluster() const { return builtin ? *builtin : own.spec; }
 };
 
@@ -78,9 +80,22 @@ inputs read_inputs(const plan_args& o) {
     in.cluster_name = o.preset;
     in.own = std::move(p.cluster);
   } else {
-    in.hf = plan::read_hf_config(read_text(o.model_file));
+    // A model snapshot's folder (as Hugging Face's hub downloads it) holds its config.json.
+    std::error_code ec;
+    const bool folder = std::filesystem::is_directory(o.model_file, ec);
+    const std::string model_file =
+        folder ? (std::filesystem::path(o.model_file) / "config.json").string() : o.model_file;
+    if (folder && !std::filesystem::exists(model_file, ec))
+      throw config_error("weft: plan: " + o.model_file +
+                         " is a folder without a config.json (a model's snapshot holds one)");
+    in.hf = plan::read_hf_config(read_text(model_file), model_file);
     warn(in.hf.warnings);
-    if (!o.job_file.empty()) {
+    if (o.job_file.ends_with(".toml")) {  // torchtitan's, resolved with the model
+      const plan::torchtitan_job t = plan::read_torchtitan(read_text(o.job_file), o.job_file);
+      warn(t.warnings);
+      in.job = plan::torchtitan_as_job(t, in.hf.model, o.devices);
+      in.devices_used = true;
+    } else if (!o.job_file.empty()) {
       const plan::job_file f = plan::read_job(read_text(o.job_file), o.job_file);
       warn(f.warnings);
       in.job = f.spec;
@@ -166,22 +181,23 @@ void print_job(const plan::plan_report& x) {
   std::cout << std::fixed << std::setprecision(2) << m.model_type << ": "
             << plan::total_parameters(m) / 1e9 << "B parameters ("
             << plan::activated_parameters(m) / 1e9 << "B activated) on " << jb.devices() << " "
-            << x.cluster << " devices: tp " << jb.tp << ", pp " << jb.pp << ", dp " << jb.dp
+            << x.cluster << (jb.devices() == 1 ? " device: tp " : " devices: tp ") << jb.tp << ", pp " << jb.pp << ", dp " << jb.dp
             << ", cp " << jb.cp << ", ep " << jb.ep << "; " << jb.schedule
             << (jb.runtime == plan::pipeline_runtime::megatron ? " (Megatron's runtime)" : "")
-            << ", " << jb.micro() << " micro-batches of " << jb.micro_batch_size << " x "
-            << static_cast<long long>(jb.seq) << " tokens\n";
+            << ", " << jb.micro() << (jb.micro() == 1 ? " micro-batch of " : " micro-batches of ")
+            << jb.micro_batch_size << " x " << static_cast<long long>(jb.seq) << " tokens\n";
   std::cout << "step " << std::setprecision(3) << e.step.count() << " s (pipeline "
             << e.pipeline.count() << " s, gradient sync " << e.grad_sync.count() << " s, optimizer "
             << e.optimizer.count() << " s); " << std::setprecision(0) << e.tokens_per_s
-            << " tokens/s; " << std::setprecision(1) << e.tflops_per_device
+            << " tokens/s (" << e.tokens_per_s / static_cast<double>(jb.devices())
+            << " per device); " << std::setprecision(1) << e.tflops_per_device
             << " TFLOP/s per device, MFU " << 100 * e.mfu << "%; bubble "
             << 100 * e.metrics.bubble_ratio << "%\n";
-  std::cout << "memory per stage (of " << plan::gigabytes(x.hbm) << "):";
+  std::cout << "memory per stage (of " << plan::gibibytes(x.hbm) << "):";
   for (std::size_t r = 0; r < e.memory_per_rank.size(); ++r)
-    std::cout << (r ? ", " : " ") << "rank " << r << " " << plan::gigabytes(e.memory_per_rank[r]);
+    std::cout << (r ? ", " : " ") << "rank " << r << " " << plan::gibibytes(e.memory_per_rank[r]);
   const double most = *std::max_element(e.memory_per_rank.begin(), e.memory_per_rank.end());
-  std::cout << "; nvidia-smi would show up to " << plan::gigabytes(plan::as_nvidia_smi(most))
+  std::cout << "; nvidia-smi would show up to " << plan::gibibytes(plan::as_nvidia_smi(most))
             << (x.over ? " — does not fit" : "") << "\n";
   if (x.over) std::cout << x.over_text << "\n";
   std::cout << "\n";
@@ -246,7 +262,7 @@ void print_table(const plan::plan_report& x) {
     const double most = r.peak_memory();
     std::cout << std::setw(10) << std::setprecision(3) << r.result->step.count() << std::setw(7)
               << std::setprecision(1) << 100 * r.result->mfu << "%" << std::setw(12)
-              << plan::gigabytes(most) << (most <= x.hbm ? "" : " (over)") << "\n";
+              << plan::gibibytes(most) << (most <= x.hbm ? "" : " (over)") << "\n";
   }
 }
 
@@ -257,7 +273,7 @@ void print_best(const plan::plan_report& x) {
             << " plans judged (schedules, chunks, layouts): "
             << plan::run_flags(best.tried, x.asked) << "\n  step " << std::setprecision(3)
             << best.step.count() << " s, MFU " << std::setprecision(1) << 100 * best.mfu
-            << "%, peak memory " << plan::gigabytes(best.peak_memory_bytes)
+            << "%, peak memory " << plan::gibibytes(best.peak_memory_bytes)
             << (best.fits ? "" : " — no plan fits; this one needs the least") << "\n  runs on "
             << plan::runtime_for(best.tried) << "\n";
   if (x.better) {
@@ -266,7 +282,7 @@ void print_best(const plan::plan_report& x) {
     std::cout << "schedule search (" << s.result.evaluations << " orders in "
               << std::setprecision(1) << s.result.seconds << " s, found by " << s.result.found_by
               << "): step " << std::setprecision(3) << s.step.count() << " s, peak memory "
-              << plan::gigabytes(s.peak_memory_bytes) << " — ";
+              << plan::gibibytes(s.peak_memory_bytes) << " — ";
     if (gain >= 0.05)
       std::cout << std::setprecision(1) << gain << "% shorter than the best plan";
     else
@@ -444,11 +460,12 @@ void devices_as_world_size(inputs& in, long long devices) {
 
 int run_command(const plan_args& o) {
   inputs in = read_inputs(o);
+  if (const auto w = plan::sequence_warning(in.hf, in.job.seq)) warn({*w});
   // Megatron's code runs the job: its transfers priced as Megatron issues them, unless said.
   if (o.runtime == plan::runs_on::megatron && o.given.count("--pipeline-runtime") == 0)
     in.job.runtime = plan::pipeline_runtime::megatron;
   if (o.configuration_budget > 0) return search_configurations(o, in);
-  if (o.devices > 0) devices_as_world_size(in, o.devices);
+  if (o.devices > 0 && !in.devices_used) devices_as_world_size(in, o.devices);
   const plan::transformer& m = in.hf.model;
   const plan::cluster& c = in.cluster();
   const plan::plan_report x =

@@ -43,11 +43,17 @@ std::vector<CLI::Option*> megatron_only_flags(CLI::App& sub, weft::plan::job& j)
                                "delayed or tensorwise (per-tensor scales, the default) or "
                                "blockwise (DeepSeek's tiles); mxfp8 is not priced"));
   out.push_back(sub.add_option("--recompute-method", j.recompute_method,
-                               "with --recompute-granularity full: uniform (every layer; weft "
-                               "prices it with --recompute-num-layers 1)")
+                               "with --recompute-granularity full: uniform (every layer, with "
+                               "--recompute-num-layers 1) or block (the first "
+                               "--recompute-num-layers of each stage, the rest kept whole)")
                     ->check(CLI::IsMember({"uniform", "block"})));
   out.push_back(sub.add_option("--recompute-num-layers", j.recompute_num_layers,
-                               "with --recompute-method uniform: layers a checkpoint holds (1)")
+                               "with --recompute-method: layers a checkpoint holds (uniform: 1) "
+                               "or layers of each stage recomputed (block)")
+                    ->check(whole_in(1, weft::limits::layers)));
+  out.push_back(sub.add_option("--recompute-every", j.recompute_every,
+                               "with --recompute full: only every N-th layer of each stage "
+                               "(torchtitan's selective_ac_option N), the rest kept whole")
                     ->check(whole_in(1, weft::limits::layers)));
   out.push_back(sub.add_flag_callback(
       "--use-megatron-fsdp", [] {},
@@ -204,7 +210,8 @@ void define(CLI::App& sub, plan_args& o, deferred&) {
           "CLUSTER");
   auto* job_file = sub.add_option("--job", o.job_file,
                                   "the job as a JSON file keyed by these flags without their "
-                                  "dashes (docs/planning.md)")
+                                  "dashes (docs/planning.md), or torchtitan's FILE.toml (with "
+                                  "--devices where its data_parallel_shard_degree is -1)")
                        ->excludes(preset);
   for (CLI::Option* f : job_flags(sub, o.job)) f->excludes(job_file)->excludes(preset);
   sub.get_option("--no-distributed-optimizer")

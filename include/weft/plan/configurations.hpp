@@ -257,6 +257,7 @@ inline configuration_pool open_configurations(const transformer& m, const job& b
                 // the experts take the dense layers' tp: forms of sizes the search changes.
                 j.recompute_method.clear();
                 j.recompute_num_layers = 0;
+                j.recompute_every = 0;
                 j.expert_tp = 0;
                 j.sharding = sharding;
                 j.sequence_parallel = tp > 1;
@@ -457,7 +458,7 @@ inline configuration_search_result search_configurations(const transformer& m, c
                   "sequence, dp x the micro-batch size divide the batch, ep the experts and "
                   "dp x cp)"
             : "no configuration of " + std::to_string(out.devices) +
-                  " devices fits the model's states in the device's " + gigabytes(c.hbm_bytes) +
+                  " devices fits the model's states in the device's " + gibibytes(c.hbm_bytes) +
                   " (" + std::to_string(out.counts.pruned_memory) +
                   " overflow before any "
                   "activation)");
@@ -465,8 +466,8 @@ inline configuration_search_result search_configurations(const transformer& m, c
   out.seconds_taken = elapsed();
   if (out.top.empty() && out.complete)
     throw config_error("no configuration of " + std::to_string(out.devices) +
-                       " devices fits in the device's " + gigabytes(c.hbm_bytes) + " (" +
-                       std::to_string(out.counts.simulated) +
+                       (out.devices == 1 ? " device" : " devices") + " fits in the device's " +
+                       gibibytes(c.hbm_bytes) + " (" + std::to_string(out.counts.simulated) +
                        " estimated with every schedule; give more devices, or a smaller "
                        "micro-batch or sequence)");
   return out;

@@ -267,8 +267,20 @@ struct selective_tally {
   }
 };
 
-/// Layer `l`'s parameters and kept activations on one device, added to `out`.
-inline void add_layer_sizes(stage_estimate& out, const transformer& m, const job& j, int l) {
+/// How job `j` keeps the `k`-th layer of a stage (0-based): its policy, but for full
+/// recomputation of some layers only — Megatron's `block` method (the first N of each stage),
+/// torchtitan's every N-th (the N-th, 2N-th, ...) — which keeps the others whole.
+inline recompute layer_policy(const job& j, int k) {
+  if (j.policy != recompute::full) return j.policy;
+  if (j.recompute_method == "block" && k >= j.recompute_num_layers) return recompute::none;
+  if (j.recompute_every > 0 && (k + 1) % j.recompute_every != 0) return recompute::none;
+  return recompute::full;
+}
+
+/// Layer `l`'s parameters and its activations on one device, kept as `kept` says, added to
+/// `out`.
+inline void add_layer_sizes(stage_estimate& out, const transformer& m, const job& j, int l,
+                            recompute kept) {
   const parameter_count p = layer_parameters(m, l);
   out.params += (p.total() - p.experts) / j.tp;
   out.expert_params += p.experts / j.tp / j.ep;
@@ -279,10 +291,25 @@ inline void add_layer_sizes(stage_estimate& out, const transformer& m, const job
                               .tp = j.tp,
                               .cp = j.cp,
                               .sequence_parallel = j.sequence_parallel,
-                              .policy = j.policy,
+                              .policy = kept,
                               .modules = j.recompute_modules,
                               .flash_attention = j.flash_attention,
                               .fp8 = j.fp8 != fp8_recipe::none});
+}
+
+/// The embedding's lookup: it writes the activation (`shard` bytes, its sequence-parallel
+/// shard); its gradient is added back.
+inline perf::layer_kernels embedding_kernels(double shard) {
+  perf::layer_kernels k;
+  perf::detail::streamed(k, "embedding", shard, 2 * shard);
+  return k;
+}
+
+/// What selective recomputation runs again of a stage (`s`, nothing without it), at least its
+/// kernels' launches.
+inline seconds recomputed_parts(const selective_tally& s, const estimate_options& o) {
+  if (s.parts == 0) return seconds(0);
+  return s.time + launch_excess(s.time, s.kernels, o) + s.comm;
 }
 
 /// Stage `st`'s costs and sizes for job `j` of model `m` on cluster `c`.
@@ -303,7 +330,8 @@ inline stage_estimate stage_costs(const transformer& m, const job& j, const clus
       .flash_attention = j.flash_attention,
       .type = j.fp8 == fp8_recipe::none ? perf::dtype::bf16 : perf::dtype::fp8};
   const double act = T * m.hidden * 2;  // one activation, bf16
-  seconds forward{0}, backward{0}, weights{0}, comm{0}, hideable{0};
+  // hideable_again: of the recomputed layers' forwards, what a pair may hide
+  seconds forward{0}, backward{0}, weights{0}, comm{0}, hideable{0}, hideable_again{0};
   time_split comm_parts;  // tp, cp and ep: the same in the forward and, mirrored, the backward
   seconds layers_forward{0}, layers_comm{0};  // what full recomputation runs again
   int forward_kernels = 0, backward_kernels = 0, layers_kernels = 0;
@@ -323,25 +351,27 @@ inline stage_estimate stage_costs(const transformer& m, const job& j, const clus
   };
   const auto add_layer = [&](int l) {
     const priced f = add(perf::layer_kernels_of(m, l, shard));
-    layers_forward += f.time;
-    layers_kernels += f.kernels;
     const layer_comm lc = layer_comm_of(m, j, c, l);
+    const recompute kept = layer_policy(j, l - st.first_layer);
+    if (kept == recompute::full) {  // its forward runs again before its backward
+      layers_forward += f.time;
+      layers_kernels += f.kernels;
+      layers_comm += lc.recomputed;
+      hideable_again += lc.hideable;
+    }
     comm += lc.total;
     comm_parts += time_split{.tp = lc.tp, .cp = lc.cp, .ep = lc.ep};
-    layers_comm += lc.recomputed;
     selective.add(lc);
     hideable += lc.hideable;
-    add_layer_sizes(out, m, j, l);
+    add_layer_sizes(out, m, j, l, kept);
   };
   for (int l = st.first_layer; l < st.first_layer + st.layers; ++l) add_layer(l);
   const edge_parameters e = edges(m);
   if (st.embedding) {
+    const double shard = act / (j.sequence_parallel ? tp : 1);
     out.params += e.embedding / tp;
-    out.activation_bytes += act / (j.sequence_parallel ? tp : 1);
-    perf::layer_kernels k;  // the lookup writes the activation; its gradient is added back
-    perf::detail::streamed(k, "embedding", act / (j.sequence_parallel ? tp : 1),
-                           2 * act / (j.sequence_parallel ? tp : 1));
-    add(k);
+    out.activation_bytes += shard;
+    add(embedding_kernels(shard));
   }
   const auto add_head = [&] {  // the LM head and the loss's fp32 logits (vocab-parallel)
     add(head_kernels(m, T, j.tp, perf::dtype::bf16));  // no recipe runs the head in FP8
@@ -365,17 +395,12 @@ inline stage_estimate stage_costs(const transformer& m, const job& j, const clus
   }
   // Backward: its kernels, its communication mirrored; recomputation runs the layers' forward
   // (full; not the head's) or the parts selective recomputation names again first.
-  const auto launch_bound = [&](seconds t, int kernels) { return launch_excess(t, kernels, o); };
-  out.forward.launch = launch_bound(forward, forward_kernels);
-  out.backward.launch = launch_bound(backward, backward_kernels);
-  forward += out.forward.launch;
-  backward += out.backward.launch;
+  forward += (out.forward.launch = launch_excess(forward, forward_kernels, o));
+  backward += (out.backward.launch = launch_excess(backward, backward_kernels, o));
   const seconds again =
       j.policy == recompute::full
-          ? layers_forward + launch_bound(layers_forward, layers_kernels) + layers_comm
-      : j.policy == recompute::selective
-          ? selective.time + launch_bound(selective.time, selective.kernels) + selective.comm
-          : seconds(0);
+          ? layers_forward + launch_excess(layers_forward, layers_kernels, o) + layers_comm
+          : recomputed_parts(selective, o);
   out.cost.F = forward + comm;
   out.cost.B = backward + comm + again;
   out.forward += comm_parts;
@@ -383,7 +408,7 @@ inline stage_estimate stage_costs(const transformer& m, const job& j, const clus
   out.backward.recompute = again;
   out.cost.W = weights;  // the weights' gradients
   out.cost.comm_F = hideable;
-  out.cost.comm_B = j.policy == recompute::full ? 2.0 * hideable : hideable;
+  out.cost.comm_B = hideable + hideable_again;
   return out;
 }
 

@@ -47,26 +47,36 @@ inline std::optional<memory_overrun> first_overrun(const estimate& e, double cap
   return found;
 }
 
-/// Bytes as the tool prints memory: decimal gigabytes to a tenth, "80.0 GB".
+/// Bytes in decimal gigabytes to a tenth, "80.0 GB" (as devices' data sheets state memory).
 inline std::string gigabytes(double bytes) {
   char text[32];
   std::snprintf(text, sizeof text, "%.1f GB", bytes / 1e9);
   return text;
 }
 
+/// Bytes as the tool prints memory: binary gibibytes to a tenth, "74.5 GiB" — the unit of
+/// PyTorch's memory statistics and of `nvidia-smi` (whose MiB are 2^20 bytes).
+inline std::string gibibytes(double bytes) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.1f GiB", bytes / (1024.0 * 1024 * 1024));
+  return text;
+}
+
 /// One line in the checker's words, e.g. "weft: rule 5 (memory): attn/F mb=3 on rank 1, slot
-/// 12 needs 115.7 GB — model states 40.2 GB and 9 live (micro-batch, chunk) units of
-/// activations, 75.5 GB — over the device's 80.0 GB".
+/// 12 needs 107.8 GiB — model states 37.4 GiB and 9 live (micro-batch, chunk) units of
+/// activations, 70.3 GiB — over the device's 74.5 GiB".
 inline std::string to_string(const memory_overrun& o, const schedule& s) {
   int slot = 0;
   for (std::uint32_t g = s.first_slot(o.rank); g < s.end_slot(o.rank); ++g)
     if (o.index >= s.first_op(g) && o.index < s.slot_end[g])
       slot = static_cast<int>(g - s.first_slot(o.rank));
   return "weft: rule 5 (memory): " + weft::to_string(s.ops[o.index]) + " on " +
-         weft::detail::where(o.rank, slot) + " needs " + gigabytes(o.states + o.activations) +
-         " — model states " + gigabytes(o.states) + " and " + std::to_string(o.units) +
-         " live (micro-batch, chunk) units of activations, " + gigabytes(o.activations) +
-         " — over the device's " + gigabytes(o.cap);
+         weft::detail::where(o.rank, slot) + " needs " + gibibytes(o.states + o.activations) +
+         " — model states " + gibibytes(o.states) + " and " + std::to_string(o.units) +
+         (o.units == 1 ? " live (micro-batch, chunk) unit of activations, "
+                       : " live (micro-batch, chunk) units of activations, ") +
+         gibibytes(o.activations) +
+         " — over the device's " + gibibytes(o.cap);
 }
 
 }  // namespace weft::plan

@@ -43,6 +43,9 @@ inline std::vector<std::string> weft_flags(const job& j) {
     add("--recompute", std::string(recompute_names[static_cast<std::size_t>(j.policy)]));
   if (j.policy == recompute::selective && j.recompute_modules != d.recompute_modules)
     add("--recompute-modules", detail::module_list(j.recompute_modules));
+  if (!j.recompute_method.empty()) add("--recompute-method", j.recompute_method);
+  if (j.recompute_num_layers > 0) add("--recompute-num-layers", number(j.recompute_num_layers));
+  if (j.recompute_every > 0) add("--recompute-every", number(j.recompute_every));
   if (j.sequence_parallel) add("--sequence-parallel");
   add("--schedule", j.schedule);
   if (j.chunks != 1) add("--chunks", number(j.chunks));
@@ -100,7 +103,8 @@ inline bool runs(const job& j, runs_on r) {
 inline std::optional<std::vector<std::string>> megatron_arguments(const job& j) {
   using detail::number;
   // Megatron's attention is fused (flash or cuDNN) in every release that runs these flags.
-  if (!megatron_runs(j) || !j.flash_attention) return std::nullopt;
+  // torchtitan's every N-th layer recomputed has no Megatron form.
+  if (!megatron_runs(j) || !j.flash_attention || j.recompute_every > 0) return std::nullopt;
   std::vector<std::string> a{"--tensor-model-parallel-size",
                              number(j.tp),
                              "--pipeline-model-parallel-size",
@@ -121,9 +125,11 @@ inline std::optional<std::vector<std::string>> megatron_arguments(const job& j) 
   if (j.policy != recompute::none)
     add("--recompute-granularity",
         std::string(recompute_names[static_cast<std::size_t>(j.policy)]));
-  if (j.policy == recompute::full) {  // Megatron asks how: every layer, each on its own
-    add("--recompute-method", "uniform");
-    add("--recompute-num-layers", "1");
+  if (j.policy == recompute::full) {  // Megatron asks how: every layer, each on its own, or
+                                      // the first N of each stage
+    const bool block = j.recompute_method == "block";
+    add("--recompute-method", block ? "block" : "uniform");
+    add("--recompute-num-layers", block ? number(j.recompute_num_layers) : "1");
   }
   if (j.policy == recompute::selective && j.recompute_modules != perf::default_recompute_modules)
     add("--recompute-modules", detail::module_list(j.recompute_modules));

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <initializer_list>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -23,7 +24,18 @@ namespace weft::plan {
 struct hf_model {
   transformer model;
   std::vector<std::string> warnings;  ///< "config.json: key 'x' is not used", one per key
+  std::string file = "config.json";   ///< the name messages give the file
+  /// The longest sequence the model was trained for (`max_position_embeddings`); 0: not said.
+  double max_positions = 0;
 };
+
+/// A warning when `seq` tokens a sequence are more than model `hf` was trained for: weft plans
+/// it anyway (the positions' encoding is what a longer sequence changes, not its cost).
+inline std::optional<std::string> sequence_warning(const hf_model& hf, double seq) {
+  if (hf.max_positions <= 0 || seq <= hf.max_positions) return std::nullopt;
+  return hf.file + ": --seq-length " + shown(seq) + " is more than max_position_embeddings " +
+         shown(hf.max_positions) + ", the longest sequence the model was trained for";
+}
 
 namespace detail {
 
@@ -45,7 +57,6 @@ inline constexpr std::string_view ignored_keys[] = {"_name_or_path",
                                                     "rope_theta",
                                                     "rope_scaling",
                                                     "rope_interleave",
-                                                    "max_position_embeddings",
                                                     "attention_dropout",
                                                     "hidden_dropout",
                                                     "attention_softmax_in_fp32",
@@ -265,27 +276,92 @@ class config_reader {
 
 }  // namespace detail
 
-/// Reads a config.json's text. Throws `config_error` for text that is not JSON, a key the
-/// model needs that is missing, or a value out of range.
-inline hf_model read_hf_config(std::string_view text) {
-  const nlohmann::json j = detail::parse_json(text, "config.json");
-  detail::config_reader r(j);
+namespace detail {
+/// A multimodal config (LLaVA's, Gemma 3's, Llama 4's, Qwen2-VL's ...) keeps its language model's
+/// keys in `text_config`, and none of its own layers.
+inline bool language_model_nested(const nlohmann::json& j) {
+  const auto has = [&](const char* k) { return j.contains(k) && !j.at(k).is_null(); };
+  return j.is_object() && j.contains("text_config") && j.at("text_config").is_object() &&
+         !has("num_hidden_layers") && !has("n_layer") && !has("num_layers");
+}
+}  // namespace detail
+
+namespace detail {
+/// The mixture of experts of config `j` (read by `r`; `where` names it) into `m`: the routed
+/// experts, their width, the shared ones, where the MoE layers are, the routing groups.
+inline void read_moe(config_reader& r, const nlohmann::json& j, const std::string& where,
+                     transformer& m) {
+  constexpr double most = 1 << 24;
+  moe_shape& e = m.moe;
+  e.routed = static_cast<int>(
+      r.whole({"n_routed_experts", "num_local_experts", "num_experts"}, 0, 1 << 20, 0.0));
+  if (e.routed > 0) {
+    e.top_k = static_cast<int>(r.whole({"num_experts_per_tok"}, 1, e.routed));
+    if (m.model_type == "mixtral") {  // every layer MoE, experts of intermediate_size
+      e.expert_ffn = m.ffn;
+    } else {
+      e.expert_ffn = r.whole({"moe_intermediate_size"}, 1, most);
+    }
+    const double shared = r.whole({"n_shared_experts"}, 0, 1 << 20, 0.0);
+    e.shared_ffn = shared * e.expert_ffn;
+    if (r.has("shared_expert_intermediate_size")) {
+      e.shared_ffn = r.whole({"shared_expert_intermediate_size"}, 0, most);
+      e.shared_gate = e.shared_ffn > 0;
+    }
+    e.first_dense = static_cast<int>(r.whole({"first_k_dense_replace"}, 0, m.layers, 0.0));
+    e.groups = static_cast<int>(r.whole({"n_group"}, 1, e.routed, 0.0));
+    if (e.groups > 0) {
+      if (e.routed % e.groups != 0)
+        throw config_error(where + ": n_group " + std::to_string(e.groups) +
+                           " does not divide the " + std::to_string(e.routed) + " routed experts");
+      e.group_top_k = static_cast<int>(r.whole({"topk_group"}, 1, e.groups, e.groups));
+    }
+    if (r.has("decoder_sparse_step")) {
+      e.every = static_cast<int>(r.whole({"decoder_sparse_step"}, 1, m.layers));
+      e.offset = 1;
+    } else {
+      e.every = static_cast<int>(r.whole({"moe_layer_freq"}, 1, m.layers, 1.0));
+    }
+    if (r.has("mlp_only_layers") &&
+        !(j.at("mlp_only_layers").is_array() && j.at("mlp_only_layers").empty()))
+      throw config_error(where +
+                         ": mlp_only_layers (dense layers among MoE ones) is not supported");
+  }
+}
+}  // namespace detail
+
+/// Reads a config.json's text; `file` names it in every message and warning. Throws
+/// `config_error` for text that is not JSON, a key the model needs that is missing, or a value
+/// out of range. A multimodal config's `text_config` is read as the model (its language model;
+/// the rest is not planned, and a warning says so).
+inline hf_model read_hf_config(std::string_view text, const std::string& file = "config.json") {
+  const nlohmann::json whole = detail::parse_json(text, file);
+  const bool nested = detail::language_model_nested(whole);
+  const nlohmann::json& j = nested ? whole.at("text_config") : whole;
+  const std::string where = nested ? file + ": text_config" : file;
+  detail::config_reader r(j, where);
   hf_model out;
+  out.file = file;
+  if (nested)
+    out.warnings.push_back(file +
+                           ": the language model of text_config is planned; the rest of the "
+                           "model (vision, audio) is not");
   transformer& m = out.model;
   constexpr double most = 1 << 24;  // layers, heads, widths: far beyond any model, still exact
-  m.model_type = r.text({"model_type"}, "");
+  m.model_type =
+      r.text({"model_type"},
+             nested ? detail::config_reader(whole, file).text({"model_type"}, "") : std::string());
   m.layers = static_cast<int>(r.whole({"num_hidden_layers", "n_layer", "num_layers"}, 1, 1 << 20));
   m.hidden = r.whole({"hidden_size", "n_embd", "n_embed", "d_model"}, 1, most);
   m.heads = static_cast<int>(r.whole({"num_attention_heads", "n_head"}, 1, most));
   m.kv_heads = static_cast<int>(r.whole({"num_key_value_heads"}, 1, m.heads, m.heads));
   if (m.heads % m.kv_heads != 0)
-    throw config_error("config.json: num_attention_heads (" + std::to_string(m.heads) +
+    throw config_error(where + ": num_attention_heads (" + std::to_string(m.heads) +
                        ") must be a multiple of num_key_value_heads (" +
                        std::to_string(m.kv_heads) + ")");
   m.head_dim = r.whole({"head_dim"}, 1, most, m.hidden / m.heads);
   if (!r.has("head_dim") && std::fmod(m.hidden, m.heads) != 0)
-    throw config_error("config.json: hidden size " +
-                       std::to_string(static_cast<long long>(m.hidden)) +
+    throw config_error(where + ": hidden size " + std::to_string(static_cast<long long>(m.hidden)) +
                        " is not a multiple of the " + std::to_string(m.heads) + " heads");
   m.vocab = r.whole({"vocab_size", "padded_vocab_size"}, 1, most);
 
@@ -311,42 +387,7 @@ inline hf_model read_hf_config(std::string_view text) {
   for (const char* k : {"attn_pdrop", "resid_pdrop", "attention_dropout", "hidden_dropout"})
     m.dropout = r.number(k, 0) > 0 || m.dropout;
 
-  // Mixture of experts.
-  moe_shape& e = m.moe;
-  e.routed = static_cast<int>(
-      r.whole({"n_routed_experts", "num_local_experts", "num_experts"}, 0, 1 << 20, 0.0));
-  if (e.routed > 0) {
-    e.top_k = static_cast<int>(r.whole({"num_experts_per_tok"}, 1, e.routed));
-    if (m.model_type == "mixtral") {  // every layer MoE, experts of intermediate_size
-      e.expert_ffn = m.ffn;
-    } else {
-      e.expert_ffn = r.whole({"moe_intermediate_size"}, 1, most);
-    }
-    const double shared = r.whole({"n_shared_experts"}, 0, 1 << 20, 0.0);
-    e.shared_ffn = shared * e.expert_ffn;
-    if (r.has("shared_expert_intermediate_size")) {
-      e.shared_ffn = r.whole({"shared_expert_intermediate_size"}, 0, most);
-      e.shared_gate = e.shared_ffn > 0;
-    }
-    e.first_dense = static_cast<int>(r.whole({"first_k_dense_replace"}, 0, m.layers, 0.0));
-    e.groups = static_cast<int>(r.whole({"n_group"}, 1, e.routed, 0.0));
-    if (e.groups > 0) {
-      if (e.routed % e.groups != 0)
-        throw config_error("config.json: n_group " + std::to_string(e.groups) +
-                           " does not divide the " + std::to_string(e.routed) + " routed experts");
-      e.group_top_k = static_cast<int>(r.whole({"topk_group"}, 1, e.groups, e.groups));
-    }
-    if (r.has("decoder_sparse_step")) {
-      e.every = static_cast<int>(r.whole({"decoder_sparse_step"}, 1, m.layers));
-      e.offset = 1;
-    } else {
-      e.every = static_cast<int>(r.whole({"moe_layer_freq"}, 1, m.layers, 1.0));
-    }
-    if (r.has("mlp_only_layers") &&
-        !(j.at("mlp_only_layers").is_array() && j.at("mlp_only_layers").empty()))
-      throw config_error(
-          "config.json: mlp_only_layers (dense layers among MoE ones) is not supported");
-  }
+  read_moe(r, j, where, m);
 
   // Multi-head latent attention.
   mla_shape& a = m.mla;
@@ -358,7 +399,8 @@ inline hf_model read_hf_config(std::string_view text) {
     a.v_head_dim = r.whole({"v_head_dim"}, 1, most);
   }
   m.mtp_layers = static_cast<int>(r.whole({"num_nextn_predict_layers"}, 0, 1 << 10, 0.0));
-  out.warnings = r.unused();
+  out.max_positions = r.whole({"max_position_embeddings"}, 1, 1e12, 0.0);
+  for (std::string& w : r.unused()) out.warnings.push_back(std::move(w));
   return out;
 }
 

@@ -26,9 +26,13 @@ struct job {
   /// attention's core)
   perf::recompute_set recompute_modules = perf::default_recompute_modules;
   /// --recompute-method, --recompute-num-layers (Megatron's, with full recomputation): empty,
-  /// or `uniform` with 1 — every layer on its own, what weft's full recomputation prices
+  /// or `uniform` with 1 — every layer on its own, what weft's full recomputation prices — or
+  /// `block` with N: only the first N layers of each (virtual) stage, the rest kept whole
   std::string recompute_method;
   int recompute_num_layers = 0;
+  /// torchtitan's `selective_ac_option` N: full recomputation of every N-th layer of a stage
+  /// (its N-th, 2N-th, ...), the rest kept whole; 0: every layer (with --recompute full)
+  int recompute_every = 0;
   bool sequence_parallel = false;  ///< --sequence-parallel
   std::string schedule = "1f1b";   ///< --schedule: any generator
   int chunks = 1;                  ///< --chunks: model chunks per rank (virtual stages)
@@ -308,20 +312,24 @@ inline void check_job(const transformer& m, const job& j) {
       throw config_error(
           "--recompute-method and --recompute-num-layers say how full recomputation runs: they "
           "need --recompute-granularity full");
-    if (j.recompute_method == "block")
-      throw config_error(
-          "--recompute-method block: full recomputation of only the first layers of each stage "
-          "is not priced; weft recomputes every layer (--recompute-method uniform "
-          "--recompute-num-layers 1)");
-    if (j.recompute_method != "uniform" && !j.recompute_method.empty())
+    if (j.recompute_method != "uniform" && j.recompute_method != "block")
       throw config_error("--recompute-method must be uniform or block, got '" +
                          excerpt(j.recompute_method) + "'");
-    if (j.recompute_num_layers != 1)
+    if (j.recompute_method == "block" && j.recompute_num_layers < 1)
+      throw config_error(
+          "--recompute-method block recomputes the first --recompute-num-layers layers of "
+          "each stage: give it (1 or more)");
+    if (j.recompute_method == "uniform" && j.recompute_num_layers > 1)
       throw config_error(
           "--recompute-num-layers " + detail::num(j.recompute_num_layers) +
-          ": weft prices each layer recomputed on its own, keeping every layer's input "
-          "(--recompute-method uniform --recompute-num-layers 1)");
+          " with --recompute-method uniform: weft prices each layer recomputed on its own, "
+          "keeping every layer's input (--recompute-num-layers 1)");
   }
+  if (j.recompute_every != 0 &&
+      (j.policy != recompute::full || !j.recompute_method.empty() || j.recompute_every < 1))
+    throw config_error(
+        "recomputing every N-th layer (torchtitan's selective_ac_option N) is full "
+        "recomputation of those layers, N at least 1, without --recompute-method");
   if (j.recompute_modules != perf::default_recompute_modules && j.policy != recompute::selective)
     throw config_error(
         "--recompute-modules names what selective recomputation runs again: it needs "

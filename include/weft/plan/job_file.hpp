@@ -92,6 +92,7 @@ inline job_file read_job(std::string_view text, const std::string& file) {
   b.recompute_method = r.text({"recompute-method"}, b.recompute_method);
   if (r.has("recompute-num-layers"))
     whole("recompute-num-layers", b.recompute_num_layers, limits::layers);
+  if (r.has("recompute-every")) whole("recompute-every", b.recompute_every, limits::layers);
   if (const std::optional<std::vector<std::string>> names = r.texts("recompute-modules"))
     b.recompute_modules = recompute_modules_of(*names, file + ": recompute-modules");
   b.sharding = choice("data-parallel-sharding-strategy", b.sharding, dp_sharding_names);

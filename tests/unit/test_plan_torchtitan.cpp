@@ -1,0 +1,146 @@
+// torchtitan's TOML job configs read as weft's job: the sizes, the batch and the stages as
+// torchtitan derives them (torchtitan/distributed/parallel_dims.py, train.py and
+// pipeline_parallel.py: dp_shard -1 takes the devices left, global batch local x dp, pipeline
+// micro-batches of pipeline_parallel_microbatch_size, the embedding and the output each weighed
+// as a layer in the split), and every setting weft does not price refused by name.
+#include <doctest/doctest.h>
+
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include <weft/plan/estimate.hpp>
+#include <weft/plan/torchtitan_file.hpp>
+#include "plan_fixtures.hpp"
+
+using namespace weft::plan;
+using weft::config_error;
+
+namespace {
+
+std::string fixture(const std::string& name) {
+  std::ifstream in(std::string(WEFT_TEST_DATA) + "/torchtitan/" + name);
+  REQUIRE(in);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+/// `text` with `key = old` replaced by `key = value` (the first such line).
+std::string with(std::string text, const std::string& line, const std::string& replacement) {
+  const auto at = text.find(line);
+  REQUIRE(at != std::string::npos);
+  return text.replace(at, line.size(), replacement);
+}
+
+void refused(const std::string& text, long long devices, const std::string& says) {
+  const transformer m = testing::tiny_dense(32);
+  try {
+    (void)torchtitan_as_job(read_torchtitan(text, "job.toml"), m, devices);
+    FAIL("accepted; expected: " << says);
+  } catch (const config_error& e) {
+    CHECK_MESSAGE(std::string(e.what()).find(says) != std::string::npos, e.what());
+  }
+}
+
+}  // namespace
+
+TEST_CASE("a pipelined torchtitan job: FSDP over the devices left, its micro-batches and split") {
+  const transformer m = testing::tiny_dense(32);
+  const torchtitan_job t = read_torchtitan(fixture("pipelined.toml"), "pipelined.toml");
+  CHECK(t.warnings.empty());
+  const job j = torchtitan_as_job(t, m, 64);
+  // dp_shard -1: 64 / (tp 2 x pp 4) = 8, FSDP over them; tensor parallelism shards the norms.
+  CHECK(j.tp == 2);
+  CHECK(j.pp == 4);
+  CHECK(j.dp == 8);
+  CHECK(j.sharding == dp_sharding::optim_grads_params);
+  CHECK(j.sequence_parallel);
+  // Global batch: local 8 x dp 8 = 64 sequences of 4096; micro-batches of 2, 8 / 2 = 4 each.
+  CHECK(j.seq == 4096);
+  CHECK(j.global_batch_size == 64);
+  CHECK(j.micro_batch_size == 2);
+  CHECK(j.micro() == 4);
+  // Interleaved1F1B: 2 stages a rank, 8 stages of 32 layers + 2 weights = 34: 4 each and the
+  // first two 5; the first less the embedding's 1, the last less the output's 1.
+  CHECK(j.schedule == "interleaved");
+  CHECK(j.chunks == 2);
+  CHECK(j.layout == "Et*4|t*5|(t*4|)*5,t*3L");
+  // Every second layer recomputed whole; torchao's tensorwise FP8: e4m3 forward, e5m2 grads.
+  CHECK(j.policy == recompute::full);
+  CHECK(j.recompute_every == 2);
+  CHECK(j.fp8 == fp8_recipe::hybrid);
+  // It estimates as any job (on a device with FP8).
+  cluster c = testing::ideal_cluster();
+  c.chip = find_cluster("h100-sxm")->chip;
+  CHECK(estimate_job(m, j, c).step.count() > 0);
+}
+
+TEST_CASE("torchtitan's split, its V schedules, DDP, layers per stage") {
+  const transformer m = testing::tiny_dense(32);
+  const std::string base = fixture("pipelined.toml");
+  // ZBVZeroBubble: two stages a rank in a V, one copy; 34 effective layers over 8 stages.
+  const std::string zbv = with(base, "\"Interleaved1F1B\"", "\"ZBVZeroBubble\"");
+  const job v = torchtitan_as_job(read_torchtitan(zbv, "v.toml"), m, 64);
+  CHECK(v.schedule == "zb-v");
+  CHECK(v.chunks == 1);
+  CHECK(v.layout == "Et*4|t*5|(t*4|)*5,t*3L");
+  // 1F1B: one stage a rank; 34 over 4 stages is 8 each and the first two 9.
+  const std::string one = with(base, "\"Interleaved1F1B\"", "\"1F1B\"");
+  CHECK(torchtitan_as_job(read_torchtitan(one, "one.toml"), m, 64).layout == "Et*8|t*9|t*8|t*7L");
+  // pipeline_parallel_layers_per_stage 3: ceil(34 / 3) = 12 stages, 3 a rank.
+  const std::string three =
+      with(base, "pipeline_parallel_microbatch_size = 2",
+           "pipeline_parallel_microbatch_size = 2\npipeline_parallel_layers_per_stage = 3");
+  const job j3 = torchtitan_as_job(read_torchtitan(three, "three.toml"), m, 64);
+  CHECK(j3.chunks == 3);
+  // Only replicas (DDP): every state whole, the all-reduce overlapped with the backward.
+  const std::string ddp =
+      with(with(base, "data_parallel_shard_degree = -1",
+                "data_parallel_shard_degree = 1\ndata_parallel_replicate_degree = 8"),
+           "tensor_parallel_degree = 2", "tensor_parallel_degree = 2");
+  const job d = torchtitan_as_job(read_torchtitan(ddp, "ddp.toml"), m, 64);
+  CHECK(d.dp == 8);
+  CHECK(d.sharding == dp_sharding::no_shard);
+  CHECK(d.overlap_grad_reduce);
+  // Accumulation: global 128 over local 8 x dp 8 = 2 steps of 4 micro-batches.
+  const std::string accumulated =
+      with(base, "local_batch_size = 8", "local_batch_size = 8\nglobal_batch_size = 128");
+  CHECK(torchtitan_as_job(read_torchtitan(accumulated, "a.toml"), m, 64).micro() == 8);
+}
+
+TEST_CASE("torchtitan's settings weft does not price are refused by name") {
+  const std::string base = fixture("pipelined.toml");
+  refused(fixture("llama3_8b.toml"), 8,
+          "[activation_checkpoint] selective_ac_option: 'op': per-op selective checkpointing "
+          "is not priced");
+  refused(base, 0, "data_parallel_shard_degree -1 takes the devices the other sizes leave");
+  refused(base, 60, "--devices 60 is not a multiple of torchtitan's other sizes");
+  refused(with(base, "data_parallel_shard_degree = -1",
+               "data_parallel_shard_degree = 4\ndata_parallel_replicate_degree = 2"),
+          64, "HSDP");
+  refused(with(base, "data_parallel_shard_degree = -1", "data_parallel_shard_degree = 4"), 64,
+          "--devices 64 is not torchtitan's 32");
+  refused(with(base, "tensor_parallel_degree = 2",
+               "tensor_parallel_degree = 2\nenable_async_tensor_parallel = true"),
+          64, "[parallelism] enable_async_tensor_parallel: tensor parallelism's collectives");
+  refused(with(base, "\"Interleaved1F1B\"", "\"PipelineScheduleMulti\""), 64,
+          "a schedule from a CSV");
+  refused(with(base, "\"Interleaved1F1B\"", "\"Chimera\""), 64,
+          "'Chimera' is not one of 1F1B, GPipe");
+  refused(
+      with(base, "enable_fsdp_float8_all_gather = false", "enable_fsdp_float8_all_gather = true"),
+      64, "[float8] enable_fsdp_float8_all_gather: FSDP's parameters gathered in FP8");
+  refused(with(base, "mode = \"selective\"", "mode = \"memory_budget\""), 64,
+          "[activation_checkpoint] mode: 'memory_budget' is not priced");
+  refused(with(base, "local_batch_size = 8", "local_batch_size = 7"), 64,
+          "local_batch_size 7 is not a multiple of pipeline_parallel_microbatch_size 2");
+  refused(with(base, "seq_len = 4096", "seq_len = \"long\""), 64,
+          "[training] seq_len must be a whole number");
+  refused("[training\nseq_len = 1", 8, "job.toml: not TOML: line 1");
+  // A key of a read section that weft does not know is named, not silently dropped.
+  const torchtitan_job t =
+      read_torchtitan(with(base, "steps = 10", "steps = 10\nflux_capacitor = 1"), "x.toml");
+  REQUIRE(t.warnings.size() == 1);
+  CHECK(t.warnings.front() == "x.toml: [training] key 'flux_capacitor' is not used");
+}
