@@ -193,9 +193,12 @@ py::object plan(const std::optional<py::object>& model, const std::optional<py::
   plan::plan_report r;
   {
     py::gil_scoped_release free;  // a long plan leaves the interpreter to other threads
-    r = plan::make_report(
-        hf.model, j, c, name,
-        {.search_budget_s = search_budget_s, .evaluations = evaluations, .seed = seed});
+    r = plan::make_report(hf.model, j, c, name,
+                          {.search_budget_s = search_budget_s,
+                           .evaluations = evaluations,
+                           .seed = seed,
+                           .runtime = plan::runs_on::any,
+                           .progress = {}});
   }
   return to_python(plan::to_json(r));
 }

@@ -1095,3 +1095,27 @@ TEST_CASE(
   selective.recompute_every = 2;
   CHECK_THROWS_AS(check_job(m, selective), weft::config_error);
 }
+
+TEST_CASE("every N-th layer counts on through a rank's stages, as torchtitan's counter does") {
+  // 32 layers, pp 2, two stages a rank of 8, 9, 8 and 7 layers (torchtitan's split): rank 1
+  // holds stages 1 and 3. Every second layer of the rank: stage 1 its 2nd, 4th, 6th and 8th
+  // (4); stage 3 continues at the rank's 10th layer: its 10th, 12th, 14th, 16th (4, where a
+  // count restarting at the stage would give 3).
+  const transformer m = testing::tiny_dense(32);
+  const cluster c = testing::ideal_cluster();
+  job j;
+  j.pp = 2;
+  j.seq = 1024;
+  j.global_batch_size = 4;
+  j.schedule = "interleaved";
+  j.chunks = 2;
+  j.layout = "Et*8|t*9|t*8|t*7L";
+  j.policy = recompute::full;
+  j.recompute_every = 2;
+  const estimate e = estimate_job(m, j, c);
+  const double one = e.stages[1].backward.recompute.count() / 4;
+  REQUIRE(one > 0);
+  CHECK(e.stages[3].backward.recompute.count() == doctest::Approx(4 * one));
+  CHECK(e.stages[0].backward.recompute.count() == doctest::Approx(4 * one));
+  CHECK(e.stages[2].backward.recompute.count() == doctest::Approx(4 * one));
+}

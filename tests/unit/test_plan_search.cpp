@@ -427,3 +427,27 @@ TEST_CASE("the job as asked is judged first: the search never recommends less") 
   CHECK(r.top.front().best.step <= asked.judged[*asked.best].step);
   CHECK(r.counts.screened >= 1);
 }
+
+TEST_CASE("progress is reported once a plan is judged, and once a configuration is estimated") {
+  const transformer m = model("gpt2");
+  const cluster& c = *find_cluster("a100-80g");
+  job j = gpt2_job();
+  j.pp = 2;
+  j.dp = 4;
+  std::size_t calls = 0, last_total = 0;
+  const plan_search_result r =
+      best_plan(m, j, c, {.progress = [&](std::size_t done, std::size_t total) {
+                  CHECK(done == ++calls);
+                  last_total = total;
+                }});
+  CHECK(calls == r.judged.size());
+  CHECK(last_total == r.judged.size());
+  long long estimated = 0;
+  configuration_search_options o;
+  o.budget_s = 600;
+  o.space.max_micro_batch_size = 1;
+  o.progress = [&](long long n) { estimated = n; };
+  const configuration_search_result s = search_configurations(m, gpt2_job(), c, o);
+  CHECK(estimated == s.counts.simulated);
+  CHECK(estimated > 0);
+}

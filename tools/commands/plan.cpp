@@ -2,6 +2,7 @@
 // step time, throughput, MFU and memory per pipeline stage, beside every schedule that applies
 // (docs/planning.md).
 #include <algorithm>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <iomanip>
@@ -181,8 +182,9 @@ void print_job(const plan::plan_report& x) {
   std::cout << std::fixed << std::setprecision(2) << m.model_type << ": "
             << plan::total_parameters(m) / 1e9 << "B parameters ("
             << plan::activated_parameters(m) / 1e9 << "B activated) on " << jb.devices() << " "
-            << x.cluster << (jb.devices() == 1 ? " device: tp " : " devices: tp ") << jb.tp << ", pp " << jb.pp << ", dp " << jb.dp
-            << ", cp " << jb.cp << ", ep " << jb.ep << "; " << jb.schedule
+            << x.cluster << (jb.devices() == 1 ? " device: tp " : " devices: tp ") << jb.tp
+            << ", pp " << jb.pp << ", dp " << jb.dp << ", cp " << jb.cp << ", ep " << jb.ep << "; "
+            << jb.schedule
             << (jb.runtime == plan::pipeline_runtime::megatron ? " (Megatron's runtime)" : "")
             << ", " << jb.micro() << (jb.micro() == 1 ? " micro-batch of " : " micro-batches of ")
             << jb.micro_batch_size << " x " << static_cast<long long>(jb.seq) << " tokens\n";
@@ -276,6 +278,11 @@ void print_best(const plan::plan_report& x) {
             << "%, peak memory " << plan::gibibytes(best.peak_memory_bytes)
             << (best.fits ? "" : " — no plan fits; this one needs the least") << "\n  runs on "
             << plan::runtime_for(best.tried) << "\n";
+  const double gain = 1 - best.step / x.e.step;
+  if (gain > 0 && !plan::clearly_shorter(best.step, x.e.step))
+    std::cout << "  a tie with the job as given: " << std::setprecision(1) << 100 * gain
+              << "% shorter, within the estimate's uncertainty ("
+              << 100 * plan::prediction_uncertainty << "%, its median error on published runs)\n";
   if (x.better) {
     const plan::order_search& s = *x.better;
     const double gain = 100 * (1 - s.step / best.step);
@@ -293,6 +300,24 @@ void print_best(const plan::plan_report& x) {
   }
   std::cout << std::defaultfloat;
 }
+
+/// Progress on stderr for a plan that takes long: a line once two seconds have passed, then
+/// every two seconds.
+class progress_line {
+ public:
+  void operator()(const std::string& what) {
+    const double t =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
+    if (t < next_) return;
+    next_ = t + 2;
+    std::cerr << "weft: plan: " << what << " (" << std::fixed << std::setprecision(1) << t << " s)"
+              << std::defaultfloat << std::endl;
+  }
+
+ private:
+  std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
+  double next_ = 2;
+};
 
 /// What --search may change: all but the sizes given as flags.
 plan::configuration_space space_of(const plan_args& o, const plan::job& j) {
@@ -330,26 +355,28 @@ json search_json(const searched& s) {
   for (const plan::configuration_choice& x : s.r.top) {
     const plan::job& j = x.best.tried;
     const auto megatron = plan::megatron_arguments(j);
-    top.push_back({{"tp", j.tp},
-                   {"pp", j.pp},
-                   {"dp", j.dp},
-                   {"cp", j.cp},
-                   {"ep", j.ep},
-                   {"micro_batch_size", j.micro_batch_size},
-                   {"recompute", plan::recompute_names[static_cast<std::size_t>(j.policy)]},
-                   {"sharding", plan::name_of(j.sharding)},
-                   {"sequence_parallel", j.sequence_parallel},
-                   {"schedule", j.schedule},
-                   {"chunks", j.chunks},
-                   {"pipeline_layout", j.layout},
-                   {"step_s", x.best.step.count()},
-                   {"mfu", x.best.mfu},
-                   {"tokens_per_s_per_device", s.per_device(x)},
-                   {"peak_memory_bytes", static_cast<long long>(x.best.peak_memory_bytes)},
-                   {"bound_s", x.bound.count()},
-                   {"runtime", plan::runtime_for(j)},
-                   {"weft_flags", plan::joined(plan::weft_flags(j))},
-                   {"megatron_arguments", megatron ? json(plan::joined(*megatron)) : json()}});
+    top.push_back(
+        {{"tp", j.tp},
+         {"pp", j.pp},
+         {"dp", j.dp},
+         {"cp", j.cp},
+         {"ep", j.ep},
+         {"micro_batch_size", j.micro_batch_size},
+         {"recompute", plan::recompute_names[static_cast<std::size_t>(j.policy)]},
+         {"sharding", plan::name_of(j.sharding)},
+         {"sequence_parallel", j.sequence_parallel},
+         {"schedule", j.schedule},
+         {"chunks", j.chunks},
+         {"pipeline_layout", j.layout},
+         {"step_s", x.best.step.count()},
+         {"mfu", x.best.mfu},
+         {"tokens_per_s_per_device", s.per_device(x)},
+         {"peak_memory_bytes", static_cast<long long>(x.best.peak_memory_bytes)},
+         {"bound_s", x.bound.count()},
+         {"tie_with_first", !plan::clearly_shorter(s.r.top.front().best.step, x.best.step)},
+         {"runtime", plan::runtime_for(j)},
+         {"weft_flags", plan::joined(plan::weft_flags(j))},
+         {"megatron_arguments", megatron ? json(plan::joined(*megatron)) : json()}});
   }
   return {{"devices", s.r.devices},
           {"considered", n.considered},
@@ -363,6 +390,7 @@ json search_json(const searched& s) {
           {"simulated", n.simulated},
           {"plans", n.plans},
           {"complete", s.r.complete},
+          {"uncertainty", plan::prediction_uncertainty},
           {"least_unexplored_s", s.r.complete ? json() : json(s.r.least_unexplored.count())},
           {"seconds", s.r.seconds_taken},
           {"top", top}};
@@ -416,6 +444,13 @@ void print_search(const searched& s, const plan::job& asked) {
               << std::setw(6) << 100 * x.best.mfu << "%" << std::setw(14) << s.per_device(x)
               << std::setw(10) << x.best.peak_memory_bytes / gib << "\n";
   }
+  int tied = 0;
+  for (const plan::configuration_choice& x : r.top)
+    tied += plan::clearly_shorter(r.top.front().best.step, x.best.step) ? 0 : 1;
+  if (tied > 1)
+    std::cout << "the first " << tied << " are a tie: within the estimate's uncertainty ("
+              << std::setprecision(1) << 100 * plan::prediction_uncertainty
+              << "%, its median error on published runs) of the first\n";
   std::cout << "\nto run them:\n";
   rank = 0;
   for (const plan::configuration_choice& x : r.top) {
@@ -432,9 +467,16 @@ int search_configurations(const plan_args& o, const inputs& in) {
   searched s;
   s.model = in.hf.model;
   s.cluster = in.cluster_name;
-  s.r = plan::search_configurations(
-      in.hf.model, in.job, in.cluster(),
-      {.budget_s = o.configuration_budget, .top = o.top, .space = space_of(o, in.job)});
+  progress_line show;
+  s.r = plan::search_configurations(in.hf.model, in.job, in.cluster(),
+                                    {.budget_s = o.configuration_budget,
+                                     .top = o.top,
+                                     .space = space_of(o, in.job),
+                                     .progress = [&show](long long n) {
+                                       show(std::to_string(n) +
+                                            (n == 1 ? " configuration" : " configurations") +
+                                            " estimated with every plan");
+                                     }});
   s.tokens_per_step = static_cast<double>(in.job.batch()) * in.job.seq;
   if (o.output.json)
     std::cout << search_json(s).dump() << "\n";
@@ -468,12 +510,16 @@ int run_command(const plan_args& o) {
   if (o.devices > 0 && !in.devices_used) devices_as_world_size(in, o.devices);
   const plan::transformer& m = in.hf.model;
   const plan::cluster& c = in.cluster();
-  const plan::plan_report x =
-      plan::make_report(m, in.job, c, in.cluster_name,
-                        {.search_budget_s = o.search_budget.count(),
-                         .evaluations = static_cast<std::uint64_t>(o.evaluations),
-                         .seed = static_cast<std::uint64_t>(o.seed),
-                         .runtime = o.runtime});
+  progress_line show;
+  const plan::plan_report x = plan::make_report(
+      m, in.job, c, in.cluster_name,
+      {.search_budget_s = o.search_budget.count(),
+       .evaluations = static_cast<std::uint64_t>(o.evaluations),
+       .seed = static_cast<std::uint64_t>(o.seed),
+       .runtime = o.runtime,
+       .progress = [&show](std::size_t done, std::size_t total) {
+         show(std::to_string(done) + " of " + std::to_string(total) + " plans judged");
+       }});
   if (!o.out.empty()) write_order(o.out, x, c);
   if (o.output.pictures()) draw(o.output, x);
   // --check: the job is illegal when it does not fit (exit 1), as rule 5 is for the checker.

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <functional>
 #include <limits>
 #include <optional>
 #include <queue>
@@ -25,6 +26,9 @@ struct plan_search_options {
   int max_chunks = 4;
   /// Only plans this runtime runs (`--runtime`; plan/flags.hpp).
   runs_on runtime = runs_on::any;
+  /// Called after each plan judged with how many are and how many there are (the tool shows
+  /// progress with it); none: nothing.
+  std::function<void(std::size_t, std::size_t)> progress = {};
 };
 
 /// One plan judged: the job as tried (schedule, chunks, layout), and its figures — or why the
@@ -265,8 +269,9 @@ inline std::vector<job> plan_variants(const transformer& m, const job& base,
 
 /// Estimates each of `tries` (jobs of model `m` on cluster `c`) and picks the fastest that fits
 /// the device's HBM — or, none fitting, the one needing the least memory.
-inline plan_search_result judge_plans(const transformer& m, const std::vector<job>& tries,
-                                      const cluster& c) {
+inline plan_search_result judge_plans(
+    const transformer& m, const std::vector<job>& tries, const cluster& c,
+    const std::function<void(std::size_t, std::size_t)>& progress = {}) {
   plan_search_result out;
   double best_memory = std::numeric_limits<double>::infinity();
   for (const job& tried : tries) {
@@ -297,6 +302,7 @@ inline plan_search_result judge_plans(const transformer& m, const std::vector<jo
       }
     }
     out.judged.push_back(std::move(ch));
+    if (progress) progress(out.judged.size(), tries.size());
   }
   return out;
 }
@@ -330,7 +336,8 @@ inline plan_search_result best_plan(const transformer& m, const job& asked, cons
                        " (Megatron-LM runs 1f1b, and interleaved on more than 2 pipeline ranks "
                        "with micro-batches a multiple of them; torchtitan all but dualpipe)");
   plan_search_result out = detail::judge_plans(
-      m, detail::plan_variants(m, base, detail::pieces_of(m, base, c), o.max_chunks, o.runtime), c);
+      m, detail::plan_variants(m, base, detail::pieces_of(m, base, c), o.max_chunks, o.runtime), c,
+      o.progress);
   if (!out.best) throw config_error(out.judged.front().why);
   return out;
 }

@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstddef>
+#include <functional>
 #include <limits>
 #include <map>
 #include <optional>
@@ -41,6 +42,9 @@ struct configuration_search_options {
   double budget_s = 10;  ///< seconds the search may take; it stops between configurations
   int top = 5;           ///< configurations reported
   configuration_space space;
+  /// Called after each configuration estimated with every plan, with how many are (the tool
+  /// shows progress with it); none: nothing.
+  std::function<void(long long)> progress = {};
 };
 
 /// How many configurations the search met, and what became of them.
@@ -373,6 +377,9 @@ void judge_configurations(const transformer& m, const cluster& c,
     j.schedule = pool.asked.schedule;
     j.chunks = pool.asked.chunks;
     j.layout = pool.asked.layout;
+    j.recompute_method = pool.asked.recompute_method;  // which layers it recomputes, as asked
+    j.recompute_num_layers = pool.asked.recompute_num_layers;
+    j.recompute_every = pool.asked.recompute_every;
     const plan_search_result r = judge_plans(
         m, plan_variants(m, j, pool.priced.at(asked->key).pieces, sp.max_chunks, sp.runtime), c);
     ++out.counts.screened;
@@ -405,6 +412,7 @@ void judge_configurations(const transformer& m, const cluster& c,
     const plan_search_result r = judge_plans(m, plans_for(cand), c);
     ++done;
     ++out.counts.simulated;
+    if (o.progress) o.progress(out.counts.simulated);
     out.counts.plans += static_cast<long long>(r.judged.size());
     if (r.best) ranked.offer(i, r.judged[*r.best], cand.bound);
   }

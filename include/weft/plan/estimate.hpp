@@ -267,13 +267,15 @@ struct selective_tally {
   }
 };
 
-/// How job `j` keeps the `k`-th layer of a stage (0-based): its policy, but for full
-/// recomputation of some layers only — Megatron's `block` method (the first N of each stage),
-/// torchtitan's every N-th (the N-th, 2N-th, ...) — which keeps the others whole.
-inline recompute layer_policy(const job& j, int k) {
+/// How job `j` keeps the `k`-th layer of a stage, the `on_rank`-th of its rank's (0-based, the
+/// rank's stages in model order): its policy, but for full recomputation of some layers only —
+/// Megatron's `block` method (the first N of each stage), torchtitan's every N-th of the rank
+/// (its counter runs on through the rank's stages: the N-th, 2N-th, ...) — which keeps the
+/// others whole.
+inline recompute layer_policy(const job& j, int k, int on_rank) {
   if (j.policy != recompute::full) return j.policy;
   if (j.recompute_method == "block" && k >= j.recompute_num_layers) return recompute::none;
-  if (j.recompute_every > 0 && (k + 1) % j.recompute_every != 0) return recompute::none;
+  if (j.recompute_every > 0 && (on_rank + 1) % j.recompute_every != 0) return recompute::none;
   return recompute::full;
 }
 
@@ -314,7 +316,8 @@ inline seconds recomputed_parts(const selective_tally& s, const estimate_options
 
 /// Stage `st`'s costs and sizes for job `j` of model `m` on cluster `c`.
 inline stage_estimate stage_costs(const transformer& m, const job& j, const cluster& c,
-                                  const layout_stage& st, const estimate_options& o = {}) {
+                                  const layout_stage& st, const estimate_options& o = {},
+                                  int rank_layers_before = 0) {
   stage_estimate out;
   const double T = j.micro_batch_size * j.seq / j.cp;  // tokens a device holds
   const double tp = j.tp;
@@ -349,10 +352,11 @@ inline stage_estimate stage_costs(const transformer& m, const job& j, const clus
     backward_kernels += b.kernels;
     return f;
   };
-  const auto add_layer = [&](int l) {
+  // Layer `l`, the `k`-th the stage runs (its decoder layers, then its MTP blocks).
+  const auto add_layer = [&](int l, int k) {
     const priced f = add(perf::layer_kernels_of(m, l, shard));
     const layer_comm lc = layer_comm_of(m, j, c, l);
-    const recompute kept = layer_policy(j, l - st.first_layer);
+    const recompute kept = layer_policy(j, k, rank_layers_before + k);
     if (kept == recompute::full) {  // its forward runs again before its backward
       layers_forward += f.time;
       layers_kernels += f.kernels;
@@ -365,7 +369,7 @@ inline stage_estimate stage_costs(const transformer& m, const job& j, const clus
     hideable += lc.hideable;
     add_layer_sizes(out, m, j, l, kept);
   };
-  for (int l = st.first_layer; l < st.first_layer + st.layers; ++l) add_layer(l);
+  for (int k = 0; k < st.layers; ++k) add_layer(st.first_layer + k, k);
   const edge_parameters e = edges(m);
   if (st.embedding) {
     const double shard = act / (j.sequence_parallel ? tp : 1);
@@ -381,7 +385,7 @@ inline stage_estimate stage_costs(const transformer& m, const job& j, const clus
     perf::layer_kernels proj;
     perf::detail::linear(proj, "mtp projection", T, m.hidden / tp, 2 * m.hidden, shard.type);
     add(proj);
-    add_layer(m.layers - 1);
+    add_layer(m.layers - 1, st.layers + k);
     add_head();
     out.params +=
         (e.mtp / std::max(m.mtp_layers, 1) - layer_parameters(m, m.layers - 1).total()) / tp;
@@ -725,8 +729,6 @@ inline estimate estimate_job(const transformer& m, const job& given, const clust
   const pipeline_layout layout = stages_of(m, staged);
 
   estimate out;
-  for (const layout_stage& st : layout.stages)
-    out.stages.push_back(detail::stage_costs(m, j, c, st, o));
   generator_args a;
   a.ranks = j.pp;
   a.micro = j.micro();
@@ -736,6 +738,14 @@ inline estimate estimate_job(const transformer& m, const job& given, const clust
   out.sched = generate(j.schedule, a);
   out.prog = lower(out.sched);
   const model_desc& md = out.sched.model;
+  // Each stage on its rank (the schedule's placement), after the rank's earlier stages' layers.
+  std::vector<int> layers_on(static_cast<std::size_t>(j.pp), 0);
+  for (std::size_t s = 0; s < layout.stages.size(); ++s) {
+    const layout_stage& st = layout.stages[s];
+    int& before = layers_on[static_cast<std::size_t>(md.rank_of(static_cast<int>(s)))];
+    out.stages.push_back(detail::stage_costs(m, j, c, st, o, before));
+    before += st.layers + st.mtp;
+  }
   const auto stage_of = [&](int chunk) {
     return static_cast<std::size_t>(chunk) % out.stages.size();  // DualPipe's second copy
   };

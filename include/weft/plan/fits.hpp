@@ -75,8 +75,7 @@ inline std::string to_string(const memory_overrun& o, const schedule& s) {
          " — model states " + gibibytes(o.states) + " and " + std::to_string(o.units) +
          (o.units == 1 ? " live (micro-batch, chunk) unit of activations, "
                        : " live (micro-batch, chunk) units of activations, ") +
-         gibibytes(o.activations) +
-         " — over the device's " + gibibytes(o.cap);
+         gibibytes(o.activations) + " — over the device's " + gibibytes(o.cap);
 }
 
 }  // namespace weft::plan

@@ -113,7 +113,8 @@ inline moe_mesh_facts moe_mesh_facts_of(const transformer& m, const job& j, cons
     refuse("standard attention (as many KV as query heads)");
   if (j.pp != 1 || j.micro_batch_size != 1)
     refuse("one pipeline rank and one sequence a micro-batch");
-  if (j.policy == recompute::selective) refuse("no recomputation or full recomputation");
+  if (j.policy == recompute::selective || j.recompute_method == "block" || j.recompute_every > 1)
+    refuse("no recomputation or full recomputation of every layer");
   moe_mesh_facts f;
   f.seq = j.seq;
   f.hidden = m.hidden;

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -91,6 +92,16 @@ inline std::vector<schedule_row> schedule_table(const transformer& m, const job&
   return table;
 }
 
+/// The estimate's stated uncertainty: the median |error| of its step against the published runs
+/// docs/planning.md compares with ("Against published runs": 13 rows, 9.3 %). A plan shorter
+/// than another by less is a tie: the estimate cannot tell them apart.
+inline constexpr double prediction_uncertainty = 0.093;
+
+/// Whether step `a` is shorter than step `b` by more than the estimate can tell.
+inline bool clearly_shorter(seconds a, seconds b) {
+  return a.count() < b.count() * (1 - prediction_uncertainty);
+}
+
 /// How far beyond the generators a report looks: the schedule search (as `weft search`) on the
 /// best plan's costs, for a budget; 0 s, none.
 struct report_options {
@@ -98,6 +109,8 @@ struct report_options {
   std::uint64_t evaluations = 0;  ///< 0: no limit but the budget
   std::uint64_t seed = 1;
   runs_on runtime = runs_on::any;  ///< the best plan only among what this runtime runs
+  /// Called after each plan the best plan's search judges (`plan_search_options::progress`).
+  std::function<void(std::size_t, std::size_t)> progress = {};
 };
 
 /// The schedule search's best order on the best plan's costs, as a step of the job.
@@ -163,7 +176,7 @@ inline plan_report make_report(const transformer& m, const job& given, const clu
   x.e = estimate_or_hint(m, j, c);
   x.table = schedule_table(m, j, c, x.e);
   // The best plan: every schedule, chunk count and placement of the layers for the same sizes.
-  x.found = best_plan(m, j, c, {.runtime = o.runtime});
+  x.found = best_plan(m, j, c, {.runtime = o.runtime, .progress = o.progress});
   if (o.search_budget_s > 0 && j.runtime == pipeline_runtime::megatron)
     x.search_note =
         "the schedule search finds orders for PyTorch's runtime, which runs any order from its "
@@ -261,6 +274,7 @@ inline nlohmann::ordered_json to_json(const plan_report& x) {
                {"pipeline_layout", best.tried.layout},
                {"flags", run_flags(best.tried, x.asked)},
                {"runtime", runtime_for(best.tried)},
+               {"tie_with_asked", !clearly_shorter(best.step, x.e.step)},
                {"step_s", best.step.count()},
                {"mfu", best.mfu},
                {"peak_memory_bytes", detail::whole_bytes(best.peak_memory_bytes)},

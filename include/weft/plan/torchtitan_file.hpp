@@ -35,6 +35,7 @@ struct torchtitan_job {
   int first_less = 1, last_less = 1;  ///< the first and last stages' weights for embedding/output
   int layers_per_stage = 0;           ///< pipeline_parallel_layers_per_stage; 0: not given
   int stages_per_rank = 1;            ///< 1 for single-stage schedules, else 2 unless derived
+  bool fp8_gather = false;            ///< enable_fsdp_float8_all_gather (FP8 on)
   std::vector<std::string> warnings;
 };
 
@@ -142,6 +143,8 @@ namespace detail {
 }
 
 inline toml_section section(const toml::table& doc, const char* name, const std::string& file) {
+  if (doc.contains(name) && !doc[name].is_table())
+    throw config_error(file + ": [" + name + "] must be a table");
   return toml_section(doc[name].as_table(), name, file);
 }
 
@@ -158,9 +161,12 @@ inline void read_titan_training(const toml::table& doc, const std::string& file,
       static_cast<int>(training.integer("global_batch_size", -1, -1, L::global_batch_size));
   if (out.global_batch_size == 0) refuse_key(training, "global_batch_size", "must not be 0");
   j.seq = static_cast<double>(training.integer("seq_len", 2048, 1, L::seq));
+  if (training.text("mixed_precision_param", "bfloat16") != "bfloat16")
+    refuse_key(training, "mixed_precision_param",
+               "weft prices bf16 parameters in the layers' matmuls and gathers");
   training.skip({"local_batch_size", "batch_size", "steps", "dataset", "dataset_path", "max_norm",
-                 "warmup_steps", "gc_freq", "seed", "deterministic", "mixed_precision_param",
-                 "mixed_precision_reduce", "enable_cpu_offload", "dataset_type", "tokenizer_path"});
+                 "warmup_steps", "gc_freq", "seed", "deterministic", "mixed_precision_reduce",
+                 "enable_cpu_offload", "dataset_type", "tokenizer_path"});
   if (training.has("enable_cpu_offload") && training.flag("enable_cpu_offload", false))
     refuse_key(training, "enable_cpu_offload", "offloading to host memory is not modelled");
 
@@ -230,8 +236,10 @@ inline void read_titan_parallelism(const toml::table& doc, const std::string& fi
   if (backend != "standard" && backend != "deepep")
     refuse_key(par, "expert_parallel_comm_backend", "must be standard or deepep");
   j.dispatcher = backend == "deepep" ? moe_dispatcher::flex : moe_dispatcher::alltoall;
-  par.skip({"pipeline_parallel_expert_parallel_overlap", "context_parallel_load_balancer",
-            "pipeline_parallel_split_points"});
+  if (par.has("pipeline_parallel_split_points"))
+    refuse_key(par, "pipeline_parallel_split_points",
+               "a split of one's own: give it to weft as --pipeline-layout");
+  par.skip({"pipeline_parallel_expert_parallel_overlap", "context_parallel_load_balancer"});
 
   for (std::string& w : par.unused()) out.warnings.push_back(std::move(w));
 }
@@ -253,8 +261,13 @@ inline void read_titan_checkpointing(const toml::table& doc, const std::string& 
                  "'" + excerpt(option) +
                      "': per-op selective checkpointing is not priced; give an integer N (every "
                      "N-th layer recomputed whole), or mode full or none");
-    const long long every = std::stoll(option.substr(0, 9));
-    if (every < 1) refuse_key(ac, "selective_ac_option", "must be 1 or more");
+    // torchtitan: 0 checkpoints every layer, N every N-th (its counter runs over the rank's
+    // layers in the order it wraps them).
+    const std::size_t digits = option.find_first_not_of('0');
+    if (digits != std::string::npos && option.size() - digits > 6)
+      refuse_key(ac, "selective_ac_option",
+                 "'" + excerpt(option) + "' is more layers than a model has");
+    const long long every = digits == std::string::npos ? 0 : std::stoll(option.substr(digits));
     j.policy = recompute::full;
     if (every > 1) j.recompute_every = static_cast<int>(every);
   } else {
@@ -275,15 +288,22 @@ inline void read_titan_fp8(const toml::table& doc, const std::string& file, torc
   job& j = out.spec;
   toml_section model = section(doc, "model", file);
   const std::vector<std::string> converters = model.texts("converters");
-  const bool fp8 = std::any_of(converters.begin(), converters.end(), [](const std::string& c) {
-    return c == "float8" || c == "quantize.linear.float8";
-  });
+  bool fp8 = false;
+  for (const std::string& c : converters) {
+    if (c == "float8" || c == "quantize.linear.float8")
+      fp8 = true;
+    else
+      refuse_key(model, "converters",
+                 "'" + excerpt(c) + "' is not priced; weft prices torchao's float8 linears");
+  }
   const toml::table* quantize = doc["quantize"]["linear"]["float8"].as_table();
   toml_section f8(quantize ? quantize : doc["float8"].as_table(),
                   quantize ? "quantize.linear.float8" : "float8", file);
   const std::string recipe = f8.text("recipe_name", "tensorwise");
-  const bool gather_fp8 = f8.flag("enable_fsdp_float8_all_gather", false);
-  f8.skip({"precompute_float8_dynamic_scale_for_fsdp", "filter_fqns", "emulate",
+  out.fp8_gather = f8.flag("enable_fsdp_float8_all_gather", false);
+  if (fp8 && f8.flag("emulate", false))
+    refuse_key(f8, "emulate", "FP8 emulated in higher precision runs at bf16's speed, not FP8's");
+  f8.skip({"precompute_float8_dynamic_scale_for_fsdp", "filter_fqns",
            "force_recompute_fp8_weight_in_bwd"});
   if (fp8) {
     if (recipe == "tensorwise")
@@ -293,11 +313,31 @@ inline void read_titan_fp8(const toml::table& doc, const std::string& file, torc
     else
       refuse_key(f8, "recipe_name",
                  "'" + excerpt(recipe) + "' is not priced; weft prices tensorwise and rowwise");
-    if (gather_fp8)
-      refuse_key(f8, "enable_fsdp_float8_all_gather",
-                 "FSDP's parameters gathered in FP8 are not priced: weft gathers them in bf16");
   }
   for (std::string& w : f8.unused()) out.warnings.push_back(std::move(w));
+}
+
+}  // namespace detail
+
+namespace detail {
+
+/// Throws `config_error` at the first byte beyond ASCII: toml++ 3.3 reaches undefined
+/// behaviour classifying some Unicode characters as whitespace, wherever its parser meets one
+/// (a fuzzer found it inside and outside strings), and torchtitan's configs are ASCII.
+inline void ascii_only(std::string_view text, const std::string& file) {
+  std::size_t line = 1, column = 0;
+  for (const char c : text) {
+    ++column;
+    if (c == '\n') {
+      ++line;
+      column = 0;
+    } else if (static_cast<unsigned char>(c) >= 0x80) {
+      throw config_error(file + ": line " + std::to_string(line) + ", column " +
+                         std::to_string(column) +
+                         ": a character beyond ASCII (weft reads torchtitan's TOML in ASCII, as "
+                         "torchtitan writes it)");
+    }
+  }
 }
 
 }  // namespace detail
@@ -306,6 +346,7 @@ inline void read_titan_fp8(const toml::table& doc, const std::string& file, torc
 /// `config_error` for text that is not TOML, a value of the wrong type or out of range, and a
 /// setting weft does not price, naming it.
 inline torchtitan_job read_torchtitan(std::string_view text, const std::string& file) {
+  detail::ascii_only(text, file);
   toml::table doc;
   try {
     doc = toml::parse(text, file);
@@ -363,11 +404,11 @@ inline std::string titan_layout(const transformer& m, int stages, int first_less
 
 }  // namespace detail
 
-/// Job `t` for model `m` on `devices` devices (0: unknown): dp from the replicate and shard
-/// degrees, FSDP where torchtitan shards, the batch as torchtitan accumulates it, the stages as
-/// torchtitan splits them. Throws `config_error` naming what does not resolve.
-inline job torchtitan_as_job(const torchtitan_job& t, const transformer& m, long long devices) {
-  job j = t.spec;
+namespace detail {
+
+/// torchtitan's data-parallel degree from `t` on `devices` (0: unknown) into `j`, with the
+/// sharding it implies.
+inline void titan_data_parallel(const torchtitan_job& t, long long devices, job& j) {
   const long long model_parallel = static_cast<long long>(j.tp) * j.pp * j.cp * t.dp_replicate;
   long long shard = t.dp_shard;
   if (shard < 0) {
@@ -386,12 +427,16 @@ inline job torchtitan_as_job(const torchtitan_job& t, const transformer& m, long
                        std::to_string(model_parallel * shard) +
                        " (dp_replicate x dp_shard x cp x tp x pp)");
   }
-  if (t.dp_replicate > 1 && shard > 1)
+  if (t.dp_replicate > 1 && (shard > 1 || j.cp > 1))
     throw config_error(
-        "torchtitan's HSDP (data_parallel_replicate_degree and data_parallel_shard_degree both "
+        "torchtitan's HSDP (data_parallel_replicate_degree above 1 with a shard degree or cp "
         "above 1) is not priced: weft shards over every data-parallel rank");
+  if (t.dp_replicate > 1 && (j.tp > 1 || j.pp > 1))
+    throw config_error(
+        "torchtitan's DDP (data_parallel_replicate_degree alone) runs without tensor or "
+        "pipeline parallelism ('DDP has not supported > 1D parallelism')");
   j.dp = static_cast<int>(t.dp_replicate * shard);
-  // FSDP over the shard degree (and cp); DDP alone keeps every state whole and overlaps its
+  // FSDP over the shard degree (and cp); DDP keeps every state whole and overlaps its
   // all-reduce with the backward, bucket by bucket.
   if (shard > 1 || j.cp > 1) {
     j.sharding = dp_sharding::optim_grads_params;
@@ -399,13 +444,69 @@ inline job torchtitan_as_job(const torchtitan_job& t, const transformer& m, long
     j.sharding = dp_sharding::no_shard;
     j.overlap_grad_reduce = j.dp > 1;
   }
-  if (m.moe.active() && j.expert_tp != j.tp) {
-    if (j.expert_tp == 1 && j.tp > 1)
+}
+
+/// torchtitan's stages of `m` for `t`'s schedule into `j` (a pipeline of more than one rank):
+/// chunks and the layout.
+inline void titan_stages(const torchtitan_job& t, const transformer& m, job& j) {
+  // The stages: single-stage schedules one a rank, the others two, or as many as
+  // pipeline_parallel_layers_per_stage makes.
+  int per_rank = t.stages_per_rank;
+  if (t.layers_per_stage > 0) {
+    const long long effective = static_cast<long long>(m.layers) + t.first_less + t.last_less;
+    const long long stages = (effective + t.layers_per_stage - 1) / t.layers_per_stage;
+    if (stages % j.pp != 0)
+      throw config_error("torchtitan's pipeline_parallel_layers_per_stage " +
+                         std::to_string(t.layers_per_stage) + " makes " + std::to_string(stages) +
+                         " stages, not a multiple of the " + std::to_string(j.pp) +
+                         " pipeline ranks");
+    per_rank = static_cast<int>(stages / j.pp);
+    if (t.stages_per_rank == 1 && per_rank != 1)
+      throw config_error("torchtitan's " + j.schedule +
+                         " runs one stage a rank; "
+                         "pipeline_parallel_layers_per_stage " +
+                         std::to_string(t.layers_per_stage) + " makes " + std::to_string(per_rank));
+    if (t.stages_per_rank == 2 && per_rank < 2)
       throw config_error(
-          "torchtitan's expert_tensor_parallel_degree 1 with tensor_parallel_degree " +
-          std::to_string(j.tp) +
-          ": weft prices the experts sharded as the dense layers are (give it equal to tp)");
+          "torchtitan's multi-stage schedules need 2 stages a rank or more; "
+          "pipeline_parallel_layers_per_stage " +
+          std::to_string(t.layers_per_stage) + " makes 1");
   }
+  j.chunks = (j.schedule == "zb-v" || j.schedule == "dualpipev") ? 1 : per_rank;
+  if ((j.schedule == "zb-v" || j.schedule == "dualpipev") && per_rank != 2)
+    throw config_error("torchtitan's " + j.schedule + " runs 2 stages a rank, not " +
+                       std::to_string(per_rank));
+  j.layout = detail::titan_layout(m, j.pp * per_rank, t.first_less, t.last_less);
+}
+
+}  // namespace detail
+
+/// Job `t` for model `m` on `devices` devices (0: unknown): dp from the replicate and shard
+/// degrees, FSDP where torchtitan shards, the batch as torchtitan accumulates it, the stages as
+/// torchtitan splits them. Throws `config_error` naming what does not resolve.
+inline job torchtitan_as_job(const torchtitan_job& t, const transformer& m, long long devices) {
+  job j = t.spec;
+  detail::titan_data_parallel(t, devices, j);
+  if (t.fp8_gather && j.fp8 != fp8_recipe::none && j.sharding == dp_sharding::optim_grads_params)
+    throw config_error(
+        "torchtitan's enable_fsdp_float8_all_gather: FSDP's parameters gathered in FP8 are not "
+        "priced (weft gathers them in bf16)");
+  if (m.mtp_layers > 0)
+    throw config_error(
+        "torchtitan trains no multi-token prediction layers; the model's config has " +
+        std::to_string(m.mtp_layers) + " (num_nextn_predict_layers): plan it without them");
+  // The experts: over tp without expert parallelism; with it, torchtitan's expert tensor
+  // parallelism is 1 or tp, and weft prices tp's.
+  if (m.moe.active() && j.ep > 1 && j.expert_tp != j.tp)
+    throw config_error(
+        "torchtitan's expert_tensor_parallel_degree " + std::to_string(j.expert_tp) +
+        " with expert parallelism: weft prices the experts sharded as the dense layers are, over "
+        "tensor_parallel_degree " +
+        std::to_string(j.tp) + " (give it equal to tp)");
+  if (m.moe.active() && j.fp8 != fp8_recipe::none)
+    throw config_error(
+        "torchao's float8 linears leave the experts' grouped matmuls in bf16; weft's FP8 "
+        "prices them in FP8: plan the MoE model without FP8");
   j.expert_tp = 0;
   j.sequence_parallel = j.tp > 1;  // torchtitan's tensor parallelism shards the norms too
   // The batch: local_batch_size sequences a data-parallel rank, global (default local x dp),
@@ -416,6 +517,15 @@ inline job torchtitan_as_job(const torchtitan_job& t, const transformer& m, long
     throw config_error("torchtitan's global_batch_size " + std::to_string(global) +
                        " is not a multiple of local_batch_size x the data-parallel degree (" +
                        std::to_string(local * j.dp) + ")");
+  // Each accumulation step runs the pipeline whole, and syncs the data-parallel ranks (torchtitan
+  // skips no gradient sync): one step of weft's is one of those.
+  if (global != local * j.dp && (j.pp > 1 || j.dp > 1))
+    throw config_error(
+        "torchtitan's global_batch_size " + std::to_string(global) + " accumulates " +
+        std::to_string(global / (local * j.dp)) +
+        " steps of local_batch_size x the data-parallel degree, each running the pipeline and "
+        "the data-parallel sync whole; weft prices one: give global_batch_size " +
+        std::to_string(local * j.dp) + " (or -1)");
   if (j.pp > 1 && local % t.microbatch != 0)
     throw config_error("torchtitan's local_batch_size " + std::to_string(local) +
                        " is not a multiple of pipeline_parallel_microbatch_size " +
@@ -425,37 +535,7 @@ inline job torchtitan_as_job(const torchtitan_job& t, const transformer& m, long
     throw config_error("torchtitan's global batch of " + std::to_string(global) +
                        " sequences is more than weft plans for");
   j.global_batch_size = static_cast<int>(global);
-  // The stages: single-stage schedules one a rank, the others two, or as many as
-  // pipeline_parallel_layers_per_stage makes.
-  if (j.pp > 1) {
-    int per_rank = t.stages_per_rank;
-    if (t.layers_per_stage > 0) {
-      const long long effective = static_cast<long long>(m.layers) + t.first_less + t.last_less;
-      const long long stages = (effective + t.layers_per_stage - 1) / t.layers_per_stage;
-      if (stages % j.pp != 0)
-        throw config_error("torchtitan's pipeline_parallel_layers_per_stage " +
-                           std::to_string(t.layers_per_stage) + " makes " + std::to_string(stages) +
-                           " stages, not a multiple of the " + std::to_string(j.pp) +
-                           " pipeline ranks");
-      per_rank = static_cast<int>(stages / j.pp);
-      if (t.stages_per_rank == 1 && per_rank != 1)
-        throw config_error("torchtitan's " + j.schedule +
-                           " runs one stage a rank; "
-                           "pipeline_parallel_layers_per_stage " +
-                           std::to_string(t.layers_per_stage) + " makes " +
-                           std::to_string(per_rank));
-      if (t.stages_per_rank == 2 && per_rank < 2)
-        throw config_error(
-            "torchtitan's multi-stage schedules need 2 stages a rank or more; "
-            "pipeline_parallel_layers_per_stage " +
-            std::to_string(t.layers_per_stage) + " makes 1");
-    }
-    j.chunks = (j.schedule == "zb-v" || j.schedule == "dualpipev") ? 1 : per_rank;
-    if ((j.schedule == "zb-v" || j.schedule == "dualpipev") && per_rank != 2)
-      throw config_error("torchtitan's " + j.schedule + " runs 2 stages a rank, not " +
-                         std::to_string(per_rank));
-    j.layout = detail::titan_layout(m, j.pp * per_rank, t.first_less, t.last_less);
-  }
+  if (j.pp > 1) detail::titan_stages(t, m, j);
   return j;
 }
 
