@@ -190,6 +190,7 @@ py::object plan(const std::optional<py::object>& model, const std::optional<py::
   }
   c.name = name;
   if (const auto w = plan::sequence_warning(hf, j.seq)) warn_all({*w});
+  if (const auto w = plan::window_warning(hf, j.seq)) warn_all({*w});
   plan::plan_report r;
   {
     py::gil_scoped_release free;  // a long plan leaves the interpreter to other threads

@@ -396,3 +396,150 @@ TEST_CASE("a multimodal config's text_config is its language model, the file nam
                        doctest::Contains("vlm.json: text_config: missing num_hidden_layers"),
                        config_error);
 }
+
+TEST_CASE("a model_type weft does not read: planned from its keys only when it knows them all") {
+  // MPT's keys (attn_config, expansion_ratio) shape its layers; weft does not read them and
+  // says which, rather than planning a Llama of the same width.
+  const std::string mpt = R"({"model_type": "mpt", "n_layers": 32, "d_model": 4096,
+      "n_heads": 32, "vocab_size": 50432, "expansion_ratio": 4, "attn_config": {},
+      "num_hidden_layers": 32, "num_attention_heads": 32})";
+  CHECK_THROWS_WITH_AS(
+      read_hf_config(mpt, "mpt.json"),
+      "mpt.json: model_type 'mpt' is not one weft reads, and its keys 'attn_config', "
+      "'expansion_ratio', 'n_heads' and 'n_layers' may change the model's shape; weft reads "
+      "gpt2, bloom, gpt_neox, falcon, llama, mistral, mixtral, qwen2(_moe), qwen3(_moe), "
+      "gemma(2), phi3 and deepseek_v2/v3",
+      config_error);
+  // One unknown key is named alone; many are cut after eight.
+  std::string many = R"({"model_type": "x", "num_hidden_layers": 2, "hidden_size": 64,
+      "num_attention_heads": 4, "vocab_size": 10)";
+  for (int i = 0; i < 10; ++i) many += ", \"k" + std::to_string(i) + "\": 1";
+  CHECK_THROWS_WITH_AS(read_hf_config(many + "}"),
+                       doctest::Contains("'k6', 'k7' and 2 more may change"), config_error);
+  // Every key known: planned as the keys say, with a warning naming the type.
+  const hf_model known = read_hf_config(R"({"model_type": "olmo", "num_hidden_layers": 2,
+      "hidden_size": 64, "num_attention_heads": 4, "vocab_size": 10, "intermediate_size": 128,
+      "hidden_act": "silu"})");
+  REQUIRE(known.warnings.size() == 1);
+  CHECK(known.warnings[0] ==
+        "config.json: model_type 'olmo' is not one weft reads; planned from its keys, every "
+        "one of which weft knows");
+  CHECK(total_parameters(known.model) == 2 * (4 * 64 * 64 + 3 * 64 * 128 + 2 * 64) + 64 + 2 * 640);
+}
+
+TEST_CASE("sliding-window attention: a warning where the window is shorter than the sequence") {
+  const std::string base = R"({"num_hidden_layers": 2, "hidden_size": 64,
+      "num_attention_heads": 4, "vocab_size": 10, "intermediate_size": 128, "hidden_act": "silu",
+      )";
+  const hf_model mistral =
+      read_hf_config(base + R"("model_type": "mistral", "sliding_window": 4096})", "m.json");
+  CHECK(mistral.warnings.empty());
+  CHECK(mistral.sliding_window == 4096);
+  CHECK(!window_warning(mistral, 4096));
+  CHECK(*window_warning(mistral, 8192) ==
+        "m.json: sliding_window 4096 is less than --seq-length 8192; attention is priced over "
+        "the whole causal sequence (the window's saving is not modelled)");
+  // Qwen's window is off unless use_sliding_window says; null is no window; layer_types says
+  // which layers slide.
+  CHECK(read_hf_config(base + R"("model_type": "qwen2", "sliding_window": 4096,
+      "max_window_layers": 28})")
+            .sliding_window == 0);
+  CHECK(read_hf_config(base + R"("model_type": "qwen2", "sliding_window": 4096,
+      "use_sliding_window": true})")
+            .sliding_window == 4096);
+  CHECK(
+      read_hf_config(base + R"("model_type": "mistral", "sliding_window": null})").sliding_window ==
+      0);
+  CHECK(read_hf_config(base + R"("model_type": "qwen3", "sliding_window": 4096,
+      "use_sliding_window": true, "layer_types": ["full_attention", "full_attention"]})")
+            .sliding_window == 0);
+  CHECK_THROWS_WITH_AS(
+      read_hf_config(base + R"("sliding_window": 0.5})"),
+      "config.json: sliding_window must be a whole number in [1, 1000000000000], got 0.5",
+      config_error);
+}
+
+// Each model type's layer as its Hugging Face class builds it. Expected totals: a separate
+// derivation from the transformers modeling code of each type (every nn.Parameter, tied weights
+// once), which agrees with each checkpoint's published tensor size (its index's total_size in
+// bf16 over 2, or the model card): Falcon's checkpoints store the tied head a second time.
+TEST_CASE("published configs of more families: exactly their parameter counts, no warning") {
+  const struct {
+    const char* name;
+    double total;
+  } published[] = {{"falcon-7b", 6'921'720'704},       {"falcon-40b", 41'303'293'952},
+                   {"pythia-6.9b", 6'857'302'016},     {"gemma-7b", 8'537'680'896},
+                   {"gemma-2-9b", 9'241'705'984},      {"phi-3-mini-4k-instruct", 3'821'079'552},
+                   {"qwen3-8b", 8'190'735'360},        {"qwen3-30b-a3b", 30'532'122'624},
+                   {"mistral-7b-v0.1", 7'241'732'096}, {"qwen2.5-7b", 7'615'616'512}};
+  for (const auto& p : published) {
+    const std::string name = p.name;
+    CAPTURE(name);
+    const hf_model m = read_hf_config(fixture(name));
+    CHECK(total_parameters(m.model) == p.total);
+    for (const std::string& w : m.warnings) MESSAGE(w);
+    CHECK(m.warnings.empty());
+  }
+}
+
+TEST_CASE("Falcon: one key and value head, attention beside the MLP, one norm or two") {
+  const transformer f7 = read_hf_config(fixture("falcon-7b")).model;
+  CHECK(f7.kv_heads == 1);  // multi_query: the fused projection is 4544 + 2 x 64 wide
+  CHECK(f7.parallel_attention);
+  CHECK(f7.norms_per_layer == 1);
+  CHECK(f7.layer_norm);
+  CHECK(f7.tied_embeddings);  // the config omits it: PretrainedConfig's default
+  CHECK(f7.mlp == mlp_kind::plain);
+  CHECK(f7.ffn == 4 * 4544);
+  CHECK(layer_parameters(f7, 0).attention == 4544.0 * (4544 + 2 * 64) + 4544.0 * 4544);
+  CHECK(layer_parameters(f7, 0).norms == 2 * 4544);
+  const transformer f40 = read_hf_config(fixture("falcon-40b")).model;
+  CHECK(f40.kv_heads == 8);  // the new decoder reads num_kv_heads
+  CHECK(f40.norms_per_layer == 2);
+  CHECK(f40.parallel_attention);
+  // multi_query off: every head its own keys and values; alibi: no rotary embeddings.
+  std::string mha = fixture("falcon-7b");
+  mha.replace(mha.find("\"multi_query\": true"), 19, "\"multi_query\": false");
+  mha.replace(mha.find("\"alibi\": false"), 14, "\"alibi\": true");
+  const transformer f = read_hf_config(mha).model;
+  CHECK(f.kv_heads == 71);
+  CHECK(!f.rotary);
+  // parallel_attn off: a norm before each block, as GPT-2's.
+  std::string serial = fixture("falcon-7b");
+  serial.replace(serial.find("\"parallel_attn\": true"), 21, "\"parallel_attn\": false");
+  CHECK(read_hf_config(serial).model.norms_per_layer == 2);
+  CHECK(!read_hf_config(serial).model.parallel_attention);
+}
+
+TEST_CASE("Gemma's GeGLU and wide heads, Gemma 2's four norms, Qwen3's query and key norms") {
+  const transformer g = read_hf_config(fixture("gemma-7b")).model;
+  CHECK(g.mlp == mlp_kind::gated);  // gelu, yet three matrices
+  CHECK(g.head_dim == 256);         // not 3072 / 16
+  CHECK(g.tied_embeddings);
+  CHECK(layer_parameters(g, 0).attention == 4.0 * 3072 * 16 * 256);
+  const hf_model g2 = read_hf_config(fixture("gemma-2-9b"), "gemma-2-9b.json");
+  CHECK(g2.model.norms_per_layer == 4);
+  CHECK(layer_parameters(g2.model, 0).norms == 4 * 3584);
+  CHECK(g2.sliding_window == 4096);  // every other layer
+  CHECK(*window_warning(g2, 8192) ==
+        "gemma-2-9b.json: sliding_window 4096 is less than --seq-length 8192; attention is "
+        "priced over the whole causal sequence (the window's saving is not modelled)");
+  const transformer q3 = read_hf_config(fixture("qwen3-8b")).model;
+  CHECK(q3.qk_norm);
+  CHECK(!q3.qkv_bias);
+  CHECK(layer_parameters(q3, 0).attention ==
+        4096.0 * 128 * (32 + 2 * 8) + 32.0 * 128 * 4096 + 2 * 128);
+  const transformer moe = read_hf_config(fixture("qwen3-30b-a3b")).model;
+  CHECK(moe.moe_layers() == 48);
+  CHECK(moe.moe.shared_ffn == 0);
+  CHECK(activated_parameters(moe) == 3'353'032'704);  // eight of 128 experts a token
+  const transformer neox = read_hf_config(fixture("pythia-6.9b")).model;
+  CHECK(neox.parallel_attention);
+  CHECK(neox.norms_per_layer == 2);  // both norms, beside each other
+  CHECK(neox.mlp == mlp_kind::plain);
+  CHECK(!neox.tied_embeddings);
+  // Phi-3 has no biases whatever attention_bias says.
+  std::string phi = fixture("phi-3-mini-4k-instruct");
+  phi.replace(phi.find("\"attention_bias\": false"), 23, "\"attention_bias\": true");
+  CHECK(total_parameters(read_hf_config(phi).model) == 3'821'079'552);
+}

@@ -503,6 +503,7 @@ void devices_as_world_size(inputs& in, long long devices) {
 int run_command(const plan_args& o) {
   inputs in = read_inputs(o);
   if (const auto w = plan::sequence_warning(in.hf, in.job.seq)) warn({*w});
+  if (const auto w = plan::window_warning(in.hf, in.job.seq)) warn({*w});
   // Megatron's code runs the job: its transfers priced as Megatron issues them, unless said.
   if (o.runtime == plan::runs_on::megatron && o.given.count("--pipeline-runtime") == 0)
     in.job.runtime = plan::pipeline_runtime::megatron;

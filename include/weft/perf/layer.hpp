@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include <weft/core/time.hpp>
@@ -129,6 +130,50 @@ inline void attention_core(layer_kernels& out, const transformer& m, const layer
   }
 }
 
+/// The kernels `push` adds to `out` belong to recomputable part `part`.
+template <class Push>
+void tagged(layer_kernels& out, recompute_module part, Push&& push) {
+  const std::size_t f = out.forward.size(), b = out.backward.size();
+  push();
+  for (std::size_t i = f; i < out.forward.size(); ++i) out.forward[i].module = part;
+  for (std::size_t i = b; i < out.backward.size(); ++i) out.backward[i].module = part;
+}
+
+/// Attention's projections of queries, keys and values (MLA's latents and up projections, or
+/// one fused linear, with Qwen3's norms over each head's queries and keys) for `T` tokens on a
+/// device of `s`; the head dims of the scores and the values.
+inline std::pair<double, double> qkv_projections(layer_kernels& out, const transformer& m,
+                                                 const layer_shard& s, double T) {
+  const double h = m.hidden, tp = s.tp, heads = m.heads / tp;
+  if (!m.mla.active()) {
+    const double kv = m.kv_heads * m.head_dim / tp;
+    linear(out, "qkv", T, heads * m.head_dim + 2 * kv, h, s.type);
+    if (m.qk_norm) {
+      const double qk = T * (heads * m.head_dim + kv);
+      tagged(out, recompute_module::layernorm,
+             [&] { streamed(out, "query and key norms", 2 * bf16 * qk, 3 * bf16 * qk); });
+    }
+    return {m.head_dim, m.head_dim};
+  }
+  const mla_shape& a = m.mla;
+  const double qk_dim = a.qk_head_dim(), v_dim = a.v_head_dim;
+  if (a.q_lora_rank > 0) {
+    linear(out, "q down", T, a.q_lora_rank, h, s.type);
+    streamed(out, "q latent norm", 2 * bf16 * T * a.q_lora_rank, 3 * bf16 * T * a.q_lora_rank);
+    tagged(out, recompute_module::mla_up_proj,
+           [&] { linear(out, "q up", T, heads * qk_dim, a.q_lora_rank, s.type); });
+  } else {  // no query latent: Megatron recomputes the whole query projection with them
+    tagged(out, recompute_module::mla_up_proj,
+           [&] { linear(out, "q", T, heads * qk_dim, h, s.type); });
+  }
+  linear(out, "kv down", T, a.kv_lora_rank + a.qk_rope_head_dim, h, s.type);
+  streamed(out, "kv latent norm", 2 * bf16 * T * a.kv_lora_rank, 3 * bf16 * T * a.kv_lora_rank);
+  tagged(out, recompute_module::mla_up_proj, [&] {
+    linear(out, "kv up", T, heads * (a.qk_nope_head_dim + v_dim), a.kv_lora_rank, s.type);
+  });
+  return {qk_dim, v_dim};
+}
+
 }  // namespace detail
 
 /// The kernels of layer `layer` of model `m` on one device holding `s`. Norms read x and write
@@ -143,48 +188,22 @@ inline layer_kernels layer_kernels_of(const transformer& m, int layer, const lay
   const double T = s.tokens(), h = m.hidden, tp = s.tp;
   const double Es = T * h / (s.sequence_parallel ? tp : 1);  // what norms and residuals touch
   const double heads = m.heads / tp;
-  // The kernels `push` adds belong to recomputable part `part`.
-  const auto tagged = [&](recompute_module part, auto&& push) {
-    const std::size_t f = out.forward.size(), b = out.backward.size();
-    push();
-    for (std::size_t i = f; i < out.forward.size(); ++i) out.forward[i].module = part;
-    for (std::size_t i = b; i < out.backward.size(); ++i) out.backward[i].module = part;
-  };
+  const auto tagged = [&](recompute_module part, auto&& push) { detail::tagged(out, part, push); };
   const auto norm = [&](std::string_view name) {
     tagged(recompute_module::layernorm, [&] { streamed(out, name, 2 * bf16 * Es, 3 * bf16 * Es); });
   };
-  const auto residual = [&](std::string_view name) {
+  // `more` inputs beyond the block's output and the residual: parallel attention adds the
+  // attention's output and the MLP's in one kernel.
+  const auto residual = [&](std::string_view name, int more = 0) {
     if (m.dropout)  // bias, dropout and the add, fused (Megatron's bias_dropout_add)
-      streamed(out, name, (3 * bf16 + mask) * Es, (2 * bf16 + mask) * Es);
+      streamed(out, name, (3 * bf16 + mask) * Es + more * bf16 * Es, (2 * bf16 + mask) * Es);
     else
-      streamed(out, name, 3 * bf16 * Es, 0);
+      streamed(out, name, (3 + more) * bf16 * Es, 0);
   };
 
   // Attention.
   norm("input norm");
-  double qk_dim = m.head_dim, v_dim = m.head_dim;
-  if (m.mla.active()) {
-    const mla_shape& a = m.mla;
-    qk_dim = a.qk_head_dim();
-    v_dim = a.v_head_dim;
-    if (a.q_lora_rank > 0) {
-      linear(out, "q down", T, a.q_lora_rank, h, s.type);
-      streamed(out, "q latent norm", 2 * bf16 * T * a.q_lora_rank, 3 * bf16 * T * a.q_lora_rank);
-      tagged(recompute_module::mla_up_proj,
-             [&] { linear(out, "q up", T, heads * qk_dim, a.q_lora_rank, s.type); });
-    } else {  // no query latent: Megatron recomputes the whole query projection with them
-      tagged(recompute_module::mla_up_proj,
-             [&] { linear(out, "q", T, heads * qk_dim, h, s.type); });
-    }
-    linear(out, "kv down", T, a.kv_lora_rank + a.qk_rope_head_dim, h, s.type);
-    streamed(out, "kv latent norm", 2 * bf16 * T * a.kv_lora_rank, 3 * bf16 * T * a.kv_lora_rank);
-    tagged(recompute_module::mla_up_proj, [&] {
-      linear(out, "kv up", T, heads * (a.qk_nope_head_dim + v_dim), a.kv_lora_rank, s.type);
-    });
-  } else {
-    const double kv = m.kv_heads * m.head_dim / tp;
-    linear(out, "qkv", T, heads * m.head_dim + 2 * kv, h, s.type);
-  }
+  const auto [qk_dim, v_dim] = qkv_projections(out, m, s, T);
   if (m.rotary) {  // rotary embeddings on the queries and keys
     const double qk = T * (heads + (m.mla.active() ? 1 : m.kv_heads / tp)) *
                       (m.mla.active() ? m.mla.qk_rope_head_dim : m.head_dim);
@@ -194,10 +213,13 @@ inline layer_kernels layer_kernels_of(const transformer& m, int layer, const lay
   }
   detail::attention_core(out, m, s, qk_dim, v_dim);
   linear(out, "out projection", T, h, heads * v_dim, s.type);
-  residual("attention residual");
+  if (m.norms_per_layer == 4) norm("attention output norm");
+  // In parallel attention the MLP reads the attention's input; both outputs join the residual
+  // in one add after the MLP.
+  if (!m.parallel_attention) residual("attention residual");
 
   // The MLP, or the experts.
-  norm("post-attention norm");
+  if (m.norms_per_layer > 1) norm("post-attention norm");
   const bool gated = m.mlp == mlp_kind::gated;
   const auto mlp = [&](std::string_view up, std::string_view act, std::string_view down, double ffn,
                        double tokens, double batch_of,
@@ -232,7 +254,8 @@ inline layer_kernels layer_kernels_of(const transformer& m, int layer, const lay
     if (e.shared_ffn > 0)
       mlp("shared up", "shared activation", "shared down", e.shared_ffn / tp, T, 1);
   }
-  residual("mlp residual");
+  if (m.norms_per_layer == 4) norm("mlp output norm");
+  residual("mlp residual", m.parallel_attention ? 1 : 0);
   return out;
 }
 

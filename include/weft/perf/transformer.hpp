@@ -60,6 +60,13 @@ struct transformer {
   bool embedding_norm = false;   ///< a norm right after the embedding (BLOOM)
   bool rotary = true;    ///< rotary position embeddings on queries and keys (not GPT-2's, BLOOM's)
   bool dropout = false;  ///< trained with dropout (its masks are kept for the backward)
+  /// The layer's own norms: 2 (before attention, before the MLP); 1 where attention and the MLP
+  /// read one norm's output (Falcon-7B); 4 where each block's output is normed too (Gemma 2).
+  int norms_per_layer = 2;
+  bool qk_norm = false;  ///< an RMSNorm over each head's queries and keys (Qwen3)
+  /// Attention and the MLP read the same input and add their outputs to the residual together
+  /// (GPT-NeoX's use_parallel_residual, Falcon's parallel_attn).
+  bool parallel_attention = false;
   moe_shape moe;
   mla_shape mla;
   int mtp_layers = 0;  ///< multi-token-prediction modules (DeepSeek-V3's num_nextn_predict_layers)
@@ -100,6 +107,7 @@ constexpr double attention_parameters(const transformer& m) noexcept {
   double p = h * (q + 2 * kv) + q * h;
   if (m.linear_bias || m.attention_bias) p += q + 2 * kv + h;
   if (m.qkv_bias) p += q + 2 * kv;
+  if (m.qk_norm) p += 2 * m.head_dim;  // one weight a head dimension, shared by the heads
   return p;
 }
 
@@ -119,7 +127,7 @@ constexpr double norm_parameters(const transformer& m) noexcept {
 constexpr parameter_count layer_parameters(const transformer& m, int layer) noexcept {
   parameter_count c;
   c.attention = attention_parameters(m);
-  c.norms = 2 * norm_parameters(m);
+  c.norms = m.norms_per_layer * norm_parameters(m);
   if (!m.is_moe_layer(layer)) {
     c.mlp = mlp_parameters(m, m.ffn);
     return c;

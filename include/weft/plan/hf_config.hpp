@@ -27,6 +27,8 @@ struct hf_model {
   std::string file = "config.json";   ///< the name messages give the file
   /// The longest sequence the model was trained for (`max_position_embeddings`); 0: not said.
   double max_positions = 0;
+  /// The window of sliding-window attention (`sliding_window` where it is on); 0: none.
+  double sliding_window = 0;
 };
 
 /// A warning when `seq` tokens a sequence are more than model `hf` was trained for: weft plans
@@ -35,6 +37,16 @@ inline std::optional<std::string> sequence_warning(const hf_model& hf, double se
   if (hf.max_positions <= 0 || seq <= hf.max_positions) return std::nullopt;
   return hf.file + ": --seq-length " + shown(seq) + " is more than max_position_embeddings " +
          shown(hf.max_positions) + ", the longest sequence the model was trained for";
+}
+
+/// A warning when attention slides over a window shorter than the `seq` tokens of a sequence:
+/// weft prices every layer's attention over the whole causal sequence, more than a window costs.
+inline std::optional<std::string> window_warning(const hf_model& hf, double seq) {
+  if (hf.sliding_window <= 0 || seq <= hf.sliding_window) return std::nullopt;
+  return hf.file + ": sliding_window " + shown(hf.sliding_window) + " is less than --seq-length " +
+         shown(seq) +
+         "; attention is priced over the whole causal sequence (the window's saving is not "
+         "modelled)";
 }
 
 namespace detail {
@@ -78,9 +90,6 @@ inline constexpr std::string_view ignored_keys[] = {"_name_or_path",
                                                     "summary_proj_to_labels",
                                                     "summary_first_dropout",
                                                     "task_specific_params",
-                                                    "sliding_window",
-                                                    "use_sliding_window",
-                                                    "max_window_layers",
                                                     "output_router_logits",
                                                     "router_aux_loss_coef",
                                                     "router_jitter_noise",
@@ -91,14 +100,23 @@ inline constexpr std::string_view ignored_keys[] = {"_name_or_path",
                                                     "scoring_func",
                                                     "ep_size",
                                                     "quantization_config",
-                                                    "bias",
                                                     "n_ctx",
                                                     "model_type",
                                                     "mlp_bias",
                                                     "attention_bias",
                                                     "use_qk_norm",
                                                     "num_experts_per_tok",
-                                                    "topk_method"};
+                                                    "topk_method",
+                                                    "rotary_pct",
+                                                    "rotary_emb_base",
+                                                    "partial_rotary_factor",
+                                                    "original_max_position_embeddings",
+                                                    "query_pre_attn_scalar",
+                                                    "attn_logit_softcapping",
+                                                    "final_logit_softcapping",
+                                                    "cache_implementation",
+                                                    "sliding_window_size",
+                                                    "use_mrope"};
 
 /// How deep a user's JSON may nest. Far more than any config, job or cluster file needs; values
 /// nested deeper are refused while parsing, before anything (the JSON library's `dump()`, its
@@ -154,6 +172,11 @@ class config_reader {
   }
 
   bool has(std::string_view key) const { return j_.contains(key) && !j_.at(key).is_null(); }
+  /// `has(key)`, the key counted as read: a value the caller reads itself.
+  bool read_here(std::string_view key) {
+    used_.emplace_back(key);
+    return has(key);
+  }
   /// The first of `keys` present (and not null), or "" for none.
   std::string_view first_of(std::initializer_list<std::string_view> keys) {
     for (const std::string_view k : keys) {
@@ -247,8 +270,8 @@ class config_reader {
       throw config_error(file_ + ": " + std::string(key) + " must be an object");
     return config_reader(j_.at(key), file_ + ": " + std::string(key));
   }
-  /// "config.json: key 'x' is not used" for every key neither read nor known to be irrelevant.
-  std::vector<std::string> unused() const {
+  /// Every key neither read nor known to be irrelevant.
+  std::vector<std::string> unused_keys() const {
     std::vector<std::string> out;
     for (auto it = j_.begin(); it != j_.end(); ++it) {
       const std::string& k = it.key();
@@ -257,10 +280,18 @@ class config_reader {
           std::any_of(std::begin(ignored_keys), std::end(ignored_keys), known) ||
           k.ends_with("_pdrop") || k.ends_with("_dropout"))
         continue;
-      out.push_back(file_ + ": key '" + excerpt(k) + "' is not used");
+      out.push_back(k);
     }
     return out;
   }
+  /// "config.json: key 'x' is not used" for each of `unused_keys()`.
+  std::vector<std::string> unused() const {
+    std::vector<std::string> out;
+    for (const std::string& k : unused_keys())
+      out.push_back(file_ + ": key '" + excerpt(k) + "' is not used");
+    return out;
+  }
+  const std::string& file() const noexcept { return file_; }
 
  private:
   const nlohmann::json& j_;
@@ -322,11 +353,117 @@ inline void read_moe(config_reader& r, const nlohmann::json& j, const std::strin
     } else {
       e.every = static_cast<int>(r.whole({"moe_layer_freq"}, 1, m.layers, 1.0));
     }
-    if (r.has("mlp_only_layers") &&
+    if (r.read_here("mlp_only_layers") &&
         !(j.at("mlp_only_layers").is_array() && j.at("mlp_only_layers").empty()))
       throw config_error(where +
                          ": mlp_only_layers (dense layers among MoE ones) is not supported");
   }
+}
+}  // namespace detail
+
+namespace detail {
+/// The model types whose every key that shapes a layer or prices it is read, as their Hugging
+/// Face class reads it. Another model_type is planned from its keys only when it has none weft
+/// does not know (such a key could change a shape), and refused naming them otherwise.
+inline constexpr std::string_view read_model_types[] = {
+    "gpt2",      "bloom", "llama",     "mistral",     "mixtral",     "qwen2",
+    "qwen2_moe", "qwen3", "qwen3_moe", "deepseek_v2", "deepseek_v3", "gemma",
+    "gemma2",    "phi3",  "falcon",    "gpt_neox"};
+
+inline bool reads_model_type(std::string_view type) {
+  return std::find(std::begin(read_model_types), std::end(read_model_types), type) !=
+         std::end(read_model_types);
+}
+
+/// The key and value heads: Falcon's one (multi_query) unless its new decoder or plain
+/// multi-head attention reads num_kv_heads; num_key_value_heads elsewhere (grouped-query).
+inline int read_kv_heads(config_reader& r, const transformer& m) {
+  const double heads = m.heads;
+  if (m.model_type != "falcon")
+    return static_cast<int>(r.whole({"num_key_value_heads"}, 1, heads, heads));
+  const bool new_decoder = r.flag("new_decoder_architecture", false);
+  const bool multi_query = r.flag("multi_query", true);
+  const int kv = static_cast<int>(r.whole({"num_kv_heads", "n_head_kv"}, 1, heads, heads));
+  return new_decoder || !multi_query ? kv : 1;
+}
+
+/// How a layer is built around its attention and MLP, by model family: the activation and the
+/// MLP's width, biases, norms, positions, the tied head.
+inline void read_layer_form(config_reader& r, transformer& m) {
+  constexpr double most = 1 << 24;
+  const std::string& type = m.model_type;
+  const bool gpt_family = type == "gpt2" || type == "bloom";
+  const bool neox = type == "gpt_neox", falcon = type == "falcon";
+  const bool gemma = type == "gemma" || type == "gemma2";
+
+  // The MLP: GPT-2, BLOOM, GPT-NeoX and Falcon: an activation over 4h (n_inner: null) or
+  // intermediate_size, two matrices; Gemma's always gated (GeGLU); Llama-style configs gated
+  // where the activation is silu (SwiGLU).
+  const std::string act = r.text({"hidden_act", "activation_function", "activation"}, "gelu");
+  if (gemma) (void)r.text({"hidden_activation"}, "");  // Gemma's name for it, same MLP
+  const bool gated_family = r.has("intermediate_size") && act.find("gelu") == std::string::npos;
+  const bool gated =
+      gemma || (!neox && !falcon && (act == "silu" || act == "swiglu" || gated_family));
+  m.mlp = gated ? mlp_kind::gated : mlp_kind::plain;
+  m.ffn = r.whole({"intermediate_size", "n_inner", "ffn_hidden_size"}, 1, most, 4 * m.hidden);
+
+  // GPT-2, BLOOM, GPT-NeoX, Falcon: LayerNorm; GPT-2 and BLOOM a bias on every linear, GPT-NeoX
+  // on the MLP's and (attention_bias) attention's, Falcon where `bias` says. The rest: RMSNorm,
+  // no biases unless said; Qwen2's on q, k and v; Qwen3's norms on queries and keys.
+  m.layer_norm = gpt_family || neox || falcon;
+  m.linear_bias = gpt_family || (falcon && r.flag("bias", false));
+  // Phi-3's projections never have one, whatever its attention_bias says.
+  m.attention_bias = !gpt_family && !falcon && type != "phi3" && r.flag("attention_bias", neox);
+  m.mlp_bias = neox || (!gpt_family && !falcon && r.flag("mlp_bias", false));
+  m.qkv_bias = type == "qwen2_moe" || type == "qwen2";
+  m.qk_norm = type == "qwen3" || type == "qwen3_moe";
+  // Tied unless the config says: PretrainedConfig's default, which the GPT-2, BLOOM, Falcon and
+  // Gemma classes keep; the others' classes untie.
+  m.tied_embeddings = r.flag("tie_word_embeddings", gpt_family || falcon || gemma);
+  if (type == "gpt2") m.positions = r.whole({"n_positions"}, 1, most, 1024);
+  m.embedding_norm = type == "bloom";
+  // GPT-2's learned positions, BLOOM's and an alibi Falcon's ALiBi.
+  m.rotary = !gpt_family && !(falcon && r.flag("alibi", false));
+  if (neox) m.parallel_attention = r.flag("use_parallel_residual", true);
+  if (falcon) {
+    // Falcon's layer: attention and MLP side by side (parallel_attn, or its new decoder) read
+    // one norm's output, or two norms' (num_ln_in_parallel_attn 2, the new decoder's default).
+    const bool parallel_attn = r.flag("parallel_attn", true);
+    const bool new_decoder = r.flag("new_decoder_architecture", false);
+    const double norms = r.whole({"num_ln_in_parallel_attn"}, 1, 2, new_decoder ? 2 : 1);
+    m.parallel_attention = parallel_attn || new_decoder;
+    m.norms_per_layer = !parallel_attn || norms == 2 ? 2 : 1;
+  }
+  if (type == "gemma2") m.norms_per_layer = 4;  // before and after attention and the MLP
+  for (const char* k : {"attn_pdrop", "resid_pdrop", "attention_dropout", "hidden_dropout"})
+    m.dropout = r.number(k, 0) > 0 || m.dropout;
+}
+
+/// The sliding window of attention a config sets (Mistral's, Phi-3's, Gemma 2's every other
+/// layer, Qwen's where use_sliding_window is on), or 0.
+inline double read_sliding_window(config_reader& r, std::string_view type) {
+  r.whole({"max_window_layers"}, 0, 1 << 20, 0.0);  // which layers: Qwen's, with the switch
+  const bool on = r.flag("use_sliding_window", !type.starts_with("qwen"));  // Qwen's: off
+  const std::optional<std::vector<std::string>> kinds = r.texts("layer_types");
+  const bool some_layer =
+      !kinds || std::find(kinds->begin(), kinds->end(), "sliding_attention") != kinds->end();
+  const double window = r.whole({"sliding_window"}, 1, 1e12, 0.0);
+  return on && some_layer ? window : 0;
+}
+
+/// "'a', 'b' and 'c'" of `items`; past eight, "… and N more".
+inline std::string quoted_list(const std::vector<std::string>& items) {
+  constexpr std::size_t shown_at_most = 8;
+  const std::size_t n = std::min(items.size(), shown_at_most);
+  std::string s;
+  for (std::size_t i = 0; i < n; ++i) {
+    s += i == 0 ? "" : (i + 1 == items.size() ? " and " : ", ");
+    s += '\'';  // appended: g++ 12 warns (-Wrestrict) on "x" + std::string&&
+    s += excerpt(items[i]);
+    s += '\'';
+  }
+  if (items.size() > n) s += " and " + std::to_string(items.size() - n) + " more";
+  return s;
 }
 }  // namespace detail
 
@@ -354,7 +491,7 @@ inline hf_model read_hf_config(std::string_view text, const std::string& file = 
   m.layers = static_cast<int>(r.whole({"num_hidden_layers", "n_layer", "num_layers"}, 1, 1 << 20));
   m.hidden = r.whole({"hidden_size", "n_embd", "n_embed", "d_model"}, 1, most);
   m.heads = static_cast<int>(r.whole({"num_attention_heads", "n_head"}, 1, most));
-  m.kv_heads = static_cast<int>(r.whole({"num_key_value_heads"}, 1, m.heads, m.heads));
+  m.kv_heads = detail::read_kv_heads(r, m);
   if (m.heads % m.kv_heads != 0)
     throw config_error(where + ": num_attention_heads (" + std::to_string(m.heads) +
                        ") must be a multiple of num_key_value_heads (" +
@@ -364,29 +501,7 @@ inline hf_model read_hf_config(std::string_view text, const std::string& file = 
     throw config_error(where + ": hidden size " + std::to_string(static_cast<long long>(m.hidden)) +
                        " is not a multiple of the " + std::to_string(m.heads) + " heads");
   m.vocab = r.whole({"vocab_size", "padded_vocab_size"}, 1, most);
-
-  // The MLP: GPT-2 and BLOOM use GeLU over 4h (n_inner: null); Llama-style configs a gated
-  // activation (silu: SwiGLU) over intermediate_size.
-  const std::string act = r.text({"hidden_act", "activation_function"}, "gelu");
-  const bool gated_family = r.has("intermediate_size") && act.find("gelu") == std::string::npos;
-  m.mlp = (act == "silu" || act == "swiglu" || gated_family) ? mlp_kind::gated : mlp_kind::plain;
-  m.ffn = r.whole({"intermediate_size", "n_inner", "ffn_hidden_size"}, 1, most, 4 * m.hidden);
-
-  // GPT-2 and BLOOM: LayerNorm, biases everywhere, tied embeddings; GPT-2 learned positions,
-  // BLOOM ALiBi and a norm after the embedding. The rest: RMSNorm, no biases (unless said).
-  const bool gpt_family = m.model_type == "gpt2" || m.model_type == "bloom";
-  m.layer_norm = gpt_family;
-  m.linear_bias = gpt_family;
-  m.attention_bias = !gpt_family && r.flag("attention_bias", false);
-  m.mlp_bias = !gpt_family && r.flag("mlp_bias", false);
-  m.qkv_bias = m.model_type == "qwen2_moe" || m.model_type == "qwen2";
-  m.tied_embeddings = r.flag("tie_word_embeddings", gpt_family);
-  if (m.model_type == "gpt2") m.positions = r.whole({"n_positions"}, 1, most, 1024);
-  m.embedding_norm = m.model_type == "bloom";
-  m.rotary = !gpt_family;  // GPT-2's learned positions, BLOOM's ALiBi
-  for (const char* k : {"attn_pdrop", "resid_pdrop", "attention_dropout", "hidden_dropout"})
-    m.dropout = r.number(k, 0) > 0 || m.dropout;
-
+  detail::read_layer_form(r, m);
   read_moe(r, j, where, m);
 
   // Multi-head latent attention.
@@ -400,6 +515,22 @@ inline hf_model read_hf_config(std::string_view text, const std::string& file = 
   }
   m.mtp_layers = static_cast<int>(r.whole({"num_nextn_predict_layers"}, 0, 1 << 10, 0.0));
   out.max_positions = r.whole({"max_position_embeddings"}, 1, 1e12, 0.0);
+  out.sliding_window = detail::read_sliding_window(r, m.model_type);
+  if (!m.model_type.empty() && !detail::reads_model_type(m.model_type)) {
+    const std::vector<std::string> unknown = r.unused_keys();
+    std::string type = "model_type '";
+    type += excerpt(m.model_type);
+    type += '\'';
+    if (!unknown.empty())
+      throw config_error(where + ": " + type + " is not one weft reads, and its key" +
+                         (unknown.size() == 1 ? " " : "s ") + detail::quoted_list(unknown) +
+                         " may change the model's shape; weft reads gpt2, bloom, gpt_neox, "
+                         "falcon, llama, mistral, mixtral, qwen2(_moe), qwen3(_moe), gemma(2), "
+                         "phi3 and deepseek_v2/v3");
+    out.warnings.push_back(where + ": " + type +
+                           " is not one weft reads; planned from its keys, every one of which "
+                           "weft knows");
+  }
   for (std::string& w : r.unused()) out.warnings.push_back(std::move(w));
   return out;
 }

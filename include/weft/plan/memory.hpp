@@ -115,7 +115,8 @@ constexpr activation_bytes layer_activations(const transformer& m, int layer, do
     // Q, K (for the scores), V, and the output projection's input: 8sbh with a = kv heads.
     const double q = a * m.head_dim, kv = m.kv_heads * m.head_dim;
     x.sharded += 2 * sb * (q + kv) + 2 * sb * kv + 2 * sb * q;
-    x.linear_inputs_sharded += 2 * sb * q;  // the output projection's
+    x.linear_inputs_sharded += 2 * sb * q;          // the output projection's
+    if (m.qk_norm) x.sharded += 2 * sb * (q + kv);  // the query and key norms' inputs
   }
   // The scores: softmax output (2as²b), dropout mask and output (as²b + 2as²b); flash attention
   // keeps a 4-byte statistic per row and head instead.
@@ -128,6 +129,18 @@ constexpr activation_bytes layer_activations(const transformer& m, int layer, do
     x.linear_inputs_replicated += 2 * sb * h;
     x.norm_outputs_linear += 2 * sb * h;
   }
+  if (m.parallel_attention) {  // the MLP's norm reads the attention's input, kept once
+    x.replicated -= 2 * sb * h;
+    if (m.norms_per_layer == 1) {  // and one norm's output feeds both
+      x.replicated -= 2 * sb * h;
+      x.norm_outputs -= 2 * sb * h;
+      if (!m.is_moe_layer(layer)) {
+        x.linear_inputs_replicated -= 2 * sb * h;
+        x.norm_outputs_linear -= 2 * sb * h;
+      }
+    }
+  }
+  if (m.norms_per_layer == 4) x.replicated += 2 * 2 * sb * h;  // the output norms' inputs
   // Inside: the activation's input and the second linear's input (GeLU: 2 x 2sbf = 16sbh at
   // f = 4h); gated: gate and up outputs and their product (3 x 2sbf).
   const double per_width = m.mlp == mlp_kind::gated ? 6 : 4;
