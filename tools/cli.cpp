@@ -83,13 +83,21 @@ constexpr std::pair<std::string_view, std::string_view> megatron_unpriced[] = {
      "a stage given to the embedding: give the stages with --pipeline-layout"},
     {"--account-for-loss-in-pipeline-split",
      "a stage given to the loss: give the stages with --pipeline-layout"},
-    {"--fp16", "weft prices bf16 (--bf16); fp16's loss scaling is not modelled"},
     {"--optimizer-cpu-offload", "optimizer states in host memory: not modelled"},
     {"--cpu-offloading", "activations offloaded to host memory: not modelled"},
     {"--moe-expert-capacity-factor",
      "tokens dropped past an expert's capacity: weft prices balanced routing, none dropped"},
     {"--moe-pad-expert-input-to-capacity",
      "experts' inputs padded to their capacity: weft prices balanced routing, none padded"},
+    {"--recompute-activations", "selective recomputation's older name: give --recompute selective"},
+    {"--num-layers-per-virtual-pipeline-stage-first", "give the stages with --pipeline-layout"},
+    {"--window-size", "sliding-window attention: weft prices every layer's whole causal attention"},
+    {"--encoder-num-layers", "an encoder: weft plans decoder-only models"},
+    {"--fp4-format", "FP4 linears: not modelled"},
+    {"--cuda-graph-impl", "CUDA graphs: kernel launches priced as issued one by one"},
+    {"--external-cuda-graph", "CUDA graphs: kernel launches priced as issued one by one"},
+    {"--enable-cuda-graph", "CUDA graphs: kernel launches priced as issued one by one"},
+    {"--moe-router-topk-limited-devices", "device-limited routing: give --moe-router-num-groups"},
 };
 
 /// The edit distance of two flags (for "did you mean").

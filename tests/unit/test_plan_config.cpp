@@ -10,6 +10,7 @@
 #include <weft/plan/hf_config.hpp>
 #include <weft/plan/job_file.hpp>
 #include <weft/plan/layout.hpp>
+#include <weft/plan/megatron_model.hpp>
 
 using namespace weft::plan;
 using weft::config_error;
@@ -542,4 +543,155 @@ TEST_CASE("Gemma's GeGLU and wide heads, Gemma 2's four norms, Qwen3's query and
   std::string phi = fixture("phi-3-mini-4k-instruct");
   phi.replace(phi.find("\"attention_bias\": false"), 23, "\"attention_bias\": true");
   CHECK(total_parameters(read_hf_config(phi).model) == 3'821'079'552);
+}
+
+// Megatron's own launch scripts state the model in flags. Expected: Megatron's rules
+// (transformer_config.py, arguments.py: ffn 4h or int(8h/3/64)*64 with SwiGLU, head width h /
+// heads, the vocabulary padded to a multiple of 128 x tp, biases, LayerNorm, learned positions
+// and tied embeddings unless said) and the published models' counts.
+TEST_CASE("Megatron's model flags: GPT-3 175B and Llama 3 8B as their example scripts state them") {
+  megatron_model gpt3;  // examples/gpt3/train_gpt3_175b_distributed.sh
+  gpt3.num_layers = 96;
+  gpt3.hidden_size = 12288;
+  gpt3.num_attention_heads = 96;
+  gpt3.max_position_embeddings = 2048;
+  gpt3.gpt2_vocab_files = true;  // --vocab-file, --merge-file: GPT-2's 50257
+  const transformer g = megatron_transformer(gpt3, 8).model;
+  CHECK(g.vocab == 51200);  // 50257 padded to a multiple of 1024
+  CHECK(g.ffn == 4 * 12288);
+  CHECK(g.linear_bias);
+  CHECK(g.layer_norm);
+  CHECK(g.tied_embeddings);
+  CHECK(g.dropout);
+  CHECK(g.positions == 2048);
+  CHECK(!g.rotary);
+  // The same model as the config.json written from the paper (presets/models/gpt3-175b.json).
+  const transformer preset = read_hf_config(R"({"model_type": "gpt2", "n_layer": 96,
+      "n_embd": 12288, "n_head": 96, "n_positions": 2048, "vocab_size": 51200})")
+                                 .model;
+  CHECK(total_parameters(g) == total_parameters(preset));
+  CHECK(megatron_transformer(gpt3, 1).model.vocab == 50304);  // a multiple of 128
+
+  megatron_model llama;  // examples/llama/train_llama3_8b_h100_fp8.sh
+  llama.num_layers = 32;
+  llama.hidden_size = 4096;
+  llama.ffn_hidden_size = 14336;
+  llama.num_attention_heads = 32;
+  llama.group_query_attention = true;
+  llama.num_query_groups = 8;
+  llama.kv_channels = 128;
+  llama.max_position_embeddings = 8192;
+  llama.position_embedding_type = "rope";
+  llama.attention_dropout = llama.hidden_dropout = 0;
+  llama.activation = "swiglu";
+  llama.normalization = "RMSNorm";
+  llama.untie_embeddings_and_output_weights = true;
+  llama.disable_bias_linear = true;
+  llama.tokenizer_type = "NullTokenizer";
+  llama.vocab_size = 128256;
+  const hf_model l = megatron_transformer(llama, 1);
+  CHECK(total_parameters(l.model) == 8'030'261'248);  // Meta-Llama-3-8B's
+  CHECK(l.max_positions == 8192);
+  CHECK(!l.model.dropout);
+  // --swiglu without --ffn-hidden-size: Megatron's int(8h / 3 / 64) x 64.
+  llama.ffn_hidden_size = 0;
+  CHECK(megatron_transformer(llama, 1).model.ffn == 10880);  // 4096 x 8 / 3 = 10922.7
+}
+
+TEST_CASE("Megatron's model flags: DeepSeek-V3 as Megatron-FSDP's script states it") {
+  megatron_model d;  // examples/megatron_fsdp/sbatch_mfsdp_deepseek_v3.sh (with --vocab-size)
+  d.num_layers = 61;
+  d.hidden_size = 7168;
+  d.ffn_hidden_size = 18432;
+  d.num_attention_heads = 128;
+  d.kv_channels = 128;
+  d.max_position_embeddings = 4096;
+  d.position_embedding_type = "rope";
+  d.make_vocab_size_divisible_by = 3232;
+  d.vocab_size = 129280;
+  d.normalization = "RMSNorm";
+  d.activation = "swiglu";
+  d.untie_embeddings_and_output_weights = d.disable_bias_linear = true;
+  d.multi_latent_attention = d.qk_layernorm = true;
+  d.attention_dropout = d.hidden_dropout = 0;
+  d.num_experts = 256;
+  d.moe_layer_freq = "[0]*3+[1]*58";
+  d.moe_ffn_hidden_size = 2048;
+  d.moe_shared_expert_intermediate_size = 2048;
+  d.moe_router_topk = 8;
+  d.moe_router_group_topk = 4;
+  d.moe_router_num_groups = 8;
+  d.q_lora_rank = 1536;
+  d.kv_lora_rank = 512;
+  d.mtp_num_layers = 1;
+  const transformer m = megatron_transformer(d, 1).model;
+  CHECK(m.moe.first_dense == 3);
+  CHECK(m.moe_layers() == 58);
+  CHECK(m.vocab == 129280);
+  // The same model as DeepSeek's config.json.
+  const transformer hf = read_hf_config(fixture("deepseek-v3")).model;
+  CHECK(total_parameters(m) == total_parameters(hf));
+  CHECK(activated_parameters(m) == activated_parameters(hf));
+}
+
+TEST_CASE("Megatron's model flags: what is missing or impossible is named") {
+  const auto refusal = [](const megatron_model& a, int tp = 1) -> std::string {
+    try {
+      (void)megatron_transformer(a, tp);
+    } catch (const config_error& e) {
+      return e.what();
+    }
+    return "";
+  };
+  megatron_model a;
+  CHECK(refusal(a) == "Megatron's model needs --num-layers");
+  a.num_layers = 4;
+  a.hidden_size = 64;
+  a.num_attention_heads = 4;
+  CHECK(refusal(a) == "Megatron's model needs --max-position-embeddings");
+  a.max_position_embeddings = 128;
+  a.tokenizer_type = "HuggingFaceTokenizer";
+  CHECK(refusal(a) ==
+        "Megatron's model needs --vocab-size: weft does not read the tokenizer "
+        "HuggingFaceTokenizer (GPT2BPETokenizer's 50257 it knows)");
+  a.vocab_size = 1000;
+  CHECK(refusal(a).empty());
+  a.group_query_attention = true;
+  a.num_query_groups = 3;
+  CHECK(refusal(a) == "--num-query-groups 3 does not divide --num-attention-heads 4");
+  a.num_query_groups = 2;
+  a.num_experts = 8;
+  a.moe_router_topk = 9;
+  CHECK(refusal(a) == "--moe-router-topk 9 must be in [1, 8] (--num-experts)");
+  a.moe_router_topk = 2;
+  // Patterns: evaluated, then placed as weft places MoE layers (some dense, then a stride).
+  a.moe_layer_freq = "([0]+[1]*3)";
+  CHECK(refusal(a).empty());
+  a.moe_layer_freq = "[0,1,0,1]";
+  CHECK(refusal(a).empty());
+  CHECK(megatron_transformer(a, 1).model.moe_layers() == 2);
+  a.moe_layer_freq = "([1]*1+[0]*1)*2";
+  CHECK(megatron_transformer(a, 1).model.is_moe_layer(2));
+  a.moe_layer_freq = "[1,1,0,1]";
+  CHECK(refusal(a) ==
+        "--moe-layer-freq: weft places expert layers after some dense ones at a fixed stride; "
+        "layer 2 breaks the pattern's stride");
+  a.moe_layer_freq = "[1]*5";
+  CHECK(refusal(a) == "--moe-layer-freq: the pattern has 5 layers, the model 4 (--num-layers)");
+  a.moe_layer_freq = "[0]*4";
+  CHECK(refusal(a) == "--moe-layer-freq: the pattern has no expert layer (1)");
+  a.moe_layer_freq = "[2]*4";
+  CHECK(refusal(a).find("only 0 (dense) and 1 (experts) can be listed at character 3") !=
+        std::string::npos);
+  a.moe_layer_freq = "([1]*4";
+  CHECK(refusal(a).find("')' expected at character 7") != std::string::npos);
+  a.moe_layer_freq = "[1]*99999999";
+  CHECK(refusal(a).find("a number too large") != std::string::npos);
+  a.moe_layer_freq = "[1]*9999999*9999999";
+  CHECK(refusal(a).find("a pattern too long") != std::string::npos);
+  a.moe_layer_freq = "0";
+  CHECK(refusal(a) ==
+        "--moe-layer-freq 0: a whole number in [1, 4] or a pattern such as \"([0]*3+[1]*58)\"");
+  a.moe_layer_freq = "2";
+  CHECK(megatron_transformer(a, 1).model.moe_layers() == 2);
 }

@@ -428,6 +428,50 @@ TEST_CASE("data-parallel sharding: the states each rank keeps, what it gathers, 
   CHECK(whole.optimizer.count() == doctest::Approx(42 * p1 / 1e12));
 }
 
+TEST_CASE("Megatron's --grad-reduce-in-bf16 and --fp8-param-gather: the bytes they save") {
+  const transformer m = testing::tiny_dense(2);
+  const cluster c = testing::ideal_cluster();
+  job j;
+  j.pp = 2;
+  j.dp = 2;
+  j.seq = 1024;
+  j.global_batch_size = 4;
+  j.overlap_grad_reduce = true;
+  const estimate plain = estimate_job(m, j, c);
+  job bf16 = j;
+  bf16.grad_reduce_in_bf16 = true;
+  const estimate half = estimate_job(m, bf16, c);
+  const double p0 = plain.stages[0].params, p1 = plain.stages[1].params;
+  // The main gradients in bf16: 2 + 2 + 12/2 bytes a parameter, and reduce-scattered in bf16.
+  CHECK(half.states_per_rank[0] == doctest::Approx(10 * p0));
+  const auto dp = [&](double) { return weft::link_model{c.intra.alpha, weft::seconds(1 / 230e9)}; };
+  CHECK(half.grad_sync.count() ==
+        doctest::Approx((weft::collective::ring_reduce_scatter(dp(2 * p1), 2, 2 * p1) +
+                         weft::collective::ring_all_gather(dp(2 * p1), 2, 2 * p1))
+                            .count()));
+  // The layers' weights in FP8 (one byte), the embedding's, head's and final norm's in bf16:
+  // rank 0 holds the embedding, rank 1 the head and final norm (or, tied, its copy of the
+  // embedding). On
+  // devices with FP8 units.
+  const cluster& h100 = *find_cluster("h100-sxm");
+  job fp8 = j;
+  fp8.fp8 = fp8_recipe::hybrid;
+  const estimate wide = estimate_job(m, fp8, h100);
+  fp8.fp8_param_gather = true;
+  const estimate eight = estimate_job(m, fp8, h100);
+  const edge_parameters e = edges(m);
+  const double edge0 = e.embedding;
+  const double edge1 = e.head + e.final_norm + (m.tied_embeddings ? e.embedding : 0);
+  CHECK(eight.states_per_rank[0] == doctest::Approx(12 * p0 - (p0 - edge0)));
+  CHECK(eight.states_per_rank[1] == doctest::Approx(12 * p1 - (p1 - edge1)));
+  CHECK(eight.grad_sync < wide.grad_sync);  // half the layers' weights gathered
+  job no_fp8 = j;
+  no_fp8.fp8_param_gather = true;
+  CHECK_THROWS_WITH_AS(estimate_job(m, no_fp8, c),
+                       doctest::Contains("--fp8-param-gather keeps the weights in FP8"),
+                       weft::config_error);
+}
+
 TEST_CASE("collectives across nodes run over every NIC their members own (rails)") {
   // DGX A100: 8 GPUs and 8 HDR NICs a node, 24 GB/s a NIC as NCCL measures it (192 GB/s for 8),
   // NVLink 230 GB/s. A tensor-parallel group of 16 over two nodes has 8 members a node: a ring

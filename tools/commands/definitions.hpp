@@ -14,9 +14,12 @@
 #include "commands/tp2d.hpp"
 #include "commands/verify.hpp"
 
+#include <vector>
+
 namespace CLI {
 class App;
-}
+class Option;
+}  // namespace CLI
 
 namespace weft::cli {
 
@@ -38,6 +41,11 @@ void define(CLI::App& sub, tp2d_args& o, deferred& later);
 void check(const tp2d_args& o);
 void define(CLI::App& sub, plan_args& o, deferred& later);
 void check(const plan_args& o);
+/// `weft plan`'s flags for the model as Megatron's launch flags state it (plan_megatron_cli.cpp),
+/// each setting `o.megatron` and naming itself in `o.megatron_given`.
+std::vector<CLI::Option*> megatron_model_options(CLI::App& sub, plan_args& o);
+/// Megatron's flags that change nothing of a step's time or memory: taken and left.
+void megatron_inert_options(CLI::App& sub, plan_args& o);
 void define(CLI::App& sub, search_args& o, deferred& later);
 void check(search_args& o, const CLI::App& sub);
 void define(CLI::App& sub, cp_rounds_args& o, deferred& later);

@@ -69,6 +69,15 @@ void warn(const std::vector<std::string>& warnings) {
   for (const std::string& w : warnings) std::cerr << "weft: " << w << "\n";
 }
 
+/// --cluster: a built-in one, or one's own file.
+void read_cluster(inputs& in, const plan_args& o) {
+  in.builtin = plan::find_cluster(o.cluster);
+  if (in.builtin) return;
+  in.own = plan::read_cluster(read_text(o.cluster), o.cluster);
+  warn(in.own.warnings);
+  in.own.spec.name = in.cluster_name;
+}
+
 inputs read_inputs(const plan_args& o) {
   inputs in;
   in.job = o.job;
@@ -80,6 +89,19 @@ inputs read_inputs(const plan_args& o) {
     in.job = p.job.spec;
     in.cluster_name = o.preset;
     in.own = std::move(p.cluster);
+    in.own.spec.name = in.cluster_name;
+  } else if (!o.megatron_given.empty()) {  // the model as a Megatron launch script states it
+    if (o.job_file.ends_with(".toml"))
+      throw config_error(
+          "weft: plan: torchtitan's job needs its model as a config.json (--model), not "
+          "Megatron's flags");
+    if (!o.job_file.empty()) {
+      const plan::job_file f = plan::read_job(read_text(o.job_file), o.job_file);
+      warn(f.warnings);
+      in.job = f.spec;
+    }
+    in.hf = plan::megatron_transformer(o.megatron, in.job.tp);
+    read_cluster(in, o);
   } else {
     // A model snapshot's folder (as Hugging Face's hub downloads it) holds its config.json.
     std::error_code ec;
@@ -101,12 +123,8 @@ inputs read_inputs(const plan_args& o) {
       warn(f.warnings);
       in.job = f.spec;
     }
-    in.builtin = plan::find_cluster(o.cluster);
-    if (in.builtin) return in;
-    in.own = plan::read_cluster(read_text(o.cluster), o.cluster);
-    warn(in.own.warnings);
+    read_cluster(in, o);
   }
-  in.own.spec.name = in.cluster_name;
   return in;
 }
 

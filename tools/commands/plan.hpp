@@ -9,6 +9,7 @@
 #include <weft/core/time.hpp>
 #include <weft/plan/flags.hpp>
 #include <weft/plan/job.hpp>
+#include <weft/plan/megatron_model.hpp>
 #include "options.hpp"
 
 namespace weft::cli {
@@ -34,6 +35,10 @@ struct plan_args {
   weft::plan::runs_on runtime = weft::plan::runs_on::any;
   /// The job's flags given on the command line: the search keeps what they say.
   std::set<std::string> given;
+  /// The model as Megatron's flags state it (--num-layers, --hidden-size, ...), instead of
+  /// --model; `megatron_given` names the flags given.
+  weft::plan::megatron_model megatron;
+  std::set<std::string> megatron_given;
 };
 
 int run_command(const plan_args& o);

@@ -70,8 +70,16 @@ std::vector<CLI::Option*> megatron_only_flags(CLI::App& sub, weft::plan::job& j)
   out.push_back(sub.add_flag_callback(
       "--use-distributed-optimizer", [&j] { j.sharding = plan::dp_sharding::optim; },
       "shard the optimizer states over the data-parallel ranks (the default)"));
+  out.push_back(sub.add_flag("--grad-reduce-in-bf16", j.grad_reduce_in_bf16,
+                             "the main gradients kept and reduce-scattered in bf16 (not fp32)"));
+  out.push_back(sub.add_flag("--fp8-param-gather", j.fp8_param_gather,
+                             "the layers' weights kept and all-gathered in FP8 (with --fp8)"));
   out.push_back(sub.add_flag_callback(
       "--bf16", [] {}, "16-bit brain floats (what weft prices; the default)"));
+  out.push_back(sub.add_flag_callback(
+      "--fp16", [] {},
+      "16-bit floats with loss scaling: priced as --bf16 (the same tensor-core rate and bytes; "
+      "the scaler's check of the gradients is not priced)"));
   out.push_back(sub.add_flag_callback(
       "--moe-grouped-gemm", [] {},
       "each rank's experts as one grouped matmul (as weft "
@@ -214,6 +222,9 @@ void define(CLI::App& sub, plan_args& o, deferred&) {
                                   "--devices where its data_parallel_shard_degree is -1)")
                        ->excludes(preset);
   for (CLI::Option* f : job_flags(sub, o.job)) f->excludes(job_file)->excludes(preset);
+  auto* model = sub.get_option("--model");
+  for (CLI::Option* f : megatron_model_options(sub, o)) f->excludes(model)->excludes(preset);
+  megatron_inert_options(sub, o);
   sub.get_option("--no-distributed-optimizer")
       ->excludes(sub.get_option("--use-distributed-optimizer"));
   sub.get_option("--use-megatron-fsdp")->needs(sub.get_option("--data-parallel-sharding-strategy"));
@@ -285,8 +296,10 @@ void define(CLI::App& sub, plan_args& o, deferred&) {
 }
 
 void check(const plan_args& o) {
-  if (o.preset.empty() && (o.model_file.empty() || o.cluster.empty()))
-    bad("plan needs --model and --cluster (or --preset NAME)");
+  const bool model = !o.model_file.empty() || !o.megatron_given.empty();
+  if (o.preset.empty() && (!model || o.cluster.empty()))
+    bad("plan needs --model (or Megatron's --num-layers, --hidden-size, ...) and --cluster (or "
+        "--preset NAME)");
 }
 
 }  // namespace weft::cli

@@ -107,7 +107,8 @@ constexpr double attention_parameters(const transformer& m) noexcept {
   double p = h * (q + 2 * kv) + q * h;
   if (m.linear_bias || m.attention_bias) p += q + 2 * kv + h;
   if (m.qkv_bias) p += q + 2 * kv;
-  if (m.qk_norm) p += 2 * m.head_dim;  // one weight a head dimension, shared by the heads
+  // One norm's weights (and LayerNorm's biases) a head dimension, shared by the heads.
+  if (m.qk_norm) p += 2 * m.head_dim * (m.layer_norm ? 2 : 1);
   return p;
 }
 

@@ -294,10 +294,13 @@ inline configuration_pool open_configurations(const transformer& m, const job& b
                 if (at == priced.end()) at = priced.emplace(key, model_costs_of(m, j, c)).first;
                 const model_costs& k = at->second;
                 const long long dp_ranks = static_cast<long long>(j.dp) * cp;
+                // At the layers' bytes a parameter (the edges' no fewer): a lower bound.
+                const state_bytes per = states_of(j);
                 const double states =
-                    model_state_bytes(k.dense_of(pp) / pp, static_cast<int>(dp_ranks), sharding) +
+                    model_state_bytes(k.dense_of(pp) / pp, static_cast<int>(dp_ranks), sharding,
+                                      per) +
                     model_state_bytes(k.expert_params / pp, static_cast<int>(dp_ranks / ep),
-                                      sharding);
+                                      sharding, per);
                 if (states + k.least_activation > c.hbm_bytes) {
                   out.counts.pruned_memory += plans;
                   continue;

@@ -314,6 +314,14 @@ inline seconds recomputed_parts(const selective_tally& s, const estimate_options
   return s.time + launch_excess(s.time, s.kernels, o) + s.comm;
 }
 
+/// Of stage `st`'s parameters on one of `tp` devices, the embedding's, the LM head's and the
+/// final norm's (with tied embeddings, the last stage's own copy): never in FP8.
+inline double edge_params_of(const transformer& m, const layout_stage& st, int tp) {
+  const edge_parameters e = edges(m);
+  const double copy = m.tied_embeddings && !st.embedding ? m.vocab * m.hidden : 0;
+  return ((st.embedding ? e.embedding : 0) + (st.loss ? e.head + e.final_norm + copy : 0)) / tp;
+}
+
 /// Stage `st`'s costs and sizes for job `j` of model `m` on cluster `c`.
 inline stage_estimate stage_costs(const transformer& m, const job& j, const cluster& c,
                                   const layout_stage& st, const estimate_options& o = {},
@@ -392,10 +400,10 @@ inline stage_estimate stage_costs(const transformer& m, const job& j, const clus
   }
   if (st.loss) {
     add_head();
-    out.params += (e.head + e.final_norm) / tp;
     // Tied embeddings: the last stage keeps its own copy of the embedding for the head (its
     // gradient all-reduced with the first stage's).
-    if (m.tied_embeddings && !st.embedding) out.params += m.vocab * m.hidden / tp;
+    const double copy = m.tied_embeddings && !st.embedding ? m.vocab * m.hidden : 0;
+    out.params += (e.head + e.final_norm + copy) / tp;
   }
   // Backward: its kernels, its communication mirrored; recomputation runs the layers' forward
   // (full; not the head's) or the parts selective recomputation names again first.
@@ -573,15 +581,18 @@ inline seconds overlapped_exposure(seconds comm, double buckets, seconds idle, s
   return std::max(seconds(0), after + slowed - idle);
 }
 
-/// A rank's data-parallel collectives for the `dense` and `expert` parameters it holds: the
-/// gradients reduce-scattered in fp32 and the parameters all-gathered in bf16 over the
+/// A rank's data-parallel collectives for the `dense` and `expert` parameters it holds (`edge` of
+/// them the embedding's and head's): the gradients reduce-scattered in fp32 (bf16 with
+/// --grad-reduce-in-bf16) and the parameters all-gathered in bf16 (the layers' in FP8 with
+/// --fp8-param-gather) over the
 /// data-parallel ranks (the experts' over theirs), each at the bus bandwidth its size reaches
 /// (inside a node; across nodes the NICs'); FSDP gathers the parameters twice, before each
 /// layer's forward and again before its backward, and none after the step.
 struct dp_traffic {
   seconds reduce{0}, gather{0};
 };
-inline dp_traffic dp_traffic_of(const job& j, const cluster& c, double dense, double expert) {
+inline dp_traffic dp_traffic_of(const job& j, const cluster& c, double dense, double expert,
+                                double edge = 0) {
   const long long dp_ranks = static_cast<long long>(j.dp) * j.cp;
   const int d = static_cast<int>(dp_ranks), ed = static_cast<int>(dp_ranks / j.ep);
   // The data-parallel ranks are tp devices apart (the experts' tp x ep): inside a node while
@@ -591,10 +602,14 @@ inline dp_traffic dp_traffic_of(const job& j, const cluster& c, double dense, do
     return collective_link(c, dp_ranks / j.ep, static_cast<long long>(j.tp) * j.ep, bytes);
   };
   const double gathers = j.sharding == dp_sharding::optim_grads_params ? 2 : 1;
-  return {collective::ring_reduce_scatter(dp_link(4 * dense), d, 4 * dense) +
-              collective::ring_reduce_scatter(edp_link(4 * expert), ed, 4 * expert),
-          gathers * (collective::ring_all_gather(dp_link(2 * dense), d, 2 * dense) +
-                     collective::ring_all_gather(edp_link(2 * expert), ed, 2 * expert))};
+  const state_bytes b = states_of(j), edges = states_of(j, false);
+  const double grads = dense * b.gradients, experts = expert * b.gradients;
+  const double weights = (dense - edge) * b.weights + edge * edges.weights;
+  return {collective::ring_reduce_scatter(dp_link(grads), d, grads) +
+              collective::ring_reduce_scatter(edp_link(experts), ed, experts),
+          gathers *
+              (collective::ring_all_gather(dp_link(weights), d, weights) +
+               collective::ring_all_gather(edp_link(expert * b.weights), ed, expert * b.weights))};
 }
 
 /// The optimizer step of a rank holding `dense` and `expert` parameters: Adam on its shard of
@@ -611,6 +626,7 @@ inline seconds optimizer_time(const job& j, const cluster& c, double dense, doub
 /// Per pipeline rank, what its stages hold: parameters (dense and experts') and layers.
 struct rank_holdings {
   std::vector<double> dense, expert, layers;
+  std::vector<double> edge;  ///< of `dense`, the embedding's, head's and final norm's
 };
 
 /// The data-parallel side of `out` (its stages and schedule set): per rank, the model states
@@ -628,19 +644,23 @@ inline void add_data_parallel(estimate& out, const job& j, const cluster& c,
   // What sharded states need whole for a moment, per layer of the rank (the average of its
   // stages'): sharded parameters gathered in bf16 for the layer computing and the next one
   // prefetched; sharded gradients a layer's fp32 bucket waiting for its reduce-scatter.
+  const state_bytes per = states_of(j);
   const double transient_per_param =
-      dense_shards <= 1
-          ? 0.0  // one data-parallel rank: nothing to gather or reduce
-          : (fsdp ? 2 * 2.0 : 0.0) + (j.sharding >= dp_sharding::optim_grads ? 4.0 : 0.0);
+      dense_shards <= 1 ? 0.0  // one data-parallel rank: nothing to gather or reduce
+                        : (fsdp ? 2 * per.weights : 0.0) +
+                              (j.sharding >= dp_sharding::optim_grads ? per.gradients : 0.0);
   seconds slowest_sync{0}, slowest_optimizer{0};
   for (std::size_t r = 0; r < held.dense.size(); ++r) {
     const double dense = held.dense[r], expert = held.expert[r];
     const double layers = std::max(1.0, held.layers[r]);
-    out.states_per_rank.push_back(model_state_bytes(dense, dense_shards, j.sharding) +
-                                  model_state_bytes(expert, expert_shards, j.sharding) +
+    const double edge = held.edge[r];
+    const state_bytes b = states_of(j), edges = states_of(j, false);
+    out.states_per_rank.push_back(model_state_bytes(dense - edge, dense_shards, j.sharding, b) +
+                                  model_state_bytes(edge, dense_shards, j.sharding, edges) +
+                                  model_state_bytes(expert, expert_shards, j.sharding, b) +
                                   transient_per_param * (dense + expert) / layers);
     out.memory_per_rank.push_back(out.states_per_rank.back() + live[r]);
-    const auto [reduce, gather] = dp_traffic_of(j, c, dense, expert);
+    const auto [reduce, gather] = dp_traffic_of(j, c, dense, expert, edge);
     seconds exposed = reduce + gather;
     const double s = c.overlap.compute_slowdown;
     if (fsdp) {  // FSDP overlaps both, a layer ahead, beside the rank's compute: a layer's
@@ -758,12 +778,13 @@ inline estimate estimate_job(const transformer& m, const job& given, const clust
   // Per rank: its stages' parameters (and their states), and its peak live activations.
   detail::rank_holdings held;
   held.dense.assign(static_cast<std::size_t>(j.pp), 0);
-  held.expert = held.layers = held.dense;
+  held.expert = held.layers = held.edge = held.dense;
   for (int ch = 0; ch < md.chunks(); ++ch) {
     const auto r = static_cast<std::size_t>(md.rank_of(ch));
     const stage_estimate& st = out.stages[stage_of(ch)];
     held.dense[r] += st.params;
     held.expert[r] += st.expert_params;
+    held.edge[r] += detail::edge_params_of(m, layout.stages[stage_of(ch)], j.tp);
     held.layers[r] += layout.stages[stage_of(ch)].layers + layout.stages[stage_of(ch)].mtp;
     out.chunk_activation_bytes.push_back(st.activation_bytes);
   }

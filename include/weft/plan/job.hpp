@@ -65,6 +65,10 @@ struct job {
   /// §4.1; gone from Megatron Core): without sequence parallelism each of a tensor-parallel
   /// group's devices sends its 1/tp of the activation, and the receivers all-gather it.
   bool scatter_gather_transfers = false;
+  /// --grad-reduce-in-bf16: Megatron's main gradients kept and reduce-scattered in bf16
+  bool grad_reduce_in_bf16 = false;
+  /// --fp8-param-gather: the layers' weights kept and all-gathered in FP8 (needs --fp8)
+  bool fp8_param_gather = false;
 
   constexpr long long devices() const noexcept { return static_cast<long long>(tp) * pp * dp * cp; }
   /// Micro-batches per step and pipeline.
@@ -292,10 +296,24 @@ inline job with_megatron_forms(const transformer& m, job j) {
   return j;
 }
 
+/// The bytes a parameter's states take in job `j`: its gradients in bf16 with
+/// --grad-reduce-in-bf16, the layers' weights in FP8 with --fp8-param-gather (`layers` false:
+/// the embedding's, the head's and the final norm's, which stay bf16).
+constexpr state_bytes states_of(const job& j, bool layers = true) noexcept {
+  state_bytes b;
+  if (j.grad_reduce_in_bf16) b.gradients = 2;
+  if (j.fp8_param_gather && layers) b.weights = 1;
+  return b;
+}
+
 /// `check_sizes`, and the layers split over the stages as the job's layout (or an even split)
 /// places them.
 inline void check_job(const transformer& m, const job& j) {
   check_sizes(m, j);
+  if (j.fp8_param_gather && j.fp8 == fp8_recipe::none)
+    throw config_error(
+        "--fp8-param-gather keeps the weights in FP8 for FP8 linears: it needs --fp8 (or "
+        "Megatron's --fp8-format)");
   if (j.expert_tp != 0 && j.expert_tp != j.tp)
     throw config_error("--expert-tensor-parallel-size " + detail::num(j.expert_tp) +
                        ": weft prices the experts sharded as the dense layers are, over --tp " +

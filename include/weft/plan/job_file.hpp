@@ -105,6 +105,8 @@ inline job_file read_job(std::string_view text, const std::string& file) {
   b.sequence_parallel = r.flag("sequence-parallel", b.sequence_parallel);
   b.overlap_grad_reduce = r.flag("overlap-grad-reduce", b.overlap_grad_reduce);
   b.overlap_param_gather = r.flag("overlap-param-gather", b.overlap_param_gather);
+  b.grad_reduce_in_bf16 = r.flag("grad-reduce-in-bf16", b.grad_reduce_in_bf16);
+  b.fp8_param_gather = r.flag("fp8-param-gather", b.fp8_param_gather);
   b.flash_attention = r.flag("flash-attention", b.flash_attention);
   b.overlap_p2p_comm = r.flag("overlap-p2p-communication", b.overlap_p2p_comm);
   b.scatter_gather_transfers =
