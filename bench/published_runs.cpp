@@ -130,6 +130,52 @@ std::vector<run> runs() {
   llama("Llama 3 405B, 16384 H100", 128, 1, 8192, 400);
   llama("Llama 3 405B 128k, 16384", 8, 16, 131072, 380);
 
+  // NVIDIA's measured Megatron-Bridge runs on DGX-H100 (its performance summary, 26.04.01 and
+  // 25.11 containers, tokens/s a GPU), each as its H100 recipe sets it: FP8 current scaling on
+  // every layer with FP8 weights gathered, gradients reduced in bf16, the distributed optimizer
+  // with both overlaps, sequence parallelism with tp, no recomputation, the interleaved
+  // schedule with p2p overlap where it is virtual, experts force-balanced (dropless). Not
+  // priced: their tensor-parallel overlap (userbuffers; the dense rows with tp > 1) and the MoE
+  // all-to-all overlap (Qwen3 235B).
+  const auto nemo = [&](std::string_view name, std::string_view model, int devices, int tp, int pp,
+                        int cp, int ep, int chunks, int gbs, double seq, std::string_view layout,
+                        double tokens) {
+    job j;
+    j.tp = tp;
+    j.pp = pp;
+    j.cp = cp;
+    j.ep = ep;
+    j.dp = devices / (tp * pp * cp);
+    j.seq = seq;
+    j.global_batch_size = gbs;
+    j.sequence_parallel = tp > 1;
+    j.schedule = chunks > 1 ? "interleaved" : "1f1b";
+    j.chunks = layout.empty() ? chunks : 1;
+    j.layout = layout;
+    j.runtime = pipeline_runtime::megatron;
+    j.overlap_p2p_comm = chunks > 1;
+    j.fp8 = fp8_recipe::hybrid;
+    j.fp8_param_gather = true;
+    j.grad_reduce_in_bf16 = true;
+    j.overlap_grad_reduce = j.overlap_param_gather = true;
+    out.push_back({name, "Megatron-Bridge performance summary (DGX-H100)", model, "h100-sxm", j,
+                   reported::tokens_per_s_per_gpu, tokens});
+  };
+  nemo("Llama 3 70B, 64 H100 (NeMo 26.04.01)", "models/llama-3-70b.json", 64, 4, 8, 1, 1, 5, 256,
+       8192, "", 1664);
+  // 126 layers with the embedding and the loss counted as layers: two a virtual stage.
+  nemo("Llama 3.1 405B, 1024 H100 (NeMo 26.04.01)", "llama3-405b/config.json", 1024, 8, 8, 2, 1, 8,
+       1536, 8192, "Et|(t*2|)*62,tL", 328);
+  nemo("Qwen3 235B-A22B, 256 H100 (NeMo 26.04.01)", "models/qwen3-235b-a22b.json", 256, 2, 8, 1, 32,
+       4, 8192, 4096, "Et*2|(t*3|)*30,t*2L", 1712);
+  nemo("Qwen3 30B-A3B, 16 H100 (NeMo 26.04.01)", "models/qwen3-30b-a3b.json", 16, 1, 1, 1, 16, 1,
+       1024, 4096, "", 8960);
+  out.back().j.dispatcher = moe_dispatcher::flex;  // HybridEP
+  // Megatron-FSDP: parameters, gradients and optimizer states sharded over the 8 GPUs.
+  nemo("Llama 3 8B, 8 H100 (NeMo 25.11, FSDP)", "models/llama-3-8b.json", 8, 1, 1, 1, 1, 1, 128,
+       8192, "", 14451);
+  out.back().j.sharding = dp_sharding::optim_grads_params;
+
   // DeepSeek-V3 (arXiv 2412.19437), §1 and Table 1: 180K H800 GPU hours a trillion tokens, on
   // the job and cluster of presets/deepseek-v3 (pp 16, ep 64, dp 128, DualPipe).
   out.push_back({"DeepSeek-V3, 2048 H800",

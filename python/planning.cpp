@@ -16,6 +16,7 @@
 #include <weft/plan/job_file.hpp>
 #include <weft/plan/presets.hpp>
 #include <weft/plan/report.hpp>
+#include <weft/plan/torchtitan_file.hpp>
 #include "bindings.hpp"
 
 namespace weft::python {
@@ -143,10 +144,28 @@ fs::path preset_folder(const std::string& name) {
                      "deepseek-v3, llama2-70b-xdc, ampipe-16p, llama3-405b)");
 }
 
+/// job= a torchtitan TOML file (a path ending .toml): its job as torchtitan derives it for model
+/// `m` on `devices` (its data_parallel_shard_degree -1 needs them).
+std::optional<plan::job> torchtitan_job_of(const std::optional<py::object>& job,
+                                           const plan::transformer& m, long long devices,
+                                           const py::kwargs& flags) {
+  if (!job) return std::nullopt;
+  const std::optional<fs::path> p = path_of(*job);
+  if (!p || p->extension() != ".toml") return std::nullopt;
+  if (flags.size() > 0)
+    throw config_error(
+        "weft: plan: torchtitan's job file is read whole; change it there, not with keywords "
+        "beside it");
+  const plan::torchtitan_job t = plan::read_torchtitan(read_text(*p), p->string());
+  warn_all(t.warnings);
+  return plan::torchtitan_as_job(t, m, devices);
+}
+
 py::object plan(const std::optional<py::object>& model, const std::optional<py::object>& cluster,
                 const std::optional<py::object>& job, const std::optional<std::string>& preset,
                 double search_budget_s, std::uint64_t evaluations, std::uint64_t seed,
-                const py::kwargs& flags) {
+                long long devices, const py::kwargs& flags) {
+  if (devices < 0) throw config_error("weft: plan: devices must be a whole number of 1 or more");
   if (!(search_budget_s >= 0) || search_budget_s > 86400)
     throw config_error("weft: plan: search_budget_s must be in [0, 86400] seconds");
   plan::hf_model hf;
@@ -175,7 +194,12 @@ py::object plan(const std::optional<py::object>& model, const std::optional<py::
           "cluster file or its dict)");
     hf = model_of(*model);
     warn_all(hf.warnings);
-    j = job_of(job ? std::optional<std::string>(job_text(*job)) : std::nullopt, flags);
+    if (std::optional<plan::job> t = torchtitan_job_of(job, hf.model, devices, flags)) {
+      j = *t;
+      devices = 0;  // torchtitan's job has taken them
+    } else {
+      j = job_of(job ? std::optional<std::string>(job_text(*job)) : std::nullopt, flags);
+    }
     if (py::isinstance<py::str>(*cluster)) {
       name = py::cast<std::string>(*cluster);
       if (const plan::cluster* builtin = plan::find_cluster(name)) c = *builtin;
@@ -189,6 +213,7 @@ py::object plan(const std::optional<py::object>& model, const std::optional<py::
     }
   }
   c.name = name;
+  if (devices > 0) j = plan::with_world_size(j, devices);
   if (const auto w = plan::sequence_warning(hf, j.seq)) warn_all({*w});
   if (const auto w = plan::window_warning(hf, j.seq)) warn_all({*w});
   plan::plan_report r;
@@ -210,15 +235,17 @@ void bind_planning(py::module_& m) {
   m.def("plan", &plan, py::kw_only(), py::arg("model") = py::none(),
         py::arg("cluster") = py::none(), py::arg("job") = py::none(),
         py::arg("preset") = py::none(), py::arg("search_budget_s") = 0.0,
-        py::arg("evaluations") = 0, py::arg("seed") = 1,
+        py::arg("evaluations") = 0, py::arg("seed") = 1, py::arg("devices") = 0,
         "plans a training job as `weft plan --json` does and returns the same dict: step_s, "
         "tokens_per_s, mfu, memory_per_stage_bytes, breakdown_per_rank, every schedule's step, "
         "the best plan and its flags. model: a config.json, a snapshot folder holding one, or "
         "its dict; cluster: a built-in name ('a100-80g', 'h100-sxm', 'h800', 'ascend-910b'), a "
         "cluster file or its dict; job settings as keywords named as weft plan's flags (tp=8, "
         "pp=4, micro_batch_size=1, seq_length=4096, recompute='selective', schedule='zb-v', "
-        "...) or job= a job file or dict; or preset= a preset's name or folder. The GIL is "
-        "released while it plans.");
+        "...) or job= a job file or dict, or torchtitan's FILE.toml; or preset= a preset's "
+        "name or folder. devices= Megatron's world size (dp what tp x pp x cp leave; the "
+        "devices a torchtitan job's -1 shard degree takes). The GIL is released while it "
+        "plans.");
 }
 
 }  // namespace weft::python

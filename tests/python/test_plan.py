@@ -134,3 +134,39 @@ def test_the_search_is_pytorchs():
     r = weft.plan(model=str(GPT2), cluster="a100-80g", pp=2, global_batch_size=8,
                   seq_length=1024, pipeline_runtime="megatron", search_budget_s=0.1)
     assert "runs only its own 1F1B and interleaved" in r["search"]["refused"]
+
+
+def test_torchtitans_toml_job_and_the_world_size(cli_json, cli):
+    """job= torchtitan's TOML file, devices= its -1 shard degree's devices: the tool's plan."""
+    toml = DATA / "torchtitan" / "pipelined.toml"
+    model = DATA / "hf" / "llama-3.1-405b.json"
+    mine = weft.plan(model=str(model), cluster="h100-sxm", job=str(toml), devices=512)
+    assert mine == cli_json("plan", "--model", model, "--cluster", "h100-sxm", "--job", toml,
+                            "--devices", 512)
+    with pytest.raises(weft.ConfigError, match="read whole"):
+        weft.plan(model=str(model), cluster="h100-sxm", job=str(toml), devices=512, tp=4)
+    code, _, err = cli("plan", "--model", model, "--cluster", "h100-sxm", "--job", toml)
+    with pytest.raises(weft.ConfigError) as caught:
+        weft.plan(model=str(model), cluster="h100-sxm", job=str(toml))
+    assert code == 2 and str(caught.value) == err.splitlines()[0]
+    # devices= beside a job's sizes: Megatron's world size, dp what tp x pp x cp leave.
+    mine = weft.plan(model=str(GPT2), cluster="a100-80g", pp=2, devices=8, global_batch_size=16,
+                     seq_length=1024)
+    assert mine["devices"] == 8
+    assert mine == cli_json("plan", "--model", GPT2, "--cluster", "a100-80g", "--pp", 2,
+                            "--devices", 8, "--global-batch-size", 16, "--seq-length", 1024)
+    with pytest.raises(weft.ConfigError, match="does not split into tp 1 x pp 2"):
+        weft.plan(model=str(GPT2), cluster="a100-80g", pp=2, devices=7)
+
+
+def test_megatrons_spellings_price_as_weft_s(cli_json):
+    """Megatron's --attention-backend unfused is --no-flash-attention; its --fp16 keeps the
+    gradients in 16 bits (--grad-reduce-in-bf16) unless told to accumulate them in fp32."""
+    base = ("plan", "--model", GPT2, "--cluster", "a100-80g", "--dp", 2, "--seq-length", 1024)
+    plain = cli_json(*base)
+    unfused = cli_json(*base, "--attention-backend", "unfused")
+    assert unfused == cli_json(*base, "--no-flash-attention") and unfused != plain
+    assert cli_json(*base, "--attention-backend", "flash") == plain
+    fp16 = cli_json(*base, "--fp16")
+    assert fp16 == cli_json(*base, "--grad-reduce-in-bf16") and fp16 != plain
+    assert cli_json(*base, "--fp16", "--accumulate-allreduce-grads-in-fp32") == plain

@@ -677,7 +677,11 @@ TEST_CASE("Megatron's model flags: what is missing or impossible is named") {
         "--moe-layer-freq: weft places expert layers after some dense ones at a fixed stride; "
         "layer 2 breaks the pattern's stride");
   a.moe_layer_freq = "[1]*5";
-  CHECK(refusal(a) == "--moe-layer-freq: the pattern has 5 layers, the model 4 (--num-layers)");
+  CHECK(refusal(a) ==
+        "--moe-layer-freq [1]*5: a pattern longer than the model at character 6 (a whole "
+        "number, or a list of 0s and 1s such as \"([0]*3+[1]*58)\")");
+  a.moe_layer_freq = "[1]*3";
+  CHECK(refusal(a) == "--moe-layer-freq: the pattern has 3 layers, the model 4 (--num-layers)");
   a.moe_layer_freq = "[0]*4";
   CHECK(refusal(a) == "--moe-layer-freq: the pattern has no expert layer (1)");
   a.moe_layer_freq = "[2]*4";
@@ -688,10 +692,50 @@ TEST_CASE("Megatron's model flags: what is missing or impossible is named") {
   a.moe_layer_freq = "[1]*99999999";
   CHECK(refusal(a).find("a number too large") != std::string::npos);
   a.moe_layer_freq = "[1]*9999999*9999999";
-  CHECK(refusal(a).find("a pattern too long") != std::string::npos);
+  CHECK(refusal(a).find("a pattern longer than the model") != std::string::npos);
+  // Nothing repeated stays nothing, at once; nesting is bounded.
+  a.moe_layer_freq = "[]*9999999*9999999*9999999+[0,1,0,1]";
+  CHECK(refusal(a).empty());
+  a.moe_layer_freq = std::string(100'000, '(') + "[1]";
+  CHECK(refusal(a).find("parentheses nested too deep") != std::string::npos);
   a.moe_layer_freq = "0";
   CHECK(refusal(a) ==
-        "--moe-layer-freq 0: a whole number in [1, 4] or a pattern such as \"([0]*3+[1]*58)\"");
+        "--moe-layer-freq 0: a whole number of 1 or more, or a pattern such as "
+        "\"([0]*3+[1]*58)\"");
   a.moe_layer_freq = "2";
   CHECK(megatron_transformer(a, 1).model.moe_layers() == 2);
+  a.moe_layer_freq = "9";  // more than the layers: only layer 0, as Megatron's i % 9 == 0
+  CHECK(megatron_transformer(a, 1).model.moe_layers() == 1);
+  a.moe_router_group_topk = 2;
+  CHECK(refusal(a) ==
+        "--moe-router-group-topk 2 needs --moe-router-num-groups of at least that many");
+}
+
+TEST_CASE("Megatron's model flags: its rules for heads, biases and positions") {
+  megatron_model a;
+  a.num_layers = 2;
+  a.hidden_size = 64;
+  a.num_attention_heads = 4;
+  a.max_position_embeddings = 128;
+  a.vocab_size = 128;
+  a.group_query_attention = true;  // without --num-query-groups: one group
+  CHECK(megatron_transformer(a, 1).model.kv_heads == 1);
+  // --add-qkv-bias beside the linears' own biases: one bias, not two.
+  const transformer biased = megatron_transformer(a, 1).model;
+  a.add_qkv_bias = true;
+  CHECK(total_parameters(megatron_transformer(a, 1).model) == total_parameters(biased));
+  a.disable_bias_linear = true;
+  CHECK(megatron_transformer(a, 1).model.qkv_bias);
+  // --no-position-embedding beside rotary positions (Megatron's Mixtral example): rotary.
+  a.position_embedding_type = "rope";
+  a.no_position_embedding = true;
+  CHECK(megatron_transformer(a, 1).model.rotary);
+  a.position_embedding_type = "learned_absolute";
+  CHECK_THROWS_WITH_AS(megatron_transformer(a, 1),
+                       "--no-position-embedding goes with rotary positions "
+                       "(--position-embedding-type rope)",
+                       config_error);
+  a.use_rotary_position_embeddings = true;  // the older spelling of rope
+  CHECK(megatron_transformer(a, 1).model.rotary);
+  CHECK(megatron_transformer(a, 1).model.positions == 0);
 }

@@ -44,7 +44,8 @@ void check(const plan_args& o);
 /// `weft plan`'s flags for the model as Megatron's launch flags state it (plan_megatron_cli.cpp),
 /// each setting `o.megatron` and naming itself in `o.megatron_given`.
 std::vector<CLI::Option*> megatron_model_options(CLI::App& sub, plan_args& o);
-/// Megatron's flags that change nothing of a step's time or memory: taken and left.
+/// Megatron's flags that change nothing of a step's time or memory, taken and left; and
+/// --fp16 with --accumulate-allreduce-grads-in-fp32 (their gradients' bytes).
 void megatron_inert_options(CLI::App& sub, plan_args& o);
 void define(CLI::App& sub, search_args& o, deferred& later);
 void check(search_args& o, const CLI::App& sub);

@@ -100,7 +100,14 @@ inputs read_inputs(const plan_args& o) {
       warn(f.warnings);
       in.job = f.spec;
     }
-    in.hf = plan::megatron_transformer(o.megatron, in.job.tp);
+    plan::megatron_model a = o.megatron;
+    a.gpt2_vocab_files = o.vocab_file && o.merge_file;
+    in.hf = plan::megatron_transformer(a, in.job.tp);
+    // A launch script without the distributed optimizer runs without it (Megatron's default).
+    const bool sharding_given = o.given.count("--use-distributed-optimizer") > 0 ||
+                                o.given.count("--no-distributed-optimizer") > 0 ||
+                                o.given.count("--data-parallel-sharding-strategy") > 0;
+    if (o.job_file.empty() && !sharding_given) in.job.sharding = plan::dp_sharding::no_shard;
     read_cluster(in, o);
   } else {
     // A model snapshot's folder (as Hugging Face's hub downloads it) holds its config.json.
@@ -506,18 +513,6 @@ int search_configurations(const plan_args& o, const inputs& in) {
 
 }  // namespace
 
-/// --devices without --search: Megatron's world size, of which dp is what tp x pp x cp leave.
-void devices_as_world_size(inputs& in, long long devices) {
-  plan::job& j = in.job;
-  const long long model_parallel = static_cast<long long>(j.tp) * j.pp * j.cp;
-  if (devices % model_parallel != 0)
-    throw config_error("--devices " + std::to_string(devices) + " does not split into tp " +
-                       std::to_string(j.tp) + " x pp " + std::to_string(j.pp) + " x cp " +
-                       std::to_string(j.cp) + " (" + std::to_string(model_parallel) +
-                       ") data-parallel replicas");
-  j.dp = static_cast<int>(devices / model_parallel);
-}
-
 int run_command(const plan_args& o) {
   inputs in = read_inputs(o);
   if (const auto w = plan::sequence_warning(in.hf, in.job.seq)) warn({*w});
@@ -526,7 +521,8 @@ int run_command(const plan_args& o) {
   if (o.runtime == plan::runs_on::megatron && o.given.count("--pipeline-runtime") == 0)
     in.job.runtime = plan::pipeline_runtime::megatron;
   if (o.configuration_budget > 0) return search_configurations(o, in);
-  if (o.devices > 0 && !in.devices_used) devices_as_world_size(in, o.devices);
+  if (o.devices > 0 && !in.devices_used) in.job = plan::with_world_size(in.job, o.devices);
+  if (o.fp16 && !o.accumulate_fp32) in.job.grad_reduce_in_bf16 = true;  // 16-bit gradients
   const plan::transformer& m = in.hf.model;
   const plan::cluster& c = in.cluster();
   progress_line show;

@@ -39,6 +39,10 @@ struct plan_args {
   /// --model; `megatron_given` names the flags given.
   weft::plan::megatron_model megatron;
   std::set<std::string> megatron_given;
+  bool vocab_file = false, merge_file = false;  ///< Megatron's --vocab-file, --merge-file
+  /// Megatron's --fp16, and --accumulate-allreduce-grads-in-fp32 beside it (else its gradients
+  /// are kept and reduced in fp16)
+  bool fp16 = false, accumulate_fp32 = false;
 };
 
 int run_command(const plan_args& o);

@@ -76,10 +76,22 @@ std::vector<CLI::Option*> megatron_only_flags(CLI::App& sub, weft::plan::job& j)
                              "the layers' weights kept and all-gathered in FP8 (with --fp8)"));
   out.push_back(sub.add_flag_callback(
       "--bf16", [] {}, "16-bit brain floats (what weft prices; the default)"));
-  out.push_back(sub.add_flag_callback(
-      "--fp16", [] {},
-      "16-bit floats with loss scaling: priced as --bf16 (the same tensor-core rate and bytes; "
-      "the scaler's check of the gradients is not priced)"));
+  out.push_back(sub.add_option_function<std::string>(
+                       "--attention-backend",
+                       [&j](const std::string& v) {
+                         if (v == "unfused" || v == "local") j.flash_attention = false;
+                       },
+                       "auto, flash or fused: flash attention; unfused or local: the scores "
+                       "kept whole (--no-flash-attention)")
+                    ->check(CLI::IsMember({"auto", "flash", "fused", "unfused", "local"})));
+  out.push_back(sub.add_option_function<std::string>(
+                       "--transformer-impl",
+                       [&j](const std::string& v) {
+                         if (v == "local") j.flash_attention = false;
+                       },
+                       "transformer_engine (the default) or local (Megatron's own layers, "
+                       "attention unfused)")
+                    ->check(CLI::IsMember({"transformer_engine", "local"})));
   out.push_back(sub.add_flag_callback(
       "--moe-grouped-gemm", [] {},
       "each rank's experts as one grouped matmul (as weft "

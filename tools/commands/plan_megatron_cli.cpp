@@ -44,11 +44,6 @@ constexpr std::string_view inert_with_value[] = {"--lr",
                                                  "--rotary-seq-len-interpolation-factor",
                                                  "--rope-scaling-factor",
                                                  "--norm-epsilon",
-                                                 "--attention-backend",
-                                                 "--data-path",
-                                                 "--train-data-path",
-                                                 "--valid-data-path",
-                                                 "--test-data-path",
                                                  "--data-cache-path",
                                                  "--split",
                                                  "--vocab-file",
@@ -68,7 +63,6 @@ constexpr std::string_view inert_with_value[] = {"--lr",
                                                  "--wandb-save-dir",
                                                  "--profile-step-start",
                                                  "--profile-step-end",
-                                                 "--profile-ranks",
                                                  "--distributed-timeout-minutes",
                                                  "--exit-duration-in-mins",
                                                  "--exit-interval",
@@ -77,35 +71,37 @@ constexpr std::string_view inert_with_value[] = {"--lr",
                                                  "--fp8-amax-compute-algo",
                                                  "--fp8-margin",
                                                  "--fp8-interval",
-                                                 "--moe-aux-loss-coeff",
                                                  "--moe-z-loss-coeff",
-                                                 "--moe-router-load-balancing-type",
                                                  "--moe-router-score-function",
                                                  "--moe-router-topk-scaling-factor",
                                                  "--moe-router-bias-update-rate",
                                                  "--moe-router-dtype",
                                                  "--step-batch-size-schedule",
-                                                 "--rampup-batch-size",
                                                  "--tensorboard-log-interval",
-                                                 "--log-params-norm-interval",
                                                  "--timing-log-level",
                                                  "--timing-log-option",
                                                  "--ckpt-convert-format",
                                                  "--ckpt-convert-save",
                                                  "--pretrained-checkpoint",
-                                                 "--async-save-interval",
                                                  "--dist-ckpt-strictness",
                                                  "--num-dataset-builder-threads",
                                                  "--tokenizer-metadata",
                                                  "--dataloader-type",
                                                  "--manual-gc-interval",
-                                                 "--transformer-impl",
                                                  "--rotary-scaling-factor",
                                                  "--mscale",
                                                  "--mscale-all-dim",
                                                  "--mtp-loss-scaling-factor",
                                                  "--logging-level",
                                                  "--moe-flex-dispatcher-backend"};
+
+/// Megatron-LM's flags that take one value or more (a data blend's weights and paths, a
+/// coefficient a layer group, ranks, the batch ramp-up's three numbers) and say nothing of a
+/// step's time or memory.
+constexpr std::string_view inert_with_values[] = {
+    "--data-path",      "--train-data-path",    "--valid-data-path",
+    "--test-data-path", "--moe-aux-loss-coeff", "--moe-router-load-balancing-type",
+    "--profile-ranks",  "--rampup-batch-size"};
 
 /// Megatron-LM's flags without a value that say nothing of a step's time or memory.
 constexpr std::string_view inert_switches[] = {"--use-mcore-models",
@@ -148,8 +144,6 @@ constexpr std::string_view inert_switches[] = {"--use-mcore-models",
                                                "--reset-attention-mask",
                                                "--eod-mask-loss",
                                                "--no-check-for-nan-in-loss-and-grad",
-                                               "--check-for-nan-in-loss-and-grad",
-                                               "--accumulate-allreduce-grads-in-fp32",
                                                "--attention-softmax-in-fp32",
                                                "--log-straggler",
                                                "--no-persist-layer-norm",
@@ -186,12 +180,10 @@ std::vector<CLI::Option*> megatron_model_options(CLI::App& sub, plan_args& o) {
       sub.add_option("--position-embedding-type", a.position_embedding_type,
                      "learned_absolute (the default), rope, yarn, mrope or none")
           ->check(CLI::IsMember({"learned_absolute", "rope", "yarn", "mrope", "none"})),
-      sub.add_flag_callback(
-          "--use-rotary-position-embeddings", [&a] { a.position_embedding_type = "rope"; },
-          "rotary positions (--position-embedding-type rope)"),
-      sub.add_flag_callback(
-          "--no-position-embedding", [&a] { a.position_embedding_type = "none"; },
-          "no position embedding"),
+      sub.add_flag("--use-rotary-position-embeddings", a.use_rotary_position_embeddings,
+                   "rotary positions (--position-embedding-type rope)"),
+      sub.add_flag("--no-position-embedding", a.no_position_embedding,
+                   "no learned position table (with rotary positions)"),
       sub.add_option("--normalization", a.normalization, "LayerNorm (the default) or RMSNorm")
           ->check(CLI::IsMember({"LayerNorm", "RMSNorm"})),
       sub.add_flag_callback(
@@ -258,18 +250,30 @@ std::vector<CLI::Option*> megatron_model_options(CLI::App& sub, plan_args& o) {
 }
 
 void megatron_inert_options(CLI::App& sub, plan_args& o) {
+  // Not inert, but not the job's either: --fp16 changes the gradients' bytes as Megatron keeps
+  // them (resolved with the job, commands/plan.cpp).
+  CLI::Option* preset = sub.get_option("--preset");
+  sub.add_flag("--fp16", o.fp16,
+               "16-bit floats with loss scaling: the tensor-core rate and bytes of --bf16, the "
+               "gradients kept and reduced in fp16 (the scaler's check of them not priced)")
+      ->excludes(preset);
+  sub.add_flag("--accumulate-allreduce-grads-in-fp32", o.accumulate_fp32,
+               "with --fp16: the gradients kept and reduced in fp32")
+      ->excludes(preset);
   // Hidden from --help: they are accepted so a launch script pastes as it is, and change nothing.
   for (const std::string_view name : inert_with_value) {
     CLI::Option* f =
         sub.add_option_function<std::string>(std::string(name), [](const std::string&) {});
     f->group("");
-    if (name == "--vocab-file" || name == "--merge-file")
-      f->each([&o, name](const std::string&) {
-        o.megatron_given.insert(std::string(name));
-        o.megatron.gpt2_vocab_files = o.megatron_given.count("--vocab-file") > 0 &&
-                                      o.megatron_given.count("--merge-file") > 0;
-      });
+    // GPT-2's byte-pair files: the vocabulary Megatron's GPT examples name by its files.
+    if (name == "--vocab-file") f->each([&o](const std::string&) { o.vocab_file = true; });
+    if (name == "--merge-file") f->each([&o](const std::string&) { o.merge_file = true; });
   }
+  for (const std::string_view name : inert_with_values)
+    sub.add_option_function<std::vector<std::string>>(std::string(name),
+                                                      [](const std::vector<std::string>&) {})
+        ->expected(1, CLI::detail::expected_max_vector_size)
+        ->group("");
   for (const std::string_view name : inert_switches)
     sub.add_flag_callback(std::string(name), [] {})->group("");
 }

@@ -150,8 +150,8 @@ inline std::pair<double, double> qkv_projections(layer_kernels& out, const trans
     linear(out, "qkv", T, heads * m.head_dim + 2 * kv, h, s.type);
     if (m.qk_norm) {
       const double qk = T * (heads * m.head_dim + kv);
-      tagged(out, recompute_module::layernorm,
-             [&] { streamed(out, "query and key norms", 2 * bf16 * qk, 3 * bf16 * qk); });
+      // Not Megatron's `layernorm` recomputation, which runs the block's input norms again.
+      streamed(out, "query and key norms", 2 * bf16 * qk, 3 * bf16 * qk);
     }
     return {m.head_dim, m.head_dim};
   }
@@ -213,7 +213,7 @@ inline layer_kernels layer_kernels_of(const transformer& m, int layer, const lay
   }
   detail::attention_core(out, m, s, qk_dim, v_dim);
   linear(out, "out projection", T, h, heads * v_dim, s.type);
-  if (m.norms_per_layer == 4) norm("attention output norm");
+  if (m.norms_per_layer == 4) streamed(out, "attention output norm", 2 * bf16 * Es, 3 * bf16 * Es);
   // In parallel attention the MLP reads the attention's input; both outputs join the residual
   // in one add after the MLP.
   if (!m.parallel_attention) residual("attention residual");
@@ -254,7 +254,7 @@ inline layer_kernels layer_kernels_of(const transformer& m, int layer, const lay
     if (e.shared_ffn > 0)
       mlp("shared up", "shared activation", "shared down", e.shared_ffn / tp, T, 1);
   }
-  if (m.norms_per_layer == 4) norm("mlp output norm");
+  if (m.norms_per_layer == 4) streamed(out, "mlp output norm", 2 * bf16 * Es, 3 * bf16 * Es);
   residual("mlp residual", m.parallel_attention ? 1 : 0);
   return out;
 }

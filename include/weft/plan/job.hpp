@@ -296,6 +296,23 @@ inline job with_megatron_forms(const transformer& m, job j) {
   return j;
 }
 
+/// Job `j` on `devices` devices, Megatron's world size: dp is what tp x pp x cp leave of them
+/// (`weft plan --devices`); a count they do not divide is refused.
+inline job with_world_size(job j, long long devices) {
+  const long long model_parallel = static_cast<long long>(j.tp) * j.pp * j.cp;
+  if (devices >= model_parallel && devices / model_parallel > job_limits::dp)
+    throw config_error("--devices " + detail::num(devices) + " leaves dp " +
+                       detail::num(devices / model_parallel) + ", more than " +
+                       detail::num(job_limits::dp));
+  if (devices < 1 || devices % model_parallel != 0)
+    throw config_error("--devices " + detail::num(devices) + " does not split into tp " +
+                       detail::num(j.tp) + " x pp " + detail::num(j.pp) + " x cp " +
+                       detail::num(j.cp) + " (" + detail::num(model_parallel) +
+                       ") data-parallel replicas");
+  j.dp = static_cast<int>(devices / model_parallel);
+  return j;
+}
+
 /// The bytes a parameter's states take in job `j`: its gradients in bf16 with
 /// --grad-reduce-in-bf16, the layers' weights in FP8 with --fp8-param-gather (`layers` false:
 /// the embedding's, the head's and the final norm's, which stay bf16).
@@ -314,6 +331,10 @@ inline void check_job(const transformer& m, const job& j) {
     throw config_error(
         "--fp8-param-gather keeps the weights in FP8 for FP8 linears: it needs --fp8 (or "
         "Megatron's --fp8-format)");
+  if (j.fp8_param_gather && j.sharding == dp_sharding::no_shard)
+    throw config_error(
+        "--fp8-param-gather gathers sharded weights: it needs the distributed optimizer or "
+        "FSDP (Megatron's rule)");
   if (j.expert_tp != 0 && j.expert_tp != j.tp)
     throw config_error("--expert-tensor-parallel-size " + detail::num(j.expert_tp) +
                        ": weft prices the experts sharded as the dense layers are, over --tp " +

@@ -8,7 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
-#include <optional>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -26,10 +26,13 @@ struct megatron_model {
   double ffn_hidden_size = 0;  ///< 0: 4h, or with --swiglu int(8h / 3 / 64) x 64
   double kv_channels = 0;      ///< a head's width; 0: hidden / heads
   bool group_query_attention = false;
-  double num_query_groups = 0;         ///< with group_query_attention: key/value heads
+  double num_query_groups = 0;  ///< with group_query_attention: key/value heads (Megatron: 1)
   double max_position_embeddings = 0;  ///< required by Megatron; learned positions' rows
   std::string position_embedding_type = "learned_absolute";  ///< or rope, yarn, mrope, none
-  std::string normalization = "LayerNorm";                   ///< or RMSNorm
+  /// Megatron's older spellings: --use-rotary-position-embeddings (rope) and
+  /// --no-position-embedding (with rope: the rotary embedding alone; else none)
+  bool use_rotary_position_embeddings = false, no_position_embedding = false;
+  std::string normalization = "LayerNorm";  ///< or RMSNorm
   std::string activation = "gelu";  ///< swiglu, quick-geglu, squared-relu, openai-gelu, gelu
   bool disable_bias_linear = false, add_qkv_bias = false, qk_layernorm = false;
   bool untie_embeddings_and_output_weights = false;
@@ -59,7 +62,9 @@ namespace detail {
 /// "[1]*3", "([0]*3+[1]*58)", "([1]*3+[0]*1)*3" — evaluated. Anything else is refused.
 class layer_pattern_parser {
  public:
-  explicit layer_pattern_parser(std::string_view text) : text_(text) {}
+  /// `longest`: the most layers the pattern may have (the model's, as Megatron checks it).
+  layer_pattern_parser(std::string_view text, std::size_t longest)
+      : text_(text), longest_(longest) {}
   std::vector<int> parse() {
     std::vector<int> v = sum();
     skip();
@@ -69,8 +74,9 @@ class layer_pattern_parser {
 
  private:
   std::string_view text_;
-  std::size_t at_ = 0;
-  static constexpr std::size_t longest = 1 << 20;  // far more layers than any model has
+  std::size_t at_ = 0, longest_;
+  int depth_ = 0;
+  static constexpr int deepest = 64;  // parentheses: far more than any pattern needs
 
   [[noreturn]] void fail(const std::string& why) const {
     throw config_error("--moe-layer-freq " + excerpt(text_) + ": " + why + " at character " +
@@ -102,7 +108,7 @@ class layer_pattern_parser {
     std::vector<int> v = product();
     while (take('+')) {
       const std::vector<int> more = product();
-      if (v.size() + more.size() > longest) fail("a pattern too long");
+      if (v.size() + more.size() > longest_) fail("a pattern longer than the model");
       v.insert(v.end(), more.begin(), more.end());
     }
     return v;
@@ -111,7 +117,11 @@ class layer_pattern_parser {
     std::vector<int> v = atom();
     while (take('*')) {
       const std::size_t n = number();
-      if (n != 0 && v.size() > longest / n) fail("a pattern too long");
+      if (v.empty() || n == 0) {  // nothing repeated, or nothing left
+        v.clear();
+        continue;
+      }
+      if (v.size() > longest_ / n) fail("a pattern longer than the model");
       std::vector<int> out;
       out.reserve(v.size() * n);
       for (std::size_t i = 0; i < n; ++i) out.insert(out.end(), v.begin(), v.end());
@@ -121,8 +131,10 @@ class layer_pattern_parser {
   }
   std::vector<int> atom() {
     if (take('(')) {
+      if (++depth_ > deepest) fail("parentheses nested too deep");
       std::vector<int> v = sum();
       if (!take(')')) fail("')' expected");
+      --depth_;
       return v;
     }
     if (!take('[')) fail("'[' or '(' expected");
@@ -131,6 +143,7 @@ class layer_pattern_parser {
     do {
       const std::size_t x = number();
       if (x > 1) fail("only 0 (dense) and 1 (experts) can be listed");
+      if (v.size() >= longest_) fail("a pattern longer than the model");
       v.push_back(static_cast<int>(x));
     } while (take(','));
     if (!take(']')) fail("']' expected");
@@ -161,6 +174,48 @@ inline void place_moe_layers(const std::vector<int>& pattern, int layers, moe_sh
   }
 }
 
+/// The experts of Megatron's flags `a` into model `m`: their count and width, the shared ones,
+/// where the MoE layers are (--moe-layer-freq), group-limited routing.
+inline void megatron_moe(const megatron_model& a, transformer& m) {
+  moe_shape& e = m.moe;
+  e.routed = a.num_experts;
+  e.top_k = a.moe_router_topk;
+  if (e.top_k < 1 || e.top_k > e.routed)
+    throw config_error("--moe-router-topk " + std::to_string(e.top_k) + " must be in [1, " +
+                       std::to_string(e.routed) + "] (--num-experts)");
+  e.expert_ffn = a.moe_ffn_hidden_size > 0 ? a.moe_ffn_hidden_size : m.ffn;
+  e.shared_ffn = a.moe_shared_expert_intermediate_size;
+  e.shared_gate = a.moe_shared_expert_gate && e.shared_ffn > 0;
+  const std::string& f = a.moe_layer_freq;
+  if (f.find('[') == std::string::npos) {
+    std::size_t used = 0;
+    int every = 0;
+    try {
+      every = std::stoi(f, &used);
+    } catch (const std::exception&) {
+    }
+    if (used != f.size() || every < 1)
+      throw config_error("--moe-layer-freq " + excerpt(f) +
+                         ": a whole number of 1 or more, or a pattern such as "
+                         "\"([0]*3+[1]*58)\"");
+    e.every = every;
+  } else {
+    const auto layers = static_cast<std::size_t>(m.layers);
+    detail::place_moe_layers(detail::layer_pattern_parser(f, layers).parse(), m.layers, e);
+  }
+  if (a.moe_router_group_topk > 0 &&
+      (a.moe_router_num_groups == 0 || a.moe_router_group_topk > a.moe_router_num_groups))
+    throw config_error("--moe-router-group-topk " + std::to_string(a.moe_router_group_topk) +
+                       " needs --moe-router-num-groups of at least that many");
+  if (a.moe_router_num_groups > 0) {
+    if (e.routed % a.moe_router_num_groups != 0)
+      throw config_error("--moe-router-num-groups " + std::to_string(a.moe_router_num_groups) +
+                         " does not divide the " + std::to_string(e.routed) + " experts");
+    e.groups = a.moe_router_num_groups;
+    e.group_top_k = a.moe_router_group_topk > 0 ? a.moe_router_group_topk : e.groups;
+  }
+}
+
 }  // namespace detail
 
 /// The model `a` states, at tensor parallelism `tp` (Megatron pads the vocabulary to a multiple
@@ -182,9 +237,10 @@ inline hf_model megatron_transformer(const megatron_model& a, int tp) {
   m.layers = a.num_layers;
   m.hidden = a.hidden_size;
   m.heads = static_cast<int>(a.num_attention_heads);
-  m.kv_heads = a.group_query_attention && a.num_query_groups > 0
-                   ? static_cast<int>(a.num_query_groups)
-                   : m.heads;
+  // --group-query-attention without a count: Megatron's default of one group.
+  m.kv_heads = !a.group_query_attention ? m.heads
+               : a.num_query_groups > 0 ? static_cast<int>(a.num_query_groups)
+                                        : 1;
   if (m.heads % m.kv_heads != 0)
     throw config_error("--num-query-groups " + std::to_string(m.kv_heads) +
                        " does not divide --num-attention-heads " + std::to_string(m.heads));
@@ -199,13 +255,17 @@ inline hf_model megatron_transformer(const megatron_model& a, int tp) {
                                      : 4 * m.hidden;
   m.layer_norm = a.normalization == "LayerNorm";
   m.linear_bias = !a.disable_bias_linear;
-  m.qkv_bias = a.add_qkv_bias;
+  m.qkv_bias = a.add_qkv_bias && a.disable_bias_linear;  // else every linear's bias has them
   // With latent attention Megatron's --qk-layernorm norms the latents (which weft's MLA has).
   m.qk_norm = a.qk_layernorm && !a.multi_latent_attention;
   m.tied_embeddings = !a.untie_embeddings_and_output_weights;
   m.dropout = a.attention_dropout > 0 || a.hidden_dropout > 0;
-  const std::string& pos = a.position_embedding_type;
+  const std::string pos =
+      a.use_rotary_position_embeddings ? std::string("rope") : a.position_embedding_type;
   m.rotary = pos == "rope" || pos == "yarn" || pos == "mrope";
+  if (a.no_position_embedding && !m.rotary)  // Megatron's rule
+    throw config_error(
+        "--no-position-embedding goes with rotary positions (--position-embedding-type rope)");
   if (pos == "learned_absolute") m.positions = a.max_position_embeddings;
 
   double vocab = a.vocab_size;
@@ -219,39 +279,7 @@ inline hf_model megatron_transformer(const megatron_model& a, int tp) {
   const double multiple = a.make_vocab_size_divisible_by * tp;
   m.vocab = std::ceil(vocab / multiple) * multiple;
 
-  if (a.num_experts > 0) {
-    moe_shape& e = m.moe;
-    e.routed = a.num_experts;
-    e.top_k = a.moe_router_topk;
-    if (e.top_k < 1 || e.top_k > e.routed)
-      throw config_error("--moe-router-topk " + std::to_string(e.top_k) + " must be in [1, " +
-                         std::to_string(e.routed) + "] (--num-experts)");
-    e.expert_ffn = a.moe_ffn_hidden_size > 0 ? a.moe_ffn_hidden_size : m.ffn;
-    e.shared_ffn = a.moe_shared_expert_intermediate_size;
-    e.shared_gate = a.moe_shared_expert_gate && e.shared_ffn > 0;
-    const std::string& f = a.moe_layer_freq;
-    if (f.find('[') == std::string::npos) {
-      std::size_t used = 0;
-      int every = 0;
-      try {
-        every = std::stoi(f, &used);
-      } catch (const std::exception&) {
-      }
-      if (used != f.size() || every < 1 || every > m.layers)
-        throw config_error("--moe-layer-freq " + excerpt(f) + ": a whole number in [1, " +
-                           std::to_string(m.layers) + "] or a pattern such as \"([0]*3+[1]*58)\"");
-      e.every = every;
-    } else {
-      detail::place_moe_layers(detail::layer_pattern_parser(f).parse(), m.layers, e);
-    }
-    if (a.moe_router_num_groups > 0) {
-      if (e.routed % a.moe_router_num_groups != 0)
-        throw config_error("--moe-router-num-groups " + std::to_string(a.moe_router_num_groups) +
-                           " does not divide the " + std::to_string(e.routed) + " experts");
-      e.groups = a.moe_router_num_groups;
-      e.group_top_k = a.moe_router_group_topk > 0 ? a.moe_router_group_topk : e.groups;
-    }
-  }
+  if (a.num_experts > 0) detail::megatron_moe(a, m);
   if (a.multi_latent_attention) {
     mla_shape& l = m.mla;
     l.q_lora_rank = a.q_lora_rank;
