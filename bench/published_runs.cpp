@@ -136,7 +136,7 @@ std::vector<run> runs() {
   // with both overlaps, sequence parallelism with tp, no recomputation, the interleaved
   // schedule with p2p overlap where it is virtual, experts force-balanced (dropless). Not
   // priced: their tensor-parallel overlap (userbuffers; the dense rows with tp > 1) and the MoE
-  // all-to-all overlap.
+  // all-to-all overlap (Qwen3 235B).
   const auto nemo = [&](std::string_view name, std::string_view model, int devices, int tp, int pp,
                         int cp, int ep, int chunks, int gbs, double seq, std::string_view layout,
                         double tokens) {
@@ -166,9 +166,10 @@ std::vector<run> runs() {
   // 126 layers with the embedding and the loss counted as layers: two a virtual stage.
   nemo("Llama 3.1 405B, 1024 H100 (NeMo 26.04.01)", "llama3-405b/config.json", 1024, 8, 8, 2, 1, 8,
        1536, 8192, "Et|(t*2|)*62,tL", 328);
-  // Not here: Qwen3 235B-A22B on 256 (tp 2, pp 8, ep 32, expert tp 1: 1712 tokens/s), whose
-  // experts fold over the tensor-parallel ranks (ep 32 of dp 16 x tp 2), which weft does not
-  // model (--expert-tensor-parallel-size must be tp's).
+  // Its experts whole (expert tensor parallelism 1), ep 32 folded over dp 16 x tp 2.
+  nemo("Qwen3 235B-A22B, 256 H100 (NeMo 26.04.01)", "models/qwen3-235b-a22b.json", 256, 2, 8, 1, 32,
+       4, 8192, 4096, "Et*2|(t*3|)*30,t*2L", 1712);
+  out.back().j.expert_tp = 1;
   nemo("Qwen3 30B-A3B, 16 H100 (NeMo 26.04.01)", "models/qwen3-30b-a3b.json", 16, 1, 1, 1, 16, 1,
        1024, 4096, "", 8960);
   out.back().j.dispatcher = moe_dispatcher::flex;  // HybridEP

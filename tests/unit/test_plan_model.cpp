@@ -472,6 +472,53 @@ TEST_CASE("Megatron's --grad-reduce-in-bf16 and --fp8-param-gather: the bytes th
                        weft::config_error);
 }
 
+TEST_CASE("Megatron's parallel folding: whole experts, their ranks over tp's, the same work") {
+  // 8 experts of width 1024, top-2, on tp 2 x dp 2: ep 2 with the experts tp-sharded as the
+  // dense layers (Megatron's default), or ep 4 folded over the tensor-parallel ranks with each
+  // expert whole (--expert-tensor-parallel-size 1).
+  transformer m = testing::tiny_dense(2);
+  m.moe.routed = 8;
+  m.moe.top_k = 2;
+  m.moe.expert_ffn = 1024;
+  const cluster c = testing::ideal_cluster();
+  job j;
+  j.tp = 2;
+  j.dp = 2;
+  j.seq = 1024;
+  j.sequence_parallel = true;
+  j.ep = 2;
+  job folded = j;
+  folded.ep = 4;
+  folded.expert_tp = 1;
+  CHECK(folded.expert_dp() == 1);
+  CHECK(folded.expert_stride() == 1);
+  CHECK(j.expert_dp() == 1);
+  CHECK(j.expert_stride() == 2);
+  // The experts' matmuls: the same FLOPs a device, shaped as each runs them — half the tokens a
+  // device, each expert whole.
+  const auto experts = [&](const job& x) {
+    double flops = 0, widest = 0;
+    for (const weft::perf::kernel& k :
+         weft::perf::layer_kernels_of(m, 0, detail::layer_shard_of(x)).forward)
+      if (k.name.starts_with("experts") && k.kind == weft::perf::kernel_kind::matmul) {
+        flops += k.shape.flops();
+        widest = std::max({widest, k.shape.m, k.shape.n, k.shape.k});
+      }
+    return std::pair{flops, widest};
+  };
+  CHECK(experts(folded).first == doctest::Approx(experts(j).first));
+  CHECK(experts(folded).second == 1024);  // the whole expert's width
+  // Each device holds its 8 / 4 experts whole: the same bytes as 8 / 2 halves.
+  const estimate a = estimate_job(m, j, c), b = estimate_job(m, folded, c);
+  const double expert = layer_parameters(m, 0).experts;
+  CHECK(a.stages[0].expert_params == doctest::Approx(2 * expert / 2 / 2));
+  CHECK(b.stages[0].expert_params == doctest::Approx(2 * expert / 1 / 4));
+  // No tensor-parallel gather around whole experts: the MoE block's collectives are gone, the
+  // attention block's stay — half the tensor-parallel time of the tp-sharded experts'.
+  CHECK(b.breakdown.front().work.tp.count() ==
+        doctest::Approx(a.breakdown.front().work.tp.count() / 2));
+}
+
 TEST_CASE("collectives across nodes run over every NIC their members own (rails)") {
   // DGX A100: 8 GPUs and 8 HDR NICs a node, 24 GB/s a NIC as NCCL measures it (192 GB/s for 8),
   // NVLink 230 GB/s. A tensor-parallel group of 16 over two nodes has 8 members a node: a ring
@@ -572,7 +619,9 @@ TEST_CASE("a job that cannot train the model is refused, naming the numbers") {
   CHECK(refusal([](job& j) {
           j.dp = 2;
           j.ep = 3;
-        }) == "--ep 3 must divide the data-parallel ranks (dp x cp = 2) it is carved from");
+        }) ==
+        "--ep 3 must divide the data-parallel ranks (dp x cp = 2) it is carved from (or fold it "
+        "over the tensor-parallel ranks too, with --expert-tensor-parallel-size below --tp)");
   CHECK(refusal([](job& j) {
           j.pp = 2;
           j.layout = "Et|t*5|L";

@@ -98,8 +98,10 @@ std::vector<CLI::Option*> megatron_only_flags(CLI::App& sub, weft::plan::job& j)
       "prices them)"));
   out.push_back(
       sub.add_option("--expert-tensor-parallel-size", j.expert_tp,
-                     "tensor parallelism of the experts: weft prices the experts sharded as the "
-                     "dense layers are (Megatron's default, the same as --tp)")
+                     "tensor parallelism of the experts: --tp's by default; below it "
+                     "(Megatron's parallel folding, with --sequence-parallel) expert "
+                     "parallelism folds over the tensor-parallel ranks too: ep x this divides "
+                     "tp x dp x cp")
           ->check(whole_in(1, L::tp)));
   return out;
 }
@@ -300,10 +302,11 @@ void define(CLI::App& sub, plan_args& o, deferred&) {
   // The search reports configurations; one job's order, pictures and check are the plan's.
   for (const char* name : {"--search-budget-s", "--out", "--check", "--svg", "--trace"})
     search->excludes(sub.get_option(name));
-  // It chooses the schedule, its chunks and the layout itself.
+  // It chooses the schedule, its chunks and the layout itself (and the experts take tp's).
   for (const char* name :
        {"--schedule", "--chunks", "--pipeline-layout", "--num-layers-per-virtual-pipeline-stage",
-        "--decoder-first-pipeline-num-layers", "--decoder-last-pipeline-num-layers"})
+        "--expert-tensor-parallel-size", "--decoder-first-pipeline-num-layers",
+        "--decoder-last-pipeline-num-layers"})
     search->excludes(sub.get_option(name));
 }
 

@@ -27,6 +27,7 @@ struct layer_shard {
   int cp = 1;              ///< context parallelism: a device holds seq / cp of each sequence
   int tp = 1;
   int ep = 1;
+  int etp = 0;                     ///< the experts' tensor parallelism; 0: tp's
   bool sequence_parallel = false;  ///< norms, dropouts and residuals on a 1/tp shard
   bool flash_attention = true;     ///< attention's core as one fused kernel
   dtype type = dtype::bf16;        ///< the layers' linears (attention's core and the router: bf16)
@@ -247,8 +248,11 @@ inline layer_kernels layer_kernels_of(const transformer& m, int layer, const lay
     streamed(out, "permute", 2 * bf16 * routed, 2 * bf16 * routed);
     // Balanced routing: each of its routed / ep experts gets the tokens of the ep devices that
     // chose it, T ep top_k / routed, as one grouped matmul.
-    const double local = e.routed / s.ep, per_expert = T * s.ep * e.top_k / e.routed;
-    mlp("experts up", "experts activation", "experts down", e.expert_ffn / tp, per_expert, local,
+    // The experts' own tensor parallelism: each expert split over etp devices, which together
+    // hold etp / tp of the tokens (all of them where the experts take tp's).
+    const double etp = s.etp > 0 ? s.etp : tp;
+    const double local = e.routed / s.ep, per_expert = T * etp / tp * s.ep * e.top_k / e.routed;
+    mlp("experts up", "experts activation", "experts down", e.expert_ffn / etp, per_expert, local,
         recompute_module::moe_act);
     streamed(out, "unpermute", 2 * bf16 * routed, 2 * bf16 * routed);
     if (e.shared_ffn > 0)

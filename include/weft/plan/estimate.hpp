@@ -168,8 +168,10 @@ inline perf::layer_kernels head_kernels(const transformer& m, double T, int tp, 
 inline seconds dispatch_and_combine(const transformer& m, const job& j, const cluster& c,
                                     const link_model& link, double T) {
   const moe_shape& e = m.moe;
-  const long long stride = static_cast<long long>(j.tp) * j.cp;
-  const double per_token = m.hidden / j.tp;        // values of a token on this device
+  const long long stride = j.expert_stride();
+  // Values of a token on this device: tp's share of each (folded: each device its own tokens
+  // whole, tp's share of them — the same bytes).
+  const double per_token = m.hidden / j.tp;
   double leaving = e.top_k * (j.ep - 1.0) / j.ep;  // copies a token sends to other ranks
   const bool flex = j.dispatcher == moe_dispatcher::flex;
   if (flex && !inside_a_node(j.ep, stride, c.per_node) && stride * j.ep % c.per_node == 0 &&
@@ -207,8 +209,16 @@ inline layer_comm layer_comm_of(const transformer& m, const job& j, const cluste
   layer_comm out;
   const double T = j.micro_batch_size * j.seq / j.cp, tp = j.tp;
   const double act = T * m.hidden * 2;  // one activation, bf16
-  const seconds tp_comm = 2.0 * collective::tensor_parallel_block(collective_link(c, j.tp, 1, act),
-                                                                  j.tp, act, j.sequence_parallel);
+  const seconds block = collective::tensor_parallel_block(collective_link(c, j.tp, 1, act), j.tp,
+                                                          act, j.sequence_parallel);
+  // An MoE block with the experts' own tensor parallelism gathers over those ranks only (none
+  // when each expert is whole: its tokens stay on the device that routes them).
+  const int etp = j.etp();
+  const seconds moe_block =
+      etp == j.tp ? block
+                  : collective::tensor_parallel_block(collective_link(c, etp, 1, act * etp / tp),
+                                                      etp, act * etp / tp, true);
+  const seconds tp_comm = block + (m.is_moe_layer(l) ? moe_block : block);
   out.total += tp_comm;
   out.recomputed += tp_comm;
   out.tp = tp_comm;
@@ -235,7 +245,7 @@ inline layer_comm layer_comm_of(const transformer& m, const job& j, const cluste
     out.recomputed += out.cp;  // full recomputation moves the keys and values again
   }
   if (m.is_moe_layer(l) && j.ep > 1) {  // dispatch and combine over the expert group
-    const link_model ep_link = group_link(c, j.ep, static_cast<long long>(j.tp) * j.cp);
+    const link_model ep_link = group_link(c, j.ep, j.expert_stride());
     const seconds a2a = detail::dispatch_and_combine(m, j, c, ep_link, T);
     out.total += a2a;
     out.recomputed += a2a;
@@ -285,7 +295,7 @@ inline void add_layer_sizes(stage_estimate& out, const transformer& m, const job
                             recompute kept) {
   const parameter_count p = layer_parameters(m, l);
   out.params += (p.total() - p.experts) / j.tp;
-  out.expert_params += p.experts / j.tp / j.ep;
+  out.expert_params += p.experts / j.etp() / j.ep;
   out.activation_bytes +=
       layer_activation_bytes(m, l,
                              {.seq = j.seq,
@@ -322,6 +332,19 @@ inline double edge_params_of(const transformer& m, const layout_stage& st, int t
   return ((st.embedding ? e.embedding : 0) + (st.loss ? e.head + e.final_norm + copy : 0)) / tp;
 }
 
+/// What one device of job `j` holds of a layer.
+inline perf::layer_shard layer_shard_of(const job& j) {
+  return {.micro_batch = static_cast<double>(j.micro_batch_size),
+          .seq = j.seq,
+          .cp = j.cp,
+          .tp = j.tp,
+          .ep = j.ep,
+          .etp = j.etp(),
+          .sequence_parallel = j.sequence_parallel,
+          .flash_attention = j.flash_attention,
+          .type = j.fp8 == fp8_recipe::none ? perf::dtype::bf16 : perf::dtype::fp8};
+}
+
 /// Stage `st`'s costs and sizes for job `j` of model `m` on cluster `c`.
 inline stage_estimate stage_costs(const transformer& m, const job& j, const cluster& c,
                                   const layout_stage& st, const estimate_options& o = {},
@@ -331,15 +354,7 @@ inline stage_estimate stage_costs(const transformer& m, const job& j, const clus
   const double tp = j.tp;
   const perf::device chip = chip_of(c);
   const double attention_rate = c.device.attention_flops();
-  const perf::layer_shard shard{
-      .micro_batch = static_cast<double>(j.micro_batch_size),
-      .seq = j.seq,
-      .cp = j.cp,
-      .tp = j.tp,
-      .ep = j.ep,
-      .sequence_parallel = j.sequence_parallel,
-      .flash_attention = j.flash_attention,
-      .type = j.fp8 == fp8_recipe::none ? perf::dtype::bf16 : perf::dtype::fp8};
+  const perf::layer_shard shard = layer_shard_of(j);
   const double act = T * m.hidden * 2;  // one activation, bf16
   // hideable_again: of the recomputed layers' forwards, what a pair may hide
   seconds forward{0}, backward{0}, weights{0}, comm{0}, hideable{0}, hideable_again{0};
@@ -594,12 +609,12 @@ struct dp_traffic {
 inline dp_traffic dp_traffic_of(const job& j, const cluster& c, double dense, double expert,
                                 double edge = 0) {
   const long long dp_ranks = static_cast<long long>(j.dp) * j.cp;
-  const int d = static_cast<int>(dp_ranks), ed = static_cast<int>(dp_ranks / j.ep);
-  // The data-parallel ranks are tp devices apart (the experts' tp x ep): inside a node while
+  const int d = static_cast<int>(dp_ranks), ed = static_cast<int>(j.expert_dp());
+  // The data-parallel ranks are tp devices apart (the experts' etp x ep): inside a node while
   // they fit, across nodes otherwise.
   const auto dp_link = [&](double bytes) { return collective_link(c, dp_ranks, j.tp, bytes); };
   const auto edp_link = [&](double bytes) {
-    return collective_link(c, dp_ranks / j.ep, static_cast<long long>(j.tp) * j.ep, bytes);
+    return collective_link(c, j.expert_dp(), static_cast<long long>(j.etp()) * j.ep, bytes);
   };
   const double gathers = j.sharding == dp_sharding::optim_grads_params ? 2 : 1;
   const state_bytes b = states_of(j), edges = states_of(j, false);
@@ -619,7 +634,7 @@ inline seconds optimizer_time(const job& j, const cluster& c, double dense, doub
   const long long dp_ranks = static_cast<long long>(j.dp) * j.cp;
   const bool split = j.sharding != dp_sharding::no_shard;
   const double shard = dense / static_cast<double>(split ? dp_ranks : 1) +
-                       expert / static_cast<double>(split ? dp_ranks / j.ep : 1);
+                       expert / static_cast<double>(split ? j.expert_dp() : 1);
   return seconds(optimizer_bytes_per_parameter * shard / chip_of(c).memory_bytes_per_s());
 }
 
@@ -639,7 +654,7 @@ inline void add_data_parallel(estimate& out, const job& j, const cluster& c,
       out.sched, [&](int ch) { return out.chunk_activation_bytes[static_cast<std::size_t>(ch)]; });
   const long long dp_ranks = static_cast<long long>(j.dp) * j.cp;
   const int dense_shards = static_cast<int>(dp_ranks);
-  const int expert_shards = static_cast<int>(dp_ranks / j.ep);
+  const int expert_shards = static_cast<int>(j.expert_dp());
   const bool fsdp = j.sharding == dp_sharding::optim_grads_params;
   // What sharded states need whole for a moment, per layer of the rank (the average of its
   // stages'): sharded parameters gathered in bf16 for the layer computing and the next one

@@ -36,6 +36,7 @@ inline std::vector<std::string> weft_flags(const job& j) {
     f.push_back(std::move(flag));
     if (!value.empty()) f.push_back(std::move(value));
   };
+  if (j.etp() != j.tp) add("--expert-tensor-parallel-size", number(j.etp()));
   add("--micro-batch-size", number(j.micro_batch_size));
   if (j.global_batch_size > 0) add("--global-batch-size", number(j.global_batch_size));
   add("--seq-length", number(j.seq));
@@ -121,6 +122,7 @@ inline std::optional<std::vector<std::string>> megatron_arguments(const job& j) 
     a.push_back(std::move(flag));
     if (!value.empty()) a.push_back(std::move(value));
   };
+  if (j.etp() != j.tp) add("--expert-tensor-parallel-size", number(j.etp()));
   if (j.global_batch_size > 0) add("--global-batch-size", number(j.global_batch_size));
   add("--seq-length", number(j.seq));
   if (j.sequence_parallel) add("--sequence-parallel");

@@ -71,6 +71,19 @@ struct job {
   bool fp8_param_gather = false;
 
   constexpr long long devices() const noexcept { return static_cast<long long>(tp) * pp * dp * cp; }
+  /// The experts' tensor parallelism: --expert-tensor-parallel-size, else tp's.
+  constexpr int etp() const noexcept { return expert_tp > 0 ? expert_tp : tp; }
+  /// The ranks each expert's data parallelism spans: what tp x dp x cp leave of ep x etp
+  /// (Megatron's parallel folding; dp x cp / ep where the experts take tp's sharding).
+  constexpr long long expert_dp() const noexcept {
+    return static_cast<long long>(tp) * dp * cp / (static_cast<long long>(ep) * etp());
+  }
+  /// How many devices apart consecutive ranks of an expert-parallel group are: tp x cp where
+  /// the experts take tp's sharding, else the experts' own tensor parallelism (folded groups
+  /// run through the tensor-parallel ranks first).
+  constexpr long long expert_stride() const noexcept {
+    return etp() == tp ? static_cast<long long>(tp) * cp : etp();
+  }
   /// Micro-batches per step and pipeline.
   constexpr int micro() const noexcept {
     return global_batch_size > 0 ? static_cast<int>(global_batch_size /
@@ -193,9 +206,25 @@ inline void check_sizes(const transformer& m, const job& j) {
   if (m.moe.active() && m.moe.routed % j.ep != 0)
     throw config_error("the model's " + num(m.moe.routed) + " experts do not split over --ep " +
                        num(j.ep));
-  if ((static_cast<long long>(j.dp) * j.cp) % j.ep != 0)
+  if (j.expert_tp != 0 && j.expert_tp != j.tp) {
+    if (j.expert_tp > j.tp || j.tp % j.expert_tp != 0)
+      throw config_error("--expert-tensor-parallel-size " + num(j.expert_tp) +
+                         ": weft prices expert tensor parallelism that divides --tp " + num(j.tp));
+    if (!j.sequence_parallel)
+      throw config_error("--expert-tensor-parallel-size " + num(j.expert_tp) +
+                         " below --tp needs --sequence-parallel (Megatron's rule for MoE with "
+                         "tensor parallelism)");
+    const long long ranks = static_cast<long long>(j.tp) * j.dp * j.cp;
+    if (ranks % (static_cast<long long>(j.ep) * j.expert_tp) != 0)
+      throw config_error("--ep " + num(j.ep) + " x --expert-tensor-parallel-size " +
+                         num(j.expert_tp) + " must divide tp x dp x cp (" + num(ranks) +
+                         "), which the experts fold over");
+  } else if ((static_cast<long long>(j.dp) * j.cp) % j.ep != 0) {
     throw config_error("--ep " + num(j.ep) + " must divide the data-parallel ranks (dp x cp = " +
-                       num(static_cast<long long>(j.dp) * j.cp) + ") it is carved from");
+                       num(static_cast<long long>(j.dp) * j.cp) +
+                       ") it is carved from (or fold it over the tensor-parallel ranks too, with "
+                       "--expert-tensor-parallel-size below --tp)");
+  }
   if (static_cast<long long>(j.micro_batch_size) * j.dp > (1LL << 30))
     throw config_error(
         "--micro-batch-size x --dp = " + num(static_cast<long long>(j.micro_batch_size) * j.dp) +
@@ -335,10 +364,6 @@ inline void check_job(const transformer& m, const job& j) {
     throw config_error(
         "--fp8-param-gather gathers sharded weights: it needs the distributed optimizer or "
         "FSDP (Megatron's rule)");
-  if (j.expert_tp != 0 && j.expert_tp != j.tp)
-    throw config_error("--expert-tensor-parallel-size " + detail::num(j.expert_tp) +
-                       ": weft prices the experts sharded as the dense layers are, over --tp " +
-                       detail::num(j.tp) + " (Megatron's default); another size is not modelled");
   if (j.layers_per_virtual_stage != 0 || j.decoder_first != 0 || j.decoder_last != 0 ||
       !j.fp8_format.empty() || !j.fp8_recipe_name.empty())
     throw config_error(
