@@ -517,6 +517,10 @@ TEST_CASE("Megatron's parallel folding: whole experts, their ranks over tp's, th
   // attention block's stay — half the tensor-parallel time of the tp-sharded experts'.
   CHECK(b.breakdown.front().work.tp.count() ==
         doctest::Approx(a.breakdown.front().work.tp.count() / 2));
+  // A shared expert keeps the dense layers' tensor parallelism, and its gather and scatter.
+  m.moe.shared_ffn = 1024;
+  CHECK(estimate_job(m, folded, c).breakdown.front().work.tp.count() ==
+        doctest::Approx(estimate_job(m, j, c).breakdown.front().work.tp.count()));
 }
 
 TEST_CASE("collectives across nodes run over every NIC their members own (rails)") {

@@ -78,12 +78,10 @@ struct job {
   constexpr long long expert_dp() const noexcept {
     return static_cast<long long>(tp) * dp * cp / (static_cast<long long>(ep) * etp());
   }
-  /// How many devices apart consecutive ranks of an expert-parallel group are: tp x cp where
-  /// the experts take tp's sharding, else the experts' own tensor parallelism (folded groups
-  /// run through the tensor-parallel ranks first).
-  constexpr long long expert_stride() const noexcept {
-    return etp() == tp ? static_cast<long long>(tp) * cp : etp();
-  }
+  /// How many devices apart consecutive ranks of an expert-parallel group are: the experts'
+  /// tensor parallelism (Megatron orders expert ranks etp, ep, then expert data parallelism;
+  /// context parallelism falls in the last two).
+  constexpr long long expert_stride() const noexcept { return etp(); }
   /// Micro-batches per step and pipeline.
   constexpr int micro() const noexcept {
     return global_batch_size > 0 ? static_cast<int>(global_batch_size /
