@@ -513,14 +513,23 @@ TEST_CASE("Megatron's parallel folding: whole experts, their ranks over tp's, th
   const double expert = layer_parameters(m, 0).experts;
   CHECK(a.stages[0].expert_params == doctest::Approx(2 * expert / 2 / 2));
   CHECK(b.stages[0].expert_params == doctest::Approx(2 * expert / 1 / 4));
-  // No tensor-parallel gather around whole experts: the MoE block's collectives are gone, the
-  // attention block's stay — half the tensor-parallel time of the tp-sharded experts'.
-  CHECK(b.breakdown.front().work.tp.count() ==
-        doctest::Approx(a.breakdown.front().work.tp.count() / 2));
+  // The tensor-parallel collectives of an MoE layer, one micro-batch's forward: the attention
+  // block's gather and scatter of the activation (sequence parallelism), then Megatron's
+  // dispatcher's around the experts — over tp, of what the all-to-all brought (top-2 copies of
+  // each token), and none at all around whole experts.
+  const double act = 1024 * 1024 * 2;  // tokens x hidden, bf16
+  const auto gather_scatter = [&](double bytes) {
+    return weft::collective::tensor_parallel_block(collective_link(c, 2, 1, bytes), 2, bytes, true);
+  };
+  CHECK(detail::layer_comm_of(m, j, c, 0).tp.count() ==
+        doctest::Approx((gather_scatter(act) + gather_scatter(2 * act)).count()));
+  CHECK(detail::layer_comm_of(m, folded, c, 0).tp.count() ==
+        doctest::Approx(gather_scatter(act).count()));
+  CHECK(b.breakdown.front().work.tp < a.breakdown.front().work.tp);
   // A shared expert keeps the dense layers' tensor parallelism, and its gather and scatter.
   m.moe.shared_ffn = 1024;
-  CHECK(estimate_job(m, folded, c).breakdown.front().work.tp.count() ==
-        doctest::Approx(estimate_job(m, j, c).breakdown.front().work.tp.count()));
+  CHECK(detail::layer_comm_of(m, folded, c, 0).tp.count() ==
+        doctest::Approx(2 * gather_scatter(act).count()));
 }
 
 TEST_CASE("collectives across nodes run over every NIC their members own (rails)") {

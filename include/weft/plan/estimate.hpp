@@ -211,17 +211,17 @@ inline layer_comm layer_comm_of(const transformer& m, const job& j, const cluste
   const double act = T * m.hidden * 2;  // one activation, bf16
   const seconds block = collective::tensor_parallel_block(collective_link(c, j.tp, 1, act), j.tp,
                                                           act, j.sequence_parallel);
-  // An MoE block with the experts' own tensor parallelism gathers over those ranks only what
-  // the all-to-all brought each (its tokens' top-k copies), none where each expert is whole;
-  // shared experts keep the dense layers' tensor parallelism and its collectives.
+  // An MoE block: Megatron's dispatcher gathers over the experts' tensor-parallel ranks (tp's
+  // unless folded) what the all-to-all brought each — its tokens' top-k copies — and scatters
+  // their outputs back; none where each expert is whole. Shared experts keep the dense layers'
+  // tensor parallelism and its collectives.
   const int etp = j.etp();
   const double received = act * etp / tp * m.moe.top_k;
   const seconds moe_block =
-      etp == j.tp ? block
-                  : (etp > 1 ? collective::tensor_parallel_block(
-                                   collective_link(c, etp, 1, received), etp, received, true)
-                             : seconds(0)) +
-                        (m.moe.shared_ffn > 0 ? block : seconds(0));
+      (etp > 1 ? collective::tensor_parallel_block(collective_link(c, etp, 1, received), etp,
+                                                   received, j.sequence_parallel || etp < j.tp)
+               : seconds(0)) +
+      (m.moe.shared_ffn > 0 ? block : seconds(0));
   const seconds tp_comm = block + (m.is_moe_layer(l) ? moe_block : block);
   out.total += tp_comm;
   out.recomputed += tp_comm;
