@@ -329,7 +329,8 @@ inline seconds recomputed_parts(const selective_tally& s, const estimate_options
 }
 
 /// Of stage `st`'s parameters on one of `tp` devices, the embedding's, the LM head's and the
-/// final norm's (with tied embeddings, the last stage's own copy): never in FP8.
+/// final norm's: never in FP8. Tied embeddings: the last stage keeps its own copy of the
+/// embedding for the head (its gradient all-reduced with the first stage's).
 inline double edge_params_of(const transformer& m, const layout_stage& st, int tp) {
   const edge_parameters e = edges(m);
   const double copy = m.tied_embeddings && !st.embedding ? m.vocab * m.hidden : 0;
@@ -398,9 +399,9 @@ inline stage_estimate stage_costs(const transformer& m, const job& j, const clus
   };
   for (int k = 0; k < st.layers; ++k) add_layer(st.first_layer + k, k);
   const edge_parameters e = edges(m);
+  out.params += edge_params_of(m, st, j.tp);  // the embedding, or the head and final norm
   if (st.embedding) {
     const double shard = act / (j.sequence_parallel ? tp : 1);
-    out.params += e.embedding / tp;
     out.activation_bytes += shard;
     add(embedding_kernels(shard));
   }
@@ -417,13 +418,7 @@ inline stage_estimate stage_costs(const transformer& m, const job& j, const clus
     out.params +=
         (e.mtp / std::max(m.mtp_layers, 1) - layer_parameters(m, m.layers - 1).total()) / tp;
   }
-  if (st.loss) {
-    add_head();
-    // Tied embeddings: the last stage keeps its own copy of the embedding for the head (its
-    // gradient all-reduced with the first stage's).
-    const double copy = m.tied_embeddings && !st.embedding ? m.vocab * m.hidden : 0;
-    out.params += (e.head + e.final_norm + copy) / tp;
-  }
+  if (st.loss) add_head();
   // Backward: its kernels, its communication mirrored; recomputation runs the layers' forward
   // (full; not the head's) or the parts selective recomputation names again first.
   forward += (out.forward.launch = launch_excess(forward, forward_kernels, o));
