@@ -8,6 +8,7 @@
 #include <string>
 
 #include <weft/plan/estimate.hpp>
+#include <weft/plan/flags.hpp>
 #include <weft/plan/flops.hpp>
 #include <weft/plan/memory.hpp>
 #include "plan_fixtures.hpp"
@@ -530,6 +531,85 @@ TEST_CASE("Megatron's parallel folding: whole experts, their ranks over tp's, th
   m.moe.shared_ffn = 1024;
   CHECK(detail::layer_comm_of(m, folded, c, 0).tp.count() ==
         doctest::Approx(2 * gather_scatter(act).count()));
+}
+
+TEST_CASE("Megatron's combined 1F1B: each forward beside another micro-batch's backward") {
+  // Megatron's --overlap-moe-expert-parallel-comm without a pipeline (schedules.py,
+  // combined_1f1b_schedule_for_no_pipelining): F(0), then F(i+1) beside B(i), then the last
+  // B. A pair costs each half's compute and what of the other's all-to-alls that compute cannot
+  // hide, the compute slowed by the published interference while they run together.
+  transformer m = testing::tiny_dense(2);
+  m.moe.routed = 8;
+  m.moe.top_k = 2;
+  m.moe.expert_ffn = 1024;
+  const cluster c = testing::ideal_cluster();
+  job j;
+  j.dp = 2;
+  j.ep = 2;
+  j.seq = 1024;
+  j.global_batch_size = 8;  // 4 micro-batches a data-parallel rank
+  job o = j;
+  o.overlap_moe_ep_comm = true;
+  const estimate plain = estimate_job(m, j, c), paired = estimate_job(m, o, c);
+  const auto& x = paired.stages[0].cost;
+  REQUIRE(x.comm_F.count() > 0);
+  const double s = c.overlap.compute_slowdown;
+  REQUIRE(s == doctest::Approx(0.189));
+  const auto side = [s](double comm, double compute) {
+    return comm >= compute * (1 + s) ? comm : compute + comm * s / (1 + s);
+  };
+  const double pair = side(x.comm_F.count(), (x.B - x.comm_B).count()) +
+                      side(x.comm_B.count(), (x.F - x.comm_F).count());
+  CHECK(paired.pipeline.count() == doctest::Approx(x.F.count() + 3 * pair + x.B.count()));
+  CHECK(plain.pipeline.count() == doctest::Approx(4 * (x.F + x.B).count()));
+  CHECK(paired.step < plain.step);
+  CHECK(weft::plan::runtime_for(o) == "Megatron-LM (its combined 1F1B)");
+  const auto has = [](const std::vector<std::string>& flags, const char* flag) {
+    return std::find(flags.begin(), flags.end(), flag) != flags.end();
+  };
+  REQUIRE(weft::plan::megatron_arguments(o));
+  CHECK(has(*weft::plan::megatron_arguments(o), "--overlap-moe-expert-parallel-comm"));
+  CHECK(has(weft::plan::weft_flags(o), "--overlap-moe-expert-parallel-comm"));
+
+  // With a pipeline, Megatron's interleaved schedule and one more warm-up micro-batch: each rank
+  job p = j;
+  p.pp = 4;
+  p.schedule = "interleaved";
+  p.chunks = 2;
+  p.global_batch_size = 16;  // 8 a rank
+  m.layers = 8;
+  job q = p;
+  q.overlap_moe_ep_comm = q.delay_wgrad_compute = true;
+  const estimate e = estimate_job(m, p, c), f = estimate_job(m, q, c);
+  // keeps one more (micro-batch, chunk) unit at its peak: one of its two chunks' bytes.
+  for (std::size_t r = 0; r < 4; ++r) {
+    const double more = f.memory_per_rank[r] - e.memory_per_rank[r];
+    CHECK((more == doctest::Approx(f.chunk_activation_bytes[r]) ||
+           more == doctest::Approx(f.chunk_activation_bytes[r + 4])));
+  }
+
+  // Megatron's rules (transformer_config.py).
+  const auto refused = [&](const transformer& mm, const job& jj, const char* why) {
+    CHECK_THROWS_WITH_AS(estimate_job(mm, jj, c), doctest::Contains(why), weft::config_error);
+  };
+  job r = q;
+  r.schedule = "1f1b";
+  r.chunks = 1;
+  refused(m, r, "with --pp > 1 it needs --schedule interleaved");
+  r = q;
+  r.policy = recompute::full;
+  refused(m, r, "does not combine with full recomputation");
+  r = q;
+  r.ep = 1;
+  refused(m, r, "it needs an MoE model and --ep > 1");
+  r.ep = 1;
+  refused(testing::tiny_dense(8), r, "it needs an MoE model and --ep > 1");
+  r = p;
+  r.delay_wgrad_compute = true;
+  refused(m, r, "--delay-wgrad-compute needs --overlap-moe-expert-parallel-comm");
+  transformer deep = m;
+  deep.mtp_layers = 2;
+  refused(deep, q, "takes at most one MTP layer");
 }
 
 TEST_CASE("collectives across nodes run over every NIC their members own (rails)") {

@@ -294,9 +294,11 @@ TEST_CASE("a job from JSON: weft plan's flags as keys, each checked") {
       R"({"tensor-model-parallel-size": 4, "pipeline-model-parallel-size": 2,
           "context-parallel-size": 2, "expert-model-parallel-size": 2,
           "num-virtual-stages-per-pipeline-rank": 3, "recompute-granularity": "full",
-          "pipeline-model-parallel-layout": "Et|tL", "expert-tensor-parallel-size": 4})",
+          "pipeline-model-parallel-layout": "Et|tL", "expert-tensor-parallel-size": 4,
+          "overlap-moe-expert-parallel-comm": true, "delay-wgrad-compute": true})",
       "megatron.json");
   CHECK(mg.warnings.empty());
+  CHECK((mg.spec.overlap_moe_ep_comm && mg.spec.delay_wgrad_compute));
   CHECK((mg.spec.tp == 4 && mg.spec.pp == 2 && mg.spec.cp == 2 && mg.spec.ep == 2));
   CHECK((mg.spec.chunks == 3 && mg.spec.policy == plan::recompute::full));
   CHECK((mg.spec.layout == "Et|tL" && mg.spec.expert_tp == 4));

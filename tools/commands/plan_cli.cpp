@@ -106,6 +106,33 @@ std::vector<CLI::Option*> megatron_only_flags(CLI::App& sub, weft::plan::job& j)
   return out;
 }
 
+/// How the pipeline's code runs it: whose runtime, Megatron's transfers and its combined 1F1B.
+void add_runtime_flags(CLI::App& sub, weft::plan::job& j, std::vector<CLI::Option*>& flags) {
+  namespace plan = weft::plan;
+  flags.push_back(
+      sub.add_option("--pipeline-runtime", j.runtime,
+                     "whose code runs the pipeline: pytorch (a transfer awaited only by the op "
+                     "that needs it; the default) or megatron (1F1B's and the interleaved "
+                     "schedule's batched transfers, each awaited by the host)")
+          ->transform(one_of<plan::pipeline_runtime>(
+              spelled<plan::pipeline_runtime>(plan::pipeline_runtime_names))));
+  flags.push_back(sub.add_flag("--overlap-p2p-communication", j.overlap_p2p_comm,
+                               "Megatron's interleaved schedule with one transfer in flight "
+                               "behind each step (needs --pipeline-runtime megatron)"));
+  flags.push_back(sub.add_flag(
+      "--overlap-moe-expert-parallel-comm", j.overlap_moe_ep_comm,
+      "Megatron's combined 1F1B: each steady-phase forward beside another micro-batch's "
+      "backward, the all-to-alls of each hidden behind the other's compute (MoE, --ep > 1; "
+      "--schedule interleaved, or no pipeline)"));
+  flags.push_back(sub.add_flag("--delay-wgrad-compute", j.delay_wgrad_compute,
+                               "the experts' weight gradients beside the dispatch's backward "
+                               "(needs --overlap-moe-expert-parallel-comm; priced as it)"));
+  flags.push_back(sub.add_flag("--scatter-gather-tensors-in-pipeline", j.scatter_gather_transfers,
+                               "Megatron-LM's transfers until 2022: without sequence parallelism "
+                               "each device sends 1/tp and the receivers all-gather it (needs "
+                               "--pipeline-runtime megatron)"));
+}
+
 /// The job's flags, in Megatron's names: what a job file or a preset's job says instead.
 std::vector<CLI::Option*> job_flags(CLI::App& sub, weft::plan::job& j) {
   namespace plan = weft::plan;
@@ -188,20 +215,7 @@ std::vector<CLI::Option*> job_flags(CLI::App& sub, weft::plan::job& j) {
                      "(DeepEP's: once a node, then NVLink)")
           ->transform(one_of<plan::moe_dispatcher>(
               spelled<plan::moe_dispatcher>(plan::moe_dispatcher_names))));
-  flags.push_back(
-      sub.add_option("--pipeline-runtime", j.runtime,
-                     "whose code runs the pipeline: pytorch (a transfer awaited only by the op "
-                     "that needs it; the default) or megatron (1F1B's and the interleaved "
-                     "schedule's batched transfers, each awaited by the host)")
-          ->transform(one_of<plan::pipeline_runtime>(
-              spelled<plan::pipeline_runtime>(plan::pipeline_runtime_names))));
-  flags.push_back(sub.add_flag("--overlap-p2p-communication", j.overlap_p2p_comm,
-                               "Megatron's interleaved schedule with one transfer in flight "
-                               "behind each step (needs --pipeline-runtime megatron)"));
-  flags.push_back(sub.add_flag("--scatter-gather-tensors-in-pipeline", j.scatter_gather_transfers,
-                               "Megatron-LM's transfers until 2022: without sequence parallelism "
-                               "each device sends 1/tp and the receivers all-gather it (needs "
-                               "--pipeline-runtime megatron)"));
+  add_runtime_flags(sub, j, flags);
   flags.push_back(sub.add_flag_callback(
       "--no-flash-attention", [&j] { j.flash_attention = false; },
       "attention's scores as whole matmuls, kept for the backward (2022's Megatron)"));
@@ -306,7 +320,8 @@ void define(CLI::App& sub, plan_args& o, deferred&) {
   for (const char* name :
        {"--schedule", "--chunks", "--pipeline-layout", "--num-layers-per-virtual-pipeline-stage",
         "--expert-tensor-parallel-size", "--decoder-first-pipeline-num-layers",
-        "--decoder-last-pipeline-num-layers"})
+        "--decoder-last-pipeline-num-layers", "--overlap-moe-expert-parallel-comm",
+        "--delay-wgrad-compute"})
     search->excludes(sub.get_option(name));
 }
 

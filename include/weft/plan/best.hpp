@@ -328,6 +328,7 @@ inline plan_search_result best_plan(const transformer& m, const job& asked, cons
   // The sizes every plan keeps, before any is costed: a zero size would divide by zero below.
   check_cluster(c);
   check_sizes(m, base);
+  check_combined_1f1b(m, base);  // its own rules before whose code runs it
   if (!runs(base, o.runtime))
     throw config_error("--runtime " +
                        std::string(runs_on_names[static_cast<std::size_t>(o.runtime)]) +

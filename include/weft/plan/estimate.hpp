@@ -755,8 +755,11 @@ inline estimate estimate_job(const transformer& m, const job& given, const clust
     throw config_error("--fp8 " + std::string(fp8_names[static_cast<std::size_t>(j.fp8)]) +
                        ": the " + std::string(c.name) +
                        " cluster's devices have no FP8 units (their facts give no FP8 peak)");
-  const generator_info* g = find_generator(j.schedule);
-  if (!g) (void)generate(j.schedule, {});  // the registry's error, naming the known ones
+  // Megatron's combined 1F1B is its interleaved schedule with one more warm-up micro-batch,
+  // without a pipeline too (schedules.py): the generator that has the extra warm-up.
+  const std::string schedule = j.overlap_moe_ep_comm ? "interleaved" : j.schedule;
+  const generator_info* g = find_generator(schedule);
+  if (!g) (void)generate(schedule, {});  // the registry's error, naming the known ones
   const int per_rank = detail::chunks_per_rank(m, j, *g);
   job staged = j;
   staged.chunks = g->bidirectional ? per_rank / 2 : per_rank;
@@ -769,7 +772,8 @@ inline estimate estimate_job(const transformer& m, const job& given, const clust
   a.chunks = per_rank;
   a.transfers = true;
   a.p2p = detail::p2p_of(j);
-  out.sched = generate(j.schedule, a);
+  a.extra_warmup = j.overlap_moe_ep_comm;
+  out.sched = generate(schedule, a);
   out.prog = lower(out.sched);
   const model_desc& md = out.sched.model;
   // Each stage on its rank (the schedule's placement), after the rank's earlier stages' layers.

@@ -69,6 +69,8 @@ inline std::vector<std::string> weft_flags(const job& j) {
         std::string(pipeline_runtime_names[static_cast<std::size_t>(j.runtime)]));
   if (j.overlap_p2p_comm) add("--overlap-p2p-communication");
   if (j.scatter_gather_transfers) add("--scatter-gather-tensors-in-pipeline");
+  if (j.overlap_moe_ep_comm) add("--overlap-moe-expert-parallel-comm");
+  if (j.delay_wgrad_compute) add("--delay-wgrad-compute");
   return f;
 }
 
@@ -89,6 +91,10 @@ inline constexpr std::array<std::string_view, 3> runs_on_names{"any", "megatron"
 
 /// Whether runtime `r` runs job `j`'s schedule.
 inline bool runs(const job& j, runs_on r) {
+  // Megatron's combined 1F1B: its code only, on its interleaved schedule (or no pipeline).
+  if (j.overlap_moe_ep_comm)
+    return r != runs_on::torchtitan &&
+           (j.pp == 1 ? j.schedule == "1f1b" : j.schedule == "interleaved" && megatron_runs(j));
   switch (r) {
     case runs_on::any:
       return true;
@@ -153,6 +159,8 @@ inline std::optional<std::vector<std::string>> megatron_arguments(const job& j) 
   if (j.overlap_grad_reduce) add("--overlap-grad-reduce");
   if (j.overlap_param_gather) add("--overlap-param-gather");
   if (j.overlap_p2p_comm) add("--overlap-p2p-communication");
+  if (j.overlap_moe_ep_comm) add("--overlap-moe-expert-parallel-comm");
+  if (j.delay_wgrad_compute) add("--delay-wgrad-compute");
   if (j.grad_reduce_in_bf16) add("--grad-reduce-in-bf16");
   if (j.fp8_param_gather) add("--fp8-param-gather");
   if (j.fp8 == fp8_recipe::e4m3 || j.fp8 == fp8_recipe::hybrid)
@@ -174,6 +182,7 @@ inline std::optional<std::vector<std::string>> megatron_arguments(const job& j) 
 /// transfers), DeepSeek's DualPipe (both directions), else PyTorch's pipeline runtime, from the
 /// schedule's CSV (`weft plan --out`, torchtitan's `pipeline_parallel_schedule_csv`).
 inline std::string runtime_for(const job& j) {
+  if (j.overlap_moe_ep_comm) return "Megatron-LM (its combined 1F1B)";
   if (j.pp == 1) return "Megatron-LM or torchtitan (no pipeline)";
   if (megatron_runs(j) && j.runtime == pipeline_runtime::megatron) return "Megatron-LM";
   if (megatron_runs(j))

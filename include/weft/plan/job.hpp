@@ -69,6 +69,13 @@ struct job {
   bool grad_reduce_in_bf16 = false;
   /// --fp8-param-gather: the layers' weights kept and all-gathered in FP8 (needs --fp8)
   bool fp8_param_gather = false;
+  /// --overlap-moe-expert-parallel-comm: Megatron's combined 1F1B — one more warm-up
+  /// micro-batch, then each steady-phase forward runs beside another micro-batch's backward,
+  /// the all-to-alls of each behind the other's compute (the interleaved schedule, or none)
+  bool overlap_moe_ep_comm = false;
+  /// --delay-wgrad-compute: the experts' weight gradients held back to run beside the
+  /// dispatch's backward all-to-all (needs the overlap; a pair's compute hides either way)
+  bool delay_wgrad_compute = false;
 
   constexpr long long devices() const noexcept { return static_cast<long long>(tp) * pp * dp * cp; }
   /// The experts' tensor parallelism: --expert-tensor-parallel-size, else tp's.
@@ -350,6 +357,37 @@ constexpr state_bytes states_of(const job& j, bool layers = true) noexcept {
   return b;
 }
 
+/// Megatron's rules for --overlap-moe-expert-parallel-comm and --delay-wgrad-compute
+/// (transformer_config.py), as config errors.
+inline void check_combined_1f1b(const transformer& m, const job& j) {
+  if (j.delay_wgrad_compute && !j.overlap_moe_ep_comm)
+    throw config_error(
+        "--delay-wgrad-compute needs --overlap-moe-expert-parallel-comm (Megatron: "
+        "'overlap_moe_expert_parallel_comm must be enabled when enabling delay_wgrad_compute')");
+  if (!j.overlap_moe_ep_comm) return;
+  const auto refuse = [](const std::string& why) {
+    throw config_error("--overlap-moe-expert-parallel-comm " + why);
+  };
+  if (m.moe.routed == 0 || j.ep < 2)
+    refuse(
+        "hides the experts' all-to-alls: it needs an MoE model and --ep > 1 (Megatron: "
+        "'only supported with expert model parallelism')");
+  if (j.pp > 1 && j.schedule != "interleaved")
+    refuse(
+        "runs Megatron's interleaved schedule: with --pp > 1 it needs --schedule "
+        "interleaved (Megatron: 'virtual_pipeline_model_parallel_size must be specified "
+        "when pipeline_model_parallel_size > 1'), not " +
+        j.schedule);
+  if (j.pp == 1 && j.schedule != "1f1b")
+    refuse("without a pipeline runs Megatron's own steps (--schedule 1f1b), not " + j.schedule);
+  if (j.policy == recompute::full || !j.recompute_method.empty() || j.recompute_every != 0)
+    refuse(
+        "does not combine with full recomputation or a recompute method (Megatron: "
+        "'disable full recomputation when enabling overlap_moe_expert_parallel_comm')");
+  if (m.mtp_layers > 1)
+    refuse("takes at most one MTP layer (Megatron: 'MTP supports at most one layer')");
+}
+
 /// `check_sizes`, and the layers split over the stages as the job's layout (or an even split)
 /// places them.
 inline void check_job(const transformer& m, const job& j) {
@@ -362,6 +400,7 @@ inline void check_job(const transformer& m, const job& j) {
     throw config_error(
         "--fp8-param-gather gathers sharded weights: it needs the distributed optimizer or "
         "FSDP (Megatron's rule)");
+  check_combined_1f1b(m, j);
   if (j.layers_per_virtual_stage != 0 || j.decoder_first != 0 || j.decoder_last != 0 ||
       !j.fp8_format.empty() || !j.fp8_recipe_name.empty())
     throw config_error(

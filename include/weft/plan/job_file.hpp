@@ -109,6 +109,8 @@ inline job_file read_job(std::string_view text, const std::string& file) {
   b.fp8_param_gather = r.flag("fp8-param-gather", b.fp8_param_gather);
   b.flash_attention = r.flag("flash-attention", b.flash_attention);
   b.overlap_p2p_comm = r.flag("overlap-p2p-communication", b.overlap_p2p_comm);
+  b.overlap_moe_ep_comm = r.flag("overlap-moe-expert-parallel-comm", b.overlap_moe_ep_comm);
+  b.delay_wgrad_compute = r.flag("delay-wgrad-compute", b.delay_wgrad_compute);
   b.scatter_gather_transfers =
       r.flag("scatter-gather-tensors-in-pipeline", b.scatter_gather_transfers);
   for (std::string& w : r.unused()) out.warnings.push_back(std::move(w));
