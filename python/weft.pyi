@@ -116,6 +116,6 @@ def plan(
     devices: int = 0,
     **settings: Any,
 ) -> JSON:
-    """The dict `weft plan --json` prints: step_s, tokens_per_s, mfu, memory_per_stage_bytes,
-    breakdown_per_rank, schedules, best, ... job: a job file, its dict, or torchtitan's
+    """The dict `weft plan --json` prints: step_s, tokens_per_s (and per device), mfu,
+    memory_per_stage_bytes, breakdown_per_rank, schedules, best, ... job: a job file, its dict, or torchtitan's
     FILE.toml; devices: Megatron's world size (dp what tp x pp x cp leave)."""

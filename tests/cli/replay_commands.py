@@ -10,7 +10,8 @@ search: each configuration `weft plan --search` prints plans as printed, the sam
 plan: `weft plan` is run on a few jobs; the flags it recommends ("best of N plans judged: FLAGS",
       "weft plan: FLAGS runs this job") must run under `weft plan` for the same job, and their
       schedule and chunks must be accepted by the pipeline subcommands (generate, check,
-      simulate, run) on the same pipeline shape.
+      simulate, run) on the same pipeline shape; the best plan's whole weft flags plan the
+      step it printed, and its Megatron arguments parse.
 """
 import argparse
 import json
@@ -127,8 +128,64 @@ def replay_plan(weft: str, parser: str, root: pathlib.Path) -> list:
                 if parsed.returncode != 0:
                     failures.append(f"weft plan recommends '{flags_text}'; weft {sub} refuses "
                                     f"it: {parsed.stderr.strip()}")
+        failures += replay_best_figures(weft, parser, job, root)
     print(f"replayed {count} command lines weft plan printed")
     return failures
+
+
+def replay_best_figures(weft: str, parser: str, job: list, root: pathlib.Path) -> list:
+    """The best plan's weft flags plan the step it printed; its Megatron arguments, where it has
+    them, parse and plan."""
+    run = subprocess.run([weft, "plan", "--json"] + job, capture_output=True, text=True, cwd=root)
+    if run.returncode not in (0, 1):
+        return [f"weft plan --json {' '.join(job)} failed: {run.stderr.strip()}"]
+    found = json.loads(run.stdout)
+    best, failures = found["best"], []
+    again = subprocess.run([weft, "plan"] + whole_job(job, shlex.split(best["weft_flags"]), root)
+                           + ["--json"], capture_output=True, text=True, cwd=root)
+    if again.returncode not in (0, 1):
+        return [f"the best plan's weft flags '{best['weft_flags']}' do not plan: "
+                f"{again.stderr.strip()}"]
+    step = json.loads(again.stdout)["step_s"]
+    if abs(step - best["step_s"]) > 1e-9 * best["step_s"]:
+        failures.append(f"the best plan's weft flags '{best['weft_flags']}' plan a step of "
+                        f"{step} s; weft plan printed {best['step_s']} s")
+    if best["megatron_arguments"] and job[0] != "--preset":
+        args = (["plan"] + job[:4] + ["--devices", str(found["devices"])] +
+                shlex.split(best["megatron_arguments"]))
+        parsed = subprocess.run([parser] + args, capture_output=True, text=True)
+        if parsed.returncode != 0:
+            failures.append(f"Megatron's '{best['megatron_arguments']}' is refused: "
+                            f"{parsed.stderr.strip()}")
+    return failures
+
+
+def whole_job(job: list, flags: list, root: pathlib.Path) -> list:
+    """The model and the cluster of `job` with `flags`, which state the whole job: on the
+    command line, or for a preset as a job file (each flag without its dashes; `--no-X` is X
+    false, a flag without a value true, one with several values a list)."""
+    if job[0] != "--preset":
+        return job[:4] + flags
+    folder = root / "presets" / job[1]
+    spec, i = {}, 0
+    while i < len(flags):
+        key, i = flags[i].lstrip("-"), i + 1
+        values = []
+        while i < len(flags) and not flags[i].startswith("--"):
+            values.append(int(flags[i]) if flags[i].isdigit() else flags[i])
+            i += 1
+        if len(values) > 1 or key == "recompute-modules":  # a list
+            spec[key] = values
+        elif values:
+            spec[key] = values[0]
+        elif key.startswith("no-"):
+            spec[key[3:]] = False
+        else:
+            spec[key] = True
+    chosen = pathlib.Path(tempfile.mkdtemp()) / "job.json"
+    chosen.write_text(json.dumps(spec))
+    return ["--model", str(folder / "config.json"), "--cluster", str(folder / "cluster.json"),
+            "--job", str(chosen)]
 
 
 def replan(job: list, flags: list, root: pathlib.Path) -> list:

@@ -21,6 +21,9 @@ def test_plan_is_the_tools(cli_json):
     assert isinstance(mine["hbm_bytes"], int) and mine["hbm_bytes"] == 80_000_000_000
     assert len(mine["breakdown_per_rank"]) == 2
     assert mine["best"]["flags"].startswith("--schedule ")
+    # Per device as published tables give it, beside the cluster's figure.
+    assert mine["tokens_per_s_per_device"] == pytest.approx(mine["tokens_per_s"] / 2)
+    assert mine["best"]["weft_flags"].startswith("--tp 1 --pp 2 ")
 
 
 def test_deepseek_v3_from_its_config_and_the_jobs_flags(cli_json):

@@ -483,6 +483,30 @@ TEST_CASE("published configs of more families: exactly their parameter counts, n
   }
 }
 
+TEST_CASE("a config without model_type: its keys must be ones weft knows") {
+  // Falcon-7B without its model_type: read as the documented key styles, multi_query and
+  // parallel_attn would be left out and 8.52B planned for 6.92B; they are named instead.
+  nlohmann::json f = nlohmann::json::parse(fixture("falcon-7b"));
+  f.erase("model_type");
+  try {
+    (void)read_hf_config(f.dump(), "falcon.json");
+    FAIL("a Falcon config without model_type was planned");
+  } catch (const config_error& e) {
+    const std::string why = e.what();
+    CHECK(why.starts_with("falcon.json: no model_type, and its keys "));
+    CHECK(why.find("'multi_query'") != std::string::npos);
+    CHECK(why.find("'parallel_attn'") != std::string::npos);
+  }
+  // Keys weft knows (the documented styles): planned, without a warning, as Llama's are.
+  const std::string shape =
+      R"("hidden_size": 1024, "num_hidden_layers": 2, "num_attention_heads": 8,
+         "intermediate_size": 4096, "vocab_size": 1000)";
+  const hf_model bare = read_hf_config("{" + shape + "}", "bare.json");
+  CHECK(bare.warnings.empty());
+  CHECK(total_parameters(bare.model) ==
+        total_parameters(read_hf_config(R"({"model_type": "llama", )" + shape + "}").model));
+}
+
 TEST_CASE("Falcon: one key and value head, attention beside the MLP, one norm or two") {
   const transformer f7 = read_hf_config(fixture("falcon-7b")).model;
   CHECK(f7.kv_heads == 1);  // multi_query: the fused projection is 4544 + 2 x 64 wide

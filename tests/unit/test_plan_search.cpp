@@ -326,8 +326,12 @@ TEST_CASE("a job's flags plan the same job again") {
   j.schedule = "zb-v";
   CHECK(!megatron_arguments(j));
   CHECK(runtime_for(j).find("PyTorch") == 0);
-  j.schedule = "dualpipev";
+  j.schedule = "dualpipev";  // torchtitan runs it too (PyTorch's ScheduleDualPipeV)
+  CHECK(runtime_for(j) == "DeepSeek's DualPipe (DualPipeV), or torchtitan's ScheduleDualPipeV");
+  CHECK(runs(j, runs_on::torchtitan));
+  j.schedule = "dualpipe";
   CHECK(runtime_for(j) == "DeepSeek's DualPipe");
+  CHECK(!runs(j, runs_on::torchtitan));
 }
 
 TEST_CASE("Megatron's uniform full recomputation of every layer is weft's full") {

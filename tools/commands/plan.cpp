@@ -182,6 +182,8 @@ void write_order(const std::string& path, const plan::plan_report& x, const plan
   }
   std::ofstream out = open_for_writing(path);
   out << csv.str();
+  std::cerr << "weft: plan: wrote the fastest order (" << what << ") to " << path
+            << " as PyTorch's schedule CSV\n";
 }
 
 /// --svg and --trace: the job's step, simulated.
@@ -302,7 +304,11 @@ void print_best(const plan::plan_report& x) {
             << best.step.count() << " s, MFU " << std::setprecision(1) << 100 * best.mfu
             << "%, peak memory " << plan::gibibytes(best.peak_memory_bytes)
             << (best.fits ? "" : " — no plan fits; this one needs the least") << "\n  runs on "
-            << plan::runtime_for(best.tried) << "\n";
+            << plan::runtime_for(best.tried)
+            << "\n  weft's flags: " << plan::joined(plan::weft_flags(best.tried)) << "\n";
+  if (const auto a = plan::megatron_arguments(best.tried))
+    std::cout << "  Megatron-LM on " << best.tried.devices() << " devices: " << plan::joined(*a)
+              << "\n";
   const double gain = 1 - best.step / x.e.step;
   if (gain > 0 && !plan::clearly_shorter(best.step, x.e.step))
     std::cout << "  a tie with the job as given: " << std::setprecision(1) << 100 * gain

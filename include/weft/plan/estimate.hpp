@@ -820,7 +820,11 @@ inline estimate estimate_job(const transformer& m, const job& given, const clust
   out.model_flops = model_flops(m, tokens, j.seq);
   out.tokens_per_s = tokens / out.step.count();
   out.tflops_per_device = out.model_flops / out.step.count() / j.devices() / 1e12;
-  out.mfu = out.model_flops / (out.step.count() * j.devices() * c.device.peak_flops);
+  // Against the peak of the precision the linears run in: FP8's where they run in FP8, so that
+  // MFU stays a share of what the device could do (NVIDIA's FP8 peak is twice its bf16 one).
+  const double peak =
+      j.fp8 != fp8_recipe::none ? detail::chip_of(c).peak(perf::dtype::fp8) : c.device.peak_flops;
+  out.mfu = out.model_flops / (out.step.count() * j.devices() * peak);
   return out;
 }
 

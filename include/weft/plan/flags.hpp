@@ -188,8 +188,10 @@ inline std::string runtime_for(const job& j) {
   if (megatron_runs(j))
     return "PyTorch's pipeline runtime, or Megatron-LM (priced as PyTorch's runtime issues "
            "transfers; --runtime megatron prices Megatron's)";
-  if (j.schedule == "dualpipe" || j.schedule == "dualpipev") return "DeepSeek's DualPipe";
-  return "PyTorch's pipeline runtime (its CSV: weft plan ... --out FILE.csv)";
+  if (j.schedule == "dualpipe") return "DeepSeek's DualPipe";
+  if (j.schedule == "dualpipev")
+    return "DeepSeek's DualPipe (DualPipeV), or torchtitan's ScheduleDualPipeV";
+  return "PyTorch's pipeline runtime (its CSV: these flags and --out FILE.csv)";
 }
 
 /// Flags joined by spaces.

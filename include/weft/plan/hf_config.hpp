@@ -515,6 +515,17 @@ inline hf_model read_hf_config(std::string_view text, const std::string& file = 
   m.mtp_layers = static_cast<int>(r.whole({"num_nextn_predict_layers"}, 0, 1 << 10, 0.0));
   out.max_positions = r.whole({"max_position_embeddings"}, 1, 1e12, 0.0);
   out.sliding_window = detail::read_sliding_window(r, m.model_type);
+  // No model_type: the documented key styles only — a key weft does not know may change the
+  // shape it would plan (Falcon's multi_query and parallel_attn read as Llama's).
+  if (m.model_type.empty()) {
+    const std::vector<std::string> unknown = r.unused_keys();
+    if (!unknown.empty())
+      throw config_error(where + ": no model_type, and its key" +
+                         (unknown.size() == 1 ? " " : "s ") + detail::quoted_list(unknown) +
+                         " may change the model's shape; give the model_type its Hugging Face "
+                         "class reads (weft reads gpt2, bloom, gpt_neox, falcon, llama, mistral, "
+                         "mixtral, qwen2(_moe), qwen3(_moe), gemma(2), phi3 and deepseek_v2/v3)");
+  }
   if (!m.model_type.empty() && !detail::reads_model_type(m.model_type)) {
     const std::vector<std::string> unknown = r.unused_keys();
     std::string type = "model_type '";

@@ -244,6 +244,7 @@ inline nlohmann::ordered_json to_json(const plan_report& x) {
   j["grad_sync_s"] = e.grad_sync.count();
   j["optimizer_s"] = e.optimizer.count();
   j["tokens_per_s"] = e.tokens_per_s;
+  j["tokens_per_s_per_device"] = e.tokens_per_s / static_cast<double>(x.asked.devices());
   j["tflops_per_device"] = e.tflops_per_device;
   j["mfu"] = e.mfu;
   j["bubble_ratio"] = e.metrics.bubble_ratio;
@@ -269,10 +270,13 @@ inline nlohmann::ordered_json to_json(const plan_report& x) {
   }
   j["schedules"] = rows;
   const plan_choice& best = x.best();
+  const auto megatron = megatron_arguments(best.tried);  // none where Megatron cannot run it
   j["best"] = {{"schedule", best.tried.schedule},
                {"chunks", best.tried.chunks},
                {"pipeline_layout", best.tried.layout},
                {"flags", run_flags(best.tried, x.asked)},
+               {"weft_flags", joined(weft_flags(best.tried))},
+               {"megatron_arguments", megatron ? json(joined(*megatron)) : json()},
                {"runtime", runtime_for(best.tried)},
                {"tie_with_asked", !clearly_shorter(best.step, x.e.step)},
                {"step_s", best.step.count()},
