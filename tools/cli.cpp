@@ -17,6 +17,7 @@
 #include <utility>
 #include <vector>
 
+#include <weft/plan/megatron_flags.hpp>
 #include "commands/definitions.hpp"
 #include "option_groups.hpp"
 
@@ -73,71 +74,21 @@ std::vector<subcommand_info> subcommands() {
   };
 }
 
-/// Megatron-LM's flags that change a job's time or memory and that weft does not price: each
-/// refused by name with what it would change, never ignored.
-constexpr std::pair<std::string_view, std::string_view> megatron_unpriced[] = {
-    {"--tp-comm-overlap",
-     "tensor parallelism's collectives overlapped with its GEMMs (Transformer Engine's "
-     "userbuffers): it would hide part of the TP communication weft prices exposed"},
-    {"--account-for-embedding-in-pipeline-split",
-     "a stage given to the embedding: give the stages with --pipeline-layout"},
-    {"--account-for-loss-in-pipeline-split",
-     "a stage given to the loss: give the stages with --pipeline-layout"},
-    {"--optimizer-cpu-offload", "optimizer states in host memory: not modelled"},
-    {"--cpu-offloading", "activations offloaded to host memory: not modelled"},
-    {"--moe-expert-capacity-factor",
-     "tokens dropped past an expert's capacity: weft prices balanced routing, none dropped"},
-    {"--moe-pad-expert-input-to-capacity",
-     "experts' inputs padded to their capacity: weft prices balanced routing, none padded"},
-    {"--recompute-activations", "selective recomputation's older name: give --recompute selective"},
-    {"--num-layers-per-virtual-pipeline-stage-first", "give the stages with --pipeline-layout"},
-    {"--window-size", "sliding-window attention: weft prices every layer's whole causal attention"},
-    {"--encoder-num-layers", "an encoder: weft plans decoder-only models"},
-    {"--fp4-format", "FP4 linears: not modelled"},
-    {"--cuda-graph-impl", "CUDA graphs: kernel launches priced as issued one by one"},
-    {"--external-cuda-graph", "CUDA graphs: kernel launches priced as issued one by one"},
-    {"--enable-cuda-graph", "CUDA graphs: kernel launches priced as issued one by one"},
-    {"--moe-router-topk-limited-devices", "device-limited routing: give --moe-router-num-groups"},
-};
-
-/// The edit distance of two flags (for "did you mean").
-std::size_t distance(std::string_view a, std::string_view b) {
-  std::vector<std::size_t> row(b.size() + 1);
-  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (std::size_t i = 1; i <= a.size(); ++i) {
-    std::size_t diagonal = row[0];
-    row[0] = i;
-    for (std::size_t j = 1; j <= b.size(); ++j) {
-      const std::size_t above = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      diagonal = above;
-    }
-  }
-  return row[b.size()];
-}
-
 /// What to say of an option `sub` does not take: Megatron's reason, or — unless another
 /// subcommand of `app` takes it — the nearest one `sub` does take.
 std::string about(const CLI::App& app, const CLI::App& sub, const std::string& given) {
   const std::string flag = given.substr(0, given.find('='));
-  for (const auto& [name, why] : megatron_unpriced)
-    if (flag == name)
-      return " (" + std::string(name) + ", Megatron's: weft does not price " + std::string(why) +
-             ")";
+  if (const auto why = plan::megatron_unpriced_reason(flag))
+    return " (" + flag + ", Megatron's: weft does not price " + std::string(*why) + ")";
   for (const CLI::App* other : app.get_subcommands({}))
     for (const CLI::Option* o : other->get_options())
       for (const std::string& l : o->get_lnames())
         if (flag == "--" + l) return "";  // a flag of another subcommand, not a misspelling
-  if (flag.size() > 64) return "";        // no flag is that long: nothing near it
-  std::string best;
-  std::size_t closest = flag.size() / 3 + 1;
+  std::vector<std::string> known;
   for (const CLI::Option* o : sub.get_options())
-    for (const std::string& l : o->get_lnames())
-      if (const std::size_t d = distance(flag, "--" + l); d < closest) {
-        closest = d;
-        best = "--" + l;
-      }
-  return best.empty() ? "" : " (did you mean " + best + "?)";
+    for (const std::string& l : o->get_lnames()) known.push_back("--" + l);
+  const std::string_view best = plan::nearest_name(flag, known);
+  return best.empty() ? "" : " (did you mean " + std::string(best) + "?)";
 }
 
 /// The error's one line and the hint, naming first the options the subcommand does not take:

@@ -533,6 +533,34 @@ TEST_CASE("Megatron's parallel folding: whole experts, their ranks over tp's, th
         doctest::Approx(2 * gather_scatter(act).count()));
 }
 
+TEST_CASE("a launch script's silence as Megatron runs it") {
+  job j;
+  j.pp = 4;
+  j.layers_per_virtual_stage = 2;
+  const job m = as_megatron_runs(j, {});
+  CHECK(m.runtime == pipeline_runtime::megatron);
+  CHECK(m.schedule == "interleaved");  // virtual stages are its interleaved schedule
+  CHECK(m.overlap_p2p_comm);           // overlap_p2p_comm on unless told
+  const job told = as_megatron_runs(j, {.p2p_overlap = false});
+  CHECK(!told.overlap_p2p_comm);
+  // What the script says stays: a schedule given, PyTorch's runtime asked for.
+  job given = j;
+  given.schedule = "1f1b";
+  given.layers_per_virtual_stage = 0;
+  const job kept = as_megatron_runs(given, {.runtime = false, .schedule = false});
+  CHECK(kept.runtime == pipeline_runtime::pytorch);
+  CHECK(kept.schedule == "1f1b");
+  CHECK(!kept.overlap_p2p_comm);  // no interleaving: Megatron turns the overlap off
+  // The overlap makes the interleaved step no longer (one transfer in flight behind each step).
+  transformer model = testing::tiny_dense(8);
+  job a = j;
+  a.global_batch_size = 8;
+  a.seq = 1024;
+  const job on = as_megatron_runs(a, {}), off = as_megatron_runs(a, {.p2p_overlap = false});
+  const cluster c = testing::ideal_cluster();
+  CHECK(estimate_job(model, on, c).step <= estimate_job(model, off, c).step);
+}
+
 TEST_CASE("Megatron's combined 1F1B: each forward beside another micro-batch's backward") {
   // Megatron's --overlap-moe-expert-parallel-comm without a pipeline (schedules.py,
   // combined_1f1b_schedule_for_no_pipelining): F(0), then F(i+1) beside B(i), then the last

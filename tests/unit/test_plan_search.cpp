@@ -323,6 +323,15 @@ TEST_CASE("a job's flags plan the same job again") {
   CHECK(s.find("--num-virtual-stages-per-pipeline-rank 2") != std::string::npos);
   CHECK(s.find("--recompute-granularity selective") != std::string::npos);
   CHECK(s.find("--use-distributed-optimizer") != std::string::npos);
+  // Megatron's interleaved schedule overlaps its transfers unless told (arguments.py:
+  // --no-overlap-p2p-communication, overlap_p2p_comm on by default).
+  CHECK(s.find("--no-overlap-p2p-communication") != std::string::npos);
+  CHECK(s.find(" --overlap-p2p-communication") == std::string::npos);
+  job overlapped = j;
+  overlapped.runtime = pipeline_runtime::megatron;
+  overlapped.overlap_p2p_comm = true;
+  CHECK(joined(*megatron_arguments(overlapped)).find("overlap-p2p-communication") ==
+        std::string::npos);
   j.schedule = "zb-v";
   CHECK(!megatron_arguments(j));
   CHECK(runtime_for(j).find("PyTorch") == 0);

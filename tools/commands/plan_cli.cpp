@@ -119,6 +119,12 @@ void add_runtime_flags(CLI::App& sub, weft::plan::job& j, std::vector<CLI::Optio
   flags.push_back(sub.add_flag("--overlap-p2p-communication", j.overlap_p2p_comm,
                                "Megatron's interleaved schedule with one transfer in flight "
                                "behind each step (needs --pipeline-runtime megatron)"));
+  flags.push_back(sub.add_flag_callback(
+                         "--no-overlap-p2p-communication", [&j] { j.overlap_p2p_comm = false; },
+                         "Megatron's interleaved schedule with batched transfers, each awaited "
+                         "(Megatron's spelling: its interleaved schedule overlaps unless told; "
+                         "weft's flags do not)")
+                      ->excludes(flags.back()));
   flags.push_back(sub.add_flag(
       "--overlap-moe-expert-parallel-comm", j.overlap_moe_ep_comm,
       "Megatron's combined 1F1B: each steady-phase forward beside another micro-batch's "
@@ -222,6 +228,14 @@ std::vector<CLI::Option*> job_flags(CLI::App& sub, weft::plan::job& j) {
   return flags;
 }
 
+/// --cluster's check: a built-in cluster's name or a FILE.json.
+std::string cluster_named(const std::string& v) {
+  for (const char* n : {"a100-80g", "h100-sxm", "h800", "ascend-910b"})
+    if (v == n) return "";
+  if (v.size() > 5 && v.ends_with(".json")) return "";
+  return v + " is not a100-80g, h100-sxm, h800, ascend-910b or a FILE.json";
+}
+
 }  // namespace
 
 void define(CLI::App& sub, plan_args& o, deferred&) {
@@ -236,14 +250,7 @@ void define(CLI::App& sub, plan_args& o, deferred&) {
                  "a100-80g, h100-sxm, h800, ascend-910b, or FILE.json for one's own "
                  "(docs/planning.md has the schema)")
       ->excludes(preset)
-      ->check(
-          [](const std::string& v) -> std::string {
-            for (const char* n : {"a100-80g", "h100-sxm", "h800", "ascend-910b"})
-              if (v == n) return "";
-            if (v.size() > 5 && v.ends_with(".json")) return "";
-            return v + " is not a100-80g, h100-sxm, h800, ascend-910b or a FILE.json";
-          },
-          "CLUSTER");
+      ->check(cluster_named, "CLUSTER");
   auto* job_file = sub.add_option("--job", o.job_file,
                                   "the job as a JSON file keyed by these flags without their "
                                   "dashes (docs/planning.md), or torchtitan's FILE.toml (with "
@@ -304,10 +311,12 @@ void define(CLI::App& sub, plan_args& o, deferred&) {
                  "and DualPipeV)")
       ->transform(
           one_of<weft::plan::runs_on>(spelled<weft::plan::runs_on>(weft::plan::runs_on_names)));
-  // The sizes a user fixes on the command line; the search leaves them as given.
-  for (const char* name : {"--tp", "--pp", "--cp", "--ep", "--micro-batch-size", "--recompute",
-                           "--data-parallel-sharding-strategy", "--no-distributed-optimizer",
-                           "--use-distributed-optimizer", "--pipeline-runtime"})
+  // The flags a user gives: the search leaves their sizes as given; a launch script's silence
+  // is Megatron's defaults.
+  for (const char* name :
+       {"--tp", "--pp", "--cp", "--ep", "--micro-batch-size", "--recompute", "--schedule",
+        "--data-parallel-sharding-strategy", "--no-distributed-optimizer",
+        "--use-distributed-optimizer", "--pipeline-runtime", "--no-overlap-p2p-communication"})
     sub.get_option(name)->each([&o, name](const std::string&) { o.given.insert(name); });
   sub.add_flag("--check", o.check_memory,
                "rule 5 in bytes: exit 1 (illegal) when a rank's model states and live "

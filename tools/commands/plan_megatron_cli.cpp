@@ -1,158 +1,19 @@
 // `weft plan`'s other half of Megatron-LM's launch flags (commands/plan_cli.cpp has the job's):
 // the model's architecture when a launch script states it instead of a config.json, and the
-// flags that change nothing of a step's time or memory (learning rate, data, logging,
-// checkpoints), taken as a launch script has them so that its arguments paste as they are.
+// flags that change nothing of a step's time or memory (plan/megatron_flags.hpp), taken as a
+// launch script has them so that its arguments paste as they are.
 #include <CLI/CLI.hpp>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include <weft/core/op.hpp>
+#include <weft/plan/megatron_flags.hpp>
 #include <weft/plan/megatron_model.hpp>
 #include "commands/definitions.hpp"
 #include "option_groups.hpp"
 
 namespace weft::cli {
-
-namespace {
-
-/// Megatron-LM's flags that take a value and say nothing of a step's time or memory.
-constexpr std::string_view inert_with_value[] = {"--lr",
-                                                 "--min-lr",
-                                                 "--lr-decay-style",
-                                                 "--lr-decay-iters",
-                                                 "--lr-decay-samples",
-                                                 "--lr-warmup-iters",
-                                                 "--lr-warmup-samples",
-                                                 "--lr-warmup-fraction",
-                                                 "--lr-warmup-init",
-                                                 "--decoupled-lr",
-                                                 "--decoupled-min-lr",
-                                                 "--train-iters",
-                                                 "--train-samples",
-                                                 "--weight-decay",
-                                                 "--start-weight-decay",
-                                                 "--end-weight-decay",
-                                                 "--weight-decay-incr-style",
-                                                 "--adam-beta1",
-                                                 "--adam-beta2",
-                                                 "--adam-eps",
-                                                 "--clip-grad",
-                                                 "--init-method-std",
-                                                 "--rotary-base",
-                                                 "--rotary-percent",
-                                                 "--rotary-seq-len-interpolation-factor",
-                                                 "--rope-scaling-factor",
-                                                 "--norm-epsilon",
-                                                 "--data-cache-path",
-                                                 "--split",
-                                                 "--vocab-file",
-                                                 "--merge-file",
-                                                 "--tokenizer-model",
-                                                 "--tiktoken-pattern",
-                                                 "--num-workers",
-                                                 "--log-interval",
-                                                 "--save-interval",
-                                                 "--eval-interval",
-                                                 "--eval-iters",
-                                                 "--save",
-                                                 "--load",
-                                                 "--tensorboard-dir",
-                                                 "--wandb-project",
-                                                 "--wandb-exp-name",
-                                                 "--wandb-save-dir",
-                                                 "--profile-step-start",
-                                                 "--profile-step-end",
-                                                 "--distributed-timeout-minutes",
-                                                 "--exit-duration-in-mins",
-                                                 "--exit-interval",
-                                                 "--empty-unused-memory-level",
-                                                 "--fp8-amax-history-len",
-                                                 "--fp8-amax-compute-algo",
-                                                 "--fp8-margin",
-                                                 "--fp8-interval",
-                                                 "--moe-z-loss-coeff",
-                                                 "--moe-router-score-function",
-                                                 "--moe-router-topk-scaling-factor",
-                                                 "--moe-router-bias-update-rate",
-                                                 "--moe-router-dtype",
-                                                 "--step-batch-size-schedule",
-                                                 "--tensorboard-log-interval",
-                                                 "--timing-log-level",
-                                                 "--timing-log-option",
-                                                 "--ckpt-convert-format",
-                                                 "--ckpt-convert-save",
-                                                 "--pretrained-checkpoint",
-                                                 "--dist-ckpt-strictness",
-                                                 "--num-dataset-builder-threads",
-                                                 "--tokenizer-metadata",
-                                                 "--dataloader-type",
-                                                 "--manual-gc-interval",
-                                                 "--rotary-scaling-factor",
-                                                 "--mscale",
-                                                 "--mscale-all-dim",
-                                                 "--mtp-loss-scaling-factor",
-                                                 "--logging-level",
-                                                 "--moe-flex-dispatcher-backend"};
-
-/// Megatron-LM's flags that take one value or more (a data blend's weights and paths, a
-/// coefficient a layer group, ranks, the batch ramp-up's three numbers) and say nothing of a
-/// step's time or memory.
-constexpr std::string_view inert_with_values[] = {
-    "--data-path",      "--train-data-path",    "--valid-data-path",
-    "--test-data-path", "--moe-aux-loss-coeff", "--moe-router-load-balancing-type",
-    "--profile-ranks",  "--rampup-batch-size"};
-
-/// Megatron-LM's flags without a value that say nothing of a step's time or memory.
-constexpr std::string_view inert_switches[] = {"--use-mcore-models",
-                                               "--use-flash-attn",
-                                               "--apply-layernorm-1p",
-                                               "--no-masked-softmax-fusion",
-                                               "--no-bias-gelu-fusion",
-                                               "--no-bias-swiglu-fusion",
-                                               "--no-bias-dropout-fusion",
-                                               "--no-rope-fusion",
-                                               "--cross-entropy-loss-fusion",
-                                               "--calculate-per-token-loss",
-                                               "--manual-gc",
-                                               "--mock-data",
-                                               "--log-throughput",
-                                               "--profile",
-                                               "--use-pytorch-profiler",
-                                               "--no-create-attention-mask-in-dataloader",
-                                               "--no-mmap-bin-files",
-                                               "--log-timers-to-tensorboard",
-                                               "--log-validation-ppl-to-tensorboard",
-                                               "--log-memory-to-tensorboard",
-                                               "--log-num-zeros-in-grad",
-                                               "--log-params-norm",
-                                               "--no-load-optim",
-                                               "--no-load-rng",
-                                               "--no-save-optim",
-                                               "--no-save-rng",
-                                               "--finetune",
-                                               "--use-checkpoint-args",
-                                               "--exit-on-missing-checkpoint",
-                                               "--async-save",
-                                               "--no-async-tensor-model-parallel-allreduce",
-                                               "--use-rope-scaling",
-                                               "--moe-router-enable-expert-bias",
-                                               "--moe-permute-fusion",
-                                               "--moe-router-fusion",
-                                               "--moe-router-pre-softmax",
-                                               "--reset-position-ids",
-                                               "--reset-attention-mask",
-                                               "--eod-mask-loss",
-                                               "--no-check-for-nan-in-loss-and-grad",
-                                               "--attention-softmax-in-fp32",
-                                               "--log-straggler",
-                                               "--no-persist-layer-norm",
-                                               "--auto-detect-ckpt-format",
-                                               "--enable-experimental",
-                                               "--moe-router-force-load-balancing",
-                                               "--init-model-with-meta-device"};
-
-}  // namespace
 
 std::vector<CLI::Option*> megatron_model_options(CLI::App& sub, plan_args& o) {
   namespace L = weft::limits;
@@ -261,7 +122,7 @@ void megatron_inert_options(CLI::App& sub, plan_args& o) {
                "with --fp16: the gradients kept and reduced in fp32")
       ->excludes(preset);
   // Hidden from --help: they are accepted so a launch script pastes as it is, and change nothing.
-  for (const std::string_view name : inert_with_value) {
+  for (const std::string_view name : weft::plan::megatron_inert_with_value) {
     CLI::Option* f =
         sub.add_option_function<std::string>(std::string(name), [](const std::string&) {});
     f->group("");
@@ -269,12 +130,12 @@ void megatron_inert_options(CLI::App& sub, plan_args& o) {
     if (name == "--vocab-file") f->each([&o](const std::string&) { o.vocab_file = true; });
     if (name == "--merge-file") f->each([&o](const std::string&) { o.merge_file = true; });
   }
-  for (const std::string_view name : inert_with_values)
+  for (const std::string_view name : weft::plan::megatron_inert_with_values)
     sub.add_option_function<std::vector<std::string>>(std::string(name),
                                                       [](const std::vector<std::string>&) {})
         ->expected(1, CLI::detail::expected_max_vector_size)
         ->group("");
-  for (const std::string_view name : inert_switches)
+  for (const std::string_view name : weft::plan::megatron_inert_switches)
     sub.add_flag_callback(std::string(name), [] {})->group("");
 }
 

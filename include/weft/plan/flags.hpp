@@ -158,7 +158,9 @@ inline std::optional<std::vector<std::string>> megatron_arguments(const job& j) 
   }
   if (j.overlap_grad_reduce) add("--overlap-grad-reduce");
   if (j.overlap_param_gather) add("--overlap-param-gather");
-  if (j.overlap_p2p_comm) add("--overlap-p2p-communication");
+  // Megatron's interleaved schedule keeps a transfer in flight unless told (overlap_p2p_comm
+  // defaults on in arguments.py); its other schedules have no such overlap.
+  if (j.schedule == "interleaved" && !j.overlap_p2p_comm) add("--no-overlap-p2p-communication");
   if (j.overlap_moe_ep_comm) add("--overlap-moe-expert-parallel-comm");
   if (j.delay_wgrad_compute) add("--delay-wgrad-compute");
   if (j.grad_reduce_in_bf16) add("--grad-reduce-in-bf16");

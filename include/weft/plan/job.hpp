@@ -347,6 +347,25 @@ inline job with_world_size(job j, long long devices) {
   return j;
 }
 
+/// What a Megatron launch script leaves unsaid (`as_megatron_runs`).
+struct megatron_silence {
+  bool runtime = true;      ///< no --pipeline-runtime
+  bool schedule = true;     ///< no --schedule
+  bool p2p_overlap = true;  ///< no --no-overlap-p2p-communication
+};
+
+/// Job `j` from a launch script, where it is silent as Megatron runs it: Megatron's code runs
+/// the pipeline; virtual stages (chunks, layers per virtual stage or a layout) are its
+/// interleaved schedule, which keeps one transfer in flight unless told not to (arguments.py:
+/// --no-overlap-p2p-communication, overlap_p2p_comm on by default).
+inline job as_megatron_runs(job j, megatron_silence silent) {
+  if (silent.runtime) j.runtime = pipeline_runtime::megatron;
+  if (silent.schedule && (j.chunks > 1 || j.layers_per_virtual_stage > 0 || !j.layout.empty()))
+    j.schedule = "interleaved";
+  if (j.schedule == "interleaved" && silent.p2p_overlap) j.overlap_p2p_comm = true;
+  return j;
+}
+
 /// The bytes a parameter's states take in job `j`: its gradients in bf16 with
 /// --grad-reduce-in-bf16, the layers' weights in FP8 with --fp8-param-gather (`layers` false:
 /// the embedding's, the head's and the final norm's, which stay bf16).
