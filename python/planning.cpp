@@ -101,11 +101,9 @@ plan::job job_of(const std::optional<std::string>& base, const py::kwargs& flags
     std::replace(key.begin(), key.end(), '_', '-');
     py::dict one;
     one[py::str(key)] = scalar_of(name, py::reinterpret_borrow<py::object>(item.second));
-    if (!plan::read_job(py::cast<std::string>(json.attr("dumps")(one)), "plan").warnings.empty())
-      throw config_error("weft: plan: no job setting '" + excerpt(name) +
-                         "' (the settings are weft plan's flags with underscores: tp, pp, dp, "
-                         "cp, ep, micro_batch_size, global_batch_size, seq_length, recompute, "
-                         "schedule, chunks, ...; docs/planning.md)");
+    // Checked alone: an unknown name is refused with the nearest known one, a value out of range
+    // with its range.
+    (void)plan::read_job(py::cast<std::string>(json.attr("dumps")(one)), "plan");
     // A keyword replaces the base's setting under either of its names (weft's, Megatron's).
     for (const auto& [mine, megatron] : plan::megatron_keys)
       if (key == mine || key == megatron) {

@@ -64,10 +64,11 @@ def test_a_refusal_is_the_tools_line(cli):
 
 
 def test_bad_input_is_a_config_error():
-    with pytest.raises(weft.ConfigError, match="no job setting 'tpp'"):
+    with pytest.raises(weft.ConfigError,
+                       match=r"plan: tpp is not a job setting weft reads \(did you mean tp\?\)"):
         weft.plan(model=str(GPT2), cluster="a100-80g", tpp=2)
     long_name = "a_setting_whose_name_runs_on_" + "and_on_" * 12
-    with pytest.raises(weft.ConfigError, match="no job setting '" + long_name[:20]):
+    with pytest.raises(weft.ConfigError, match="plan: " + long_name[:20].replace("_", "-")):
         weft.plan(model=str(GPT2), cluster="a100-80g", **{long_name: 1})
     with pytest.raises(weft.ConfigError, match="plan: tp must be a whole number in"):
         weft.plan(model=str(GPT2), cluster="a100-80g", tp=2.5)

@@ -171,6 +171,8 @@ class config_reader {
   }
 
   bool has(std::string_view key) const { return j_.contains(key) && !j_.at(key).is_null(); }
+  /// Every key asked for so far, present or not: the names a reader knows.
+  const std::vector<std::string>& asked() const noexcept { return used_; }
   /// `has(key)`, the key counted as read: a value the caller reads itself.
   bool read_here(std::string_view key) {
     used_.emplace_back(key);

@@ -2,11 +2,15 @@
 // `weft plan`'s flags without their dashes — the names Megatron gives them:
 //   {"tp": 8, "pp": 8, "dp": 1, "seq-length": 4096, "micro-batch-size": 1,
 //    "global-batch-size": 64, "sequence-parallel": true, "schedule": "interleaved", "chunks": 5}
-// Every key is optional (a job's defaults, `plan::job`); the values take the flags' ranges. A
-// value out of range or of the wrong type is a `config_error` naming it; a key it does not know,
-// a warning. docs/planning.md has the keys.
+// Every key is optional (a job's defaults, `plan::job`); the values take the flags' ranges;
+// Megatron's keys are read under its names, with dashes or its underscores. A value out of
+// range or of the wrong type is a `config_error` naming it, and so is a key it does not know
+// (with the nearest it does) or one of Megatron's it does not price (with what it would change);
+// Megatron's keys that change nothing of a step (learning rate, data, logging) are taken.
+// docs/planning.md has the keys.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <optional>
@@ -21,6 +25,7 @@
 #include <weft/core/op.hpp>
 #include <weft/plan/hf_config.hpp>
 #include <weft/plan/job.hpp>
+#include <weft/plan/megatron_flags.hpp>
 
 namespace weft::plan {
 
@@ -40,8 +45,82 @@ inline constexpr std::array<std::pair<std::string_view, std::string_view>, 7> me
     {"pipeline-layout", "pipeline-model-parallel-layout"},
 }};
 
+namespace detail {
+/// The job file's object with each key in dashes (Megatron's argument names have underscores
+/// where its flags have dashes); two keys for one name are refused.
+inline nlohmann::json dashed_keys(const nlohmann::json& j, const std::string& file) {
+  if (!j.is_object()) return j;  // the reader's own error names it
+  nlohmann::json out = nlohmann::json::object();
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    std::string key = it.key();
+    std::replace(key.begin(), key.end(), '_', '-');
+    if (out.contains(key))
+      throw config_error(file + ": " + excerpt(it.key()) + " and " + key +
+                         " are one setting: give one");
+    out[key] = it.value();
+  }
+  return out;
+}
+
+/// Megatron's keys a job file may give beside weft's: taken where they change nothing weft
+/// prices differently (`bf16`, grouped expert matmuls, DeepEP's kernels, the checkpoints'
+/// format), read where they do (the optimizer's sharding, fp16's gradients, the attention's
+/// kernel), refused where weft prices otherwise.
+inline void read_megatron_keys(config_reader& r, job& b, const std::string& file) {
+  const auto refuse_false = [&](std::string_view key, std::string_view why) {
+    if (!r.flag(key, true))
+      throw config_error(file + ": " + std::string(key) + " false: " + std::string(why));
+  };
+  refuse_false("bf16", "weft prices bf16 mixed precision (or fp16, `fp16`)");
+  refuse_false("moe-grouped-gemm",
+               "weft prices each rank's experts as one grouped matmul, not one apiece");
+  (void)r.flag("moe-enable-deepep", false);                // what weft's flex dispatcher prices
+  (void)r.flag("no-gradient-accumulation-fusion", false);  // priced the same
+  (void)r.text({"ckpt-format"}, "");                       // no part of a step
+  const bool sharded = r.has("data-parallel-sharding-strategy");
+  if (r.flag("use-megatron-fsdp", false) && !sharded)
+    throw config_error(file +
+                       ": use-megatron-fsdp shards what data-parallel-sharding-strategy says: "
+                       "give it");
+  if (r.has("use-distributed-optimizer") && r.has("no-distributed-optimizer"))
+    throw config_error(file +
+                       ": use-distributed-optimizer and no-distributed-optimizer are one "
+                       "setting: give one");
+  const bool distributed =
+      r.flag("use-distributed-optimizer", !r.flag("no-distributed-optimizer", false));
+  if (!distributed && sharded)
+    throw config_error(file +
+                       ": data-parallel-sharding-strategy with the distributed optimizer "
+                       "off: give one");
+  if (!distributed) b.sharding = dp_sharding::no_shard;
+  if (r.flag("fp16", false) && !r.flag("accumulate-allreduce-grads-in-fp32", false))
+    b.grad_reduce_in_bf16 = true;  // 16-bit gradients, as --fp16 prices them
+  const std::string backend = r.text({"attention-backend"}, "auto");
+  if (backend == "unfused" || backend == "local") b.flash_attention = false;
+  if (r.text({"transformer-impl"}, "transformer_engine") == "local") b.flash_attention = false;
+  if (r.flag("no-overlap-p2p-communication", false)) b.overlap_p2p_comm = false;
+}
+
+/// Each key of the file that `r` did not read: Megatron's that change nothing of a step are
+/// taken; Megatron's that weft does not price, and any other, refused by name.
+inline void refuse_unknown_keys(const config_reader& r, const std::string& file) {
+  for (const std::string& key : r.unused_keys()) {
+    const std::string flag = "--" + key;
+    if (is_megatron_inert(flag)) continue;
+    if (const auto why = megatron_unpriced_reason(flag))
+      throw config_error(file + ": " + excerpt(key) + " is Megatron's, and weft does not price " +
+                         std::string(*why));
+    const std::string_view near = nearest_name(key, r.asked());
+    throw config_error(
+        file + ": " + excerpt(key) + " is not a job setting weft reads" +
+        (near.empty() ? std::string() : " (did you mean " + std::string(near) + "?)") +
+        "; docs/planning.md lists them");
+  }
+}
+}  // namespace detail
+
 inline job_file read_job(std::string_view text, const std::string& file) {
-  const nlohmann::json j = detail::parse_json(text, file);
+  const nlohmann::json j = detail::dashed_keys(detail::parse_json(text, file), file);
   detail::config_reader r(j, file);
   for (const auto& [mine, megatron] : megatron_keys)
     if (r.has(mine) && r.has(megatron))
@@ -113,7 +192,8 @@ inline job_file read_job(std::string_view text, const std::string& file) {
   b.delay_wgrad_compute = r.flag("delay-wgrad-compute", b.delay_wgrad_compute);
   b.scatter_gather_transfers =
       r.flag("scatter-gather-tensors-in-pipeline", b.scatter_gather_transfers);
-  for (std::string& w : r.unused()) out.warnings.push_back(std::move(w));
+  detail::read_megatron_keys(r, b, file);
+  detail::refuse_unknown_keys(r, file);
   return out;
 }
 
