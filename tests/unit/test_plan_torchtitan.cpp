@@ -147,16 +147,23 @@ TEST_CASE("torchtitan's settings weft does not price are refused by name") {
           64, "DDP has not supported > 1D parallelism");
   refused(with(base, "steps = 10", "steps = 10\nmixed_precision_param = \"float32\""), 64,
           "[training] mixed_precision_param");
+  refused(with(base, "steps = 10", "steps = 10\nmixed_precision_reduce = \"float16\""), 64,
+          "[training] mixed_precision_reduce: must be float32 or bfloat16");
+  refused(with(base, "\"Interleaved1F1B\"",
+               "\"DualPipeV\"\npipeline_parallel_expert_parallel_overlap = false"),
+          64,
+          "[parallelism] pipeline_parallel_expert_parallel_overlap: false: weft prices "
+          "DualPipeV's pairs with the all-to-alls overlapped");
   refused(with(base, "pipeline_parallel_microbatch_size = 2",
                "pipeline_parallel_microbatch_size = 2\npipeline_parallel_split_points = "
                "[\"layers.8\"]"),
           64, "[parallelism] pipeline_parallel_split_points");
-  refused(with(base, "converters = [\"float8\"]",
-               "converters = [\"float8\", \"quantize.linear.mx\"]"),
-          64, "[model] converters: 'quantize.linear.mx' is not priced");
-  refused(with(base, "recipe_name = \"tensorwise\"",
-               "recipe_name = \"tensorwise\"\nemulate = true"),
-          64, "[float8] emulate");
+  refused(
+      with(base, "converters = [\"float8\"]", "converters = [\"float8\", \"quantize.linear.mx\"]"),
+      64, "[model] converters: 'quantize.linear.mx' is not priced");
+  refused(
+      with(base, "recipe_name = \"tensorwise\"", "recipe_name = \"tensorwise\"\nemulate = true"),
+      64, "[float8] emulate");
   refused("training = 3\n", 8, "job.toml: [training] must be a table");
   // toml++ 3.3 meets undefined behaviour on some Unicode (a fuzzer found it): ASCII only.
   refused("[training]\nseq_len = 1 # \xe2\x80\x94\n", 8,
@@ -166,6 +173,14 @@ TEST_CASE("torchtitan's settings weft does not price are refused by name") {
   refused(with(base, "seq_len = 4096", "seq_len = \"long\""), 64,
           "[training] seq_len must be a whole number");
   refused("[training\nseq_len = 1", 8, "job.toml: not TOML: line 1");
+  // FSDP's gradients reduced in bf16 where torchtitan is told so (fp32 by default).
+  const transformer m = testing::tiny_dense(32);
+  CHECK(!torchtitan_as_job(read_torchtitan(base, "x.toml"), m, 64).grad_reduce_in_bf16);
+  CHECK(torchtitan_as_job(read_torchtitan(with(base, "steps = 10",
+                                               "steps = 10\nmixed_precision_reduce = \"bfloat16\""),
+                                          "x.toml"),
+                          m, 64)
+            .grad_reduce_in_bf16);
   // A key of a read section that weft does not know is named, not silently dropped.
   const torchtitan_job t =
       read_torchtitan(with(base, "steps = 10", "steps = 10\nflux_capacitor = 1"), "x.toml");

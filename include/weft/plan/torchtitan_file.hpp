@@ -164,9 +164,15 @@ inline void read_titan_training(const toml::table& doc, const std::string& file,
   if (training.text("mixed_precision_param", "bfloat16") != "bfloat16")
     refuse_key(training, "mixed_precision_param",
                "weft prices bf16 parameters in the layers' matmuls and gathers");
+  // FSDP's gradient reduction: fp32 (torchtitan's default, as weft prices gradients) or bf16.
+  const std::string reduce = training.text("mixed_precision_reduce", "float32");
+  if (reduce == "bfloat16")
+    j.grad_reduce_in_bf16 = true;
+  else if (reduce != "float32")
+    refuse_key(training, "mixed_precision_reduce", "must be float32 or bfloat16");
   training.skip({"local_batch_size", "batch_size", "steps", "dataset", "dataset_path", "max_norm",
-                 "warmup_steps", "gc_freq", "seed", "deterministic", "mixed_precision_reduce",
-                 "enable_cpu_offload", "dataset_type", "tokenizer_path"});
+                 "warmup_steps", "gc_freq", "seed", "deterministic", "enable_cpu_offload",
+                 "dataset_type", "tokenizer_path"});
   if (training.has("enable_cpu_offload") && training.flag("enable_cpu_offload", false))
     refuse_key(training, "enable_cpu_offload", "offloading to host memory is not modelled");
 
@@ -239,7 +245,11 @@ inline void read_titan_parallelism(const toml::table& doc, const std::string& fi
   if (par.has("pipeline_parallel_split_points"))
     refuse_key(par, "pipeline_parallel_split_points",
                "a split of one's own: give it to weft as --pipeline-layout");
-  par.skip({"pipeline_parallel_expert_parallel_overlap", "context_parallel_load_balancer"});
+  // DualPipeV's pairs hide the experts' all-to-alls (torchtitan's default), as weft prices them.
+  if (!par.flag("pipeline_parallel_expert_parallel_overlap", true) && j.schedule == "dualpipev")
+    refuse_key(par, "pipeline_parallel_expert_parallel_overlap",
+               "false: weft prices DualPipeV's pairs with the all-to-alls overlapped");
+  par.skip({"context_parallel_load_balancer"});  // a balanced causal mask, as weft prices it
 
   for (std::string& w : par.unused()) out.warnings.push_back(std::move(w));
 }
