@@ -464,20 +464,33 @@ TEST_CASE("sliding-window attention: a warning where the window is shorter than 
 // derivation from the transformers modeling code of each type (every nn.Parameter, tied weights
 // once), which agrees with each checkpoint's published tensor size (its index's total_size in
 // bf16 over 2, or the model card): Falcon's checkpoints store the tied head a second time.
+// Llama-3.1-8B, Qwen2-57B-A14B and DeepSeek-V2-Lite likewise (their activated counts: the top-k
+// routed experts, the shared ones and everything else, the embedding included), checked against
+// the index's total_size (Llama), the leaderboard's 57.409B (Qwen2) and a 31,412,968,448-byte
+// total_size (DeepSeek).
 TEST_CASE("published configs of more families: exactly their parameter counts, no warning") {
   const struct {
     const char* name;
-    double total;
-  } published[] = {{"falcon-7b", 6'921'720'704},       {"falcon-40b", 41'303'293'952},
-                   {"pythia-6.9b", 6'857'302'016},     {"gemma-7b", 8'537'680'896},
-                   {"gemma-2-9b", 9'241'705'984},      {"phi-3-mini-4k-instruct", 3'821'079'552},
-                   {"qwen3-8b", 8'190'735'360},        {"qwen3-30b-a3b", 30'532'122'624},
-                   {"mistral-7b-v0.1", 7'241'732'096}, {"qwen2.5-7b", 7'615'616'512}};
+    double total, activated = 0;
+  } published[] = {{"falcon-7b", 6'921'720'704},
+                   {"falcon-40b", 41'303'293'952},
+                   {"pythia-6.9b", 6'857'302'016},
+                   {"gemma-7b", 8'537'680'896},
+                   {"gemma-2-9b", 9'241'705'984},
+                   {"phi-3-mini-4k-instruct", 3'821'079'552},
+                   {"qwen3-8b", 8'190'735'360},
+                   {"qwen3-30b-a3b", 30'532'122'624, 3'353'032'704},
+                   {"mistral-7b-v0.1", 7'241'732'096},
+                   {"qwen2.5-7b", 7'615'616'512},
+                   {"llama-3.1-8b", 8'030'261'248},
+                   {"qwen2-57b-a14b", 57'408'658'944, 14'249'270'784},
+                   {"deepseek-v2-lite", 15'706'484'224, 2'661'150'208}};
   for (const auto& p : published) {
     const std::string name = p.name;
     CAPTURE(name);
     const hf_model m = read_hf_config(fixture(name));
     CHECK(total_parameters(m.model) == p.total);
+    CHECK(activated_parameters(m.model) == (p.activated > 0 ? p.activated : p.total));
     for (const std::string& w : m.warnings) MESSAGE(w);
     CHECK(m.warnings.empty());
   }
