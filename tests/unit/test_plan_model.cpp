@@ -533,6 +533,38 @@ TEST_CASE("Megatron's parallel folding: whole experts, their ranks over tp's, th
         doctest::Approx(2 * gather_scatter(act).count()));
 }
 
+TEST_CASE("sequence parallelism's backward gathers each column-parallel input again") {
+  // Megatron's column-parallel linear keeps its input's sequence shard and all-gathers the
+  // whole input again in the backward for the weight gradient: one all-gather more per
+  // attention block and dense MLP than the forward's mirror (an all-gather and a
+  // reduce-scatter a block); none without sequence parallelism, where the all-reduces mirror.
+  transformer m = testing::tiny_dense(2);
+  const cluster c = testing::ideal_cluster();
+  job j;
+  j.tp = 2;
+  j.seq = 1024;
+  j.sequence_parallel = true;
+  const double act = 1024 * 1024 * 2;  // tokens x hidden, bf16
+  const double gather =
+      weft::collective::ring_all_gather(collective_link(c, 2, 1, act), 2, act).count();
+  const auto extra = [&](const transformer& mm, const job& jj) {
+    const stage_estimate& st = estimate_job(mm, jj, c).stages[0];
+    return (st.backward.tp - st.forward.tp).count();
+  };
+  CHECK(extra(m, j) == doctest::Approx(2 * 2 * gather));  // 2 layers x 2 blocks
+  job plain = j;
+  plain.sequence_parallel = false;
+  CHECK(extra(m, plain) == doctest::Approx(0));
+  // An MoE layer's routed experts gather through the dispatcher, which keeps what it gathered:
+  // only the attention's again — and a shared expert's, a dense MLP of its own.
+  m.moe.routed = 4;
+  m.moe.top_k = 2;
+  m.moe.expert_ffn = 1024;
+  CHECK(extra(m, j) == doctest::Approx(2 * 1 * gather));
+  m.moe.shared_ffn = 1024;
+  CHECK(extra(m, j) == doctest::Approx(2 * 2 * gather));
+}
+
 TEST_CASE("a launch script's silence as Megatron runs it") {
   job j;
   j.pp = 4;

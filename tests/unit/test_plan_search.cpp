@@ -425,6 +425,37 @@ TEST_CASE("a runtime's recommendations are plans it runs") {
   for (const configuration_choice& x : r.top) CHECK(megatron_runs(x.best.tried));
 }
 
+TEST_CASE("the search keeps Megatron's combined 1F1B where it runs: interleaved, or no pipeline") {
+  // With --overlap-moe-expert-parallel-comm only Megatron's interleaved schedule runs a
+  // pipeline; a configuration whose chunks split no layers has no plan at all, and is passed
+  // over (it once crashed the screening, which took the first of no plans).
+  const transformer m = model("mixtral-8x7b");
+  const cluster& c = *find_cluster("h100-sxm");
+  job j;
+  j.tp = 2;
+  j.pp = 4;
+  j.dp = 4;
+  j.ep = 4;
+  j.global_batch_size = 64;
+  j.sequence_parallel = true;
+  j.schedule = "interleaved";
+  j.chunks = 2;
+  j.runtime = pipeline_runtime::megatron;
+  j.overlap_moe_ep_comm = true;
+  configuration_search_options o;
+  o.budget_s = 1;
+  o.top = 5;
+  o.space.runtime = runs_on::megatron;
+  o.space.devices = 512;
+  const configuration_search_result r = search_configurations(m, j, c, o);
+  REQUIRE(!r.top.empty());
+  for (const configuration_choice& x : r.top) {
+    const job& t = x.best.tried;
+    CHECK(t.overlap_moe_ep_comm);
+    CHECK((t.pp == 1 ? t.schedule == "1f1b" : t.schedule == "interleaved"));
+  }
+}
+
 TEST_CASE("the job as asked is judged first: the search never recommends less") {
   const transformer m = model("gpt2");
   const cluster& c = *find_cluster("a100-80g");

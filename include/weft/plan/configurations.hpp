@@ -312,11 +312,11 @@ inline configuration_pool open_configurations(const transformer& m, const job& b
 
 /// The plan a configuration is screened with: the schedule that keeps the fewest activations
 /// (V-Min, a third of 1F1B's, with the layers balanced; 1F1B for one stage, or where V-Min has
-/// no layout).
-inline const job& frugal_plan(const std::vector<job>& plans) {
+/// no layout); none when no plan runs.
+inline const job* frugal_plan(const std::vector<job>& plans) {
   for (const job& x : plans)
-    if (x.schedule == "v-min") return x;
-  return plans.front();
+    if (x.schedule == "v-min") return &x;
+  return plans.empty() ? nullptr : &plans.front();
 }
 
 /// The fastest fitting plan found per configuration (by its index in the pool), ranked.
@@ -392,7 +392,11 @@ void judge_configurations(const transformer& m, const cluster& c,
   for (std::size_t i = 0; i < open.size() && !out_of_time(i, o.budget_s / 4); ++i) {
     if (open[i].bound >= ranked.nth(o.top)) break;
     const std::vector<job> plans = plans_for(open[i]);
-    const plan_search_result r = judge_plans(m, {frugal_plan(plans)}, c);
+    // None where the runtime runs no schedule of these sizes (Megatron's combined 1F1B needs
+    // its interleaved schedule, whose chunks may not divide the layers).
+    const job* frugal = frugal_plan(plans);
+    if (!frugal) continue;
+    const plan_search_result r = judge_plans(m, {*frugal}, c);
     ++out.counts.screened;
     if (r.best) ranked.offer(i, r.judged[*r.best], open[i].bound);
   }

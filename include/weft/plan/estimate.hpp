@@ -203,6 +203,8 @@ struct layer_comm {
   seconds total{0}, recomputed{0}, hideable{0};
   seconds tp{0}, cp{0}, ep{0};  ///< `total` by the parallelism it serves
   seconds tp_mlp{0};            ///< of `tp`, a dense MLP's (what recomputing the MLP moves again)
+  /// The backward's alone: sequence parallelism's inputs gathered again for the weight gradients
+  seconds regather{0};
 };
 
 inline layer_comm layer_comm_of(const transformer& m, const job& j, const cluster& c, int l) {
@@ -223,6 +225,16 @@ inline layer_comm layer_comm_of(const transformer& m, const job& j, const cluste
                : seconds(0)) +
       (m.moe.shared_ffn > 0 ? block : seconds(0));
   const seconds tp_comm = block + (m.is_moe_layer(l) ? moe_block : block);
+  // With sequence parallelism a column-parallel linear keeps only its input's shard and gathers
+  // the whole input again in the backward for its weight gradient (Megatron's
+  // LinearWithGradAccumulationAndAsyncCommunication): one all-gather more for the attention, a
+  // dense MLP and a shared expert. Serial with the matmuls, as every tensor-parallel collective
+  // is priced (Korthikanti et al.'s Table 4: the backward no faster with sequence parallelism).
+  if (j.sequence_parallel && j.tp > 1) {
+    const int blocks = 1 + (!m.is_moe_layer(l) || m.moe.shared_ffn > 0 ? 1 : 0);
+    out.regather =
+        blocks * collective::ring_all_gather(collective_link(c, j.tp, 1, act), j.tp, act);
+  }
   out.total += tp_comm;
   out.recomputed += tp_comm;
   out.tp = tp_comm;
@@ -362,8 +374,9 @@ inline stage_estimate stage_costs(const transformer& m, const job& j, const clus
   const perf::layer_shard shard = layer_shard_of(j);
   const double act = T * m.hidden * 2;  // one activation, bf16
   // hideable_again: of the recomputed layers' forwards, what a pair may hide
-  seconds forward{0}, backward{0}, weights{0}, comm{0}, hideable{0}, hideable_again{0};
+  seconds forward{0}, backward{0}, weights{0}, comm{0}, hideable{0}, hideable_again{0}, regather{0};
   time_split comm_parts;  // tp, cp and ep: the same in the forward and, mirrored, the backward
+                          // (which gathers sequence parallelism's inputs again: `regather`)
   seconds layers_forward{0}, layers_comm{0};  // what full recomputation runs again
   int forward_kernels = 0, backward_kernels = 0, layers_kernels = 0;
   selective_tally selective{j};
@@ -392,6 +405,7 @@ inline stage_estimate stage_costs(const transformer& m, const job& j, const clus
       hideable_again += lc.hideable;
     }
     comm += lc.total;
+    regather += lc.regather;
     comm_parts += time_split{.tp = lc.tp, .cp = lc.cp, .ep = lc.ep};
     selective.add(lc);
     hideable += lc.hideable;
@@ -428,9 +442,10 @@ inline stage_estimate stage_costs(const transformer& m, const job& j, const clus
           ? layers_forward + launch_excess(layers_forward, layers_kernels, o) + layers_comm
           : recomputed_parts(selective, o);
   out.cost.F = forward + comm;
-  out.cost.B = backward + comm + again;
+  out.cost.B = backward + comm + regather + again;
   out.forward += comm_parts;
   out.backward += comm_parts;
+  out.backward.tp += regather;
   out.backward.recompute = again;
   out.cost.W = weights;  // the weights' gradients
   out.cost.comm_F = hideable;
