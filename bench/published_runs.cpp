@@ -362,7 +362,8 @@ int main(int argc, char** argv) {
           asked.fp8 = fp8_recipe::none;
           asked.fp8_param_gather = false;
         }
-        if (variants[v].no_wait) {
+        // Megatron's combined 1F1B runs only in Megatron's code: its transfers stay Megatron's.
+        if (variants[v].no_wait && !asked.overlap_moe_ep_comm) {
           asked.runtime = pipeline_runtime::pytorch;
           asked.scatter_gather_transfers = false;
           asked.overlap_p2p_comm = false;

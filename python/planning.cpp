@@ -90,11 +90,22 @@ py::object scalar_of(const std::string& name, py::object v) {
 /// The job: `base` (a job file's JSON text, or none) with the keyword arguments on top, named as
 /// `weft plan`'s flags with underscores for dashes (`micro_batch_size`). Each keyword goes
 /// through the job file's reader — its ranges and messages — and one it does not know is an
-/// error naming it; the base's own unused keys were warned of where it was read.
+/// error naming it. The base's keys are taken in dashes as the keywords are (Megatron's
+/// argument names have underscores), so that a keyword replaces the base's setting.
 plan::job job_of(const std::optional<std::string>& base, const py::kwargs& flags) {
   const py::module_ json = py::module_::import("json");
   py::dict merged;
-  if (base) merged = json.attr("loads")(*base);
+  if (base) {
+    const py::dict given = json.attr("loads")(*base);
+    for (const auto& [k, v] : given) {
+      std::string key = py::cast<std::string>(k);
+      std::replace(key.begin(), key.end(), '_', '-');
+      if (merged.contains(key))
+        throw config_error("weft: plan: job: " + excerpt(py::cast<std::string>(k)) + " and " + key +
+                           " are one setting: give one");
+      merged[py::str(key)] = v;
+    }
+  }
   for (const auto& item : flags) {
     const std::string name = py::cast<std::string>(item.first);
     std::string key = name;
@@ -121,7 +132,7 @@ plan::job job_of(const std::optional<std::string>& base, const py::kwargs& flags
   return plan::read_job(py::cast<std::string>(json.attr("dumps")(merged)), "plan").spec;
 }
 
-/// job=: a job file (its unused keys warned of under its name) or a dict, as JSON text.
+/// job=: a job file or a dict, as JSON text, its keys and values checked under its name.
 std::string job_text(const py::object& job) {
   const std::string text = text_of(job, "job");
   const std::optional<fs::path> p = path_of(job);

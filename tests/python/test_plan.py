@@ -63,6 +63,15 @@ def test_a_refusal_is_the_tools_line(cli):
     assert code == 2 and str(caught.value) == err.splitlines()[0]
 
 
+def test_a_keyword_replaces_a_base_key_spelt_as_megatron_does():
+    # A base keyed with Megatron's argument names (underscores): the keyword replaces it.
+    mine = weft.plan(model=str(GPT2), cluster="a100-80g",
+                     job={"tensor_model_parallel_size": 2, "micro_batch_size": 1}, tp=1,
+                     micro_batch_size=2)
+    tool = weft.plan(model=str(GPT2), cluster="a100-80g", tp=1, micro_batch_size=2)
+    assert mine == tool
+
+
 def test_bad_input_is_a_config_error():
     with pytest.raises(weft.ConfigError,
                        match=r"plan: tpp is not a job setting weft reads \(did you mean tp\?\)"):

@@ -566,29 +566,43 @@ TEST_CASE("sequence parallelism's backward gathers each column-parallel input ag
 }
 
 TEST_CASE("a launch script's silence as Megatron runs it") {
+  const transformer model = testing::tiny_dense(8);
   job j;
   j.pp = 4;
-  j.layers_per_virtual_stage = 2;
-  const job m = as_megatron_runs(j, {});
+  j.layers_per_virtual_stage = 1;  // 8 layers over 4 ranks: 2 virtual stages a rank
+  const job m = as_megatron_runs(model, j, {});
   CHECK(m.runtime == pipeline_runtime::megatron);
   CHECK(m.schedule == "interleaved");  // virtual stages are its interleaved schedule
   CHECK(m.overlap_p2p_comm);           // overlap_p2p_comm on unless told
-  const job told = as_megatron_runs(j, {.p2p_overlap = false});
+  const job told = as_megatron_runs(model, j, {.p2p_overlap = false});
   CHECK(!told.overlap_p2p_comm);
-  // What the script says stays: a schedule given, PyTorch's runtime asked for.
+  // One virtual stage a rank (layers per virtual stage 2, or a layout of one stage a rank) is
+  // plain 1F1B, without the overlap (arguments.py turns it off there).
+  job one = j;
+  one.layers_per_virtual_stage = 2;
+  CHECK(as_megatron_runs(model, one, {}).schedule == "1f1b");
+  CHECK(!as_megatron_runs(model, one, {}).overlap_p2p_comm);
+  one.layers_per_virtual_stage = 0;
+  one.layout = "Et*2|t*2|t*2|t*2L";
+  CHECK(as_megatron_runs(model, one, {}).schedule == "1f1b");
+  // What the script says stays: a schedule given, PyTorch's runtime asked for (whose transfers
+  // have no such overlap).
   job given = j;
   given.schedule = "1f1b";
   given.layers_per_virtual_stage = 0;
-  const job kept = as_megatron_runs(given, {.runtime = false, .schedule = false});
+  const job kept = as_megatron_runs(model, given, {.runtime = false, .schedule = false});
   CHECK(kept.runtime == pipeline_runtime::pytorch);
   CHECK(kept.schedule == "1f1b");
-  CHECK(!kept.overlap_p2p_comm);  // no interleaving: Megatron turns the overlap off
+  CHECK(!kept.overlap_p2p_comm);
+  const job pytorch = as_megatron_runs(model, j, {.runtime = false});
+  CHECK(pytorch.schedule == "interleaved");
+  CHECK(!pytorch.overlap_p2p_comm);
   // The overlap makes the interleaved step no longer (one transfer in flight behind each step).
-  transformer model = testing::tiny_dense(8);
   job a = j;
   a.global_batch_size = 8;
   a.seq = 1024;
-  const job on = as_megatron_runs(a, {}), off = as_megatron_runs(a, {.p2p_overlap = false});
+  const job on = as_megatron_runs(model, a, {});
+  const job off = as_megatron_runs(model, a, {.p2p_overlap = false});
   const cluster c = testing::ideal_cluster();
   CHECK(estimate_job(model, on, c).step <= estimate_job(model, off, c).step);
 }
@@ -607,7 +621,8 @@ TEST_CASE("Megatron's combined 1F1B: each forward beside another micro-batch's b
   j.dp = 2;
   j.ep = 2;
   j.seq = 1024;
-  j.global_batch_size = 8;  // 4 micro-batches a data-parallel rank
+  j.global_batch_size = 8;                 // 4 micro-batches a data-parallel rank
+  j.runtime = pipeline_runtime::megatron;  // Megatron's code runs it
   job o = j;
   o.overlap_moe_ep_comm = true;
   const estimate plain = estimate_job(m, j, c), paired = estimate_job(m, o, c);
@@ -629,6 +644,9 @@ TEST_CASE("Megatron's combined 1F1B: each forward beside another micro-batch's b
   };
   REQUIRE(weft::plan::megatron_arguments(o));
   CHECK(has(*weft::plan::megatron_arguments(o), "--overlap-moe-expert-parallel-comm"));
+  // Megatron's default dispatcher is allgather, which its combined 1F1B refuses: named.
+  CHECK(weft::plan::joined(*weft::plan::megatron_arguments(o))
+            .find("--moe-token-dispatcher-type alltoall") != std::string::npos);
   CHECK(has(weft::plan::weft_flags(o), "--overlap-moe-expert-parallel-comm"));
 
   // With a pipeline, Megatron's interleaved schedule and one more warm-up micro-batch: each rank
@@ -656,6 +674,12 @@ TEST_CASE("Megatron's combined 1F1B: each forward beside another micro-batch's b
   r.schedule = "1f1b";
   r.chunks = 1;
   refused(m, r, "with --pp > 1 it needs --schedule interleaved");
+  r = q;
+  r.chunks = 1;  // the interleaved schedule without virtual stages: Megatron has none to pair
+  refused(m, r, "and more than one virtual stage a rank");
+  r = q;
+  r.runtime = pipeline_runtime::pytorch;
+  refused(m, r, "is Megatron's code: it needs --pipeline-runtime megatron");
   r = q;
   r.policy = recompute::full;
   refused(m, r, "does not combine with full recomputation");

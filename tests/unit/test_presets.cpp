@@ -318,6 +318,17 @@ TEST_CASE("a job from JSON: weft plan's flags as keys, each checked") {
   CHECK_THROWS_WITH_AS(plan::read_job(R"({"tp": 2, "tensor_model_parallel_size": 2})", "job.json"),
                        "job.json: tp and tensor-model-parallel-size are one setting: give one",
                        config_error);
+  CHECK_THROWS_WITH_AS(plan::read_job(R"({"optimizer": "sgd"})", "job.json"),
+                       "job.json: optimizer 'sgd': weft prices Adam's states and step",
+                       config_error);
+  CHECK(plan::read_job(R"({"optimizer": "adam"})", "job.json").spec.tp == 1);
+  CHECK_THROWS_WITH_AS(plan::read_job(R"({"attention-backend": "magic"})", "job.json"),
+                       doctest::Contains("attention-backend must be one of auto, flash"),
+                       config_error);
+  CHECK_THROWS_WITH_AS(
+      plan::read_job(R"({"overlap-p2p-communication": true, "no_overlap_p2p_communication": true})",
+                     "job.json"),
+      doctest::Contains("are one setting"), config_error);
   CHECK_THROWS_WITH_AS(plan::read_job(R"({"tp_size": 2, "tp-size": 2})", "job.json"),
                        "job.json: tp_size and tp-size are one setting: give one", config_error);
   // Megatron's names for the same keys.

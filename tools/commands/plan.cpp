@@ -110,9 +110,10 @@ inputs read_inputs(const plan_args& o) {
     if (o.job_file.empty() && !sharding_given) in.job.sharding = plan::dp_sharding::no_shard;
     if (o.job_file.empty())
       in.job = plan::as_megatron_runs(
-          in.job, {.runtime = o.given.count("--pipeline-runtime") == 0,
-                   .schedule = o.given.count("--schedule") == 0,
-                   .p2p_overlap = o.given.count("--no-overlap-p2p-communication") == 0});
+          in.hf.model, in.job,
+          {.runtime = o.given.count("--pipeline-runtime") == 0,
+           .schedule = o.given.count("--schedule") == 0,
+           .p2p_overlap = o.given.count("--no-overlap-p2p-communication") == 0});
     read_cluster(in, o);
   } else {
     // A model snapshot's folder (as Hugging Face's hub downloads it) holds its config.json.

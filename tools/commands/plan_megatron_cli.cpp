@@ -114,6 +114,14 @@ void megatron_inert_options(CLI::App& sub, plan_args& o) {
   // Not inert, but not the job's either: --fp16 changes the gradients' bytes as Megatron keeps
   // them (resolved with the job, commands/plan.cpp).
   CLI::Option* preset = sub.get_option("--preset");
+  sub.add_option_function<std::string>(
+         "--optimizer", [](const std::string&) {},
+         "adam (Megatron's default, what weft prices); another optimizer is refused")
+      ->check(
+          [](const std::string& v) -> std::string {
+            return v == "adam" ? "" : "weft prices Adam's states and step, not " + v;
+          },
+          "adam");
   sub.add_flag("--fp16", o.fp16,
                "16-bit floats with loss scaling: the tensor-core rate and bytes of --bf16, the "
                "gradients kept and reduced in fp16 (the scaler's check of them not priced)")

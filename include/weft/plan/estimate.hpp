@@ -228,12 +228,22 @@ inline layer_comm layer_comm_of(const transformer& m, const job& j, const cluste
   // With sequence parallelism a column-parallel linear keeps only its input's shard and gathers
   // the whole input again in the backward for its weight gradient (Megatron's
   // LinearWithGradAccumulationAndAsyncCommunication): one all-gather more for the attention, a
-  // dense MLP and a shared expert. Serial with the matmuls, as every tensor-parallel collective
-  // is priced (Korthikanti et al.'s Table 4: the backward no faster with sequence parallelism).
+  // dense MLP and a shared expert. Megatron overlaps it with the input gradient's matmul; weft
+  // prices it serial, as every tensor-parallel collective (Korthikanti et al.'s Table 4: the
+  // backward no faster with sequence parallelism than without; docs/planning.md).
+  // Latent attention gathers what its column-parallel up projections read: the query's latent
+  // (or the hidden states without one) and the keys' and values' latent, its down projections
+  // working on each device's own tokens.
   if (j.sequence_parallel && j.tp > 1) {
-    const int blocks = 1 + (!m.is_moe_layer(l) || m.moe.shared_ffn > 0 ? 1 : 0);
-    out.regather =
-        blocks * collective::ring_all_gather(collective_link(c, j.tp, 1, act), j.tp, act);
+    const auto gather = [&](double bytes) {
+      return collective::ring_all_gather(collective_link(c, j.tp, 1, bytes), j.tp, bytes);
+    };
+    const double latent =
+        m.mla.active()
+            ? T * 2 * ((m.mla.q_lora_rank > 0 ? m.mla.q_lora_rank : m.hidden) + m.mla.kv_lora_rank)
+            : act;
+    out.regather = gather(latent);
+    if (!m.is_moe_layer(l) || m.moe.shared_ffn > 0) out.regather += gather(act);
   }
   out.total += tp_comm;
   out.recomputed += tp_comm;
@@ -692,9 +702,12 @@ inline void add_data_parallel(estimate& out, const job& j, const cluster& c,
     const auto [reduce, gather] = dp_traffic_of(j, c, dense, expert, edge);
     seconds exposed = reduce + gather;
     const double s = c.overlap.compute_slowdown;
-    if (fsdp) {  // FSDP overlaps both, a layer ahead, beside the rank's compute: a layer's
-                 // worth is left, or what the compute is too short to cover
-      exposed = overlapped_exposure(exposed, layers, seconds(0), windows.busy[r], s);
+    if (fsdp) {  // FSDP overlaps both, a layer ahead, beside the rank's compute and in its
+                 // waits (the pipeline's bubbles) until its last compute ends; a layer's worth
+                 // is left for its tail, or what the step is too short to cover — so more
+                 // micro-batches never shorten the step
+      const seconds until_last = out.time.makespan - windows.tail[r];
+      exposed = overlapped_exposure(exposed, layers, windows.tail[r], until_last, s);
     } else {  // Megatron's buckets, each launched as soon as it can be: its dense and expert
               // parameters in buffers of their own
       const double bucket = ddp_bucket_parameters(dp_ranks);

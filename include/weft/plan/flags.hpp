@@ -175,6 +175,8 @@ inline std::optional<std::vector<std::string>> megatron_arguments(const job& j) 
   if (j.dispatcher == moe_dispatcher::flex) {  // DeepEP's kernels, which weft's flex prices
     add("--moe-token-dispatcher-type", "flex");
     add("--moe-enable-deepep");
+  } else if (j.ep > 1) {  // Megatron's default is allgather; weft prices the all-to-all
+    add("--moe-token-dispatcher-type", "alltoall");
   }
   add("--bf16");
   return a;

@@ -3,6 +3,7 @@
 // the model it trains: every impossible split is one error naming the numbers.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -354,15 +355,29 @@ struct megatron_silence {
   bool p2p_overlap = true;  ///< no --no-overlap-p2p-communication
 };
 
-/// Job `j` from a launch script, where it is silent as Megatron runs it: Megatron's code runs
-/// the pipeline; virtual stages (chunks, layers per virtual stage or a layout) are its
-/// interleaved schedule, which keeps one transfer in flight unless told not to (arguments.py:
-/// --no-overlap-p2p-communication, overlap_p2p_comm on by default).
-inline job as_megatron_runs(job j, megatron_silence silent) {
+/// The virtual stages a rank holds in job `j` of model `m` as Megatron counts them: a layout's,
+/// layers / (pp x layers per virtual stage), or the chunks given (1 where a layout does not
+/// parse: its own error comes later).
+inline int virtual_stages(const transformer& m, const job& j) {
+  if (!j.layout.empty()) try {
+      return parse_pipeline_layout(j.layout, j.pp, m.layers, m.mtp_layers).chunks;
+    } catch (const config_error&) {
+      return 1;
+    }
+  if (j.layers_per_virtual_stage > 0 && j.pp > 0)
+    return std::max(1, m.layers / (j.pp * j.layers_per_virtual_stage));
+  return j.chunks;
+}
+
+/// Job `j` of model `m` from a launch script, where it is silent as Megatron runs it: Megatron's
+/// code runs the pipeline; more than one virtual stage a rank is its interleaved schedule, which
+/// Megatron's code runs with one transfer in flight unless told not to (arguments.py:
+/// --no-overlap-p2p-communication, overlap_p2p_comm on by default; off without virtual stages).
+inline job as_megatron_runs(const transformer& m, job j, megatron_silence silent) {
   if (silent.runtime) j.runtime = pipeline_runtime::megatron;
-  if (silent.schedule && (j.chunks > 1 || j.layers_per_virtual_stage > 0 || !j.layout.empty()))
-    j.schedule = "interleaved";
-  if (j.schedule == "interleaved" && silent.p2p_overlap) j.overlap_p2p_comm = true;
+  if (silent.schedule && j.pp > 1 && virtual_stages(m, j) > 1) j.schedule = "interleaved";
+  if (j.schedule == "interleaved" && j.runtime == pipeline_runtime::megatron && silent.p2p_overlap)
+    j.overlap_p2p_comm = true;
   return j;
 }
 
@@ -391,12 +406,15 @@ inline void check_combined_1f1b(const transformer& m, const job& j) {
     refuse(
         "hides the experts' all-to-alls: it needs an MoE model and --ep > 1 (Megatron: "
         "'only supported with expert model parallelism')");
-  if (j.pp > 1 && j.schedule != "interleaved")
+  if (j.pp > 1 && (j.schedule != "interleaved" || virtual_stages(m, j) < 2))
     refuse(
         "runs Megatron's interleaved schedule: with --pp > 1 it needs --schedule "
-        "interleaved (Megatron: 'virtual_pipeline_model_parallel_size must be specified "
-        "when pipeline_model_parallel_size > 1'), not " +
-        j.schedule);
+        "interleaved and more than one virtual stage a rank (Megatron: "
+        "'virtual_pipeline_model_parallel_size must be specified when "
+        "pipeline_model_parallel_size > 1'); the job has --schedule " +
+        j.schedule + " and " + std::to_string(virtual_stages(m, j)) + " a rank");
+  if (j.runtime != pipeline_runtime::megatron)
+    refuse("is Megatron's code: it needs --pipeline-runtime megatron");
   if (j.pp == 1 && j.schedule != "1f1b")
     refuse("without a pipeline runs Megatron's own steps (--schedule 1f1b), not " + j.schedule);
   if (j.policy == recompute::full || !j.recompute_method.empty() || j.recompute_every != 0)

@@ -77,6 +77,9 @@ inline void read_megatron_keys(config_reader& r, job& b, const std::string& file
   (void)r.flag("moe-enable-deepep", false);                // what weft's flex dispatcher prices
   (void)r.flag("no-gradient-accumulation-fusion", false);  // priced the same
   (void)r.text({"ckpt-format"}, "");                       // no part of a step
+  if (const std::string o = r.text({"optimizer"}, "adam"); o != "adam")
+    throw config_error(file + ": optimizer '" + excerpt(o) +
+                       "': weft prices Adam's states and step");
   const bool sharded = r.has("data-parallel-sharding-strategy");
   if (r.flag("use-megatron-fsdp", false) && !sharded)
     throw config_error(file +
@@ -96,8 +99,22 @@ inline void read_megatron_keys(config_reader& r, job& b, const std::string& file
   if (r.flag("fp16", false) && !r.flag("accumulate-allreduce-grads-in-fp32", false))
     b.grad_reduce_in_bf16 = true;  // 16-bit gradients, as --fp16 prices them
   const std::string backend = r.text({"attention-backend"}, "auto");
+  if (backend != "auto" && backend != "flash" && backend != "fused" && backend != "unfused" &&
+      backend != "local")
+    throw config_error(file +
+                       ": attention-backend must be one of auto, flash, fused, unfused, "
+                       "local, got '" +
+                       excerpt(backend) + "'");
   if (backend == "unfused" || backend == "local") b.flash_attention = false;
-  if (r.text({"transformer-impl"}, "transformer_engine") == "local") b.flash_attention = false;
+  const std::string impl = r.text({"transformer-impl"}, "transformer_engine");
+  if (impl != "transformer_engine" && impl != "local")
+    throw config_error(file + ": transformer-impl must be transformer_engine or local, got '" +
+                       excerpt(impl) + "'");
+  if (impl == "local") b.flash_attention = false;
+  if (r.has("overlap-p2p-communication") && r.has("no-overlap-p2p-communication"))
+    throw config_error(file +
+                       ": overlap-p2p-communication and no-overlap-p2p-communication are "
+                       "one setting: give one");
   if (r.flag("no-overlap-p2p-communication", false)) b.overlap_p2p_comm = false;
 }
 

@@ -181,7 +181,6 @@ inline constexpr std::pair<std::string_view, std::string_view> megatron_unpriced
     {"--distribute-saved-activations",
      "each saved activation split over the tensor-parallel ranks: less activation memory, a "
      "gather in the backward"},
-    {"--optimizer", "another optimizer's states and step: weft prices Adam's"},
     {"--use-precision-aware-optimizer",
      "optimizer states and master weights in lower precision: fewer bytes than Adam's 12"},
     {"--microbatch-group-size-per-virtual-pipeline-stage",
