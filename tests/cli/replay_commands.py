@@ -157,6 +157,10 @@ def replay_best_figures(weft: str, parser: str, job: list, root: pathlib.Path) -
         if parsed.returncode != 0:
             failures.append(f"Megatron's '{best['megatron_arguments']}' is refused: "
                             f"{parsed.stderr.strip()}")
+        planned = subprocess.run([weft] + args, capture_output=True, text=True, cwd=root)
+        if planned.returncode not in (0, 1):  # 1: does not fit, still a plan
+            failures.append(f"Megatron's '{best['megatron_arguments']}' does not plan: "
+                            f"{planned.stderr.strip()}")
     return failures
 
 

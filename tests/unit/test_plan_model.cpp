@@ -563,6 +563,27 @@ TEST_CASE("sequence parallelism's backward gathers each column-parallel input ag
   CHECK(extra(m, j) == doctest::Approx(2 * 1 * gather));
   m.moe.shared_ffn = 1024;
   CHECK(extra(m, j) == doctest::Approx(2 * 2 * gather));
+  // Latent attention (Megatron's multi_latent_attention.py): the down projections work on each
+  // device's tokens; the up projections' column-parallel inputs — the query's latent and the
+  // keys' and values' — are gathered (the keys' rotary part too, in the forward) and gathered
+  // again in the backward; the output is scattered at the model's width.
+  transformer mla = testing::tiny_dense(2);
+  mla.mla = {.q_lora_rank = 256,
+             .kv_lora_rank = 128,
+             .qk_rope_head_dim = 32,
+             .qk_nope_head_dim = 96,
+             .v_head_dim = 128};
+  const auto ag = [&](double width) {
+    const double bytes = 1024 * 2 * width;
+    return weft::collective::ring_all_gather(collective_link(c, 2, 1, bytes), 2, bytes).count();
+  };
+  CHECK(detail::layer_comm_of(mla, j, c, 0).tp.count() ==
+        doctest::Approx(ag(256 + 128 + 32) + ag(1024) + 2 * ag(1024)));
+  CHECK(detail::layer_comm_of(mla, j, c, 0).regather.count() ==
+        doctest::Approx(ag(256 + 128) + ag(1024)));
+  mla.mla.q_lora_rank = 0;  // queries projected from the hidden states, gathered whole
+  CHECK(detail::layer_comm_of(mla, j, c, 0).regather.count() ==
+        doctest::Approx(ag(1024 + 128) + ag(1024)));
 }
 
 TEST_CASE("a launch script's silence as Megatron runs it") {

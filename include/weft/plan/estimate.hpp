@@ -224,31 +224,34 @@ inline layer_comm layer_comm_of(const transformer& m, const job& j, const cluste
                                                    received, j.sequence_parallel || etp < j.tp)
                : seconds(0)) +
       (m.moe.shared_ffn > 0 ? block : seconds(0));
-  const seconds tp_comm = block + (m.is_moe_layer(l) ? moe_block : block);
   // With sequence parallelism a column-parallel linear keeps only its input's shard and gathers
   // the whole input again in the backward for its weight gradient (Megatron's
   // LinearWithGradAccumulationAndAsyncCommunication): one all-gather more for the attention, a
   // dense MLP and a shared expert. Megatron overlaps it with the input gradient's matmul; weft
   // prices it serial, as every tensor-parallel collective (Korthikanti et al.'s Table 4: the
   // backward no faster with sequence parallelism than without; docs/planning.md).
-  // Latent attention gathers what its column-parallel up projections read: the query's latent
-  // (or the hidden states without one) and the keys' and values' latent, its down projections
-  // working on each device's own tokens.
+  // Latent attention (multi_latent_attention.py) projects each device's own tokens down and
+  // gathers what its column-parallel up projections read — the query's latent (or the hidden
+  // states without one) and the keys' and values' latent — and the keys' rotary part, which
+  // its backward does not gather again; its output is scattered at the model's width.
+  seconds attention_block = block;
   if (j.sequence_parallel && j.tp > 1) {
     const auto gather = [&](double bytes) {
       return collective::ring_all_gather(collective_link(c, j.tp, 1, bytes), j.tp, bytes);
     };
-    const double latent =
-        m.mla.active()
-            ? T * 2 * ((m.mla.q_lora_rank > 0 ? m.mla.q_lora_rank : m.hidden) + m.mla.kv_lora_rank)
-            : act;
-    out.regather = gather(latent);
+    double read = act;  // what the attention's column-parallel linears read, gathered
+    if (m.mla.active()) {
+      read = T * 2 * ((m.mla.q_lora_rank > 0 ? m.mla.q_lora_rank : m.hidden) + m.mla.kv_lora_rank);
+      attention_block = gather(read + T * 2 * m.mla.qk_rope_head_dim) + gather(act);
+    }
+    out.regather = gather(read);
     if (!m.is_moe_layer(l) || m.moe.shared_ffn > 0) out.regather += gather(act);
   }
+  const seconds tp_comm = attention_block + (m.is_moe_layer(l) ? moe_block : block);
   out.total += tp_comm;
   out.recomputed += tp_comm;
   out.tp = tp_comm;
-  if (!m.is_moe_layer(l)) out.tp_mlp = tp_comm / 2;  // the MLP's block of the two
+  if (!m.is_moe_layer(l)) out.tp_mlp = block;  // the dense MLP's
   if (j.cp > 1) {
     const double kv_width = m.mla.active() ? m.heads * (m.mla.qk_head_dim() + m.mla.v_head_dim)
                                            : 2 * m.kv_heads * m.head_dim;
