@@ -7,6 +7,7 @@
 
 #include <weft/core/error.hpp>
 #include <weft/plan/job.hpp>
+#include <weft/plan/megatron_flags.hpp>
 #include <weft/plan/memory.hpp>
 #include "commands/definitions.hpp"
 #include "option_groups.hpp"
@@ -76,14 +77,16 @@ std::vector<CLI::Option*> megatron_only_flags(CLI::App& sub, weft::plan::job& j)
                              "the layers' weights kept and all-gathered in FP8 (with --fp8)"));
   out.push_back(sub.add_flag_callback(
       "--bf16", [] {}, "16-bit brain floats (what weft prices; the default)"));
-  out.push_back(sub.add_option_function<std::string>(
-                       "--attention-backend",
-                       [&j](const std::string& v) {
-                         if (v == "unfused" || v == "local") j.flash_attention = false;
-                       },
-                       "auto, flash or fused: flash attention; unfused or local: the scores "
-                       "kept whole (--no-flash-attention)")
-                    ->check(CLI::IsMember({"auto", "flash", "fused", "unfused", "local"})));
+  out.push_back(
+      sub.add_option_function<std::string>(
+             "--attention-backend",
+             [&j](const std::string& v) {
+               if (plan::scores_whole(v)) j.flash_attention = false;
+             },
+             "auto, flash or fused: flash attention; unfused or local: the scores "
+             "kept whole (--no-flash-attention)")
+          ->check(CLI::IsMember(std::vector<std::string>(std::begin(plan::attention_backends),
+                                                         std::end(plan::attention_backends)))));
   out.push_back(sub.add_option_function<std::string>(
                        "--transformer-impl",
                        [&j](const std::string& v) {
@@ -91,7 +94,8 @@ std::vector<CLI::Option*> megatron_only_flags(CLI::App& sub, weft::plan::job& j)
                        },
                        "transformer_engine (the default) or local (Megatron's own layers, "
                        "attention unfused)")
-                    ->check(CLI::IsMember({"transformer_engine", "local"})));
+                    ->check(CLI::IsMember(std::vector<std::string>(
+                        std::begin(plan::transformer_impls), std::end(plan::transformer_impls)))));
   out.push_back(sub.add_flag_callback(
       "--moe-grouped-gemm", [] {},
       "each rank's experts as one grouped matmul (as weft "

@@ -371,6 +371,11 @@ inline constexpr std::string_view read_model_types[] = {
     "qwen2_moe", "qwen3", "qwen3_moe", "deepseek_v2", "deepseek_v3", "gemma",
     "gemma2",    "phi3",  "falcon",    "gpt_neox"};
 
+/// The model types weft reads, as messages name them (`read_model_types`, grouped).
+inline constexpr std::string_view read_model_types_text =
+    "gpt2, bloom, gpt_neox, falcon, llama, mistral, mixtral, qwen2(_moe), qwen3(_moe), gemma(2), "
+    "phi3 and deepseek_v2/v3";
+
 inline bool reads_model_type(std::string_view type) {
   return std::find(std::begin(read_model_types), std::end(read_model_types), type) !=
          std::end(read_model_types);
@@ -525,8 +530,8 @@ inline hf_model read_hf_config(std::string_view text, const std::string& file = 
       throw config_error(where + ": no model_type, and its key" +
                          (unknown.size() == 1 ? " " : "s ") + detail::quoted_list(unknown) +
                          " may change the model's shape; give the model_type its Hugging Face "
-                         "class reads (weft reads gpt2, bloom, gpt_neox, falcon, llama, mistral, "
-                         "mixtral, qwen2(_moe), qwen3(_moe), gemma(2), phi3 and deepseek_v2/v3)");
+                         "class reads (weft reads " +
+                         std::string(detail::read_model_types_text) + ")");
   }
   if (!m.model_type.empty() && !detail::reads_model_type(m.model_type)) {
     const std::vector<std::string> unknown = r.unused_keys();
@@ -536,9 +541,8 @@ inline hf_model read_hf_config(std::string_view text, const std::string& file = 
     if (!unknown.empty())
       throw config_error(where + ": " + type + " is not one weft reads, and its key" +
                          (unknown.size() == 1 ? " " : "s ") + detail::quoted_list(unknown) +
-                         " may change the model's shape; weft reads gpt2, bloom, gpt_neox, "
-                         "falcon, llama, mistral, mixtral, qwen2(_moe), qwen3(_moe), gemma(2), "
-                         "phi3 and deepseek_v2/v3");
+                         " may change the model's shape; weft reads " +
+                         std::string(detail::read_model_types_text));
     out.warnings.push_back(where + ": " + type +
                            " is not one weft reads; planned from its keys, every one of which "
                            "weft knows");

@@ -99,18 +99,16 @@ inline void read_megatron_keys(config_reader& r, job& b, const std::string& file
   if (r.flag("fp16", false) && !r.flag("accumulate-allreduce-grads-in-fp32", false))
     b.grad_reduce_in_bf16 = true;  // 16-bit gradients, as --fp16 prices them
   const std::string backend = r.text({"attention-backend"}, "auto");
-  if (backend != "auto" && backend != "flash" && backend != "fused" && backend != "unfused" &&
-      backend != "local")
+  if (!one_of_names(backend, attention_backends))
     throw config_error(file +
                        ": attention-backend must be one of auto, flash, fused, unfused, "
                        "local, got '" +
                        excerpt(backend) + "'");
-  if (backend == "unfused" || backend == "local") b.flash_attention = false;
   const std::string impl = r.text({"transformer-impl"}, "transformer_engine");
-  if (impl != "transformer_engine" && impl != "local")
+  if (!one_of_names(impl, transformer_impls))
     throw config_error(file + ": transformer-impl must be transformer_engine or local, got '" +
                        excerpt(impl) + "'");
-  if (impl == "local") b.flash_attention = false;
+  if (scores_whole(backend) || impl == "local") b.flash_attention = false;
   if (r.has("overlap-p2p-communication") && r.has("no-overlap-p2p-communication"))
     throw config_error(file +
                        ": overlap-p2p-communication and no-overlap-p2p-communication are "

@@ -198,6 +198,24 @@ inline constexpr std::pair<std::string_view, std::string_view> megatron_unpriced
      "over all of them"},
 };
 
+/// Megatron's --attention-backend values, and whether one computes attention's scores whole
+/// (no fused kernel: weft's --no-flash-attention).
+inline constexpr std::string_view attention_backends[] = {"auto", "flash", "fused", "unfused",
+                                                          "local"};
+constexpr bool scores_whole(std::string_view backend) noexcept {
+  return backend == "unfused" || backend == "local";
+}
+/// Megatron's --transformer-impl values; `local` (its own layers) computes the scores whole.
+inline constexpr std::string_view transformer_impls[] = {"transformer_engine", "local"};
+
+/// Whether `value` is one of `names`.
+template <class Names>
+constexpr bool one_of_names(std::string_view value, const Names& names) noexcept {
+  for (const auto& n : names)
+    if (n == value) return true;
+  return false;
+}
+
 /// Whether Megatron's `flag` (with its dashes) changes nothing weft prices.
 constexpr bool is_megatron_inert(std::string_view flag) noexcept {
   const auto is = [flag](std::string_view x) { return x == flag; };
