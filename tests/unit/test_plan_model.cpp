@@ -586,6 +586,72 @@ TEST_CASE("sequence parallelism's backward gathers each column-parallel input ag
         doctest::Approx(ag(1024 + 128) + ag(1024)));
 }
 
+TEST_CASE("--tp-comm-overlap: each dense linear's collective beside its GEMM") {
+  // Transformer Engine's userbuffers with its defaults: a column-parallel linear (qkv, fc1)
+  // gathers its input by ring exchange (tp GEMMs of 1/tp of the tokens, each but the last
+  // beside one shard's transfer) and in the backward gathers it again beside the input
+  // gradient's GEMM and reduce-scatters that gradient beside the weight gradient's; a
+  // row-parallel one (proj, fc2) reduce-scatters its output in 4 pipelined splits and gathers
+  // its output's gradient by ring exchange. A GEMM runs x slower while a collective is in flight.
+  const transformer m = testing::tiny_dense(1);
+  cluster c = testing::ideal_cluster();
+  c.device.memory_bytes_per_s = 1e15;  // every GEMM bound by its FLOPs: 1e15 FLOP/s
+  c.intra.alpha = weft::seconds(0);    // collectives by bandwidth alone
+  job j;
+  j.tp = 2;
+  j.seq = 1024;
+  j.sequence_parallel = true;
+  job on = j;
+  on.tp_comm_overlap = true;
+  const double T = 1024, act = T * 1024 * 2;
+  const auto gemm = [&](double n, double k) { return 2 * T * n * k / 1e15; };
+  const double qkv = gemm(1536, 1024), proj = gemm(1024, 512), fc1 = gemm(2048, 1024),
+               fc2 = gemm(1024, 2048);
+  const auto ag = [&](double bytes) {
+    return weft::collective::ring_all_gather(collective_link(c, 2, 1, bytes), 2, bytes).count();
+  };
+  const auto tp_of = [&](const job& x) {
+    const stage_estimate& st = estimate_job(m, x, c).stages[0];
+    return std::pair{st.forward.tp.count(), st.backward.tp.count()};
+  };
+  // Serial: a gather and a scatter a block forward; mirrored backward, and the gathers again.
+  CHECK(tp_of(j).first == doctest::Approx(4 * ag(act)));
+  CHECK(tp_of(j).second == doctest::Approx(6 * ag(act)));
+
+  // Links far faster than the GEMMs: what stays is each pipelined scatter's last split, and
+  // the GEMMs' slowdown while the collectives run (x / (1 + x) of each collective's time).
+  c.fabric.nvlink_busbw = 1e14;
+  const double x = c.overlap.compute_slowdown, slowed = x / (1 + x);
+  REQUIRE(x > 0);
+  const double a = ag(act), split = ag(act / 4);
+  REQUIRE(a < qkv / 2);
+  const double forward_block = a * slowed + split + 3 * split * slowed;
+  CHECK(tp_of(on).first == doctest::Approx(2 * forward_block).epsilon(1e-9));
+  CHECK(tp_of(on).second == doctest::Approx(2 * 3 * a * slowed).epsilon(1e-9));
+
+  // Links far slower: every collective exposed but for the GEMM time it overlaps — half a
+  // 2-way ring's GEMM, three of the four splits, the bulk GEMMs whole.
+  c.fabric.nvlink_busbw = 1e9;
+  const double slow = ag(act);
+  REQUIRE(4 * ag(act / 4) == doctest::Approx(slow));
+  CHECK(tp_of(on).first ==
+        doctest::Approx(2 * slow - qkv / 2 - 0.75 * proj + 2 * slow - fc1 / 2 - 0.75 * fc2));
+  CHECK(tp_of(on).second ==
+        doctest::Approx(3 * slow - proj / 2 - qkv - qkv + 3 * slow - fc2 / 2 - fc1 - fc1));
+
+  // Megatron's rule: sequence parallelism (and so tp above 1).
+  job alone = on;
+  alone.sequence_parallel = false;
+  CHECK_THROWS_WITH_AS(estimate_job(m, alone, c),
+                       doctest::Contains("needs --tp above 1 and --sequence-parallel"),
+                       weft::config_error);
+  // The flags that replay it, weft's and Megatron's.
+  CHECK(joined(weft_flags(on)).find("--tp-comm-overlap") != std::string::npos);
+  on.runtime = pipeline_runtime::megatron;
+  REQUIRE(megatron_arguments(on).has_value());
+  CHECK(joined(*megatron_arguments(on)).find("--tp-comm-overlap") != std::string::npos);
+}
+
 TEST_CASE("a launch script's silence as Megatron runs it") {
   const transformer model = testing::tiny_dense(8);
   job j;

@@ -297,10 +297,14 @@ TEST_CASE("a job from JSON: weft plan's flags as keys, each checked") {
                        "job.json: tensor-parallel-size is not a job setting weft reads (did you "
                        "mean tensor-model-parallel-size?); docs/planning.md lists them",
                        config_error);
-  CHECK_THROWS_WITH_AS(plan::read_job(R"({"tp_comm_overlap": true})", "job.json"),
-                       doctest::Contains("job.json: tp-comm-overlap is Megatron's, and weft does "
-                                         "not price tensor parallelism's collectives overlapped"),
+  CHECK_THROWS_WITH_AS(plan::read_job(R"({"disable_tp_comm_bulk_wgrad": true})", "job.json"),
+                       doctest::Contains("job.json: disable-tp-comm-bulk-wgrad is Megatron's, and "
+                                         "weft does not price the backward's gradient "
+                                         "reduce-scatter serial again"),
                        config_error);
+  // Its overlap of tensor parallelism's collectives with the GEMMs, under either spelling.
+  CHECK(plan::read_job(R"({"tp_comm_overlap": true})", "job.json").spec.tp_comm_overlap);
+  CHECK(plan::read_job(R"({"tp-comm-overlap": true})", "job.json").spec.tp_comm_overlap);
   CHECK_THROWS_WITH_AS(plan::read_job(R"({"moe-grouped-gemm": false})", "job.json"),
                        doctest::Contains("moe-grouped-gemm false: weft prices each rank's experts "
                                          "as one grouped matmul"),

@@ -137,6 +137,10 @@ void add_runtime_flags(CLI::App& sub, weft::plan::job& j, std::vector<CLI::Optio
   flags.push_back(sub.add_flag("--delay-wgrad-compute", j.delay_wgrad_compute,
                                "the experts' weight gradients beside the dispatch's backward "
                                "(needs --overlap-moe-expert-parallel-comm; priced as it)"));
+  flags.push_back(sub.add_flag("--tp-comm-overlap", j.tp_comm_overlap,
+                               "Transformer Engine's userbuffers: the dense linears' "
+                               "tensor-parallel gathers and scatters beside their GEMMs, with its "
+                               "default settings (needs --sequence-parallel)"));
   flags.push_back(sub.add_flag("--scatter-gather-tensors-in-pipeline", j.scatter_gather_transfers,
                                "Megatron-LM's transfers until 2022: without sequence parallelism "
                                "each device sends 1/tp and the receivers all-gather it (needs "

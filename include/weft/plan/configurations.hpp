@@ -265,6 +265,8 @@ inline configuration_pool open_configurations(const transformer& m, const job& b
                 j.expert_tp = 0;
                 j.sharding = sharding;
                 j.sequence_parallel = tp > 1;
+                // Asked for, the overlap stays wherever it runs: with tensor parallelism.
+                j.tp_comm_overlap = base.tp_comm_overlap && tp > 1;
                 if (sp.runtime == runs_on::megatron) j.runtime = pipeline_runtime::megatron;
                 j.schedule = "1f1b";
                 j.chunks = 1;

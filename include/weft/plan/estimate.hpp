@@ -115,13 +115,18 @@ struct priced {
   }
 };
 
+/// A matmul's time: by its shape, or at the sustained rate without shapes.
+inline seconds gemm_seconds(const perf::device& d, const perf::gemm& g, const estimate_options& o) {
+  return o.matmul_shapes ? perf::time_of(d, g).time : seconds(g.flops() / d.matmul_flops(g.type));
+}
+
 inline priced price(const std::vector<perf::kernel>& kernels, const perf::device& d,
                     double attention_flops, const estimate_options& o) {
   priced out;
   for (const perf::kernel& k : kernels) {
     seconds t{0};
-    if (k.kind == perf::kernel_kind::matmul && !o.matmul_shapes)
-      t = seconds(k.shape.flops() / d.matmul_flops(k.shape.type));
+    if (k.kind == perf::kernel_kind::matmul)
+      t = gemm_seconds(d, k.shape, o);
     else if (k.kind != perf::kernel_kind::streamed || o.memory_bound)
       t = perf::time_of(d, k, attention_flops);
     out.time += t;
@@ -205,6 +210,9 @@ struct layer_comm {
   seconds tp_mlp{0};            ///< of `tp`, a dense MLP's (what recomputing the MLP moves again)
   /// The backward's alone: sequence parallelism's inputs gathered again for the weight gradients
   seconds regather{0};
+  /// The backward's tensor-parallel time: `tp` mirrored and `regather`, less what
+  /// --tp-comm-overlap hides behind the backward's GEMMs (`overlap_tp_with_gemms`)
+  seconds tp_backward{0};
 };
 
 inline layer_comm layer_comm_of(const transformer& m, const job& j, const cluster& c, int l) {
@@ -248,6 +256,7 @@ inline layer_comm layer_comm_of(const transformer& m, const job& j, const cluste
     if (!m.is_moe_layer(l) || m.moe.shared_ffn > 0) out.regather += gather(act);
   }
   const seconds tp_comm = attention_block + (m.is_moe_layer(l) ? moe_block : block);
+  out.tp_backward = tp_comm + out.regather;
   out.total += tp_comm;
   out.recomputed += tp_comm;
   out.tp = tp_comm;
@@ -282,6 +291,96 @@ inline layer_comm layer_comm_of(const transformer& m, const job& j, const cluste
     out.ep = a2a;
   }
   return out;
+}
+
+/// A GEMM of `gemm` seconds and a collective of `comm` started together on one device: the GEMM
+/// runs `slowdown` slower while the collective is in flight (the cluster's published
+/// interference), at its own speed after.
+inline seconds beside(seconds gemm, seconds comm, double slowdown) {
+  return comm >= gemm * (1 + slowdown) ? comm : comm + gemm - comm / (1 + slowdown);
+}
+
+/// --tp-comm-overlap: Transformer Engine's userbuffers overlap each tensor-parallel collective
+/// of a dense linear with a GEMM, with Transformer Engine's defaults (`initialize_ub`, which
+/// Megatron uses without --tp-comm-overlap-cfg):
+/// - a column-parallel linear (qkv, fc1) gathers its input by ring exchange in its forward —
+///   tp steps, each GEMM of 1/tp of the tokens beside the next shard's transfer — and in its
+///   backward gathers the input again beside the input gradient's GEMM and reduce-scatters that
+///   gradient beside the weight gradient's (`bulk`);
+/// - a row-parallel linear (proj, fc2) reduce-scatters its output pipelined in 4 splits, each
+///   split's GEMM beside the previous split's reduce-scatter, and gathers its output's gradient
+///   by ring exchange beside the input gradient's GEMM.
+/// Only the layers Megatron names qkv, proj, fc1 and fc2 take it: latent attention's
+/// projections and the routed experts keep their collectives serial. Replaces in `lc` the
+/// serial time of the collectives it overlaps with what stays exposed: the collective past its
+/// GEMM, the GEMMs' split into smaller tiles and their interference.
+inline void overlap_tp_with_gemms(layer_comm& lc, const perf::layer_kernels& k,
+                                  const transformer& m, const job& j, const cluster& c, int l,
+                                  const perf::device& chip, const estimate_options& o) {
+  if (j.tp < 2) return;
+  const double act = j.micro_batch_size * j.seq / j.cp * m.hidden * 2, tp = j.tp;
+  const double x = c.overlap.compute_slowdown;
+  const auto ring_time = [&](double bytes) {
+    return collective::ring_all_gather(collective_link(c, j.tp, 1, bytes), j.tp, bytes);
+  };
+  const seconds whole = ring_time(act);  // a reduce-scatter's, in bf16
+  // The gathers move what the GEMM reads: in FP8 jobs the FP8 copy (`fp8_buf`, on for every
+  // gathering layer by default), half the bytes.
+  const seconds gather = j.fp8 == fp8_recipe::none ? whole : ring_time(act / 2);
+  const seconds step = gather / (tp - 1);  // one ring step: a shard to the next rank
+  constexpr double splits = 4;             // the pipelined reduce-scatter's (TE's default)
+  const double split_bytes = act / splits;
+  const seconds split_rs =
+      collective::ring_reduce_scatter(collective_link(c, j.tp, 1, split_bytes), j.tp, split_bytes);
+  const auto gemm_of = [&](std::string_view name, bool backward, bool weight) {
+    for (const perf::kernel& q : backward ? k.backward : k.forward)
+      if (q.name == name && q.kind == perf::kernel_kind::matmul && q.weight == weight)
+        return q.shape;
+    return perf::gemm{};
+  };
+  const auto part_of = [&](perf::gemm g, double parts) {  // one of `parts` of its tokens
+    g.m /= parts;
+    return gemm_seconds(chip, g, o);
+  };
+  // The ring exchange: the GEMM in tp parts of its tokens, each but the last beside a step.
+  const auto ring = [&](const perf::gemm& g) {
+    const seconds part = part_of(g, tp);
+    return (tp - 1) * beside(part, step, x) + part - gemm_seconds(chip, g, o);
+  };
+  seconds forward{0}, backward{0}, serial_forward{0}, serial_backward{0};
+  const auto column = [&](std::string_view name) {
+    forward += ring(gemm_of(name, false, false));
+    const perf::gemm dx = gemm_of(name, true, false), dw = gemm_of(name, true, true);
+    backward += beside(gemm_seconds(chip, dx, o), gather, x) - gemm_seconds(chip, dx, o);
+    backward += beside(gemm_seconds(chip, dw, o), whole, x) - gemm_seconds(chip, dw, o);
+    serial_forward += whole;
+    serial_backward += 2 * whole;  // the gradient's reduce-scatter, the input gathered again
+  };
+  const auto row = [&](std::string_view name) {
+    const perf::gemm g = gemm_of(name, false, false);
+    const seconds part = part_of(g, splits);
+    forward +=
+        part + (splits - 1) * beside(part, split_rs, x) + split_rs - gemm_seconds(chip, g, o);
+    backward += ring(gemm_of(name, true, false));
+    serial_forward += whole;
+    serial_backward += whole;
+  };
+  if (!m.mla.active()) column("qkv");
+  row("out projection");
+  const seconds attention = forward;
+  if (!m.is_moe_layer(l)) {
+    column("fc1");
+    row("fc2");
+    lc.tp_mlp = forward - attention;  // what recomputing the MLP moves again
+  } else if (m.moe.shared_ffn > 0) {
+    column("shared up");
+    row("shared down");
+  }
+  const seconds saved = serial_forward - forward;
+  lc.tp -= saved;
+  lc.total -= saved;
+  lc.recomputed -= saved;
+  lc.tp_backward -= serial_backward - backward;
 }
 
 /// What selective recomputation runs again of a stage: the parts it names (Megatron's
@@ -387,9 +486,11 @@ inline stage_estimate stage_costs(const transformer& m, const job& j, const clus
   const perf::layer_shard shard = layer_shard_of(j);
   const double act = T * m.hidden * 2;  // one activation, bf16
   // hideable_again: of the recomputed layers' forwards, what a pair may hide
-  seconds forward{0}, backward{0}, weights{0}, comm{0}, hideable{0}, hideable_again{0}, regather{0};
+  seconds forward{0}, backward{0}, weights{0}, comm{0}, hideable{0}, hideable_again{0};
   time_split comm_parts;  // tp, cp and ep: the same in the forward and, mirrored, the backward
-                          // (which gathers sequence parallelism's inputs again: `regather`)
+  // What the backward's tensor-parallel collectives take beyond the forward's mirrored: the
+  // inputs sequence parallelism gathers again, less what --tp-comm-overlap hides differently
+  seconds backward_tp{0};
   seconds layers_forward{0}, layers_comm{0};  // what full recomputation runs again
   int forward_kernels = 0, backward_kernels = 0, layers_kernels = 0;
   selective_tally selective{j};
@@ -408,8 +509,10 @@ inline stage_estimate stage_costs(const transformer& m, const job& j, const clus
   };
   // Layer `l`, the `k`-th the stage runs (its decoder layers, then its MTP blocks).
   const auto add_layer = [&](int l, int k) {
-    const priced f = add(perf::layer_kernels_of(m, l, shard));
-    const layer_comm lc = layer_comm_of(m, j, c, l);
+    const perf::layer_kernels kernels = perf::layer_kernels_of(m, l, shard);
+    const priced f = add(kernels);
+    layer_comm lc = layer_comm_of(m, j, c, l);
+    if (j.tp_comm_overlap) overlap_tp_with_gemms(lc, kernels, m, j, c, l, chip, o);
     const recompute kept = layer_policy(j, k, rank_layers_before + k);
     if (kept == recompute::full) {  // its forward runs again before its backward
       layers_forward += f.time;
@@ -418,7 +521,7 @@ inline stage_estimate stage_costs(const transformer& m, const job& j, const clus
       hideable_again += lc.hideable;
     }
     comm += lc.total;
-    regather += lc.regather;
+    backward_tp += lc.tp_backward - lc.tp;
     comm_parts += time_split{.tp = lc.tp, .cp = lc.cp, .ep = lc.ep};
     selective.add(lc);
     hideable += lc.hideable;
@@ -455,10 +558,10 @@ inline stage_estimate stage_costs(const transformer& m, const job& j, const clus
           ? layers_forward + launch_excess(layers_forward, layers_kernels, o) + layers_comm
           : recomputed_parts(selective, o);
   out.cost.F = forward + comm;
-  out.cost.B = backward + comm + regather + again;
+  out.cost.B = backward + comm + backward_tp + again;
   out.forward += comm_parts;
   out.backward += comm_parts;
-  out.backward.tp += regather;
+  out.backward.tp += backward_tp;
   out.backward.recompute = again;
   out.cost.W = weights;  // the weights' gradients
   out.cost.comm_F = hideable;

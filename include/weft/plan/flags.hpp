@@ -71,6 +71,7 @@ inline std::vector<std::string> weft_flags(const job& j) {
   if (j.scatter_gather_transfers) add("--scatter-gather-tensors-in-pipeline");
   if (j.overlap_moe_ep_comm) add("--overlap-moe-expert-parallel-comm");
   if (j.delay_wgrad_compute) add("--delay-wgrad-compute");
+  if (j.tp_comm_overlap) add("--tp-comm-overlap");
   return f;
 }
 
@@ -163,6 +164,7 @@ inline std::optional<std::vector<std::string>> megatron_arguments(const job& j) 
   if (j.schedule == "interleaved" && !j.overlap_p2p_comm) add("--no-overlap-p2p-communication");
   if (j.overlap_moe_ep_comm) add("--overlap-moe-expert-parallel-comm");
   if (j.delay_wgrad_compute) add("--delay-wgrad-compute");
+  if (j.tp_comm_overlap) add("--tp-comm-overlap");
   if (j.grad_reduce_in_bf16) add("--grad-reduce-in-bf16");
   if (j.fp8_param_gather) add("--fp8-param-gather");
   if (j.fp8 == fp8_recipe::e4m3 || j.fp8 == fp8_recipe::hybrid)
@@ -187,6 +189,8 @@ inline std::optional<std::vector<std::string>> megatron_arguments(const job& j) 
 /// schedule's CSV (`weft plan --out`, torchtitan's `pipeline_parallel_schedule_csv`).
 inline std::string runtime_for(const job& j) {
   if (j.overlap_moe_ep_comm) return "Megatron-LM (its combined 1F1B)";
+  // Userbuffers are Transformer Engine's, which Megatron-LM's layers run on and torchtitan's not.
+  if (j.pp == 1 && j.tp_comm_overlap) return "Megatron-LM (no pipeline)";
   if (j.pp == 1) return "Megatron-LM or torchtitan (no pipeline)";
   if (megatron_runs(j) && j.runtime == pipeline_runtime::megatron) return "Megatron-LM";
   if (megatron_runs(j))

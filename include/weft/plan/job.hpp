@@ -77,6 +77,9 @@ struct job {
   /// --delay-wgrad-compute: the experts' weight gradients held back to run beside the
   /// dispatch's backward all-to-all (needs the overlap; a pair's compute hides either way)
   bool delay_wgrad_compute = false;
+  /// --tp-comm-overlap: Transformer Engine's userbuffers overlap the dense linears'
+  /// tensor-parallel collectives with their GEMMs (needs sequence parallelism)
+  bool tp_comm_overlap = false;
 
   constexpr long long devices() const noexcept { return static_cast<long long>(tp) * pp * dp * cp; }
   /// The experts' tensor parallelism: --expert-tensor-parallel-size, else tp's.
@@ -212,6 +215,11 @@ inline void check_sizes(const transformer& m, const job& j) {
   if (m.moe.active() && m.moe.routed % j.ep != 0)
     throw config_error("the model's " + num(m.moe.routed) + " experts do not split over --ep " +
                        num(j.ep));
+  if (j.tp_comm_overlap && (!j.sequence_parallel || j.tp < 2))
+    throw config_error(
+        "--tp-comm-overlap overlaps tensor parallelism's gathers and scatters with the GEMMs: it "
+        "needs --tp above 1 and --sequence-parallel (Megatron: 'Tensor parallel "
+        "communication/GEMM overlap can happen only when sequence parallelism is enabled')");
   if (j.expert_tp != 0 && j.expert_tp != j.tp) {
     if (j.expert_tp > j.tp || j.tp % j.expert_tp != 0)
       throw config_error("--expert-tensor-parallel-size " + num(j.expert_tp) +

@@ -156,9 +156,21 @@ inline constexpr std::string_view megatron_inert_switches[] = {
 /// Flags that change a job's time or memory and that weft does not price: each refused by name
 /// with what it would change, never ignored.
 inline constexpr std::pair<std::string_view, std::string_view> megatron_unpriced[] = {
-    {"--tp-comm-overlap",
-     "tensor parallelism's collectives overlapped with its GEMMs (Transformer Engine's "
-     "userbuffers): it would hide part of the TP communication weft prices exposed"},
+    {"--tp-comm-overlap-cfg",
+     "userbuffers settings of its own: weft prices --tp-comm-overlap with Transformer Engine's "
+     "defaults"},
+    {"--disable-tp-comm-overlap-ag",
+     "the ring-exchange gathers serial again: weft prices Transformer Engine's defaults"},
+    {"--disable-tp-comm-overlap-rs",
+     "the pipelined reduce-scatters serial again: weft prices Transformer Engine's defaults"},
+    {"--disable-tp-comm-bulk-dgrad",
+     "the backward's input gather serial again: weft prices Transformer Engine's defaults"},
+    {"--disable-tp-comm-bulk-wgrad",
+     "the backward's gradient reduce-scatter serial again: weft prices Transformer Engine's "
+     "defaults"},
+    {"--tp-comm-overlap-rs-dgrad",
+     "the backward's reduce-scatter beside the input gradient's GEMM: weft prices Transformer "
+     "Engine's defaults"},
     {"--account-for-embedding-in-pipeline-split",
      "a stage given to the embedding: give the stages with --pipeline-layout"},
     {"--account-for-loss-in-pipeline-split",

@@ -93,9 +93,9 @@ inline std::vector<schedule_row> schedule_table(const transformer& m, const job&
 }
 
 /// The estimate's stated uncertainty: the median |error| of its step against the published runs
-/// docs/planning.md compares with ("Against published runs": 13 rows, 9.3 %). A plan shorter
-/// than another by less is a tie: the estimate cannot tell them apart.
-inline constexpr double prediction_uncertainty = 0.093;
+/// docs/planning.md compares with ("Against published runs": the papers' 13 rows, 6.4 %). A
+/// plan shorter than another by less is a tie: the estimate cannot tell them apart.
+inline constexpr double prediction_uncertainty = 0.064;
 
 /// Whether step `a` is shorter than step `b` by more than the estimate can tell.
 inline bool clearly_shorter(seconds a, seconds b) {
