@@ -183,3 +183,16 @@ def test_megatrons_spellings_price_as_weft_s(cli_json):
     fp16 = cli_json(*base, "--fp16")
     assert fp16 == cli_json(*base, "--grad-reduce-in-bf16") and fp16 != plain
     assert cli_json(*base, "--fp16", "--accumulate-allreduce-grads-in-fp32") == plain
+
+
+def test_tp_comm_overlap_is_the_tools(cli_json):
+    """Megatron's --tp-comm-overlap as a keyword, priced as the tool prices it: the tensor-parallel
+    collectives beside the GEMMs leave less of the step to them; without sequence parallelism it
+    is Megatron's refusal."""
+    base = ("plan", "--model", GPT2, "--cluster", "a100-80g", "--tp", 2, "--sequence-parallel")
+    overlapped = weft.plan(model=GPT2, cluster="a100-80g", tp=2, sequence_parallel=True,
+                           tp_comm_overlap=True)
+    assert overlapped == cli_json(*base, "--tp-comm-overlap")
+    assert overlapped["step_s"] < cli_json(*base)["step_s"]
+    with pytest.raises(weft.ConfigError, match="needs --tp above 1 and --sequence-parallel"):
+        weft.plan(model=GPT2, cluster="a100-80g", tp=2, tp_comm_overlap=True)
