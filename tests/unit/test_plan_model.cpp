@@ -639,6 +639,42 @@ TEST_CASE("--tp-comm-overlap: each dense linear's collective beside its GEMM") {
   CHECK(tp_of(on).second ==
         doctest::Approx(3 * slow - proj / 2 - qkv - qkv + 3 * slow - fc2 / 2 - fc1 - fc1));
 
+  // Over 4 devices a ring takes 3 steps of a third of the gather each, beside GEMMs of a quarter
+  // of the tokens: three quarters of each ring's GEMM hide its gather.
+  job four = on;
+  four.tp = 4;
+  const double slow4 =
+      weft::collective::ring_all_gather(collective_link(c, 4, 1, act), 4, act).count();
+  const double qkv4 = gemm(768, 1024), proj4 = gemm(1024, 256), fc14 = gemm(1024, 1024),
+               fc24 = gemm(1024, 1024);
+  const auto tp4 = [&] {
+    const stage_estimate& st = estimate_job(m, four, c).stages[0];
+    return std::pair{st.forward.tp.count(), st.backward.tp.count()};
+  }();
+  CHECK(tp4.first == doctest::Approx(4 * slow4 - 0.75 * (qkv4 + proj4 + fc14 + fc24)));
+  CHECK(tp4.second ==
+        doctest::Approx(6 * slow4 - 0.75 * proj4 - 2 * qkv4 - 0.75 * fc24 - 2 * fc14));
+
+  // FP8: the gathers move the FP8 copy the GEMMs read, half the bytes; the reduce-scatters stay
+  // bf16. (FP8 at bf16's rate here, so the GEMMs take as long.)
+  c.chip.peak_fp8 = 1e15;
+  c.chip.fp8_share = 1;
+  job fp8 = on;
+  fp8.fp8 = fp8_recipe::hybrid;
+  const double half = ag(act / 2);
+  CHECK(tp_of(fp8).first ==
+        doctest::Approx(half - qkv / 2 + slow - 0.75 * proj + half - fc1 / 2 + slow - 0.75 * fc2));
+  CHECK(tp_of(fp8).second == doctest::Approx(half - proj / 2 + half - qkv + slow - qkv + half -
+                                             fc2 / 2 + half - fc1 + slow - fc1));
+
+  // A schedule that defers the weight gradients leaves the backward's reduce-scatter nothing to
+  // hide behind: refused, as Megatron's schedules keep each backward whole.
+  job deferred = on;
+  deferred.pp = 2;
+  deferred.schedule = "zb-h1";
+  CHECK_THROWS_WITH_AS(estimate_job(testing::tiny_dense(2), deferred, c),
+                       doctest::Contains("which --schedule zb-h1 runs apart"), weft::config_error);
+
   // Megatron's rule: sequence parallelism (and so tp above 1).
   job alone = on;
   alone.sequence_parallel = false;

@@ -208,6 +208,47 @@ TEST_CASE("sizes the space keeps stay as given") {
   }
 }
 
+TEST_CASE("the experts' tensor parallelism is searched: tp's, or folded below it") {
+  // Megatron's parallel folding: each expert whole (or over fewer devices than tp), ep folded
+  // over tp x dp x cp. With tp kept at 2 the search tries the experts at etp 2 and 1 — twice
+  // the sizings — and every choice keeps Megatron's rules; kept at 1, every choice is folded.
+  const transformer m = model("mixtral-8x7b");
+  const cluster& c = *find_cluster("h100-sxm");
+  job j;
+  j.global_batch_size = 16;
+  j.seq = 2048;
+  configuration_search_options o;
+  o.budget_s = 600;
+  o.top = 3;
+  o.space.devices = 16;
+  o.space.tp = 2;
+  o.space.pp = 2;
+  o.space.cp = 1;
+  o.space.micro_batch_size = 1;
+  o.space.policy = recompute::none;
+  const configuration_search_result free = search_configurations(m, j, c, o);
+  o.space.etp = 2;
+  const configuration_search_result tps = search_configurations(m, j, c, o);
+  o.space.etp = 1;
+  const configuration_search_result folded = search_configurations(m, j, c, o);
+  CHECK(free.counts.sizings == 2 * tps.counts.sizings);
+  CHECK(free.counts.sizings == tps.counts.sizings + folded.counts.sizings);
+  REQUIRE((!tps.top.empty() && !folded.top.empty() && !free.top.empty()));
+  for (const configuration_choice& x : tps.top) CHECK(x.best.tried.etp() == 2);
+  for (const configuration_choice& x : folded.top) {
+    const job& t = x.best.tried;
+    CHECK(t.etp() == 1);
+    CHECK(t.sequence_parallel);  // Megatron's rule for folding below tp
+    CHECK((static_cast<long long>(t.tp) * t.dp * t.cp) % t.ep == 0);
+    // Planned again as chosen, the same step: the figures are the job's.
+    CHECK(estimate_job(m, t, c).step.count() == doctest::Approx(x.best.step.count()));
+  }
+  // The free search's first is the faster of the two searches' firsts.
+  CHECK(free.top.front().best.step.count() ==
+        doctest::Approx(std::min(tps.top.front().best.step.count(),
+                                 folded.top.front().best.step.count())));
+}
+
 TEST_CASE("a search out of time says so, and how far below the best the rest may be") {
   const transformer m = model("mixtral-8x7b");
   job j;

@@ -365,6 +365,7 @@ plan::configuration_space space_of(const plan_args& o, const plan::job& j) {
   if (given("--pp")) s.pp = j.pp;
   if (given("--cp")) s.cp = j.cp;
   if (given("--ep")) s.ep = j.ep;
+  if (given("--expert-tensor-parallel-size")) s.etp = j.etp();
   if (given("--micro-batch-size")) s.micro_batch_size = j.micro_batch_size;
   s.runtime = o.runtime;
   if (given("--recompute")) s.policy = j.policy;
@@ -398,6 +399,7 @@ json search_json(const searched& s) {
          {"dp", j.dp},
          {"cp", j.cp},
          {"ep", j.ep},
+         {"etp", j.etp()},
          {"micro_batch_size", j.micro_batch_size},
          {"recompute", plan::recompute_names[static_cast<std::size_t>(j.policy)]},
          {"sharding", plan::name_of(j.sharding)},
@@ -465,7 +467,7 @@ void print_search(const searched& s, const plan::job& asked) {
               << std::defaultfloat;
     return;
   }
-  std::cout << "\n  #    tp    pp     dp    cp    ep  mbs  recompute  sharding            "
+  std::cout << "\n  #    tp    pp     dp    cp    ep  etp  mbs  recompute  sharding            "
                "schedule             step s    MFU  tokens/s/GPU  peak GiB\n";
   int rank = 0;
   for (const plan::configuration_choice& x : r.top) {
@@ -474,12 +476,12 @@ void print_search(const searched& s, const plan::job& asked) {
     schedule << j.schedule << (j.chunks > 1 ? " x" + std::to_string(j.chunks) : "");
     std::cout << std::setw(3) << ++rank << std::setw(6) << j.tp << std::setw(6) << j.pp
               << std::setw(7) << j.dp << std::setw(6) << j.cp << std::setw(6) << j.ep
-              << std::setw(5) << j.micro_batch_size << "  " << std::left << std::setw(11)
-              << plan::recompute_names[static_cast<std::size_t>(j.policy)] << std::setw(20)
-              << plan::name_of(j.sharding) << std::setw(18) << schedule.str() << std::right
-              << std::setprecision(3) << std::setw(9) << x.best.step.count() << std::setprecision(1)
-              << std::setw(6) << 100 * x.best.mfu << "%" << std::setw(14) << s.per_device(x)
-              << std::setw(10) << x.best.peak_memory_bytes / gib << "\n";
+              << std::setw(5) << j.etp() << std::setw(5) << j.micro_batch_size << "  " << std::left
+              << std::setw(11) << plan::recompute_names[static_cast<std::size_t>(j.policy)]
+              << std::setw(20) << plan::name_of(j.sharding) << std::setw(18) << schedule.str()
+              << std::right << std::setprecision(3) << std::setw(9) << x.best.step.count()
+              << std::setprecision(1) << std::setw(6) << 100 * x.best.mfu << "%" << std::setw(14)
+              << s.per_device(x) << std::setw(10) << x.best.peak_memory_bytes / gib << "\n";
   }
   int tied = 0;
   for (const plan::configuration_choice& x : r.top)

@@ -322,9 +322,10 @@ void define(CLI::App& sub, plan_args& o, deferred&) {
   // The flags a user gives: the search leaves their sizes as given; a launch script's silence
   // is Megatron's defaults.
   for (const char* name :
-       {"--tp", "--pp", "--cp", "--ep", "--micro-batch-size", "--recompute", "--schedule",
-        "--data-parallel-sharding-strategy", "--no-distributed-optimizer",
-        "--use-distributed-optimizer", "--pipeline-runtime", "--no-overlap-p2p-communication"})
+       {"--tp", "--pp", "--cp", "--ep", "--expert-tensor-parallel-size", "--micro-batch-size",
+        "--recompute", "--schedule", "--data-parallel-sharding-strategy",
+        "--no-distributed-optimizer", "--use-distributed-optimizer", "--pipeline-runtime",
+        "--no-overlap-p2p-communication"})
     sub.get_option(name)->each([&o, name](const std::string&) { o.given.insert(name); });
   sub.add_flag("--check", o.check_memory,
                "rule 5 in bytes: exit 1 (illegal) when a rank's model states and live "
@@ -333,12 +334,11 @@ void define(CLI::App& sub, plan_args& o, deferred&) {
   // The search reports configurations; one job's order, pictures and check are the plan's.
   for (const char* name : {"--search-budget-s", "--out", "--check", "--svg", "--trace"})
     search->excludes(sub.get_option(name));
-  // It chooses the schedule, its chunks and the layout itself (and the experts take tp's).
+  // It chooses the schedule, its chunks and the layout itself.
   for (const char* name :
        {"--schedule", "--chunks", "--pipeline-layout", "--num-layers-per-virtual-pipeline-stage",
-        "--expert-tensor-parallel-size", "--decoder-first-pipeline-num-layers",
-        "--decoder-last-pipeline-num-layers", "--overlap-moe-expert-parallel-comm",
-        "--delay-wgrad-compute"})
+        "--decoder-first-pipeline-num-layers", "--decoder-last-pipeline-num-layers",
+        "--overlap-moe-expert-parallel-comm", "--delay-wgrad-compute"})
     search->excludes(sub.get_option(name));
 }
 

@@ -31,6 +31,9 @@ namespace weft::plan {
 struct configuration_space {
   long long devices = 0;  ///< 0: the job's tp x pp x dp x cp
   std::optional<int> tp, pp, cp, ep, micro_batch_size;
+  /// The experts' tensor parallelism kept (--expert-tensor-parallel-size given); else every
+  /// divisor of tp, ep folded over the tensor-parallel ranks too where it is below tp
+  std::optional<int> etp;
   std::optional<recompute> policy;
   std::optional<dp_sharding> sharding;
   int max_micro_batch_size = 8;    ///< micro-batch sizes tried: the powers of two up to this
@@ -83,9 +86,9 @@ namespace detail {
 
 /// What a configuration's costs need of it: the sizes each layer is priced with.
 struct costing_key {
-  int tp, cp, ep, micro_batch_size;
+  int tp, cp, ep, etp, micro_batch_size;
   recompute policy;
-  auto tie() const { return std::tie(tp, cp, ep, micro_batch_size, policy); }
+  auto tie() const { return std::tie(tp, cp, ep, etp, micro_batch_size, policy); }
   bool operator<(const costing_key& o) const { return tie() < o.tie(); }
 };
 
@@ -241,74 +244,78 @@ inline configuration_pool open_configurations(const transformer& m, const job& b
         for (const int mbs :
              sp.micro_batch_size ? std::vector<int>{*sp.micro_batch_size} : sizes_mb)
           for (const int ep : kept_or(sp.ep, expert_sizes))
-            for (const recompute policy : policies)
-              for (const dp_sharding sharding : shardings) {
-                ++out.counts.sizings;
-                job j = base;
-                j.tp = tp;
-                j.cp = cp;
-                j.pp = pp;
-                j.dp = static_cast<int>(out.devices / tp / cp / pp);
-                j.ep = ep;
-                j.micro_batch_size = mbs;
-                j.global_batch_size = static_cast<int>(batch);
-                j.policy = policy;
-                j.recompute_modules =
-                    policy == recompute::selective && base.policy == recompute::selective
-                        ? base.recompute_modules
-                        : perf::default_recompute_modules;
-                // Weft's full recomputation is Megatron's uniform one layer at a time, and
-                // the experts take the dense layers' tp: forms of sizes the search changes.
-                j.recompute_method.clear();
-                j.recompute_num_layers = 0;
-                j.recompute_every = 0;
-                j.expert_tp = 0;
-                j.sharding = sharding;
-                j.sequence_parallel = tp > 1;
-                // Asked for, the overlap stays wherever it runs: with tensor parallelism.
-                j.tp_comm_overlap = base.tp_comm_overlap && tp > 1;
-                if (sp.runtime == runs_on::megatron) j.runtime = pipeline_runtime::megatron;
-                j.schedule = "1f1b";
-                j.chunks = 1;
-                j.layout.clear();
-                // Megatron's own rules, before anything is priced; a pipeline of more ranks
-                // than the model has pieces leaves a rank without layers.
-                const bool splits = [&] {
-                  if (pp > m.layers + 1 || (batch % (static_cast<long long>(mbs) * j.dp)) != 0)
-                    return false;
-                  try {
-                    check_sizes(m, j);
-                  } catch (const config_error&) {
-                    return false;
+            // The experts' tensor parallelism: tp's, or (Megatron's parallel folding) any
+            // divisor of it, the experts then whole or split over fewer devices.
+            for (const int etp :
+                 kept_or(sp.etp, m.moe.active() ? divisors(tp) : std::vector<int>{tp}))
+              for (const recompute policy : policies)
+                for (const dp_sharding sharding : shardings) {
+                  ++out.counts.sizings;
+                  job j = base;
+                  j.tp = tp;
+                  j.cp = cp;
+                  j.pp = pp;
+                  j.dp = static_cast<int>(out.devices / tp / cp / pp);
+                  j.ep = ep;
+                  j.micro_batch_size = mbs;
+                  j.global_batch_size = static_cast<int>(batch);
+                  j.policy = policy;
+                  j.recompute_modules =
+                      policy == recompute::selective && base.policy == recompute::selective
+                          ? base.recompute_modules
+                          : perf::default_recompute_modules;
+                  // Weft's full recomputation is Megatron's uniform one layer at a time: a
+                  // form of sizes the search changes.
+                  j.recompute_method.clear();
+                  j.recompute_num_layers = 0;
+                  j.recompute_every = 0;
+                  j.expert_tp = etp == tp ? 0 : etp;
+                  j.sharding = sharding;
+                  j.sequence_parallel = tp > 1;
+                  // Asked for, the overlap stays wherever it runs: with tensor parallelism.
+                  j.tp_comm_overlap = base.tp_comm_overlap && tp > 1;
+                  if (sp.runtime == runs_on::megatron) j.runtime = pipeline_runtime::megatron;
+                  j.schedule = "1f1b";
+                  j.chunks = 1;
+                  j.layout.clear();
+                  // Megatron's own rules, before anything is priced; a pipeline of more ranks
+                  // than the model has pieces leaves a rank without layers.
+                  const bool splits = [&] {
+                    if (pp > m.layers + 1 || (batch % (static_cast<long long>(mbs) * j.dp)) != 0)
+                      return false;
+                    try {
+                      check_sizes(m, j);
+                    } catch (const config_error&) {
+                      return false;
+                    }
+                    return true;
+                  }();
+                  // The plans a pipeline of pp ranks has (the same for every size beside it).
+                  long long& plans = variants[{pp, j.micro()}];
+                  if (plans == 0) plans = static_cast<long long>(plans_of(m, j, c, sp).size());
+                  out.counts.considered += plans;
+                  if (!splits) {
+                    out.counts.pruned_sizes += plans;
+                    continue;
                   }
-                  return true;
-                }();
-                // The plans a pipeline of pp ranks has (the same for every size beside it).
-                long long& plans = variants[{pp, j.micro()}];
-                if (plans == 0) plans = static_cast<long long>(plans_of(m, j, c, sp).size());
-                out.counts.considered += plans;
-                if (!splits) {
-                  out.counts.pruned_sizes += plans;
-                  continue;
+                  const costing_key key{tp, cp, ep, etp, mbs, policy};
+                  auto at = priced.find(key);
+                  if (at == priced.end()) at = priced.emplace(key, model_costs_of(m, j, c)).first;
+                  const model_costs& k = at->second;
+                  const long long dp_ranks = static_cast<long long>(j.dp) * cp;
+                  // At the layers' bytes a parameter (the edges' no fewer): a lower bound.
+                  const state_bytes per = states_of(j);
+                  const double states =
+                      model_state_bytes(k.dense_of(pp) / pp, static_cast<int>(dp_ranks), sharding,
+                                        per) +
+                      model_state_bytes(k.expert_params / pp, static_cast<int>(j.expert_dp()),
+                                        sharding, per);
+                  if (states + k.least_activation > c.hbm_bytes) {
+                    out.counts.pruned_memory += plans;
+                    continue;
+                  }
+                  open.push_back({j, step_bound(j, c, k), key, plans});
                 }
-                const costing_key key{tp, cp, ep, mbs, policy};
-                auto at = priced.find(key);
-                if (at == priced.end()) at = priced.emplace(key, model_costs_of(m, j, c)).first;
-                const model_costs& k = at->second;
-                const long long dp_ranks = static_cast<long long>(j.dp) * cp;
-                // At the layers' bytes a parameter (the edges' no fewer): a lower bound.
-                const state_bytes per = states_of(j);
-                const double states =
-                    model_state_bytes(k.dense_of(pp) / pp, static_cast<int>(dp_ranks), sharding,
-                                      per) +
-                    model_state_bytes(k.expert_params / pp, static_cast<int>(dp_ranks / ep),
-                                      sharding, per);
-                if (states + k.least_activation > c.hbm_bytes) {
-                  out.counts.pruned_memory += plans;
-                  continue;
-                }
-                open.push_back({j, step_bound(j, c, k), key, plans});
-              }
   return pool;
 }
 
@@ -371,7 +378,7 @@ void judge_configurations(const transformer& m, const cluster& c,
   // and layout among the plans: the search never recommends less than what it was given.
   const auto asked = std::find_if(open.begin(), open.end(), [&](const configuration_candidate& x) {
     return x.j.tp == pool.asked.tp && x.j.pp == pool.asked.pp && x.j.dp == pool.asked.dp &&
-           x.j.cp == pool.asked.cp && x.j.ep == pool.asked.ep &&
+           x.j.cp == pool.asked.cp && x.j.ep == pool.asked.ep && x.j.etp() == pool.asked.etp() &&
            x.j.micro_batch_size == pool.asked.micro_batch_size && x.j.policy == pool.asked.policy &&
            x.j.sharding == pool.asked.sharding &&
            x.j.recompute_modules == pool.asked.recompute_modules &&

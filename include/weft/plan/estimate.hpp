@@ -237,7 +237,8 @@ inline layer_comm layer_comm_of(const transformer& m, const job& j, const cluste
   // LinearWithGradAccumulationAndAsyncCommunication): one all-gather more for the attention, a
   // dense MLP and a shared expert. Megatron overlaps it with the input gradient's matmul; weft
   // prices it serial, as every tensor-parallel collective (Korthikanti et al.'s Table 4: the
-  // backward no faster with sequence parallelism than without; docs/planning.md).
+  // backward no faster with sequence parallelism than without; docs/planning.md), unless the
+  // job overlaps them with --tp-comm-overlap (`overlap_tp_with_gemms`).
   // Latent attention (multi_latent_attention.py) projects each device's own tokens down and
   // gathers what its column-parallel up projections read — the query's latent (or the hidden
   // states without one) and the keys' and values' latent — and the keys' rotary part, which
@@ -336,7 +337,10 @@ inline void overlap_tp_with_gemms(layer_comm& lc, const perf::layer_kernels& k,
     for (const perf::kernel& q : backward ? k.backward : k.forward)
       if (q.name == name && q.kind == perf::kernel_kind::matmul && q.weight == weight)
         return q.shape;
-    return perf::gemm{};
+    // The layer's kernels (perf/layer.hpp) and these names must agree: never price a collective
+    // against a GEMM that is not there.
+    throw internal_error("overlap_tp_with_gemms: the layer has no matmul '" + std::string(name) +
+                         "'");
   };
   const auto part_of = [&](perf::gemm g, double parts) {  // one of `parts` of its tokens
     g.m /= parts;
@@ -894,6 +898,12 @@ inline estimate estimate_job(const transformer& m, const job& given, const clust
   const std::string schedule = j.overlap_moe_ep_comm ? "interleaved" : j.schedule;
   const generator_info* g = find_generator(schedule);
   if (!g) (void)generate(schedule, {});  // the registry's error, naming the known ones
+  if (j.tp_comm_overlap && g->splits_backward)
+    throw config_error(
+        "--tp-comm-overlap hides the backward's reduce-scatter behind the weight gradient's GEMM, "
+        "which --schedule " +
+        schedule +
+        " runs apart (its dW deferred); Megatron's 1f1b and interleaved keep them together");
   const int per_rank = detail::chunks_per_rank(m, j, *g);
   job staged = j;
   staged.chunks = g->bidirectional ? per_rank / 2 : per_rank;

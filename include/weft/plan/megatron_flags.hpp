@@ -105,6 +105,9 @@ inline constexpr std::string_view megatron_inert_with_values[] = {
 /// Flags without a value that say nothing of a step's time or memory.
 inline constexpr std::string_view megatron_inert_switches[] = {
     "--use-mcore-models",
+    // Deprecated since Transformer Engine 1.6 (arguments.py): they change nothing.
+    "--disable-tp-comm-split-ag",
+    "--disable-tp-comm-split-rs",
     "--use-flash-attn",
     "--apply-layernorm-1p",
     "--no-masked-softmax-fusion",
