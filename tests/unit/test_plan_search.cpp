@@ -243,10 +243,49 @@ TEST_CASE("the experts' tensor parallelism is searched: tp's, or folded below it
     // Planned again as chosen, the same step: the figures are the job's.
     CHECK(estimate_job(m, t, c).step.count() == doctest::Approx(x.best.step.count()));
   }
-  // The free search's first is the faster of the two searches' firsts.
+  // The free search's first is the faster of the two searches' firsts, and every choice's
+  // bound is below its step (the costs priced with its own etp).
   CHECK(free.top.front().best.step.count() ==
-        doctest::Approx(std::min(tps.top.front().best.step.count(),
-                                 folded.top.front().best.step.count())));
+        doctest::Approx(
+            std::min(tps.top.front().best.step.count(), folded.top.front().best.step.count())));
+  for (const auto* r : {&free, &tps, &folded})
+    for (const configuration_choice& x : r->top) CHECK(x.bound <= x.best.step);
+  // Folding is Megatron's alone: torchtitan's runtime keeps the experts at tp's, and a folded
+  // job is recommended only on Megatron's schedules.
+  o.space.etp.reset();
+  o.space.runtime = runs_on::torchtitan;
+  const configuration_search_result titan = search_configurations(m, j, c, o);
+  CHECK(titan.counts.sizings == tps.counts.sizings);
+  for (const configuration_choice& x : titan.top) CHECK(x.best.tried.etp() == 2);
+  job f = folded.top.front().best.tried;
+  CHECK(!runs(f, runs_on::torchtitan));
+  CHECK(runtime_for(f).starts_with("Megatron-LM"));
+  f.schedule = "zb-v";
+  CHECK(!runs(f, runs_on::any));
+  // A dense model has no experts to fold: a kept etp changes nothing of its sizes.
+  configuration_search_options dense = o;
+  dense.space = configuration_space{};
+  dense.space.devices = 8;
+  dense.space.tp = 2;
+  dense.space.max_micro_batch_size = 1;
+  const transformer gpt2 = model("gpt2");
+  job g = gpt2_job();
+  const long long sizings = search_configurations(gpt2, g, c, dense).counts.sizings;
+  dense.space.etp = 1;
+  CHECK(search_configurations(gpt2, g, c, dense).counts.sizings == sizings);
+}
+
+TEST_CASE("DeepEP's dispatcher needs more than one expert-parallel or expert-tp rank") {
+  const transformer m = model("mixtral-8x7b");
+  job j;
+  j.tp = 2;
+  j.dp = 2;
+  j.sequence_parallel = true;
+  j.dispatcher = moe_dispatcher::flex;
+  j.expert_tp = 1;  // ep 1 x etp 1: Megatron's MoEFlexTokenDispatcher refuses it
+  CHECK_THROWS_WITH_AS(check_sizes(m, j), doctest::Contains("requires TPxEP > 1"), config_error);
+  j.ep = 2;
+  CHECK_NOTHROW(check_sizes(m, j));
 }
 
 TEST_CASE("a search out of time says so, and how far below the best the rest may be") {
@@ -488,6 +527,7 @@ TEST_CASE("the search keeps Megatron's combined 1F1B where it runs: interleaved,
   o.top = 5;
   o.space.runtime = runs_on::megatron;
   o.space.devices = 512;
+  o.space.tp = 2;  // the schedules are the subject: fewer sizes, judged within the budget
   const configuration_search_result r = search_configurations(m, j, c, o);
   REQUIRE(!r.top.empty());
   for (const configuration_choice& x : r.top) {

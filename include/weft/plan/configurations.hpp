@@ -246,8 +246,10 @@ inline configuration_pool open_configurations(const transformer& m, const job& b
           for (const int ep : kept_or(sp.ep, expert_sizes))
             // The experts' tensor parallelism: tp's, or (Megatron's parallel folding) any
             // divisor of it, the experts then whole or split over fewer devices.
-            for (const int etp :
-                 kept_or(sp.etp, m.moe.active() ? divisors(tp) : std::vector<int>{tp}))
+            // torchtitan keeps them at tp's; a dense model has none to fold.
+            for (const int etp : m.moe.active() && sp.runtime != runs_on::torchtitan
+                                     ? kept_or(sp.etp, divisors(tp))
+                                     : std::vector<int>{tp})
               for (const recompute policy : policies)
                 for (const dp_sharding sharding : shardings) {
                   ++out.counts.sizings;
@@ -442,7 +444,8 @@ void judge_configurations(const transformer& m, const cluster& c,
 
 /// Every configuration of job `asked`'s model `m` on `o.space.devices` devices of cluster `c`
 /// (the job's own count when 0) that the space leaves open: tp x pp x dp x cp = devices (tp
-/// dividing the heads, cp halving the sequence, ep dividing the experts and dp x cp), each
+/// dividing the heads, cp halving the sequence, ep dividing the experts and dp x cp — or,
+/// with the experts' tensor parallelism below tp, ep x etp dividing tp x dp x cp), each
 /// micro-batch size that divides the job's global batch over dp, recomputation none, selective
 /// (the job's modules) or full, the distributed optimizer or FSDP; sequence parallelism with
 /// every tp > 1 (Megatron's rule for MoE layers, and never slower). The rest of the job — the
@@ -480,7 +483,7 @@ inline configuration_search_result search_configurations(const transformer& m, c
                   (batch == 1 ? " sequence" : " sequences") +
                   " (tp must divide the heads and key/value heads, cp halve the "
                   "sequence, dp x the micro-batch size divide the batch, ep the experts and "
-                  "dp x cp)"
+                  "dp x cp, or ep x the experts' tp divide tp x dp x cp)"
             : "no configuration of " + std::to_string(out.devices) +
                   " devices fits the model's states in the device's " + gibibytes(c.hbm_bytes) +
                   " (" + std::to_string(out.counts.pruned_memory) +

@@ -90,12 +90,18 @@ inline bool megatron_runs(const job& j) {
 enum class runs_on : std::uint8_t { any, megatron, torchtitan };
 inline constexpr std::array<std::string_view, 3> runs_on_names{"any", "megatron", "torchtitan"};
 
+/// Whether only Megatron-LM's code runs job `j`, whatever its schedule: the experts folded
+/// below tp (its parallel folding; torchtitan keeps them at tp's), Transformer Engine's
+/// userbuffers in its layers.
+inline bool megatron_only(const job& j) { return j.etp() != j.tp || j.tp_comm_overlap; }
+
 /// Whether runtime `r` runs job `j`'s schedule.
 inline bool runs(const job& j, runs_on r) {
   // Megatron's combined 1F1B: its code only, on its interleaved schedule (or no pipeline).
   if (j.overlap_moe_ep_comm)
     return r != runs_on::torchtitan &&
            (j.pp == 1 ? j.schedule == "1f1b" : j.schedule == "interleaved" && megatron_runs(j));
+  if (megatron_only(j)) return r != runs_on::torchtitan && megatron_runs(j);
   switch (r) {
     case runs_on::any:
       return true;
@@ -189,10 +195,12 @@ inline std::optional<std::vector<std::string>> megatron_arguments(const job& j) 
 /// schedule's CSV (`weft plan --out`, torchtitan's `pipeline_parallel_schedule_csv`).
 inline std::string runtime_for(const job& j) {
   if (j.overlap_moe_ep_comm) return "Megatron-LM (its combined 1F1B)";
-  // Userbuffers are Transformer Engine's, which Megatron-LM's layers run on and torchtitan's not.
-  if (j.pp == 1 && j.tp_comm_overlap) return "Megatron-LM (no pipeline)";
+  if (j.pp == 1 && megatron_only(j)) return "Megatron-LM (no pipeline)";
   if (j.pp == 1) return "Megatron-LM or torchtitan (no pipeline)";
   if (megatron_runs(j) && j.runtime == pipeline_runtime::megatron) return "Megatron-LM";
+  if (megatron_runs(j) && megatron_only(j))
+    return "Megatron-LM (priced as PyTorch's runtime issues transfers; --runtime megatron "
+           "prices Megatron's)";
   if (megatron_runs(j))
     return "PyTorch's pipeline runtime, or Megatron-LM (priced as PyTorch's runtime issues "
            "transfers; --runtime megatron prices Megatron's)";

@@ -239,6 +239,12 @@ inline void check_sizes(const transformer& m, const job& j) {
                        ") it is carved from (or fold it over the tensor-parallel ranks too, with "
                        "--expert-tensor-parallel-size below --tp)");
   }
+  if (j.dispatcher == moe_dispatcher::flex && m.moe.active() &&
+      static_cast<long long>(j.ep) * j.etp() == 1)
+    throw config_error(
+        "--moe-token-dispatcher-type flex dispatches over the experts' tensor- and "
+        "expert-parallel ranks: it needs --ep x --expert-tensor-parallel-size above 1 (Megatron: "
+        "'DeepEP dispatcher requires TPxEP > 1')");
   if (static_cast<long long>(j.micro_batch_size) * j.dp > (1LL << 30))
     throw config_error(
         "--micro-batch-size x --dp = " + num(static_cast<long long>(j.micro_batch_size) * j.dp) +
