@@ -157,6 +157,7 @@ std::vector<run> runs() {
     j.runtime = pipeline_runtime::megatron;
     j.overlap_p2p_comm = chunks > 1;
     j.fp8 = fp8_recipe::hybrid;
+    j.fp8_current_scaling = true;  // FP8-CS: Megatron's --fp8-recipe tensorwise
     j.fp8_param_gather = true;
     j.grad_reduce_in_bf16 = true;
     j.overlap_grad_reduce = j.overlap_param_gather = true;
@@ -366,6 +367,7 @@ int main(int argc, char** argv) {
         if (variants[v].no_fp8) {
           asked.fp8 = fp8_recipe::none;
           asked.fp8_param_gather = false;
+          asked.fp8_current_scaling = false;
         }
         // Megatron's combined 1F1B runs only in Megatron's code: its transfers stay Megatron's.
         if (variants[v].no_wait && !asked.overlap_moe_ep_comm) {

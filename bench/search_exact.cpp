@@ -11,30 +11,13 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "search_problems.hpp"
+
 #include <weft/search/exact.hpp>
 #include <weft/search/search.hpp>
 
 using namespace weft;
-
-namespace {
-
-/// The suite's MoE profile on `pp` ranks, `micro` micro-batches, a cap of `cap` units (a V's
-/// unit is half a rank's share; 0: none).
-search::unit_problem moe_vee(int pp, int micro, int cap) {
-  search::unit_problem q;
-  q.model.ranks = pp;
-  q.model.micro = micro;
-  q.model.chunks_per_rank = 2;
-  q.model.place = placement::vee;
-  q.model.stages = stage_set::moe_with_shared();
-  q.model.max_live = cap;
-  q.overlap = overlap_options::all();
-  q.cost = unit_cost_model::deepseek_v3_like();
-  for (kind k : {kind::dispatch, kind::combine}) q.cost.set(k, phase::F, 1).set(k, phase::B, 1);
-  return q;
-}
-
-}  // namespace
+using weft::bench::moe_vee;
 
 int main(int argc, char** argv) {
   const double budget = argc > 1 ? std::atof(argv[1]) : 2.0;

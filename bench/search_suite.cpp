@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "search_problems.hpp"
+
 #include <weft/search/search.hpp>
 
 using namespace weft;
@@ -51,23 +53,22 @@ int main(int argc, char** argv) {
       for (const profile& pr : profiles) {
         if (rows >= max_rows) break;
         const int micro = mult * pp;
-        search::unit_problem q;
-        q.model.ranks = pp;
-        q.model.micro = micro;
-        if (pr.vee) {
-          q.model.chunks_per_rank = 2;
-          q.model.place = placement::vee;
-        }
-        if (pr.moe) q.model.stages = stage_set::moe_with_shared();
-        q.overlap = pr.moe ? overlap_options::all() : overlap_options::none();
         // 1F1B's peak: pp units of a rank's whole share; a V's units are half a share each.
-        q.model.max_live = static_cast<int>(pr.cap * pp * q.model.chunks_per_rank + 0.5);
+        const int chunks = pr.vee ? 2 : 1;
+        const int cap = static_cast<int>(pr.cap * pp * chunks + 0.5);
+        search::unit_problem q;
         if (pr.moe) {
-          q.cost = unit_cost_model::deepseek_v3_like();
-          for (kind k : {kind::dispatch, kind::combine})
-            q.cost.set(k, phase::F, pr.cost.A2A).set(k, phase::B, pr.cost.A2A);
+          q = weft::bench::moe_vee(pp, micro, cap, pr.cost.A2A.count());
         } else {
-          q.cost = unit_cost_model::pipeline(pr.cost).scaled_compute(1.0 / q.model.chunks_per_rank);
+          q.model.ranks = pp;
+          q.model.micro = micro;
+          if (pr.vee) {
+            q.model.chunks_per_rank = 2;
+            q.model.place = placement::vee;
+          }
+          q.overlap = overlap_options::none();
+          q.model.max_live = cap;
+          q.cost = unit_cost_model::pipeline(pr.cost).scaled_compute(1.0 / chunks);
         }
         const auto r = search::find_schedule(q, {.budget_s = budget});
         const auto gen = r.best_generator();

@@ -688,6 +688,47 @@ TEST_CASE("--tp-comm-overlap: each dense linear's collective beside its GEMM") {
   CHECK(joined(*megatron_arguments(on)).find("--tp-comm-overlap") != std::string::npos);
 }
 
+TEST_CASE("FP8 current scaling reads each cast tensor once more, for its amax") {
+  // Megatron's --fp8-recipe tensorwise (Transformer Engine's current scaling) against its
+  // default, delayed scaling: the same casts, and before each one more read of the bf16 tensor
+  // for its scale — 2 bytes a value of every linear's input (forward) and output gradient
+  // (backward), at the memory's bandwidth.
+  const transformer m = testing::tiny_dense(1);
+  cluster c = testing::ideal_cluster();  // memory at 1e12 B/s
+  c.chip.peak_fp8 = 1e15;
+  c.chip.fp8_share = 1;
+  job delayed;
+  delayed.seq = 1024;
+  delayed.fp8_format = "hybrid";
+  job current = delayed;
+  current.fp8_recipe_name = "tensorwise";
+  CHECK(with_megatron_forms(m, current).fp8_current_scaling);
+  CHECK(!with_megatron_forms(m, delayed).fp8_current_scaling);
+  const double T = 1024, h = 1024, ffn = 4096;
+  // qkv reads h and makes 3h, the out projection h and h, fc1 h and ffn, fc2 ffn and h a token.
+  const double inputs = T * (h + h + h + ffn), gradients = T * (3 * h + h + ffn + h);
+  const auto cost = [&](const job& x) {
+    return estimate_job(m, x, c, {.launches = false}).stages[0].cost;
+  };
+  CHECK((cost(current).F - cost(delayed).F).count() == doctest::Approx(2 * inputs / 1e12));
+  CHECK((cost(current).B - cost(delayed).B).count() == doctest::Approx(2 * gradients / 1e12));
+  // The recipe replays in Megatron's spelling, in weft's flags and Megatron's arguments.
+  const job resolved = with_megatron_forms(m, current);
+  CHECK(joined(weft_flags(resolved)).find("--fp8-format hybrid --fp8-recipe tensorwise") !=
+        std::string::npos);
+  REQUIRE(megatron_arguments(resolved).has_value());
+  CHECK(joined(*megatron_arguments(resolved)).find("--fp8-recipe tensorwise") != std::string::npos);
+  // Only per-tensor recipes scale so: DeepSeek's blockwise tiles have their own.
+  job tiles;
+  tiles.seq = 1024;
+  tiles.fp8 = fp8_recipe::blockwise;
+  tiles.fp8_current_scaling = true;
+  CHECK_THROWS_WITH_AS(estimate_job(m, tiles, c),
+                       doctest::Contains("current scaling (--fp8-recipe tensorwise) scales whole "
+                                         "tensors"),
+                       weft::config_error);
+}
+
 TEST_CASE("a launch script's silence as Megatron runs it") {
   const transformer model = testing::tiny_dense(8);
   job j;

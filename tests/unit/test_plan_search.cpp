@@ -375,19 +375,22 @@ TEST_CASE("a job's flags plan the same job again") {
   j.overlap_grad_reduce = true;
   j.fp8 = fp8_recipe::hybrid;
   // The flags as a job file, keyed as the flags are without their dashes.
-  const std::vector<std::string> f = weft_flags(j);
-  std::string text = "{";
-  for (std::size_t i = 0; i < f.size(); ++i) {
-    const std::string key = "\"" + f[i].substr(2) + "\": ";
-    const bool value = i + 1 < f.size() && f[i + 1].rfind("--", 0) != 0;
-    std::string v = value ? f[++i] : "true";
-    if (key == "\"recompute-modules\": ")
-      v = "[\"core_attn\", \"moe_act\"]";
-    else if (value && v.find_first_not_of("0123456789") != std::string::npos)
-      v = "\"" + v + "\"";
-    text += (text.size() > 1 ? ", " : "") + key + v;
-  }
-  const job again = read_job(text + "}", "flags.json").spec;
+  const auto replayed = [](const job& x) {
+    const std::vector<std::string> f = weft_flags(x);
+    std::string text = "{";
+    for (std::size_t i = 0; i < f.size(); ++i) {
+      const std::string key = "\"" + f[i].substr(2) + "\": ";
+      const bool value = i + 1 < f.size() && f[i + 1].rfind("--", 0) != 0;
+      std::string v = value ? f[++i] : "true";
+      if (key == "\"recompute-modules\": ")
+        v = "[\"core_attn\", \"moe_act\"]";
+      else if (value && v.find_first_not_of("0123456789") != std::string::npos)
+        v = "\"" + v + "\"";
+      text += (text.size() > 1 ? ", " : "") + key + v;
+    }
+    return read_job(text + "}", "flags.json").spec;
+  };
+  const job again = replayed(j);
   CHECK(again.tp == 2);
   CHECK(again.ep == 4);
   CHECK(again.chunks == 2);
@@ -395,6 +398,13 @@ TEST_CASE("a job's flags plan the same job again") {
   CHECK(again.fp8 == fp8_recipe::hybrid);
   const cluster& c = *find_cluster("h100-sxm");
   CHECK(estimate_job(m, again, c).step == estimate_job(m, j, c).step);
+  // FP8 current scaling (Megatron's spelling) and userbuffers replay too, and change the step.
+  job current = j;
+  current.fp8_current_scaling = true;
+  current.tp_comm_overlap = true;
+  const seconds step = estimate_job(m, current, c).step;
+  CHECK(estimate_job(m, replayed(current), c).step == step);
+  CHECK(step != estimate_job(m, j, c).step);
   // Megatron's arguments for a schedule it runs; none for one it does not.
   const auto a = megatron_arguments(j);
   REQUIRE(a);

@@ -31,9 +31,28 @@ struct layer_shard {
   bool sequence_parallel = false;  ///< norms, dropouts and residuals on a 1/tp shard
   bool flash_attention = true;     ///< attention's core as one fused kernel
   dtype type = dtype::bf16;        ///< the layers' linears (attention's core and the router: bf16)
+  /// FP8 current scaling (Transformer Engine's Float8CurrentScaling, Megatron's `--fp8-recipe
+  /// tensorwise`; torchao's dynamic scales): each tensor's scale from its own amax, read in a
+  /// pass of its own before the cast — delayed scaling takes it from earlier steps' history
+  bool current_scaling = false;
 
   constexpr double tokens() const noexcept { return micro_batch * seq / cp; }
 };
+
+/// How a linear's operands are held: their type and, in FP8, whether each cast tensor is read
+/// once more for its own amax first (current scaling).
+struct linear_operands {
+  dtype type = dtype::bf16;
+  bool current_scaling = false;
+  // Implicit: a type alone is its operands without current scaling (the router's, the head's).
+  constexpr linear_operands(dtype t, bool current = false) noexcept
+      : type(t), current_scaling(current) {}
+};
+
+/// The operands of the layers' linears on a device holding `s`.
+constexpr linear_operands linears_of(const layer_shard& s) noexcept {
+  return {s.type, s.current_scaling};
+}
 
 /// What a kernel is, for its price and for what recomputation runs again.
 enum class kernel_kind : unsigned char {
@@ -72,12 +91,15 @@ constexpr double bf16 = 2, mask = 1;  // bytes an element
 /// Y[m x n] = X[m x k] W[k x n] forward, and its backward: dX = dY W^T, dW = X^T dY. In FP8,
 /// X before the forward and dY before the backward are cast from bf16 and transposed for dW:
 /// one fused pass that reads 2 bytes a value and writes 1 twice (Transformer Engine's
-/// `cast_transpose`; the weights' casts, once a step, are left out).
-inline void linear(layer_kernels& out, std::string_view name, double m, double n, double k, dtype t,
-                   double batch = 1) {
+/// `cast_transpose`; the weights' casts, once a step, are left out); with current scaling each
+/// is read once more before, for its amax (2 bytes a value).
+inline void linear(layer_kernels& out, std::string_view name, double m, double n, double k,
+                   linear_operands o, double batch = 1) {
+  const dtype t = o.type;
   if (t == dtype::fp8) {
-    out.forward.push_back({name, kernel_kind::streamed, {}, 4 * m * k * batch});
-    out.backward.push_back({name, kernel_kind::streamed, {}, 4 * m * n * batch});
+    const double per_value = 4 + (o.current_scaling ? 2 : 0);
+    out.forward.push_back({name, kernel_kind::streamed, {}, per_value * m * k * batch});
+    out.backward.push_back({name, kernel_kind::streamed, {}, per_value * m * n * batch});
   }
   out.forward.push_back({name, kernel_kind::matmul, {m, n, k, batch, t}});
   out.backward.push_back({name, kernel_kind::matmul, {m, k, n, batch, t}});
@@ -148,7 +170,7 @@ inline std::pair<double, double> qkv_projections(layer_kernels& out, const trans
   const double h = m.hidden, tp = s.tp, heads = m.heads / tp;
   if (!m.mla.active()) {
     const double kv = m.kv_heads * m.head_dim / tp;
-    linear(out, "qkv", T, heads * m.head_dim + 2 * kv, h, s.type);
+    linear(out, "qkv", T, heads * m.head_dim + 2 * kv, h, linears_of(s));
     if (m.qk_norm) {
       const double qk = T * (heads * m.head_dim + kv);
       // Not Megatron's `layernorm` recomputation, which runs the block's input norms again.
@@ -159,18 +181,18 @@ inline std::pair<double, double> qkv_projections(layer_kernels& out, const trans
   const mla_shape& a = m.mla;
   const double qk_dim = a.qk_head_dim(), v_dim = a.v_head_dim;
   if (a.q_lora_rank > 0) {
-    linear(out, "q down", T, a.q_lora_rank, h, s.type);
+    linear(out, "q down", T, a.q_lora_rank, h, linears_of(s));
     streamed(out, "q latent norm", 2 * bf16 * T * a.q_lora_rank, 3 * bf16 * T * a.q_lora_rank);
     tagged(out, recompute_module::mla_up_proj,
-           [&] { linear(out, "q up", T, heads * qk_dim, a.q_lora_rank, s.type); });
+           [&] { linear(out, "q up", T, heads * qk_dim, a.q_lora_rank, linears_of(s)); });
   } else {  // no query latent: Megatron recomputes the whole query projection with them
     tagged(out, recompute_module::mla_up_proj,
-           [&] { linear(out, "q", T, heads * qk_dim, h, s.type); });
+           [&] { linear(out, "q", T, heads * qk_dim, h, linears_of(s)); });
   }
-  linear(out, "kv down", T, a.kv_lora_rank + a.qk_rope_head_dim, h, s.type);
+  linear(out, "kv down", T, a.kv_lora_rank + a.qk_rope_head_dim, h, linears_of(s));
   streamed(out, "kv latent norm", 2 * bf16 * T * a.kv_lora_rank, 3 * bf16 * T * a.kv_lora_rank);
   tagged(out, recompute_module::mla_up_proj, [&] {
-    linear(out, "kv up", T, heads * (a.qk_nope_head_dim + v_dim), a.kv_lora_rank, s.type);
+    linear(out, "kv up", T, heads * (a.qk_nope_head_dim + v_dim), a.kv_lora_rank, linears_of(s));
   });
   return {qk_dim, v_dim};
 }
@@ -213,7 +235,7 @@ inline layer_kernels layer_kernels_of(const transformer& m, int layer, const lay
            [&] { streamed(out, "rotary", 2 * bf16 * qk, 2 * bf16 * qk); });
   }
   detail::attention_core(out, m, s, qk_dim, v_dim);
-  linear(out, "out projection", T, h, heads * v_dim, s.type);
+  linear(out, "out projection", T, h, heads * v_dim, linears_of(s));
   if (m.norms_per_layer == 4) streamed(out, "attention output norm", 2 * bf16 * Es, 3 * bf16 * Es);
   // In parallel attention the MLP reads the attention's input; both outputs join the residual
   // in one add after the MLP.
@@ -226,14 +248,14 @@ inline layer_kernels layer_kernels_of(const transformer& m, int layer, const lay
                        double tokens, double batch_of,
                        recompute_module act_part = recompute_module::none) {
     const double F = tokens * ffn * batch_of;
-    linear(out, up, tokens, (gated ? 2 : 1) * ffn, h, s.type, batch_of);
+    linear(out, up, tokens, (gated ? 2 : 1) * ffn, h, linears_of(s), batch_of);
     tagged(act_part, [&] {
       if (gated)
         streamed(out, act, 3 * bf16 * F, 5 * bf16 * F);
       else
         streamed(out, act, 2 * bf16 * F, 3 * bf16 * F);
     });
-    linear(out, down, tokens, h, ffn, s.type, batch_of);
+    linear(out, down, tokens, h, ffn, linears_of(s), batch_of);
   };
   if (!m.is_moe_layer(layer)) {
     tagged(recompute_module::mlp, [&] { mlp("fc1", "activation", "fc2", m.ffn / tp, T, 1); });

@@ -475,7 +475,8 @@ inline perf::layer_shard layer_shard_of(const job& j) {
           .etp = j.etp(),
           .sequence_parallel = j.sequence_parallel,
           .flash_attention = j.flash_attention,
-          .type = j.fp8 == fp8_recipe::none ? perf::dtype::bf16 : perf::dtype::fp8};
+          .type = j.fp8 == fp8_recipe::none ? perf::dtype::bf16 : perf::dtype::fp8,
+          .current_scaling = j.fp8 != fp8_recipe::none && j.fp8_current_scaling};
 }
 
 /// Stage `st`'s costs and sizes for job `j` of model `m` on cluster `c`.
@@ -545,7 +546,8 @@ inline stage_estimate stage_costs(const transformer& m, const job& j, const clus
   };
   for (int k = 0; k < st.mtp; ++k) {  // its projection, its block (as the last layer), its head
     perf::layer_kernels proj;
-    perf::detail::linear(proj, "mtp projection", T, m.hidden / tp, 2 * m.hidden, shard.type);
+    perf::detail::linear(proj, "mtp projection", T, m.hidden / tp, 2 * m.hidden,
+                         perf::linears_of(shard));
     add(proj);
     add_layer(m.layers - 1, st.layers + k);
     add_head();

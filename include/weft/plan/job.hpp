@@ -57,7 +57,11 @@ struct job {
   /// --overlap-param-gather: the distributed optimizer's parameter all-gather overlapped with the
   /// next step's forward
   bool overlap_param_gather = false;
-  fp8_recipe fp8 = fp8_recipe::none;    ///< --fp8: the layers' linears in FP8 (memory.hpp)
+  fp8_recipe fp8 = fp8_recipe::none;  ///< --fp8: the layers' linears in FP8 (memory.hpp)
+  /// Megatron's --fp8-recipe tensorwise (Transformer Engine's current scaling; torchao's
+  /// tensorwise and rowwise): each cast tensor's scale from its own amax, one more read of it —
+  /// Megatron's default, delayed scaling, takes it from earlier steps' history
+  bool fp8_current_scaling = false;
   cp_comm cp_comm_type = cp_comm::p2p;  ///< --cp-comm-type: how CP moves keys and values
   moe_dispatcher dispatcher = moe_dispatcher::alltoall;  ///< --moe-token-dispatcher-type
   pipeline_runtime runtime = pipeline_runtime::pytorch;  ///< --pipeline-runtime
@@ -339,6 +343,7 @@ inline job with_megatron_forms(const transformer& m, job j) {
     if (j.fp8 != fp8_recipe::none)
       throw config_error("give weft's --fp8 or Megatron's --fp8-format, not both");
     j.fp8 = megatron_fp8(j.fp8_format, j.fp8_recipe_name);
+    j.fp8_current_scaling = j.fp8_recipe_name == "tensorwise";
     j.fp8_format.clear();
     j.fp8_recipe_name.clear();
   }
@@ -443,6 +448,10 @@ inline void check_combined_1f1b(const transformer& m, const job& j) {
 /// places them.
 inline void check_job(const transformer& m, const job& j) {
   check_sizes(m, j);
+  if (j.fp8_current_scaling && j.fp8 != fp8_recipe::e4m3 && j.fp8 != fp8_recipe::hybrid)
+    throw config_error(
+        "FP8 current scaling (--fp8-recipe tensorwise) scales whole tensors: it needs --fp8 "
+        "e4m3 or hybrid");
   if (j.fp8_param_gather && j.fp8 == fp8_recipe::none)
     throw config_error(
         "--fp8-param-gather keeps the weights in FP8 for FP8 linears: it needs --fp8 (or "

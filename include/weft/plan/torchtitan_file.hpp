@@ -323,6 +323,8 @@ inline void read_titan_fp8(const toml::table& doc, const std::string& file, torc
     else
       refuse_key(f8, "recipe_name",
                  "'" + excerpt(recipe) + "' is not priced; weft prices tensorwise and rowwise");
+    // torchao's scales are dynamic: each cast reads its tensor for the amax first.
+    j.fp8_current_scaling = true;
   }
   for (std::string& w : f8.unused()) out.warnings.push_back(std::move(w));
 }
