@@ -8,7 +8,8 @@
 //   recomputing more never needs more memory, and a step of twice the batch is never shorter;
 // - `first_overrun`: none at the peak rank's bytes, one (over the cap) just below them;
 // - `best_plan`: the best plan that fits is no slower than any other that fits, and its
-//   estimate is the one it reports.
+//   estimate is the one it reports;
+// - the same job with --tp-comm-overlap (and FP8 current scaling): `estimate_job`'s promises.
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
@@ -195,5 +196,17 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   };
   again(best);
   for (std::size_t i = c.byte() % 4; i < r.judged.size(); i += 1 + c.byte() % 8) again(r.judged[i]);
+  // The same job with tensor parallelism beside the GEMMs (userbuffers), and FP8 with current
+  // scaling: the same promises.
+  if (c.flag()) {
+    job o = j;
+    o.sequence_parallel = true;
+    o.tp_comm_overlap = true;
+    if (c.flag()) {
+      o.fp8 = fp8_recipe::hybrid;
+      o.fp8_current_scaling = true;
+    }
+    if (const std::optional<estimate> e = try_estimate(m, o, k)) check_estimate(m, o, k, *e);
+  }
   return 0;
 }

@@ -656,12 +656,18 @@ TEST_CASE("--tp-comm-overlap: each dense linear's collective beside its GEMM") {
         doctest::Approx(6 * slow4 - 0.75 * proj4 - 2 * qkv4 - 0.75 * fc24 - 2 * fc14));
 
   // FP8: the gathers move the FP8 copy the GEMMs read, half the bytes; the reduce-scatters stay
-  // bf16. (FP8 at bf16's rate here, so the GEMMs take as long.)
+  // bf16 — serial (a block's input gathered, its output scattered; backward the input's
+  // gradient scattered, the output's gradient and the input gathered) and overlapped alike.
+  // (FP8 at bf16's rate here, so the GEMMs take as long.)
   c.chip.peak_fp8 = 1e15;
   c.chip.fp8_share = 1;
   job fp8 = on;
   fp8.fp8 = fp8_recipe::hybrid;
   const double half = ag(act / 2);
+  job fp8_serial = fp8;
+  fp8_serial.tp_comm_overlap = false;
+  CHECK(tp_of(fp8_serial).first == doctest::Approx(2 * (half + slow)));
+  CHECK(tp_of(fp8_serial).second == doctest::Approx(2 * (slow + 2 * half)));
   CHECK(tp_of(fp8).first ==
         doctest::Approx(half - qkv / 2 + slow - 0.75 * proj + half - fc1 / 2 + slow - 0.75 * fc2));
   CHECK(tp_of(fp8).second == doctest::Approx(half - proj / 2 + half - qkv + slow - qkv + half -
@@ -705,8 +711,10 @@ TEST_CASE("FP8 current scaling reads each cast tensor once more, for its amax") 
   CHECK(with_megatron_forms(m, current).fp8_current_scaling);
   CHECK(!with_megatron_forms(m, delayed).fp8_current_scaling);
   const double T = 1024, h = 1024, ffn = 4096;
-  // qkv reads h and makes 3h, the out projection h and h, fc1 h and ffn, fc2 ffn and h a token.
-  const double inputs = T * (h + h + h + ffn), gradients = T * (3 * h + h + ffn + h);
+  // The out projection reads h a token and fc2 ffn; qkv and fc1 read their norm's output, whose
+  // amax the norm computed as it wrote it (Transformer Engine's fused norm and linear). The
+  // gradients: qkv's 3h, the out projection's h, fc1's ffn, fc2's h.
+  const double inputs = T * (h + ffn), gradients = T * (3 * h + h + ffn + h);
   const auto cost = [&](const job& x) {
     return estimate_job(m, x, c, {.launches = false}).stages[0].cost;
   };
@@ -718,6 +726,25 @@ TEST_CASE("FP8 current scaling reads each cast tensor once more, for its amax") 
         std::string::npos);
   REQUIRE(megatron_arguments(resolved).has_value());
   CHECK(joined(*megatron_arguments(resolved)).find("--fp8-recipe tensorwise") != std::string::npos);
+  // With sequence parallelism a linear's gathered operand is cast on this device's shard,
+  // before its FP8 all-gather: qkv's and fc1's inputs, the out projection's and fc2's
+  // gradients, at 1/tp of the tokens (tp 2: each device holds heads 512 and ffn 2048 wide).
+  weft::perf::layer_shard shard{.seq = 1024, .tp = 2, .sequence_parallel = true};
+  shard.type = weft::perf::dtype::fp8;
+  const auto cast_bytes = [&](const std::vector<weft::perf::kernel>& pass) {
+    double bytes = 0;
+    for (const weft::perf::kernel& k : pass)
+      if (k.kind == weft::perf::kernel_kind::streamed &&
+          (k.name == "qkv" || k.name == "out projection" || k.name == "fc1" || k.name == "fc2"))
+        bytes += k.bytes;
+    return bytes;
+  };
+  const weft::perf::layer_kernels sp = weft::perf::layer_kernels_of(m, 0, shard);
+  CHECK(cast_bytes(sp.forward) ==
+        doctest::Approx(4 * (T / 2 * h + T * 512 + T / 2 * h + T * 2048)));
+  CHECK(cast_bytes(sp.backward) ==
+        doctest::Approx(4 * (T * 1536 + T / 2 * h + T * 2048 + T / 2 * h)));
+
   // Only per-tensor recipes scale so: DeepSeek's blockwise tiles have their own.
   job tiles;
   tiles.seq = 1024;

@@ -41,8 +41,10 @@ std::vector<CLI::Option*> megatron_only_flags(CLI::App& sub, weft::plan::job& j)
                                "e4m3 or hybrid: FP8 on, with --fp8-recipe's scaling (weft's "
                                "--fp8 names the recipe at once)"));
   out.push_back(sub.add_option("--fp8-recipe", j.fp8_recipe_name,
-                               "delayed or tensorwise (per-tensor scales, the default) or "
-                               "blockwise (DeepSeek's tiles); mxfp8 is not priced"));
+                               "delayed (per-tensor scales from earlier steps' amax, the "
+                               "default), tensorwise (current scaling: each tensor read for its "
+                               "own amax first) or blockwise (DeepSeek's tiles); mxfp8 is not "
+                               "priced"));
   out.push_back(sub.add_option("--recompute-method", j.recompute_method,
                                "with --recompute-granularity full: uniform (every layer, with "
                                "--recompute-num-layers 1) or block (the first "

@@ -39,19 +39,40 @@ struct layer_shard {
   constexpr double tokens() const noexcept { return micro_batch * seq / cp; }
 };
 
-/// How a linear's operands are held: their type and, in FP8, whether each cast tensor is read
-/// once more for its own amax first (current scaling).
+/// How a linear's operands are held and, in FP8, cast (Transformer Engine's linears): their type;
+/// the share of the input's and of the output gradient's rows this device casts — a
+/// sequence-parallel shard (1/tp) is cast before its FP8 all-gather; and, with current scaling,
+/// whether each is read once more for its amax first — not an input whose norm computed the
+/// amax as it wrote it (Transformer Engine's fused norm and linear: qkv, a dense MLP's fc1).
 struct linear_operands {
   dtype type = dtype::bf16;
   bool current_scaling = false;
-  // Implicit: a type alone is its operands without current scaling (the router's, the head's).
-  constexpr linear_operands(dtype t, bool current = false) noexcept
-      : type(t), current_scaling(current) {}
+  double input_share = 1, gradient_share = 1;
+  bool input_amax = true;
 };
 
-/// The operands of the layers' linears on a device holding `s`.
+/// The operands of the layers' linears on a device holding `s`, as a linear fed whole.
 constexpr linear_operands linears_of(const layer_shard& s) noexcept {
-  return {s.type, s.current_scaling};
+  return {.type = s.type, .current_scaling = s.current_scaling};
+}
+
+/// How Megatron parallelises a linear over tp: `column` (its input gathered first with sequence
+/// parallelism), `row` (its output's gradient gathered first in the backward), or neither.
+enum class split_linear : unsigned char { whole, column, row };
+
+/// The operands of a `how` linear on a device holding `s`: with sequence parallelism what is
+/// gathered is cast on this device's 1/tp shard first (Transformer Engine quantizes before its
+/// all-gather); `after_norm`: a column-parallel linear fused with the norm before it.
+constexpr linear_operands linears_of(const layer_shard& s, split_linear how,
+                                     bool after_norm = false) noexcept {
+  linear_operands o = linears_of(s);
+  const double shard = s.sequence_parallel && s.tp > 1 ? 1.0 / s.tp : 1.0;
+  if (how == split_linear::column) {
+    o.input_share = shard;
+    o.input_amax = !after_norm;
+  }
+  if (how == split_linear::row) o.gradient_share = shard;
+  return o;
 }
 
 /// What a kernel is, for its price and for what recomputation runs again.
@@ -91,15 +112,18 @@ constexpr double bf16 = 2, mask = 1;  // bytes an element
 /// Y[m x n] = X[m x k] W[k x n] forward, and its backward: dX = dY W^T, dW = X^T dY. In FP8,
 /// X before the forward and dY before the backward are cast from bf16 and transposed for dW:
 /// one fused pass that reads 2 bytes a value and writes 1 twice (Transformer Engine's
-/// `cast_transpose`; the weights' casts, once a step, are left out); with current scaling each
-/// is read once more before, for its amax (2 bytes a value).
+/// `cast_transpose`; the weights' casts, once a step, are left out), over the rows this device
+/// casts (`linear_operands`); with current scaling each is read once more before, for its amax
+/// (2 bytes a value; Transformer Engine's `Float8CurrentScalingQuantizer`).
 inline void linear(layer_kernels& out, std::string_view name, double m, double n, double k,
-                   linear_operands o, double batch = 1) {
+                   const linear_operands& o, double batch = 1) {
   const dtype t = o.type;
   if (t == dtype::fp8) {
-    const double per_value = 4 + (o.current_scaling ? 2 : 0);
-    out.forward.push_back({name, kernel_kind::streamed, {}, per_value * m * k * batch});
-    out.backward.push_back({name, kernel_kind::streamed, {}, per_value * m * n * batch});
+    const double amax = o.current_scaling ? 2 : 0;
+    const double input = (4 + (o.input_amax ? amax : 0)) * m * k * batch * o.input_share;
+    const double gradient = (4 + amax) * m * n * batch * o.gradient_share;
+    out.forward.push_back({name, kernel_kind::streamed, {}, input});
+    out.backward.push_back({name, kernel_kind::streamed, {}, gradient});
   }
   out.forward.push_back({name, kernel_kind::matmul, {m, n, k, batch, t}});
   out.backward.push_back({name, kernel_kind::matmul, {m, k, n, batch, t}});
@@ -170,7 +194,8 @@ inline std::pair<double, double> qkv_projections(layer_kernels& out, const trans
   const double h = m.hidden, tp = s.tp, heads = m.heads / tp;
   if (!m.mla.active()) {
     const double kv = m.kv_heads * m.head_dim / tp;
-    linear(out, "qkv", T, heads * m.head_dim + 2 * kv, h, linears_of(s));
+    linear(out, "qkv", T, heads * m.head_dim + 2 * kv, h,
+           linears_of(s, split_linear::column, true));
     if (m.qk_norm) {
       const double qk = T * (heads * m.head_dim + kv);
       // Not Megatron's `layernorm` recomputation, which runs the block's input norms again.
@@ -235,7 +260,7 @@ inline layer_kernels layer_kernels_of(const transformer& m, int layer, const lay
            [&] { streamed(out, "rotary", 2 * bf16 * qk, 2 * bf16 * qk); });
   }
   detail::attention_core(out, m, s, qk_dim, v_dim);
-  linear(out, "out projection", T, h, heads * v_dim, linears_of(s));
+  linear(out, "out projection", T, h, heads * v_dim, linears_of(s, split_linear::row));
   if (m.norms_per_layer == 4) streamed(out, "attention output norm", 2 * bf16 * Es, 3 * bf16 * Es);
   // In parallel attention the MLP reads the attention's input; both outputs join the residual
   // in one add after the MLP.
@@ -244,27 +269,33 @@ inline layer_kernels layer_kernels_of(const transformer& m, int layer, const lay
   // The MLP, or the experts.
   if (m.norms_per_layer > 1) norm("post-attention norm");
   const bool gated = m.mlp == mlp_kind::gated;
+  // `split`: a dense MLP's or a shared expert's linears are split over tp (the dense fc1 fused
+  // with its norm); the routed experts' are fed whole by their dispatcher.
   const auto mlp = [&](std::string_view up, std::string_view act, std::string_view down, double ffn,
-                       double tokens, double batch_of,
+                       double tokens, double batch_of, bool split, bool after_norm = false,
                        recompute_module act_part = recompute_module::none) {
     const double F = tokens * ffn * batch_of;
-    linear(out, up, tokens, (gated ? 2 : 1) * ffn, h, linears_of(s), batch_of);
+    const linear_operands in = split ? linears_of(s, split_linear::column, after_norm)
+                                     : linears_of(s),
+                          back = split ? linears_of(s, split_linear::row) : linears_of(s);
+    linear(out, up, tokens, (gated ? 2 : 1) * ffn, h, in, batch_of);
     tagged(act_part, [&] {
       if (gated)
         streamed(out, act, 3 * bf16 * F, 5 * bf16 * F);
       else
         streamed(out, act, 2 * bf16 * F, 3 * bf16 * F);
     });
-    linear(out, down, tokens, h, ffn, linears_of(s), batch_of);
+    linear(out, down, tokens, h, ffn, back, batch_of);
   };
   if (!m.is_moe_layer(layer)) {
-    tagged(recompute_module::mlp, [&] { mlp("fc1", "activation", "fc2", m.ffn / tp, T, 1); });
+    tagged(recompute_module::mlp,
+           [&] { mlp("fc1", "activation", "fc2", m.ffn / tp, T, 1, true, true); });
   } else {
     const moe_shape& e = m.moe;
     // Each rank routes its own tokens: with sequence parallelism a 1/tp share of them (the
     // experts' tensor-parallel ranks then gather what they compute on).
     const double mine = T / (s.sequence_parallel ? tp : 1);
-    linear(out, "router", mine, e.routed, h, dtype::bf16);  // the gate stays in bf16
+    linear(out, "router", mine, e.routed, h, {dtype::bf16});  // the gate stays in bf16
     streamed(out, "top-k", 2 * 4 * mine * e.routed, 2 * 4 * mine * e.routed);  // fp32 scores
     const double routed = mine * e.top_k * h;  // the copies this device sends and gets back
     streamed(out, "permute", 2 * bf16 * routed, 2 * bf16 * routed);
@@ -275,10 +306,10 @@ inline layer_kernels layer_kernels_of(const transformer& m, int layer, const lay
     const double etp = s.etp > 0 ? s.etp : tp;
     const double local = e.routed / s.ep, per_expert = T * etp / tp * s.ep * e.top_k / e.routed;
     mlp("experts up", "experts activation", "experts down", e.expert_ffn / etp, per_expert, local,
-        recompute_module::moe_act);
+        false, false, recompute_module::moe_act);
     streamed(out, "unpermute", 2 * bf16 * routed, 2 * bf16 * routed);
     if (e.shared_ffn > 0)
-      mlp("shared up", "shared activation", "shared down", e.shared_ffn / tp, T, 1);
+      mlp("shared up", "shared activation", "shared down", e.shared_ffn / tp, T, 1, true);
   }
   if (m.norms_per_layer == 4) streamed(out, "mlp output norm", 2 * bf16 * Es, 3 * bf16 * Es);
   residual("mlp residual", m.parallel_attention ? 1 : 0);

@@ -154,7 +154,7 @@ inline seconds launch_excess(seconds t, int kernels, const estimate_options& o) 
 /// cross-entropy over its logits (read in bf16, the fp32 exponentials written and read back).
 inline perf::layer_kernels head_kernels(const transformer& m, double T, int tp, perf::dtype t) {
   perf::layer_kernels k;
-  perf::detail::linear(k, "lm head", T, m.vocab / tp, m.hidden, t);
+  perf::detail::linear(k, "lm head", T, m.vocab / tp, m.hidden, {.type = t});
   const double logits = T * m.vocab / tp;
   perf::detail::streamed(k, "cross-entropy", (2 + 4) * logits, (4 + 2) * logits);
   return k;
@@ -219,8 +219,18 @@ inline layer_comm layer_comm_of(const transformer& m, const job& j, const cluste
   layer_comm out;
   const double T = j.micro_batch_size * j.seq / j.cp, tp = j.tp;
   const double act = T * m.hidden * 2;  // one activation, bf16
-  const seconds block = collective::tensor_parallel_block(collective_link(c, j.tp, 1, act), j.tp,
-                                                          act, j.sequence_parallel);
+  const auto gather = [&](double bytes) {
+    return collective::ring_all_gather(collective_link(c, j.tp, 1, bytes), j.tp, bytes);
+  };
+  // FP8 linears gather what they read in FP8: Transformer Engine casts a sequence-parallel
+  // shard before its all-gather (layernorm_linear.py, linear.py), half the bytes; the
+  // reduce-scatters of their outputs stay bf16.
+  const bool sp = j.sequence_parallel && j.tp > 1;
+  const double gathered = sp && j.fp8 != fp8_recipe::none ? act / 2 : act;
+  const seconds block =
+      sp ? gather(gathered) +
+               collective::ring_reduce_scatter(collective_link(c, j.tp, 1, act), j.tp, act)
+         : collective::tensor_parallel_block(collective_link(c, j.tp, 1, act), j.tp, act, false);
   // An MoE block: Megatron's dispatcher gathers over the experts' tensor-parallel ranks (tp's
   // unless folded) what the all-to-all brought each — its tokens' top-k copies — and scatters
   // their outputs back; none where each expert is whole. Shared experts keep the dense layers'
@@ -244,17 +254,14 @@ inline layer_comm layer_comm_of(const transformer& m, const job& j, const cluste
   // states without one) and the keys' and values' latent — and the keys' rotary part, which
   // its backward does not gather again; its output is scattered at the model's width.
   seconds attention_block = block;
-  if (j.sequence_parallel && j.tp > 1) {
-    const auto gather = [&](double bytes) {
-      return collective::ring_all_gather(collective_link(c, j.tp, 1, bytes), j.tp, bytes);
-    };
-    double read = act;  // what the attention's column-parallel linears read, gathered
+  if (sp) {
+    double read = gathered;  // what the attention's column-parallel linears read, gathered
     if (m.mla.active()) {
       read = T * 2 * ((m.mla.q_lora_rank > 0 ? m.mla.q_lora_rank : m.hidden) + m.mla.kv_lora_rank);
       attention_block = gather(read + T * 2 * m.mla.qk_rope_head_dim) + gather(act);
     }
     out.regather = gather(read);
-    if (!m.is_moe_layer(l) || m.moe.shared_ffn > 0) out.regather += gather(act);
+    if (!m.is_moe_layer(l) || m.moe.shared_ffn > 0) out.regather += gather(gathered);
   }
   const seconds tp_comm = attention_block + (m.is_moe_layer(l) ? moe_block : block);
   out.tp_backward = tp_comm + out.regather;
@@ -326,7 +333,7 @@ inline void overlap_tp_with_gemms(layer_comm& lc, const perf::layer_kernels& k,
   };
   const seconds whole = ring_time(act);  // a reduce-scatter's, in bf16
   // The gathers move what the GEMM reads: in FP8 jobs the FP8 copy (`fp8_buf`, on for every
-  // gathering layer by default), half the bytes.
+  // gathering layer by default), half the bytes, as `layer_comm_of` prices them serial.
   const seconds gather = j.fp8 == fp8_recipe::none ? whole : ring_time(act / 2);
   const seconds step = gather / (tp - 1);  // one ring step: a shard to the next rank
   constexpr double splits = 4;             // the pipelined reduce-scatter's (TE's default)
@@ -357,8 +364,8 @@ inline void overlap_tp_with_gemms(layer_comm& lc, const perf::layer_kernels& k,
     const perf::gemm dx = gemm_of(name, true, false), dw = gemm_of(name, true, true);
     backward += beside(gemm_seconds(chip, dx, o), gather, x) - gemm_seconds(chip, dx, o);
     backward += beside(gemm_seconds(chip, dw, o), whole, x) - gemm_seconds(chip, dw, o);
-    serial_forward += whole;
-    serial_backward += 2 * whole;  // the gradient's reduce-scatter, the input gathered again
+    serial_forward += gather;
+    serial_backward += whole + gather;  // the gradient's reduce-scatter, the input gathered again
   };
   const auto row = [&](std::string_view name) {
     const perf::gemm g = gemm_of(name, false, false);
@@ -367,7 +374,7 @@ inline void overlap_tp_with_gemms(layer_comm& lc, const perf::layer_kernels& k,
         part + (splits - 1) * beside(part, split_rs, x) + split_rs - gemm_seconds(chip, g, o);
     backward += ring(gemm_of(name, true, false));
     serial_forward += whole;
-    serial_backward += whole;
+    serial_backward += gather;
   };
   if (!m.mla.active()) column("qkv");
   row("out projection");
