@@ -233,6 +233,9 @@ TEST_CASE("the experts' tensor parallelism is searched: tp's, or folded below it
   const configuration_search_result folded = search_configurations(m, j, c, o);
   CHECK(free.counts.sizings == 2 * tps.counts.sizings);
   CHECK(free.counts.sizings == tps.counts.sizings + folded.counts.sizings);
+  // Each counted with the plans its code runs: a folded job Megatron's schedules only.
+  CHECK(free.counts.considered == tps.counts.considered + folded.counts.considered);
+  CHECK(folded.counts.considered < tps.counts.considered);
   REQUIRE((!tps.top.empty() && !folded.top.empty() && !free.top.empty()));
   for (const configuration_choice& x : tps.top) CHECK(x.best.tried.etp() == 2);
   for (const configuration_choice& x : folded.top) {

@@ -213,9 +213,9 @@ namespace detail {
 struct configuration_pool {
   job asked;  ///< the job as given, Megatron's forms resolved
   std::map<costing_key, model_costs> priced;
-  /// Plans per pipeline size and micro-batch count (the interleaved schedule's rules in
-  /// Megatron's runtime read both).
-  std::map<std::pair<int, int>, long long> variants;
+  /// Plans per pipeline size, micro-batch count (the interleaved schedule's rules in Megatron's
+  /// runtime read both) and whether only Megatron's code runs the job (its schedules alone).
+  std::map<std::tuple<int, int, bool>, long long> variants;
   std::vector<configuration_candidate> open;
 };
 
@@ -292,8 +292,9 @@ inline configuration_pool open_configurations(const transformer& m, const job& b
                     }
                     return true;
                   }();
-                  // The plans a pipeline of pp ranks has (the same for every size beside it).
-                  long long& plans = variants[{pp, j.micro()}];
+                  // The plans a pipeline of pp ranks has (the same for every size beside it
+                  // that the same code runs).
+                  long long& plans = variants[{pp, j.micro(), megatron_only(j)}];
                   if (plans == 0) plans = static_cast<long long>(plans_of(m, j, c, sp).size());
                   out.counts.considered += plans;
                   if (!splits) {

@@ -215,21 +215,29 @@ struct layer_comm {
   seconds tp_backward{0};
 };
 
+/// A ring all-gather (or reduce-scatter: the same time) of `bytes` over job `j`'s
+/// tensor-parallel group.
+inline seconds tp_ring(const cluster& c, const job& j, double bytes) {
+  return collective::ring_all_gather(collective_link(c, j.tp, 1, bytes), j.tp, bytes);
+}
+
+/// The bytes a dense linear gathers over tp of an activation of `act` bf16 bytes: in FP8 the
+/// FP8 copy it reads — Transformer Engine casts a sequence-parallel shard before its all-gather
+/// (layernorm_linear.py, linear.py; with userbuffers `fp8_buf`), half the bytes. The
+/// reduce-scatters of the linears' outputs stay bf16.
+inline double gathered_bytes(const job& j, double act) {
+  return j.fp8 != fp8_recipe::none ? act / 2 : act;
+}
+
 inline layer_comm layer_comm_of(const transformer& m, const job& j, const cluster& c, int l) {
   layer_comm out;
   const double T = j.micro_batch_size * j.seq / j.cp, tp = j.tp;
   const double act = T * m.hidden * 2;  // one activation, bf16
-  const auto gather = [&](double bytes) {
-    return collective::ring_all_gather(collective_link(c, j.tp, 1, bytes), j.tp, bytes);
-  };
-  // FP8 linears gather what they read in FP8: Transformer Engine casts a sequence-parallel
-  // shard before its all-gather (layernorm_linear.py, linear.py), half the bytes; the
-  // reduce-scatters of their outputs stay bf16.
+  const auto gather = [&](double bytes) { return tp_ring(c, j, bytes); };
   const bool sp = j.sequence_parallel && j.tp > 1;
-  const double gathered = sp && j.fp8 != fp8_recipe::none ? act / 2 : act;
+  const double gathered = gathered_bytes(j, act);
   const seconds block =
-      sp ? gather(gathered) +
-               collective::ring_reduce_scatter(collective_link(c, j.tp, 1, act), j.tp, act)
+      sp ? gather(gathered) + tp_ring(c, j, act)  // the input gathered, the output scattered
          : collective::tensor_parallel_block(collective_link(c, j.tp, 1, act), j.tp, act, false);
   // An MoE block: Megatron's dispatcher gathers over the experts' tensor-parallel ranks (tp's
   // unless folded) what the all-to-all brought each — its tokens' top-k copies — and scatters
@@ -328,18 +336,12 @@ inline void overlap_tp_with_gemms(layer_comm& lc, const perf::layer_kernels& k,
   if (j.tp < 2) return;
   const double act = j.micro_batch_size * j.seq / j.cp * m.hidden * 2, tp = j.tp;
   const double x = c.overlap.compute_slowdown;
-  const auto ring_time = [&](double bytes) {
-    return collective::ring_all_gather(collective_link(c, j.tp, 1, bytes), j.tp, bytes);
-  };
-  const seconds whole = ring_time(act);  // a reduce-scatter's, in bf16
-  // The gathers move what the GEMM reads: in FP8 jobs the FP8 copy (`fp8_buf`, on for every
-  // gathering layer by default), half the bytes, as `layer_comm_of` prices them serial.
-  const seconds gather = j.fp8 == fp8_recipe::none ? whole : ring_time(act / 2);
+  const seconds whole = tp_ring(c, j, act);                      // a reduce-scatter's, in bf16
+  const seconds gather = tp_ring(c, j, gathered_bytes(j, act));  // as `layer_comm_of` prices
   const seconds step = gather / (tp - 1);  // one ring step: a shard to the next rank
   constexpr double splits = 4;             // the pipelined reduce-scatter's (TE's default)
   const double split_bytes = act / splits;
-  const seconds split_rs =
-      collective::ring_reduce_scatter(collective_link(c, j.tp, 1, split_bytes), j.tp, split_bytes);
+  const seconds split_rs = tp_ring(c, j, split_bytes);
   const auto gemm_of = [&](std::string_view name, bool backward, bool weight) {
     for (const perf::kernel& q : backward ? k.backward : k.forward)
       if (q.name == name && q.kind == perf::kernel_kind::matmul && q.weight == weight)
@@ -636,9 +638,7 @@ inline void price_transfers(cost_model& cost, const transformer& m, const job& j
   const bool scatter =
       j.scatter_gather_transfers && !j.sequence_parallel && j.tp > 1 && p2p_of(j).lowers();
   const double bytes = scatter ? whole / j.tp : whole;
-  const seconds gather =
-      scatter ? collective::ring_all_gather(collective_link(c, j.tp, 1, whole), j.tp, whole)
-              : seconds(0);
+  const seconds gather = scatter ? tp_ring(c, j, whole) : seconds(0);
   const auto p2p = [&](const link_model& l) { return collective::p2p(l, bytes) + gather; };
   const long long apart = static_cast<long long>(j.tp) * j.cp * j.dp;
   cost.contention = c.overlap;

@@ -58,8 +58,7 @@ inline std::vector<std::string> weft_flags(const job& j) {
   if (j.overlap_param_gather) add("--overlap-param-gather");
   if (j.grad_reduce_in_bf16) add("--grad-reduce-in-bf16");
   if (j.fp8_param_gather) add("--fp8-param-gather");
-  const bool per_tensor = j.fp8 == fp8_recipe::e4m3 || j.fp8 == fp8_recipe::hybrid;
-  if (j.fp8_current_scaling && per_tensor) {  // Megatron's spelling, which weft reads too
+  if (j.fp8_current_scaling && scales_per_tensor(j.fp8)) {  // Megatron's spelling, weft's too
     add("--fp8-format", std::string(fp8_names[static_cast<std::size_t>(j.fp8)]));
     add("--fp8-recipe", "tensorwise");
   } else if (j.fp8 != d.fp8) {
@@ -179,10 +178,10 @@ inline std::optional<std::vector<std::string>> megatron_arguments(const job& j) 
   if (j.tp_comm_overlap) add("--tp-comm-overlap");
   if (j.grad_reduce_in_bf16) add("--grad-reduce-in-bf16");
   if (j.fp8_param_gather) add("--fp8-param-gather");
-  if (j.fp8 == fp8_recipe::e4m3 || j.fp8 == fp8_recipe::hybrid)
+  if (scales_per_tensor(j.fp8)) {
     add("--fp8-format", std::string(fp8_names[static_cast<std::size_t>(j.fp8)]));
-  if (j.fp8_current_scaling && (j.fp8 == fp8_recipe::e4m3 || j.fp8 == fp8_recipe::hybrid))
-    add("--fp8-recipe", "tensorwise");
+    if (j.fp8_current_scaling) add("--fp8-recipe", "tensorwise");
+  }
   if (j.fp8 == fp8_recipe::blockwise) {
     add("--fp8-format", "e4m3");
     add("--fp8-recipe", "blockwise");

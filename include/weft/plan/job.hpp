@@ -448,7 +448,7 @@ inline void check_combined_1f1b(const transformer& m, const job& j) {
 /// places them.
 inline void check_job(const transformer& m, const job& j) {
   check_sizes(m, j);
-  if (j.fp8_current_scaling && j.fp8 != fp8_recipe::e4m3 && j.fp8 != fp8_recipe::hybrid)
+  if (j.fp8_current_scaling && !scales_per_tensor(j.fp8))
     throw config_error(
         "FP8 current scaling (--fp8-recipe tensorwise) scales whole tensors: it needs --fp8 "
         "e4m3 or hybrid");

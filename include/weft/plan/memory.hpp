@@ -32,6 +32,12 @@ inline constexpr std::array<std::string_view, 3> recompute_names{"none", "select
 enum class fp8_recipe : std::uint8_t { none, e4m3, hybrid, blockwise };
 inline constexpr std::array<std::string_view, 4> fp8_names{"none", "e4m3", "hybrid", "blockwise"};
 
+/// Whether recipe `r` scales whole tensors (Transformer Engine's per-tensor recipes, which
+/// Megatron's `--fp8-recipe delayed` and `tensorwise` choose between), not DeepSeek's tiles.
+constexpr bool scales_per_tensor(fp8_recipe r) noexcept {
+  return r == fp8_recipe::e4m3 || r == fp8_recipe::hybrid;
+}
+
 /// How context parallelism moves keys and values (Megatron's `--cp-comm-type`): `p2p`, a ring
 /// passing each rank's K and V round the group behind the scores (Megatron's default); or
 /// `all_gather`, every rank's gathered before attention and their gradients reduce-scattered
