@@ -214,6 +214,10 @@ SEARCHES = [
      "--global-batch-size", "64", "--seq-length", "1024", "--search", "600", "--top", "5"],
     ["--model", "tests/data/hf/mixtral-8x7b.json", "--cluster", "h100-sxm", "--devices", "64",
      "--global-batch-size", "256", "--seq-length", "4096", "--search", "3", "--top", "5"],
+    # Memory-bound: block recomputation of the first N layers among the choices.
+    ["--model", "tests/data/hf/llama-3.1-8b.json", "--cluster", "h100-sxm", "--devices", "8",
+     "--tp", "1", "--cp", "1", "--global-batch-size", "64", "--seq-length", "16384", "--search",
+     "600", "--top", "5"],
 ]
 
 

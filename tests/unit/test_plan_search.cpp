@@ -109,8 +109,9 @@ TEST_CASE("the configuration search finds the fastest configuration a brute forc
   // Every configuration considered is accounted for once.
   const configuration_counts& n = r.counts;
   // 8 = tp x cp x pp x dp: the three 2s over four sizes, C(6, 3) = 20 ways; micro-batches of 1
-  // and 2, three recomputations, two shardings.
-  CHECK(n.sizings == 20 * 2 * 3 * 2);
+  // and 2, four recomputations (none, selective, full of every layer, of the first N), two
+  // shardings.
+  CHECK(n.sizings == 20 * 2 * 4 * 2);
   CHECK(n.simulated > 0);
   CHECK(n.pruned_bound > 0);
   CHECK(n.unexplored == 0);
@@ -205,6 +206,85 @@ TEST_CASE("sizes the space keeps stay as given") {
     CHECK(x.best.tried.policy == recompute::full);
     CHECK(x.best.tried.micro_batch_size == 1);
     CHECK(x.best.tried.batch() == 64);
+  }
+}
+
+TEST_CASE("block recomputation: the fewest first layers of each stage that fit") {
+  // Llama 3.1 8B on 8 H100s without model parallelism, 16k tokens a sequence: nothing
+  // recomputed overflows, every layer recomputed fits. Megatron's block method recomputes the
+  // first N layers; the search must find the plan a brute force over every N finds, and that N
+  // must be the fewest that fit (more keep fewer activations and cost more compute).
+  const transformer m = model("llama-3.1-8b");
+  const cluster& c = *find_cluster("h100-sxm");
+  job base;
+  base.dp = 8;
+  base.global_batch_size = 64;
+  base.seq = 16384;
+  configuration_search_options o;
+  o.budget_s = 600;
+  o.top = 1;
+  o.space.tp = o.space.cp = o.space.pp = o.space.micro_batch_size = 1;
+  o.space.sharding = dp_sharding::optim_grads_params;
+  const auto peak = [&](const job& j) {
+    const estimate e = estimate_job(m, j, c);
+    return *std::max_element(e.memory_per_rank.begin(), e.memory_per_rank.end());
+  };
+  job none = base;
+  none.sharding = dp_sharding::optim_grads_params;
+  CHECK(peak(none) > c.hbm_bytes);
+  job uniform = none;
+  uniform.policy = recompute::full;
+  REQUIRE(peak(uniform) <= c.hbm_bytes);
+  std::optional<double> best;
+  int fewest = 0;
+  for (int n = 1; n < m.layers; ++n) {
+    job b = uniform;
+    b.recompute_method = "block";
+    b.recompute_num_layers = n;
+    if (peak(b) > c.hbm_bytes) continue;
+    if (fewest == 0) fewest = n;
+    const double step = estimate_job(m, b, c).step.count();
+    if (!best || step < *best) best = step;
+  }
+  REQUIRE(fewest > 1);
+  REQUIRE(best);
+  CHECK(*best < estimate_job(m, uniform, c).step.count());
+  const configuration_search_result r = search_configurations(m, base, c, o);
+  REQUIRE(r.top.size() == 1);
+  const job& chosen = r.top.front().best.tried;
+  CHECK(recompute_text(chosen) == "block " + std::to_string(fewest));
+  CHECK(r.top.front().best.step.count() == doctest::Approx(*best).epsilon(1e-12));
+  CHECK(r.top.front().bound <= r.top.front().best.step);
+  // Only Megatron's code recomputes the first N layers: torchtitan's counts every N-th.
+  CHECK(runtime_for(chosen) == "Megatron-LM (no pipeline)");
+  const auto flags = megatron_arguments(chosen);
+  REQUIRE(flags);
+  CHECK(joined(*flags).find("--recompute-granularity full --recompute-method block "
+                            "--recompute-num-layers " +
+                            std::to_string(fewest)) != std::string::npos);
+  o.space.runtime = runs_on::torchtitan;
+  for (const configuration_choice& x : search_configurations(m, base, c, o).top)
+    CHECK(!detail::block_recompute(x.best.tried));
+  // The method kept: uniform alone recomputes every layer; block with its N kept.
+  o.space.runtime = runs_on::any;
+  o.space.recompute_method = "uniform";
+  const configuration_search_result u = search_configurations(m, base, c, o);
+  REQUIRE(u.top.size() == 1);
+  CHECK(recompute_text(u.top.front().best.tried) == "full");
+  o.space.recompute_method = "block";
+  o.space.recompute_num_layers = fewest + 3;
+  const configuration_search_result k = search_configurations(m, base, c, o);
+  REQUIRE(k.top.size() == 1);
+  CHECK(recompute_text(k.top.front().best.tried) == "block " + std::to_string(fewest + 3));
+  // Where nothing recomputed fits, block recomputation is never recommended over it.
+  o.space.recompute_method.reset();
+  o.space.recompute_num_layers.reset();
+  o.top = 50;
+  job short_seq = base;
+  short_seq.seq = 4096;
+  for (const configuration_choice& x : search_configurations(m, short_seq, c, o).top) {
+    CAPTURE(joined(weft_flags(x.best.tried)));
+    CHECK(!detail::block_recompute(x.best.tried));
   }
 }
 
@@ -357,6 +437,21 @@ TEST_CASE("the configuration search's errors name what is wrong") {
   configuration_search_options single;
   single.space.devices = 1;
   fails(one, tiny, single, "no configuration of 1 device fits in the device's 2.8 GiB");
+  // torchtitan runs no job with Transformer Engine's userbuffers: with tp kept above 1, none.
+  o = {};
+  o.space.tp = 2;
+  o.space.runtime = runs_on::torchtitan;
+  job overlapped = gpt2_job();
+  overlapped.tp_comm_overlap = true;
+  overlapped.tp = 2;
+  overlapped.dp = 4;
+  overlapped.sequence_parallel = true;
+  fails(overlapped, a100, o, "--runtime torchtitan runs none of the configurations of 8 devices");
+  o.space.pp = 1;  // without a pipeline, too (its one plan was once taken as every runtime's)
+  fails(overlapped, a100, o, "--runtime torchtitan runs none of the configurations of 8 devices");
+  o.space.runtime = runs_on::any;
+  for (const configuration_choice& x : search_configurations(m, overlapped, a100, o).top)
+    CHECK(x.best.tried.tp_comm_overlap);
 }
 
 TEST_CASE("a job's flags plan the same job again") {

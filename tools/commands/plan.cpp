@@ -369,6 +369,8 @@ plan::configuration_space space_of(const plan_args& o, const plan::job& j) {
   if (given("--micro-batch-size")) s.micro_batch_size = j.micro_batch_size;
   s.runtime = o.runtime;
   if (given("--recompute")) s.policy = j.policy;
+  if (given("--recompute-method")) s.recompute_method = j.recompute_method;
+  if (given("--recompute-num-layers")) s.recompute_num_layers = j.recompute_num_layers;
   if (given("--data-parallel-sharding-strategy") || given("--no-distributed-optimizer") ||
       given("--use-distributed-optimizer"))
     s.sharding = j.sharding;
@@ -402,6 +404,8 @@ json search_json(const searched& s) {
          {"etp", j.etp()},
          {"micro_batch_size", j.micro_batch_size},
          {"recompute", plan::recompute_names[static_cast<std::size_t>(j.policy)]},
+         {"recompute_num_layers",
+          plan::detail::block_recompute(j) ? json(j.recompute_num_layers) : json()},
          {"sharding", plan::name_of(j.sharding)},
          {"sequence_parallel", j.sequence_parallel},
          {"schedule", j.schedule},
@@ -477,7 +481,7 @@ void print_search(const searched& s, const plan::job& asked) {
     std::cout << std::setw(3) << ++rank << std::setw(6) << j.tp << std::setw(6) << j.pp
               << std::setw(7) << j.dp << std::setw(6) << j.cp << std::setw(6) << j.ep
               << std::setw(5) << j.etp() << std::setw(5) << j.micro_batch_size << "  " << std::left
-              << std::setw(11) << plan::recompute_names[static_cast<std::size_t>(j.policy)]
+              << std::setw(11) << plan::recompute_text(j)
               << std::setw(20) << plan::name_of(j.sharding) << std::setw(18) << schedule.str()
               << std::right << std::setprecision(3) << std::setw(9) << x.best.step.count()
               << std::setprecision(1) << std::setw(6) << 100 * x.best.mfu << "%" << std::setw(14)

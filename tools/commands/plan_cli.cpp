@@ -288,9 +288,10 @@ void define(CLI::App& sub, plan_args& o, deferred&) {
                           o.configuration_budget = v.empty() ? 8.0 : std::stod(v);
                         },
                         "choose the configuration: every tp x pp x dp x cp (ep from dp x cp), "
-                        "micro-batch size, recomputation, sharding, schedule, chunks and "
-                        "layout within the device's memory, for SECONDS (default 8); the "
-                        "sizes given as flags are kept")
+                        "micro-batch size, recomputation (none, selective, full, or full of "
+                        "the fewest first layers of each stage that fit: Megatron's block "
+                        "method), sharding, schedule, chunks and layout within the device's "
+                        "memory, for SECONDS (default 8); the sizes given as flags are kept")
                      ->expected(0, 1)
                      ->check(
                          [](const std::string& v) -> std::string {
@@ -325,7 +326,8 @@ void define(CLI::App& sub, plan_args& o, deferred&) {
   // is Megatron's defaults.
   for (const char* name :
        {"--tp", "--pp", "--cp", "--ep", "--expert-tensor-parallel-size", "--micro-batch-size",
-        "--recompute", "--schedule", "--data-parallel-sharding-strategy",
+        "--recompute", "--recompute-method", "--recompute-num-layers", "--schedule",
+        "--data-parallel-sharding-strategy",
         "--no-distributed-optimizer", "--use-distributed-optimizer", "--pipeline-runtime",
         "--no-overlap-p2p-communication"})
     sub.get_option(name)->each([&o, name](const std::string&) { o.given.insert(name); });

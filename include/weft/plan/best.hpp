@@ -12,6 +12,7 @@
 #include <queue>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include <weft/core/error.hpp>
@@ -267,41 +268,55 @@ inline std::vector<job> plan_variants(const transformer& m, const job& base,
   return tries;
 }
 
+/// Plan `tried` (a job of model `m` on cluster `c`) estimated: its figures and whether it fits
+/// the device's HBM, or why it does not run.
+inline std::pair<plan_choice, std::optional<estimate>> judge_plan(const transformer& m,
+                                                                  const job& tried,
+                                                                  const cluster& c) {
+  plan_choice ch;
+  ch.tried = tried;
+  std::optional<estimate> e;
+  try {
+    e = estimate_job(m, tried, c);
+  } catch (const config_error& why) {
+    ch.why = why.what();
+  }
+  if (e) {
+    ch.ran = true;
+    ch.step = e->step;
+    ch.mfu = e->mfu;
+    ch.peak_memory_bytes = *std::max_element(e->memory_per_rank.begin(), e->memory_per_rank.end());
+    ch.fits = ch.peak_memory_bytes <= c.hbm_bytes;
+  }
+  return {std::move(ch), std::move(e)};
+}
+
+/// Adds a judged plan to `out`, its best when it is the fastest that fits — or, none fitting,
+/// the one needing the least memory.
+inline void add_judged(plan_search_result& out, plan_choice ch, std::optional<estimate> e) {
+  if (ch.ran) {
+    const plan_choice* b = out.best ? &out.judged[*out.best] : nullptr;
+    const bool better = !b                   ? true
+                        : ch.fits != b->fits ? ch.fits
+                        : ch.fits            ? ch.step < b->step
+                                             : ch.peak_memory_bytes < b->peak_memory_bytes;
+    if (better) {
+      out.best = out.judged.size();
+      out.best_estimate = std::move(e);
+    }
+  }
+  out.judged.push_back(std::move(ch));
+}
+
 /// Estimates each of `tries` (jobs of model `m` on cluster `c`) and picks the fastest that fits
 /// the device's HBM — or, none fitting, the one needing the least memory.
 inline plan_search_result judge_plans(
     const transformer& m, const std::vector<job>& tries, const cluster& c,
     const std::function<void(std::size_t, std::size_t)>& progress = {}) {
   plan_search_result out;
-  double best_memory = std::numeric_limits<double>::infinity();
   for (const job& tried : tries) {
-    plan_choice ch;
-    ch.tried = tried;
-    std::optional<estimate> e;
-    try {
-      e = estimate_job(m, tried, c);
-    } catch (const config_error& why) {
-      ch.why = why.what();
-    }
-    if (e) {
-      ch.ran = true;
-      ch.step = e->step;
-      ch.mfu = e->mfu;
-      ch.peak_memory_bytes =
-          *std::max_element(e->memory_per_rank.begin(), e->memory_per_rank.end());
-      ch.fits = ch.peak_memory_bytes <= c.hbm_bytes;
-      const plan_choice* b = out.best ? &out.judged[*out.best] : nullptr;
-      const bool better = !b                   ? true
-                          : ch.fits != b->fits ? ch.fits
-                          : ch.fits            ? ch.step < b->step
-                                               : ch.peak_memory_bytes < best_memory;
-      if (better) {
-        out.best = out.judged.size();
-        out.best_estimate = std::move(e);
-        best_memory = ch.peak_memory_bytes;
-      }
-    }
-    out.judged.push_back(std::move(ch));
+    auto [ch, e] = judge_plan(m, tried, c);
+    add_judged(out, std::move(ch), std::move(e));
     if (progress) progress(out.judged.size(), tries.size());
   }
   return out;

@@ -16,6 +16,7 @@
 #include <limits>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -35,6 +36,12 @@ struct configuration_space {
   /// divisor of tp, ep folded over the tensor-parallel ranks too where it is below tp
   std::optional<int> etp;
   std::optional<recompute> policy;
+  /// Full recomputation's method kept (--recompute-method given): "uniform", every layer, or
+  /// "block", the first N layers of each stage; else both are tried
+  std::optional<std::string> recompute_method;
+  /// Block's N kept (--recompute-num-layers given); else, for each plan, the fewest layers that
+  /// fit the device's memory (`detail::judge_fewest_block`)
+  std::optional<int> recompute_num_layers;
   std::optional<dp_sharding> sharding;
   int max_micro_batch_size = 8;    ///< micro-batch sizes tried: the powers of two up to this
   int max_chunks = 4;              ///< chunks per rank tried (`plan_search_options`)
@@ -152,11 +159,13 @@ inline seconds step_bound(const job& j, const cluster& c, const model_costs& k) 
 }
 
 /// The plans judged for configuration `j`: `best_plan`'s, but one for a pipeline of one rank
-/// (where every schedule runs the same passes in the same order).
+/// (where every schedule runs the same passes in the same order) — none where the space's
+/// runtime does not run the job.
 inline std::vector<job> plans_of(const transformer& m, const job& j, const cluster& c,
                                  const configuration_space& sp,
                                  const model_pieces* pieces = nullptr) {
-  if (j.pp == 1) return {j};  // 1F1B, which every runtime runs
+  if (j.pp == 1)  // 1F1B, which every runtime runs that runs the rest of the job
+    return runs(j, sp.runtime) ? std::vector<job>{j} : std::vector<job>{};
   return plan_variants(m, j, pieces ? *pieces : pieces_of(m, j, c), sp.max_chunks, sp.runtime);
 }
 
@@ -185,7 +194,114 @@ struct configuration_candidate {
   seconds bound{0};
   costing_key key;
   long long plans = 0;  ///< the plans `plan_variants` judges for it
+  /// Megatron's block recomputation with N left to the search: each plan judged with the
+  /// fewest layers recomputed that fit (`judge_fewest_block`)
+  bool fewest_block = false;
 };
+
+/// A recomputation the search tries: a policy and, for full recomputation, Megatron's method —
+/// every layer (uniform) or the first `layers` of each stage (block; 0: the fewest that fit).
+struct recompute_form {
+  recompute policy = recompute::none;
+  bool block = false;
+  int layers = 0;
+};
+
+/// The recomputations space `sp` leaves open.
+inline std::vector<recompute_form> recompute_forms(const configuration_space& sp) {
+  std::vector<recompute_form> out;
+  const std::vector<recompute> policies =
+      sp.policy ? std::vector<recompute>{*sp.policy}
+                : std::vector<recompute>{recompute::none, recompute::selective, recompute::full};
+  for (const recompute p : policies) {
+    if (p != recompute::full) {
+      out.push_back({p});
+      continue;
+    }
+    if (sp.recompute_method != "block") out.push_back({p});
+    // torchtitan recomputes every N-th layer, not the first N of each stage.
+    if (sp.recompute_method != "uniform" && sp.runtime != runs_on::torchtitan)
+      out.push_back({p, true, sp.recompute_num_layers.value_or(0)});
+  }
+  return out;
+}
+
+/// Job `j` recomputing as `form` says, selective recomputation with the modules job `asked`
+/// names (Megatron's default ones when it names none).
+inline void recompute_as(job& j, const recompute_form& form, const job& asked) {
+  j.policy = form.policy;
+  j.recompute_modules = form.policy == recompute::selective && asked.policy == recompute::selective
+                            ? asked.recompute_modules
+                            : perf::default_recompute_modules;
+  // Full recomputation as Megatron runs it: uniform, one layer at a time, or the first N layers
+  // of each stage (block; N = 1 until the search finds each plan's).
+  j.recompute_method = form.block ? "block" : "";
+  j.recompute_num_layers = form.block ? std::max(form.layers, 1) : 0;
+  j.recompute_every = 0;
+}
+
+/// Whether job `j`'s sizes split model `m` and a batch of `batch` sequences as Megatron's rules
+/// allow; a pipeline of more ranks than the model has pieces would leave a rank without layers.
+inline bool splits_so(const transformer& m, const job& j, long long batch) {
+  if (j.pp > m.layers + 1 || (batch % (static_cast<long long>(j.micro_batch_size) * j.dp)) != 0)
+    return false;
+  try {
+    check_sizes(m, j);
+  } catch (const config_error&) {
+    return false;
+  }
+  return true;
+}
+
+inline bool block_recompute(const job& j) {
+  return j.policy == recompute::full && j.recompute_method == "block";
+}
+
+/// Judges each of `plans` (jobs of model `m` on cluster `c` with Megatron's block
+/// recomputation) with the fewest layers of each stage recomputed that fit the device's memory,
+/// found by bisection: more layers recomputed keep fewer activations and cost more compute, so
+/// the fewest that fit is the plan's fastest. A plan whose stages hold one layer at most is
+/// left out (block is then uniform recomputation, judged on its own); one that fits recomputing
+/// all but one layer of each stage is judged so (the least memory block gives).
+inline plan_search_result judge_fewest_block(const transformer& m, const std::vector<job>& plans,
+                                             const cluster& c) {
+  plan_search_result out;
+  for (const job& p : plans) {
+    int most = 0;  // the most layers a stage holds
+    try {
+      for (const layout_stage& st : stages_of(m, p).stages) most = std::max(most, st.layers);
+    } catch (const config_error&) {
+      most = 2;  // the estimate says why it does not run
+    }
+    if (most < 2) continue;
+    const auto with = [&](int n) {
+      job t = p;
+      t.recompute_num_layers = n;
+      return judge_plan(m, t, c);
+    };
+    auto fewest = with(1);
+    if (fewest.first.ran && !fewest.first.fits) {
+      auto most_kept = with(most - 1);
+      if (most_kept.first.fits) {
+        // Invariant: `lo` layers overflow, `most_kept`'s fit.
+        int lo = 1, hi = most - 1;
+        while (hi - lo > 1) {
+          const int mid = lo + (hi - lo) / 2;
+          auto x = with(mid);
+          if (x.first.fits) {
+            hi = mid;
+            most_kept = std::move(x);
+          } else {
+            lo = mid;
+          }
+        }
+      }
+      fewest = std::move(most_kept);
+    }
+    add_judged(out, std::move(fewest.first), std::move(fewest.second));
+  }
+  return out;
+}
 
 inline void check_search_options(const configuration_search_options& o) {
   if (!(o.budget_s > 0) || o.budget_s > 86400)
@@ -217,6 +333,7 @@ struct configuration_pool {
   /// runtime read both) and whether only Megatron's code runs the job (its schedules alone).
   std::map<std::tuple<int, int, bool>, long long> variants;
   std::vector<configuration_candidate> open;
+  long long unrun = 0;  ///< sizings the runtime runs no plan of (none of them considered)
 };
 
 /// Every configuration of `out.devices` devices the space leaves open, counted in `out`: those
@@ -227,13 +344,23 @@ inline configuration_pool open_configurations(const transformer& m, const job& b
                                               long long batch, configuration_search_result& out) {
   configuration_pool pool;
   pool.asked = base;
-  auto& [asked, priced, variants, open] = pool;
-  const std::vector<recompute> policies =
-      sp.policy ? std::vector<recompute>{*sp.policy}
-                : std::vector<recompute>{recompute::none, recompute::selective, recompute::full};
+  auto& [asked, priced, variants, open, unrun] = pool;
+  const std::vector<recompute_form> forms = recompute_forms(sp);
   const std::vector<dp_sharding> shardings =
       sp.sharding ? std::vector<dp_sharding>{*sp.sharding}
                   : std::vector<dp_sharding>{dp_sharding::optim, dp_sharding::optim_grads_params};
+  // A configuration's model priced once per key: pieces and work as `key.policy` keeps layers.
+  const auto costs_of = [&](const costing_key& key, const job& of) -> const model_costs& {
+    auto at = priced.find(key);
+    if (at == priced.end()) {
+      job j = of;
+      j.policy = key.policy;
+      j.recompute_method.clear();
+      j.recompute_num_layers = 0;
+      at = priced.emplace(key, model_costs_of(m, j, c)).first;
+    }
+    return at->second;
+  };
   std::vector<int> sizes_mb;
   for (int b = 1; b <= sp.max_micro_batch_size; b *= 2) sizes_mb.push_back(b);
   const std::vector<int> expert_sizes =
@@ -250,7 +377,7 @@ inline configuration_pool open_configurations(const transformer& m, const job& b
             for (const int etp : m.moe.active() && sp.runtime != runs_on::torchtitan
                                      ? kept_or(sp.etp, divisors(tp))
                                      : std::vector<int>{tp})
-              for (const recompute policy : policies)
+              for (const recompute_form& form : forms)
                 for (const dp_sharding sharding : shardings) {
                   ++out.counts.sizings;
                   job j = base;
@@ -261,16 +388,7 @@ inline configuration_pool open_configurations(const transformer& m, const job& b
                   j.ep = ep;
                   j.micro_batch_size = mbs;
                   j.global_batch_size = static_cast<int>(batch);
-                  j.policy = policy;
-                  j.recompute_modules =
-                      policy == recompute::selective && base.policy == recompute::selective
-                          ? base.recompute_modules
-                          : perf::default_recompute_modules;
-                  // Weft's full recomputation is Megatron's uniform one layer at a time: a
-                  // form of sizes the search changes.
-                  j.recompute_method.clear();
-                  j.recompute_num_layers = 0;
-                  j.recompute_every = 0;
+                  recompute_as(j, form, base);
                   j.expert_tp = etp == tp ? 0 : etp;
                   j.sharding = sharding;
                   j.sequence_parallel = tp > 1;
@@ -282,29 +400,23 @@ inline configuration_pool open_configurations(const transformer& m, const job& b
                   j.layout.clear();
                   // Megatron's own rules, before anything is priced; a pipeline of more ranks
                   // than the model has pieces leaves a rank without layers.
-                  const bool splits = [&] {
-                    if (pp > m.layers + 1 || (batch % (static_cast<long long>(mbs) * j.dp)) != 0)
-                      return false;
-                    try {
-                      check_sizes(m, j);
-                    } catch (const config_error&) {
-                      return false;
-                    }
-                    return true;
-                  }();
+                  const bool splits = splits_so(m, j, batch);
                   // The plans a pipeline of pp ranks has (the same for every size beside it
                   // that the same code runs).
-                  long long& plans = variants[{pp, j.micro(), megatron_only(j)}];
-                  if (plans == 0) plans = static_cast<long long>(plans_of(m, j, c, sp).size());
+                  const auto [at, fresh] = variants.try_emplace({pp, j.micro(), megatron_only(j)});
+                  if (fresh) at->second = static_cast<long long>(plans_of(m, j, c, sp).size());
+                  const long long plans = at->second;
+                  if (plans == 0) {  // the runtime runs none of its plans
+                    ++unrun;
+                    continue;
+                  }
                   out.counts.considered += plans;
                   if (!splits) {
                     out.counts.pruned_sizes += plans;
                     continue;
                   }
-                  const costing_key key{tp, cp, ep, etp, mbs, policy};
-                  auto at = priced.find(key);
-                  if (at == priced.end()) at = priced.emplace(key, model_costs_of(m, j, c)).first;
-                  const model_costs& k = at->second;
+                  const costing_key key{tp, cp, ep, etp, mbs, form.policy};
+                  const model_costs& k = costs_of(key, j);
                   const long long dp_ranks = static_cast<long long>(j.dp) * cp;
                   // At the layers' bytes a parameter (the edges' no fewer): a lower bound.
                   const state_bytes per = states_of(j);
@@ -317,7 +429,12 @@ inline configuration_pool open_configurations(const transformer& m, const job& b
                     out.counts.pruned_memory += plans;
                     continue;
                   }
-                  open.push_back({j, step_bound(j, c, k), key, plans});
+                  // Block recomputation's compute is above none's, whose work bounds it and
+                  // whose pieces balance its layouts: its plans then are the same as none's,
+                  // whose fitting ones it cannot beat (`judge_configurations`).
+                  const costing_key whole{tp, cp, ep, etp, mbs, recompute::none};
+                  open.push_back({j, step_bound(j, c, form.block ? costs_of(whole, j) : k),
+                                  form.block ? whole : key, plans, form.block && form.layers == 0});
                 }
   return pool;
 }
@@ -371,6 +488,25 @@ void judge_configurations(const transformer& m, const cluster& c,
   const auto plans_for = [&](const configuration_candidate& x) {
     return plans_of(m, x.j, c, sp, &pool.priced.at(x.key).pieces);
   };
+  // The plans that fit with nothing recomputed, per configuration: block recomputation of the
+  // same plan (a layer or more of each stage run again) cannot beat them, and skips them.
+  const auto sizing_of = [](const job& j) {
+    return std::tuple(j.tp, j.cp, j.pp, j.ep, j.etp(), j.micro_batch_size, j.sharding);
+  };
+  const auto plan_of = [](const job& j) { return std::tuple(j.schedule, j.chunks, j.layout); };
+  std::map<decltype(sizing_of(job{})), std::set<decltype(plan_of(job{}))>> fit_whole;
+  const auto judge = [&](const configuration_candidate& x, std::vector<job> plans) {
+    if (!x.fewest_block) {
+      plan_search_result r = judge_plans(m, plans, c);
+      if (x.j.policy == recompute::none)
+        for (const plan_choice& ch : r.judged)
+          if (ch.fits) fit_whole[sizing_of(x.j)].insert(plan_of(ch.tried));
+      return r;
+    }
+    if (const auto at = fit_whole.find(sizing_of(x.j)); at != fit_whole.end())
+      std::erase_if(plans, [&](const job& p) { return at->second.count(plan_of(p)) > 0; });
+    return judge_fewest_block(m, plans, c);
+  };
   // Stops before a configuration that would likely end past `budget` (at the average so far).
   const auto out_of_time = [&](std::size_t done, double budget) {
     const double now = elapsed();
@@ -383,6 +519,7 @@ void judge_configurations(const transformer& m, const cluster& c,
     return x.j.tp == pool.asked.tp && x.j.pp == pool.asked.pp && x.j.dp == pool.asked.dp &&
            x.j.cp == pool.asked.cp && x.j.ep == pool.asked.ep && x.j.etp() == pool.asked.etp() &&
            x.j.micro_batch_size == pool.asked.micro_batch_size && x.j.policy == pool.asked.policy &&
+           block_recompute(x.j) == block_recompute(pool.asked) &&
            x.j.sharding == pool.asked.sharding &&
            x.j.recompute_modules == pool.asked.recompute_modules &&
            x.j.sequence_parallel == pool.asked.sequence_parallel;
@@ -408,7 +545,7 @@ void judge_configurations(const transformer& m, const cluster& c,
     // its interleaved schedule, whose chunks may not divide the layers).
     const job* frugal = frugal_plan(plans);
     if (!frugal) continue;
-    const plan_search_result r = judge_plans(m, {*frugal}, c);
+    const plan_search_result r = judge(open[i], {*frugal});
     ++out.counts.screened;
     if (r.best) ranked.offer(i, r.judged[*r.best], open[i].bound);
   }
@@ -428,7 +565,7 @@ void judge_configurations(const transformer& m, const cluster& c,
       out.least_unexplored = cand.bound;
       break;
     }
-    const plan_search_result r = judge_plans(m, plans_for(cand), c);
+    const plan_search_result r = judge(cand, plans_for(cand));
     ++done;
     ++out.counts.simulated;
     if (o.progress) o.progress(out.counts.simulated);
@@ -448,7 +585,8 @@ void judge_configurations(const transformer& m, const cluster& c,
 /// dividing the heads, cp halving the sequence, ep dividing the experts and dp x cp — or,
 /// with the experts' tensor parallelism below tp, ep x etp dividing tp x dp x cp), each
 /// micro-batch size that divides the job's global batch over dp, recomputation none, selective
-/// (the job's modules) or full, the distributed optimizer or FSDP; sequence parallelism with
+/// (the job's modules), full of every layer or of the first N of each stage (Megatron's block
+/// method, N the fewest that fit each plan), the distributed optimizer or FSDP; sequence parallelism with
 /// every tp > 1 (Megatron's rule for MoE layers, and never slower). The rest of the job — the
 /// global batch, the sequence, FP8, the overlaps, the runtime — stays as asked. Each surviving
 /// configuration's plans are `best_plan`'s; the `o.top` fastest that fit are returned with the
@@ -476,6 +614,13 @@ inline configuration_search_result search_configurations(const transformer& m, c
                        " sequences is more than weft plans for");
   detail::configuration_pool pool = detail::open_configurations(m, base, c, o.space, batch, out);
   const std::vector<detail::configuration_candidate>& open = pool.open;
+  if (open.empty() && out.counts.considered == 0 && pool.unrun > 0)
+    throw config_error("--runtime " +
+                       std::string(runs_on_names[static_cast<std::size_t>(o.space.runtime)]) +
+                       " runs none of the configurations of " + std::to_string(out.devices) +
+                       " devices the space leaves open (torchtitan runs no Megatron-only "
+                       "feature: --tp-comm-overlap, the experts' tp below tp, block "
+                       "recomputation)");
   if (open.empty())
     throw config_error(
         out.counts.pruned_memory == 0

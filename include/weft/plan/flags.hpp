@@ -97,8 +97,20 @@ inline constexpr std::array<std::string_view, 3> runs_on_names{"any", "megatron"
 
 /// Whether only Megatron-LM's code runs job `j`, whatever its schedule: the experts folded
 /// below tp (its parallel folding; torchtitan keeps them at tp's), Transformer Engine's
-/// userbuffers in its layers.
-inline bool megatron_only(const job& j) { return j.etp() != j.tp || j.tp_comm_overlap; }
+/// userbuffers in its layers, full recomputation of the first N layers of each stage (its
+/// block method; torchtitan's counts every N-th layer).
+inline bool megatron_only(const job& j) {
+  return j.etp() != j.tp || j.tp_comm_overlap ||
+         (j.policy == recompute::full && j.recompute_method == "block");
+}
+
+/// Job `j`'s recomputation in a word or two: none, selective, full — or "block N", full
+/// recomputation of the first N layers of each stage.
+inline std::string recompute_text(const job& j) {
+  if (j.policy == recompute::full && j.recompute_method == "block")
+    return "block " + std::to_string(j.recompute_num_layers);
+  return std::string(recompute_names[static_cast<std::size_t>(j.policy)]);
+}
 
 /// Whether runtime `r` runs job `j`'s schedule.
 inline bool runs(const job& j, runs_on r) {
