@@ -279,7 +279,7 @@ std::string sizes(const job& j) {
   const std::string etp = j.etp() != j.tp ? "/" + std::to_string(j.etp()) : "";
   std::snprintf(text, sizeof text, "tp%d pp%d dp%d cp%d ep%d%s mbs%d %s %s%s", j.tp, j.pp, j.dp,
                 j.cp, j.ep, etp.c_str(), j.micro_batch_size,
-                std::string(recompute_names[static_cast<std::size_t>(j.policy)]).c_str(),
+                recompute_text(j).c_str(),
                 j.schedule.c_str(), j.chunks > 1 ? ("x" + std::to_string(j.chunks)).c_str() : "");
   return text;
 }

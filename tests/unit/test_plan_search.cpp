@@ -163,6 +163,31 @@ TEST_CASE("the search's bound is below every plan of the configuration") {
           j.policy = tp == 8 ? recompute::full : recompute::selective;
           check(j);
         }
+  // Block recomputation's bound: nothing recomputed, and a layer's forward again on every
+  // stage but a lone loss's — below each plan that recomputes the first 1 or 3 layers.
+  for (const int pp : {1, 4})
+    for (const int n : {1, 3}) {
+      job b;
+      b.pp = pp;
+      b.dp = 32 / pp;
+      b.ep = 8;
+      b.global_batch_size = 64;
+      b.seq = 4096;
+      b.policy = recompute::full;
+      b.recompute_method = "block";
+      b.recompute_num_layers = n;
+      job none = b;
+      none.policy = recompute::none;
+      none.recompute_method.clear();
+      none.recompute_num_layers = 0;
+      const detail::model_costs k = detail::model_costs_of(m, none, c);
+      REQUIRE(k.least_forward > 0);
+      const seconds bound =
+          detail::step_bound(b, c, k, k.least_forward * std::max(pp - 1, 1) / pp);
+      CHECK(bound > detail::step_bound(none, c, k));
+      for (const plan_choice& x : best_plan(m, b, c).judged)
+        if (x.ran) CHECK(bound <= x.step);
+    }
 }
 
 TEST_CASE("the bound holds for tied embeddings, which one stage keeps once") {
@@ -533,6 +558,15 @@ TEST_CASE("a job's flags plan the same job again") {
   j.schedule = "dualpipe";
   CHECK(runtime_for(j) == "DeepSeek's DualPipe");
   CHECK(!runs(j, runs_on::torchtitan));
+  // One rank: 1F1B is any runtime's loop; DualPipeV's two chunks, paired, are still its own
+  // (they were once called "no pipeline", as if Megatron ran them).
+  j.pp = 1;
+  j.schedule = "1f1b";
+  CHECK(runtime_for(j) == "Megatron-LM or torchtitan (no pipeline)");
+  j.schedule = "dualpipev";
+  CHECK(runtime_for(j) == "DeepSeek's DualPipe (DualPipeV), or torchtitan's ScheduleDualPipeV");
+  j.schedule = "zb-v";
+  CHECK(runtime_for(j).find("PyTorch") == 0);
 }
 
 TEST_CASE("Megatron's uniform full recomputation of every layer is weft's full") {

@@ -16,7 +16,6 @@
 #include <limits>
 #include <map>
 #include <optional>
-#include <set>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -111,6 +110,9 @@ struct model_costs {
   double tied_copy = 0;
   double dense_of(int pp) const noexcept { return dense_params - (pp == 1 ? tied_copy : 0); }
   double least_activation = std::numeric_limits<double>::infinity();  ///< a piece's, per micro
+  /// A decoder layer's forward without its communication, the least of any: what recomputing
+  /// a layer costs at least.
+  double least_forward = std::numeric_limits<double>::infinity();
 };
 
 inline model_costs model_costs_of(const transformer& m, const job& j, const cluster& c) {
@@ -123,6 +125,8 @@ inline model_costs model_costs_of(const transformer& m, const job& j, const clus
     out.dense_params += times * s.params;
     out.expert_params += times * s.expert_params;
     out.least_activation = std::min(out.least_activation, s.activation_bytes);
+    if (st.layers > 0)
+      out.least_forward = std::min(out.least_forward, (s.cost.F - s.cost.comm_F).count());
   };
   // A decoder layer's costs depend on its index only through its kind (transformer.hpp's
   // `is_moe_layer`): one layer of each kind, counted as many times.
@@ -140,12 +144,13 @@ inline model_costs model_costs_of(const transformer& m, const job& j, const clus
 }
 
 /// A bound no plan of configuration `j` (its model priced as `k`) steps under: a pipeline rank's
-/// compute is at least its share of the model's work; the data-parallel collectives run inside
+/// compute is at least its share of the model's work (and `rank_extra` seconds a micro-batch); the data-parallel collectives run inside
 /// the step, and outside the pipeline where nothing overlaps them; the optimizer follows. Each
 /// term at a rank's average holdings, which the busiest rank's are not below.
-inline seconds step_bound(const job& j, const cluster& c, const model_costs& k) {
+inline seconds step_bound(const job& j, const cluster& c, const model_costs& k,
+                          double rank_extra = 0) {
   const double dense = k.dense_of(j.pp) / j.pp, expert = k.expert_params / j.pp;
-  const seconds compute(j.micro() * k.work / j.pp);
+  const seconds compute(j.micro() * (k.work / j.pp + rank_extra));
   const auto [reduce, gather] = dp_traffic_of(j, c, dense, expert);
   seconds alone{0};  // what no overlap hides, after the pipeline
   if (j.sharding != dp_sharding::optim_grads_params) {
@@ -325,6 +330,16 @@ inline void check_search_options(const configuration_search_options& o) {
 
 namespace detail {
 
+/// The model states of configuration `j` (its model priced as `k`) on a pipeline rank of
+/// average holdings, at the layers' bytes a parameter (the edges' no fewer): a lower bound on
+/// its busiest rank's.
+inline double least_states(const job& j, const model_costs& k) {
+  const state_bytes per = states_of(j);
+  return model_state_bytes(k.dense_of(j.pp) / j.pp, j.dp * j.cp, j.sharding, per) +
+         model_state_bytes(k.expert_params / j.pp, static_cast<int>(j.expert_dp()), j.sharding,
+                           per);
+}
+
 /// The configurations a search meets, priced once per `costing_key`.
 struct configuration_pool {
   job asked;  ///< the job as given, Megatron's forms resolved
@@ -417,24 +432,19 @@ inline configuration_pool open_configurations(const transformer& m, const job& b
                   }
                   const costing_key key{tp, cp, ep, etp, mbs, form.policy};
                   const model_costs& k = costs_of(key, j);
-                  const long long dp_ranks = static_cast<long long>(j.dp) * cp;
-                  // At the layers' bytes a parameter (the edges' no fewer): a lower bound.
-                  const state_bytes per = states_of(j);
-                  const double states =
-                      model_state_bytes(k.dense_of(pp) / pp, static_cast<int>(dp_ranks), sharding,
-                                        per) +
-                      model_state_bytes(k.expert_params / pp, static_cast<int>(j.expert_dp()),
-                                        sharding, per);
-                  if (states + k.least_activation > c.hbm_bytes) {
+                  if (least_states(j, k) + k.least_activation > c.hbm_bytes) {
                     out.counts.pruned_memory += plans;
                     continue;
                   }
-                  // Block recomputation's compute is above none's, whose work bounds it and
-                  // whose pieces balance its layouts: its plans then are the same as none's,
-                  // whose fitting ones it cannot beat (`judge_configurations`).
+                  // Block recomputation's compute is none's and a layer's forward again on
+                  // every stage that holds a layer — all but a lone loss's, at most one — which
+                  // bounds it; none's pieces balance its layouts: its plans then are the same
+                  // as none's, whose fitting ones it cannot beat (`whole_plans`).
                   const costing_key whole{tp, cp, ep, etp, mbs, recompute::none};
-                  open.push_back({j, step_bound(j, c, form.block ? costs_of(whole, j) : k),
-                                  form.block ? whole : key, plans, form.block && form.layers == 0});
+                  const model_costs& w = form.block ? costs_of(whole, j) : k;
+                  const double again = form.block ? w.least_forward * std::max(pp - 1, 1) / pp : 0;
+                  open.push_back({j, step_bound(j, c, w, again), form.block ? whole : key, plans,
+                                  form.block && form.layers == 0});
                 }
   return pool;
 }
@@ -470,6 +480,66 @@ struct ranking {
   }
 };
 
+/// Each plan judged with nothing recomputed, per configuration. Block recomputation of the
+/// same plan runs a layer or more of each stage again, so it is no faster: it skips the plans
+/// that fit with nothing recomputed, and those whose step so cannot beat the N-th best found.
+class whole_plans {
+  using sizing = std::tuple<int, int, int, int, int, int, dp_sharding>;
+  using plan = std::tuple<std::string, int, std::string>;
+  static sizing sizing_of(const job& j) {
+    return {j.tp, j.cp, j.pp, j.ep, j.etp(), j.micro_batch_size, j.sharding};
+  }
+  static plan plan_of(const job& j) { return {j.schedule, j.chunks, j.layout}; }
+  std::map<sizing, std::map<plan, std::pair<bool, seconds>>> judged_;  // fits, step
+
+ public:
+  /// Notes configuration `j`'s plans judged with nothing recomputed.
+  void note(const job& j, const plan_search_result& r) {
+    for (const plan_choice& ch : r.judged)
+      if (ch.ran) judged_[sizing_of(j)][plan_of(ch.tried)] = {ch.fits, ch.step};
+  }
+  /// Drops from `plans` (configuration `j`'s, block-recomputed) those its block recomputation
+  /// cannot make a choice of: they fit with nothing recomputed, or step no faster than `least`.
+  void drop_unbeaten(const job& j, std::vector<job>& plans, seconds least) const {
+    const auto at = judged_.find(sizing_of(j));
+    if (at == judged_.end()) return;
+    std::erase_if(plans, [&](const job& p) {
+      const auto ch = at->second.find(plan_of(p));
+      return ch != at->second.end() && (ch->second.first || ch->second.second >= least);
+    });
+  }
+};
+
+/// Judges the job as asked, when `pool`'s space holds its sizes, with its own schedule, chunks
+/// and layout among the plans (the search never recommends less than what it was given), and
+/// offers its best to `ranked`.
+inline void judge_asked(const transformer& m, const cluster& c, const configuration_space& sp,
+                        const configuration_pool& pool, ranking& ranked,
+                        configuration_search_result& out) {
+  const std::vector<configuration_candidate>& open = pool.open;
+  const job& a = pool.asked;
+  const auto asked = std::find_if(open.begin(), open.end(), [&](const configuration_candidate& x) {
+    return x.j.tp == a.tp && x.j.pp == a.pp && x.j.dp == a.dp && x.j.cp == a.cp &&
+           x.j.ep == a.ep && x.j.etp() == a.etp() && x.j.micro_batch_size == a.micro_batch_size &&
+           x.j.policy == a.policy && block_recompute(x.j) == block_recompute(a) &&
+           x.j.sharding == a.sharding && x.j.recompute_modules == a.recompute_modules &&
+           x.j.sequence_parallel == a.sequence_parallel;
+  });
+  if (asked == open.end()) return;
+  job j = asked->j;
+  j.schedule = a.schedule;
+  j.chunks = a.chunks;
+  j.layout = a.layout;
+  j.recompute_method = a.recompute_method;  // which layers it recomputes, as asked
+  j.recompute_num_layers = a.recompute_num_layers;
+  j.recompute_every = a.recompute_every;
+  const plan_search_result r = judge_plans(
+      m, plan_variants(m, j, pool.priced.at(asked->key).pieces, sp.max_chunks, sp.runtime), c);
+  ++out.counts.screened;
+  if (r.best)
+    ranked.offer(static_cast<std::size_t>(asked - open.begin()), r.judged[*r.best], asked->bound);
+}
+
 /// Judges `pool`'s open configurations in the order of their bounds, in two passes, after the
 /// job as asked (all its plans). First each is screened with its most frugal plan
 /// (`frugal_plan`), for up to a quarter of the budget: fitting
@@ -488,23 +558,15 @@ void judge_configurations(const transformer& m, const cluster& c,
   const auto plans_for = [&](const configuration_candidate& x) {
     return plans_of(m, x.j, c, sp, &pool.priced.at(x.key).pieces);
   };
-  // The plans that fit with nothing recomputed, per configuration: block recomputation of the
-  // same plan (a layer or more of each stage run again) cannot beat them, and skips them.
-  const auto sizing_of = [](const job& j) {
-    return std::tuple(j.tp, j.cp, j.pp, j.ep, j.etp(), j.micro_batch_size, j.sharding);
-  };
-  const auto plan_of = [](const job& j) { return std::tuple(j.schedule, j.chunks, j.layout); };
-  std::map<decltype(sizing_of(job{})), std::set<decltype(plan_of(job{}))>> fit_whole;
+  ranking ranked;
+  whole_plans whole;
   const auto judge = [&](const configuration_candidate& x, std::vector<job> plans) {
     if (!x.fewest_block) {
       plan_search_result r = judge_plans(m, plans, c);
-      if (x.j.policy == recompute::none)
-        for (const plan_choice& ch : r.judged)
-          if (ch.fits) fit_whole[sizing_of(x.j)].insert(plan_of(ch.tried));
+      if (x.j.policy == recompute::none) whole.note(x.j, r);
       return r;
     }
-    if (const auto at = fit_whole.find(sizing_of(x.j)); at != fit_whole.end())
-      std::erase_if(plans, [&](const job& p) { return at->second.count(plan_of(p)) > 0; });
+    whole.drop_unbeaten(x.j, plans, ranked.nth(o.top));
     return judge_fewest_block(m, plans, c);
   };
   // Stops before a configuration that would likely end past `budget` (at the average so far).
@@ -512,32 +574,7 @@ void judge_configurations(const transformer& m, const cluster& c,
     const double now = elapsed();
     return done > 0 && now + now / static_cast<double>(done) > budget;
   };
-  ranking ranked;
-  // The job as asked, when the space holds its sizes, first and with its own schedule, chunks
-  // and layout among the plans: the search never recommends less than what it was given.
-  const auto asked = std::find_if(open.begin(), open.end(), [&](const configuration_candidate& x) {
-    return x.j.tp == pool.asked.tp && x.j.pp == pool.asked.pp && x.j.dp == pool.asked.dp &&
-           x.j.cp == pool.asked.cp && x.j.ep == pool.asked.ep && x.j.etp() == pool.asked.etp() &&
-           x.j.micro_batch_size == pool.asked.micro_batch_size && x.j.policy == pool.asked.policy &&
-           block_recompute(x.j) == block_recompute(pool.asked) &&
-           x.j.sharding == pool.asked.sharding &&
-           x.j.recompute_modules == pool.asked.recompute_modules &&
-           x.j.sequence_parallel == pool.asked.sequence_parallel;
-  });
-  if (asked != open.end()) {
-    job j = asked->j;
-    j.schedule = pool.asked.schedule;
-    j.chunks = pool.asked.chunks;
-    j.layout = pool.asked.layout;
-    j.recompute_method = pool.asked.recompute_method;  // which layers it recomputes, as asked
-    j.recompute_num_layers = pool.asked.recompute_num_layers;
-    j.recompute_every = pool.asked.recompute_every;
-    const plan_search_result r = judge_plans(
-        m, plan_variants(m, j, pool.priced.at(asked->key).pieces, sp.max_chunks, sp.runtime), c);
-    ++out.counts.screened;
-    if (r.best)
-      ranked.offer(static_cast<std::size_t>(asked - open.begin()), r.judged[*r.best], asked->bound);
-  }
+  judge_asked(m, c, sp, pool, ranked, out);
   for (std::size_t i = 0; i < open.size() && !out_of_time(i, o.budget_s / 4); ++i) {
     if (open[i].bound >= ranked.nth(o.top)) break;
     const std::vector<job> plans = plans_for(open[i]);

@@ -214,8 +214,10 @@ inline std::optional<std::vector<std::string>> megatron_arguments(const job& j) 
 /// schedule's CSV (`weft plan --out`, torchtitan's `pipeline_parallel_schedule_csv`).
 inline std::string runtime_for(const job& j) {
   if (j.overlap_moe_ep_comm) return "Megatron-LM (its combined 1F1B)";
-  if (j.pp == 1 && megatron_only(j)) return "Megatron-LM (no pipeline)";
-  if (j.pp == 1) return "Megatron-LM or torchtitan (no pipeline)";
+  // Without a pipeline 1F1B is any runtime's loop over the micro-batches; a schedule of chunks
+  // on one rank (DualPipeV's paired passes, the V's) is still its runtime's.
+  if (j.pp == 1 && megatron_runs(j))
+    return megatron_only(j) ? "Megatron-LM (no pipeline)" : "Megatron-LM or torchtitan (no pipeline)";
   if (megatron_runs(j) && j.runtime == pipeline_runtime::megatron) return "Megatron-LM";
   if (megatron_runs(j) && megatron_only(j))
     return "Megatron-LM (priced as PyTorch's runtime issues transfers; --runtime megatron "
