@@ -9,6 +9,7 @@
 #include <optional>
 #include <sstream>
 #include <string>
+#include <string_view>
 
 #include <weft/core/error.hpp>
 #include <weft/plan/cluster_file.hpp>
@@ -16,6 +17,7 @@
 #include <weft/plan/job_file.hpp>
 #include <weft/plan/presets.hpp>
 #include <weft/plan/report.hpp>
+#include <weft/plan/search_report.hpp>
 #include <weft/plan/torchtitan_file.hpp>
 #include "bindings.hpp"
 
@@ -170,17 +172,21 @@ std::optional<plan::job> torchtitan_job_of(const std::optional<py::object>& job,
   return plan::torchtitan_as_job(t, m, devices);
 }
 
-py::object plan(const std::optional<py::object>& model, const std::optional<py::object>& cluster,
-                const std::optional<py::object>& job, const std::optional<std::string>& preset,
-                double search_budget_s, std::uint64_t evaluations, std::uint64_t seed,
-                long long devices, const py::kwargs& flags) {
-  if (devices < 0) throw config_error("weft: plan: devices must be a whole number of 1 or more");
-  if (!(search_budget_s >= 0) || search_budget_s > 86400)
-    throw config_error("weft: plan: search_budget_s must be in [0, 86400] seconds");
+/// What a plan is of: the model, the job and the cluster, named.
+struct planned {
   plan::hf_model hf;
   plan::job j;
   plan::cluster c;
   std::string name;
+};
+
+/// The model, the job and the cluster as `plan` and `choose` take them: a preset (its job's
+/// settings replaced by the keywords), or a model and a cluster with a job file or dict (or
+/// torchtitan's TOML, which takes `devices` for its -1 shard degree; `devices` is then 0).
+planned inputs_of(const std::optional<py::object>& model, const std::optional<py::object>& cluster,
+                  const std::optional<py::object>& job, const std::optional<std::string>& preset,
+                  long long& devices, const py::kwargs& flags) {
+  planned out;
   if (preset) {
     if (model || cluster || job)
       throw config_error(
@@ -189,42 +195,57 @@ py::object plan(const std::optional<py::object>& model, const std::optional<py::
     const fs::path folder = preset_folder(*preset);
     plan::preset p = plan::read_preset(folder);
     warn_all(p.warnings);
-    hf = std::move(p.model);
-    j = p.job.spec;
+    out.hf = std::move(p.model);
+    out.j = p.job.spec;
     if (flags.size() > 0)  // the preset's job with the keywords on top
-      j = job_of(read_text(folder / "job.json"), flags);
-    c = p.cluster.spec;
-    name = *preset;
+      out.j = job_of(read_text(folder / "job.json"), flags);
+    out.c = p.cluster.spec;
+    out.name = *preset;
   } else {
     if (!model) throw config_error("weft: plan: give model= (a config.json) or preset=");
     if (!cluster)
       throw config_error(
           "weft: plan: give cluster= (a built-in name such as 'h100-sxm', a "
           "cluster file or its dict)");
-    hf = model_of(*model);
-    warn_all(hf.warnings);
-    if (std::optional<plan::job> t = torchtitan_job_of(job, hf.model, devices, flags)) {
-      j = *t;
+    out.hf = model_of(*model);
+    warn_all(out.hf.warnings);
+    if (std::optional<plan::job> t = torchtitan_job_of(job, out.hf.model, devices, flags)) {
+      out.j = *t;
       devices = 0;  // torchtitan's job has taken them
     } else {
-      j = job_of(job ? std::optional<std::string>(job_text(*job)) : std::nullopt, flags);
+      out.j = job_of(job ? std::optional<std::string>(job_text(*job)) : std::nullopt, flags);
     }
     if (py::isinstance<py::str>(*cluster)) {
-      name = py::cast<std::string>(*cluster);
-      if (const plan::cluster* builtin = plan::find_cluster(name)) c = *builtin;
+      out.name = py::cast<std::string>(*cluster);
+      if (const plan::cluster* builtin = plan::find_cluster(out.name)) out.c = *builtin;
     }
-    if (c.name.empty()) {
-      const std::string file = name.empty() ? "cluster" : name;
+    if (out.c.name.empty()) {
+      const std::string file = out.name.empty() ? "cluster" : out.name;
       plan::cluster_file f = plan::read_cluster(text_of(*cluster, "cluster"), file);
       warn_all(f.warnings);
-      c = f.spec;
-      if (name.empty()) name = "cluster";
+      out.c = f.spec;
+      if (out.name.empty()) out.name = "cluster";
     }
   }
-  c.name = name;
+  out.c.name = out.name;
+  if (const auto w = plan::sequence_warning(out.hf, out.j.seq)) warn_all({*w});
+  if (const auto w = plan::window_warning(out.hf, out.j.seq)) warn_all({*w});
+  return out;
+}
+
+py::object plan(const std::optional<py::object>& model, const std::optional<py::object>& cluster,
+                const std::optional<py::object>& job, const std::optional<std::string>& preset,
+                double search_budget_s, std::uint64_t evaluations, std::uint64_t seed,
+                long long devices, const py::kwargs& flags) {
+  if (devices < 0) throw config_error("weft: plan: devices must be a whole number of 1 or more");
+  if (!(search_budget_s >= 0) || search_budget_s > 86400)
+    throw config_error("weft: plan: search_budget_s must be in [0, 86400] seconds");
+  planned in = inputs_of(model, cluster, job, preset, devices, flags);
+  plan::hf_model& hf = in.hf;
+  plan::job& j = in.j;
+  const plan::cluster& c = in.c;
+  const std::string& name = in.name;
   if (devices > 0) j = plan::with_world_size(j, devices);
-  if (const auto w = plan::sequence_warning(hf, j.seq)) warn_all({*w});
-  if (const auto w = plan::window_warning(hf, j.seq)) warn_all({*w});
   plan::plan_report r;
   {
     py::gil_scoped_release free;  // a long plan leaves the interpreter to other threads
@@ -236,6 +257,48 @@ py::object plan(const std::optional<py::object>& model, const std::optional<py::
                            .progress = {}});
   }
   return to_python(plan::to_json(r));
+}
+
+/// Whether keyword arguments `flags` give the setting of job-file key `key` (weft's name in
+/// dashes), under either of its names.
+bool given_keyword(const py::kwargs& flags, std::string_view key) {
+  for (const auto& item : flags) {
+    std::string k = py::cast<std::string>(item.first);
+    std::replace(k.begin(), k.end(), '_', '-');
+    for (const auto& [mine, megatron] : plan::megatron_keys)
+      if (k == megatron) k = std::string(mine);
+    if (k == key) return true;
+  }
+  return false;
+}
+
+py::object choose(const std::optional<py::object>& model, const std::optional<py::object>& cluster,
+                  const std::optional<py::object>& job, const std::optional<std::string>& preset,
+                  long long devices, double budget_s, int top, const std::string& runtime,
+                  const py::kwargs& flags) {
+  if (devices < 0) throw config_error("weft: choose: devices must be a whole number of 1 or more");
+  const auto r = std::find(plan::runs_on_names.begin(), plan::runs_on_names.end(), runtime);
+  if (r == plan::runs_on_names.end())
+    throw config_error("weft: choose: runtime must be any, megatron or torchtitan, got '" +
+                       excerpt(runtime) + "'");
+  const auto runs = static_cast<plan::runs_on>(r - plan::runs_on_names.begin());
+  planned in = inputs_of(model, cluster, job, preset, devices, flags);
+  // Megatron's code runs the job: its transfers priced as Megatron issues them, unless said.
+  if (runs == plan::runs_on::megatron && !given_keyword(flags, "pipeline-runtime"))
+    in.j.runtime = plan::pipeline_runtime::megatron;
+  plan::configuration_report report;
+  {
+    py::gil_scoped_release free;  // the search leaves the interpreter to other threads
+    report.result = plan::search_configurations(
+        in.hf.model, in.j, in.c,
+        {.budget_s = budget_s,
+         .top = top,
+         .space = plan::kept_sizes(
+             in.j, [&](std::string_view key) { return given_keyword(flags, key); }, devices,
+             runs)});
+  }
+  report.tokens_per_step = static_cast<double>(in.j.batch()) * in.j.seq;
+  return to_python(plan::to_json(report));
 }
 
 }  // namespace
@@ -255,6 +318,22 @@ void bind_planning(py::module_& m) {
         "name or folder. devices= Megatron's world size (dp what tp x pp x cp leave; the "
         "devices a torchtitan job's -1 shard degree takes). The GIL is released while it "
         "plans.");
+  m.def("choose", &choose, py::kw_only(), py::arg("model") = py::none(),
+        py::arg("cluster") = py::none(), py::arg("job") = py::none(),
+        py::arg("preset") = py::none(), py::arg("devices") = 0, py::arg("budget_s") = 8.0,
+        py::arg("top") = 5, py::arg("runtime") = "any",
+        "chooses the configuration as `weft plan --search --json` does and returns the same "
+        "dict: of every tp x pp x dp x cp (ep, the experts' tp), micro-batch size, "
+        "recomputation, sharding, schedule, chunks and layout, the `top` fastest that fit "
+        "('top': sizes, step_s, mfu, peak_memory_bytes, runtime, weft_flags, "
+        "megatron_arguments), with the counts and whether the search completed within "
+        "budget_s seconds. The inputs as plan() takes them; the sizes given as keywords (tp=, "
+        "pp=, cp=, ep=, expert_tensor_parallel_size=, micro_batch_size=, recompute=, "
+        "recompute_method=, recompute_num_layers=, the sharding) are kept, a job file's only "
+        "count the devices. devices= the devices to split (the job's tp x pp x dp x cp "
+        "otherwise; with it, global_batch_size must be given); runtime= 'any', 'megatron' or "
+        "'torchtitan': only what that code runs. An empty 'top': nothing that fits found in "
+        "the budget. The GIL is released while it searches.");
 }
 
 }  // namespace weft::python

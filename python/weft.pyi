@@ -119,3 +119,19 @@ def plan(
     """The dict `weft plan --json` prints: step_s, tokens_per_s (and per device), mfu,
     memory_per_stage_bytes, breakdown_per_rank, schedules, best, ... job: a job file, its dict, or torchtitan's
     FILE.toml; devices: Megatron's world size (dp what tp x pp x cp leave)."""
+
+def choose(
+    *,
+    model: Union[PathLike, JSON, None] = None,
+    cluster: Union[PathLike, JSON, None] = None,
+    job: Union[PathLike, JSON, None] = None,
+    preset: Optional[str] = None,
+    devices: int = 0,
+    budget_s: float = 8.0,
+    top: int = 5,
+    runtime: str = "any",
+    **settings: Any,
+) -> JSON:
+    """The dict `weft plan --search --json` prints: the `top` fastest configurations that fit
+    (sizes, step_s, mfu, peak_memory_bytes, runtime, weft_flags, megatron_arguments), the
+    counts, complete. Sizes given as keywords are kept; devices: the devices to split."""

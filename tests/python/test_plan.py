@@ -196,3 +196,53 @@ def test_tp_comm_overlap_is_the_tools(cli_json):
     assert overlapped["step_s"] < cli_json(*base)["step_s"]
     with pytest.raises(weft.ConfigError, match="needs --tp above 1 and --sequence-parallel"):
         weft.plan(model=GPT2, cluster="a100-80g", tp=2, tp_comm_overlap=True)
+
+
+def _without_time(found):
+    """A search's dict less the seconds it took, which no two runs share."""
+    return {k: v for k, v in found.items() if k != "seconds"}
+
+
+def test_choose_is_the_tools_search(cli_json):
+    """weft.choose: the dict `weft plan --search --json` prints, for the same job and devices;
+    a size given as a keyword, under weft's name or Megatron's, is kept."""
+    mine = weft.choose(model=GPT2, cluster="a100-80g", devices=8, budget_s=600, tp=2,
+                       global_batch_size=64, seq_length=1024)
+    tool = cli_json("plan", "--model", GPT2, "--cluster", "a100-80g", "--devices", 8, "--tp", 2,
+                    "--global-batch-size", 64, "--seq-length", 1024, "--search", 600)
+    assert _without_time(mine) == _without_time(tool)
+    assert mine["complete"] and len(mine["top"]) == 5
+    assert all(x["tp"] == 2 for x in mine["top"])
+    megatron = weft.choose(model=GPT2, cluster="a100-80g", devices=8, budget_s=600,
+                           tensor_model_parallel_size=2, global_batch_size=64, seq_length=1024)
+    assert _without_time(megatron) == _without_time(mine)
+    # A job file's sizes only count the devices: tp 2 there is the search's to change.
+    free = weft.choose(model=GPT2, cluster="a100-80g", budget_s=600,
+                       job={"tp": 2, "dp": 4, "global-batch-size": 64, "seq-length": 1024})
+    assert free["devices"] == 8
+    assert any(x["tp"] != 2 for x in free["top"])
+    assert free["top"][0]["step_s"] <= mine["top"][0]["step_s"]
+
+
+def test_choose_keeps_to_a_runtime_and_a_recompute_method():
+    only = weft.choose(model=GPT2, cluster="a100-80g", devices=8, budget_s=600, pp=2,
+                       global_batch_size=64, seq_length=1024, runtime="megatron", top=3)
+    assert only["top"] and all(x["runtime"].startswith("Megatron-LM") for x in only["top"])
+    uniform = weft.choose(model=GPT2, cluster="a100-80g", devices=8, budget_s=600,
+                          global_batch_size=64, seq_length=1024, recompute="full",
+                          recompute_method="uniform", recompute_num_layers=1, top=3)
+    assert all(x["recompute"] == "full" and x["recompute_num_layers"] is None
+               for x in uniform["top"])
+
+
+def test_choose_refuses_what_it_cannot_search():
+    with pytest.raises(weft.ConfigError, match="runtime must be any, megatron or torchtitan"):
+        weft.choose(model=GPT2, cluster="a100-80g", runtime="deepspeed")
+    with pytest.raises(weft.ConfigError, match="budget must be more than 0 s"):
+        weft.choose(model=GPT2, cluster="a100-80g", budget_s=0)
+    with pytest.raises(weft.ConfigError, match="over --devices needs the job's --global-batch"):
+        weft.choose(model=GPT2, cluster="a100-80g", devices=8)
+    with pytest.raises(weft.ConfigError, match="no configuration of 8 devices splits the model"):
+        weft.choose(model=GPT2, cluster="a100-80g", devices=8, global_batch_size=8, tp=5)
+    with pytest.raises(weft.ConfigError, match="devices must be a whole number"):
+        weft.choose(model=GPT2, cluster="a100-80g", devices=-1)

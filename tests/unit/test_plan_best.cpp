@@ -262,3 +262,54 @@ TEST_CASE("rule 5 in bytes: a rank's model states and live activations against i
   CHECK(e.sched.ops[first->index].mb == 0);
   CHECK(first->units == 1);
 }
+
+TEST_CASE("a search's pipelines, made once, estimate as pipelines made afresh") {
+  // Every plan of a 4-rank job, with Megatron's transfers and without, estimated with a cache
+  // the plans share and without: the same step and memory, each shape made once.
+  const transformer m = testing::tiny_dense(8);
+  const cluster c = testing::ideal_cluster();
+  job j;
+  j.pp = 4;
+  j.seq = 1024;
+  j.global_batch_size = 16;
+  program_cache programs;
+  const estimate_options cached{.programs = &programs};
+  std::size_t ran = 0;
+  for (const pipeline_runtime runtime : {pipeline_runtime::pytorch, pipeline_runtime::megatron}) {
+    j.runtime = runtime;
+    for (int pass = 0; pass < 2; ++pass)  // the second pass from the cache
+      for (const plan_choice& x : best_plan(m, j, c).judged) {
+        if (!x.ran) continue;
+        CAPTURE(x.tried.schedule);
+        CAPTURE(x.tried.chunks);
+        const estimate fresh = estimate_job(m, x.tried, c);
+        const estimate again = estimate_job(m, x.tried, c, cached);
+        CHECK(again.step == fresh.step);
+        CHECK(again.memory_per_rank == fresh.memory_per_rank);
+        CHECK(again.prog.size() == fresh.prog.size());
+        ran += pass == 0 ? 1 : 0;
+      }
+  }
+  REQUIRE(ran > 10);
+  // Layouts share a pipeline: fewer kept than plans run. Megatron's transfers are another.
+  CHECK(programs.size() < ran);
+  CHECK(programs.size() > 2);
+  // Bounded: with room for two, the cache starts again at the third.
+  program_cache small(2);
+  weft::generator_args a;
+  a.ranks = 4;
+  a.micro = 4;
+  for (const int micro : {4, 8, 12}) {
+    a.micro = micro;
+    CHECK(small.get("1f1b", a).second.size() > 0);
+  }
+  CHECK(small.size() == 1);
+  a.micro = 12;
+  const std::size_t before = small.get("1f1b", a).second.size();
+  CHECK(small.size() == 1);          // found, not made again
+  program_cache tight(512, before);  // room for one pipeline of that size in ops
+  CHECK(tight.get("1f1b", a).second.size() == before);
+  a.micro = 4;
+  (void)tight.get("1f1b", a);
+  CHECK(tight.size() == 1);
+}

@@ -30,6 +30,7 @@
 #include <weft/plan/job_file.hpp>
 #include <weft/plan/presets.hpp>
 #include <weft/plan/report.hpp>
+#include <weft/plan/search_report.hpp>
 #include <weft/plan/torchtitan_file.hpp>
 #include <weft/schedule/live_activations.hpp>
 #include <weft/search/search.hpp>
@@ -358,89 +359,22 @@ class progress_line {
 
 /// What --search may change: all but the sizes given as flags.
 plan::configuration_space space_of(const plan_args& o, const plan::job& j) {
-  plan::configuration_space s;
-  s.devices = o.devices;
-  const auto given = [&](const char* n) { return o.given.count(n) > 0; };
-  if (given("--tp")) s.tp = j.tp;
-  if (given("--pp")) s.pp = j.pp;
-  if (given("--cp")) s.cp = j.cp;
-  if (given("--ep")) s.ep = j.ep;
-  if (given("--expert-tensor-parallel-size")) s.etp = j.etp();
-  if (given("--micro-batch-size")) s.micro_batch_size = j.micro_batch_size;
-  s.runtime = o.runtime;
-  if (given("--recompute")) s.policy = j.policy;
-  if (given("--recompute-method")) s.recompute_method = j.recompute_method;
-  if (given("--recompute-num-layers")) s.recompute_num_layers = j.recompute_num_layers;
-  if (given("--data-parallel-sharding-strategy") || given("--no-distributed-optimizer") ||
-      given("--use-distributed-optimizer"))
-    s.sharding = j.sharding;
-  return s;
+  return plan::kept_sizes(
+      j, [&](std::string_view key) { return o.given.count("--" + std::string(key)) > 0; },
+      o.devices, o.runtime);
 }
 
 constexpr double gib = 1024.0 * 1024 * 1024;
 
+/// A search's report, with the model and the cluster its text names.
 struct searched {
-  plan::configuration_search_result r;
+  plan::configuration_report report;
   plan::transformer model;
   std::string cluster;
-  double tokens_per_step = 0;
-  double per_device(const plan::configuration_choice& x) const {
-    return tokens_per_step / x.best.step.count() / static_cast<double>(r.devices);
-  }
 };
 
-json search_json(const searched& s) {
-  const plan::configuration_counts& n = s.r.counts;
-  json top = json::array();
-  for (const plan::configuration_choice& x : s.r.top) {
-    const plan::job& j = x.best.tried;
-    const auto megatron = plan::megatron_arguments(j);
-    top.push_back(
-        {{"tp", j.tp},
-         {"pp", j.pp},
-         {"dp", j.dp},
-         {"cp", j.cp},
-         {"ep", j.ep},
-         {"etp", j.etp()},
-         {"micro_batch_size", j.micro_batch_size},
-         {"recompute", plan::recompute_names[static_cast<std::size_t>(j.policy)]},
-         {"recompute_num_layers",
-          plan::detail::block_recompute(j) ? json(j.recompute_num_layers) : json()},
-         {"sharding", plan::name_of(j.sharding)},
-         {"sequence_parallel", j.sequence_parallel},
-         {"schedule", j.schedule},
-         {"chunks", j.chunks},
-         {"pipeline_layout", j.layout},
-         {"step_s", x.best.step.count()},
-         {"mfu", x.best.mfu},
-         {"tokens_per_s_per_device", s.per_device(x)},
-         {"peak_memory_bytes", static_cast<long long>(x.best.peak_memory_bytes)},
-         {"bound_s", x.bound.count()},
-         {"tie_with_first", !plan::clearly_shorter(s.r.top.front().best.step, x.best.step)},
-         {"runtime", plan::runtime_for(j)},
-         {"weft_flags", plan::joined(plan::weft_flags(j))},
-         {"megatron_arguments", megatron ? json(plan::joined(*megatron)) : json()}});
-  }
-  return {{"devices", s.r.devices},
-          {"considered", n.considered},
-          {"sizings", n.sizings},
-          {"pruned",
-           {{"sizes", n.pruned_sizes},
-            {"memory", n.pruned_memory},
-            {"bound", n.pruned_bound},
-            {"budget", n.unexplored}}},
-          {"screened", n.screened},
-          {"simulated", n.simulated},
-          {"plans", n.plans},
-          {"complete", s.r.complete},
-          {"uncertainty", plan::prediction_uncertainty},
-          {"least_unexplored_s", s.r.complete ? json() : json(s.r.least_unexplored.count())},
-          {"seconds", s.r.seconds_taken},
-          {"top", top}};
-}
-
 void print_search(const searched& s, const plan::job& asked) {
-  const plan::configuration_search_result& r = s.r;
+  const plan::configuration_search_result& r = s.report.result;
   const plan::configuration_counts& n = r.counts;
   std::cout << std::fixed << std::setprecision(2) << s.model.model_type << " ("
             << plan::total_parameters(s.model) / 1e9 << "B parameters) on " << r.devices << " "
@@ -481,11 +415,11 @@ void print_search(const searched& s, const plan::job& asked) {
     std::cout << std::setw(3) << ++rank << std::setw(6) << j.tp << std::setw(6) << j.pp
               << std::setw(7) << j.dp << std::setw(6) << j.cp << std::setw(6) << j.ep
               << std::setw(5) << j.etp() << std::setw(5) << j.micro_batch_size << "  " << std::left
-              << std::setw(11) << plan::recompute_text(j)
-              << std::setw(20) << plan::name_of(j.sharding) << std::setw(18) << schedule.str()
-              << std::right << std::setprecision(3) << std::setw(9) << x.best.step.count()
-              << std::setprecision(1) << std::setw(6) << 100 * x.best.mfu << "%" << std::setw(14)
-              << s.per_device(x) << std::setw(10) << x.best.peak_memory_bytes / gib << "\n";
+              << std::setw(11) << plan::recompute_text(j) << std::setw(20)
+              << plan::name_of(j.sharding) << std::setw(18) << schedule.str() << std::right
+              << std::setprecision(3) << std::setw(9) << x.best.step.count() << std::setprecision(1)
+              << std::setw(6) << 100 * x.best.mfu << "%" << std::setw(14) << s.report.per_device(x)
+              << std::setw(10) << x.best.peak_memory_bytes / gib << "\n";
   }
   int tied = 0;
   for (const plan::configuration_choice& x : r.top)
@@ -511,22 +445,23 @@ int search_configurations(const plan_args& o, const inputs& in) {
   s.model = in.hf.model;
   s.cluster = in.cluster_name;
   progress_line show;
-  s.r = plan::search_configurations(in.hf.model, in.job, in.cluster(),
-                                    {.budget_s = o.configuration_budget,
-                                     .top = o.top,
-                                     .space = space_of(o, in.job),
-                                     .progress = [&show](long long n) {
-                                       show(std::to_string(n) +
-                                            (n == 1 ? " configuration" : " configurations") +
-                                            " estimated with every plan");
-                                     }});
-  s.tokens_per_step = static_cast<double>(in.job.batch()) * in.job.seq;
+  plan::configuration_search_result& r = s.report.result;
+  r = plan::search_configurations(in.hf.model, in.job, in.cluster(),
+                                  {.budget_s = o.configuration_budget,
+                                   .top = o.top,
+                                   .space = space_of(o, in.job),
+                                   .progress = [&show](long long n) {
+                                     show(std::to_string(n) +
+                                          (n == 1 ? " configuration" : " configurations") +
+                                          " estimated with every plan");
+                                   }});
+  s.report.tokens_per_step = static_cast<double>(in.job.batch()) * in.job.seq;
   if (o.output.json)
-    std::cout << search_json(s).dump() << "\n";
+    std::cout << plan::to_json(s.report).dump() << "\n";
   else
     print_search(s, in.job);
   // Nothing that fits found in the budget: as a plan that does not fit, exit 1.
-  return s.r.top.empty() ? exit_illegal : exit_ok;
+  return r.top.empty() ? exit_illegal : exit_ok;
 }
 
 }  // namespace

@@ -272,12 +272,13 @@ inline std::vector<job> plan_variants(const transformer& m, const job& base,
 /// the device's HBM, or why it does not run.
 inline std::pair<plan_choice, std::optional<estimate>> judge_plan(const transformer& m,
                                                                   const job& tried,
-                                                                  const cluster& c) {
+                                                                  const cluster& c,
+                                                                  const estimate_options& o = {}) {
   plan_choice ch;
   ch.tried = tried;
   std::optional<estimate> e;
   try {
-    e = estimate_job(m, tried, c);
+    e = estimate_job(m, tried, c, o);
   } catch (const config_error& why) {
     ch.why = why.what();
   }
@@ -308,14 +309,15 @@ inline void add_judged(plan_search_result& out, plan_choice ch, std::optional<es
   out.judged.push_back(std::move(ch));
 }
 
-/// Estimates each of `tries` (jobs of model `m` on cluster `c`) and picks the fastest that fits
-/// the device's HBM — or, none fitting, the one needing the least memory.
+/// Estimates each of `tries` (jobs of model `m` on cluster `c`, as `o` says) and picks the
+/// fastest that fits the device's HBM — or, none fitting, the one needing the least memory.
 inline plan_search_result judge_plans(
     const transformer& m, const std::vector<job>& tries, const cluster& c,
-    const std::function<void(std::size_t, std::size_t)>& progress = {}) {
+    const std::function<void(std::size_t, std::size_t)>& progress = {},
+    const estimate_options& o = {}) {
   plan_search_result out;
   for (const job& tried : tries) {
-    auto [ch, e] = judge_plan(m, tried, c);
+    auto [ch, e] = judge_plan(m, tried, c, o);
     add_judged(out, std::move(ch), std::move(e));
     if (progress) progress(out.judged.size(), tries.size());
   }

@@ -144,9 +144,10 @@ inline model_costs model_costs_of(const transformer& m, const job& j, const clus
 }
 
 /// A bound no plan of configuration `j` (its model priced as `k`) steps under: a pipeline rank's
-/// compute is at least its share of the model's work (and `rank_extra` seconds a micro-batch); the data-parallel collectives run inside
-/// the step, and outside the pipeline where nothing overlaps them; the optimizer follows. Each
-/// term at a rank's average holdings, which the busiest rank's are not below.
+/// compute is at least its share of the model's work (and `rank_extra` seconds a micro-batch); the
+/// data-parallel collectives run inside the step, and outside the pipeline where nothing overlaps
+/// them; the optimizer follows. Each term at a rank's average holdings, which the busiest rank's
+/// are not below.
 inline seconds step_bound(const job& j, const cluster& c, const model_costs& k,
                           double rank_extra = 0) {
   const double dense = k.dense_of(j.pp) / j.pp, expert = k.expert_params / j.pp;
@@ -269,7 +270,7 @@ inline bool block_recompute(const job& j) {
 /// left out (block is then uniform recomputation, judged on its own); one that fits recomputing
 /// all but one layer of each stage is judged so (the least memory block gives).
 inline plan_search_result judge_fewest_block(const transformer& m, const std::vector<job>& plans,
-                                             const cluster& c) {
+                                             const cluster& c, const estimate_options& o = {}) {
   plan_search_result out;
   for (const job& p : plans) {
     int most = 0;  // the most layers a stage holds
@@ -282,7 +283,7 @@ inline plan_search_result judge_fewest_block(const transformer& m, const std::ve
     const auto with = [&](int n) {
       job t = p;
       t.recompute_num_layers = n;
-      return judge_plan(m, t, c);
+      return judge_plan(m, t, c, o);
     };
     auto fewest = with(1);
     if (fewest.first.ran && !fewest.first.fits) {
@@ -515,12 +516,12 @@ class whole_plans {
 /// offers its best to `ranked`.
 inline void judge_asked(const transformer& m, const cluster& c, const configuration_space& sp,
                         const configuration_pool& pool, ranking& ranked,
-                        configuration_search_result& out) {
+                        configuration_search_result& out, const estimate_options& o) {
   const std::vector<configuration_candidate>& open = pool.open;
   const job& a = pool.asked;
   const auto asked = std::find_if(open.begin(), open.end(), [&](const configuration_candidate& x) {
-    return x.j.tp == a.tp && x.j.pp == a.pp && x.j.dp == a.dp && x.j.cp == a.cp &&
-           x.j.ep == a.ep && x.j.etp() == a.etp() && x.j.micro_batch_size == a.micro_batch_size &&
+    return x.j.tp == a.tp && x.j.pp == a.pp && x.j.dp == a.dp && x.j.cp == a.cp && x.j.ep == a.ep &&
+           x.j.etp() == a.etp() && x.j.micro_batch_size == a.micro_batch_size &&
            x.j.policy == a.policy && block_recompute(x.j) == block_recompute(a) &&
            x.j.sharding == a.sharding && x.j.recompute_modules == a.recompute_modules &&
            x.j.sequence_parallel == a.sequence_parallel;
@@ -534,7 +535,8 @@ inline void judge_asked(const transformer& m, const cluster& c, const configurat
   j.recompute_num_layers = a.recompute_num_layers;
   j.recompute_every = a.recompute_every;
   const plan_search_result r = judge_plans(
-      m, plan_variants(m, j, pool.priced.at(asked->key).pieces, sp.max_chunks, sp.runtime), c);
+      m, plan_variants(m, j, pool.priced.at(asked->key).pieces, sp.max_chunks, sp.runtime), c, {},
+      o);
   ++out.counts.screened;
   if (r.best)
     ranked.offer(static_cast<std::size_t>(asked - open.begin()), r.judged[*r.best], asked->bound);
@@ -560,21 +562,23 @@ void judge_configurations(const transformer& m, const cluster& c,
   };
   ranking ranked;
   whole_plans whole;
+  program_cache programs;  // the pipelines of each shape, made once
+  const estimate_options eo{.programs = &programs};
   const auto judge = [&](const configuration_candidate& x, std::vector<job> plans) {
     if (!x.fewest_block) {
-      plan_search_result r = judge_plans(m, plans, c);
+      plan_search_result r = judge_plans(m, plans, c, {}, eo);
       if (x.j.policy == recompute::none) whole.note(x.j, r);
       return r;
     }
     whole.drop_unbeaten(x.j, plans, ranked.nth(o.top));
-    return judge_fewest_block(m, plans, c);
+    return judge_fewest_block(m, plans, c, eo);
   };
   // Stops before a configuration that would likely end past `budget` (at the average so far).
   const auto out_of_time = [&](std::size_t done, double budget) {
     const double now = elapsed();
     return done > 0 && now + now / static_cast<double>(done) > budget;
   };
-  judge_asked(m, c, sp, pool, ranked, out);
+  judge_asked(m, c, sp, pool, ranked, out, eo);
   for (std::size_t i = 0; i < open.size() && !out_of_time(i, o.budget_s / 4); ++i) {
     if (open[i].bound >= ranked.nth(o.top)) break;
     const std::vector<job> plans = plans_for(open[i]);
@@ -623,11 +627,11 @@ void judge_configurations(const transformer& m, const cluster& c,
 /// with the experts' tensor parallelism below tp, ep x etp dividing tp x dp x cp), each
 /// micro-batch size that divides the job's global batch over dp, recomputation none, selective
 /// (the job's modules), full of every layer or of the first N of each stage (Megatron's block
-/// method, N the fewest that fit each plan), the distributed optimizer or FSDP; sequence parallelism with
-/// every tp > 1 (Megatron's rule for MoE layers, and never slower). The rest of the job — the
-/// global batch, the sequence, FP8, the overlaps, the runtime — stays as asked. Each surviving
-/// configuration's plans are `best_plan`'s; the `o.top` fastest that fit are returned with the
-/// counts. Throws `config_error` when no configuration splits the model, or none fits.
+/// method, N the fewest that fit each plan), the distributed optimizer or FSDP; sequence
+/// parallelism with every tp > 1 (Megatron's rule for MoE layers, and never slower). The rest of
+/// the job — the global batch, the sequence, FP8, the overlaps, the runtime — stays as asked. Each
+/// surviving configuration's plans are `best_plan`'s; the `o.top` fastest that fit are returned
+/// with the counts. Throws `config_error` when no configuration splits the model, or none fits.
 inline configuration_search_result search_configurations(const transformer& m, const job& asked,
                                                          const cluster& c,
                                                          const configuration_search_options& o) {

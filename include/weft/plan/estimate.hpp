@@ -5,8 +5,12 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <cmath>
+#include <map>
 #include <string>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include <weft/core/link.hpp>
@@ -57,6 +61,50 @@ struct estimate {
 /// What the estimate prices, each switch on by default; off, that part is left out — what it
 /// adds to the agreement with published runs (the planning benchmark's ablation,
 /// docs/planning.md).
+/// Pipelines generated and lowered, by what makes them — the schedule's name and the
+/// generator's arguments an estimate sets. A search estimates many jobs of one pipeline shape
+/// (sizes that change the costs, not the schedule); each is then generated and checked once.
+/// Not thread-safe: one per search.
+class program_cache {
+ public:
+  using made = std::pair<schedule, program>;
+  /// Bounded (a search's shapes are a few hundred, most small): past `most_pipelines` kept, or
+  /// `most_ops` ops in all (about 100 bytes each), it starts again rather than grow with the
+  /// pipelines' sizes.
+  explicit program_cache(std::size_t most_pipelines = 512,
+                         std::size_t most_ops = std::size_t{1} << 22)
+      : most_pipelines_(most_pipelines), most_ops_(most_ops) {}
+  /// Schedule `name` made with `a` (the registry's `generate`) and lowered, from the cache;
+  /// valid until the next call.
+  const made& get(const std::string& name, const generator_args& a) {
+    const p2p_options& p = a.p2p;
+    key k{name,
+          a.ranks,
+          a.micro,
+          a.chunks,
+          a.extra_warmup,
+          {p.megatron, p.blocking, p.overlap_p2p, p.multi_stream, p.log_allreduce,
+           p.async_log_allreduce}};
+    auto at = made_.find(k);
+    if (at != made_.end()) return at->second;
+    schedule s = generate(name, a);
+    program prog = lower(s);
+    if (made_.size() >= most_pipelines_ || ops_ + prog.size() > most_ops_) {
+      made_.clear();
+      ops_ = 0;
+    }
+    ops_ += prog.size();
+    return made_.emplace(std::move(k), made{std::move(s), std::move(prog)}).first->second;
+  }
+  std::size_t size() const noexcept { return made_.size(); }  ///< pipelines kept
+
+ private:
+  std::size_t most_pipelines_, most_ops_;
+  using key = std::tuple<std::string, int, int, int, bool, std::array<bool, 6>>;
+  std::map<key, made> made_;
+  std::size_t ops_ = 0;
+};
+
 struct estimate_options {
   /// A matmul's time from its shape: tiles and waves over the SMs, the memory's roof
   /// (perf/matmul.hpp). Off: every matmul at the device's sustained rate.
@@ -66,6 +114,8 @@ struct estimate_options {
   bool memory_bound = true;
   /// A pass takes at least its kernels' launches (`perf::launch_interval` each). Off: free.
   bool launches = true;
+  /// Where pipelines already made are kept (a search's); none: each estimate makes its own.
+  program_cache* programs = nullptr;
 };
 
 namespace detail {
@@ -926,8 +976,14 @@ inline estimate estimate_job(const transformer& m, const job& given, const clust
   a.transfers = true;
   a.p2p = detail::p2p_of(j);
   a.extra_warmup = j.overlap_moe_ep_comm;
-  out.sched = generate(schedule, a);
-  out.prog = lower(out.sched);
+  if (o.programs) {
+    const program_cache::made& made = o.programs->get(schedule, a);
+    out.sched = made.first;
+    out.prog = made.second;
+  } else {
+    out.sched = generate(schedule, a);
+    out.prog = lower(out.sched);
+  }
   const model_desc& md = out.sched.model;
   // Each stage on its rank (the schedule's placement), after the rank's earlier stages' layers.
   std::vector<int> layers_on(static_cast<std::size_t>(j.pp), 0);
