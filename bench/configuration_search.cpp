@@ -2,9 +2,12 @@
 // configuration") on the jobs its issue names — Llama 3 405B on 8192 H100s and DeepSeek-V3 on
 // 2048 H800s — and GPT-2 on 8 A100s, which it finishes: configurations considered per second,
 // the seconds taken, whether it finished, and how far below its best the unexplored bound is.
+// Then what making each pipeline shape once saves (`plan::program_cache`): every plan of one
+// 405B configuration estimated with its pipeline made afresh, and from a cache, side by side.
 //
 //   configuration_search [BUDGET_S] [REPEATS]   defaults 8 s and 3 runs; medians printed
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -12,6 +15,7 @@
 
 #include "published.hpp"
 
+#include <weft/plan/best.hpp>
 #include <weft/plan/configurations.hpp>
 #include <weft/plan/hf_config.hpp>
 
@@ -73,5 +77,37 @@ int main(int argc, char** argv) {
                 last.complete ? "yes" : "no", best, bound,
                 best > 0 ? 100 * (1 - bound / best) : 0.0);
   }
+  // Llama 3 405B as Meta ran it on 8192 H100s (tp 8, pp 16, dp 64): its plans' estimates.
+  const transformer m =
+      read_hf_config(read_file(std::string(WEFT_TEST_DATA) + "/hf/llama-3.1-405b.json")).model;
+  const cluster& c = *find_cluster("h100-sxm");
+  job j;
+  j.tp = 8;
+  j.pp = 16;
+  j.dp = 64;
+  j.sequence_parallel = true;
+  j.global_batch_size = 2048;
+  j.seq = 8192;
+  std::vector<job> plans;
+  for (const plan_choice& x : best_plan(m, j, c).judged)
+    if (x.ran) plans.push_back(x.tried);
+  using clock = std::chrono::steady_clock;
+  program_cache programs;
+  const auto pass = [&](const estimate_options& o) {
+    const auto t0 = clock::now();
+    for (const job& p : plans) (void)estimate_job(m, p, c, o);
+    return std::chrono::duration<double>(clock::now() - t0).count() /
+           static_cast<double>(plans.size());
+  };
+  (void)pass({.programs = &programs});  // the cache filled
+  std::vector<double> fresh, cached;
+  for (int k = 0; k < repeats; ++k) {
+    fresh.push_back(pass({}));
+    cached.push_back(pass({.programs = &programs}));
+  }
+  std::printf(
+      "\nan estimate of Llama 3 405B (tp 8, pp 16, dp 64; %zu plans): %.2f ms with its "
+      "pipeline made afresh, %.2f ms from the cache (%.2fx)\n",
+      plans.size(), 1e3 * median(fresh), 1e3 * median(cached), median(fresh) / median(cached));
   return 0;
 }

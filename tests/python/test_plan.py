@@ -231,8 +231,8 @@ def test_choose_keeps_to_a_runtime_and_a_recompute_method():
     uniform = weft.choose(model=GPT2, cluster="a100-80g", devices=8, budget_s=600,
                           global_batch_size=64, seq_length=1024, recompute="full",
                           recompute_method="uniform", recompute_num_layers=1, top=3)
-    assert all(x["recompute"] == "full" and x["recompute_num_layers"] is None
-               for x in uniform["top"])
+    assert uniform["top"] and all(x["recompute"] == "full" and x["recompute_num_layers"] is None
+                                  for x in uniform["top"])
 
 
 def test_choose_refuses_what_it_cannot_search():

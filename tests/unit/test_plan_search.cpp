@@ -182,8 +182,7 @@ TEST_CASE("the search's bound is below every plan of the configuration") {
       none.recompute_num_layers = 0;
       const detail::model_costs k = detail::model_costs_of(m, none, c);
       REQUIRE(k.least_forward > 0);
-      const seconds bound =
-          detail::step_bound(b, c, k, k.least_forward * std::max(pp - 1, 1) / pp);
+      const seconds bound = detail::step_bound(b, c, k, k.least_forward * std::max(pp - 1, 1) / pp);
       CHECK(bound > detail::step_bound(none, c, k));
       for (const plan_choice& x : best_plan(m, b, c).judged)
         if (x.ran) CHECK(bound <= x.step);
@@ -287,9 +286,15 @@ TEST_CASE("block recomputation: the fewest first layers of each stage that fit")
   CHECK(joined(*flags).find("--recompute-granularity full --recompute-method block "
                             "--recompute-num-layers " +
                             std::to_string(fewest)) != std::string::npos);
+  // Every plan considered is accounted for once: block recomputation's passed over with the
+  // bound's.
+  const configuration_counts& n = r.counts;
+  REQUIRE(r.complete);
+  CHECK(n.considered == n.pruned_sizes + n.pruned_memory + n.pruned_bound + n.plans);
   o.space.runtime = runs_on::torchtitan;
-  for (const configuration_choice& x : search_configurations(m, base, c, o).top)
-    CHECK(!detail::block_recompute(x.best.tried));
+  const configuration_search_result titan = search_configurations(m, base, c, o);
+  REQUIRE(!titan.top.empty());
+  for (const configuration_choice& x : titan.top) CHECK(!detail::block_recompute(x.best.tried));
   // The method kept: uniform alone recomputes every layer; block with its N kept.
   o.space.runtime = runs_on::any;
   o.space.recompute_method = "uniform";
@@ -307,10 +312,70 @@ TEST_CASE("block recomputation: the fewest first layers of each stage that fit")
   o.top = 50;
   job short_seq = base;
   short_seq.seq = 4096;
-  for (const configuration_choice& x : search_configurations(m, short_seq, c, o).top) {
+  const configuration_search_result whole = search_configurations(m, short_seq, c, o);
+  REQUIRE(whole.top.size() >= 3);
+  for (const configuration_choice& x : whole.top) {
     CAPTURE(joined(weft_flags(x.best.tried)));
     CHECK(!detail::block_recompute(x.best.tried));
   }
+}
+
+TEST_CASE("block recomputation on a pipeline: the plan a brute force over every N finds") {
+  // Two pipeline ranks, 16k tokens: each plan Megatron runs (1F1B, interleaved with its chunk
+  // counts and layouts) at every N; the search's choice is the fastest that fits of them all.
+  const transformer m = model("llama-3.1-8b");
+  const cluster& c = *find_cluster("h100-sxm");
+  job base;
+  base.pp = 2;
+  base.dp = 4;
+  base.global_batch_size = 64;
+  base.seq = 16384;
+  base.sharding = dp_sharding::optim_grads_params;
+  configuration_search_options o;
+  o.budget_s = 600;
+  o.top = 1;
+  o.space.tp = o.space.cp = o.space.micro_batch_size = 1;
+  o.space.pp = 2;
+  o.space.policy = recompute::full;
+  o.space.recompute_method = "block";
+  o.space.sharding = dp_sharding::optim_grads_params;
+  std::optional<double> best;
+  for (int n = 1; n < m.layers; ++n) {
+    job b = base;
+    b.policy = recompute::full;
+    b.recompute_method = "block";
+    b.recompute_num_layers = n;
+    for (const plan_choice& x : best_plan(m, b, c).judged)
+      if (x.fits && (!best || x.step.count() < *best)) best = x.step.count();
+  }
+  REQUIRE(best);
+  const configuration_search_result r = search_configurations(m, base, c, o);
+  REQUIRE(r.top.size() == 1);
+  CHECK(detail::block_recompute(r.top.front().best.tried));
+  CHECK(r.top.front().best.step.count() == doctest::Approx(*best).epsilon(1e-12));
+  const configuration_counts& n = r.counts;
+  CHECK(n.considered == n.pruned_sizes + n.pruned_memory + n.pruned_bound + n.plans);
+}
+
+TEST_CASE("block recomputation kept without its N: stages of one layer recompute it") {
+  // GPT-2's 12 layers over 12 pipeline ranks, one a stage: block recomputation of the first
+  // layer is every layer's. Kept as the only form, the search judges it so (it once left such
+  // plans out, as uniform recomputation's, and found nothing).
+  const transformer m = model("gpt2");
+  job j;
+  j.pp = 12;
+  j.global_batch_size = 12;
+  j.seq = 1024;
+  configuration_search_options o;
+  o.budget_s = 600;
+  o.top = 1;
+  o.space.pp = 12;
+  o.space.policy = recompute::full;
+  o.space.recompute_method = "block";
+  o.space.max_chunks = 1;
+  const configuration_search_result r = search_configurations(m, j, *find_cluster("a100-80g"), o);
+  REQUIRE(r.top.size() == 1);
+  CHECK(recompute_text(r.top.front().best.tried) == "block 1");
 }
 
 TEST_CASE("the experts' tensor parallelism is searched: tp's, or folded below it") {
@@ -474,9 +539,11 @@ TEST_CASE("the configuration search's errors name what is wrong") {
   fails(overlapped, a100, o, "--runtime torchtitan runs none of the configurations of 8 devices");
   o.space.pp = 1;  // without a pipeline, too (its one plan was once taken as every runtime's)
   fails(overlapped, a100, o, "--runtime torchtitan runs none of the configurations of 8 devices");
-  o.space.runtime = runs_on::any;
-  for (const configuration_choice& x : search_configurations(m, overlapped, a100, o).top)
-    CHECK(x.best.tried.tp_comm_overlap);
+  o.space.runtime = runs_on::any;  // Megatron's code runs them
+  const configuration_search_result any = search_configurations(m, overlapped, a100, o);
+  REQUIRE(!any.top.empty());
+  for (const configuration_choice& x : any.top)
+    CHECK(runtime_for(x.best.tried).starts_with("Megatron-LM"));
 }
 
 TEST_CASE("a job's flags plan the same job again") {

@@ -61,10 +61,14 @@ struct configuration_counts {
   /// Every combination of the sizes, micro-batch size, recompute and sharding, each with every
   /// schedule, chunk count and layout `best_plan` judges for it
   long long considered = 0;
-  long long sizings = 0;  ///< of which the combinations without the schedule's choices
+  /// Of which the combinations without the schedule's choices (and those whose plans the
+  /// runtime runs none of, which `considered` leaves out)
+  long long sizings = 0;
   /// Of `considered`: the model or the batch does not split so (Megatron refuses), the model
   /// states alone overflow the device's memory, the lower bound is no better than the N-th best
-  /// found, left when the budget ran out.
+  /// found (or, for block recomputation, a plan that fits with nothing recomputed, cannot beat
+  /// it so, or whose stages hold a layer each: uniform recomputation's), left when the budget
+  /// ran out.
   long long pruned_sizes = 0, pruned_memory = 0, pruned_bound = 0, unexplored = 0;
   long long simulated = 0;  ///< of `sizings`: those whose plans were estimated
   long long screened = 0;   ///< of `sizings`: those first estimated with one frugal plan
@@ -267,26 +271,29 @@ inline bool block_recompute(const job& j) {
 /// recomputation) with the fewest layers of each stage recomputed that fit the device's memory,
 /// found by bisection: more layers recomputed keep fewer activations and cost more compute, so
 /// the fewest that fit is the plan's fastest. A plan whose stages hold one layer at most is
-/// left out (block is then uniform recomputation, judged on its own); one that fits recomputing
-/// all but one layer of each stage is judged so (the least memory block gives).
+/// left out where uniform recomputation is judged on its own (`uniform_judged`: block is then
+/// the same); one that does not fit recomputing all but one layer of each stage is judged so
+/// (the least memory block gives).
 inline plan_search_result judge_fewest_block(const transformer& m, const std::vector<job>& plans,
-                                             const cluster& c, const estimate_options& o = {}) {
+                                             const cluster& c, const estimate_options& o = {},
+                                             bool uniform_judged = true) {
   plan_search_result out;
   for (const job& p : plans) {
-    int most = 0;  // the most layers a stage holds
+    int most = 0;  // the most layers a stage holds, MTP layers too (`layer_policy` counts them)
     try {
-      for (const layout_stage& st : stages_of(m, p).stages) most = std::max(most, st.layers);
+      for (const layout_stage& st : stages_of(m, p).stages)
+        most = std::max(most, st.layers + st.mtp);
     } catch (const config_error&) {
-      most = 2;  // the estimate says why it does not run
+      most = 1;  // the estimate says why it does not run
     }
-    if (most < 2) continue;
+    if (most < 2 && uniform_judged) continue;
     const auto with = [&](int n) {
       job t = p;
       t.recompute_num_layers = n;
       return judge_plan(m, t, c, o);
     };
     auto fewest = with(1);
-    if (fewest.first.ran && !fewest.first.fits) {
+    if (most > 2 && fewest.first.ran && !fewest.first.fits) {
       auto most_kept = with(most - 1);
       if (most_kept.first.fits) {
         // Invariant: `lo` layers overflow, `most_kept`'s fit.
@@ -367,13 +374,13 @@ inline configuration_pool open_configurations(const transformer& m, const job& b
                   : std::vector<dp_sharding>{dp_sharding::optim, dp_sharding::optim_grads_params};
   // A configuration's model priced once per key: pieces and work as `key.policy` keeps layers.
   const auto costs_of = [&](const costing_key& key, const job& of) -> const model_costs& {
-    auto at = priced.find(key);
-    if (at == priced.end()) {
+    auto at = pool.priced.find(key);  // (a lambda captures no structured binding before C++20's)
+    if (at == pool.priced.end()) {
       job j = of;
       j.policy = key.policy;
       j.recompute_method.clear();
       j.recompute_num_layers = 0;
-      at = priced.emplace(key, model_costs_of(m, j, c)).first;
+      at = pool.priced.emplace(key, model_costs_of(m, j, c)).first;
     }
     return at->second;
   };
@@ -564,14 +571,24 @@ void judge_configurations(const transformer& m, const cluster& c,
   whole_plans whole;
   program_cache programs;  // the pipelines of each shape, made once
   const estimate_options eo{.programs = &programs};
-  const auto judge = [&](const configuration_candidate& x, std::vector<job> plans) {
+  const std::vector<recompute_form> forms = recompute_forms(sp);
+  const bool uniform_judged = std::any_of(forms.begin(), forms.end(), [](const auto& f) {
+    return f.policy == recompute::full && !f.block;
+  });
+  // Judges configuration `x` with `plans`; `passed_over`: those block recomputation leaves
+  // unjudged (they cannot make it a choice).
+  const auto judge = [&](const configuration_candidate& x, std::vector<job> plans,
+                         long long& passed_over) {
     if (!x.fewest_block) {
       plan_search_result r = judge_plans(m, plans, c, {}, eo);
       if (x.j.policy == recompute::none) whole.note(x.j, r);
       return r;
     }
+    const std::size_t given = plans.size();
     whole.drop_unbeaten(x.j, plans, ranked.nth(o.top));
-    return judge_fewest_block(m, plans, c, eo);
+    plan_search_result r = judge_fewest_block(m, plans, c, eo, uniform_judged);
+    passed_over += static_cast<long long>(given - r.judged.size());
+    return r;
   };
   // Stops before a configuration that would likely end past `budget` (at the average so far).
   const auto out_of_time = [&](std::size_t done, double budget) {
@@ -586,7 +603,8 @@ void judge_configurations(const transformer& m, const cluster& c,
     // its interleaved schedule, whose chunks may not divide the layers).
     const job* frugal = frugal_plan(plans);
     if (!frugal) continue;
-    const plan_search_result r = judge(open[i], {*frugal});
+    long long ignored = 0;  // screening counts no plans
+    const plan_search_result r = judge(open[i], {*frugal}, ignored);
     ++out.counts.screened;
     if (r.best) ranked.offer(i, r.judged[*r.best], open[i].bound);
   }
@@ -606,7 +624,7 @@ void judge_configurations(const transformer& m, const cluster& c,
       out.least_unexplored = cand.bound;
       break;
     }
-    const plan_search_result r = judge(cand, plans_for(cand));
+    const plan_search_result r = judge(cand, plans_for(cand), out.counts.pruned_bound);
     ++done;
     ++out.counts.simulated;
     if (o.progress) o.progress(out.counts.simulated);
@@ -656,12 +674,15 @@ inline configuration_search_result search_configurations(const transformer& m, c
   detail::configuration_pool pool = detail::open_configurations(m, base, c, o.space, batch, out);
   const std::vector<detail::configuration_candidate>& open = pool.open;
   if (open.empty() && out.counts.considered == 0 && pool.unrun > 0)
-    throw config_error("--runtime " +
-                       std::string(runs_on_names[static_cast<std::size_t>(o.space.runtime)]) +
-                       " runs none of the configurations of " + std::to_string(out.devices) +
-                       " devices the space leaves open (torchtitan runs no Megatron-only "
-                       "feature: --tp-comm-overlap, the experts' tp below tp, block "
-                       "recomputation)");
+    throw config_error(
+        "--runtime " + std::string(runs_on_names[static_cast<std::size_t>(o.space.runtime)]) +
+        " runs none of the configurations of " + std::to_string(out.devices) +
+        " devices the space leaves open" +
+        (o.space.runtime == runs_on::torchtitan
+             ? " (torchtitan runs none of Megatron's own features: --tp-comm-overlap, the "
+               "experts' tp below tp, block recomputation, the combined 1F1B)"
+             : " (Megatron's combined 1F1B needs its interleaved schedule, with micro-batches "
+               "a multiple of the pipeline ranks)"));
   if (open.empty())
     throw config_error(
         out.counts.pruned_memory == 0

@@ -9,7 +9,6 @@
 #include <cmath>
 #include <map>
 #include <string>
-#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -58,11 +57,8 @@ struct estimate {
   std::vector<rank_breakdown> breakdown;  ///< per pipeline rank, where its step goes
 };
 
-/// What the estimate prices, each switch on by default; off, that part is left out — what it
-/// adds to the agreement with published runs (the planning benchmark's ablation,
-/// docs/planning.md).
 /// Pipelines generated and lowered, by what makes them — the schedule's name and the
-/// generator's arguments an estimate sets. A search estimates many jobs of one pipeline shape
+/// generator's arguments. A search estimates many jobs of one pipeline shape
 /// (sizes that change the costs, not the schedule); each is then generated and checked once.
 /// Not thread-safe: one per search.
 class program_cache {
@@ -78,13 +74,18 @@ class program_cache {
   /// valid until the next call.
   const made& get(const std::string& name, const generator_args& a) {
     const p2p_options& p = a.p2p;
-    key k{name,
-          a.ranks,
-          a.micro,
-          a.chunks,
-          a.extra_warmup,
-          {p.megatron, p.blocking, p.overlap_p2p, p.multi_stream, p.log_allreduce,
-           p.async_log_allreduce}};
+    const overlap_options& v = a.overlap;
+    key k{name, {a.ranks,           a.micro,
+                 a.layers,          a.stages.bits,
+                 a.transfers,       v.pair_forward_backward,
+                 v.split_dw,        v.self_overlap,
+                 v.pipeline_splits, v.multi_stream_all_to_all,
+                 a.splits,          a.pieces,
+                 p.megatron,        p.blocking,
+                 p.overlap_p2p,     p.multi_stream,
+                 p.log_allreduce,   p.async_log_allreduce,
+                 a.chunks,          a.extra_warmup,
+                 a.nanopipe}};
     auto at = made_.find(k);
     if (at != made_.end()) return at->second;
     schedule s = generate(name, a);
@@ -100,11 +101,14 @@ class program_cache {
 
  private:
   std::size_t most_pipelines_, most_ops_;
-  using key = std::tuple<std::string, int, int, int, bool, std::array<bool, 6>>;
+  using key = std::pair<std::string, std::array<int, 21>>;  // every argument, in order
   std::map<key, made> made_;
   std::size_t ops_ = 0;
 };
 
+/// What the estimate prices, each switch on by default; off, that part is left out — what it
+/// adds to the agreement with published runs (the planning benchmark's ablation,
+/// docs/planning.md).
 struct estimate_options {
   /// A matmul's time from its shape: tiles and waves over the SMs, the memory's roof
   /// (perf/matmul.hpp). Off: every matmul at the device's sustained rate.
