@@ -104,7 +104,7 @@ TEST_CASE("the configuration search finds the fastest configuration a brute forc
     CHECK(x.tried.devices() == 8);
     if (i > 0) CHECK(r.top[i - 1].best.step <= x.step);
     CHECK(estimate_job(m, x.tried, c).step == x.step);
-    CHECK(r.top[i].bound <= x.step);
+    CHECK(r.top[i].bound.count() <= x.step.count() * (1 + 1e-12));  // equal where comm binds
   }
   // Every configuration considered is accounted for once.
   const configuration_counts& n = r.counts;

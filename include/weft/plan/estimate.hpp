@@ -798,8 +798,12 @@ inline seconds overlapped_exposure(seconds comm, double buckets, seconds idle, s
 /// --grad-reduce-in-bf16) and the parameters all-gathered in bf16 (the layers' in FP8 with
 /// --fp8-param-gather) over the
 /// data-parallel ranks (the experts' over theirs), each at the bus bandwidth its size reaches
-/// (inside a node; across nodes the NICs'); FSDP gathers the parameters twice, before each
-/// layer's forward and again before its backward, and none after the step.
+/// (inside a node; across nodes the NICs'); FSDP gathers the parameters twice for every
+/// micro-batch, before each layer's forward and again before its backward, reduce-scatters the
+/// gradients after every micro-batch's backward, and gathers none after the step —
+/// Megatron-FSDP's `optim_grads_params` ("gradient reduction occurs on every backward
+/// propagation"; each module's parameters released after its forward), and torchtitan's FSDP2
+/// without a pipeline (with one, it keeps them gathered between micro-batches: fewer).
 struct dp_traffic {
   seconds reduce{0}, gather{0};
 };
@@ -813,12 +817,13 @@ inline dp_traffic dp_traffic_of(const job& j, const cluster& c, double dense, do
   const auto edp_link = [&](double bytes) {
     return collective_link(c, j.expert_dp(), static_cast<long long>(j.etp()) * j.ep, bytes);
   };
-  const double gathers = j.sharding == dp_sharding::optim_grads_params ? 2 : 1;
+  const bool fsdp = j.sharding == dp_sharding::optim_grads_params;
+  const double micro = fsdp ? static_cast<double>(j.micro()) : 1, gathers = fsdp ? 2 * micro : 1;
   const state_bytes b = states_of(j), edges = states_of(j, false);
   const double grads = dense * b.gradients, experts = expert * b.gradients;
   const double weights = (dense - edge) * b.weights + edge * edges.weights;
-  return {collective::ring_reduce_scatter(dp_link(grads), d, grads) +
-              collective::ring_reduce_scatter(edp_link(experts), ed, experts),
+  return {micro * (collective::ring_reduce_scatter(dp_link(grads), d, grads) +
+                   collective::ring_reduce_scatter(edp_link(experts), ed, experts)),
           gathers *
               (collective::ring_all_gather(dp_link(weights), d, weights) +
                collective::ring_all_gather(edp_link(expert * b.weights), ed, expert * b.weights))};
@@ -877,10 +882,11 @@ inline void add_data_parallel(estimate& out, const job& j, const cluster& c,
     const double s = c.overlap.compute_slowdown;
     if (fsdp) {  // FSDP overlaps both, a layer ahead, beside the rank's compute and in its
                  // waits (the pipeline's bubbles) until its last compute ends; a layer's worth
-                 // is left for its tail, or what the step is too short to cover — so more
-                 // micro-batches never shorten the step
+                 // of one micro-batch is left for its tail, or what the step is too short to
+                 // cover — so more micro-batches never shorten the step
       const seconds until_last = out.time.makespan - windows.tail[r];
-      exposed = overlapped_exposure(exposed, layers, windows.tail[r], until_last, s);
+      exposed = overlapped_exposure(exposed, layers * static_cast<double>(j.micro()),
+                                    windows.tail[r], until_last, s);
     } else {  // Megatron's buckets, each launched as soon as it can be: its dense and expert
               // parameters in buffers of their own
       const double bucket = ddp_bucket_parameters(dp_ranks);
