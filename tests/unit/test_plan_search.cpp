@@ -82,6 +82,26 @@ std::optional<double> brute_force(const transformer& m, const job& base, const c
   return best;
 }
 
+/// Llama 3.1 8B on 8 H100s with `pp` pipeline ranks, 64 sequences of 16k tokens a step: with
+/// nothing recomputed it overflows the device, with every layer recomputed it fits. The search
+/// keeps tp, cp, pp and the micro-batch size (1) and looks for the one best configuration.
+struct memory_bound {
+  transformer m = model("llama-3.1-8b");
+  const cluster& c = *find_cluster("h100-sxm");
+  job base;
+  configuration_search_options o;
+  explicit memory_bound(int pp) {
+    base.pp = pp;
+    base.dp = 8 / pp;
+    base.global_batch_size = 64;
+    base.seq = 16384;
+    o.budget_s = 600;
+    o.top = 1;
+    o.space.tp = o.space.cp = o.space.micro_batch_size = 1;
+    o.space.pp = pp;
+  }
+};
+
 }  // namespace
 
 TEST_CASE("the configuration search finds the fastest configuration a brute force finds") {
@@ -238,16 +258,11 @@ TEST_CASE("block recomputation: the fewest first layers of each stage that fit")
   // recomputed overflows, every layer recomputed fits. Megatron's block method recomputes the
   // first N layers; the search must find the plan a brute force over every N finds, and that N
   // must be the fewest that fit (more keep fewer activations and cost more compute).
-  const transformer m = model("llama-3.1-8b");
-  const cluster& c = *find_cluster("h100-sxm");
-  job base;
-  base.dp = 8;
-  base.global_batch_size = 64;
-  base.seq = 16384;
-  configuration_search_options o;
-  o.budget_s = 600;
-  o.top = 1;
-  o.space.tp = o.space.cp = o.space.pp = o.space.micro_batch_size = 1;
+  memory_bound setup(1);
+  const transformer& m = setup.m;  // (named, not bound: lambdas capture them)
+  const cluster& c = setup.c;
+  const job& base = setup.base;
+  configuration_search_options& o = setup.o;
   o.space.sharding = dp_sharding::optim_grads_params;
   const auto peak = [&](const job& j) {
     const estimate e = estimate_job(m, j, c);
@@ -323,19 +338,12 @@ TEST_CASE("block recomputation: the fewest first layers of each stage that fit")
 TEST_CASE("block recomputation on a pipeline: the plan a brute force over every N finds") {
   // Two pipeline ranks, 16k tokens: each plan Megatron runs (1F1B, interleaved with its chunk
   // counts and layouts) at every N; the search's choice is the fastest that fits of them all.
-  const transformer m = model("llama-3.1-8b");
-  const cluster& c = *find_cluster("h100-sxm");
-  job base;
-  base.pp = 2;
-  base.dp = 4;
-  base.global_batch_size = 64;
-  base.seq = 16384;
+  memory_bound setup(2);
+  const transformer& m = setup.m;
+  const cluster& c = setup.c;
+  job& base = setup.base;
+  configuration_search_options& o = setup.o;
   base.sharding = dp_sharding::optim_grads_params;
-  configuration_search_options o;
-  o.budget_s = 600;
-  o.top = 1;
-  o.space.tp = o.space.cp = o.space.micro_batch_size = 1;
-  o.space.pp = 2;
   o.space.policy = recompute::full;
   o.space.recompute_method = "block";
   o.space.sharding = dp_sharding::optim_grads_params;
