@@ -764,6 +764,28 @@ TEST_CASE("FP8 current scaling reads each cast tensor once more, for its amax") 
         doctest::Approx(4 * (T / 2 * h + T * 512 + T / 2 * h + T * 2048)));
   CHECK(cast_bytes(sp.backward) ==
         doctest::Approx(4 * (T * 1536 + T / 2 * h + T * 2048 + T / 2 * h)));
+  // Cast before its gather, each such tensor takes one scale on every tensor-parallel rank: a
+  // scalar all-reduce (max) of its amax over the group, serial — qkv's and fc1's inputs in
+  // the forward, the out projection's and fc2's gradients in the backward (Transformer
+  // Engine's amax_reduction_group). Delayed scaling reduces none; nor does a job without
+  // sequence parallelism, which gathers nothing.
+  job tp2 = with_megatron_forms(m, delayed);
+  tp2.tp = 2;
+  tp2.sequence_parallel = true;
+  job tp2_current = tp2;
+  tp2_current.fp8_current_scaling = true;
+  const auto comm = [&](const job& x) { return detail::layer_comm_of(m, x, c, 0); };
+  const weft::link_model two = collective_link(c, 2, 1, 4);
+  const double reduce = 2 * (2 - 1) * two.alpha.count() + 2 * (2 - 1) / 2.0 * 4 * two.beta.count();
+  CHECK(reduce > 0);
+  CHECK((comm(tp2_current).tp - comm(tp2).tp).count() == doctest::Approx(2 * reduce));
+  CHECK((comm(tp2_current).tp_backward - comm(tp2).tp_backward).count() ==
+        doctest::Approx(2 * reduce));
+  job whole = tp2_current;
+  whole.sequence_parallel = false;
+  job whole_delayed = tp2;
+  whole_delayed.sequence_parallel = false;
+  CHECK(comm(whole).tp == comm(whole_delayed).tp);
 
   // Only per-tensor recipes scale so: DeepSeek's blockwise tiles have their own.
   job tiles;

@@ -325,8 +325,26 @@ inline layer_comm layer_comm_of(const transformer& m, const job& j, const cluste
     out.regather = gather(read);
     if (!m.is_moe_layer(l) || m.moe.shared_ffn > 0) out.regather += gather(gathered);
   }
-  const seconds tp_comm = attention_block + (m.is_moe_layer(l) ? moe_block : block);
-  out.tp_backward = tp_comm + out.regather;
+  // FP8 current scaling under sequence parallelism: a column-parallel linear's input and a
+  // row-parallel one's output gradient are cast before they are gathered, with one scale on
+  // every tensor-parallel rank — a scalar all-reduce (max) of the amax over the group that the
+  // cast waits for (Transformer Engine's Float8CurrentScalingQuantizer with an
+  // amax_reduction_group: linear.py, layernorm_linear.py, layernorm_mlp.py). Forward: the
+  // attention's column-parallel inputs (latent attention's two up projections) and a dense or
+  // shared MLP's fc1; backward: the output projection's and fc2's output gradients. The routed
+  // experts' linears take no tensor-parallel group. (A selectively recomputed MLP's cast, and
+  // its reduction, are not priced again.)
+  seconds amax_forward{0}, amax_backward{0};
+  if (sp && j.fp8 != fp8_recipe::none && j.fp8_current_scaling) {
+    constexpr double scalar = 4;  // one fp32 amax
+    const seconds amax =
+        collective::ring_all_reduce(collective_link(c, j.tp, 1, scalar), j.tp, scalar);
+    const double mlp = !m.is_moe_layer(l) || m.moe.shared_ffn > 0 ? 1 : 0;
+    amax_forward = amax * ((m.mla.active() ? 2 : 1) + mlp);
+    amax_backward = amax * (1 + mlp);
+  }
+  const seconds tp_comm = attention_block + (m.is_moe_layer(l) ? moe_block : block) + amax_forward;
+  out.tp_backward = tp_comm - amax_forward + out.regather + amax_backward;
   out.total += tp_comm;
   out.recomputed += tp_comm;
   out.tp = tp_comm;
