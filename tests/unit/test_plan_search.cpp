@@ -309,7 +309,7 @@ TEST_CASE("block recomputation: the fewest first layers of each stage that fit")
   o.space.runtime = runs_on::torchtitan;
   const configuration_search_result titan = search_configurations(m, base, c, o);
   REQUIRE(!titan.top.empty());
-  for (const configuration_choice& x : titan.top) CHECK(!detail::block_recompute(x.best.tried));
+  for (const configuration_choice& x : titan.top) CHECK(!block_recompute(x.best.tried));
   // The method kept: uniform alone recomputes every layer; block with its N kept.
   o.space.runtime = runs_on::any;
   o.space.recompute_method = "uniform";
@@ -331,7 +331,7 @@ TEST_CASE("block recomputation: the fewest first layers of each stage that fit")
   REQUIRE(whole.top.size() >= 3);
   for (const configuration_choice& x : whole.top) {
     CAPTURE(joined(weft_flags(x.best.tried)));
-    CHECK(!detail::block_recompute(x.best.tried));
+    CHECK(!block_recompute(x.best.tried));
   }
 }
 
@@ -359,7 +359,7 @@ TEST_CASE("block recomputation on a pipeline: the plan a brute force over every 
   REQUIRE(best);
   const configuration_search_result r = search_configurations(m, base, c, o);
   REQUIRE(r.top.size() == 1);
-  CHECK(detail::block_recompute(r.top.front().best.tried));
+  CHECK(block_recompute(r.top.front().best.tried));
   CHECK(r.top.front().best.step.count() == doctest::Approx(*best).epsilon(1e-12));
   const configuration_counts& n = r.counts;
   CHECK(n.considered == n.pruned_sizes + n.pruned_memory + n.pruned_bound + n.plans);

@@ -263,10 +263,6 @@ inline bool splits_so(const transformer& m, const job& j, long long batch) {
   return true;
 }
 
-inline bool block_recompute(const job& j) {
-  return j.policy == recompute::full && j.recompute_method == "block";
-}
-
 /// Judges each of `plans` (jobs of model `m` on cluster `c` with Megatron's block
 /// recomputation) with the fewest layers of each stage recomputed that fit the device's memory,
 /// found by bisection: more layers recomputed keep fewer activations and cost more compute, so
@@ -367,14 +363,13 @@ inline configuration_pool open_configurations(const transformer& m, const job& b
                                               long long batch, configuration_search_result& out) {
   configuration_pool pool;
   pool.asked = base;
-  auto& [asked, priced, variants, open, unrun] = pool;
   const std::vector<recompute_form> forms = recompute_forms(sp);
   const std::vector<dp_sharding> shardings =
       sp.sharding ? std::vector<dp_sharding>{*sp.sharding}
                   : std::vector<dp_sharding>{dp_sharding::optim, dp_sharding::optim_grads_params};
   // A configuration's model priced once per key: pieces and work as `key.policy` keeps layers.
   const auto costs_of = [&](const costing_key& key, const job& of) -> const model_costs& {
-    auto at = pool.priced.find(key);  // (a lambda captures no structured binding before C++20's)
+    auto at = pool.priced.find(key);
     if (at == pool.priced.end()) {
       job j = of;
       j.policy = key.policy;
@@ -426,11 +421,12 @@ inline configuration_pool open_configurations(const transformer& m, const job& b
                   const bool splits = splits_so(m, j, batch);
                   // The plans a pipeline of pp ranks has (the same for every size beside it
                   // that the same code runs).
-                  const auto [at, fresh] = variants.try_emplace({pp, j.micro(), megatron_only(j)});
+                  const auto [at, fresh] =
+                      pool.variants.try_emplace({pp, j.micro(), megatron_only(j)});
                   if (fresh) at->second = static_cast<long long>(plans_of(m, j, c, sp).size());
                   const long long plans = at->second;
                   if (plans == 0) {  // the runtime runs none of its plans
-                    ++unrun;
+                    ++pool.unrun;
                     continue;
                   }
                   out.counts.considered += plans;
@@ -451,8 +447,8 @@ inline configuration_pool open_configurations(const transformer& m, const job& b
                   const costing_key whole{tp, cp, ep, etp, mbs, recompute::none};
                   const model_costs& w = form.block ? costs_of(whole, j) : k;
                   const double again = form.block ? w.least_forward * std::max(pp - 1, 1) / pp : 0;
-                  open.push_back({j, step_bound(j, c, w, again), form.block ? whole : key, plans,
-                                  form.block && form.layers == 0});
+                  pool.open.push_back({j, step_bound(j, c, w, again), form.block ? whole : key,
+                                       plans, form.block && form.layers == 0});
                 }
   return pool;
 }

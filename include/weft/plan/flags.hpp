@@ -100,15 +100,13 @@ inline constexpr std::array<std::string_view, 3> runs_on_names{"any", "megatron"
 /// userbuffers in its layers, full recomputation of the first N layers of each stage (its
 /// block method; torchtitan's counts every N-th layer).
 inline bool megatron_only(const job& j) {
-  return j.etp() != j.tp || j.tp_comm_overlap ||
-         (j.policy == recompute::full && j.recompute_method == "block");
+  return j.etp() != j.tp || j.tp_comm_overlap || block_recompute(j);
 }
 
 /// Job `j`'s recomputation in a word or two: none, selective, full — or "block N", full
 /// recomputation of the first N layers of each stage.
 inline std::string recompute_text(const job& j) {
-  if (j.policy == recompute::full && j.recompute_method == "block")
-    return "block " + std::to_string(j.recompute_num_layers);
+  if (block_recompute(j)) return "block " + std::to_string(j.recompute_num_layers);
   return std::string(recompute_names[static_cast<std::size_t>(j.policy)]);
 }
 
@@ -161,7 +159,7 @@ inline std::optional<std::vector<std::string>> megatron_arguments(const job& j) 
         std::string(recompute_names[static_cast<std::size_t>(j.policy)]));
   if (j.policy == recompute::full) {  // Megatron asks how: every layer, each on its own, or
                                       // the first N of each stage
-    const bool block = j.recompute_method == "block";
+    const bool block = block_recompute(j);
     add("--recompute-method", block ? "block" : "uniform");
     add("--recompute-num-layers", block ? number(j.recompute_num_layers) : "1");
   }
@@ -217,7 +215,8 @@ inline std::string runtime_for(const job& j) {
   // Without a pipeline 1F1B is any runtime's loop over the micro-batches; a schedule of chunks
   // on one rank (DualPipeV's paired passes, the V's) is still its runtime's.
   if (j.pp == 1 && megatron_runs(j))
-    return megatron_only(j) ? "Megatron-LM (no pipeline)" : "Megatron-LM or torchtitan (no pipeline)";
+    return megatron_only(j) ? "Megatron-LM (no pipeline)"
+                            : "Megatron-LM or torchtitan (no pipeline)";
   if (megatron_runs(j) && j.runtime == pipeline_runtime::megatron) return "Megatron-LM";
   if (megatron_runs(j) && megatron_only(j))
     return "Megatron-LM (priced as PyTorch's runtime issues transfers; --runtime megatron "

@@ -367,6 +367,12 @@ inline job with_world_size(job j, long long devices) {
   return j;
 }
 
+/// Whether job `j` recomputes the first `recompute_num_layers` layers of each stage only
+/// (Megatron's `--recompute-granularity full --recompute-method block`).
+inline bool block_recompute(const job& j) {
+  return j.policy == recompute::full && j.recompute_method == "block";
+}
+
 /// What a Megatron launch script leaves unsaid (`as_megatron_runs`).
 struct megatron_silence {
   bool runtime = true;      ///< no --pipeline-runtime
