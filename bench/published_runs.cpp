@@ -10,6 +10,10 @@
 //                             devices and batch (`plan::search_configurations`, BUDGET_S each,
 //                             default 2; Megatron-LM's schedules where the paper ran Megatron),
 //                             its predicted gain over the published one, and where it comes from
+//   published_runs --sweeps   Narayanan et al. 2021's measured sweeps of one model over the
+//                             ways to split 64 GPUs (Figures 13-15): measured and weft's
+//                             TFLOP/s a GPU per configuration, the rank correlation of the two
+//                             orders, and how far weft's first choice is from the measured best
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -69,6 +73,10 @@ job megatron(int tp, int pp, int dp, int gbs, recompute policy, bool sp, std::st
   // overlap_p2p_comm came in 2023).
   j.runtime = pipeline_runtime::megatron;
   j.scatter_gather_transfers = true;  // without sequence parallelism (Narayanan et al. §4.1)
+  // Trained in fp16 (Megatron-LM's examples/pretrain_gpt3_175B.sh: --fp16), whose gradients
+  // are reduced in 16 bits, by an all-reduce: the distributed optimizer came later (2022).
+  j.grad_reduce_in_bf16 = true;
+  j.sharding = dp_sharding::no_shard;
   return j;
 }
 
@@ -278,8 +286,7 @@ std::string sizes(const job& j) {
   char text[160];
   const std::string etp = j.etp() != j.tp ? "/" + std::to_string(j.etp()) : "";
   std::snprintf(text, sizeof text, "tp%d pp%d dp%d cp%d ep%d%s mbs%d %s %s%s", j.tp, j.pp, j.dp,
-                j.cp, j.ep, etp.c_str(), j.micro_batch_size,
-                recompute_text(j).c_str(),
+                j.cp, j.ep, etp.c_str(), j.micro_batch_size, recompute_text(j).c_str(),
                 j.schedule.c_str(), j.chunks > 1 ? ("x" + std::to_string(j.chunks)).c_str() : "");
   return text;
 }
@@ -328,9 +335,153 @@ int choose(double budget) {
   return 0;
 }
 
+/// One of Narayanan et al. 2021's measured sweeps (arXiv 2104.04473, §5.4, Figures 13-15): one
+/// model and batch on 64 A100s, split every way along two axes, TFLOP/s a GPU as their Eq. 3
+/// counts them. The figures print no numbers: the values are read off the plotted markers
+/// (about ±3 TFLOP/s); where two markers overlap, the middle of the range they cover.
+struct sweep {
+  std::string_view figure, model;  ///< model: a config.json under presets/models
+  int batch;
+  char axes;  ///< 'p': (pipeline, tensor); 'd': (pipeline, data); 't': (tensor, data)
+  std::vector<std::pair<std::pair<int, int>, double>> points;  ///< (first, second) -> TFLOP/s
+};
+
+std::vector<sweep> sweeps() {
+  // §5.4.1: "a 161-billion-parameter GPT model (32 transformer layers ..., 128 attention heads,
+  // hidden size of 20480)"; §5.4.2-5.4.3: "a 5.9-billion-parameter GPT model (32 transformer
+  // layers, 32 attention heads, hidden size of 3840)", micro-batch size 1. Sequence 2048 and
+  // vocabulary 51,200 as every model of §5.
+  return {
+      {"Fig. 13 (p, t)",
+       "models/gpt-161b.json",
+       32,
+       'p',
+       {{{2, 32}, 103}, {{4, 16}, 132}, {{8, 8}, 140}, {{16, 4}, 111}, {{32, 2}, 91}}},
+      {"Fig. 13 (p, t)",
+       "models/gpt-161b.json",
+       128,
+       'p',
+       {{{2, 32}, 107}, {{4, 16}, 146}, {{8, 8}, 165}, {{16, 4}, 162}, {{32, 2}, 148}}},
+      {"Fig. 14 (p, d)",
+       "models/gpt-5.9b.json",
+       32,
+       'd',
+       {{{2, 32}, 62}, {{4, 16}, 56}, {{8, 8}, 53}, {{16, 4}, 49}, {{32, 2}, 43}}},
+      {"Fig. 14 (p, d)",
+       "models/gpt-5.9b.json",
+       512,
+       'd',
+       {{{2, 32}, 148}, {{4, 16}, 141}, {{8, 8}, 129}, {{16, 4}, 114}, {{32, 2}, 90}}},
+      {"Fig. 15 (t, d)",
+       "models/gpt-5.9b.json",
+       32,
+       't',
+       {{{2, 32}, 56}, {{4, 16}, 54}, {{8, 8}, 55}, {{16, 4}, 38}, {{32, 2}, 22}}},
+      {"Fig. 15 (t, d)",
+       "models/gpt-5.9b.json",
+       128,
+       't',
+       {{{2, 32}, 103}, {{4, 16}, 88}, {{8, 8}, 70}, {{16, 4}, 38}, {{32, 2}, 22}}},
+      {"Fig. 15 (t, d)",
+       "models/gpt-5.9b.json",
+       512,
+       't',
+       {{{2, 32}, 127}, {{4, 16}, 104}, {{8, 8}, 75}, {{16, 4}, 38}, {{32, 2}, 22}}},
+  };
+}
+
+/// Ranks of `v` from 1, ties given their average rank.
+std::vector<double> ranks(const std::vector<double>& v) {
+  std::vector<std::size_t> order(v.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return v[a] < v[b]; });
+  std::vector<double> out(v.size());
+  for (std::size_t i = 0; i < order.size();) {
+    std::size_t j = i;
+    while (j + 1 < order.size() && v[order[j + 1]] == v[order[i]]) ++j;
+    for (std::size_t k = i; k <= j; ++k) out[order[k]] = (static_cast<double>(i + j) + 2) / 2;
+    i = j + 1;
+  }
+  return out;
+}
+
+/// Spearman's rank correlation: the Pearson correlation of the ranks.
+double spearman(const std::vector<double>& a, const std::vector<double>& b) {
+  const std::vector<double> x = ranks(a), y = ranks(b);
+  const auto n = static_cast<double>(x.size());
+  double mx = 0, my = 0;
+  for (std::size_t i = 0; i < x.size(); ++i) mx += x[i] / n, my += y[i] / n;
+  double sxy = 0, sxx = 0, syy = 0;
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    sxy += (x[i] - mx) * (y[i] - my);
+    sxx += (x[i] - mx) * (x[i] - mx);
+    syy += (y[i] - my) * (y[i] - my);
+  }
+  return sxx > 0 && syy > 0 ? sxy / std::sqrt(sxx * syy) : 0;
+}
+
+/// Megatron-LM of 2021 as §5 ran it: full recomputation (their Eq. 3 assumes it), attention as
+/// matmuls and a fused softmax, 1F1B waiting for each transfer, sent scattered over tp.
+job narayanan(const sweep& s, int first, int second) {
+  job j = megatron(1, 1, 1, s.batch, recompute::full, false, "1f1b", 1);
+  (s.axes == 't' ? j.tp : j.pp) = first;
+  (s.axes == 'p' ? j.tp : j.dp) = second;
+  return j;
+}
+
+/// Narayanan et al.'s Eq. 3: a step's FLOPs with full recomputation.
+double eq3_flops(const transformer& m, double batch, double seq) {
+  const double l = m.layers, h = m.hidden, V = m.vocab;
+  return 96 * batch * seq * l * h * h * (1 + seq / (6 * h) + V / (16 * l * h));
+}
+
+/// `--sweeps`: each measured sweep beside weft's, and how well weft orders it.
+int compare_sweeps() {
+  std::vector<double> errors, correlations, regrets;
+  for (const sweep& s : sweeps()) {
+    const transformer m =
+        read_hf_config(read_file(std::string(WEFT_PRESETS_DIR) + "/" + std::string(s.model))).model;
+    const cluster c = *find_cluster("a100-80g");
+    std::vector<double> measured, predicted;
+    std::printf("%s, batch %d:", std::string(s.figure).c_str(), s.batch);
+    for (const auto& [split, tflops] : s.points) {
+      const job j = narayanan(s, split.first, split.second);
+      const estimate e = estimate_job(m, j, c);
+      const double w = eq3_flops(m, s.batch, j.seq) / e.step.count() / 64 / 1e12;
+      measured.push_back(tflops);
+      predicted.push_back(w);
+      errors.push_back(std::abs(tflops / w - 1));
+      std::printf("  (%d,%d) %.0f/%.0f", split.first, split.second, tflops, w);
+    }
+    const double best = *std::max_element(measured.begin(), measured.end());
+    const auto first = std::max_element(predicted.begin(), predicted.end()) - predicted.begin();
+    const double rho = spearman(measured, predicted), regret = 1 - measured[first] / best;
+    correlations.push_back(rho);
+    regrets.push_back(regret);
+    std::printf("\n  rank correlation %.2f; weft's first choice measured %.1f%% below the best\n",
+                rho, 100 * regret);
+  }
+  std::printf(
+      "%zu points: |error| of the step median %.1f%%, worst %.1f%%; rank correlation "
+      "median %.2f, worst %.2f; first choice below the measured best: median %.1f%%, "
+      "worst %.1f%%\n",
+      errors.size(), 100 * median(errors), 100 * *std::max_element(errors.begin(), errors.end()),
+      median(correlations), *std::min_element(correlations.begin(), correlations.end()),
+      100 * median(regrets), 100 * *std::max_element(regrets.begin(), regrets.end()));
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc > 1 && std::string_view(argv[1]) == "--sweeps") {
+    try {
+      return compare_sweeps();
+    } catch (const std::exception& x) {
+      std::printf("a sweep cannot be planned: %s\n", x.what());
+      return 1;
+    }
+  }
   if (argc > 1 && std::string_view(argv[1]) == "--choose")
     return choose(argc > 2 ? std::atof(argv[2]) : 2.0);
   const bool check = argc > 1 && std::string_view(argv[1]) == "--check";
