@@ -10,10 +10,11 @@
 //                             devices and batch (`plan::search_configurations`, BUDGET_S each,
 //                             default 2; Megatron-LM's schedules where the paper ran Megatron),
 //                             its predicted gain over the published one, and where it comes from
-//   published_runs --sweeps   Narayanan et al. 2021's measured sweeps of one model over the
-//                             ways to split 64 GPUs (Figures 13-15): measured and weft's
-//                             TFLOP/s a GPU per configuration, the rank correlation of the two
-//                             orders, and how far weft's first choice is from the measured best
+//   published_runs --sweeps   measured sweeps of one model over many ways to split its GPUs
+//                             (Narayanan et al. 2021's Figures 13-15; vTrain's Megatron-DeepSpeed
+//                             runs): measured and weft's per configuration, the rank correlation
+//                             of the two orders, and how far weft's first choice is from the
+//                             measured best
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -75,7 +76,7 @@ job megatron(int tp, int pp, int dp, int gbs, recompute policy, bool sp, std::st
   j.scatter_gather_transfers = true;  // without sequence parallelism (Narayanan et al. §4.1)
   // Trained in fp16 (Megatron-LM's examples/pretrain_gpt3_175B.sh: --fp16), whose gradients
   // are reduced in 16 bits, by an all-reduce: the distributed optimizer came later (2022).
-  j.grad_reduce_in_bf16 = true;
+  j.fp16 = j.grad_reduce_in_bf16 = true;
   j.sharding = dp_sharding::no_shard;
   return j;
 }
@@ -435,39 +436,143 @@ double eq3_flops(const transformer& m, double batch, double seq) {
   return 96 * batch * seq * l * h * h * (1 + seq / (6 * h) + V / (16 * l * h));
 }
 
-/// `--sweeps`: each measured sweep beside weft's, and how well weft orders it.
-int compare_sweeps() {
+/// vTrain's measured runs (Bang et al., MICRO 2024; VIA-Research/vTrain, data/
+/// ground_truth_multi.csv, "collected using Megatron-DeepSpeed"): four GPT models, each on one
+/// A100 cluster split many ways, batch 1536 of 2048 tokens (the two smaller 512 and 1024), every
+/// layer recomputed (its configs' `use_checkpoint`), 1F1B; the nodes' network 800 Gb/s (its
+/// configs' `inter_node_bandwidth`: four 200 Gb/s HDR NICs a node). The vocabulary is not
+/// stated: 51,200 here, GPT-2's padded as the other presets'.
+struct vtrain_model {
+  std::string_view name, file;  ///< file: a config.json under presets/models
+  int batch;
+};
+constexpr vtrain_model vtrain_models[] = {{"3.6B, 64 A100", "models/gpt-3.6b.json", 512},
+                                          {"18.4B, 256 A100", "models/gpt-18.4b.json", 1024},
+                                          {"39.1B, 512 A100", "models/gpt-39.1b.json", 1536},
+                                          {"175B, 512 A100", "models/gpt3-175b.json", 1536}};
+struct vtrain_run {
+  int model, tp, dp, pp, micro;
+  double ms;  ///< the measured iteration
+};
+constexpr vtrain_run vtrain_runs[] = {
+    {0, 1, 64, 1, 8, 3566.5},   {0, 1, 64, 1, 4, 3638.3},   {0, 2, 32, 1, 8, 3975.2},
+    {0, 1, 64, 1, 2, 3700.5},   {0, 2, 32, 1, 16, 3937.5},  {0, 2, 32, 1, 4, 4078.2},
+    {0, 2, 32, 1, 2, 4264.2},   {0, 4, 16, 1, 16, 4492.1},  {0, 4, 16, 1, 32, 4548.2},
+    {0, 4, 16, 1, 8, 4634.4},   {0, 4, 16, 1, 4, 4764},     {0, 1, 32, 2, 4, 4382.1},
+    {0, 1, 32, 2, 2, 4034.9},   {0, 4, 16, 1, 2, 6228.3},   {0, 1, 32, 2, 8, 5045.6},
+    {0, 8, 8, 1, 64, 9838.9},   {0, 8, 8, 1, 32, 4972.3},   {0, 8, 8, 1, 16, 5017.8},
+    {0, 8, 8, 1, 8, 5178},      {0, 8, 8, 1, 4, 5618},      {0, 8, 8, 1, 2, 8880.9},
+    {0, 16, 4, 1, 32, 10580.6}, {0, 16, 4, 1, 16, 10719.3}, {0, 16, 4, 1, 8, 10894},
+    {0, 16, 4, 1, 4, 11960.1},  {0, 16, 4, 1, 2, 13472.2},  {1, 8, 32, 1, 8, 9603.6},
+    {1, 8, 32, 1, 16, 10506.6}, {1, 8, 32, 1, 4, 9927.6},   {1, 8, 32, 1, 2, 10453.3},
+    {1, 4, 32, 2, 8, 10856.3},  {1, 4, 32, 2, 4, 10950.4},  {1, 4, 32, 2, 2, 10031.6},
+    {1, 2, 32, 4, 4, 10825},    {1, 1, 32, 8, 4, 12379},    {1, 8, 16, 2, 2, 10434.8},
+    {1, 8, 8, 4, 2, 10926.4},   {1, 8, 4, 8, 8, 11026.1},   {1, 2, 16, 8, 8, 13157.5},
+    {1, 16, 16, 1, 2, 20414.8}, {1, 8, 4, 8, 32, 16241.4},  {2, 2, 32, 8, 2, 21890.4},
+    {2, 4, 32, 4, 2, 13875.5},  {2, 2, 16, 16, 2, 23747.9}, {2, 4, 32, 4, 3, 16185.5},
+    {2, 4, 32, 4, 4, 15625.6},  {2, 4, 16, 8, 2, 16070.6},  {2, 2, 32, 8, 3, 19067.2},
+    {2, 4, 16, 8, 3, 17606.1},  {2, 4, 8, 16, 2, 14529.6},  {2, 2, 16, 16, 3, 26188.8},
+    {2, 4, 16, 8, 4, 17413.6},  {2, 4, 32, 4, 6, 18532.1},  {2, 8, 32, 2, 6, 14915.5},
+    {2, 8, 32, 2, 8, 15212.8},  {2, 8, 32, 2, 4, 14757.3},  {2, 8, 32, 2, 12, 17126.8},
+    {2, 8, 32, 2, 3, 14850.4},  {2, 4, 8, 16, 3, 15023.9},  {2, 8, 32, 2, 2, 14614},
+    {2, 4, 8, 16, 4, 15585.5},  {2, 8, 16, 4, 2, 14713.4},  {2, 4, 16, 8, 6, 16087},
+    {2, 8, 16, 4, 3, 14833.8},  {2, 8, 16, 4, 4, 14750.7},  {2, 8, 16, 4, 6, 15249.4},
+    {2, 8, 8, 8, 2, 15001.9},   {2, 8, 16, 4, 8, 15814.5},  {2, 8, 8, 8, 3, 15270.7},
+    {2, 8, 8, 8, 4, 14967.1},   {2, 4, 8, 16, 6, 20044.1},  {2, 8, 8, 8, 6, 15775.3},
+    {2, 8, 16, 4, 12, 17182.4}, {2, 1, 32, 16, 3, 19991},   {2, 8, 4, 16, 2, 15639.4},
+    {2, 2, 32, 8, 6, 23062.9},  {2, 8, 4, 16, 3, 16360.8},  {2, 8, 8, 8, 8, 16413.4},
+    {2, 8, 4, 16, 4, 15944.5},  {2, 8, 4, 16, 6, 16232.8},  {2, 2, 16, 16, 6, 27228.4},
+    {2, 8, 8, 8, 12, 17999.5},  {2, 4, 16, 8, 12, 20614.8}, {2, 8, 4, 16, 8, 16877.1},
+    {2, 8, 4, 16, 12, 18568.3}, {2, 4, 8, 16, 12, 27810.3}, {2, 8, 8, 8, 24, 23171.1},
+    {2, 8, 4, 16, 24, 24169.9}, {3, 4, 8, 16, 2, 54255.9},  {3, 4, 8, 16, 3, 55236},
+    {3, 4, 4, 32, 2, 53909.6},  {3, 4, 4, 32, 2, 53937.9},  {3, 4, 4, 32, 3, 56297.2},
+    {3, 2, 8, 32, 2, 57411.2},  {3, 4, 8, 16, 4, 57720},    {3, 8, 8, 8, 2, 55109.6},
+    {3, 8, 8, 8, 3, 56176.5},   {3, 8, 4, 16, 2, 56315.8},  {3, 4, 4, 32, 4, 59333.2},
+    {3, 8, 8, 8, 4, 58240.3},   {3, 8, 4, 16, 3, 55677.5},  {3, 8, 4, 16, 4, 57504.3},
+    {3, 8, 2, 32, 2, 58555.4},  {3, 8, 2, 32, 3, 57324.4},  {3, 2, 8, 32, 3, 64296.3},
+    {3, 8, 4, 16, 6, 60519.2},  {3, 4, 4, 32, 6, 66632.5},  {3, 8, 2, 32, 4, 59147.5},
+    {3, 8, 2, 32, 6, 62636.8}};
+
+/// What the sweeps add up to: per point the step's error, per sweep the rank correlation of the
+/// measured and predicted steps and how far weft's first choice is below the measured best.
+struct sweep_tally {
   std::vector<double> errors, correlations, regrets;
-  for (const sweep& s : sweeps()) {
-    const transformer m =
-        read_hf_config(read_file(std::string(WEFT_PRESETS_DIR) + "/" + std::string(s.model))).model;
-    const cluster c = *find_cluster("a100-80g");
-    std::vector<double> measured, predicted;
-    std::printf("%s, batch %d:", std::string(s.figure).c_str(), s.batch);
-    for (const auto& [split, tflops] : s.points) {
-      const job j = narayanan(s, split.first, split.second);
-      const estimate e = estimate_job(m, j, c);
-      const double w = eq3_flops(m, s.batch, j.seq) / e.step.count() / 64 / 1e12;
-      measured.push_back(tflops);
-      predicted.push_back(w);
-      errors.push_back(std::abs(tflops / w - 1));
-      std::printf("  (%d,%d) %.0f/%.0f", split.first, split.second, tflops, w);
-    }
-    const double best = *std::max_element(measured.begin(), measured.end());
-    const auto first = std::max_element(predicted.begin(), predicted.end()) - predicted.begin();
-    const double rho = spearman(measured, predicted), regret = 1 - measured[first] / best;
+
+  /// One sweep's steps, measured and weft's (seconds, or anything proportional to them).
+  void add(const std::vector<double>& measured, const std::vector<double>& predicted) {
+    for (std::size_t i = 0; i < measured.size(); ++i)
+      errors.push_back(std::abs(predicted[i] / measured[i] - 1));
+    const double best = *std::min_element(measured.begin(), measured.end());
+    const auto first = std::min_element(predicted.begin(), predicted.end()) - predicted.begin();
+    const double rho = spearman(measured, predicted), regret = 1 - best / measured[first];
     correlations.push_back(rho);
     regrets.push_back(regret);
     std::printf("\n  rank correlation %.2f; weft's first choice measured %.1f%% below the best\n",
                 rho, 100 * regret);
   }
-  std::printf(
-      "%zu points: |error| of the step median %.1f%%, worst %.1f%%; rank correlation "
-      "median %.2f, worst %.2f; first choice below the measured best: median %.1f%%, "
-      "worst %.1f%%\n",
-      errors.size(), 100 * median(errors), 100 * *std::max_element(errors.begin(), errors.end()),
-      median(correlations), *std::min_element(correlations.begin(), correlations.end()),
-      100 * median(regrets), 100 * *std::max_element(regrets.begin(), regrets.end()));
+  void print(const char* what) const {
+    std::printf(
+        "%s, %zu points: |error| of the step median %.1f%%, worst %.1f%%; rank correlation "
+        "median %.2f, worst %.2f; first choice below the measured best: median %.1f%%, "
+        "worst %.1f%%\n",
+        what, errors.size(), 100 * median(errors),
+        100 * *std::max_element(errors.begin(), errors.end()), median(correlations),
+        *std::min_element(correlations.begin(), correlations.end()), 100 * median(regrets),
+        100 * *std::max_element(regrets.begin(), regrets.end()));
+  }
+};
+
+transformer preset_model(std::string_view file) {
+  return read_hf_config(read_file(std::string(WEFT_PRESETS_DIR) + "/" + std::string(file))).model;
+}
+
+/// Megatron-DeepSpeed as vTrain ran it: Megatron's layers without sequence parallelism, fp16,
+/// DeepSpeed's pipeline sending each tensor-parallel rank's whole activation and waiting for it.
+job vtrain_job(const vtrain_model& v, const vtrain_run& r) {
+  job j = megatron(r.tp, r.pp, r.dp, v.batch, recompute::full, false, "1f1b", 1, r.micro);
+  j.scatter_gather_transfers = false;
+  return j;
+}
+
+/// `--sweeps`: each measured sweep beside weft's, and how well weft orders it.
+int compare_sweeps() {
+  const cluster a100 = *find_cluster("a100-80g");
+  sweep_tally narayanan_tally;
+  for (const sweep& s : sweeps()) {
+    const transformer m = preset_model(s.model);
+    std::vector<double> measured, predicted;
+    std::printf("%s, batch %d:", std::string(s.figure).c_str(), s.batch);
+    for (const auto& [split, tflops] : s.points) {
+      const job j = narayanan(s, split.first, split.second);
+      const estimate e = estimate_job(m, j, a100);
+      const double flops = eq3_flops(m, s.batch, j.seq) / 64;
+      measured.push_back(flops / (tflops * 1e12));
+      predicted.push_back(e.step.count());
+      std::printf("  (%d,%d) %.0f/%.0f", split.first, split.second, tflops,
+                  flops / e.step.count() / 1e12);
+    }
+    narayanan_tally.add(measured, predicted);
+  }
+  cluster four_nics = a100;
+  four_nics.fabric.nics_per_node = 4;
+  sweep_tally vtrain_tally;
+  for (std::size_t v = 0; v < std::size(vtrain_models); ++v) {
+    const transformer m = preset_model(vtrain_models[v].file);
+    std::vector<double> measured, predicted;
+    std::printf("vTrain %s (tp,dp,pp,mbs measured/weft s):",
+                std::string(vtrain_models[v].name).c_str());
+    for (const vtrain_run& r : vtrain_runs) {
+      if (r.model != static_cast<int>(v)) continue;
+      const estimate e = estimate_job(m, vtrain_job(vtrain_models[v], r), four_nics);
+      measured.push_back(r.ms / 1e3);
+      predicted.push_back(e.step.count());
+      std::printf(" (%d,%d,%d,%d) %.1f/%.1f", r.tp, r.dp, r.pp, r.micro, r.ms / 1e3,
+                  e.step.count());
+    }
+    vtrain_tally.add(measured, predicted);
+  }
+  narayanan_tally.print("Narayanan et al. 2021");
+  vtrain_tally.print("vTrain");
   return 0;
 }
 

@@ -174,15 +174,24 @@ def test_torchtitans_toml_job_and_the_world_size(cli_json, cli):
 
 def test_megatrons_spellings_price_as_weft_s(cli_json):
     """Megatron's --attention-backend unfused is --no-flash-attention; its --fp16 keeps the
-    gradients in 16 bits (--grad-reduce-in-bf16) unless told to accumulate them in fp32."""
+    gradients in 16 bits (--grad-reduce-in-bf16) unless told to accumulate them in fp32, and
+    its loss scaler unscales them before the optimizer's step: 8 bytes a parameter more."""
     base = ("plan", "--model", GPT2, "--cluster", "a100-80g", "--dp", 2, "--seq-length", 1024)
     plain = cli_json(*base)
     unfused = cli_json(*base, "--attention-backend", "unfused")
     assert unfused == cli_json(*base, "--no-flash-attention") and unfused != plain
     assert cli_json(*base, "--attention-backend", "flash") == plain
     fp16 = cli_json(*base, "--fp16")
-    assert fp16 == cli_json(*base, "--grad-reduce-in-bf16") and fp16 != plain
-    assert cli_json(*base, "--fp16", "--accumulate-allreduce-grads-in-fp32") == plain
+    half = cli_json(*base, "--grad-reduce-in-bf16")
+    wide = cli_json(*base, "--fp16", "--accumulate-allreduce-grads-in-fp32")
+    # The same work and collectives as bf16 with gradients of the same width ...
+    for k in ("pipeline_s", "grad_sync_s", "memory_per_stage_bytes"):
+        assert fp16[k] == half[k] and wide[k] == plain[k]
+    # ... and an optimizer step longer by the scaler's 8 bytes: 54 against 46, 50 against 42.
+    assert fp16["optimizer_s"] == pytest.approx(half["optimizer_s"] * 54 / 46)
+    assert wide["optimizer_s"] == pytest.approx(plain["optimizer_s"] * 50 / 42)
+    assert "--fp16" in fp16["best"]["megatron_arguments"]
+    assert "--bf16" not in fp16["best"]["megatron_arguments"]
 
 
 def test_tp_comm_overlap_is_the_tools(cli_json):

@@ -493,6 +493,55 @@ TEST_CASE("Megatron's --grad-reduce-in-bf16 and --fp8-param-gather: the bytes th
                        weft::config_error);
 }
 
+TEST_CASE("Megatron's --fp16: its gradients copied to fp32 and unscaled before the step") {
+  // Megatron's optimizer (megatron/core/optimizer), kernel by kernel, bytes a parameter of the
+  // shard: fp32 gradients 4 (norm) + 28 (Adam) + 6 (weights to 16 bits) + 4 (zeroed) = 42; 16-bit
+  // ones first copied to fp32 (2 read, 4 written) and zeroed in 2: 46; fp16's scaler unscales
+  // and checks each fp32 gradient (4 read, 4 written): 54, or 50 with fp32 gradients.
+  const transformer m = testing::tiny_dense(2);
+  const cluster c = testing::ideal_cluster();  // 1e12 bytes/s of memory
+  job j;
+  j.pp = 2;
+  j.dp = 2;
+  j.seq = 1024;
+  j.global_batch_size = 4;
+  j.sharding = dp_sharding::no_shard;
+  const estimate plain = estimate_job(m, j, c);
+  const double p1 = plain.stages[1].params;
+  const auto optimizer_of = [&](bool fp16, bool half_gradients) {
+    job k = j;
+    k.fp16 = fp16;
+    k.grad_reduce_in_bf16 = half_gradients;
+    const estimate e = estimate_job(m, k, c);
+    CHECK(e.pipeline == plain.pipeline);  // the same tensor-core rate and bytes as bf16
+    return e.optimizer.count();
+  };
+  CHECK(optimizer_of(false, false) == doctest::Approx(42 * p1 / 1e12));
+  CHECK(optimizer_of(false, true) == doctest::Approx(46 * p1 / 1e12));
+  CHECK(optimizer_of(true, true) == doctest::Approx(54 * p1 / 1e12));
+  CHECK(optimizer_of(true, false) == doctest::Approx(50 * p1 / 1e12));
+
+  // Replayed as fp16, never as bf16: Megatron's --fp16, its gradients' precision in its words.
+  const auto has = [](const std::vector<std::string>& a, std::string_view flag) {
+    return std::find(a.begin(), a.end(), flag) != a.end();
+  };
+  job fp16 = j;
+  fp16.fp16 = fp16.grad_reduce_in_bf16 = true;
+  const std::vector<std::string> megatron = *megatron_arguments(fp16), own = weft_flags(fp16);
+  CHECK(has(megatron, "--fp16"));
+  CHECK_FALSE(has(megatron, "--bf16"));
+  CHECK_FALSE(has(megatron, "--grad-reduce-in-bf16"));
+  CHECK(has(own, "--fp16"));
+  CHECK_FALSE(has(own, "--grad-reduce-in-bf16"));
+  fp16.grad_reduce_in_bf16 = false;
+  CHECK(has(*megatron_arguments(fp16), "--accumulate-allreduce-grads-in-fp32"));
+  CHECK(has(weft_flags(fp16), "--accumulate-allreduce-grads-in-fp32"));
+  CHECK(has(*megatron_arguments(j), "--bf16"));
+  // torchtitan trains in bf16: an fp16 job is Megatron's alone.
+  CHECK(runs(fp16, runs_on::megatron));
+  CHECK_FALSE(runs(fp16, runs_on::torchtitan));
+}
+
 TEST_CASE("Megatron's parallel folding: whole experts, their ranks over tp's, the same work") {
   // 8 experts of width 1024, top-2, on tp 2 x dp 2: ep 2 with the experts tp-sharded as the
   // dense layers (Megatron's default), or ep 4 folded over the tensor-parallel ranks with each

@@ -448,7 +448,7 @@ double narayanan_step(const perf::transformer& m, int tp, int pp, int dp, int ba
   j.flash_attention = false;
   j.runtime = plan::pipeline_runtime::megatron;
   j.scatter_gather_transfers = true;
-  j.grad_reduce_in_bf16 = true;  // fp16's gradients, all-reduced: no distributed optimizer
+  j.fp16 = j.grad_reduce_in_bf16 = true;  // fp16's gradients, all-reduced: no distributed optimizer
   j.sharding = plan::dp_sharding::no_shard;
   return plan::estimate_job(m, j, *plan::find_cluster("a100-80g")).step.count();
 }

@@ -473,9 +473,12 @@ int run_command(const plan_args& o) {
   // Megatron's code runs the job: its transfers priced as Megatron issues them, unless said.
   if (o.runtime == plan::runs_on::megatron && o.given.count("--pipeline-runtime") == 0)
     in.job.runtime = plan::pipeline_runtime::megatron;
+  if (o.fp16) {  // Megatron's --fp16: its gradients in 16 bits unless accumulated in fp32
+    in.job.fp16 = true;
+    if (!o.accumulate_fp32) in.job.grad_reduce_in_bf16 = true;
+  }
   if (o.configuration_budget > 0) return search_configurations(o, in);
   if (o.devices > 0 && !in.devices_used) in.job = plan::with_world_size(in.job, o.devices);
-  if (o.fp16 && !o.accumulate_fp32) in.job.grad_reduce_in_bf16 = true;  // 16-bit gradients
   const plan::transformer& m = in.hf.model;
   const plan::cluster& c = in.cluster();
   progress_line show;

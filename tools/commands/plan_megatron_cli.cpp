@@ -124,7 +124,8 @@ void megatron_inert_options(CLI::App& sub, plan_args& o) {
           "adam");
   sub.add_flag("--fp16", o.fp16,
                "16-bit floats with loss scaling: the tensor-core rate and bytes of --bf16, the "
-               "gradients kept and reduced in fp16 (the scaler's check of them not priced)")
+               "gradients kept and reduced in fp16, and the scaler's unscale and check of them "
+               "before the optimizer's step")
       ->excludes(preset);
   sub.add_flag("--accumulate-allreduce-grads-in-fp32", o.accumulate_fp32,
                "with --fp16: the gradients kept and reduced in fp32")

@@ -743,12 +743,21 @@ inline void price_transfers(cost_model& cost, const transformer& m, const job& j
 }
 
 /// The bytes Megatron's optimizer step moves per parameter of a device's shard, kernel by kernel
-/// (mixed precision, the fp32 gradient buffer): the gradients' norm for clipping (`--clip-grad`,
-/// on by default) reads each fp32 gradient (4); Adam reads the fp32 master weight, gradient and
-/// both moments and writes the weight and moments (16 + 12); the master weights are copied to
-/// the bf16 model weights (4 read, 2 written); the gradient buffer is zeroed for the next step
-/// (4 written). 42 bytes.
-inline constexpr double optimizer_bytes_per_parameter = 4 + (16 + 12) + (4 + 2) + 4;
+/// (mixed precision; megatron/core/optimizer): 16-bit gradients (fp16's, or
+/// --grad-reduce-in-bf16) are first copied into fp32 main gradients
+/// (`_copy_model_grads_to_main_grads`: `.float()`, 2 read and 4 written); fp16's loss scaler
+/// unscales and checks each (`_unscale_main_grads_and_check_for_nan`:
+/// `_amp_foreach_non_finite_check_and_unscale_`, 4 read and 4 written); the gradients' norm for
+/// clipping (`--clip-grad`, on by default) reads each fp32 gradient (4); Adam reads the fp32
+/// master weight, gradient and both moments and writes the weight and moments (16 + 12); the
+/// master weights are copied to the 16-bit model weights (4 read, 2 written); the gradient
+/// buffer is zeroed for the next step (its bytes written). 42 bytes with fp32 gradients, 46
+/// with 16-bit ones, 54 with fp16's.
+inline double optimizer_bytes_per_parameter(const job& j) noexcept {
+  const double gradients = states_of(j).gradients;
+  const double to_fp32 = gradients < 4 ? gradients + 4 : 0, unscale = j.fp16 ? 4 + 4 : 0;
+  return to_fp32 + unscale + 4 + (16 + 12) + (4 + 2) + gradients;
+}
 
 /// Megatron's data-parallel bucket when none is given: `max(40000000, 1000000 * dp_size)`
 /// parameters (`DistributedDataParallelConfig.bucket_size`: larger data-parallel groups need
@@ -855,7 +864,7 @@ inline seconds optimizer_time(const job& j, const cluster& c, double dense, doub
   const bool split = j.sharding != dp_sharding::no_shard;
   const double shard = dense / static_cast<double>(split ? dp_ranks : 1) +
                        expert / static_cast<double>(split ? j.expert_dp() : 1);
-  return seconds(optimizer_bytes_per_parameter * shard / chip_of(c).memory_bytes_per_s());
+  return seconds(optimizer_bytes_per_parameter(j) * shard / chip_of(c).memory_bytes_per_s());
 }
 
 /// Per pipeline rank, what its stages hold: parameters (dense and experts') and layers.

@@ -23,6 +23,17 @@ inline std::string module_list(perf::recompute_set s) {
       out += (out.empty() ? "" : " ") + std::string(perf::recompute_module_names[i]);
   return out;
 }
+/// The gradients' precision, in the spelling weft and Megatron share: --fp16 keeps them in 16
+/// bits unless accumulated in fp32; bf16 keeps them in fp32 unless reduced in bf16.
+template <class Add>
+void add_precision(const job& j, Add&& add) {
+  if (j.fp16) {
+    add("--fp16");
+    if (!j.grad_reduce_in_bf16) add("--accumulate-allreduce-grads-in-fp32");
+  } else if (j.grad_reduce_in_bf16) {
+    add("--grad-reduce-in-bf16");
+  }
+}
 }  // namespace detail
 
 /// Job `j` as `weft plan`'s flags: the sizes, the batch and the schedule always, every other
@@ -56,7 +67,7 @@ inline std::vector<std::string> weft_flags(const job& j) {
   if (!j.flash_attention) add("--no-flash-attention");
   if (j.overlap_grad_reduce) add("--overlap-grad-reduce");
   if (j.overlap_param_gather) add("--overlap-param-gather");
-  if (j.grad_reduce_in_bf16) add("--grad-reduce-in-bf16");
+  detail::add_precision(j, add);
   if (j.fp8_param_gather) add("--fp8-param-gather");
   if (j.fp8_current_scaling && scales_per_tensor(j.fp8)) {  // Megatron's spelling, weft's too
     add("--fp8-format", std::string(fp8_names[static_cast<std::size_t>(j.fp8)]));
@@ -98,9 +109,10 @@ inline constexpr std::array<std::string_view, 3> runs_on_names{"any", "megatron"
 /// Whether only Megatron-LM's code runs job `j`, whatever its schedule: the experts folded
 /// below tp (its parallel folding; torchtitan keeps them at tp's), Transformer Engine's
 /// userbuffers in its layers, full recomputation of the first N layers of each stage (its
-/// block method; torchtitan's counts every N-th layer).
+/// block method; torchtitan's counts every N-th layer), fp16 with loss scaling (torchtitan's
+/// mixed precision is bf16's).
 inline bool megatron_only(const job& j) {
-  return j.etp() != j.tp || j.tp_comm_overlap || block_recompute(j);
+  return j.etp() != j.tp || j.tp_comm_overlap || block_recompute(j) || j.fp16;
 }
 
 /// Job `j`'s recomputation in a word or two: none, selective, full — or "block N", full
@@ -186,7 +198,7 @@ inline std::optional<std::vector<std::string>> megatron_arguments(const job& j) 
   if (j.overlap_moe_ep_comm) add("--overlap-moe-expert-parallel-comm");
   if (j.delay_wgrad_compute) add("--delay-wgrad-compute");
   if (j.tp_comm_overlap) add("--tp-comm-overlap");
-  if (j.grad_reduce_in_bf16) add("--grad-reduce-in-bf16");
+  detail::add_precision(j, add);
   if (j.fp8_param_gather) add("--fp8-param-gather");
   if (scales_per_tensor(j.fp8)) {
     add("--fp8-format", std::string(fp8_names[static_cast<std::size_t>(j.fp8)]));
@@ -203,7 +215,7 @@ inline std::optional<std::vector<std::string>> megatron_arguments(const job& j) 
   } else if (j.ep > 1) {  // Megatron's default is allgather; weft prices the all-to-all
     add("--moe-token-dispatcher-type", "alltoall");
   }
-  add("--bf16");
+  if (!j.fp16) add("--bf16");  // --fp16 is among the gradients' precision above
   return a;
 }
 

@@ -70,8 +70,12 @@ struct job {
   /// §4.1; gone from Megatron Core): without sequence parallelism each of a tensor-parallel
   /// group's devices sends its 1/tp of the activation, and the receivers all-gather it.
   bool scatter_gather_transfers = false;
-  /// --grad-reduce-in-bf16: Megatron's main gradients kept and reduce-scattered in bf16
+  /// --grad-reduce-in-bf16: Megatron's main gradients kept and reduce-scattered in bf16 (16
+  /// bits: with `fp16`, in fp16 — Megatron's --fp16 without --accumulate-allreduce-grads-in-fp32)
   bool grad_reduce_in_bf16 = false;
+  /// --fp16: 16-bit floats with loss scaling — bf16's tensor-core rate and bytes, and the
+  /// scaler's unscale and check of every main gradient before the optimizer's step
+  bool fp16 = false;
   /// --fp8-param-gather: the layers' weights kept and all-gathered in FP8 (needs --fp8)
   bool fp8_param_gather = false;
   /// --overlap-moe-expert-parallel-comm: Megatron's combined 1F1B — one more warm-up

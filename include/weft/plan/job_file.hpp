@@ -96,8 +96,9 @@ inline void read_megatron_keys(config_reader& r, job& b, const std::string& file
                        ": data-parallel-sharding-strategy with the distributed optimizer "
                        "off: give one");
   if (!distributed) b.sharding = dp_sharding::no_shard;
-  if (r.flag("fp16", false) && !r.flag("accumulate-allreduce-grads-in-fp32", false))
-    b.grad_reduce_in_bf16 = true;  // 16-bit gradients, as --fp16 prices them
+  b.fp16 = r.flag("fp16", false);
+  if (b.fp16 && !r.flag("accumulate-allreduce-grads-in-fp32", false))
+    b.grad_reduce_in_bf16 = true;  // 16-bit gradients, as --fp16 keeps them
   const std::string backend = r.text({"attention-backend"}, "auto");
   if (!one_of_names(backend, attention_backends))
     throw config_error(file +
