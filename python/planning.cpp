@@ -152,7 +152,7 @@ fs::path preset_folder(const std::string& name) {
     return fs::path(WEFT_PRESETS_DIR) / name;
   throw config_error("weft: plan: no preset '" + excerpt(name) +
                      "' (a folder of config.json, job.json and cluster.json; the built-in: "
-                     "deepseek-v3, llama2-70b-xdc, ampipe-16p, llama3-405b)");
+                     "deepseek-v3, llama2-70b-xdc, ampipe-16p)");
 }
 
 /// job= a torchtitan TOML file (a path ending .toml): its job as torchtitan derives it for model
@@ -193,6 +193,7 @@ planned inputs_of(const std::optional<py::object>& model, const std::optional<py
           "weft: plan: a preset is its model, job and cluster; give it alone "
           "(with job settings as keywords to change its job)");
     const fs::path folder = preset_folder(*preset);
+    plan::refuse_scenario_preset(*preset, (folder / "config.json").string());
     plan::preset p = plan::read_preset(folder);
     warn_all(p.warnings);
     out.hf = std::move(p.model);

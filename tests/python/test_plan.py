@@ -97,6 +97,12 @@ def test_a_keyword_replaces_the_presets_setting_under_either_name():
     assert full["memory_per_stage_bytes"][1] < preset["memory_per_stage_bytes"][1]
 
 
+def test_a_preset_of_another_command_is_named_so():
+    """llama3-405b is tp2d's scenario (tp 16 as 8 x 2): no 1D plan splits its 8 key/value heads."""
+    with pytest.raises(weft.ConfigError, match="run it with weft tp2d --preset llama3-405b"):
+        weft.plan(preset="llama3-405b")
+
+
 def test_megatron_modules_recomputed(cli_json):
     mine = weft.plan(model=str(GPT2), cluster="a100-80g", recompute="selective",
                      recompute_modules=["core_attn", "layernorm"])

@@ -84,6 +84,7 @@ inputs read_inputs(const plan_args& o) {
   in.job = o.job;
   in.cluster_name = o.cluster;
   if (!o.preset.empty()) {
+    plan::refuse_scenario_preset(o.preset, (preset_dir(o.preset) / "config.json").string());
     plan::preset p = plan::read_preset(preset_dir(o.preset));
     warn(p.warnings);
     in.hf = std::move(p.model);

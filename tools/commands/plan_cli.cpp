@@ -252,8 +252,8 @@ void define(CLI::App& sub, plan_args& o, deferred&) {
   // The model, the job and the cluster: flags, files, or a preset's three files.
   auto* preset = sub.add_option("--preset", o.preset,
                                 "a preset's folder of config.json, job.json and cluster.json "
-                                "(presets/: llama2-70b-xdc, ampipe-16p, llama3-405b, "
-                                "deepseek-v3, or one's own under $WEFT_PRESETS)")
+                                "(presets/: llama2-70b-xdc, ampipe-16p, deepseek-v3, or "
+                                "one's own under $WEFT_PRESETS; llama3-405b is weft tp2d's)")
                      ->check(preset_folder_name, "NAME");
   sub.add_option("--model", o.model_file, "the model's config.json")->excludes(preset);
   sub.add_option("--cluster", o.cluster,
@@ -327,9 +327,8 @@ void define(CLI::App& sub, plan_args& o, deferred&) {
   for (const char* name :
        {"--tp", "--pp", "--cp", "--ep", "--expert-tensor-parallel-size", "--micro-batch-size",
         "--recompute", "--recompute-method", "--recompute-num-layers", "--schedule",
-        "--data-parallel-sharding-strategy",
-        "--no-distributed-optimizer", "--use-distributed-optimizer", "--pipeline-runtime",
-        "--no-overlap-p2p-communication"})
+        "--data-parallel-sharding-strategy", "--no-distributed-optimizer",
+        "--use-distributed-optimizer", "--pipeline-runtime", "--no-overlap-p2p-communication"})
     sub.get_option(name)->each([&o, name](const std::string&) { o.given.insert(name); });
   sub.add_flag("--check", o.check_memory,
                "rule 5 in bytes: exit 1 (illegal) when a rank's model states and live "

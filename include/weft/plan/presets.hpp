@@ -37,6 +37,18 @@ struct preset {
   std::vector<std::string> warnings;
 };
 
+/// Refuses to plan built-in preset `name` where it is another command's scenario, not a job:
+/// llama3-405b is tp2d's (tp 16 as 8 x 2), which 1D tensor parallelism — all a plan prices —
+/// cannot split over the model's 8 key/value heads. `model` is the preset's config.json.
+inline void refuse_scenario_preset(const std::string& name, const std::string& model) {
+  if (name == "llama3-405b")
+    throw config_error(
+        "weft: plan: preset llama3-405b is the 2D tensor-parallel scenario (tp 16 as 8 x 2), "
+        "which 1D tensor parallelism cannot split over its 8 key/value heads: run it with "
+        "weft tp2d --preset llama3-405b, or plan the model from " +
+        model);
+}
+
 /// Reads `dir`/config.json, job.json and cluster.json. Throws `config_error` naming the file
 /// that is missing or wrong.
 inline preset read_preset(const std::filesystem::path& dir) {
