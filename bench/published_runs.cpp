@@ -479,15 +479,23 @@ struct sweep_tally {
 
   /// One sweep's steps, measured and weft's (seconds, or anything proportional to them).
   void add(const std::vector<double>& measured, const std::vector<double>& predicted) {
-    for (std::size_t i = 0; i < measured.size(); ++i)
-      errors.push_back(std::abs(predicted[i] / measured[i] - 1));
+    std::vector<double> signed_errors;
+    for (std::size_t i = 0; i < measured.size(); ++i) {
+      signed_errors.push_back(predicted[i] / measured[i] - 1);
+      errors.push_back(std::abs(signed_errors.back()));
+    }
     const double best = *std::min_element(measured.begin(), measured.end());
     const auto first = std::min_element(predicted.begin(), predicted.end()) - predicted.begin();
     const double rho = spearman(measured, predicted), regret = 1 - best / measured[first];
     correlations.push_back(rho);
     regrets.push_back(regret);
-    std::printf("\n  rank correlation %.2f; weft's first choice measured %.1f%% below the best\n",
-                rho, 100 * regret);
+    const auto worst =
+        std::max_element(signed_errors.begin(), signed_errors.end(),
+                         [](double a, double b) { return std::abs(a) < std::abs(b); });
+    std::printf(
+        "\n  step error median %+.1f%%, worst %+.1f%%; rank correlation %.2f; weft's first "
+        "choice measured %.1f%% below the best\n",
+        100 * median(signed_errors), 100 * *worst, rho, 100 * regret);
   }
   void print(const char* what) const {
     std::printf(
@@ -549,6 +557,18 @@ int compare_sweeps() {
                   e.step.count());
     }
     vtrain_tally.add(measured, predicted);
+    std::printf("  step error median by tp:");  // where the error lies
+    for (const int tp : {1, 2, 4, 8, 16}) {
+      std::vector<double> of_tp;
+      std::size_t i = 0;
+      for (const vtrain_run& r : vtrain_runs)
+        if (r.model == static_cast<int>(v)) {
+          if (r.tp == tp) of_tp.push_back(predicted[i] / measured[i] - 1);
+          ++i;
+        }
+      if (!of_tp.empty()) std::printf(" tp %d %+.0f%%", tp, 100 * median(of_tp));
+    }
+    std::printf("\n");
   }
   narayanan_tally.print("Narayanan et al. 2021");
   vtrain_tally.print("vTrain");

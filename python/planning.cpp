@@ -193,7 +193,8 @@ planned inputs_of(const std::optional<py::object>& model, const std::optional<py
           "weft: plan: a preset is its model, job and cluster; give it alone "
           "(with job settings as keywords to change its job)");
     const fs::path folder = preset_folder(*preset);
-    plan::refuse_scenario_preset(*preset, (folder / "config.json").string());
+    if (folder == fs::path(WEFT_PRESETS_DIR) / *preset)  // a built-in, not one's own
+      plan::refuse_scenario_preset(*preset, (folder / "config.json").string());
     plan::preset p = plan::read_preset(folder);
     warn_all(p.warnings);
     out.hf = std::move(p.model);

@@ -187,15 +187,20 @@ def test_megatrons_spellings_price_as_weft_s(cli_json):
     unfused = cli_json(*base, "--attention-backend", "unfused")
     assert unfused == cli_json(*base, "--no-flash-attention") and unfused != plain
     assert cli_json(*base, "--attention-backend", "flash") == plain
-    fp16 = cli_json(*base, "--fp16")
-    half = cli_json(*base, "--grad-reduce-in-bf16")
-    wide = cli_json(*base, "--fp16", "--accumulate-allreduce-grads-in-fp32")
+    whole = (*base, "--no-distributed-optimizer")  # every parameter's step on each device
+    fp16 = cli_json(*whole, "--fp16")
+    half = cli_json(*whole, "--grad-reduce-in-bf16")
+    wide = cli_json(*whole, "--fp16", "--accumulate-allreduce-grads-in-fp32")
+    fp32 = cli_json(*whole)
     # The same work and collectives as bf16 with gradients of the same width ...
     for k in ("pipeline_s", "grad_sync_s", "memory_per_stage_bytes"):
-        assert fp16[k] == half[k] and wide[k] == plain[k]
+        assert fp16[k] == half[k] and wide[k] == fp32[k]
     # ... and an optimizer step longer by the scaler's 8 bytes: 54 against 46, 50 against 42.
     assert fp16["optimizer_s"] == pytest.approx(half["optimizer_s"] * 54 / 46)
-    assert wide["optimizer_s"] == pytest.approx(plain["optimizer_s"] * 50 / 42)
+    assert wide["optimizer_s"] == pytest.approx(fp32["optimizer_s"] * 50 / 42)
+    # Megatron reads --grad-reduce-in-bf16 under bf16 only: fp16 keeps its own rule.
+    assert cli_json(*whole, "--fp16", "--accumulate-allreduce-grads-in-fp32",
+                    "--grad-reduce-in-bf16") == wide
     assert "--fp16" in fp16["best"]["megatron_arguments"]
     assert "--bf16" not in fp16["best"]["megatron_arguments"]
 

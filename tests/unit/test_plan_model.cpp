@@ -444,9 +444,12 @@ TEST_CASE("data-parallel sharding: the states each rank keeps, what it gathers, 
   const double s = c.overlap.compute_slowdown;
   CHECK(exposed >= doctest::Approx(sync(p1, 2)));
   CHECK(exposed <= doctest::Approx(sync(p1, 2) * (1 + 1.05 * s / (1 + s))));
-  // The optimizer step on the shard: 42 bytes a parameter, all of them unsharded.
-  CHECK(optim.optimizer.count() == doctest::Approx(42 * p1 / 2 / 1e12));
+  // The optimizer step: 38 bytes a parameter of the shard (all of them unsharded), and the
+  // fp32 gradient buffer zeroed (4 bytes), whole unless the gradients are sharded too.
+  CHECK(optim.optimizer.count() == doctest::Approx((38 * p1 / 2 + 4 * p1) / 1e12));
   CHECK(whole.optimizer.count() == doctest::Approx(42 * p1 / 1e12));
+  CHECK(grads.optimizer.count() == doctest::Approx(42 * p1 / 2 / 1e12));
+  CHECK(fsdp.optimizer.count() == doctest::Approx(42 * p1 / 2 / 1e12));
 }
 
 TEST_CASE("Megatron's --grad-reduce-in-bf16 and --fp8-param-gather: the bytes they save") {
@@ -494,10 +497,11 @@ TEST_CASE("Megatron's --grad-reduce-in-bf16 and --fp8-param-gather: the bytes th
 }
 
 TEST_CASE("Megatron's --fp16: its gradients copied to fp32 and unscaled before the step") {
-  // Megatron's optimizer (megatron/core/optimizer), kernel by kernel, bytes a parameter of the
-  // shard: fp32 gradients 4 (norm) + 28 (Adam) + 6 (weights to 16 bits) + 4 (zeroed) = 42; 16-bit
-  // ones first copied to fp32 (2 read, 4 written) and zeroed in 2: 46; fp16's scaler unscales
-  // and checks each fp32 gradient (4 read, 4 written): 54, or 50 with fp32 gradients.
+  // Megatron's optimizer (megatron/core/optimizer), kernel by kernel, bytes a parameter with
+  // nothing sharded: fp32 gradients 4 (norm) + 28 (Adam) + 6 (weights to 16 bits) + 4 (zeroed)
+  // = 42; 16-bit ones first copied to fp32 (2 read, 4 written) and zeroed in 2: 46; fp16's
+  // scaler unscales and checks each fp32 gradient (4 read, 4 written): 54, or 50 with fp32
+  // gradients.
   const transformer m = testing::tiny_dense(2);
   const cluster c = testing::ideal_cluster();  // 1e12 bytes/s of memory
   job j;

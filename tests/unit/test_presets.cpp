@@ -325,6 +325,22 @@ TEST_CASE("a job from JSON: weft plan's flags as keys, each checked") {
   CHECK_THROWS_WITH_AS(plan::read_job(R"({"tp": 2, "tensor_model_parallel_size": 2})", "job.json"),
                        "job.json: tp and tensor-model-parallel-size are one setting: give one",
                        config_error);
+  // Megatron's precision, one of bf16 and fp16: fp16's gradients in 16 bits unless accumulated
+  // in fp32, whatever grad-reduce-in-bf16 (bf16's) says.
+  const plan::job fp16 =
+      plan::read_job(R"({"fp16": true, "bf16": false, "grad_reduce_in_bf16": false})", "args.json")
+          .spec;
+  CHECK(fp16.fp16);
+  CHECK(fp16.grad_reduce_in_bf16);
+  CHECK_FALSE(plan::read_job(R"({"fp16": true, "accumulate_allreduce_grads_in_fp32": true,
+                                 "grad_reduce_in_bf16": true})",
+                             "args.json")
+                  .spec.grad_reduce_in_bf16);
+  CHECK_THROWS_WITH_AS(plan::read_job(R"({"fp16": true, "bf16": true})", "args.json"),
+                       "args.json: fp16 and bf16 are one setting: give one", config_error);
+  CHECK_THROWS_WITH_AS(plan::read_job(R"({"bf16": false})", "args.json"),
+                       doctest::Contains("bf16 false: weft prices bf16 mixed precision"),
+                       config_error);
   CHECK_THROWS_WITH_AS(plan::read_job(R"({"optimizer": "sgd"})", "job.json"),
                        "job.json: optimizer 'sgd': weft prices Adam's states and step",
                        config_error);

@@ -3,6 +3,7 @@
 // (docs/planning.md).
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iomanip>
@@ -84,7 +85,11 @@ inputs read_inputs(const plan_args& o) {
   in.job = o.job;
   in.cluster_name = o.cluster;
   if (!o.preset.empty()) {
-    plan::refuse_scenario_preset(o.preset, (preset_dir(o.preset) / "config.json").string());
+    // One's own preset of a built-in's name (under $WEFT_PRESETS) is what it says.
+    const char* own = std::getenv("WEFT_PRESETS");
+    std::error_code ec;
+    if (!own || !*own || !std::filesystem::is_directory(std::filesystem::path(own) / o.preset, ec))
+      plan::refuse_scenario_preset(o.preset, (preset_dir(o.preset) / "config.json").string());
     plan::preset p = plan::read_preset(preset_dir(o.preset));
     warn(p.warnings);
     in.hf = std::move(p.model);
@@ -474,9 +479,9 @@ int run_command(const plan_args& o) {
   // Megatron's code runs the job: its transfers priced as Megatron issues them, unless said.
   if (o.runtime == plan::runs_on::megatron && o.given.count("--pipeline-runtime") == 0)
     in.job.runtime = plan::pipeline_runtime::megatron;
-  if (o.fp16) {  // Megatron's --fp16: its gradients in 16 bits unless accumulated in fp32
-    in.job.fp16 = true;
-    if (!o.accumulate_fp32) in.job.grad_reduce_in_bf16 = true;
+  if (o.fp16) {          // Megatron's --fp16: its gradients in 16 bits unless accumulated in fp32
+    in.job.fp16 = true;  // (--grad-reduce-in-bf16 is bf16's: Megatron reads it under bf16 only)
+    in.job.grad_reduce_in_bf16 = !o.accumulate_fp32;
   }
   if (o.configuration_budget > 0) return search_configurations(o, in);
   if (o.devices > 0 && !in.devices_used) in.job = plan::with_world_size(in.job, o.devices);

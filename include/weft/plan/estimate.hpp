@@ -742,21 +742,22 @@ inline void price_transfers(cost_model& cost, const transformer& m, const job& j
   cost.far_p2p_latency = far.alpha;
 }
 
-/// The bytes Megatron's optimizer step moves per parameter of a device's shard, kernel by kernel
-/// (mixed precision; megatron/core/optimizer): 16-bit gradients (fp16's, or
-/// --grad-reduce-in-bf16) are first copied into fp32 main gradients
-/// (`_copy_model_grads_to_main_grads`: `.float()`, 2 read and 4 written); fp16's loss scaler
-/// unscales and checks each (`_unscale_main_grads_and_check_for_nan`:
-/// `_amp_foreach_non_finite_check_and_unscale_`, 4 read and 4 written); the gradients' norm for
-/// clipping (`--clip-grad`, on by default) reads each fp32 gradient (4); Adam reads the fp32
-/// master weight, gradient and both moments and writes the weight and moments (16 + 12); the
-/// master weights are copied to the 16-bit model weights (4 read, 2 written); the gradient
-/// buffer is zeroed for the next step (its bytes written). 42 bytes with fp32 gradients, 46
-/// with 16-bit ones, 54 with fp16's.
+/// The bytes Megatron's optimizer step moves per parameter of a device's shard of the optimizer
+/// states, kernel by kernel (mixed precision; megatron/core/optimizer): 16-bit gradients (fp16's,
+/// or --grad-reduce-in-bf16) are first copied into fp32 main gradients
+/// (`_copy_model_grads_to_main_grads`: `.float()`, 2 read and 4 written; Megatron-FSDP, whose
+/// buffers the optimizer reads as they are, skips it); fp16's loss scaler unscales and checks
+/// each (`_unscale_main_grads_and_check_for_nan`: `_amp_foreach_non_finite_check_and_unscale_`,
+/// 4 read and 4 written); the gradients' norm for clipping (`--clip-grad`, on by default) reads
+/// each fp32 gradient (4); Adam reads the fp32 master weight, gradient and both moments and
+/// writes the weight and moments (16 + 12); the master weights are copied to the 16-bit model
+/// weights (4 read, 2 written). 38 bytes with fp32 gradients, 44 with 16-bit ones, 52 with
+/// fp16's.
 inline double optimizer_bytes_per_parameter(const job& j) noexcept {
+  const bool fsdp = j.sharding >= dp_sharding::optim_grads;  // the gradients sharded too
   const double gradients = states_of(j).gradients;
-  const double to_fp32 = gradients < 4 ? gradients + 4 : 0, unscale = j.fp16 ? 4 + 4 : 0;
-  return to_fp32 + unscale + 4 + (16 + 12) + (4 + 2) + gradients;
+  const double to_fp32 = gradients < 4 && !fsdp ? gradients + 4 : 0, unscale = j.fp16 ? 4 + 4 : 0;
+  return to_fp32 + unscale + 4 + (16 + 12) + (4 + 2);
 }
 
 /// Megatron's data-parallel bucket when none is given: `max(40000000, 1000000 * dp_size)`
@@ -857,14 +858,20 @@ inline dp_traffic dp_traffic_of(const job& j, const cluster& c, double dense, do
 }
 
 /// The optimizer step of a rank holding `dense` and `expert` parameters: Adam on its shard of
-/// the optimizer states (all of them when unsharded), memory-bound kernels at the memory's
-/// sustained bandwidth.
+/// the optimizer states (all of them when unsharded) and the zeroing of its gradient buffer
+/// (sharded with the gradients), memory-bound kernels at the memory's sustained bandwidth.
 inline seconds optimizer_time(const job& j, const cluster& c, double dense, double expert) {
   const long long dp_ranks = static_cast<long long>(j.dp) * j.cp;
-  const bool split = j.sharding != dp_sharding::no_shard;
-  const double shard = dense / static_cast<double>(split ? dp_ranks : 1) +
-                       expert / static_cast<double>(split ? j.expert_dp() : 1);
-  return seconds(optimizer_bytes_per_parameter(j) * shard / chip_of(c).memory_bytes_per_s());
+  const auto shard_of = [&](bool split) {
+    return dense / static_cast<double>(split ? dp_ranks : 1) +
+           expert / static_cast<double>(split ? j.expert_dp() : 1);
+  };
+  // Its gradient buffer, whole unless the gradients are sharded, is zeroed for the next step
+  // in its own type (`zero_grad_buffer`).
+  const double bytes =
+      optimizer_bytes_per_parameter(j) * shard_of(j.sharding != dp_sharding::no_shard) +
+      states_of(j).gradients * shard_of(j.sharding >= dp_sharding::optim_grads);
+  return seconds(bytes / chip_of(c).memory_bytes_per_s());
 }
 
 /// Per pipeline rank, what its stages hold: parameters (dense and experts') and layers.

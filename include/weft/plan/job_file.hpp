@@ -71,7 +71,11 @@ inline void read_megatron_keys(config_reader& r, job& b, const std::string& file
     if (!r.flag(key, true))
       throw config_error(file + ": " + std::string(key) + " false: " + std::string(why));
   };
-  refuse_false("bf16", "weft prices bf16 mixed precision (or fp16, `fp16`)");
+  // Megatron's precision: bf16 or fp16, one of them (its arguments.py asserts so).
+  b.fp16 = r.flag("fp16", false);
+  if (b.fp16 && r.flag("bf16", false))
+    throw config_error(file + ": fp16 and bf16 are one setting: give one");
+  if (!b.fp16) refuse_false("bf16", "weft prices bf16 mixed precision (or fp16, `fp16`)");
   refuse_false("moe-grouped-gemm",
                "weft prices each rank's experts as one grouped matmul, not one apiece");
   (void)r.flag("moe-enable-deepep", false);                // what weft's flex dispatcher prices
@@ -96,9 +100,9 @@ inline void read_megatron_keys(config_reader& r, job& b, const std::string& file
                        ": data-parallel-sharding-strategy with the distributed optimizer "
                        "off: give one");
   if (!distributed) b.sharding = dp_sharding::no_shard;
-  b.fp16 = r.flag("fp16", false);
-  if (b.fp16 && !r.flag("accumulate-allreduce-grads-in-fp32", false))
-    b.grad_reduce_in_bf16 = true;  // 16-bit gradients, as --fp16 keeps them
+  // fp16 keeps its gradients in 16 bits unless accumulated in fp32; Megatron reads
+  // grad-reduce-in-bf16 under bf16 only.
+  if (b.fp16) b.grad_reduce_in_bf16 = !r.flag("accumulate-allreduce-grads-in-fp32", false);
   const std::string backend = r.text({"attention-backend"}, "auto");
   if (!one_of_names(backend, attention_backends))
     throw config_error(file +

@@ -37,7 +37,8 @@ struct preset {
   std::vector<std::string> warnings;
 };
 
-/// Refuses to plan built-in preset `name` where it is another command's scenario, not a job:
+/// Refuses to plan built-in preset `name` where it is another command's scenario, not a job
+/// (callers ask only of the built-in folders; one's own of the same name is what it says):
 /// llama3-405b is tp2d's (tp 16 as 8 x 2), which 1D tensor parallelism — all a plan prices —
 /// cannot split over the model's 8 key/value heads. `model` is the preset's config.json.
 inline void refuse_scenario_preset(const std::string& name, const std::string& model) {
