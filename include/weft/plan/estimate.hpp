@@ -754,9 +754,9 @@ inline void price_transfers(cost_model& cost, const transformer& m, const job& j
 /// weights (4 read, 2 written). 38 bytes with fp32 gradients, 44 with 16-bit ones, 52 with
 /// fp16's.
 inline double optimizer_bytes_per_parameter(const job& j) noexcept {
-  const bool fsdp = j.sharding >= dp_sharding::optim_grads;  // the gradients sharded too
   const double gradients = states_of(j).gradients;
-  const double to_fp32 = gradients < 4 && !fsdp ? gradients + 4 : 0, unscale = j.fp16 ? 4 + 4 : 0;
+  const bool copied = gradients < 4 && !shards_gradients(j.sharding);  // not Megatron-FSDP's
+  const double to_fp32 = copied ? gradients + 4 : 0, unscale = j.fp16 ? 4 + 4 : 0;
   return to_fp32 + unscale + 4 + (16 + 12) + (4 + 2);
 }
 
@@ -870,7 +870,7 @@ inline seconds optimizer_time(const job& j, const cluster& c, double dense, doub
   // in its own type (`zero_grad_buffer`).
   const double bytes =
       optimizer_bytes_per_parameter(j) * shard_of(j.sharding != dp_sharding::no_shard) +
-      states_of(j).gradients * shard_of(j.sharding >= dp_sharding::optim_grads);
+      states_of(j).gradients * shard_of(shards_gradients(j.sharding));
   return seconds(bytes / chip_of(c).memory_bytes_per_s());
 }
 
@@ -897,9 +897,9 @@ inline void add_data_parallel(estimate& out, const job& j, const cluster& c,
   // prefetched; sharded gradients a layer's fp32 bucket waiting for its reduce-scatter.
   const state_bytes per = states_of(j);
   const double transient_per_param =
-      dense_shards <= 1 ? 0.0  // one data-parallel rank: nothing to gather or reduce
-                        : (fsdp ? 2 * per.weights : 0.0) +
-                              (j.sharding >= dp_sharding::optim_grads ? per.gradients : 0.0);
+      dense_shards <= 1
+          ? 0.0  // one data-parallel rank: nothing to gather or reduce
+          : (fsdp ? 2 * per.weights : 0.0) + (shards_gradients(j.sharding) ? per.gradients : 0.0);
   seconds slowest_sync{0}, slowest_optimizer{0};
   for (std::size_t r = 0; r < held.dense.size(); ++r) {
     const double dense = held.dense[r], expert = held.expert[r];

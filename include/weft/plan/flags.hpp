@@ -182,7 +182,7 @@ inline std::optional<std::vector<std::string>> megatron_arguments(const job& j) 
   if (!j.layout.empty()) add("--pipeline-model-parallel-layout", "\"" + j.layout + "\"");
   // Megatron keeps the optimizer states whole unless told (weft shards them unless told).
   if (j.sharding == dp_sharding::optim) add("--use-distributed-optimizer");
-  if (j.sharding == dp_sharding::optim_grads || j.sharding == dp_sharding::optim_grads_params) {
+  if (shards_gradients(j.sharding)) {
     // As NVIDIA's Megatron-FSDP guide launches it (its checkpoints in their own format).
     add("--use-megatron-fsdp");
     add("--data-parallel-sharding-strategy", std::string(name_of(j.sharding)));

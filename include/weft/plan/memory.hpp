@@ -237,6 +237,9 @@ constexpr std::string_view name_of(dp_sharding s) noexcept {
   return dp_sharding_names[static_cast<std::size_t>(s)];
 }
 
+/// Whether the data-parallel ranks shard the gradients too (ZeRO-2 and FSDP: Megatron-FSDP).
+constexpr bool shards_gradients(dp_sharding s) noexcept { return s >= dp_sharding::optim_grads; }
+
 /// The enumerator whose name (`names`, in the enum's order) is `name`, or none.
 template <class Enum, std::size_t N>
 constexpr std::optional<Enum> named(const std::array<std::string_view, N>& names,
@@ -252,7 +255,7 @@ constexpr double model_state_bytes(double params, int shards, dp_sharding what =
                                    const state_bytes& b = {}) noexcept {
   const double n = shards > 1 ? shards : 1;
   const double optimizer = what == dp_sharding::no_shard ? b.optimizer : b.optimizer / n;
-  const double gradients = what >= dp_sharding::optim_grads ? b.gradients / n : b.gradients;
+  const double gradients = shards_gradients(what) ? b.gradients / n : b.gradients;
   const double weights = what == dp_sharding::optim_grads_params ? b.weights / n : b.weights;
   return params * (weights + gradients + optimizer);
 }
