@@ -24,6 +24,7 @@
 #include <utility>
 #include <vector>
 
+#include "hagemann2023.hpp"
 #include "published.hpp"
 
 #include <weft/plan/cluster.hpp>
@@ -521,6 +522,108 @@ job vtrain_job(const vtrain_model& v, const vtrain_run& r) {
   return j;
 }
 
+/// Aleph Alpha's Megatron-like trainer ("Scaling", github.com/Aleph-Alpha/scaling) as Hagemann
+/// et al. 2023 ran it: bf16, ZeRO-1 (optimizer states sharded over the data-parallel ranks,
+/// the bf16 gradients all-reduced in fp32 after the backward, nothing overlapped), 1F1B
+/// waiting for each transfer, FlashAttention-2. Its norms, SwiGLU and rotary embeddings are
+/// PyTorch's unfused ops, which weft prices fused.
+job hagemann_job(const bench::hagemann_sheet& s, const bench::hagemann_run& r) {
+  job j;
+  j.tp = r.tp;
+  j.pp = r.pp;
+  j.dp = s.devices / (r.tp * r.pp);
+  j.micro_batch_size = r.micro;
+  j.global_batch_size = s.sequences;
+  j.seq = s.seq;
+  j.policy = r.recompute ? recompute::full : recompute::none;
+  j.sequence_parallel = r.sp != 0;
+  j.runtime = pipeline_runtime::megatron;
+  j.sharding = dp_sharding::optim;
+  // Gradients kept in bf16 (each parameter's own .grad), cast to fp32 only in the reduction's
+  // buckets; weft reduce-scatters them where ZeRO-1 here all-reduces them in fp32.
+  j.grad_reduce_in_bf16 = true;
+  // Each micro-batch's gradients added to them by PyTorch's autograd, a pass of its own.
+  j.gradient_accumulation_fusion = false;
+  return j;
+}
+
+/// What the memory model says of a sweep's runs against what ran and what ran out of memory.
+struct memory_tally {
+  int agree = 0, missed_oom = 0, false_oom = 0;
+  void add(bool measured_ran, bool fits) {
+    if (measured_ran == fits)
+      ++agree;
+    else if (fits)
+      ++missed_oom;
+    else
+      ++false_oom;
+  }
+};
+
+/// `--sweeps`, Hagemann et al.: per sheet and kernel, the runs that ran, their steps measured
+/// and weft's, and weft's first choice among those it says fit — which may be one that ran out
+/// of memory.
+void compare_hagemann(const cluster& a100, sweep_tally& tally, memory_tally& memory,
+                      memory_tally& memory_smi) {
+  using bench::hagemann_runs;
+  using bench::hagemann_sheets;
+  int failed_choices = 0, unplanned = 0;
+  for (std::size_t s = 0; s < std::size(hagemann_sheets); ++s)
+    for (const int rms : {0, 1}) {
+      const bench::hagemann_sheet& sh = hagemann_sheets[s];
+      const transformer m = preset_model(sh.model);
+      const bool sp_sheet = s >= 5;
+      std::vector<double> measured, predicted;
+      std::string points;
+      double chosen = 0, chosen_measured = -1;
+      for (const bench::hagemann_run& r : hagemann_runs) {
+        if (r.sheet != static_cast<int>(s) || r.rms_kernel != rms) continue;
+        if (m.layers % r.pp != 0) {  // their trainer splits layers unevenly; how, not stated
+          ++unplanned;
+          continue;
+        }
+        const estimate e = estimate_job(m, hagemann_job(sh, r), a100);
+        const double peak = *std::max_element(e.memory_per_rank.begin(), e.memory_per_rank.end());
+        const bool fits = peak <= a100.hbm_bytes, ran = r.step_s > 0;
+        memory.add(ran, fits);
+        memory_smi.add(ran, as_nvidia_smi(peak) <= a100.hbm_bytes);
+        if (fits && (chosen == 0 || e.step.count() < chosen)) {
+          chosen = e.step.count();
+          chosen_measured = r.step_s;
+        }
+        char point[96];
+        const char* sp = sp_sheet ? (r.sp ? ",sp" : ",-") : "";
+        if (ran)
+          std::snprintf(point, sizeof point, " (%d,%d,%d,%s%s) %.1f/%.1f%s", r.tp, r.pp, r.micro,
+                        r.recompute ? "full" : "none", sp, r.step_s, e.step.count(),
+                        fits ? "" : "(over)");
+        else if (fits)  // ran out of memory where weft says it fits
+          std::snprintf(point, sizeof point, " (%d,%d,%d,%s%s) OOM/%.1f", r.tp, r.pp, r.micro,
+                        r.recompute ? "full" : "none", sp, e.step.count());
+        else
+          continue;
+        points += point;
+        if (!ran) continue;
+        measured.push_back(r.step_s);
+        predicted.push_back(e.step.count());
+      }
+      if (measured.size() < 2) continue;
+      std::printf(
+          "Hagemann et al. %s, FlashAttention-2%s (tp,pp,mbs,recompute%s measured/weft s):%s",
+          std::string(sh.name).c_str(), rms ? " + RMSNorm kernel" : "", sp_sheet ? ",sp" : "",
+          points.c_str());
+      tally.add(measured, predicted);
+      if (chosen_measured == 0) {
+        ++failed_choices;
+        std::printf("  weft's first choice among those it says fit ran out of memory\n");
+      }
+    }
+  std::printf(
+      "Hagemann et al.: %d first choices ran out of memory; %d runs over pipelines that "
+      "split the layers unevenly not planned\n",
+      failed_choices, unplanned);
+}
+
 /// `--sweeps`: each measured sweep beside weft's, and how well weft orders it.
 int compare_sweeps() {
   const cluster a100 = *find_cluster("a100-80g");
@@ -570,8 +673,18 @@ int compare_sweeps() {
     }
     std::printf("\n");
   }
+  sweep_tally hagemann_tally;
+  memory_tally memory, memory_smi;
+  compare_hagemann(a100, hagemann_tally, memory, memory_smi);
   narayanan_tally.print("Narayanan et al. 2021");
   vtrain_tally.print("vTrain");
+  hagemann_tally.print("Hagemann et al. 2023");
+  for (const auto& [what, t] :
+       {std::pair{"allocated", memory}, std::pair{"nvidia-smi", memory_smi}})
+    std::printf(
+        "Hagemann et al. 2023, memory (%s peak against the device's): %d runs as weft says "
+        "(fit or not), %d weft says fit ran out of memory, %d weft says do not fit ran\n",
+        what, t.agree, t.missed_oom, t.false_oom);
   return 0;
 }
 

@@ -144,3 +144,46 @@ TEST_CASE("fused attention at the rate measured for its length, forward and back
   // A device without curves: the rate it is given.
   CHECK(time_of(ascend_910b, k, 250e12).count() == doctest::Approx(1 / 250.0));
 }
+
+TEST_CASE("fused attention at the rate measured for its head dimension") {
+  // A100, FlashAttention-2's Fig. 4c (causal, head dim 64, forward and backward): 140 TFLOP/s
+  // at 2k tokens against head dim 128's 155 (Fig. 4d); between them linear in the head dim;
+  // past 128 head dim 128's, the A100's only larger one published.
+  kernel k{"attention", kernel_kind::attention, {}, 0, 1e12, true, false, 2048};
+  k.head_dim = 64;
+  CHECK(time_of(a100_sxm, k, 1).count() == doctest::Approx(1 / 140.0));
+  k.head_dim = 32;  // below the published ones: the nearest
+  CHECK(time_of(a100_sxm, k, 1).count() == doctest::Approx(1 / 140.0));
+  k.head_dim = 96;
+  CHECK(time_of(a100_sxm, k, 1).count() == doctest::Approx(1 / 147.5));
+  k.head_dim = 256;
+  CHECK(time_of(a100_sxm, k, 1).count() == doctest::Approx(1 / 155.0));
+  // H100 at 4k tokens: FlashAttention-3's forward at head dim 64 420 TFLOP/s (Fig. 5b), 128
+  // 579 (5d), 256 612 (5f); DeepSeek-V3's 192 halfway between 128 and 256. Its backward at 64
+  // 453 (Fig. 6a); none published past 128, where head dim 128's 542 stays.
+  k.seq = 4096;
+  k.head_dim = 64;
+  CHECK(time_of(h100_sxm, k, 1).count() == doctest::Approx(1 / 420.0));
+  k.head_dim = 192;
+  CHECK(time_of(h100_sxm, k, 1).count() == doctest::Approx(1 / 595.5));
+  k.backward = true;
+  CHECK(time_of(h100_sxm, k, 1).count() == doctest::Approx(1 / 542.0));
+  k.head_dim = 64;
+  CHECK(time_of(h100_sxm, k, 1).count() == doctest::Approx(1 / 453.0));
+  // A layer's fused attention carries its queries' head dim: GPT-2's 64.
+  transformer m;
+  m.layers = 1;
+  m.hidden = 768;
+  m.heads = m.kv_heads = 12;
+  m.head_dim = 64;
+  m.ffn = 3072;
+  m.vocab = 50257;
+  const layer_kernels ks = layer_kernels_of(m, 0, {.micro_batch = 1, .seq = 1024});
+  bool seen = false;
+  for (const kernel& x : ks.forward)
+    if (x.kind == kernel_kind::attention) {
+      CHECK(x.head_dim == 64);
+      seen = true;
+    }
+  CHECK(seen);
+}

@@ -452,6 +452,53 @@ TEST_CASE("data-parallel sharding: the states each rank keeps, what it gathers, 
   CHECK(fsdp.optimizer.count() == doctest::Approx(42 * p1 / 2 / 1e12));
 }
 
+TEST_CASE("--no-gradient-accumulation-fusion: each micro-batch's dW added in a pass of its own") {
+  // Without the fused add (Megatron's `main_grad.add_`, PyTorch's AccumulateGrad) every
+  // weight's new bf16 gradient is read and the accumulated one read and written: 2 + 4 + 4
+  // bytes a weight with fp32 main gradients, 2 + 2 + 2 in 16 bits. A layer of hidden 1024 (GeLU
+  // over 4096) has 12 h^2 linear weights (qkv 3h^2, out h^2, fc1 and fc2 4h^2 each); the last
+  // stage's head h V more. At 1 TB/s, with the dW: in B and in W alike.
+  const transformer m = testing::tiny_dense(2);
+  const cluster c = testing::ideal_cluster();
+  const estimate_options o{.matmul_shapes = false, .launches = false};
+  job j = two_stages();
+  const estimate fused = estimate_job(m, j, c, o);
+  j.gradient_accumulation_fusion = false;
+  const estimate apart = estimate_job(m, j, c, o);
+  const double h = 1024, V = 1000, layer = 12 * h * h;
+  const auto added = [](const estimate& a, const estimate& b, int st) {
+    return std::pair{(a.stages[st].cost.B - b.stages[st].cost.B).count(),
+                     (a.stages[st].cost.W - b.stages[st].cost.W).count()};
+  };
+  CHECK(added(apart, fused, 0).first == doctest::Approx(10 * layer / 1e12));
+  CHECK(added(apart, fused, 0).second == doctest::Approx(10 * layer / 1e12));
+  CHECK(added(apart, fused, 1).second == doctest::Approx(10 * (layer + h * V) / 1e12));
+  CHECK(apart.step > fused.step);
+  job half = j;
+  half.grad_reduce_in_bf16 = true;
+  job half_fused = half;
+  half_fused.gradient_accumulation_fusion = true;
+  CHECK(added(estimate_job(m, half, c, o), estimate_job(m, half_fused, c, o), 0).second ==
+        doctest::Approx(6 * layer / 1e12));
+  // Sharded gradients (FSDP) add a 1/dp shard after each reduce-scatter: not priced.
+  job fsdp = j;
+  fsdp.dp = 2;
+  fsdp.global_batch_size = 4;
+  fsdp.sharding = dp_sharding::optim_grads_params;
+  job fsdp_fused = fsdp;
+  fsdp_fused.gradient_accumulation_fusion = true;
+  CHECK(estimate_job(m, fsdp, c, o).step == estimate_job(m, fsdp_fused, c, o).step);
+  // Replayed in both Megatron's arguments and weft's flags; Megatron-FSDP's launch has it once.
+  const auto count = [](const std::vector<std::string>& a) {
+    return std::count(a.begin(), a.end(), "--no-gradient-accumulation-fusion");
+  };
+  CHECK(count(*megatron_arguments(j)) == 1);
+  CHECK(count(weft_flags(j)) == 1);
+  CHECK(count(*megatron_arguments(fsdp)) == 1);
+  CHECK(count(*megatron_arguments(fsdp_fused)) == 1);
+  CHECK(count(*megatron_arguments(half_fused)) == 0);
+}
+
 TEST_CASE("Megatron's --grad-reduce-in-bf16 and --fp8-param-gather: the bytes they save") {
   const transformer m = testing::tiny_dense(2);
   const cluster c = testing::ideal_cluster();

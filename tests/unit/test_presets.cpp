@@ -308,6 +308,10 @@ TEST_CASE("a job from JSON: weft plan's flags as keys, each checked") {
   // Its overlap of tensor parallelism's collectives with the GEMMs, under either spelling.
   CHECK(plan::read_job(R"({"tp_comm_overlap": true})", "job.json").spec.tp_comm_overlap);
   CHECK(plan::read_job(R"({"tp-comm-overlap": true})", "job.json").spec.tp_comm_overlap);
+  CHECK_FALSE(plan::read_job(R"({"no-gradient-accumulation-fusion": true})", "job.json")
+                  .spec.gradient_accumulation_fusion);
+  CHECK(plan::read_job(R"({"no-gradient-accumulation-fusion": false})", "job.json")
+            .spec.gradient_accumulation_fusion);
   CHECK_THROWS_WITH_AS(plan::read_job(R"({"moe-grouped-gemm": false})", "job.json"),
                        doctest::Contains("moe-grouped-gemm false: weft prices each rank's experts "
                                          "as one grouped matmul"),

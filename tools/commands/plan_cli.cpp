@@ -63,8 +63,10 @@ std::vector<CLI::Option*> megatron_only_flags(CLI::App& sub, weft::plan::job& j)
       "Megatron-FSDP: what it shards is --data-parallel-sharding-strategy's (which a "
       "--use-distributed-optimizer beside it leaves)"));
   out.push_back(sub.add_flag_callback(
-      "--no-gradient-accumulation-fusion", [] {},
-      "Megatron-FSDP's launch flag: the weight gradients accumulated apart (priced the same)"));
+      "--no-gradient-accumulation-fusion", [&j] { j.gradient_accumulation_fusion = false; },
+      "each micro-batch's weight gradients added to the accumulated ones in a pass of their "
+      "own (Megatron fuses the add into the dW matmul by default; with Megatron-FSDP, whose "
+      "launch needs the flag, a 1/dp shard is added: not priced)"));
   out.push_back(sub.add_option_function<std::string>(
       "--ckpt-format", [](const std::string&) {}, "the checkpoints' format (no part of a step)"));
   out.push_back(sub.add_flag_callback(

@@ -47,6 +47,8 @@ struct device {
   /// tokens of a sequence it attends over: its forward and its backward. Empty: no curve (the
   /// cluster's attention efficiency at any length).
   curve flash_forward{}, flash_backward{};
+  /// The same at head dim 64 and 256 where they are published (empty: not), for `flash_rate`.
+  curve flash_forward_64{}, flash_backward_64{}, flash_forward_256{}, flash_backward_256{};
 
   constexpr bool has_fp8() const noexcept { return peak_fp8 > 0; }
   constexpr double peak(dtype t) const noexcept {
@@ -58,6 +60,21 @@ struct device {
   }
   /// The bandwidth a memory-bound kernel streams at.
   constexpr double memory_bytes_per_s() const noexcept { return hbm_bytes_per_s * hbm_share; }
+
+  /// A flash kernel's FLOP/s over `tokens` at head dim `head_dim`: linear in the head dim
+  /// between the published 64, 128 and 256 (a smaller head reuses less of what a tile loads);
+  /// beyond the published ones, the nearest. 0 without curves.
+  double flash_rate(bool backward, double tokens, double head_dim = 128) const noexcept {
+    const curve& mid = backward ? flash_backward : flash_forward;
+    if (mid.empty()) return 0;
+    const double at128 = mid.at(tokens);
+    const curve& edge = head_dim < 128 ? (backward ? flash_backward_64 : flash_forward_64)
+                                       : (backward ? flash_backward_256 : flash_forward_256);
+    if (head_dim == 128 || edge.empty()) return at128;
+    const double other = head_dim < 128 ? 64 : 256;
+    const double share = (head_dim - 128) / (other - 128);
+    return share >= 1 ? edge.at(tokens) : at128 + share * (edge.at(tokens) - at128);
+  }
 };
 
 /// The built-in devices. Sources (docs/planning.md, "Devices"):
@@ -72,7 +89,11 @@ struct device {
 ///   forward and backward together (arXiv 2307.08691, Fig. 4d: 99, 133, 155, 173, 182, 189
 ///   TFLOP/s at 512 ... 16k tokens), for either pass; H100, FlashAttention-3's forward (arXiv
 ///   2407.08608, Fig. 5: 292, 423, 521, 579, 602, 616) and backward (Fig. 6, published without a
-///   causal mask only: 316, 424, 501, 542, 559, 561).
+///   causal mask only: 316, 424, 501, 542, 559, 561). Head dim 64: FlashAttention-2's Fig. 4c
+///   (88, 119, 140, 156, 165, 171); FlashAttention-3's Fig. 5b forward (197, 265, 371, 420,
+///   460, 473) and Fig. 6a backward, without a mask (272, 363, 422, 453, 472, 474). Head dim
+///   256: FlashAttention-3's Fig. 5f forward (286, 427, 537, 612, 628, 642); no backward
+///   published (head dim 128's), nor any at 256 on the A100.
 /// - hbm_share: a streaming kernel's measured bandwidth — A100 80GB SXM 1.80 of 2.04 TB/s
 ///   (88 %, Nsight Compute; NVIDIA developer forum, "Trouble to reach peak bandwidth of A100"),
 ///   H100 SXM coalesced loads 2.8 of 3.35 TB/s (84 %, Nsight Compute).
@@ -92,28 +113,35 @@ constexpr curve by_tokens(double a, double b, double c, double d, double e, doub
 }
 }  // namespace detail
 
-inline constexpr device a100_sxm{.name = "a100-80g",
-                                 .peak_bf16 = 312e12,
-                                 .matmul_share = 271.2 / 312,
-                                 .sms = 108,
-                                 .hbm_bytes = 80e9,
-                                 .hbm_bytes_per_s = 2.039e12,
-                                 .hbm_share = 1.80 / 2.04,
-                                 .nvlink_by_size = a100_nvlink,
-                                 .flash_forward = detail::by_tokens(99, 133, 155, 173, 182, 189),
-                                 .flash_backward = detail::by_tokens(99, 133, 155, 173, 182, 189)};
-inline constexpr device h100_sxm{.name = "h100-sxm",
-                                 .peak_bf16 = 989e12,
-                                 .matmul_share = 794.5 / 989,
-                                 .peak_fp8 = 1979e12,
-                                 .fp8_share = 1402.6 / 1979,
-                                 .sms = 132,
-                                 .hbm_bytes = 80e9,
-                                 .hbm_bytes_per_s = 3.35e12,
-                                 .hbm_share = 2.8 / 3.35,
-                                 .nvlink_by_size = h100_nvlink,
-                                 .flash_forward = detail::by_tokens(292, 423, 521, 579, 602, 616),
-                                 .flash_backward = detail::by_tokens(316, 424, 501, 542, 559, 561)};
+inline constexpr device a100_sxm{
+    .name = "a100-80g",
+    .peak_bf16 = 312e12,
+    .matmul_share = 271.2 / 312,
+    .sms = 108,
+    .hbm_bytes = 80e9,
+    .hbm_bytes_per_s = 2.039e12,
+    .hbm_share = 1.80 / 2.04,
+    .nvlink_by_size = a100_nvlink,
+    .flash_forward = detail::by_tokens(99, 133, 155, 173, 182, 189),
+    .flash_backward = detail::by_tokens(99, 133, 155, 173, 182, 189),
+    .flash_forward_64 = detail::by_tokens(88, 119, 140, 156, 165, 171),
+    .flash_backward_64 = detail::by_tokens(88, 119, 140, 156, 165, 171)};
+inline constexpr device h100_sxm{
+    .name = "h100-sxm",
+    .peak_bf16 = 989e12,
+    .matmul_share = 794.5 / 989,
+    .peak_fp8 = 1979e12,
+    .fp8_share = 1402.6 / 1979,
+    .sms = 132,
+    .hbm_bytes = 80e9,
+    .hbm_bytes_per_s = 3.35e12,
+    .hbm_share = 2.8 / 3.35,
+    .nvlink_by_size = h100_nvlink,
+    .flash_forward = detail::by_tokens(292, 423, 521, 579, 602, 616),
+    .flash_backward = detail::by_tokens(316, 424, 501, 542, 559, 561),
+    .flash_forward_64 = detail::by_tokens(197, 265, 371, 420, 460, 473),
+    .flash_backward_64 = detail::by_tokens(272, 363, 422, 453, 472, 474),
+    .flash_forward_256 = detail::by_tokens(286, 427, 537, 612, 628, 642)};
 inline constexpr device h800 = [] {
   device d = h100_sxm;
   d.name = "h800";

@@ -35,6 +35,11 @@ struct layer_shard {
   /// tensorwise`; torchao's dynamic scales): each tensor's scale from its own amax, read in a
   /// pass of its own before the cast — delayed scaling takes it from earlier steps' history
   bool current_scaling = false;
+  /// Bytes a weight's gradient costs to accumulate, a pass: 0 where the dW matmul adds into
+  /// the accumulated gradient itself (Megatron's gradient-accumulation fusion, GEMM with
+  /// beta = 1); else a pass of its own reading the new gradient and reading and writing the
+  /// accumulated one (PyTorch's AccumulateGrad, Megatron's `main_grad.add_`).
+  double accumulate_bytes = 0;
 
   constexpr double tokens() const noexcept { return micro_batch * seq / cp; }
 };
@@ -49,11 +54,13 @@ struct linear_operands {
   bool current_scaling = false;
   double input_share = 1, gradient_share = 1;
   bool input_amax = true;
+  double accumulate_bytes = 0;  ///< `layer_shard::accumulate_bytes`, a weight
 };
 
 /// The operands of the layers' linears on a device holding `s`, as a linear fed whole.
 constexpr linear_operands linears_of(const layer_shard& s) noexcept {
-  return {.type = s.type, .current_scaling = s.current_scaling};
+  return {
+      .type = s.type, .current_scaling = s.current_scaling, .accumulate_bytes = s.accumulate_bytes};
 }
 
 /// How Megatron parallelises a linear over tp: `column` (its input gathered first with sequence
@@ -94,6 +101,7 @@ struct kernel {
   bool backward = false;  ///< fused attention's: the backward pass
   /// The part selective recomputation runs it again with (attention's core: `core`).
   recompute_module module = recompute_module::none;
+  double head_dim = 128;  ///< fused attention's: the queries' and keys' head dimension
 };
 
 /// The host's time to launch one kernel: a pass of n kernels takes at least n of them, however
@@ -128,6 +136,9 @@ inline void linear(layer_kernels& out, std::string_view name, double m, double n
   out.forward.push_back({name, kernel_kind::matmul, {m, n, k, batch, t}});
   out.backward.push_back({name, kernel_kind::matmul, {m, k, n, batch, t}});
   out.backward.push_back({name, kernel_kind::matmul, {k, n, m, batch, t}, 0, 0, false, true});
+  if (o.accumulate_bytes > 0)  // dW added to the gradient accumulated so far, with the dW
+    out.backward.push_back(
+        {name, kernel_kind::streamed, {}, k * n * batch * o.accumulate_bytes, 0, false, true});
 }
 /// A memory-bound kernel reading and writing `forward` bytes, and its gradient `backward`.
 inline void streamed(layer_kernels& out, std::string_view name, double forward, double backward,
@@ -148,16 +159,12 @@ inline void attention_core(layer_kernels& out, const transformer& m, const layer
     // The causal half of the scores and of the weighted sum: what a flash kernel computes.
     const double flops = causal_score_flops(T, keys, heads, qk_dim, v_dim);
     const double tokens = s.seq / s.cp;  // what each of its calls attends over
-    out.forward.push_back({"attention", kernel_kind::attention, {}, 0, flops, true, false, tokens});
-    out.backward.push_back({"attention",
-                            kernel_kind::attention,
-                            {},
-                            0,
-                            flash_backward_work * flops,
-                            true,
-                            false,
-                            tokens,
-                            true});
+    kernel fused{"attention", kernel_kind::attention, {}, 0, flops, true, false, tokens};
+    fused.head_dim = qk_dim;
+    out.forward.push_back(fused);
+    fused.flops *= flash_backward_work;
+    fused.backward = true;
+    out.backward.push_back(fused);
   } else {
     const double S = batch * queries * keys;  // the score matrix's elements on this device
     // In bf16 whatever the linears' type: no FP8 recipe computes attention's core in FP8.
@@ -317,7 +324,7 @@ inline layer_kernels layer_kernels_of(const transformer& m, int layer, const lay
 }
 
 /// A kernel's time on device `d`; fused attention at the device's measured rate for its length
-/// (`flash_forward`, `flash_backward`), or `attention_flops` FLOP/s on a device without them.
+/// and head dim (`device::flash_rate`), or `attention_flops` FLOP/s on a device without them.
 inline seconds time_of(const device& d, const kernel& k, double attention_flops) noexcept {
   switch (k.kind) {
     case kernel_kind::matmul:
@@ -325,8 +332,8 @@ inline seconds time_of(const device& d, const kernel& k, double attention_flops)
     case kernel_kind::streamed:
       return seconds(k.bytes / d.memory_bytes_per_s());
     case kernel_kind::attention: {
-      const curve& rate = k.backward ? d.flash_backward : d.flash_forward;
-      return seconds(k.flops / (rate.empty() ? attention_flops : rate.at(k.seq)));
+      const double rate = d.flash_rate(k.backward, k.seq, k.head_dim);
+      return seconds(k.flops / (rate > 0 ? rate : attention_flops));
     }
   }
   return seconds(0);

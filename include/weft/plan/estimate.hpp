@@ -139,8 +139,9 @@ inline perf::device chip_of(const cluster& c) {
   if (!d.flash_forward.empty() && !d.flash_backward.empty()) {
     const double longest = perf::flash_pair_rate(d.flash_forward.last(), d.flash_backward.last());
     const double k = c.device.attention_flops() / longest;
-    d.flash_forward = d.flash_forward.scaled(k);
-    d.flash_backward = d.flash_backward.scaled(k);
+    for (perf::curve* x : {&d.flash_forward, &d.flash_backward, &d.flash_forward_64,
+                           &d.flash_backward_64, &d.flash_forward_256, &d.flash_backward_256})
+      *x = x->scaled(k);
   }
   d.peak_bf16 = c.device.peak_flops;
   d.matmul_share = c.device.efficiency;
@@ -206,9 +207,11 @@ inline seconds launch_excess(seconds t, int kernels, const estimate_options& o) 
 
 /// The LM head on `T` tokens and its loss: the vocabulary-parallel matmul, and the softmax
 /// cross-entropy over its logits (read in bf16, the fp32 exponentials written and read back).
-inline perf::layer_kernels head_kernels(const transformer& m, double T, int tp, perf::dtype t) {
+inline perf::layer_kernels head_kernels(const transformer& m, double T, int tp, perf::dtype t,
+                                        double accumulate_bytes = 0) {
   perf::layer_kernels k;
-  perf::detail::linear(k, "lm head", T, m.vocab / tp, m.hidden, {.type = t});
+  perf::detail::linear(k, "lm head", T, m.vocab / tp, m.hidden,
+                       {.type = t, .accumulate_bytes = accumulate_bytes});
   const double logits = T * m.vocab / tp;
   perf::detail::streamed(k, "cross-entropy", (2 + 4) * logits, (4 + 2) * logits);
   return k;
@@ -361,8 +364,9 @@ inline layer_comm layer_comm_of(const transformer& m, const job& j, const cluste
       // The scores at the rate attention's kernel reaches over the seq / cp keys of each call
       // (perf/layer.hpp), as the layer's own attention is priced.
       const perf::device chip = chip_of(c);
+      const double qk_dim = m.mla.active() ? m.mla.qk_head_dim() : m.head_dim;
       const double rate = j.flash_attention && !chip.flash_forward.empty()
-                              ? chip.flash_forward.at(j.seq / j.cp)
+                              ? chip.flash_rate(false, j.seq / j.cp, qk_dim)
                               : c.device.attention_flops();
       const seconds causal = seconds(forward_flops(m, l, T, j.seq).scores / 2 / tp / rate);
       out.cp = ring > causal ? ring - causal : seconds(0);
@@ -546,6 +550,16 @@ inline double edge_params_of(const transformer& m, const layout_stage& st, int t
   return ((st.embedding ? e.embedding : 0) + (st.loss ? e.head + e.final_norm + copy : 0)) / tp;
 }
 
+/// Bytes a weight's gradient costs to accumulate a micro-batch (`perf::layer_shard`): none with
+/// gradient-accumulation fusion; without it the new 16-bit gradient read, the accumulated one
+/// (fp32 or 16-bit, `states_of`) read and written. Where the gradients are sharded (FSDP) each
+/// micro-batch's are reduce-scattered (priced with the data-parallel traffic) and what is added
+/// is a 1/dp shard: left out.
+inline double accumulate_bytes_per_weight(const job& j) {
+  if (j.gradient_accumulation_fusion || shards_gradients(j.sharding)) return 0;
+  return 2 + 2 * states_of(j).gradients;
+}
+
 /// What one device of job `j` holds of a layer.
 inline perf::layer_shard layer_shard_of(const job& j) {
   return {.micro_batch = static_cast<double>(j.micro_batch_size),
@@ -557,7 +571,8 @@ inline perf::layer_shard layer_shard_of(const job& j) {
           .sequence_parallel = j.sequence_parallel,
           .flash_attention = j.flash_attention,
           .type = j.fp8 == fp8_recipe::none ? perf::dtype::bf16 : perf::dtype::fp8,
-          .current_scaling = j.fp8 != fp8_recipe::none && j.fp8_current_scaling};
+          .current_scaling = j.fp8 != fp8_recipe::none && j.fp8_current_scaling,
+          .accumulate_bytes = accumulate_bytes_per_weight(j)};
 }
 
 /// Stage `st`'s costs and sizes for job `j` of model `m` on cluster `c`.
@@ -622,7 +637,8 @@ inline stage_estimate stage_costs(const transformer& m, const job& j, const clus
     add(embedding_kernels(shard));
   }
   const auto add_head = [&] {  // the LM head and the loss's fp32 logits (vocab-parallel)
-    add(head_kernels(m, T, j.tp, perf::dtype::bf16));  // no recipe runs the head in FP8
+    add(head_kernels(m, T, j.tp, perf::dtype::bf16,
+                     shard.accumulate_bytes));  // no recipe runs the head in FP8
     out.activation_bytes += 4 * T * m.vocab / tp + act;
   };
   for (int k = 0; k < st.mtp; ++k) {  // its projection, its block (as the last layer), its head

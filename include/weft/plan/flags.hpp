@@ -88,6 +88,7 @@ inline std::vector<std::string> weft_flags(const job& j) {
   if (j.overlap_moe_ep_comm) add("--overlap-moe-expert-parallel-comm");
   if (j.delay_wgrad_compute) add("--delay-wgrad-compute");
   if (j.tp_comm_overlap) add("--tp-comm-overlap");
+  if (!j.gradient_accumulation_fusion) add("--no-gradient-accumulation-fusion");
   return f;
 }
 
@@ -189,6 +190,8 @@ inline std::optional<std::vector<std::string>> megatron_arguments(const job& j) 
     add("--no-gradient-accumulation-fusion");
     add("--use-distributed-optimizer");
     add("--ckpt-format", "fsdp_dtensor");
+  } else if (!j.gradient_accumulation_fusion) {
+    add("--no-gradient-accumulation-fusion");
   }
   if (j.overlap_grad_reduce) add("--overlap-grad-reduce");
   if (j.overlap_param_gather) add("--overlap-param-gather");

@@ -88,6 +88,10 @@ struct job {
   /// --tp-comm-overlap: Transformer Engine's userbuffers overlap the dense linears'
   /// tensor-parallel collectives with their GEMMs (needs sequence parallelism)
   bool tp_comm_overlap = false;
+  /// false: --no-gradient-accumulation-fusion — each micro-batch's weight gradients added to
+  /// the accumulated ones in a pass of their own (PyTorch's autograd does so; Megatron's fused
+  /// wgrad GEMM adds in place by default)
+  bool gradient_accumulation_fusion = true;
 
   constexpr long long devices() const noexcept { return static_cast<long long>(tp) * pp * dp * cp; }
   /// The experts' tensor parallelism: --expert-tensor-parallel-size, else tp's.

@@ -78,9 +78,10 @@ inline void read_megatron_keys(config_reader& r, job& b, const std::string& file
   if (!b.fp16) refuse_false("bf16", "weft prices bf16 mixed precision (or fp16, `fp16`)");
   refuse_false("moe-grouped-gemm",
                "weft prices each rank's experts as one grouped matmul, not one apiece");
-  (void)r.flag("moe-enable-deepep", false);                // what weft's flex dispatcher prices
-  (void)r.flag("no-gradient-accumulation-fusion", false);  // priced the same
-  (void)r.text({"ckpt-format"}, "");                       // no part of a step
+  (void)r.flag("moe-enable-deepep", false);  // what weft's flex dispatcher prices
+  b.gradient_accumulation_fusion =
+      !r.flag("no-gradient-accumulation-fusion", !b.gradient_accumulation_fusion);
+  (void)r.text({"ckpt-format"}, "");  // no part of a step
   if (const std::string o = r.text({"optimizer"}, "adam"); o != "adam")
     throw config_error(file + ": optimizer '" + excerpt(o) +
                        "': weft prices Adam's states and step");
