@@ -525,8 +525,8 @@ job vtrain_job(const vtrain_model& v, const vtrain_run& r) {
 /// Aleph Alpha's Megatron-like trainer ("Scaling", github.com/Aleph-Alpha/scaling) as Hagemann
 /// et al. 2023 ran it: bf16, ZeRO-1 (optimizer states sharded over the data-parallel ranks,
 /// the bf16 gradients all-reduced in fp32 after the backward, nothing overlapped), 1F1B
-/// waiting for each transfer, FlashAttention-2. Its norms, SwiGLU and rotary embeddings are
-/// PyTorch's unfused ops, which weft prices fused.
+/// waiting for each transfer, FlashAttention-2; its norms, SwiGLU and rotary embeddings
+/// PyTorch's eager operations.
 job hagemann_job(const bench::hagemann_sheet& s, const bench::hagemann_run& r) {
   job j;
   j.tp = r.tp;
@@ -544,6 +544,10 @@ job hagemann_job(const bench::hagemann_sheet& s, const bench::hagemann_run& r) {
   j.grad_reduce_in_bf16 = true;
   // Each micro-batch's gradients added to them by PyTorch's autograd, a pass of its own.
   j.gradient_accumulation_fusion = false;
+  // PyTorch's RMSNorm, SwiGLU and rotary embeddings, eager — but where the runs took the
+  // fused RMSNorm kernel, the norms, which weigh most, fused (the activation and rotary then
+  // priced fused too).
+  j.eager = r.rms_kernel == 0;
   return j;
 }
 

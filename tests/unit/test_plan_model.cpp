@@ -452,6 +452,50 @@ TEST_CASE("data-parallel sharding: the states each rank keeps, what it gathers, 
   CHECK(fsdp.optimizer.count() == doctest::Approx(42 * p1 / 2 / 1e12));
 }
 
+TEST_CASE("--eager: PyTorch's RMSNorm, gated activation and rotary as a kernel each") {
+  // Bytes a value, forward and backward, counted op by op (perf/layer.hpp): RMSNorm 36 and 64
+  // eager against 4 and 6 fused; rotary 20 and 20 against 4 and 4 on the queries' and keys'
+  // values; a gated activation 10 and 18 against 6 and 10 on the MLP's width. A layer of
+  // hidden 1024 on 1024 tokens (E = T h values; q and k 2E, the MLP's width 4E) on the first
+  // of two stages, at 1 TB/s.
+  transformer m = testing::tiny_dense(2);
+  m.mlp = mlp_kind::gated;
+  const cluster c = testing::ideal_cluster();
+  const estimate_options o{.matmul_shapes = false, .launches = false};
+  job j = two_stages();
+  const estimate fused = estimate_job(m, j, c, o);
+  j.eager = true;
+  const estimate eager = estimate_job(m, j, c, o);
+  const double E = 1024.0 * 1024;
+  const double forward = 2 * (36 - 4) * E + (20 - 4) * 2 * E + (10 - 6) * 4 * E;
+  const double backward = 2 * (64 - 6) * E + (20 - 4) * 2 * E + (18 - 10) * 4 * E;
+  CHECK((eager.stages[0].cost.F - fused.stages[0].cost.F).count() ==
+        doctest::Approx(forward / 1e12));
+  CHECK((eager.stages[0].cost.B - fused.stages[0].cost.B).count() ==
+        doctest::Approx(backward / 1e12));
+  // Kept for the backward: each RMSNorm's fp32 input and normalized output, 4 bytes a value
+  // more than the fused norm's bf16 input (two norms: 8E); silu's output, 2 bytes over the
+  // MLP's width (8E).
+  const activation_layout lay{.seq = 1024, .flash_attention = true};
+  activation_layout eager_lay = lay;
+  eager_lay.eager = true;
+  CHECK(layer_activation_bytes(m, 0, eager_lay) - layer_activation_bytes(m, 0, lay) ==
+        doctest::Approx(8 * E + 8 * E));
+  // LayerNorm is one native kernel, eager or not.
+  transformer ln = m;
+  ln.layer_norm = true;
+  job fused_ln = two_stages();
+  CHECK((estimate_job(ln, j, c, o).stages[0].cost.F -
+         estimate_job(ln, fused_ln, c, o).stages[0].cost.F)
+            .count() == doctest::Approx(((20 - 4) * 2 * E + (10 - 6) * 4 * E) / 1e12));
+  // Only PyTorch runs it so: weft's flags say it; Megatron's code runs none of it.
+  const std::vector<std::string> own = weft_flags(j);
+  CHECK(std::find(own.begin(), own.end(), "--eager") != own.end());
+  CHECK_FALSE(megatron_arguments(j).has_value());
+  CHECK_FALSE(runs(j, runs_on::megatron));
+  CHECK(runs(j, runs_on::torchtitan));
+}
+
 TEST_CASE("--no-gradient-accumulation-fusion: each micro-batch's dW added in a pass of its own") {
   // Without the fused add (Megatron's `main_grad.add_`, PyTorch's AccumulateGrad) every
   // weight's new bf16 gradient is read and the accumulated one read and written: 2 + 4 + 4

@@ -188,3 +188,20 @@ TEST_CASE("torchtitan's settings weft does not price are refused by name") {
   REQUIRE(t.warnings.size() == 1);
   CHECK(t.warnings.front() == "x.toml: [training] key 'flux_capacitor' is not used");
 }
+
+TEST_CASE("torchtitan without torch.compile runs PyTorch's eager norms and activation") {
+  // torchtitan's [compile]: enable false by default; components "model" and "loss" by default.
+  const auto eager = [](const std::string& compile) {
+    return read_torchtitan("[training]\nseq_len = 1024\n" + compile, "x.toml").spec.eager;
+  };
+  CHECK(eager(""));
+  CHECK(eager("[compile]\nenable = false\n"));
+  CHECK_FALSE(eager("[compile]\nenable = true\n"));
+  CHECK_FALSE(eager("[compile]\nenable = true\ncomponents = [\"model\", \"loss\"]\n"));
+  CHECK(eager("[compile]\nenable = true\ncomponents = [\"loss\"]\n"));
+  CHECK_THROWS_WITH_AS(eager("[compile]\nenable = 1\n"),
+                       doctest::Contains("[compile] enable must be true or false"), config_error);
+  const torchtitan_job t = read_torchtitan("[compile]\nenable = true\nmode = 1\n", "x.toml");
+  REQUIRE(t.warnings.size() == 1);
+  CHECK(t.warnings.front() == "x.toml: [compile] key 'mode' is not used");
+}

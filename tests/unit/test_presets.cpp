@@ -312,6 +312,7 @@ TEST_CASE("a job from JSON: weft plan's flags as keys, each checked") {
                   .spec.gradient_accumulation_fusion);
   CHECK(plan::read_job(R"({"no-gradient-accumulation-fusion": false})", "job.json")
             .spec.gradient_accumulation_fusion);
+  CHECK(plan::read_job(R"({"eager": true})", "job.json").spec.eager);
   CHECK_THROWS_WITH_AS(plan::read_job(R"({"moe-grouped-gemm": false})", "job.json"),
                        doctest::Contains("moe-grouped-gemm false: weft prices each rank's experts "
                                          "as one grouped matmul"),

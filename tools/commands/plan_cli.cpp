@@ -145,6 +145,10 @@ void add_runtime_flags(CLI::App& sub, weft::plan::job& j, std::vector<CLI::Optio
                                "Transformer Engine's userbuffers: the dense linears' "
                                "tensor-parallel gathers and scatters beside their GEMMs, with its "
                                "default settings (needs --sequence-parallel)"));
+  flags.push_back(sub.add_flag("--eager", j.eager,
+                               "PyTorch's eager operations for the RMSNorms, a gated activation "
+                               "and rotary embeddings, a kernel each (torchtitan without "
+                               "torch.compile, trainers on plain PyTorch; Megatron's are fused)"));
   flags.push_back(sub.add_flag("--scatter-gather-tensors-in-pipeline", j.scatter_gather_transfers,
                                "Megatron-LM's transfers until 2022: without sequence parallelism "
                                "each device sends 1/tp and the receivers all-gather it (needs "

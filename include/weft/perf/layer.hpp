@@ -40,6 +40,9 @@ struct layer_shard {
   /// beta = 1); else a pass of its own reading the new gradient and reading and writing the
   /// accumulated one (PyTorch's AccumulateGrad, Megatron's `main_grad.add_`).
   double accumulate_bytes = 0;
+  /// PyTorch's eager operations for the RMSNorms, a gated activation and rotary embeddings, a
+  /// kernel each (`eager_bytes`), where Megatron and torch.compile run one fused kernel.
+  bool eager = false;
 
   constexpr double tokens() const noexcept { return micro_batch * seq / cp; }
 };
@@ -103,6 +106,28 @@ struct kernel {
   recompute_module module = recompute_module::none;
   double head_dim = 128;  ///< fused attention's: the queries' and keys' head dimension
 };
+
+/// Bytes a memory-bound step moves per value, forward and backward, as a fused kernel runs it
+/// and as PyTorch's eager operations do, each a kernel of its own that reads and writes its
+/// operands again. Counted op by op from the public code, 2 bytes a bf16 value, 4 an fp32 one:
+/// - RMSNorm (Llama's reference, PyTorch's composite `rms_norm`, torchtitan's `nn.RMSNorm`): the
+///   input cast to fp32 (2 + 4), squared (4 + 4), its mean (4), x times rsqrt (4 + 4), cast
+///   back (4 + 2), times the weight (2 + 2): 36; autograd runs the weight's product (2 + 2 + 2
+///   + 2 for dW), the cast (2 + 4), the product's two gradients (4 + 4 and 4 + 4), the mean's
+///   (4), the square's (4 + 4 + 4), the two paths' sum (4 + 4 + 4) and the cast (4 + 2): 64.
+///   Fused: reads x, writes y (4); reads x and dy, writes dx (6).
+/// - a gated activation, per value of the MLP's width: silu (2 + 2) and the product (2 + 2 +
+///   2): 10; backward the product's two gradients (2 + 2 + 2 twice) and silu's (2 + 2 + 2): 18.
+///   Fused: reads both, writes one (6); reads both and dy, writes two (10).
+/// - rotary embeddings, per query and key value (torchtitan's complex product): the cast to
+///   fp32 (2 + 4), the product (4 + 4), the cast back (4 + 2): 20, the backward the same.
+///   Fused: 4 and 4.
+struct eager_bytes {
+  double forward, backward;
+};
+inline constexpr eager_bytes rms_norm_bytes[2] = {{4, 6}, {36, 64}};
+inline constexpr eager_bytes gated_bytes[2] = {{6, 10}, {10, 18}};
+inline constexpr eager_bytes rotary_bytes[2] = {{4, 4}, {20, 20}};
 
 /// The host's time to launch one kernel: a pass of n kernels takes at least n of them, however
 /// short its kernels (PyTorch's Holistic Trace Analysis: "usually, the launch time on the CPU side
@@ -205,8 +230,9 @@ inline std::pair<double, double> qkv_projections(layer_kernels& out, const trans
            linears_of(s, split_linear::column, true));
     if (m.qk_norm) {
       const double qk = T * (heads * m.head_dim + kv);
+      const eager_bytes b = rms_norm_bytes[s.eager];
       // Not Megatron's `layernorm` recomputation, which runs the block's input norms again.
-      streamed(out, "query and key norms", 2 * bf16 * qk, 3 * bf16 * qk);
+      streamed(out, "query and key norms", b.forward * qk, b.backward * qk);
     }
     return {m.head_dim, m.head_dim};
   }
@@ -244,8 +270,11 @@ inline layer_kernels layer_kernels_of(const transformer& m, int layer, const lay
   const double Es = T * h / (s.sequence_parallel ? tp : 1);  // what norms and residuals touch
   const double heads = m.heads / tp;
   const auto tagged = [&](recompute_module part, auto&& push) { detail::tagged(out, part, push); };
+  // PyTorch's LayerNorm is one native kernel, eager or not; its RMSNorm a composite.
+  const eager_bytes norm_bytes = rms_norm_bytes[s.eager && !m.layer_norm];
   const auto norm = [&](std::string_view name) {
-    tagged(recompute_module::layernorm, [&] { streamed(out, name, 2 * bf16 * Es, 3 * bf16 * Es); });
+    tagged(recompute_module::layernorm,
+           [&] { streamed(out, name, norm_bytes.forward * Es, norm_bytes.backward * Es); });
   };
   // `more` inputs beyond the block's output and the residual: parallel attention adds the
   // attention's output and the MLP's in one kernel.
@@ -263,12 +292,14 @@ inline layer_kernels layer_kernels_of(const transformer& m, int layer, const lay
     const double qk = T * (heads + (m.mla.active() ? 1 : m.kv_heads / tp)) *
                       (m.mla.active() ? m.mla.qk_rope_head_dim : m.head_dim);
     // MLA's rotary embeddings are part of its up projections' recomputation.
+    const eager_bytes b = rotary_bytes[s.eager];
     tagged(m.mla.active() ? recompute_module::mla_up_proj : recompute_module::none,
-           [&] { streamed(out, "rotary", 2 * bf16 * qk, 2 * bf16 * qk); });
+           [&] { streamed(out, "rotary", b.forward * qk, b.backward * qk); });
   }
   detail::attention_core(out, m, s, qk_dim, v_dim);
   linear(out, "out projection", T, h, heads * v_dim, linears_of(s, split_linear::row));
-  if (m.norms_per_layer == 4) streamed(out, "attention output norm", 2 * bf16 * Es, 3 * bf16 * Es);
+  if (m.norms_per_layer == 4)
+    streamed(out, "attention output norm", norm_bytes.forward * Es, norm_bytes.backward * Es);
   // In parallel attention the MLP reads the attention's input; both outputs join the residual
   // in one add after the MLP.
   if (!m.parallel_attention) residual("attention residual");
@@ -288,7 +319,7 @@ inline layer_kernels layer_kernels_of(const transformer& m, int layer, const lay
     linear(out, up, tokens, (gated ? 2 : 1) * ffn, h, in, batch_of);
     tagged(act_part, [&] {
       if (gated)
-        streamed(out, act, 3 * bf16 * F, 5 * bf16 * F);
+        streamed(out, act, gated_bytes[s.eager].forward * F, gated_bytes[s.eager].backward * F);
       else
         streamed(out, act, 2 * bf16 * F, 3 * bf16 * F);
     });
@@ -318,7 +349,8 @@ inline layer_kernels layer_kernels_of(const transformer& m, int layer, const lay
     if (e.shared_ffn > 0)
       mlp("shared up", "shared activation", "shared down", e.shared_ffn / tp, T, 1, true);
   }
-  if (m.norms_per_layer == 4) streamed(out, "mlp output norm", 2 * bf16 * Es, 3 * bf16 * Es);
+  if (m.norms_per_layer == 4)
+    streamed(out, "mlp output norm", norm_bytes.forward * Es, norm_bytes.backward * Es);
   residual("mlp residual", m.parallel_attention ? 1 : 0);
   return out;
 }

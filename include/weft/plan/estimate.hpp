@@ -523,7 +523,8 @@ inline void add_layer_sizes(stage_estimate& out, const transformer& m, const job
                               .policy = kept,
                               .modules = j.recompute_modules,
                               .flash_attention = j.flash_attention,
-                              .fp8 = j.fp8 != fp8_recipe::none});
+                              .fp8 = j.fp8 != fp8_recipe::none,
+                              .eager = j.eager});
 }
 
 /// The embedding's lookup: it writes the activation (`shard` bytes, its sequence-parallel
@@ -572,7 +573,8 @@ inline perf::layer_shard layer_shard_of(const job& j) {
           .flash_attention = j.flash_attention,
           .type = j.fp8 == fp8_recipe::none ? perf::dtype::bf16 : perf::dtype::fp8,
           .current_scaling = j.fp8 != fp8_recipe::none && j.fp8_current_scaling,
-          .accumulate_bytes = accumulate_bytes_per_weight(j)};
+          .accumulate_bytes = accumulate_bytes_per_weight(j),
+          .eager = j.eager};
 }
 
 /// Stage `st`'s costs and sizes for job `j` of model `m` on cluster `c`.

@@ -89,6 +89,7 @@ inline std::vector<std::string> weft_flags(const job& j) {
   if (j.delay_wgrad_compute) add("--delay-wgrad-compute");
   if (j.tp_comm_overlap) add("--tp-comm-overlap");
   if (!j.gradient_accumulation_fusion) add("--no-gradient-accumulation-fusion");
+  if (j.eager) add("--eager");
   return f;
 }
 
@@ -125,6 +126,7 @@ inline std::string recompute_text(const job& j) {
 
 /// Whether runtime `r` runs job `j`'s schedule.
 inline bool runs(const job& j, runs_on r) {
+  if (j.eager && r == runs_on::megatron) return false;  // Megatron's kernels are fused
   // Megatron's combined 1F1B: its code only, on its interleaved schedule (or no pipeline).
   if (j.overlap_moe_ep_comm)
     return r != runs_on::torchtitan &&
@@ -148,7 +150,9 @@ inline std::optional<std::vector<std::string>> megatron_arguments(const job& j) 
   using detail::number;
   // Megatron's attention is fused (flash or cuDNN) in every release that runs these flags.
   // torchtitan's every N-th layer recomputed has no Megatron form.
-  if (!megatron_runs(j) || !j.flash_attention || j.recompute_every > 0) return std::nullopt;
+  // Nor PyTorch's eager norms and activation: its own are fused kernels.
+  if (!megatron_runs(j) || !j.flash_attention || j.recompute_every > 0 || j.eager)
+    return std::nullopt;
   std::vector<std::string> a{"--tensor-model-parallel-size",
                              number(j.tp),
                              "--pipeline-model-parallel-size",

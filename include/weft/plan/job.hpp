@@ -92,6 +92,11 @@ struct job {
   /// the accumulated ones in a pass of their own (PyTorch's autograd does so; Megatron's fused
   /// wgrad GEMM adds in place by default)
   bool gradient_accumulation_fusion = true;
+  /// --eager: PyTorch's eager operations for the RMSNorms, a gated activation and rotary
+  /// embeddings, a kernel each and more kept for the backward (torchtitan without
+  /// torch.compile, trainers on plain PyTorch); false: fused, as Megatron and torch.compile run
+  /// them
+  bool eager = false;
 
   constexpr long long devices() const noexcept { return static_cast<long long>(tp) * pp * dp * cp; }
   /// The experts' tensor parallelism: --expert-tensor-parallel-size, else tp's.

@@ -77,6 +77,8 @@ struct activation_layout {
   bool flash_attention = false;
   /// FP8 linears: the inputs they keep for the backward take 1 byte a value, not 2.
   bool fp8 = false;
+  /// PyTorch's eager norms and gated activation (`perf::layer_shard::eager`), which keep more.
+  bool eager = false;
 };
 
 /// A layer's activation bytes by where they live: the parts tensor parallelism replicates
@@ -99,7 +101,8 @@ struct activation_bytes {
 /// sequences on one device): Korthikanti's 34sbh + 5as²b for GPT-3's layer (GeLU over 4h,
 /// dropout, no flash attention), term by term.
 constexpr activation_bytes layer_activations(const transformer& m, int layer, double s,
-                                             double s_keys, double b, bool flash) noexcept {
+                                             double s_keys, double b, bool flash,
+                                             bool eager = false) noexcept {
   const double h = m.hidden, a = m.heads, sb = s * b;
   const double mask = m.dropout ? 1 : 0;  // a dropout mask: one byte per value
   activation_bytes x;
@@ -147,13 +150,24 @@ constexpr activation_bytes layer_activations(const transformer& m, int layer, do
     }
   }
   if (m.norms_per_layer == 4) x.replicated += 2 * 2 * sb * h;  // the output norms' inputs
+  if (eager && !m.layer_norm) {
+    // PyTorch's eager RMSNorm keeps its input in fp32 (for the square's and the product's
+    // gradients) and its normalized bf16 output (for the weight's): 4 bytes a value more than
+    // the bf16 input a fused one keeps.
+    const int norms = m.parallel_attention && m.norms_per_layer == 1 ? 1 : m.norms_per_layer;
+    x.replicated += 4 * norms * sb * h;
+    x.norm_outputs += 4 * norms * sb * h;
+    if (m.qk_norm && !m.mla.active()) x.sharded += 4 * sb * (a + m.kv_heads) * m.head_dim;
+  }
+  // An eager gated activation keeps silu's output too (the product's gradient reads it).
+  const double eager_gate = eager && m.mlp == mlp_kind::gated ? 2 : 0;
   // Inside: the activation's input and the second linear's input (GeLU: 2 x 2sbf = 16sbh at
   // f = 4h); gated: gate and up outputs and their product (3 x 2sbf).
   const double per_width = m.mlp == mlp_kind::gated ? 6 : 4;
   if (!m.is_moe_layer(layer)) {
-    x.sharded += per_width * sb * m.ffn;
+    x.sharded += (per_width + eager_gate) * sb * m.ffn;
     x.linear_inputs_sharded += 2 * sb * m.ffn;  // the second linear's
-    x.mlp_insides = per_width * sb * m.ffn;
+    x.mlp_insides = (per_width + eager_gate) * sb * m.ffn;
     x.mlp_second_input = 2 * sb * m.ffn;
     return x;
   }
@@ -161,10 +175,10 @@ constexpr activation_bytes layer_activations(const transformer& m, int layer, do
   // their insides), the router's fp32 scores, the shared expert's insides.
   const moe_shape& e = m.moe;
   x.replicated += 2 * sb * h * e.top_k + 4 * sb * e.routed;
-  x.sharded += per_width * sb * e.top_k * e.expert_ffn + per_width * sb * e.shared_ffn;
+  x.sharded += (per_width + eager_gate) * sb * (e.top_k * e.expert_ffn + e.shared_ffn);
   x.linear_inputs_replicated += 2 * sb * h * e.top_k;  // the experts' first linears'
   x.linear_inputs_sharded += 2 * sb * (e.top_k * e.expert_ffn + e.shared_ffn);  // their second
-  x.expert_activations = 2 * sb * e.top_k * e.expert_ffn;
+  x.expert_activations = (2 + eager_gate) * sb * e.top_k * e.expert_ffn;
   return x;
 }
 
@@ -180,7 +194,8 @@ constexpr double layer_activation_bytes(const transformer& m, int layer,
   const double s = o.seq / o.cp, t = o.tp;
   const double rep = o.sequence_parallel ? t : 1;
   if (o.policy == recompute::full) return 2 * s * o.micro_batch * m.hidden / rep;
-  activation_bytes x = layer_activations(m, layer, s, o.seq, o.micro_batch, o.flash_attention);
+  activation_bytes x =
+      layer_activations(m, layer, s, o.seq, o.micro_batch, o.flash_attention, o.eager);
   if (o.policy == recompute::selective) {
     using enum perf::recompute_module;
     if (perf::has(o.modules, core_attn)) x.scores = 0;
