@@ -218,6 +218,24 @@ def test_tp_comm_overlap_is_the_tools(cli_json):
         weft.plan(model=GPT2, cluster="a100-80g", tp=2, tp_comm_overlap=True)
 
 
+def test_eager_and_unfused_accumulation_are_the_tools(cli_json):
+    """--eager and --no-gradient-accumulation-fusion as keywords, priced as the tool prices
+    them: PyTorch's eager norms and a separate pass adding each micro-batch's gradients make the
+    step longer; the eager job is not Megatron's to run."""
+    llama = PRESETS / "models" / "llama-3-8b.json"
+    base = ("plan", "--model", llama, "--cluster", "h100-sxm", "--pp", 2, "--seq-length", 4096,
+            "--global-batch-size", 16)
+    plain = cli_json(*base)
+    eager = weft.plan(model=llama, cluster="h100-sxm", pp=2, seq_length=4096,
+                      global_batch_size=16, eager=True)
+    assert eager == cli_json(*base, "--eager")
+    assert eager["step_s"] > plain["step_s"]
+    apart = weft.plan(model=llama, cluster="h100-sxm", pp=2, seq_length=4096,
+                      global_batch_size=16, no_gradient_accumulation_fusion=True)
+    assert apart == cli_json(*base, "--no-gradient-accumulation-fusion")
+    assert apart["step_s"] > plain["step_s"]
+
+
 def _without_time(found):
     """A search's dict less the seconds it took, which no two runs share."""
     return {k: v for k, v in found.items() if k != "seconds"}
