@@ -453,9 +453,17 @@ TEST_CASE("data-parallel sharding: the states each rank keeps, what it gathers, 
 }
 
 TEST_CASE("--eager: PyTorch's RMSNorm, gated activation and rotary as a kernel each") {
-  // Bytes a value, forward and backward, counted op by op (perf/layer.hpp): RMSNorm 36 and 64
-  // eager against 4 and 6 fused; rotary 20 and 20 against 4 and 4 on the queries' and keys'
-  // values; a gated activation 10 and 18 against 6 and 10 on the MLP's width. A layer of
+  // Bytes a value (2 a bf16 value, 4 an fp32 one), op by op as PyTorch runs Llama's reference
+  // RMSNorm: x.float(), pow(2), mean, x * rsqrt, back to bf16, times the weight; autograd the
+  // weight's product (dy w; dy y summed for dW), the cast, the product's two gradients (g r;
+  // g x summed), the mean's, pow's grad * 2 * x.pow(1), the two paths' sum, the cast. Fused:
+  // read x, write y; read x and dy, write dx.
+  const double norm_forward = (2 + 4) + (4 + 4) + 4 + (4 + 4) + (4 + 2) + (2 + 2);
+  const double norm_backward = (2 + 2) + (2 + 2 + 2 + 2) + (2 + 4) + (4 + 4) + (4 + 4 + 4 + 4) + 4 +
+                               (4 + 4 + 4 + 4 + 4 + 4 + 4) + (4 + 4 + 4) + (4 + 2);
+  // silu then the product: (2 + 2) + (2 + 2 + 2); backward the product's two gradients and
+  // silu's, 3 x (2 + 2 + 2); fused 6 and 10. Rotary as a complex product in fp32: a cast in,
+  // the product, a cast out, (2 + 4) + (4 + 4) + (4 + 2) either way; fused 4 and 4. A layer of
   // hidden 1024 on 1024 tokens (E = T h values; q and k 2E, the MLP's width 4E) on the first
   // of two stages, at 1 TB/s.
   transformer m = testing::tiny_dense(2);
@@ -467,8 +475,9 @@ TEST_CASE("--eager: PyTorch's RMSNorm, gated activation and rotary as a kernel e
   j.eager = true;
   const estimate eager = estimate_job(m, j, c, o);
   const double E = 1024.0 * 1024;
-  const double forward = 2 * (36 - 4) * E + (20 - 4) * 2 * E + (10 - 6) * 4 * E;
-  const double backward = 2 * (64 - 6) * E + (20 - 4) * 2 * E + (18 - 10) * 4 * E;
+  const double rotary = (2 + 4) + (4 + 4) + (4 + 2);
+  const double forward = 2 * (norm_forward - 4) * E + (rotary - 4) * 2 * E + (10 - 6) * 4 * E;
+  const double backward = 2 * (norm_backward - 6) * E + (rotary - 4) * 2 * E + (18 - 10) * 4 * E;
   CHECK((eager.stages[0].cost.F - fused.stages[0].cost.F).count() ==
         doctest::Approx(forward / 1e12));
   CHECK((eager.stages[0].cost.B - fused.stages[0].cost.B).count() ==
@@ -487,7 +496,18 @@ TEST_CASE("--eager: PyTorch's RMSNorm, gated activation and rotary as a kernel e
   job fused_ln = two_stages();
   CHECK((estimate_job(ln, j, c, o).stages[0].cost.F -
          estimate_job(ln, fused_ln, c, o).stages[0].cost.F)
-            .count() == doctest::Approx(((20 - 4) * 2 * E + (10 - 6) * 4 * E) / 1e12));
+            .count() == doctest::Approx(((rotary - 4) * 2 * E + (10 - 6) * 4 * E) / 1e12));
+  // Each op its own kernel, for the host to launch: the norm's 8 forward and 15 backward.
+  const auto kernels_named = [](const std::vector<weft::perf::kernel>& ks, std::string_view n) {
+    return std::count_if(ks.begin(), ks.end(), [&](const auto& k) { return k.name == n; });
+  };
+  const weft::perf::layer_kernels ek =
+      weft::perf::layer_kernels_of(m, 0, detail::layer_shard_of(j));
+  CHECK(kernels_named(ek.forward, "input norm") == 8);
+  CHECK(kernels_named(ek.backward, "input norm") == 15);
+  const weft::perf::layer_kernels fk =
+      weft::perf::layer_kernels_of(m, 0, detail::layer_shard_of(two_stages()));
+  CHECK(kernels_named(fk.forward, "input norm") == 1);
   // Only PyTorch runs it so: weft's flags say it; Megatron's code runs none of it.
   const std::vector<std::string> own = weft_flags(j);
   CHECK(std::find(own.begin(), own.end(), "--eager") != own.end());

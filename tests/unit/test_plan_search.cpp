@@ -223,8 +223,8 @@ TEST_CASE("the bound holds for tied embeddings, which one stage keeps once") {
       j.sharding = s;
       const detail::model_costs k = detail::model_costs_of(m, j, c);
       const seconds bound = detail::step_bound(j, c, k);
-      // On one stage the bound is the step itself, summed in another order: equal up to
-      // rounding.
+      // Where the bound is tight (one stage) it is the step itself summed in another order:
+      // equal up to rounding.
       for (const plan_choice& x : best_plan(m, j, c).judged)
         if (x.ran) CHECK(bound.count() <= x.step.count() * (1 + 1e-12));
       // One stage holds the embedding once: the states the prune counts are the estimate's.

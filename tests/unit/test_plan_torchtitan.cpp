@@ -108,6 +108,9 @@ TEST_CASE("torchtitan's split, its V schedules, DDP, layers per stage") {
   CHECK(d.overlap_grad_reduce);
   CHECK(d.micro_batch_size == 8);
   CHECK(d.micro() == 1);
+  // PyTorch's autograd accumulates the gradients in a pass of its own; its RMSNorm is fused.
+  CHECK_FALSE(d.gradient_accumulation_fusion);
+  CHECK_FALSE(d.eager);
   // selective_ac_option "0": every layer.
   const job every = torchtitan_as_job(
       read_torchtitan(with(base, "selective_ac_option = \"2\"", "selective_ac_option = \"0\""),
@@ -187,21 +190,4 @@ TEST_CASE("torchtitan's settings weft does not price are refused by name") {
       read_torchtitan(with(base, "steps = 10", "steps = 10\nflux_capacitor = 1"), "x.toml");
   REQUIRE(t.warnings.size() == 1);
   CHECK(t.warnings.front() == "x.toml: [training] key 'flux_capacitor' is not used");
-}
-
-TEST_CASE("torchtitan without torch.compile runs PyTorch's eager norms and activation") {
-  // torchtitan's [compile]: enable false by default; components "model" and "loss" by default.
-  const auto eager = [](const std::string& compile) {
-    return read_torchtitan("[training]\nseq_len = 1024\n" + compile, "x.toml").spec.eager;
-  };
-  CHECK(eager(""));
-  CHECK(eager("[compile]\nenable = false\n"));
-  CHECK_FALSE(eager("[compile]\nenable = true\n"));
-  CHECK_FALSE(eager("[compile]\nenable = true\ncomponents = [\"model\", \"loss\"]\n"));
-  CHECK(eager("[compile]\nenable = true\ncomponents = [\"loss\"]\n"));
-  CHECK_THROWS_WITH_AS(eager("[compile]\nenable = 1\n"),
-                       doctest::Contains("[compile] enable must be true or false"), config_error);
-  const torchtitan_job t = read_torchtitan("[compile]\nenable = true\nmode = 1\n", "x.toml");
-  REQUIRE(t.warnings.size() == 1);
-  CHECK(t.warnings.front() == "x.toml: [compile] key 'mode' is not used");
 }

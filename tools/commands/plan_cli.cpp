@@ -25,8 +25,8 @@ std::string preset_folder_name(const std::string& v) {
   return plain ? "" : v + " is not a preset's name (a-z, 0-9, . - _)";
 }
 
-/// Megatron's flags that say what weft assumes anyway, or must: a launch script's arguments as
-/// they are.
+/// Megatron's flags that say what weft assumes anyway, or must — and
+/// --no-gradient-accumulation-fusion, priced — a launch script's arguments as they are.
 std::vector<CLI::Option*> megatron_only_flags(CLI::App& sub, weft::plan::job& j) {
   namespace plan = weft::plan;
   namespace L = plan::job_limits;
@@ -147,8 +147,8 @@ void add_runtime_flags(CLI::App& sub, weft::plan::job& j, std::vector<CLI::Optio
                                "default settings (needs --sequence-parallel)"));
   flags.push_back(sub.add_flag("--eager", j.eager,
                                "PyTorch's eager operations for the RMSNorms, a gated activation "
-                               "and rotary embeddings, a kernel each (torchtitan without "
-                               "torch.compile, trainers on plain PyTorch; Megatron's are fused)"));
+                               "and rotary embeddings, each op a kernel (trainers written as "
+                               "Llama's reference is; Megatron's and torch.compile's are fused)"));
   flags.push_back(sub.add_flag("--scatter-gather-tensors-in-pipeline", j.scatter_gather_transfers,
                                "Megatron-LM's transfers until 2022: without sequence parallelism "
                                "each device sends 1/tp and the receivers all-gather it (needs "

@@ -40,8 +40,8 @@ struct layer_shard {
   /// beta = 1); else a pass of its own reading the new gradient and reading and writing the
   /// accumulated one (PyTorch's AccumulateGrad, Megatron's `main_grad.add_`).
   double accumulate_bytes = 0;
-  /// PyTorch's eager operations for the RMSNorms, a gated activation and rotary embeddings, a
-  /// kernel each (`eager_bytes`), where Megatron and torch.compile run one fused kernel.
+  /// PyTorch's eager operations for the RMSNorms, a gated activation and rotary embeddings, each
+  /// op a kernel (`eager_bytes`), where Megatron and torch.compile run one fused kernel.
   bool eager = false;
 
   constexpr double tokens() const noexcept { return micro_batch * seq / cp; }
@@ -107,27 +107,31 @@ struct kernel {
   double head_dim = 128;  ///< fused attention's: the queries' and keys' head dimension
 };
 
-/// Bytes a memory-bound step moves per value, forward and backward, as a fused kernel runs it
-/// and as PyTorch's eager operations do, each a kernel of its own that reads and writes its
-/// operands again. Counted op by op from the public code, 2 bytes a bf16 value, 4 an fp32 one:
-/// - RMSNorm (Llama's reference, PyTorch's composite `rms_norm`, torchtitan's `nn.RMSNorm`): the
-///   input cast to fp32 (2 + 4), squared (4 + 4), its mean (4), x times rsqrt (4 + 4), cast
-///   back (4 + 2), times the weight (2 + 2): 36; autograd runs the weight's product (2 + 2 + 2
-///   + 2 for dW), the cast (2 + 4), the product's two gradients (4 + 4 and 4 + 4), the mean's
-///   (4), the square's (4 + 4 + 4), the two paths' sum (4 + 4 + 4) and the cast (4 + 2): 64.
-///   Fused: reads x, writes y (4); reads x and dy, writes dx (6).
+/// What a memory-bound step moves per value, forward and backward, and in how many kernels: as
+/// one fused kernel runs it, and as PyTorch's eager operations do — each op a kernel of its own
+/// that reads and writes its operands again. Counted op by op from the public code, 2 bytes a
+/// bf16 value, 4 an fp32 one:
+/// - RMSNorm as Llama's reference and Hugging Face's LlamaRMSNorm write it (x.float(), pow(2),
+///   mean, + eps, rsqrt, times x, back to bf16, times the weight): the cast (2 + 4), the square
+///   (4 + 4), the mean (4), the product (4 + 4), the cast back (4 + 2), the weight's product
+///   (2 + 2): 36 in 8 kernels. Autograd: the weight's product, dy w (2 + 2) and dW's dy y and
+///   sum (2 + 2 + 2, 2): 12; the cast (2 + 4); the product's g r (4 + 4) and g x summed for
+///   r (4 + 4 + 4, 4): 24; the mean's expanded gradient (4); pow's `grad * 2 * x.pow(1)`
+///   (4 + 4, 4 + 4, 4 + 4 + 4): 28; the two paths' sum (4 + 4 + 4); the cast (4 + 2): 92 in
+///   15 kernels. Fused: reads x, writes y (4); reads x and dy, writes dx (6).
 /// - a gated activation, per value of the MLP's width: silu (2 + 2) and the product (2 + 2 +
-///   2): 10; backward the product's two gradients (2 + 2 + 2 twice) and silu's (2 + 2 + 2): 18.
-///   Fused: reads both, writes one (6); reads both and dy, writes two (10).
-/// - rotary embeddings, per query and key value (torchtitan's complex product): the cast to
-///   fp32 (2 + 4), the product (4 + 4), the cast back (4 + 2): 20, the backward the same.
-///   Fused: 4 and 4.
+///   2): 10 in 2; backward the product's two gradients (2 + 2 + 2 twice) and silu's (2 + 2 +
+///   2): 18 in 3. Fused: reads both, writes one (6); reads both and dy, writes two (10).
+/// - rotary embeddings, per query and key value (torchtitan's and Llama's complex product):
+///   the cast to fp32 (2 + 4), the product (4 + 4), the cast back (4 + 2): 20 in 3, the
+///   backward the same. Fused: 4 and 4.
 struct eager_bytes {
   double forward, backward;
+  int forward_kernels = 1, backward_kernels = 1;
 };
-inline constexpr eager_bytes rms_norm_bytes[2] = {{4, 6}, {36, 64}};
-inline constexpr eager_bytes gated_bytes[2] = {{6, 10}, {10, 18}};
-inline constexpr eager_bytes rotary_bytes[2] = {{4, 4}, {20, 20}};
+inline constexpr eager_bytes rms_norm_bytes[2] = {{4, 6}, {36, 92, 8, 15}};
+inline constexpr eager_bytes gated_bytes[2] = {{6, 10}, {10, 18, 2, 3}};
+inline constexpr eager_bytes rotary_bytes[2] = {{4, 4}, {20, 20, 3, 3}};
 
 /// The host's time to launch one kernel: a pass of n kernels takes at least n of them, however
 /// short its kernels (PyTorch's Holistic Trace Analysis: "usually, the launch time on the CPU side
@@ -161,7 +165,7 @@ inline void linear(layer_kernels& out, std::string_view name, double m, double n
   out.forward.push_back({name, kernel_kind::matmul, {m, n, k, batch, t}});
   out.backward.push_back({name, kernel_kind::matmul, {m, k, n, batch, t}});
   out.backward.push_back({name, kernel_kind::matmul, {k, n, m, batch, t}, 0, 0, false, true});
-  if (o.accumulate_bytes > 0)  // dW added to the gradient accumulated so far, with the dW
+  if (o.accumulate_bytes > 0)  // dW added to what is accumulated: weight-gradient work too
     out.backward.push_back(
         {name, kernel_kind::streamed, {}, k * n * batch * o.accumulate_bytes, 0, false, true});
 }
@@ -170,6 +174,17 @@ inline void streamed(layer_kernels& out, std::string_view name, double forward, 
                      bool core = false) {
   out.forward.push_back({name, kernel_kind::streamed, {}, forward, 0, core});
   if (backward > 0) out.backward.push_back({name, kernel_kind::streamed, {}, backward, 0, core});
+}
+
+/// A memory-bound step over `values` values, as `b` says: its bytes spread over its kernels.
+inline void elementwise(layer_kernels& out, std::string_view name, const eager_bytes& b,
+                        double values) {
+  for (int i = 0; i < b.forward_kernels; ++i)
+    out.forward.push_back(
+        {name, kernel_kind::streamed, {}, b.forward * values / b.forward_kernels, 0, false});
+  for (int i = 0; i < b.backward_kernels; ++i)
+    out.backward.push_back(
+        {name, kernel_kind::streamed, {}, b.backward * values / b.backward_kernels, 0, false});
 }
 
 /// Attention's core on one device: one fused flash kernel (the causal half of the scores and
@@ -230,9 +245,8 @@ inline std::pair<double, double> qkv_projections(layer_kernels& out, const trans
            linears_of(s, split_linear::column, true));
     if (m.qk_norm) {
       const double qk = T * (heads * m.head_dim + kv);
-      const eager_bytes b = rms_norm_bytes[s.eager];
       // Not Megatron's `layernorm` recomputation, which runs the block's input norms again.
-      streamed(out, "query and key norms", b.forward * qk, b.backward * qk);
+      elementwise(out, "query and key norms", rms_norm_bytes[s.eager && !m.layer_norm], qk);
     }
     return {m.head_dim, m.head_dim};
   }
@@ -240,7 +254,7 @@ inline std::pair<double, double> qkv_projections(layer_kernels& out, const trans
   const double qk_dim = a.qk_head_dim(), v_dim = a.v_head_dim;
   if (a.q_lora_rank > 0) {
     linear(out, "q down", T, a.q_lora_rank, h, linears_of(s));
-    streamed(out, "q latent norm", 2 * bf16 * T * a.q_lora_rank, 3 * bf16 * T * a.q_lora_rank);
+    elementwise(out, "q latent norm", rms_norm_bytes[s.eager], T * a.q_lora_rank);
     tagged(out, recompute_module::mla_up_proj,
            [&] { linear(out, "q up", T, heads * qk_dim, a.q_lora_rank, linears_of(s)); });
   } else {  // no query latent: Megatron recomputes the whole query projection with them
@@ -248,7 +262,7 @@ inline std::pair<double, double> qkv_projections(layer_kernels& out, const trans
            [&] { linear(out, "q", T, heads * qk_dim, h, linears_of(s)); });
   }
   linear(out, "kv down", T, a.kv_lora_rank + a.qk_rope_head_dim, h, linears_of(s));
-  streamed(out, "kv latent norm", 2 * bf16 * T * a.kv_lora_rank, 3 * bf16 * T * a.kv_lora_rank);
+  elementwise(out, "kv latent norm", rms_norm_bytes[s.eager], T * a.kv_lora_rank);
   tagged(out, recompute_module::mla_up_proj, [&] {
     linear(out, "kv up", T, heads * (a.qk_nope_head_dim + v_dim), a.kv_lora_rank, linears_of(s));
   });
@@ -273,8 +287,7 @@ inline layer_kernels layer_kernels_of(const transformer& m, int layer, const lay
   // PyTorch's LayerNorm is one native kernel, eager or not; its RMSNorm a composite.
   const eager_bytes norm_bytes = rms_norm_bytes[s.eager && !m.layer_norm];
   const auto norm = [&](std::string_view name) {
-    tagged(recompute_module::layernorm,
-           [&] { streamed(out, name, norm_bytes.forward * Es, norm_bytes.backward * Es); });
+    tagged(recompute_module::layernorm, [&] { elementwise(out, name, norm_bytes, Es); });
   };
   // `more` inputs beyond the block's output and the residual: parallel attention adds the
   // attention's output and the MLP's in one kernel.
@@ -292,14 +305,12 @@ inline layer_kernels layer_kernels_of(const transformer& m, int layer, const lay
     const double qk = T * (heads + (m.mla.active() ? 1 : m.kv_heads / tp)) *
                       (m.mla.active() ? m.mla.qk_rope_head_dim : m.head_dim);
     // MLA's rotary embeddings are part of its up projections' recomputation.
-    const eager_bytes b = rotary_bytes[s.eager];
     tagged(m.mla.active() ? recompute_module::mla_up_proj : recompute_module::none,
-           [&] { streamed(out, "rotary", b.forward * qk, b.backward * qk); });
+           [&] { elementwise(out, "rotary", rotary_bytes[s.eager], qk); });
   }
   detail::attention_core(out, m, s, qk_dim, v_dim);
   linear(out, "out projection", T, h, heads * v_dim, linears_of(s, split_linear::row));
-  if (m.norms_per_layer == 4)
-    streamed(out, "attention output norm", norm_bytes.forward * Es, norm_bytes.backward * Es);
+  if (m.norms_per_layer == 4) elementwise(out, "attention output norm", norm_bytes, Es);
   // In parallel attention the MLP reads the attention's input; both outputs join the residual
   // in one add after the MLP.
   if (!m.parallel_attention) residual("attention residual");
@@ -319,7 +330,7 @@ inline layer_kernels layer_kernels_of(const transformer& m, int layer, const lay
     linear(out, up, tokens, (gated ? 2 : 1) * ffn, h, in, batch_of);
     tagged(act_part, [&] {
       if (gated)
-        streamed(out, act, gated_bytes[s.eager].forward * F, gated_bytes[s.eager].backward * F);
+        elementwise(out, act, gated_bytes[s.eager], F);
       else
         streamed(out, act, 2 * bf16 * F, 3 * bf16 * F);
     });
@@ -349,8 +360,7 @@ inline layer_kernels layer_kernels_of(const transformer& m, int layer, const lay
     if (e.shared_ffn > 0)
       mlp("shared up", "shared activation", "shared down", e.shared_ffn / tp, T, 1, true);
   }
-  if (m.norms_per_layer == 4)
-    streamed(out, "mlp output norm", norm_bytes.forward * Es, norm_bytes.backward * Es);
+  if (m.norms_per_layer == 4) elementwise(out, "mlp output norm", norm_bytes, Es);
   residual("mlp residual", m.parallel_attention ? 1 : 0);
   return out;
 }

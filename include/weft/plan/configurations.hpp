@@ -98,7 +98,12 @@ namespace detail {
 struct costing_key {
   int tp, cp, ep, etp, micro_batch_size;
   recompute policy;
-  auto tie() const { return std::tie(tp, cp, ep, etp, micro_batch_size, policy); }
+  /// Sharded gradients without the fused accumulation: no accumulation pass in a layer's
+  /// backward, where `--no-gradient-accumulation-fusion` prices one for the others.
+  bool sharded_gradients;
+  auto tie() const {
+    return std::tie(tp, cp, ep, etp, micro_batch_size, policy, sharded_gradients);
+  }
   bool operator<(const costing_key& o) const { return tie() < o.tie(); }
 };
 
@@ -434,7 +439,10 @@ inline configuration_pool open_configurations(const transformer& m, const job& b
                     out.counts.pruned_sizes += plans;
                     continue;
                   }
-                  const costing_key key{tp, cp, ep, etp, mbs, form.policy};
+                  // (priced apart only where it tells: without the fused accumulation)
+                  const bool grads =
+                      shards_gradients(sharding) && !base.gradient_accumulation_fusion;
+                  const costing_key key{tp, cp, ep, etp, mbs, form.policy, grads};
                   const model_costs& k = costs_of(key, j);
                   if (least_states(j, k) + k.least_activation > c.hbm_bytes) {
                     out.counts.pruned_memory += plans;
@@ -444,7 +452,7 @@ inline configuration_pool open_configurations(const transformer& m, const job& b
                   // every stage that holds a layer — all but a lone loss's, at most one — which
                   // bounds it; none's pieces balance its layouts: its plans then are the same
                   // as none's, whose fitting ones it cannot beat (`whole_plans`).
-                  const costing_key whole{tp, cp, ep, etp, mbs, recompute::none};
+                  const costing_key whole{tp, cp, ep, etp, mbs, recompute::none, grads};
                   const model_costs& w = form.block ? costs_of(whole, j) : k;
                   const double again = form.block ? w.least_forward * std::max(pp - 1, 1) / pp : 0;
                   pool.open.push_back({j, step_bound(j, c, w, again), form.block ? whole : key,

@@ -126,7 +126,9 @@ inline std::string recompute_text(const job& j) {
 
 /// Whether runtime `r` runs job `j`'s schedule.
 inline bool runs(const job& j, runs_on r) {
-  if (j.eager && r == runs_on::megatron) return false;  // Megatron's kernels are fused
+  // PyTorch's eager operations: not Megatron's code, whose kernels are fused.
+  if (j.eager && (r == runs_on::megatron || megatron_only(j) || j.overlap_moe_ep_comm))
+    return false;
   // Megatron's combined 1F1B: its code only, on its interleaved schedule (or no pipeline).
   if (j.overlap_moe_ep_comm)
     return r != runs_on::torchtitan &&
@@ -230,6 +232,13 @@ inline std::optional<std::vector<std::string>> megatron_arguments(const job& j) 
 /// transfers), DeepSeek's DualPipe (both directions), else PyTorch's pipeline runtime, from the
 /// schedule's CSV (`weft plan --out`, torchtitan's `pipeline_parallel_schedule_csv`).
 inline std::string runtime_for(const job& j) {
+  if (j.eager) {  // PyTorch's code: Megatron's kernels are fused
+    if (j.pp == 1) return "PyTorch's eager operations (no pipeline)";
+    if (j.schedule == "dualpipe") return "DeepSeek's DualPipe";
+    if (j.schedule == "dualpipev")
+      return "DeepSeek's DualPipe (DualPipeV), or torchtitan's ScheduleDualPipeV";
+    return "PyTorch's pipeline runtime (its CSV: these flags and --out FILE.csv)";
+  }
   if (j.overlap_moe_ep_comm) return "Megatron-LM (its combined 1F1B)";
   // Without a pipeline 1F1B is any runtime's loop over the micro-batches; a schedule of chunks
   // on one rank (DualPipeV's paired passes, the V's) is still its runtime's.

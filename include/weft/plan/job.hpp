@@ -93,8 +93,8 @@ struct job {
   /// wgrad GEMM adds in place by default)
   bool gradient_accumulation_fusion = true;
   /// --eager: PyTorch's eager operations for the RMSNorms, a gated activation and rotary
-  /// embeddings, a kernel each and more kept for the backward (torchtitan without
-  /// torch.compile, trainers on plain PyTorch); false: fused, as Megatron and torch.compile run
+  /// embeddings, each op a kernel and more kept for the backward (trainers written as Llama's
+  /// reference or Hugging Face's Llama are); false: fused, as Megatron and torch.compile run
   /// them
   bool eager = false;
 

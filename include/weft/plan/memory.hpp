@@ -153,11 +153,13 @@ constexpr activation_bytes layer_activations(const transformer& m, int layer, do
   if (eager && !m.layer_norm) {
     // PyTorch's eager RMSNorm keeps its input in fp32 (for the square's and the product's
     // gradients) and its normalized bf16 output (for the weight's): 4 bytes a value more than
-    // the bf16 input a fused one keeps.
-    const int norms = m.parallel_attention && m.norms_per_layer == 1 ? 1 : m.norms_per_layer;
-    x.replicated += 4 * norms * sb * h;
-    x.norm_outputs += 4 * norms * sb * h;
+    // the bf16 input a fused one keeps. Recomputing `layernorm` runs the input norms again, not
+    // the output norms of a layer of four.
+    const int inputs = m.norms_per_layer == 1 ? 1 : 2, outputs = m.norms_per_layer == 4 ? 2 : 0;
+    x.replicated += 4 * (inputs + outputs) * sb * h;
+    x.norm_outputs += 4 * inputs * sb * h;
     if (m.qk_norm && !m.mla.active()) x.sharded += 4 * sb * (a + m.kv_heads) * m.head_dim;
+    if (m.mla.active()) x.replicated += 4 * sb * (m.mla.q_lora_rank + m.mla.kv_lora_rank);
   }
   // An eager gated activation keeps silu's output too (the product's gradient reads it).
   const double eager_gate = eager && m.mlp == mlp_kind::gated ? 2 : 0;

@@ -292,19 +292,6 @@ inline void read_titan_checkpointing(const toml::table& doc, const std::string& 
   for (std::string& w : ac.unused()) out.warnings.push_back(std::move(w));
 }
 
-/// [compile]: torch.compile over the model fuses its norms, activation and rotary embeddings;
-/// without it (torchtitan's default, `enable = false`) they run as PyTorch's eager operations.
-inline void read_titan_compile(const toml::table& doc, const std::string& file,
-                               torchtitan_job& out) {
-  toml_section c = section(doc, "compile", file);
-  const bool enable = c.flag("enable", false);
-  const std::vector<std::string> parts =
-      c.has("components") ? c.texts("components") : std::vector<std::string>{"model", "loss"};
-  out.spec.eager = !enable || std::find(parts.begin(), parts.end(), "model") == parts.end();
-  c.skip({"backend"});
-  for (std::string& w : c.unused()) out.warnings.push_back(std::move(w));
-}
-
 /// FP8: on when [model] converters name it; its settings in [float8] or, later,
 /// [quantize.linear.float8].
 inline void read_titan_fp8(const toml::table& doc, const std::string& file, torchtitan_job& out) {
@@ -385,7 +372,6 @@ inline torchtitan_job read_torchtitan(std::string_view text, const std::string& 
   detail::read_titan_parallelism(doc, file, out);
   detail::read_titan_checkpointing(doc, file, out);
   detail::read_titan_fp8(doc, file, out);
-  detail::read_titan_compile(doc, file, out);
   return out;
 }
 
@@ -535,6 +521,10 @@ inline job torchtitan_as_job(const torchtitan_job& t, const transformer& m, long
         "prices them in FP8: plan the MoE model without FP8");
   j.expert_tp = 0;
   j.sequence_parallel = j.tp > 1;  // torchtitan's tensor parallelism shards the norms too
+  // PyTorch's autograd adds each micro-batch's weight gradients in a pass of its own (none
+  // priced where FSDP shards them). Its norms are PyTorch's nn.RMSNorm, one fused kernel since
+  // PyTorch 2.9 eager or compiled: not --eager.
+  j.gradient_accumulation_fusion = false;
   // The batch: local_batch_size sequences a data-parallel rank, global (default local x dp),
   // accumulated; with a pipeline, micro-batches of pipeline_parallel_microbatch_size.
   const long long local = t.local_batch_size;
