@@ -209,6 +209,36 @@ TEST_CASE("the search's bound is below every plan of the configuration") {
     }
 }
 
+TEST_CASE("without the fused accumulation, each sharding's bound is of its own costs") {
+  // Without gradient-accumulation fusion every micro-batch adds its weights' gradients in a
+  // pass of its own — but not where FSDP shards them: the two shardings' layers cost
+  // differently, and a bound priced with the other's costs would be above FSDP's own step.
+  const transformer m = model("gpt2");
+  const cluster& c = *find_cluster("a100-80g");
+  job base;
+  base.seq = 1024;
+  base.global_batch_size = 64;
+  base.gradient_accumulation_fusion = false;
+  configuration_space sp;
+  sp.tp = 1;
+  sp.pp = 1;
+  sp.cp = 1;
+  sp.micro_batch_size = 1;
+  sp.policy = recompute::none;
+  configuration_search_result out;
+  out.devices = 8;
+  const detail::configuration_pool pool = detail::open_configurations(m, base, c, sp, 64, out);
+  int sharded = 0, whole = 0;
+  for (const detail::configuration_candidate& x : pool.open) {
+    (x.j.sharding == dp_sharding::optim_grads_params ? sharded : whole) += 1;
+    // Each candidate's bound from the work of its own job's layers.
+    CHECK(pool.priced.at(x.key).work == doctest::Approx(detail::model_costs_of(m, x.j, c).work));
+    CHECK(x.bound.count() <= estimate_job(m, x.j, c).step.count() * (1 + 1e-12));
+  }
+  CHECK(sharded > 0);
+  CHECK(whole > 0);
+}
+
 TEST_CASE("the bound holds for tied embeddings, which one stage keeps once") {
   const transformer m = model("gpt2");  // its head is its embedding
   REQUIRE(m.tied_embeddings);
