@@ -527,7 +527,7 @@ job vtrain_job(const vtrain_model& v, const vtrain_run& r) {
 /// Aleph Alpha's Megatron-like trainer ("Scaling", github.com/Aleph-Alpha/scaling) as Hagemann
 /// et al. 2023 ran it: bf16, ZeRO-1 (optimizer states sharded over the data-parallel ranks,
 /// the bf16 gradients all-reduced in fp32 after the backward, nothing overlapped), 1F1B
-/// waiting for each transfer, FlashAttention-2; its norms, SwiGLU and rotary embeddings
+/// waiting for each transfer, FlashAttention-2; its norms, SwiGLU, rotary embeddings and loss
 /// PyTorch's eager operations.
 job hagemann_job(const bench::hagemann_sheet& s, const bench::hagemann_run& r) {
   job j;
@@ -550,6 +550,10 @@ job hagemann_job(const bench::hagemann_sheet& s, const bench::hagemann_run& r) {
   // fused RMSNorm kernel, the norms, which weigh most, fused (the activation and rotary then
   // priced fused too).
   j.eager = r.rms_kernel == 0;
+  // Its loss, kernel or not: the logits gathered whole over tp (ColumnParallelLinear's
+  // parallel_output off by default), cast to fp32 and given to PyTorch's cross_entropy
+  // (transformer/model/losses/cross_entropy.py).
+  j.eager_loss = true;
   return j;
 }
 

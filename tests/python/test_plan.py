@@ -219,9 +219,10 @@ def test_tp_comm_overlap_is_the_tools(cli_json):
 
 
 def test_eager_and_unfused_accumulation_are_the_tools(cli_json):
-    """--eager and --no-gradient-accumulation-fusion as keywords, priced as the tool prices
-    them: PyTorch's eager norms and a separate pass adding each micro-batch's gradients make the
-    step longer; the eager job is not Megatron's to run."""
+    """--eager, --eager-loss and --no-gradient-accumulation-fusion as keywords, priced as the
+    tool prices them: PyTorch's eager norms, its loss over whole fp32 logits and a separate pass
+    adding each micro-batch's gradients make the step longer; the eager job is not Megatron's
+    to run."""
     llama = PRESETS / "models" / "llama-3-8b.json"
     base = ("plan", "--model", llama, "--cluster", "h100-sxm", "--pp", 2, "--seq-length", 4096,
             "--global-batch-size", 16)
@@ -234,6 +235,10 @@ def test_eager_and_unfused_accumulation_are_the_tools(cli_json):
                       global_batch_size=16, no_gradient_accumulation_fusion=True)
     assert apart == cli_json(*base, "--no-gradient-accumulation-fusion")
     assert apart["step_s"] > plain["step_s"]
+    loss = weft.plan(model=llama, cluster="h100-sxm", pp=2, seq_length=4096,
+                     global_batch_size=16, eager_loss=True)
+    assert loss == cli_json(*base, "--eager-loss")
+    assert loss["step_s"] > plain["step_s"]
 
 
 def _without_time(found):

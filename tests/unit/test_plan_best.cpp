@@ -313,3 +313,24 @@ TEST_CASE("a search's pipelines, made once, estimate as pipelines made afresh") 
   (void)tight.get("1f1b", a);
   CHECK(tight.size() == 1);
 }
+
+TEST_CASE("PyTorch's eager operations are not Megatron's to run: refused by the flag's name") {
+  const transformer m = testing::tiny_dense(2);
+  const cluster c = testing::ideal_cluster();
+  job j;
+  j.pp = 2;
+  j.seq = 1024;
+  j.global_batch_size = 2;
+  j.eager_loss = true;
+  CHECK_THROWS_WITH_AS(best_plan(m, j, c, {.runtime = runs_on::megatron}),
+                       doctest::Contains("--eager-loss prices PyTorch's eager operations"),
+                       weft::config_error);
+  j.eager = true;
+  CHECK_THROWS_WITH_AS(best_plan(m, j, c, {.runtime = runs_on::megatron}),
+                       doctest::Contains("--eager prices PyTorch's eager operations"),
+                       weft::config_error);
+  // Without a runtime named, PyTorch's runs it.
+  const plan_search_result r = best_plan(m, j, c);
+  REQUIRE(r.best);
+  CHECK(r.judged[*r.best].ran);
+}

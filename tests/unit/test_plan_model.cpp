@@ -516,6 +516,59 @@ TEST_CASE("--eager: PyTorch's RMSNorm, gated activation and rotary as a kernel e
   CHECK(runs(j, runs_on::torchtitan));
 }
 
+TEST_CASE("--eager-loss: the logits gathered over tp, in fp32, PyTorch's cross_entropy") {
+  // Per logit, as PyTorch runs `F.cross_entropy(logits.float(), target)`: the cast (read 2,
+  // write 4); log_softmax over a row longer than a block keeps on chip reads it for its max,
+  // for its sum of exponentials and for the output it writes (3 x 4 + 4); backward nll_loss's
+  // gradient written zero-filled (4), log_softmax's summed (4) and then read with the output to
+  // write the input's gradient (4 + 4 + 4), the cast back (4 + 2). Megatron's
+  // vocabulary-parallel loss on its shard: (2 + 4) and (4 + 2). On the last of two stages, 1024
+  // tokens of a vocabulary of 1000, at 1 TB/s.
+  const transformer m = testing::tiny_dense(2);
+  const cluster c = testing::ideal_cluster();
+  const estimate_options o{.matmul_shapes = false, .launches = false};
+  const double TV = 1024.0 * 1000;
+  const double forward = (2 + 4) + (4 + 4 + 4 + 4);
+  const double backward = 4 + (4 + 4 + 4 + 4) + (4 + 2);
+  for (const int tp : {1, 2}) {
+    CAPTURE(tp);
+    job j = two_stages();
+    j.tp = tp;
+    const estimate vocab_parallel = estimate_job(m, j, c, o);
+    j.eager_loss = true;
+    const estimate eager = estimate_job(m, j, c, o);
+    // Whole logits on every rank, gathered in bf16 over tp first (forward only).
+    const double gather = tp > 1 ? detail::tp_ring(c, j, 2 * TV).count() : 0.0;
+    CHECK((eager.stages[1].cost.F - vocab_parallel.stages[1].cost.F).count() ==
+          doctest::Approx((forward - 6.0 / tp) * TV / 1e12 + gather));
+    CHECK((eager.stages[1].cost.B - vocab_parallel.stages[1].cost.B).count() ==
+          doctest::Approx((backward - 6.0 / tp) * TV / 1e12));
+    CHECK(eager.stages[0].cost.F == vocab_parallel.stages[0].cost.F);  // no loss there
+    // Kept: log_softmax's fp32 output over the whole vocabulary (4 bytes a logit, not 4 / tp);
+    // for a moment in the backward, two more of its size (nll_loss's gradient, the input's).
+    CHECK(eager.stages[1].activation_bytes - vocab_parallel.stages[1].activation_bytes ==
+          doctest::Approx(4 * TV - 4 * TV / tp));
+    CHECK(eager.states_per_rank[1] - vocab_parallel.states_per_rank[1] == doctest::Approx(8 * TV));
+    CHECK(eager.states_per_rank[0] == vocab_parallel.states_per_rank[0]);
+    CHECK(eager.memory_per_rank[1] - vocab_parallel.memory_per_rank[1] ==
+          doctest::Approx(8 * TV + 4 * TV - 4 * TV / tp));
+    // Only PyTorch runs it so; --eager implies it (and does not print it again).
+    const std::vector<std::string> own = weft_flags(j);
+    CHECK(std::find(own.begin(), own.end(), "--eager-loss") != own.end());
+    CHECK_FALSE(megatron_arguments(j).has_value());
+    CHECK_FALSE(runs(j, runs_on::megatron));
+    job both = j;
+    both.eager = true;
+    const std::vector<std::string> implied = weft_flags(both);
+    CHECK(std::find(implied.begin(), implied.end(), "--eager-loss") == implied.end());
+    job implied_only = both;
+    implied_only.eager_loss = false;
+    CHECK(implied_only.loss_eager());
+    CHECK(estimate_job(m, implied_only, c, o).memory_per_rank[1] ==
+          estimate_job(m, both, c, o).memory_per_rank[1]);
+  }
+}
+
 TEST_CASE("--no-gradient-accumulation-fusion: each micro-batch's dW added in a pass of its own") {
   // Without the fused add (Megatron's `main_grad.add_`, PyTorch's AccumulateGrad) every
   // weight's new bf16 gradient is read and the accumulated one read and written: 2 + 4 + 4

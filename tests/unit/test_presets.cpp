@@ -313,6 +313,8 @@ TEST_CASE("a job from JSON: weft plan's flags as keys, each checked") {
   CHECK(plan::read_job(R"({"no-gradient-accumulation-fusion": false})", "job.json")
             .spec.gradient_accumulation_fusion);
   CHECK(plan::read_job(R"({"eager": true})", "job.json").spec.eager);
+  CHECK(plan::read_job(R"({"eager-loss": true})", "job.json").spec.eager_loss);
+  CHECK(plan::read_job(R"({"eager_loss": true})", "job.json").spec.eager_loss);
   CHECK_THROWS_WITH_AS(plan::read_job(R"({"moe-grouped-gemm": false})", "job.json"),
                        doctest::Contains("moe-grouped-gemm false: weft prices each rank's experts "
                                          "as one grouped matmul"),

@@ -149,6 +149,10 @@ void add_runtime_flags(CLI::App& sub, weft::plan::job& j, std::vector<CLI::Optio
                                "PyTorch's eager operations for the RMSNorms, a gated activation "
                                "and rotary embeddings, each op a kernel (trainers written as "
                                "Llama's reference is; Megatron's and torch.compile's are fused)"));
+  flags.push_back(sub.add_flag("--eager-loss", j.eager_loss,
+                               "the loss as PyTorch computes it: the logits gathered over tp, "
+                               "in fp32, its cross_entropy (--eager implies it; Megatron's is "
+                               "vocabulary-parallel)"));
   flags.push_back(sub.add_flag("--scatter-gather-tensors-in-pipeline", j.scatter_gather_transfers,
                                "Megatron-LM's transfers until 2022: without sequence parallelism "
                                "each device sends 1/tp and the receivers all-gather it (needs "

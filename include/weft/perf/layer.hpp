@@ -133,6 +133,15 @@ inline constexpr eager_bytes rms_norm_bytes[2] = {{4, 6}, {36, 92, 8, 15}};
 inline constexpr eager_bytes gated_bytes[2] = {{6, 10}, {10, 18, 2, 3}};
 inline constexpr eager_bytes rotary_bytes[2] = {{4, 4}, {20, 20, 3, 3}};
 
+/// The loss as Llama's reference (`self.output(h).float()`) and PyTorch trainers built like it
+/// compute it, per logit of the whole vocabulary: the logits cast to fp32 (2 + 4) and PyTorch's
+/// cross_entropy — log_softmax over a row too long to stay on chip reads it three times (its
+/// max, its sum of exponentials, the output) and writes it once (16), nll_loss a value a token:
+/// 22 in 2 kernels. Backward: nll_loss's gradient, zero-filled (4); log_softmax's, the
+/// gradient summed (4) then read with the output to write the input's (4 + 4 + 4); the cast back
+/// (4 + 2): 26 in 3. (Megatron's vocabulary-parallel loss: `plan::head_kernels`.)
+inline constexpr eager_bytes eager_loss_bytes{22, 26, 2, 3};
+
 /// The host's time to launch one kernel: a pass of n kernels takes at least n of them, however
 /// short its kernels (PyTorch's Holistic Trace Analysis: "usually, the launch time on the CPU side
 /// is between 5-20 microseconds"; the lower end, a framework with little Python in the loop).

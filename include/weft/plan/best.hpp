@@ -346,14 +346,14 @@ inline plan_search_result best_plan(const transformer& m, const job& asked, cons
   check_cluster(c);
   check_sizes(m, base);
   check_combined_1f1b(m, base);  // its own rules before whose code runs it
-  if (base.eager && (o.runtime == runs_on::megatron || megatron_only(base)))
-    throw config_error(
-        "--eager prices PyTorch's eager operations, which Megatron-LM's fused "
-        "kernels replace: no Megatron-LM run, nor " +
-        std::string(o.runtime == runs_on::megatron
-                        ? "--runtime megatron"
-                        : "what only Megatron-LM runs (tp-comm-overlap, fp16, "
-                          "block recomputation, experts folded below tp)"));
+  if (base.loss_eager() && (o.runtime == runs_on::megatron || megatron_only(base)))
+    throw config_error(std::string(base.eager ? "--eager" : "--eager-loss") +
+                       " prices PyTorch's eager operations, which Megatron-LM's fused "
+                       "kernels replace: no Megatron-LM run, nor " +
+                       std::string(o.runtime == runs_on::megatron
+                                       ? "--runtime megatron"
+                                       : "what only Megatron-LM runs (tp-comm-overlap, fp16, "
+                                         "block recomputation, experts folded below tp)"));
   if (!runs(base, o.runtime))
     throw config_error("--runtime " +
                        std::string(runs_on_names[static_cast<std::size_t>(o.runtime)]) +

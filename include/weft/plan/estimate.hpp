@@ -35,6 +35,8 @@ struct stage_estimate {
   double params = 0;            ///< parameters on one device but the routed experts' (tp shard)
   double expert_params = 0;     ///< the routed experts' on one device (tp and ep shards)
   double activation_bytes = 0;  ///< kept per micro-batch for the backward
+  /// What one of its passes needs beyond what it keeps, for a moment (an eager loss's backward)
+  double working_bytes = 0;
   /// Its forward and its backward (recomputation and the dW included) by part.
   time_split forward, backward;
 };
@@ -49,7 +51,9 @@ struct estimate {
   step_metrics metrics;
   seconds pipeline{0}, grad_sync{0}, optimizer{0}, step{0};
   std::vector<double> memory_per_rank;  ///< bytes: model states and peak live activations
-  std::vector<double> states_per_rank;  ///< bytes: parameters, gradients, optimizer states
+  /// bytes: parameters, gradients, optimizer states, and what the rank needs for a moment
+  /// whatever its activations (sharded states gathered, a pass's working memory)
+  std::vector<double> states_per_rank;
   /// Bytes one micro-batch keeps for the backward on each chunk of the schedule's model.
   std::vector<double> chunk_activation_bytes;
   double model_flops = 0;  ///< one step, every device together
@@ -206,14 +210,19 @@ inline seconds launch_excess(seconds t, int kernels, const estimate_options& o) 
 }
 
 /// The LM head on `T` tokens and its loss: the vocabulary-parallel matmul, and the softmax
-/// cross-entropy over its logits (read in bf16, the fp32 exponentials written and read back).
+/// cross-entropy over its logits (read in bf16, the fp32 exponentials written and read back) —
+/// or, `eager`, PyTorch's cross_entropy over the whole vocabulary's logits in fp32 on every
+/// tensor-parallel rank (`perf::eager_loss_bytes`; the gather: `eager_loss_gather`).
 inline perf::layer_kernels head_kernels(const transformer& m, double T, int tp, perf::dtype t,
-                                        double accumulate_bytes = 0) {
+                                        double accumulate_bytes = 0, bool eager = false) {
   perf::layer_kernels k;
   perf::detail::linear(k, "lm head", T, m.vocab / tp, m.hidden,
                        {.type = t, .accumulate_bytes = accumulate_bytes});
   const double logits = T * m.vocab / tp;
-  perf::detail::streamed(k, "cross-entropy", (2 + 4) * logits, (4 + 2) * logits);
+  if (eager)
+    perf::detail::elementwise(k, "cross-entropy", perf::eager_loss_bytes, T * m.vocab);
+  else
+    perf::detail::streamed(k, "cross-entropy", (2 + 4) * logits, (4 + 2) * logits);
   return k;
 }
 
@@ -276,6 +285,14 @@ struct layer_comm {
 /// tensor-parallel group.
 inline seconds tp_ring(const cluster& c, const job& j, double bytes) {
   return collective::ring_all_gather(collective_link(c, j.tp, 1, bytes), j.tp, bytes);
+}
+
+/// An eager loss's logits gathered whole over the tensor-parallel group in bf16 before the
+/// loss — Llama's reference (fairscale's ColumnParallelLinear, `gather_output` by default) and
+/// Aleph Alpha's Scaling (`parallel_output` off by default) — forward only: its backward keeps
+/// its own shard of the gradient. Nothing without tensor parallelism.
+inline seconds eager_loss_gather(const transformer& m, const job& j, const cluster& c, double T) {
+  return j.loss_eager() && j.tp > 1 ? tp_ring(c, j, 2 * T * m.vocab) : seconds(0);
 }
 
 /// The bytes a dense linear gathers over tp of an activation of `act` bf16 bytes: in FP8 the
@@ -577,6 +594,20 @@ inline perf::layer_shard layer_shard_of(const job& j) {
           .eager = j.eager};
 }
 
+/// What the loss of one micro-batch of `T` tokens keeps on its stage, with the head's input
+/// (`act` bytes): Megatron's vocabulary-parallel fp32 logits, its 1/tp shard; or an eager
+/// loss's log_softmax output in fp32, the whole vocabulary's, which its backward needs two more
+/// of for a moment (nll_loss's gradient and log_softmax's input gradient).
+inline void add_loss_memory(stage_estimate& out, const transformer& m, const job& j, double T,
+                            double act) {
+  if (!j.loss_eager()) {
+    out.activation_bytes += 4 * T * m.vocab / j.tp + act;
+    return;
+  }
+  out.activation_bytes += 4 * T * m.vocab + act;
+  out.working_bytes = std::max(out.working_bytes, 8 * T * m.vocab);
+}
+
 /// Stage `st`'s costs and sizes for job `j` of model `m` on cluster `c`.
 inline stage_estimate stage_costs(const transformer& m, const job& j, const cluster& c,
                                   const layout_stage& st, const estimate_options& o = {},
@@ -638,10 +669,13 @@ inline stage_estimate stage_costs(const transformer& m, const job& j, const clus
     out.activation_bytes += shard;
     add(embedding_kernels(shard));
   }
-  const auto add_head = [&] {  // the LM head and the loss's fp32 logits (vocab-parallel)
-    add(head_kernels(m, T, j.tp, perf::dtype::bf16,
-                     shard.accumulate_bytes));  // no recipe runs the head in FP8
-    out.activation_bytes += 4 * T * m.vocab / tp + act;
+  const auto add_head = [&] {  // the LM head and its loss
+    add(head_kernels(m, T, j.tp, perf::dtype::bf16, shard.accumulate_bytes,
+                     j.loss_eager()));  // no recipe runs the head in FP8
+    add_loss_memory(out, m, j, T, act);
+    const seconds gather = eager_loss_gather(m, j, c, T);
+    forward += gather;
+    out.forward.tp += gather;
   };
   for (int k = 0; k < st.mtp; ++k) {  // its projection, its block (as the last layer), its head
     perf::layer_kernels proj;
@@ -895,7 +929,8 @@ inline seconds optimizer_time(const job& j, const cluster& c, double dense, doub
 /// Per pipeline rank, what its stages hold: parameters (dense and experts') and layers.
 struct rank_holdings {
   std::vector<double> dense, expert, layers;
-  std::vector<double> edge;  ///< of `dense`, the embedding's, head's and final norm's
+  std::vector<double> edge;     ///< of `dense`, the embedding's, head's and final norm's
+  std::vector<double> working;  ///< the largest of its stages' `working_bytes`
 };
 
 /// The data-parallel side of `out` (its stages and schedule set): per rank, the model states
@@ -927,7 +962,8 @@ inline void add_data_parallel(estimate& out, const job& j, const cluster& c,
     out.states_per_rank.push_back(model_state_bytes(dense - edge, dense_shards, j.sharding, b) +
                                   model_state_bytes(edge, dense_shards, j.sharding, edges) +
                                   model_state_bytes(expert, expert_shards, j.sharding, b) +
-                                  transient_per_param * (dense + expert) / layers);
+                                  transient_per_param * (dense + expert) / layers +
+                                  held.working[r]);
     out.memory_per_rank.push_back(out.states_per_rank.back() + live[r]);
     const auto [reduce, gather] = dp_traffic_of(j, c, dense, expert, edge);
     seconds exposed = reduce + gather;
@@ -1067,7 +1103,7 @@ inline estimate estimate_job(const transformer& m, const job& given, const clust
   // Per rank: its stages' parameters (and their states), and its peak live activations.
   detail::rank_holdings held;
   held.dense.assign(static_cast<std::size_t>(j.pp), 0);
-  held.expert = held.layers = held.edge = held.dense;
+  held.expert = held.layers = held.edge = held.working = held.dense;
   for (int ch = 0; ch < md.chunks(); ++ch) {
     const auto r = static_cast<std::size_t>(md.rank_of(ch));
     const stage_estimate& st = out.stages[stage_of(ch)];
@@ -1075,6 +1111,7 @@ inline estimate estimate_job(const transformer& m, const job& given, const clust
     held.expert[r] += st.expert_params;
     held.edge[r] += detail::edge_params_of(m, layout.stages[stage_of(ch)], j.tp);
     held.layers[r] += layout.stages[stage_of(ch)].layers + layout.stages[stage_of(ch)].mtp;
+    held.working[r] = std::max(held.working[r], st.working_bytes);
     out.chunk_activation_bytes.push_back(st.activation_bytes);
   }
   detail::add_data_parallel(out, j, c, held);

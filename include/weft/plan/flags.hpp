@@ -90,6 +90,7 @@ inline std::vector<std::string> weft_flags(const job& j) {
   if (j.tp_comm_overlap) add("--tp-comm-overlap");
   if (!j.gradient_accumulation_fusion) add("--no-gradient-accumulation-fusion");
   if (j.eager) add("--eager");
+  if (j.eager_loss && !j.eager) add("--eager-loss");
   return f;
 }
 
@@ -127,7 +128,7 @@ inline std::string recompute_text(const job& j) {
 /// Whether runtime `r` runs job `j`'s schedule.
 inline bool runs(const job& j, runs_on r) {
   // PyTorch's eager operations: not Megatron's code, whose kernels are fused.
-  if (j.eager && (r == runs_on::megatron || megatron_only(j) || j.overlap_moe_ep_comm))
+  if (j.loss_eager() && (r == runs_on::megatron || megatron_only(j) || j.overlap_moe_ep_comm))
     return false;
   // Megatron's combined 1F1B: its code only, on its interleaved schedule (or no pipeline).
   if (j.overlap_moe_ep_comm)
@@ -152,8 +153,8 @@ inline std::optional<std::vector<std::string>> megatron_arguments(const job& j) 
   using detail::number;
   // Megatron's attention is fused (flash or cuDNN) in every release that runs these flags.
   // torchtitan's every N-th layer recomputed has no Megatron form.
-  // Nor PyTorch's eager norms and activation: its own are fused kernels.
-  if (!megatron_runs(j) || !j.flash_attention || j.recompute_every > 0 || j.eager)
+  // Nor PyTorch's eager norms, activation and loss: its own are fused and vocabulary-parallel.
+  if (!megatron_runs(j) || !j.flash_attention || j.recompute_every > 0 || j.loss_eager())
     return std::nullopt;
   std::vector<std::string> a{"--tensor-model-parallel-size",
                              number(j.tp),
@@ -232,7 +233,7 @@ inline std::optional<std::vector<std::string>> megatron_arguments(const job& j) 
 /// transfers), DeepSeek's DualPipe (both directions), else PyTorch's pipeline runtime, from the
 /// schedule's CSV (`weft plan --out`, torchtitan's `pipeline_parallel_schedule_csv`).
 inline std::string runtime_for(const job& j) {
-  if (j.eager) {  // PyTorch's code: Megatron's kernels are fused
+  if (j.loss_eager()) {  // PyTorch's code: Megatron's kernels are fused
     if (j.pp == 1) return "PyTorch's eager operations (no pipeline)";
     if (j.schedule == "dualpipe") return "DeepSeek's DualPipe";
     if (j.schedule == "dualpipev")

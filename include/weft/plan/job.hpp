@@ -97,9 +97,16 @@ struct job {
   /// reference or Hugging Face's Llama are); false: fused, as Megatron and torch.compile run
   /// them
   bool eager = false;
+  /// --eager-loss: the loss as PyTorch's eager operations compute it (`perf::eager_loss_bytes`):
+  /// the logits gathered whole over tp, cast to fp32, PyTorch's cross_entropy keeping its fp32
+  /// log-probabilities — as Llama's reference and Aleph Alpha's Scaling do, where Megatron's
+  /// loss stays vocabulary-parallel. --eager implies it.
+  bool eager_loss = false;
 
   constexpr long long devices() const noexcept { return static_cast<long long>(tp) * pp * dp * cp; }
   /// The experts' tensor parallelism: --expert-tensor-parallel-size, else tp's.
+  /// The loss as PyTorch's eager operations compute it (--eager-loss, or --eager).
+  constexpr bool loss_eager() const noexcept { return eager || eager_loss; }
   constexpr int etp() const noexcept { return expert_tp > 0 ? expert_tp : tp; }
   /// The ranks each expert's data parallelism spans: what tp x dp x cp leave of ep x etp
   /// (Megatron's parallel folding; dp x cp / ep where the experts take tp's sharding).
