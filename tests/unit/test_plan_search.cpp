@@ -518,6 +518,31 @@ TEST_CASE("a search out of time says so, and how far below the best the rest may
   if (!r.top.empty()) CHECK(r.least_unexplored >= r.top.front().bound);
 }
 
+TEST_CASE("a space slow to build leaves screening a quarter of what is left of the budget") {
+  // Building a large space takes seconds of its own (DeepSeek-V3's on 2048 devices about two).
+  // A clock that starts at 6 s of a 10 s budget and advances 10 ms a reading: screening runs
+  // to 7 s (a quarter of the 4 s left), about a hundred configurations, where counting the
+  // quarter from the search's start would have stopped it after one.
+  const transformer m = model("mixtral-8x7b");
+  const weft::plan::cluster& c = *find_cluster("h100-sxm");
+  job j;
+  j.dp = 64;
+  j.global_batch_size = 256;
+  configuration_search_options o;
+  o.budget_s = 10;
+  configuration_search_result out;
+  out.devices = 64;
+  const job base = with_megatron_forms(m, j);
+  detail::configuration_pool pool =
+      detail::open_configurations(m, base, c, o.space, base.batch(), out);
+  REQUIRE(pool.open.size() > 200);
+  double now = 6;
+  detail::judge_configurations(m, c, o, pool, out, [&] { return now += 0.01; });
+  CHECK(out.counts.screened > 50);
+  CHECK(out.counts.screened < 110);
+  CHECK(!out.top.empty());
+}
+
 TEST_CASE("the configuration search's errors name what is wrong") {
   const transformer m = model("gpt2");
   const cluster& a100 = *find_cluster("a100-80g");

@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <limits>
 #include <map>
@@ -553,13 +554,88 @@ inline void judge_asked(const transformer& m, const cluster& c, const configurat
     ranked.offer(static_cast<std::size_t>(asked - open.begin()), r.judged[*r.best], asked->bound);
 }
 
-/// Judges `pool`'s open configurations in the order of their bounds, in two passes, after the
-/// job as asked (all its plans). First each is screened with its most frugal plan
-/// (`frugal_plan`), for up to a quarter of the budget: fitting
+/// The order configurations are judged in full: the fastest screened not yet judged, and the
+/// configuration of the least bound not yet judged (`open` is sorted by bound), each order
+/// given the same time. The first finds fast configurations early where the bounds, which
+/// leave out what a schedule may hide, tell them apart poorly (an MoE job's all-to-all behind a
+/// paired forward and backward); the second raises the least bound left, what a search out of
+/// time can say of the rest. Each configuration is handed out once; those whose bound cannot
+/// beat the best found so far are pruned on the way.
+class judging_order {
+ public:
+  /// `screened`: per configuration of `open`, its screened step (infinite: not screened, or
+  /// its frugal plan did not fit).
+  judging_order(const std::vector<configuration_candidate>& open,
+                const std::vector<seconds>& screened)
+      : open_(open), screened_(screened), by_screening_(open.size()), handled_(open.size(), 0) {
+    for (std::size_t i = 0; i < by_screening_.size(); ++i) by_screening_[i] = i;
+    std::stable_sort(by_screening_.begin(), by_screening_.end(),
+                     [&](std::size_t a, std::size_t b) { return screened[a] < screened[b]; });
+  }
+  /// The next to judge, none when every one is handled; those met on the way whose bound is not
+  /// below `nth` (the N-th best step found) are pruned, their plans added to `pruned`.
+  std::optional<std::size_t> next(seconds nth, long long& pruned) {
+    turn_ = spent_[0] <= spent_[1];  // the screened order's turn when it has taken no longer
+    if (const auto i = from(turn_, nth, pruned)) return i;
+    turn_ = !turn_;
+    return from(turn_, nth, pruned);
+  }
+  /// The last configuration handed out took `s` seconds to judge: its order's account.
+  void took(double s) { spent_[turn_ ? 0 : 1] += s; }
+  /// Hands configuration `i` back, unjudged.
+  void put_back(std::size_t i) { handled_[i] = 0; }
+  const std::vector<std::uint8_t>& handled() const { return handled_; }
+
+ private:
+  std::optional<std::size_t> from(bool screening, seconds nth, long long& pruned) {
+    std::size_t& at = screening ? next_screened_ : next_bound_;
+    for (; at < open_.size(); ++at) {
+      const std::size_t i = screening ? by_screening_[at] : at;
+      if (screening && !std::isfinite(screened_[i].count())) break;  // the rest unscreened
+      if (handled_[i]) continue;
+      handled_[i] = 1;
+      if (open_[i].bound < nth) return i;
+      pruned += open_[i].plans;
+    }
+    return std::nullopt;
+  }
+  const std::vector<configuration_candidate>& open_;
+  const std::vector<seconds>& screened_;
+  std::vector<std::size_t> by_screening_;
+  std::vector<std::uint8_t> handled_;
+  std::size_t next_screened_ = 0, next_bound_ = 0;
+  bool turn_ = true;          ///< whose the last configuration handed out was: screening's
+  double spent_[2] = {0, 0};  ///< seconds judging each order's, screened and bound
+};
+
+/// What a search out of time leaves, those of `open` not `handled`: those whose bound cannot
+/// beat `nth` pruned, the rest unexplored — the least of their bounds how far below the best
+/// found an unjudged configuration might lie.
+inline void count_unjudged(const std::vector<configuration_candidate>& open,
+                           const std::vector<std::uint8_t>& handled, seconds nth,
+                           configuration_search_result& out) {
+  seconds least(std::numeric_limits<double>::infinity());
+  for (std::size_t k = 0; k < open.size(); ++k) {
+    if (handled[k]) continue;
+    if (open[k].bound >= nth) {
+      out.counts.pruned_bound += open[k].plans;
+    } else {
+      out.counts.unexplored += open[k].plans;
+      least = std::min(least, open[k].bound);
+    }
+  }
+  out.complete = least == seconds(std::numeric_limits<double>::infinity());
+  out.least_unexplored = least;
+}
+
+/// Judges `pool`'s open configurations in two passes, after the job as asked (all its plans).
+/// First, in the order of their bounds, each is screened with its most frugal plan
+/// (`frugal_plan`) for up to a quarter of the budget left once the space is built: fitting
 /// plans found early, and with them a `o.top`-th best step to bound by. Then each is judged
-/// with every plan `best_plan` tries, until the bound of the next cannot beat the `o.top`-th
-/// best found or the budget (`elapsed`: seconds so far) runs out. The fastest that fit go to
-/// `out.top`.
+/// with every plan `best_plan` tries — the fastest screened and the least bound not yet
+/// judged, each order given the same time (`judging_order`) — skipping those whose bound cannot
+/// beat the `o.top`-th best found, until none is left or the budget (`elapsed`: seconds so far)
+/// runs out. The fastest that fit go to `out.top`.
 template <class Clock>
 void judge_configurations(const transformer& m, const cluster& c,
                           const configuration_search_options& o, configuration_pool& pool,
@@ -594,13 +670,15 @@ void judge_configurations(const transformer& m, const cluster& c,
     passed_over += static_cast<long long>(given - r.judged.size());
     return r;
   };
-  // Stops before a configuration that would likely end past `budget` (at the average so far).
-  const auto out_of_time = [&](std::size_t done, double budget) {
-    const double now = elapsed();
-    return done > 0 && now + now / static_cast<double>(done) > budget;
-  };
   judge_asked(m, c, sp, pool, ranked, out, eo);
-  for (std::size_t i = 0; i < open.size() && !out_of_time(i, o.budget_s / 4); ++i) {
+  // Screening: a quarter of what is left of the budget once the space is built and the job as
+  // asked judged (building a large space takes seconds of its own).
+  const double screen_from = elapsed();
+  const double screen_until = screen_from + std::max(0.0, o.budget_s - screen_from) / 4;
+  std::vector<seconds> screened(open.size(), seconds(std::numeric_limits<double>::infinity()));
+  for (std::size_t i = 0, done = 0; i < open.size(); ++i) {
+    const double now = elapsed();
+    if (done > 0 && now + (now - screen_from) / static_cast<double>(done) > screen_until) break;
     if (open[i].bound >= ranked.nth(o.top)) break;
     const std::vector<job> plans = plans_for(open[i]);
     // None where the runtime runs no schedule of these sizes (Megatron's combined 1F1B needs
@@ -610,30 +688,33 @@ void judge_configurations(const transformer& m, const cluster& c,
     long long ignored = 0;  // screening counts no plans
     const plan_search_result r = judge(open[i], {*frugal}, ignored);
     ++out.counts.screened;
-    if (r.best) ranked.offer(i, r.judged[*r.best], open[i].bound);
+    ++done;
+    if (r.best) {
+      ranked.offer(i, r.judged[*r.best], open[i].bound);
+      if (r.judged[*r.best].fits) screened[i] = r.judged[*r.best].step;
+    }
   }
   const double screening = elapsed();
+  judging_order order(open, screened);
   out.complete = true;
   long long done = 0;
-  for (std::size_t i = 0; i < open.size(); ++i) {
-    const configuration_candidate& cand = open[i];
-    if (cand.bound >= ranked.nth(o.top)) {
-      for (std::size_t k = i; k < open.size(); ++k) out.counts.pruned_bound += open[k].plans;
-      break;
-    }
+  for (;;) {
+    const std::optional<std::size_t> pick = order.next(ranked.nth(o.top), out.counts.pruned_bound);
+    if (!pick) break;
+    const configuration_candidate& cand = open[*pick];
     const double now = elapsed();
     if (done > 0 && now + (now - screening) / static_cast<double>(done) > o.budget_s) {
-      for (std::size_t k = i; k < open.size(); ++k) out.counts.unexplored += open[k].plans;
-      out.complete = false;
-      out.least_unexplored = cand.bound;
+      order.put_back(*pick);
+      count_unjudged(open, order.handled(), ranked.nth(o.top), out);
       break;
     }
     const plan_search_result r = judge(cand, plans_for(cand), out.counts.pruned_bound);
+    order.took(elapsed() - now);
     ++done;
     ++out.counts.simulated;
     if (o.progress) o.progress(out.counts.simulated);
     out.counts.plans += static_cast<long long>(r.judged.size());
-    if (r.best) ranked.offer(i, r.judged[*r.best], cand.bound);
+    if (r.best) ranked.offer(*pick, r.judged[*r.best], cand.bound);
   }
   std::sort(ranked.found.begin(), ranked.found.end(),
             [](const auto& a, const auto& b) { return a.second.best.step < b.second.best.step; });
