@@ -829,6 +829,14 @@ TEST_CASE("the job as asked is judged first: the search never recommends less") 
   const plan_search_result asked = best_plan(m, j, c);
   CHECK(r.top.front().best.step <= asked.judged[*asked.best].step);
   CHECK(r.counts.screened >= 1);
+  // Its gradients all-reduced whole (no sharding, which the search does not try of itself):
+  // the job as asked is still among those judged.
+  j.sharding = dp_sharding::no_shard;
+  const configuration_search_result whole = search_configurations(m, j, c, o);
+  REQUIRE(!whole.top.empty());
+  const plan_search_result as_given = best_plan(m, j, c);
+  CHECK(whole.top.front().best.step <= as_given.judged[*as_given.best].step);
+  CHECK(whole.counts.considered > r.counts.considered);  // its sharding added to the space
 }
 
 TEST_CASE("progress is reported once a plan is judged, and once a configuration is estimated") {

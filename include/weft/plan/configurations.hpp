@@ -370,9 +370,14 @@ inline configuration_pool open_configurations(const transformer& m, const job& b
   configuration_pool pool;
   pool.asked = base;
   const std::vector<recompute_form> forms = recompute_forms(sp);
-  const std::vector<dp_sharding> shardings =
+  std::vector<dp_sharding> shardings =
       sp.sharding ? std::vector<dp_sharding>{*sp.sharding}
                   : std::vector<dp_sharding>{dp_sharding::optim, dp_sharding::optim_grads_params};
+  // The job's own too (an all-reduce of whole gradients, say), so that the job as asked is one
+  // of the configurations judged.
+  if (!sp.sharding &&
+      std::find(shardings.begin(), shardings.end(), base.sharding) == shardings.end())
+    shardings.push_back(base.sharding);
   // A configuration's model priced once per key: pieces and work as `key.policy` keeps layers.
   const auto costs_of = [&](const costing_key& key, const job& of) -> const model_costs& {
     auto at = pool.priced.find(key);
@@ -730,11 +735,12 @@ void judge_configurations(const transformer& m, const cluster& c,
 /// with the experts' tensor parallelism below tp, ep x etp dividing tp x dp x cp), each
 /// micro-batch size that divides the job's global batch over dp, recomputation none, selective
 /// (the job's modules), full of every layer or of the first N of each stage (Megatron's block
-/// method, N the fewest that fit each plan), the distributed optimizer or FSDP; sequence
-/// parallelism with every tp > 1 (Megatron's rule for MoE layers, and never slower). The rest of
-/// the job — the global batch, the sequence, FP8, the overlaps, the runtime — stays as asked. Each
-/// surviving configuration's plans are `best_plan`'s; the `o.top` fastest that fit are returned
-/// with the counts. Throws `config_error` when no configuration splits the model, or none fits.
+/// method, N the fewest that fit each plan), the distributed optimizer or FSDP (or the job's
+/// own sharding); sequence parallelism with every tp > 1 (Megatron's rule for MoE layers, and
+/// never slower). The rest of the job — the global batch, the sequence, FP8, the overlaps, the
+/// runtime — stays as asked. Each surviving configuration's plans are `best_plan`'s; the `o.top`
+/// fastest that fit are returned with the counts. Throws `config_error` when no configuration
+/// splits the model, or none fits.
 inline configuration_search_result search_configurations(const transformer& m, const job& asked,
                                                          const cluster& c,
                                                          const configuration_search_options& o) {
