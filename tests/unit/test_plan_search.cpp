@@ -541,6 +541,10 @@ TEST_CASE("a space slow to build leaves screening a quarter of what is left of t
   CHECK(out.counts.screened > 50);
   CHECK(out.counts.screened < 110);
   CHECK(!out.top.empty());
+  // Out of time, every configuration is accounted for once: pruned, judged or left.
+  CHECK(!out.complete);
+  const configuration_counts& n = out.counts;
+  CHECK(n.considered == n.pruned_sizes + n.pruned_memory + n.pruned_bound + n.unexplored + n.plans);
 }
 
 TEST_CASE("the configuration search's errors name what is wrong") {

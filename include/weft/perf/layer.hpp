@@ -137,10 +137,18 @@ inline constexpr eager_bytes rotary_bytes[2] = {{4, 4}, {20, 20, 3, 3}};
 /// compute it, per logit of the whole vocabulary: the logits cast to fp32 (2 + 4) and PyTorch's
 /// cross_entropy — log_softmax over a row too long to stay on chip reads it three times (its
 /// max, its sum of exponentials, the output) and writes it once (16), nll_loss a value a token:
-/// 22 in 2 kernels. Backward: nll_loss's gradient, zero-filled (4); log_softmax's, the
-/// gradient summed (4) then read with the output to write the input's (4 + 4 + 4); the cast back
-/// (4 + 2): 26 in 3. (Megatron's vocabulary-parallel loss: `plan::head_kernels`.)
-inline constexpr eager_bytes eager_loss_bytes{22, 26, 2, 3};
+/// 22 in 3 kernels. Backward: nll_loss's gradient, zero-filled (4) and scattered into;
+/// log_softmax's, the gradient summed (4) then read with the output to write the input's
+/// (4 + 4 + 4); the cast back (4 + 2): 26 in 4. (Megatron's vocabulary-parallel loss:
+/// `plan::head_kernels`; the logits' gather: `eager_gather_bytes`.)
+inline constexpr eager_bytes eager_loss_bytes{22, 26, 3, 4};
+
+/// The copies of gathering the logits whole over tp the way fairscale's and Scaling's gathers
+/// do, per logit of the whole vocabulary: `all_gather` into a list, which PyTorch's NCCL group
+/// runs into one flat buffer and copies out (2 + 2), then `torch.cat` (2 + 2): 8 in 2 kernels;
+/// backward the rank's slice made contiguous (2 + 2 per logit of its 1/tp), counted by the
+/// caller over its shard. Nothing without tensor parallelism.
+inline constexpr eager_bytes eager_gather_bytes{8, 4, 2, 1};
 
 /// The host's time to launch one kernel: a pass of n kernels takes at least n of them, however
 /// short its kernels (PyTorch's Holistic Trace Analysis: "usually, the launch time on the CPU side

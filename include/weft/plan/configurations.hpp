@@ -361,6 +361,16 @@ struct configuration_pool {
   long long unrun = 0;  ///< sizings the runtime runs no plan of (none of them considered)
 };
 
+/// The data-parallel shardings the search tries: the space's one, else the distributed
+/// optimizer and FSDP — and the job's own (an all-reduce of whole gradients, say), so that the
+/// job as asked is one of the configurations judged.
+inline std::vector<dp_sharding> shardings_of(const configuration_space& sp, const job& base) {
+  if (sp.sharding) return {*sp.sharding};
+  std::vector<dp_sharding> out{dp_sharding::optim, dp_sharding::optim_grads_params};
+  if (std::find(out.begin(), out.end(), base.sharding) == out.end()) out.push_back(base.sharding);
+  return out;
+}
+
 /// Every configuration of `out.devices` devices the space leaves open, counted in `out`: those
 /// the model or the batch cannot split and those whose states overflow pruned, the rest open
 /// with their bounds.
@@ -370,14 +380,7 @@ inline configuration_pool open_configurations(const transformer& m, const job& b
   configuration_pool pool;
   pool.asked = base;
   const std::vector<recompute_form> forms = recompute_forms(sp);
-  std::vector<dp_sharding> shardings =
-      sp.sharding ? std::vector<dp_sharding>{*sp.sharding}
-                  : std::vector<dp_sharding>{dp_sharding::optim, dp_sharding::optim_grads_params};
-  // The job's own too (an all-reduce of whole gradients, say), so that the job as asked is one
-  // of the configurations judged.
-  if (!sp.sharding &&
-      std::find(shardings.begin(), shardings.end(), base.sharding) == shardings.end())
-    shardings.push_back(base.sharding);
+  const std::vector<dp_sharding> shardings = shardings_of(sp, base);
   // A configuration's model priced once per key: pieces and work as `key.policy` keeps layers.
   const auto costs_of = [&](const costing_key& key, const job& of) -> const model_costs& {
     auto at = pool.priced.find(key);
@@ -561,7 +564,8 @@ inline void judge_asked(const transformer& m, const cluster& c, const configurat
 
 /// The order configurations are judged in full: the fastest screened not yet judged, and the
 /// configuration of the least bound not yet judged (`open` is sorted by bound), each order
-/// given the same time. The first finds fast configurations early where the bounds, which
+/// given the same work (plans judged times their ranks and micro-batches, the time a
+/// simulation takes). The first finds fast configurations early where the bounds, which
 /// leave out what a schedule may hide, tell them apart poorly (an MoE job's all-to-all behind a
 /// paired forward and backward); the second raises the least bound left, what a search out of
 /// time can say of the rest. Each configuration is handed out once; those whose bound cannot
@@ -580,13 +584,13 @@ class judging_order {
   /// The next to judge, none when every one is handled; those met on the way whose bound is not
   /// below `nth` (the N-th best step found) are pruned, their plans added to `pruned`.
   std::optional<std::size_t> next(seconds nth, long long& pruned) {
-    turn_ = spent_[0] <= spent_[1];  // the screened order's turn when it has taken no longer
+    turn_ = spent_[0] <= spent_[1];  // the screened order's turn when it has cost no more
     if (const auto i = from(turn_, nth, pruned)) return i;
     turn_ = !turn_;
     return from(turn_, nth, pruned);
   }
-  /// The last configuration handed out took `s` seconds to judge: its order's account.
-  void took(double s) { spent_[turn_ ? 0 : 1] += s; }
+  /// The last configuration handed out took `work` to judge: its order's account.
+  void took(double work) { spent_[turn_ ? 0 : 1] += work; }
   /// Hands configuration `i` back, unjudged.
   void put_back(std::size_t i) { handled_[i] = 0; }
   const std::vector<std::uint8_t>& handled() const { return handled_; }
@@ -610,7 +614,7 @@ class judging_order {
   std::vector<std::uint8_t> handled_;
   std::size_t next_screened_ = 0, next_bound_ = 0;
   bool turn_ = true;          ///< whose the last configuration handed out was: screening's
-  double spent_[2] = {0, 0};  ///< seconds judging each order's, screened and bound
+  double spent_[2] = {0, 0};  ///< the work of judging each order's, screened and bound
 };
 
 /// What a search out of time leaves, those of `open` not `handled`: those whose bound cannot
@@ -635,10 +639,11 @@ inline void count_unjudged(const std::vector<configuration_candidate>& open,
 
 /// Judges `pool`'s open configurations in two passes, after the job as asked (all its plans).
 /// First, in the order of their bounds, each is screened with its most frugal plan
-/// (`frugal_plan`) for up to a quarter of the budget left once the space is built: fitting
+/// (`frugal_plan`) for up to a quarter of the budget left once the space is built and the job
+/// as asked judged: fitting
 /// plans found early, and with them a `o.top`-th best step to bound by. Then each is judged
 /// with every plan `best_plan` tries — the fastest screened and the least bound not yet
-/// judged, each order given the same time (`judging_order`) — skipping those whose bound cannot
+/// judged, each order given the same work (`judging_order`) — skipping those whose bound cannot
 /// beat the `o.top`-th best found, until none is left or the budget (`elapsed`: seconds so far)
 /// runs out. The fastest that fit go to `out.top`.
 template <class Clock>
@@ -681,9 +686,9 @@ void judge_configurations(const transformer& m, const cluster& c,
   const double screen_from = elapsed();
   const double screen_until = screen_from + std::max(0.0, o.budget_s - screen_from) / 4;
   std::vector<seconds> screened(open.size(), seconds(std::numeric_limits<double>::infinity()));
-  for (std::size_t i = 0, done = 0; i < open.size(); ++i) {
+  for (std::size_t i = 0; i < open.size(); ++i) {
     const double now = elapsed();
-    if (done > 0 && now + (now - screen_from) / static_cast<double>(done) > screen_until) break;
+    if (i > 0 && now + (now - screen_from) / static_cast<double>(i) > screen_until) break;
     if (open[i].bound >= ranked.nth(o.top)) break;
     const std::vector<job> plans = plans_for(open[i]);
     // None where the runtime runs no schedule of these sizes (Megatron's combined 1F1B needs
@@ -693,7 +698,6 @@ void judge_configurations(const transformer& m, const cluster& c,
     long long ignored = 0;  // screening counts no plans
     const plan_search_result r = judge(open[i], {*frugal}, ignored);
     ++out.counts.screened;
-    ++done;
     if (r.best) {
       ranked.offer(i, r.judged[*r.best], open[i].bound);
       if (r.judged[*r.best].fits) screened[i] = r.judged[*r.best].step;
@@ -714,7 +718,10 @@ void judge_configurations(const transformer& m, const cluster& c,
       break;
     }
     const plan_search_result r = judge(cand, plans_for(cand), out.counts.pruned_bound);
-    order.took(elapsed() - now);
+    // Its work, in plans judged times the ops each simulates (ranks times micro-batches): a
+    // measure of the time it took that does not depend on the machine, so that a search the
+    // budget does not end judges in the same order on every run.
+    order.took(static_cast<double>(r.judged.size()) * cand.j.pp * cand.j.micro());
     ++done;
     ++out.counts.simulated;
     if (o.progress) o.progress(out.counts.simulated);

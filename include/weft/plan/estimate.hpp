@@ -219,10 +219,17 @@ inline perf::layer_kernels head_kernels(const transformer& m, double T, int tp, 
   perf::detail::linear(k, "lm head", T, m.vocab / tp, m.hidden,
                        {.type = t, .accumulate_bytes = accumulate_bytes});
   const double logits = T * m.vocab / tp;
-  if (eager)
-    perf::detail::elementwise(k, "cross-entropy", perf::eager_loss_bytes, T * m.vocab);
-  else
+  if (!eager) {
     perf::detail::streamed(k, "cross-entropy", (2 + 4) * logits, (4 + 2) * logits);
+    return k;
+  }
+  if (tp > 1) {  // the whole logits copied out of the gather; the backward's slice per shard
+    const perf::eager_bytes g = perf::eager_gather_bytes;
+    perf::detail::elementwise(
+        k, "logits gather",
+        {g.forward, g.backward / tp, g.forward_kernels, g.backward_kernels}, T * m.vocab);
+  }
+  perf::detail::elementwise(k, "cross-entropy", perf::eager_loss_bytes, T * m.vocab);
   return k;
 }
 
@@ -626,6 +633,7 @@ inline stage_estimate stage_costs(const transformer& m, const job& j, const clus
   // inputs sequence parallelism gathers again, less what --tp-comm-overlap hides differently
   seconds backward_tp{0};
   seconds layers_forward{0}, layers_comm{0};  // what full recomputation runs again
+  seconds loss_gather{0};  // an eager loss's logits gathered: forward only
   int forward_kernels = 0, backward_kernels = 0, layers_kernels = 0;
   selective_tally selective{j};
   const auto add = [&](const perf::layer_kernels& k) {
@@ -673,9 +681,7 @@ inline stage_estimate stage_costs(const transformer& m, const job& j, const clus
     add(head_kernels(m, T, j.tp, perf::dtype::bf16, shard.accumulate_bytes,
                      j.loss_eager()));  // no recipe runs the head in FP8
     add_loss_memory(out, m, j, T, act);
-    const seconds gather = eager_loss_gather(m, j, c, T);
-    forward += gather;
-    out.forward.tp += gather;
+    loss_gather += eager_loss_gather(m, j, c, T);
   };
   for (int k = 0; k < st.mtp; ++k) {  // its projection, its block (as the last layer), its head
     perf::layer_kernels proj;
@@ -696,7 +702,8 @@ inline stage_estimate stage_costs(const transformer& m, const job& j, const clus
       j.policy == recompute::full
           ? layers_forward + launch_excess(layers_forward, layers_kernels, o) + layers_comm
           : recomputed_parts(selective, o);
-  out.cost.F = forward + comm;
+  out.cost.F = forward + comm + loss_gather;
+  out.forward.tp += loss_gather;
   out.cost.B = backward + comm + backward_tp + again;
   out.forward += comm_parts;
   out.backward += comm_parts;

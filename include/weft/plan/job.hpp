@@ -104,9 +104,9 @@ struct job {
   bool eager_loss = false;
 
   constexpr long long devices() const noexcept { return static_cast<long long>(tp) * pp * dp * cp; }
-  /// The experts' tensor parallelism: --expert-tensor-parallel-size, else tp's.
   /// The loss as PyTorch's eager operations compute it (--eager-loss, or --eager).
   constexpr bool loss_eager() const noexcept { return eager || eager_loss; }
+  /// The experts' tensor parallelism: --expert-tensor-parallel-size, else tp's.
   constexpr int etp() const noexcept { return expert_tp > 0 ? expert_tp : tp; }
   /// The ranks each expert's data parallelism spans: what tp x dp x cp leave of ep x etp
   /// (Megatron's parallel folding; dp x cp / ep where the experts take tp's sharding).
