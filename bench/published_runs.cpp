@@ -546,10 +546,10 @@ job hagemann_job(const bench::hagemann_sheet& s, const bench::hagemann_run& r) {
   j.grad_reduce_in_bf16 = true;
   // Each micro-batch's gradients added to them by PyTorch's autograd, a pass of its own.
   j.gradient_accumulation_fusion = false;
-  // PyTorch's RMSNorm, SwiGLU and rotary embeddings, eager — but where the runs took the
-  // fused RMSNorm kernel, the norms, which weigh most, fused (the activation and rotary then
-  // priced fused too).
-  j.eager = r.rms_kernel == 0;
+  // PyTorch's RMSNorm, SwiGLU and rotary embeddings, eager — where the runs took the fused
+  // RMSNorm kernel, the norms alone fused.
+  j.eager = true;
+  j.fused_rms_norm = r.rms_kernel != 0;
   // Its loss, kernel or not: the logits gathered whole over tp (ColumnParallelLinear's
   // parallel_output off by default), cast to fp32 and given to PyTorch's cross_entropy
   // (transformer/model/losses/cross_entropy.py).

@@ -239,6 +239,10 @@ def test_eager_and_unfused_accumulation_are_the_tools(cli_json):
                      global_batch_size=16, eager_loss=True)
     assert loss == cli_json(*base, "--eager-loss")
     assert loss["step_s"] > plain["step_s"]
+    norm_fused = weft.plan(model=llama, cluster="h100-sxm", pp=2, seq_length=4096,
+                           global_batch_size=16, eager=True, fused_rms_norm=True)
+    assert norm_fused == cli_json(*base, "--eager", "--fused-rms-norm")
+    assert plain["step_s"] < norm_fused["step_s"] < eager["step_s"]
 
 
 def _without_time(found):

@@ -514,6 +514,31 @@ TEST_CASE("--eager: PyTorch's RMSNorm, gated activation and rotary as a kernel e
   CHECK_FALSE(megatron_arguments(j).has_value());
   CHECK_FALSE(runs(j, runs_on::megatron));
   CHECK(runs(j, runs_on::torchtitan));
+
+  // --fused-rms-norm: the norms one fused kernel (4 and 6 bytes, 1 kernel each way, the fused
+  // norm's bf16 input kept), the activation and rotary still eager.
+  job norm_fused = j;
+  norm_fused.fused_rms_norm = true;
+  const estimate nf = estimate_job(m, norm_fused, c, o);
+  CHECK((nf.stages[0].cost.F - fused.stages[0].cost.F).count() ==
+        doctest::Approx(((rotary - 4) * 2 * E + (10 - 6) * 4 * E) / 1e12));
+  CHECK((nf.stages[0].cost.B - fused.stages[0].cost.B).count() ==
+        doctest::Approx(((rotary - 4) * 2 * E + (18 - 10) * 4 * E) / 1e12));
+  activation_layout nf_lay = eager_lay;
+  nf_lay.fused_norm = true;
+  CHECK(layer_activation_bytes(m, 0, nf_lay) - layer_activation_bytes(m, 0, lay) ==
+        doctest::Approx(8 * E));  // silu's output alone
+  const weft::perf::layer_kernels nk =
+      weft::perf::layer_kernels_of(m, 0, detail::layer_shard_of(norm_fused));
+  CHECK(kernels_named(nk.forward, "input norm") == 1);
+  CHECK(kernels_named(nk.forward, "rotary") == 3);
+  const std::vector<std::string> nf_flags = weft_flags(norm_fused);
+  CHECK(std::find(nf_flags.begin(), nf_flags.end(), "--fused-rms-norm") != nf_flags.end());
+  // Without --eager every norm is fused already: refused, by name.
+  job alone = two_stages();
+  alone.fused_rms_norm = true;
+  CHECK_THROWS_WITH_AS(estimate_job(m, alone, c, o), doctest::Contains("it needs --eager"),
+                       weft::config_error);
 }
 
 TEST_CASE("--eager-loss: the logits gathered over tp, in fp32, PyTorch's cross_entropy") {

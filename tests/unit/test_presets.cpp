@@ -314,6 +314,8 @@ TEST_CASE("a job from JSON: weft plan's flags as keys, each checked") {
             .spec.gradient_accumulation_fusion);
   CHECK(plan::read_job(R"({"eager": true})", "job.json").spec.eager);
   CHECK(plan::read_job(R"({"eager-loss": true})", "job.json").spec.eager_loss);
+  CHECK(
+      plan::read_job(R"({"eager": true, "fused-rms-norm": true})", "job.json").spec.fused_rms_norm);
   CHECK(plan::read_job(R"({"eager_loss": true})", "job.json").spec.eager_loss);
   CHECK_THROWS_WITH_AS(plan::read_job(R"({"moe-grouped-gemm": false})", "job.json"),
                        doctest::Contains("moe-grouped-gemm false: weft prices each rank's experts "

@@ -149,6 +149,9 @@ void add_runtime_flags(CLI::App& sub, weft::plan::job& j, std::vector<CLI::Optio
                                "PyTorch's eager operations for the RMSNorms, a gated activation "
                                "and rotary embeddings, each op a kernel (trainers written as "
                                "Llama's reference is; Megatron's and torch.compile's are fused)"));
+  flags.push_back(sub.add_flag("--fused-rms-norm", j.fused_rms_norm,
+                               "with --eager, the RMSNorms one fused kernel all the same "
+                               "(apex's FusedRMSNorm, FlashAttention's), the rest eager"));
   flags.push_back(sub.add_flag("--eager-loss", j.eager_loss,
                                "the loss as PyTorch computes it: the logits gathered over tp, "
                                "in fp32, its cross_entropy (--eager implies it; Megatron's is "

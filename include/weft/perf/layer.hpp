@@ -43,6 +43,11 @@ struct layer_shard {
   /// PyTorch's eager operations for the RMSNorms, a gated activation and rotary embeddings, each
   /// op a kernel (`eager_bytes`), where Megatron and torch.compile run one fused kernel.
   bool eager = false;
+  /// With `eager`, the RMSNorms one fused kernel all the same (apex's FusedRMSNorm,
+  /// FlashAttention's RMSNorm kernel): what eager trainers most often swap in.
+  bool fused_norm = false;
+  /// Whether the RMSNorms run as PyTorch's eager operations.
+  constexpr bool eager_norms() const noexcept { return eager && !fused_norm; }
 
   constexpr double tokens() const noexcept { return micro_batch * seq / cp; }
 };
@@ -263,7 +268,7 @@ inline std::pair<double, double> qkv_projections(layer_kernels& out, const trans
     if (m.qk_norm) {
       const double qk = T * (heads * m.head_dim + kv);
       // Not Megatron's `layernorm` recomputation, which runs the block's input norms again.
-      elementwise(out, "query and key norms", rms_norm_bytes[s.eager && !m.layer_norm], qk);
+      elementwise(out, "query and key norms", rms_norm_bytes[s.eager_norms() && !m.layer_norm], qk);
     }
     return {m.head_dim, m.head_dim};
   }
@@ -271,7 +276,7 @@ inline std::pair<double, double> qkv_projections(layer_kernels& out, const trans
   const double qk_dim = a.qk_head_dim(), v_dim = a.v_head_dim;
   if (a.q_lora_rank > 0) {
     linear(out, "q down", T, a.q_lora_rank, h, linears_of(s));
-    elementwise(out, "q latent norm", rms_norm_bytes[s.eager], T * a.q_lora_rank);
+    elementwise(out, "q latent norm", rms_norm_bytes[s.eager_norms()], T * a.q_lora_rank);
     tagged(out, recompute_module::mla_up_proj,
            [&] { linear(out, "q up", T, heads * qk_dim, a.q_lora_rank, linears_of(s)); });
   } else {  // no query latent: Megatron recomputes the whole query projection with them
@@ -279,7 +284,7 @@ inline std::pair<double, double> qkv_projections(layer_kernels& out, const trans
            [&] { linear(out, "q", T, heads * qk_dim, h, linears_of(s)); });
   }
   linear(out, "kv down", T, a.kv_lora_rank + a.qk_rope_head_dim, h, linears_of(s));
-  elementwise(out, "kv latent norm", rms_norm_bytes[s.eager], T * a.kv_lora_rank);
+  elementwise(out, "kv latent norm", rms_norm_bytes[s.eager_norms()], T * a.kv_lora_rank);
   tagged(out, recompute_module::mla_up_proj, [&] {
     linear(out, "kv up", T, heads * (a.qk_nope_head_dim + v_dim), a.kv_lora_rank, linears_of(s));
   });
@@ -302,7 +307,7 @@ inline layer_kernels layer_kernels_of(const transformer& m, int layer, const lay
   const double heads = m.heads / tp;
   const auto tagged = [&](recompute_module part, auto&& push) { detail::tagged(out, part, push); };
   // PyTorch's LayerNorm is one native kernel, eager or not; its RMSNorm a composite.
-  const eager_bytes norm_bytes = rms_norm_bytes[s.eager && !m.layer_norm];
+  const eager_bytes norm_bytes = rms_norm_bytes[s.eager_norms() && !m.layer_norm];
   const auto norm = [&](std::string_view name) {
     tagged(recompute_module::layernorm, [&] { elementwise(out, name, norm_bytes, Es); });
   };

@@ -225,9 +225,9 @@ inline perf::layer_kernels head_kernels(const transformer& m, double T, int tp, 
   }
   if (tp > 1) {  // the whole logits copied out of the gather; the backward's slice per shard
     const perf::eager_bytes g = perf::eager_gather_bytes;
-    perf::detail::elementwise(
-        k, "logits gather",
-        {g.forward, g.backward / tp, g.forward_kernels, g.backward_kernels}, T * m.vocab);
+    perf::detail::elementwise(k, "logits gather",
+                              {g.forward, g.backward / tp, g.forward_kernels, g.backward_kernels},
+                              T * m.vocab);
   }
   perf::detail::elementwise(k, "cross-entropy", perf::eager_loss_bytes, T * m.vocab);
   return k;
@@ -548,7 +548,8 @@ inline void add_layer_sizes(stage_estimate& out, const transformer& m, const job
                               .modules = j.recompute_modules,
                               .flash_attention = j.flash_attention,
                               .fp8 = j.fp8 != fp8_recipe::none,
-                              .eager = j.eager});
+                              .eager = j.eager,
+                              .fused_norm = j.fused_rms_norm});
 }
 
 /// The embedding's lookup: it writes the activation (`shard` bytes, its sequence-parallel
@@ -598,7 +599,8 @@ inline perf::layer_shard layer_shard_of(const job& j) {
           .type = j.fp8 == fp8_recipe::none ? perf::dtype::bf16 : perf::dtype::fp8,
           .current_scaling = j.fp8 != fp8_recipe::none && j.fp8_current_scaling,
           .accumulate_bytes = accumulate_bytes_per_weight(j),
-          .eager = j.eager};
+          .eager = j.eager,
+          .fused_norm = j.fused_rms_norm};
 }
 
 /// What the loss of one micro-batch of `T` tokens keeps on its stage, with the head's input
@@ -633,7 +635,7 @@ inline stage_estimate stage_costs(const transformer& m, const job& j, const clus
   // inputs sequence parallelism gathers again, less what --tp-comm-overlap hides differently
   seconds backward_tp{0};
   seconds layers_forward{0}, layers_comm{0};  // what full recomputation runs again
-  seconds loss_gather{0};  // an eager loss's logits gathered: forward only
+  seconds loss_gather{0};                     // an eager loss's logits gathered: forward only
   int forward_kernels = 0, backward_kernels = 0, layers_kernels = 0;
   selective_tally selective{j};
   const auto add = [&](const perf::layer_kernels& k) {

@@ -91,6 +91,7 @@ inline std::vector<std::string> weft_flags(const job& j) {
   if (!j.gradient_accumulation_fusion) add("--no-gradient-accumulation-fusion");
   if (j.eager) add("--eager");
   if (j.eager_loss && !j.eager) add("--eager-loss");
+  if (j.fused_rms_norm) add("--fused-rms-norm");
   return f;
 }
 

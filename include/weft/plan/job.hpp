@@ -102,6 +102,9 @@ struct job {
   /// log-probabilities — as Llama's reference and Aleph Alpha's Scaling do, where Megatron's
   /// loss stays vocabulary-parallel. --eager implies it.
   bool eager_loss = false;
+  /// --fused-rms-norm: with --eager, the RMSNorms one fused kernel all the same (apex's
+  /// FusedRMSNorm, FlashAttention's RMSNorm kernel), the rest eager
+  bool fused_rms_norm = false;
 
   constexpr long long devices() const noexcept { return static_cast<long long>(tp) * pp * dp * cp; }
   /// The loss as PyTorch's eager operations compute it (--eager-loss, or --eager).
@@ -486,6 +489,10 @@ inline void check_job(const transformer& m, const job& j) {
     throw config_error(
         "--fp8-param-gather gathers sharded weights: it needs the distributed optimizer or "
         "FSDP (Megatron's rule)");
+  if (j.fused_rms_norm && !j.eager)
+    throw config_error(
+        "--fused-rms-norm keeps the RMSNorms fused among PyTorch's eager operations: it needs "
+        "--eager (without it every norm is one fused kernel already)");
   check_combined_1f1b(m, j);
   if (j.layers_per_virtual_stage != 0 || j.decoder_first != 0 || j.decoder_last != 0 ||
       !j.fp8_format.empty() || !j.fp8_recipe_name.empty())

@@ -214,6 +214,7 @@ inline job_file read_job(std::string_view text, const std::string& file) {
   b.tp_comm_overlap = r.flag("tp-comm-overlap", b.tp_comm_overlap);
   b.eager = r.flag("eager", b.eager);
   b.eager_loss = r.flag("eager-loss", b.eager_loss);
+  b.fused_rms_norm = r.flag("fused-rms-norm", b.fused_rms_norm);
   b.scatter_gather_transfers =
       r.flag("scatter-gather-tensors-in-pipeline", b.scatter_gather_transfers);
   detail::read_megatron_keys(r, b, file);

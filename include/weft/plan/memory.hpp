@@ -79,6 +79,8 @@ struct activation_layout {
   bool fp8 = false;
   /// PyTorch's eager norms and gated activation (`perf::layer_shard::eager`), which keep more.
   bool eager = false;
+  /// With `eager`, the norms one fused kernel all the same (`perf::layer_shard::fused_norm`).
+  bool fused_norm = false;
 };
 
 /// A layer's activation bytes by where they live: the parts tensor parallelism replicates
@@ -102,7 +104,7 @@ struct activation_bytes {
 /// dropout, no flash attention), term by term.
 constexpr activation_bytes layer_activations(const transformer& m, int layer, double s,
                                              double s_keys, double b, bool flash,
-                                             bool eager = false) noexcept {
+                                             bool eager = false, bool fused_norm = false) noexcept {
   const double h = m.hidden, a = m.heads, sb = s * b;
   const double mask = m.dropout ? 1 : 0;  // a dropout mask: one byte per value
   activation_bytes x;
@@ -150,7 +152,7 @@ constexpr activation_bytes layer_activations(const transformer& m, int layer, do
     }
   }
   if (m.norms_per_layer == 4) x.replicated += 2 * 2 * sb * h;  // the output norms' inputs
-  if (eager && !m.layer_norm) {
+  if (eager && !fused_norm && !m.layer_norm) {
     // PyTorch's eager RMSNorm keeps its input in fp32 (for the square's and the product's
     // gradients) and its normalized bf16 output (for the weight's): 4 bytes a value more than
     // the bf16 input a fused one keeps. Recomputing `layernorm` runs the input norms again, not
@@ -196,8 +198,8 @@ constexpr double layer_activation_bytes(const transformer& m, int layer,
   const double s = o.seq / o.cp, t = o.tp;
   const double rep = o.sequence_parallel ? t : 1;
   if (o.policy == recompute::full) return 2 * s * o.micro_batch * m.hidden / rep;
-  activation_bytes x =
-      layer_activations(m, layer, s, o.seq, o.micro_batch, o.flash_attention, o.eager);
+  activation_bytes x = layer_activations(m, layer, s, o.seq, o.micro_batch, o.flash_attention,
+                                         o.eager, o.fused_norm);
   if (o.policy == recompute::selective) {
     using enum perf::recompute_module;
     if (perf::has(o.modules, core_attn)) x.scores = 0;
