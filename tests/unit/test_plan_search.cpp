@@ -518,6 +518,44 @@ TEST_CASE("a search out of time says so, and how far below the best the rest may
   if (!r.top.empty()) CHECK(r.least_unexplored >= r.top.front().bound);
 }
 
+TEST_CASE("configurations judged in full: the fastest screened and the least bound, by work") {
+  // Four configurations in the order of their bounds (1, 2, 3, 4 s); screening found the third
+  // at 5 s and the second at 10 s, the others not. The two orders take turns as their work
+  // evens out: screened first (the third), then the least bound (the first); the second order
+  // having done more work, the screened one again (the second), then the fourth by its bound.
+  std::vector<detail::configuration_candidate> open(4);
+  for (std::size_t i = 0; i < open.size(); ++i) {
+    open[i].bound = seconds(1.0 + static_cast<double>(i));
+    open[i].plans = 10;
+  }
+  const seconds none(std::numeric_limits<double>::infinity());
+  const std::vector<seconds> screened{none, seconds(10), seconds(5), none};
+  long long pruned = 0;
+  detail::judging_order order(open, screened);
+  std::vector<std::size_t> seen;
+  for (auto i = order.next(none, pruned); i; i = order.next(none, pruned)) {
+    seen.push_back(*i);
+    order.took(seen.size() == 2 ? 3.0 : 1.0);
+  }
+  CHECK(seen == std::vector<std::size_t>{2, 0, 1, 3});
+  CHECK(pruned == 0);
+  // With the best found at 2.5 s, those whose bound cannot beat it are pruned on the way (the
+  // third, then the fourth), their plans counted once; one handed back comes out next.
+  detail::judging_order pruning(open, screened);
+  const auto first = pruning.next(seconds(2.5), pruned);
+  REQUIRE(first);
+  CHECK(*first == 1);
+  CHECK(pruned == 10);
+  pruning.put_back(*first);
+  std::vector<std::size_t> rest;
+  for (auto i = pruning.next(seconds(2.5), pruned); i; i = pruning.next(seconds(2.5), pruned))
+    rest.push_back(*i);
+  CHECK(rest == std::vector<std::size_t>{1, 0});  // the one handed back first
+  CHECK(pruned == 20);
+  CHECK(std::all_of(pruning.handled().begin(), pruning.handled().end(),
+                    [](std::uint8_t h) { return h == 1; }));
+}
+
 TEST_CASE("a space slow to build leaves screening a quarter of what is left of the budget") {
   // Building a large space takes seconds of its own (DeepSeek-V3's on 2048 devices about two).
   // A clock that starts at 6 s of a 10 s budget and advances 10 ms a reading: screening runs

@@ -234,24 +234,20 @@ inline std::optional<std::vector<std::string>> megatron_arguments(const job& j) 
 /// transfers), DeepSeek's DualPipe (both directions), else PyTorch's pipeline runtime, from the
 /// schedule's CSV (`weft plan --out`, torchtitan's `pipeline_parallel_schedule_csv`).
 inline std::string runtime_for(const job& j) {
-  if (j.loss_eager()) {  // PyTorch's code: Megatron's kernels are fused
-    if (j.pp == 1) return "PyTorch's eager operations (no pipeline)";
-    if (j.schedule == "dualpipe") return "DeepSeek's DualPipe";
-    if (j.schedule == "dualpipev")
-      return "DeepSeek's DualPipe (DualPipeV), or torchtitan's ScheduleDualPipeV";
-    return "PyTorch's pipeline runtime (its CSV: these flags and --out FILE.csv)";
-  }
-  if (j.overlap_moe_ep_comm) return "Megatron-LM (its combined 1F1B)";
+  // PyTorch's eager operations: not Megatron's code, whose kernels are fused.
+  const bool eager = j.loss_eager(), megatron = !eager && megatron_runs(j);
+  if (eager && j.pp == 1) return "PyTorch's eager operations (no pipeline)";
+  if (!eager && j.overlap_moe_ep_comm) return "Megatron-LM (its combined 1F1B)";
   // Without a pipeline 1F1B is any runtime's loop over the micro-batches; a schedule of chunks
   // on one rank (DualPipeV's paired passes, the V's) is still its runtime's.
-  if (j.pp == 1 && megatron_runs(j))
+  if (j.pp == 1 && megatron)
     return megatron_only(j) ? "Megatron-LM (no pipeline)"
                             : "Megatron-LM or torchtitan (no pipeline)";
-  if (megatron_runs(j) && j.runtime == pipeline_runtime::megatron) return "Megatron-LM";
-  if (megatron_runs(j) && megatron_only(j))
+  if (megatron && j.runtime == pipeline_runtime::megatron) return "Megatron-LM";
+  if (megatron && megatron_only(j))
     return "Megatron-LM (priced as PyTorch's runtime issues transfers; --runtime megatron "
            "prices Megatron's)";
-  if (megatron_runs(j))
+  if (megatron)
     return "PyTorch's pipeline runtime, or Megatron-LM (priced as PyTorch's runtime issues "
            "transfers; --runtime megatron prices Megatron's)";
   if (j.schedule == "dualpipe") return "DeepSeek's DualPipe";
