@@ -526,7 +526,8 @@ job vtrain_job(const vtrain_model& v, const vtrain_run& r) {
 
 /// Aleph Alpha's Megatron-like trainer ("Scaling", github.com/Aleph-Alpha/scaling) as Hagemann
 /// et al. 2023 ran it: bf16, ZeRO-1 (optimizer states sharded over the data-parallel ranks,
-/// the bf16 gradients all-reduced in fp32 after the backward, nothing overlapped), 1F1B
+/// the bf16 gradients all-reduced whole in fp32 after the backward and the updated parameters
+/// all-gathered, nothing overlapped), 1F1B
 /// waiting for each transfer, FlashAttention-2; its norms, SwiGLU, rotary embeddings and loss
 /// PyTorch's eager operations.
 job hagemann_job(const bench::hagemann_sheet& s, const bench::hagemann_run& r) {
@@ -541,9 +542,10 @@ job hagemann_job(const bench::hagemann_sheet& s, const bench::hagemann_run& r) {
   j.sequence_parallel = r.sp != 0;
   j.runtime = pipeline_runtime::megatron;
   j.sharding = dp_sharding::optim;
-  // Gradients kept in bf16 (each parameter's own .grad), cast to fp32 only in the reduction's
-  // buckets; weft reduce-scatters them where ZeRO-1 here all-reduces them in fp32.
+  // Gradients kept in bf16 (each parameter's own .grad), cast to fp32 only in the all-reduce's
+  // buckets (optimizer/allreduce.py).
   j.grad_reduce_in_bf16 = true;
+  j.grad_all_reduce_fp32 = true;
   // Each micro-batch's gradients added to them by PyTorch's autograd, a pass of its own.
   j.gradient_accumulation_fusion = false;
   // PyTorch's RMSNorm, SwiGLU and rotary embeddings, eager — where the runs took the fused

@@ -245,6 +245,23 @@ def test_eager_and_unfused_accumulation_are_the_tools(cli_json):
     assert plain["step_s"] < norm_fused["step_s"] < eager["step_s"]
 
 
+def test_scaling_zero1_all_reduce(cli_json):
+    """--grad-all-reduce-fp32 as a keyword: Scaling's ZeRO-1 all-reduces whole fp32 gradients
+    where Megatron's distributed optimizer reduce-scatters, a longer gradient sync; it needs the
+    optimizer's sharding."""
+    llama = PRESETS / "models" / "llama-3-8b.json"
+    base = ("plan", "--model", llama, "--cluster", "h100-sxm", "--dp", 8, "--seq-length", 4096,
+            "--global-batch-size", 16)
+    plain = cli_json(*base)
+    scaling = weft.plan(model=llama, cluster="h100-sxm", dp=8, seq_length=4096,
+                        global_batch_size=16, grad_all_reduce_fp32=True)
+    assert scaling == cli_json(*base, "--grad-all-reduce-fp32")
+    assert scaling["step_s"] > plain["step_s"]
+    with pytest.raises(weft.ConfigError, match="needs --data-parallel-sharding-strategy optim"):
+        weft.plan(model=llama, cluster="h100-sxm", dp=8, grad_all_reduce_fp32=True,
+                  no_distributed_optimizer=True)
+
+
 def _without_time(found):
     """A search's dict less the seconds it took, which no two runs share."""
     return {k: v for k, v in found.items() if k != "seconds"}

@@ -329,6 +329,16 @@ TEST_CASE("PyTorch's eager operations are not Megatron's to run: refused by the 
   CHECK_THROWS_WITH_AS(best_plan(m, j, c, {.runtime = runs_on::megatron}),
                        doctest::Contains("--eager prices PyTorch's eager operations"),
                        weft::config_error);
+  // Scaling's ZeRO-1 is not Megatron's either.
+  job scaling = j;
+  scaling.eager = scaling.eager_loss = false;
+  scaling.dp = 2;
+  scaling.global_batch_size = 4;
+  scaling.grad_all_reduce_fp32 = true;
+  CHECK_THROWS_WITH_AS(best_plan(m, scaling, c, {.runtime = runs_on::megatron}),
+                       doctest::Contains("--grad-all-reduce-fp32 prices Scaling's ZeRO-1"),
+                       weft::config_error);
+  CHECK(best_plan(m, scaling, c).best.has_value());
   // Without a runtime named, PyTorch's runs it.
   const plan_search_result r = best_plan(m, j, c);
   REQUIRE(r.best);

@@ -688,6 +688,65 @@ TEST_CASE("Megatron's --grad-reduce-in-bf16 and --fp8-param-gather: the bytes th
                        weft::config_error);
 }
 
+TEST_CASE("--grad-all-reduce-fp32: Scaling's ZeRO-1, the whole gradients all-reduced in fp32") {
+  // Aleph Alpha's Scaling (optimizer/allreduce.py, parameter_group.py): after the backward each
+  // bucket of bf16 gradients is flattened, divided by dp, cast to fp32, all-reduced, cast back
+  // and copied into the gradients; after Adam on its shard each rank's updated bf16 parameters
+  // are all-gathered. Against Megatron's distributed optimizer, which reduce-scatters.
+  const transformer m = testing::tiny_dense(2);
+  const cluster c = testing::ideal_cluster();  // 1e12 bytes/s of memory
+  job j;
+  j.pp = 2;
+  j.dp = 2;
+  j.seq = 1024;
+  j.global_batch_size = 4;
+  j.grad_reduce_in_bf16 = true;
+  const estimate megatron = estimate_job(m, j, c);
+  job scaling = j;
+  scaling.grad_all_reduce_fp32 = true;
+  const estimate e = estimate_job(m, scaling, c);
+  const double p1 = megatron.stages[1].params;
+  REQUIRE(p1 > megatron.stages[0].params);  // rank 1, with the head, is the slowest
+  const auto dp = [&](double) { return weft::link_model{c.intra.alpha, weft::seconds(1 / 230e9)}; };
+  CHECK(e.grad_sync.count() ==
+        doctest::Approx((weft::collective::ring_all_reduce(dp(4 * p1), 2, 4 * p1) +
+                         weft::collective::ring_all_gather(dp(2 * p1), 2, 2 * p1))
+                            .count()));
+  CHECK(e.grad_sync > megatron.grad_sync);
+  // Its step: the bucket's copies, 2+2 (flatten), 2+2 (divide), 2+4 and 4+2 (the casts) and
+  // 2+2 (into the gradients), 24 bytes a parameter of the rank's whole gradients.
+  CHECK(e.optimizer.count() - megatron.optimizer.count() == doctest::Approx(24 * p1 / 1e12));
+  CHECK(e.states_per_rank == megatron.states_per_rank);  // the same states kept
+  CHECK(e.pipeline == megatron.pipeline);
+  // Without data parallelism Scaling returns before any copy or collective.
+  job alone = scaling;
+  alone.dp = 1;
+  alone.global_batch_size = 2;
+  job alone_megatron = alone;
+  alone_megatron.grad_all_reduce_fp32 = false;
+  CHECK(estimate_job(m, alone, c).optimizer == estimate_job(m, alone_megatron, c).optimizer);
+  CHECK(estimate_job(m, alone, c).grad_sync == weft::seconds(0));
+
+  // Its flag, and no Megatron-LM arguments: Megatron's distributed optimizer reduce-scatters.
+  const std::vector<std::string> own = weft_flags(scaling);
+  CHECK(std::find(own.begin(), own.end(), "--grad-all-reduce-fp32") != own.end());
+  CHECK_FALSE(megatron_arguments(scaling).has_value());
+  CHECK_FALSE(runs(scaling, runs_on::megatron));
+  CHECK(runs(scaling, runs_on::any));
+  CHECK(runtime_for(scaling).find("Megatron") == std::string::npos);
+  // Scaling's ZeRO-1 only, and after the backward.
+  job whole = scaling;
+  whole.sharding = dp_sharding::no_shard;
+  CHECK_THROWS_WITH_AS(estimate_job(m, whole, c),
+                       doctest::Contains("needs --data-parallel-sharding-strategy optim"),
+                       weft::config_error);
+  job overlapped = scaling;
+  overlapped.overlap_grad_reduce = true;
+  CHECK_THROWS_WITH_AS(estimate_job(m, overlapped, c),
+                       doctest::Contains("does not combine with --overlap-grad-reduce"),
+                       weft::config_error);
+}
+
 TEST_CASE("Megatron's --fp16: its gradients copied to fp32 and unscaled before the step") {
   // Megatron's optimizer (megatron/core/optimizer), kernel by kernel, bytes a parameter with
   // nothing sharded: fp32 gradients 4 (norm) + 28 (Adam) + 6 (weights to 16 bits) + 4 (zeroed)

@@ -164,6 +164,13 @@ TEST_CASE("the search's bound is below every plan of the configuration") {
       d.overlap_param_gather = overlap && s != dp_sharding::no_shard;
       check(d);
     }
+  job scaling;  // Scaling's ZeRO-1: whole gradients all-reduced in fp32 after the backward
+  scaling.dp = 32;
+  scaling.ep = 8;
+  scaling.seq = 128;
+  scaling.global_batch_size = 32;
+  scaling.grad_all_reduce_fp32 = true;
+  check(scaling);
   job j;
   j.global_batch_size = 64;
   j.seq = 4096;
@@ -879,6 +886,22 @@ TEST_CASE("the job as asked is judged first: the search never recommends less") 
   const plan_search_result as_given = best_plan(m, j, c);
   CHECK(whole.top.front().best.step <= as_given.judged[*as_given.best].step);
   CHECK(whole.counts.considered > r.counts.considered);  // its sharding added to the space
+  // Scaling's ZeRO-1 (--grad-all-reduce-fp32) is its trainer's one sharding: the search keeps
+  // it, and refuses a space of another.
+  j.sharding = dp_sharding::optim;
+  j.grad_all_reduce_fp32 = true;
+  o.budget_s = 2;
+  const configuration_search_result scaling = search_configurations(m, j, c, o);
+  REQUIRE(!scaling.top.empty());
+  for (const configuration_choice& x : scaling.top) {
+    CHECK(x.best.tried.sharding == dp_sharding::optim);
+    CHECK(x.best.tried.grad_all_reduce_fp32);
+  }
+  CHECK(scaling.counts.considered < r.counts.considered);  // FSDP's configurations left out
+  o.space.sharding = dp_sharding::optim_grads_params;
+  CHECK_THROWS_WITH_AS(search_configurations(m, j, c, o),
+                       doctest::Contains("--grad-all-reduce-fp32 is Scaling's ZeRO-1"),
+                       weft::config_error);
 }
 
 TEST_CASE("progress is reported once a plan is judged, and once a configuration is estimated") {

@@ -317,6 +317,7 @@ TEST_CASE("a job from JSON: weft plan's flags as keys, each checked") {
   CHECK(
       plan::read_job(R"({"eager": true, "fused-rms-norm": true})", "job.json").spec.fused_rms_norm);
   CHECK(plan::read_job(R"({"eager_loss": true})", "job.json").spec.eager_loss);
+  CHECK(plan::read_job(R"({"grad-all-reduce-fp32": true})", "job.json").spec.grad_all_reduce_fp32);
   CHECK_THROWS_WITH_AS(plan::read_job(R"({"moe-grouped-gemm": false})", "job.json"),
                        doctest::Contains("moe-grouped-gemm false: weft prices each rank's experts "
                                          "as one grouped matmul"),

@@ -346,10 +346,8 @@ inline plan_search_result best_plan(const transformer& m, const job& asked, cons
   check_cluster(c);
   check_sizes(m, base);
   check_combined_1f1b(m, base);  // its own rules before whose code runs it
-  if (base.loss_eager() && (o.runtime == runs_on::megatron || megatron_only(base)))
-    throw config_error(std::string(base.eager ? "--eager" : "--eager-loss") +
-                       " prices PyTorch's eager operations, which Megatron-LM's fused "
-                       "kernels replace: no Megatron-LM run, nor " +
+  if (base.own_trainer() && (o.runtime == runs_on::megatron || megatron_only(base)))
+    throw config_error(base.own_trainer_reason() + ": no Megatron-LM run, nor " +
                        std::string(o.runtime == runs_on::megatron
                                        ? "--runtime megatron"
                                        : "what only Megatron-LM runs (tp-comm-overlap, fp16, "

@@ -366,6 +366,7 @@ struct configuration_pool {
 /// job as asked is one of the configurations judged.
 inline std::vector<dp_sharding> shardings_of(const configuration_space& sp, const job& base) {
   if (sp.sharding) return {*sp.sharding};
+  if (base.grad_all_reduce_fp32) return {dp_sharding::optim};  // Scaling's ZeRO-1 alone
   std::vector<dp_sharding> out{dp_sharding::optim, dp_sharding::optim_grads_params};
   if (std::find(out.begin(), out.end(), base.sharding) == out.end()) out.push_back(base.sharding);
   return out;
@@ -759,6 +760,10 @@ inline configuration_search_result search_configurations(const transformer& m, c
   detail::check_search_options(o);
   check_cluster(c);
   const job base = with_megatron_forms(m, asked);
+  if (base.grad_all_reduce_fp32 && o.space.sharding && *o.space.sharding != dp_sharding::optim)
+    throw config_error(
+        "--grad-all-reduce-fp32 is Scaling's ZeRO-1: the search keeps its sharding, optim, not " +
+        std::string(dp_sharding_names[static_cast<std::size_t>(*o.space.sharding)]));
   configuration_search_result out;
   out.devices = o.space.devices > 0 ? o.space.devices : base.devices();
   if (o.space.devices > 0 && base.global_batch_size == 0)

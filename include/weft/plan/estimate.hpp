@@ -893,6 +893,7 @@ inline seconds overlapped_exposure(seconds comm, double buckets, seconds idle, s
 /// Megatron-FSDP's `optim_grads_params` ("gradient reduction occurs on every backward
 /// propagation"; each module's parameters released after its forward), and torchtitan's FSDP2
 /// without a pipeline (with one, it keeps them gathered between micro-batches: fewer).
+/// --grad-all-reduce-fp32 all-reduces the whole gradients in fp32 instead (Scaling's ZeRO-1).
 struct dp_traffic {
   seconds reduce{0}, gather{0};
 };
@@ -911,12 +912,27 @@ inline dp_traffic dp_traffic_of(const job& j, const cluster& c, double dense, do
   const state_bytes b = states_of(j), edges = states_of(j, false);
   const double grads = dense * b.gradients, experts = expert * b.gradients;
   const double weights = (dense - edge) * b.weights + edge * edges.weights;
+  const seconds gather =
+      gathers * (collective::ring_all_gather(dp_link(weights), d, weights) +
+                 collective::ring_all_gather(edp_link(expert * b.weights), ed, expert * b.weights));
+  if (j.grad_all_reduce_fp32) {  // Scaling: the whole gradients all-reduced in fp32
+    const double fp32 = state_bytes{}.gradients;  // an fp32 gradient's bytes
+    const double whole = dense * fp32, expert_whole = expert * fp32;
+    return {collective::ring_all_reduce(dp_link(whole), d, whole) +
+                collective::ring_all_reduce(edp_link(expert_whole), ed, expert_whole),
+            gather};
+  }
   return {micro * (collective::ring_reduce_scatter(dp_link(grads), d, grads) +
                    collective::ring_reduce_scatter(edp_link(experts), ed, experts)),
-          gathers *
-              (collective::ring_all_gather(dp_link(weights), d, weights) +
-               collective::ring_all_gather(edp_link(expert * b.weights), ed, expert * b.weights))};
+          gather};
 }
+
+/// The copies around Scaling's fp32 all-reduce (--grad-all-reduce-fp32), per parameter of
+/// 16-bit gradients, whole on every rank (optimizer/allreduce.py, skipped without data
+/// parallelism): the bucket flattened (2 read, 2 written), divided by the data-parallel size in
+/// place (2 + 2), cast to fp32 for the all-reduce (2 + 4) and back (4 + 2), and copied into
+/// each gradient (2 + 2).
+inline constexpr double scaling_bucket_bytes = 4 + 4 + 6 + 6 + 4;
 
 /// The optimizer step of a rank holding `dense` and `expert` parameters: Adam on its shard of
 /// the optimizer states (all of them when unsharded) and the zeroing of its gradient buffer
@@ -931,7 +947,8 @@ inline seconds optimizer_time(const job& j, const cluster& c, double dense, doub
   // in its own type (`zero_grad_buffer`).
   const double bytes =
       optimizer_bytes_per_parameter(j) * shard_of(j.sharding != dp_sharding::no_shard) +
-      states_of(j).gradients * shard_of(shards_gradients(j.sharding));
+      states_of(j).gradients * shard_of(shards_gradients(j.sharding)) +
+      (j.grad_all_reduce_fp32 && dp_ranks > 1 ? scaling_bucket_bytes * (dense + expert) : 0.0);
   return seconds(bytes / chip_of(c).memory_bytes_per_s());
 }
 

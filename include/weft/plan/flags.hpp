@@ -92,6 +92,7 @@ inline std::vector<std::string> weft_flags(const job& j) {
   if (j.eager) add("--eager");
   if (j.eager_loss && !j.eager) add("--eager-loss");
   if (j.fused_rms_norm) add("--fused-rms-norm");
+  if (j.grad_all_reduce_fp32) add("--grad-all-reduce-fp32");
   return f;
 }
 
@@ -128,8 +129,8 @@ inline std::string recompute_text(const job& j) {
 
 /// Whether runtime `r` runs job `j`'s schedule.
 inline bool runs(const job& j, runs_on r) {
-  // PyTorch's eager operations: not Megatron's code, whose kernels are fused.
-  if (j.loss_eager() && (r == runs_on::megatron || megatron_only(j) || j.overlap_moe_ep_comm))
+  // A trainer's own (PyTorch's eager operations, Scaling's all-reduce): not Megatron's code.
+  if (j.own_trainer() && (r == runs_on::megatron || megatron_only(j) || j.overlap_moe_ep_comm))
     return false;
   // Megatron's combined 1F1B: its code only, on its interleaved schedule (or no pipeline).
   if (j.overlap_moe_ep_comm)
@@ -154,8 +155,9 @@ inline std::optional<std::vector<std::string>> megatron_arguments(const job& j) 
   using detail::number;
   // Megatron's attention is fused (flash or cuDNN) in every release that runs these flags.
   // torchtitan's every N-th layer recomputed has no Megatron form.
-  // Nor PyTorch's eager norms, activation and loss: its own are fused and vocabulary-parallel.
-  if (!megatron_runs(j) || !j.flash_attention || j.recompute_every > 0 || j.loss_eager())
+  // Nor PyTorch's eager norms, activation and loss: its own are fused and vocabulary-parallel;
+  // nor Scaling's all-reduce of a sharded optimizer's gradients.
+  if (!megatron_runs(j) || !j.flash_attention || j.recompute_every > 0 || j.own_trainer())
     return std::nullopt;
   std::vector<std::string> a{"--tensor-model-parallel-size",
                              number(j.tp),
@@ -234,9 +236,11 @@ inline std::optional<std::vector<std::string>> megatron_arguments(const job& j) 
 /// transfers), DeepSeek's DualPipe (both directions), else PyTorch's pipeline runtime, from the
 /// schedule's CSV (`weft plan --out`, torchtitan's `pipeline_parallel_schedule_csv`).
 inline std::string runtime_for(const job& j) {
-  // PyTorch's eager operations: not Megatron's code, whose kernels are fused.
-  const bool eager = j.loss_eager(), megatron = !eager && megatron_runs(j);
-  if (eager && j.pp == 1) return "PyTorch's eager operations (no pipeline)";
+  // A trainer's own (PyTorch's eager operations, Scaling's all-reduce): not Megatron's code.
+  const bool eager = j.own_trainer(), megatron = !eager && megatron_runs(j);
+  if (eager && j.pp == 1)
+    return j.loss_eager() ? "PyTorch's eager operations (no pipeline)"
+                          : "a PyTorch trainer as Aleph Alpha's Scaling (no pipeline)";
   if (!eager && j.overlap_moe_ep_comm) return "Megatron-LM (its combined 1F1B)";
   // Without a pipeline 1F1B is any runtime's loop over the micro-batches; a schedule of chunks
   // on one rank (DualPipeV's paired passes, the V's) is still its runtime's.

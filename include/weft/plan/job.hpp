@@ -105,10 +105,26 @@ struct job {
   /// --fused-rms-norm: with --eager, the RMSNorms one fused kernel all the same (apex's
   /// FusedRMSNorm, FlashAttention's RMSNorm kernel), the rest eager
   bool fused_rms_norm = false;
+  /// --grad-all-reduce-fp32: ZeRO-1 as Aleph Alpha's Scaling runs it (optimizer/allreduce.py):
+  /// after the backward the gradients all-reduced whole, each bucket flattened and cast to fp32
+  /// for it and back, then each rank's updated shard of the parameters all-gathered — where
+  /// Megatron's distributed optimizer reduce-scatters the gradients in their own type
+  bool grad_all_reduce_fp32 = false;
 
   constexpr long long devices() const noexcept { return static_cast<long long>(tp) * pp * dp * cp; }
   /// The loss as PyTorch's eager operations compute it (--eager-loss, or --eager).
   constexpr bool loss_eager() const noexcept { return eager || eager_loss; }
+  /// Priced as a PyTorch trainer of its own runs it, not as Megatron-LM's code: its eager
+  /// operations, or Scaling's gradient all-reduce.
+  constexpr bool own_trainer() const noexcept { return loss_eager() || grad_all_reduce_fp32; }
+  /// What makes it so, as an error's opening: the flag and what Megatron-LM does instead.
+  std::string own_trainer_reason() const {
+    if (loss_eager())
+      return std::string(eager ? "--eager" : "--eager-loss") +
+             " prices PyTorch's eager operations, which Megatron-LM's fused kernels replace";
+    return "--grad-all-reduce-fp32 prices Scaling's ZeRO-1, where Megatron-LM's distributed "
+           "optimizer reduce-scatters the gradients";
+  }
   /// The experts' tensor parallelism: --expert-tensor-parallel-size, else tp's.
   constexpr int etp() const noexcept { return expert_tp > 0 ? expert_tp : tp; }
   /// The ranks each expert's data parallelism spans: what tp x dp x cp leave of ep x etp
@@ -493,6 +509,15 @@ inline void check_job(const transformer& m, const job& j) {
     throw config_error(
         "--fused-rms-norm keeps the RMSNorms fused among PyTorch's eager operations: it needs "
         "--eager (without it every norm is one fused kernel already)");
+  if (j.grad_all_reduce_fp32 && j.sharding != dp_sharding::optim)
+    throw config_error(
+        "--grad-all-reduce-fp32 all-reduces the gradients of a sharded optimizer (ZeRO-1): it "
+        "needs --data-parallel-sharding-strategy optim, the default, not " +
+        std::string(dp_sharding_names[static_cast<std::size_t>(j.sharding)]));
+  if (j.grad_all_reduce_fp32 && j.overlap_grad_reduce)
+    throw config_error(
+        "--grad-all-reduce-fp32 all-reduces the gradients after the backward, as Scaling "
+        "does: it does not combine with --overlap-grad-reduce");
   check_combined_1f1b(m, j);
   if (j.layers_per_virtual_stage != 0 || j.decoder_first != 0 || j.decoder_last != 0 ||
       !j.fp8_format.empty() || !j.fp8_recipe_name.empty())
