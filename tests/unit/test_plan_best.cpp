@@ -261,6 +261,31 @@ TEST_CASE("rule 5 in bytes: a rank's model states and live activations against i
   CHECK(first->rank == 0);
   CHECK(e.sched.ops[first->index].mb == 0);
   CHECK(first->units == 1);
+  CHECK(first->buffers == 0);
+  CHECK(to_string(*first, e.sched).find("buffers") == std::string::npos);
+
+  // PyTorch's loss over whole fp32 logits needs two more of their size for a moment in the
+  // backward: buffers, named apart from the model states.
+  job eager = j;
+  eager.eager_loss = true;
+  eager.global_batch_size = 1;  // one micro-batch: rank 0 holds one unit
+  const estimate l = estimate_job(m, eager, c);
+  const std::size_t last = l.states_per_rank.size() - 1;
+  REQUIRE(l.buffers_per_rank.size() == l.states_per_rank.size());
+  CHECK(l.buffers_per_rank[0] == 0);
+  CHECK(l.buffers_per_rank[last] > 0);
+  CHECK(l.states_per_rank[last] - l.buffers_per_rank[last] ==
+        doctest::Approx(e.states_per_rank[last]));
+  // Room for rank 0's peak only: the last rank, with the loss, goes over.
+  REQUIRE(l.memory_per_rank[last] > l.memory_per_rank[0]);
+  const std::optional<memory_overrun> on_last = first_overrun(l, l.memory_per_rank[0]);
+  REQUIRE(on_last);
+  CHECK(on_last->rank == static_cast<int>(last));
+  CHECK(on_last->buffers == doctest::Approx(l.buffers_per_rank[last]));
+  CHECK(on_last->states == doctest::Approx(e.states_per_rank[last]));
+  CHECK(to_string(*on_last, l.sched)
+            .find(" — model states " + gibibytes(on_last->states) + ", buffers " +
+                  gibibytes(on_last->buffers) + " and ") != std::string::npos);
 }
 
 TEST_CASE("a search's pipelines, made once, estimate as pipelines made afresh") {

@@ -54,6 +54,9 @@ struct estimate {
   /// bytes: parameters, gradients, optimizer states, and what the rank needs for a moment
   /// whatever its activations (sharded states gathered, a pass's working memory)
   std::vector<double> states_per_rank;
+  /// Of `states_per_rank`, what a rank needs for a moment (sharded states gathered, a pass's
+  /// working memory such as PyTorch's loss over whole logits); the rest, model states proper
+  std::vector<double> buffers_per_rank;
   /// Bytes one micro-batch keeps for the backward on each chunk of the schedule's model.
   std::vector<double> chunk_activation_bytes;
   double model_flops = 0;  ///< one step, every device together
@@ -985,11 +988,12 @@ inline void add_data_parallel(estimate& out, const job& j, const cluster& c,
     const double layers = std::max(1.0, held.layers[r]);
     const double edge = held.edge[r];
     const state_bytes b = states_of(j), edges = states_of(j, false);
+    const double buffers = transient_per_param * (dense + expert) / layers + held.working[r];
+    out.buffers_per_rank.push_back(buffers);
     out.states_per_rank.push_back(model_state_bytes(dense - edge, dense_shards, j.sharding, b) +
                                   model_state_bytes(edge, dense_shards, j.sharding, edges) +
                                   model_state_bytes(expert, expert_shards, j.sharding, b) +
-                                  transient_per_param * (dense + expert) / layers +
-                                  held.working[r]);
+                                  buffers);
     out.memory_per_rank.push_back(out.states_per_rank.back() + live[r]);
     const auto [reduce, gather] = dp_traffic_of(j, c, dense, expert, edge);
     seconds exposed = reduce + gather;

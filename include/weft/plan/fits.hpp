@@ -16,12 +16,13 @@
 namespace weft::plan {
 
 /// Where a rank first needs more memory than `cap`: the op whose forward claims the activations
-/// that go over (its index in the schedule), the rank's model states, and its live activations
-/// then, in bytes and in (micro-batch, chunk) units.
+/// that go over (its index in the schedule), the rank's model states and the buffers it needs
+/// for a moment (`estimate::buffers_per_rank`), and its live activations then, in bytes and in
+/// (micro-batch, chunk) units.
 struct memory_overrun {
   int rank = -1;
   std::uint32_t index = 0;
-  double states = 0, activations = 0, cap = 0;
+  double states = 0, buffers = 0, activations = 0, cap = 0;
   int units = 0;
 };
 
@@ -33,10 +34,17 @@ inline std::optional<memory_overrun> first_overrun(const estimate& e, double cap
   weft::detail::walk_live(
       e.sched, [&](int chunk) { return e.chunk_activation_bytes[static_cast<std::size_t>(chunk)]; },
       [&](int r, std::uint32_t i, double live) {
-        const double states = e.states_per_rank[static_cast<std::size_t>(r)];
-        if (!found && states + live > cap)
-          found = memory_overrun{
-              .rank = r, .index = i, .states = states, .activations = live, .cap = cap};
+        const auto at = static_cast<std::size_t>(r);
+        const double held = e.states_per_rank[at];
+        if (!found && held + live > cap) {
+          const double buffers = at < e.buffers_per_rank.size() ? e.buffers_per_rank[at] : 0.0;
+          found = memory_overrun{.rank = r,
+                                 .index = i,
+                                 .states = held - buffers,
+                                 .buffers = buffers,
+                                 .activations = live,
+                                 .cap = cap};
+        }
       });
   if (found)  // the same walk in units, to the same op
     weft::detail::walk_live(
@@ -64,15 +72,18 @@ inline std::string gibibytes(double bytes) {
 
 /// One line in the checker's words, e.g. "weft: rule 5 (memory): attn/F mb=3 on rank 1, slot
 /// 12 needs 107.8 GiB — model states 37.4 GiB and 9 live (micro-batch, chunk) units of
-/// activations, 70.3 GiB — over the device's 74.5 GiB".
+/// activations, 70.3 GiB — over the device's 74.5 GiB" (with buffers: "model states 30.1 GiB,
+/// buffers 7.3 GiB and ...").
 inline std::string to_string(const memory_overrun& o, const schedule& s) {
   int slot = 0;
   for (std::uint32_t g = s.first_slot(o.rank); g < s.end_slot(o.rank); ++g)
     if (o.index >= s.first_op(g) && o.index < s.slot_end[g])
       slot = static_cast<int>(g - s.first_slot(o.rank));
   return "weft: rule 5 (memory): " + weft::to_string(s.ops[o.index]) + " on " +
-         weft::detail::where(o.rank, slot) + " needs " + gibibytes(o.states + o.activations) +
-         " — model states " + gibibytes(o.states) + " and " + std::to_string(o.units) +
+         weft::detail::where(o.rank, slot) + " needs " +
+         gibibytes(o.states + o.buffers + o.activations) + " — model states " +
+         gibibytes(o.states) + (o.buffers > 0 ? ", buffers " + gibibytes(o.buffers) : "") +
+         " and " + std::to_string(o.units) +
          (o.units == 1 ? " live (micro-batch, chunk) unit of activations, "
                        : " live (micro-batch, chunk) units of activations, ") +
          gibibytes(o.activations) + " — over the device's " + gibibytes(o.cap);
