@@ -257,7 +257,7 @@ def test_scaling_zero1_all_reduce(cli_json):
                         global_batch_size=16, grad_all_reduce_fp32=True)
     assert scaling == cli_json(*base, "--grad-all-reduce-fp32")
     assert scaling["step_s"] > plain["step_s"]
-    with pytest.raises(weft.ConfigError, match="needs --data-parallel-sharding-strategy optim"):
+    with pytest.raises(weft.ConfigError, match="needs the distributed optimizer's sharding"):
         weft.plan(model=llama, cluster="h100-sxm", dp=8, grad_all_reduce_fp32=True,
                   no_distributed_optimizer=True)
 

@@ -364,6 +364,14 @@ TEST_CASE("PyTorch's eager operations are not Megatron's to run: refused by the 
                        doctest::Contains("--grad-all-reduce-fp32 prices Scaling's ZeRO-1"),
                        weft::config_error);
   CHECK(best_plan(m, scaling, c).best.has_value());
+  scaling.tp = 2;  // with what only Megatron-LM runs
+  scaling.sequence_parallel = scaling.tp_comm_overlap = true;
+  CHECK_THROWS_WITH_AS(best_plan(m, scaling, c),
+                       doctest::Contains("--grad-all-reduce-fp32 prices Scaling's ZeRO-1, where "
+                                         "Megatron-LM's distributed optimizer reduce-scatters the "
+                                         "gradients: no Megatron-LM run, nor what only Megatron-LM "
+                                         "runs (tp-comm-overlap"),
+                       weft::config_error);
   // Without a runtime named, PyTorch's runs it.
   const plan_search_result r = best_plan(m, j, c);
   REQUIRE(r.best);

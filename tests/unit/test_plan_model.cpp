@@ -713,19 +713,34 @@ TEST_CASE("--grad-all-reduce-fp32: Scaling's ZeRO-1, the whole gradients all-red
                          weft::collective::ring_all_gather(dp(2 * p1), 2, 2 * p1))
                             .count()));
   CHECK(e.grad_sync > megatron.grad_sync);
-  // Its step: the bucket's copies, 2+2 (flatten), 2+2 (divide), 2+4 and 4+2 (the casts) and
-  // 2+2 (into the gradients), 24 bytes a parameter of the rank's whole gradients.
-  CHECK(e.optimizer.count() - megatron.optimizer.count() == doctest::Approx(24 * p1 / 1e12));
-  CHECK(e.states_per_rank == megatron.states_per_rank);  // the same states kept
+  // Its step, bytes a parameter. Of the whole 16-bit gradients: the bucket's copies, 2+2
+  // (flatten), 2+2 (divide), 2+4 and 4+2 (the casts) and 2+2 (into the gradients), 24; unscaled
+  // in place (2+2) and read for the norm (2), 6; set to None, not zeroed. Of the shard (half,
+  // dp 2): zeros_like 4, the gradient to fp32 2+4, PyTorch's foreach AdamW 80 (weight decay
+  // 4+4, lerp 8+4, mul 4+4, addcmul 8+4, sqrt 4+4, div 4+4, add 4+4, addcdiv 12+4), the master
+  // weight to 16 bits 4+2: 96.
+  CHECK(e.optimizer.count() == doctest::Approx((96 * p1 / 2 + 30 * p1) / 1e12));
+  // The same states kept, the gradients in 16 bits; and for a moment the bucket, 16 bits and
+  // fp32 of each gradient (fewer than its 5e8).
+  for (std::size_t r = 0; r < 2; ++r) {
+    CHECK(e.states_per_rank[r] - e.buffers_per_rank[r] ==
+          doctest::Approx(megatron.states_per_rank[r]));
+    CHECK(e.buffers_per_rank[r] == doctest::Approx(6 * megatron.stages[r].params));
+  }
   CHECK(e.pipeline == megatron.pipeline);
-  // Without data parallelism Scaling returns before any copy or collective.
+  // Its gradients are 16-bit whether or not --grad-reduce-in-bf16 says so.
+  job implied = scaling;
+  implied.grad_reduce_in_bf16 = false;
+  CHECK(estimate_job(m, implied, c).states_per_rank == e.states_per_rank);
+  CHECK(estimate_job(m, implied, c).step == e.step);
+  // Without data parallelism Scaling returns before any copy or collective: its step only.
   job alone = scaling;
   alone.dp = 1;
   alone.global_batch_size = 2;
-  job alone_megatron = alone;
-  alone_megatron.grad_all_reduce_fp32 = false;
-  CHECK(estimate_job(m, alone, c).optimizer == estimate_job(m, alone_megatron, c).optimizer);
-  CHECK(estimate_job(m, alone, c).grad_sync == weft::seconds(0));
+  const estimate one = estimate_job(m, alone, c);
+  CHECK(one.optimizer.count() == doctest::Approx((96 + 6) * p1 / 1e12));
+  CHECK(one.grad_sync == weft::seconds(0));
+  CHECK(one.buffers_per_rank[1] == 0);
 
   // Its flag, and no Megatron-LM arguments: Megatron's distributed optimizer reduce-scatters.
   const std::vector<std::string> own = weft_flags(scaling);
@@ -738,12 +753,21 @@ TEST_CASE("--grad-all-reduce-fp32: Scaling's ZeRO-1, the whole gradients all-red
   job whole = scaling;
   whole.sharding = dp_sharding::no_shard;
   CHECK_THROWS_WITH_AS(estimate_job(m, whole, c),
-                       doctest::Contains("needs --data-parallel-sharding-strategy optim"),
+                       doctest::Contains("needs the distributed optimizer's sharding "
+                                         "(--data-parallel-sharding-strategy optim, the default), "
+                                         "not no_shard (--no-distributed-optimizer)"),
                        weft::config_error);
   job overlapped = scaling;
   overlapped.overlap_grad_reduce = true;
   CHECK_THROWS_WITH_AS(estimate_job(m, overlapped, c),
                        doctest::Contains("does not combine with --overlap-grad-reduce"),
+                       weft::config_error);
+  job context = scaling;  // Scaling has no context parallelism
+  context.cp = 2;
+  context.dp = 1;
+  CHECK_THROWS_WITH_AS(estimate_job(m, context, c),
+                       doctest::Contains("neither context nor expert parallelism: it needs --cp 1 "
+                                         "and --ep 1, not --cp 2 and --ep 1"),
                        weft::config_error);
 }
 

@@ -166,7 +166,6 @@ TEST_CASE("the search's bound is below every plan of the configuration") {
     }
   job scaling;  // Scaling's ZeRO-1: whole gradients all-reduced in fp32 after the backward
   scaling.dp = 32;
-  scaling.ep = 8;
   scaling.seq = 128;
   scaling.global_batch_size = 32;
   scaling.grad_all_reduce_fp32 = true;
@@ -898,9 +897,24 @@ TEST_CASE("the job as asked is judged first: the search never recommends less") 
     CHECK(x.best.tried.grad_all_reduce_fp32);
   }
   CHECK(scaling.counts.considered < r.counts.considered);  // FSDP's configurations left out
+  // Its rules as `weft plan` states them, before any configuration: another sharding asked
+  // for, or its all-reduce overlapped.
   o.space.sharding = dp_sharding::optim_grads_params;
   CHECK_THROWS_WITH_AS(search_configurations(m, j, c, o),
-                       doctest::Contains("--grad-all-reduce-fp32 is Scaling's ZeRO-1"),
+                       doctest::Contains("needs the distributed optimizer's sharding "
+                                         "(--data-parallel-sharding-strategy optim, the default), "
+                                         "not optim_grads_params"),
+                       weft::config_error);
+  o.space.sharding.reset();
+  job unsharded = j;
+  unsharded.sharding = dp_sharding::no_shard;
+  CHECK_THROWS_WITH_AS(search_configurations(m, unsharded, c, o),
+                       doctest::Contains("not no_shard (--no-distributed-optimizer)"),
+                       weft::config_error);
+  job overlapped = j;
+  overlapped.overlap_grad_reduce = true;
+  CHECK_THROWS_WITH_AS(search_configurations(m, overlapped, c, o),
+                       doctest::Contains("does not combine with --overlap-grad-reduce"),
                        weft::config_error);
 }
 

@@ -366,7 +366,7 @@ struct configuration_pool {
 /// job as asked is one of the configurations judged.
 inline std::vector<dp_sharding> shardings_of(const configuration_space& sp, const job& base) {
   if (sp.sharding) return {*sp.sharding};
-  if (base.grad_all_reduce_fp32) return {dp_sharding::optim};  // Scaling's ZeRO-1 alone
+  if (base.grad_all_reduce_fp32) return {base.sharding};  // Scaling's ZeRO-1 alone
   std::vector<dp_sharding> out{dp_sharding::optim, dp_sharding::optim_grads_params};
   if (std::find(out.begin(), out.end(), base.sharding) == out.end()) out.push_back(base.sharding);
   return out;
@@ -398,12 +398,14 @@ inline configuration_pool open_configurations(const transformer& m, const job& b
   for (int b = 1; b <= sp.max_micro_batch_size; b *= 2) sizes_mb.push_back(b);
   const std::vector<int> expert_sizes =
       m.moe.active() ? divisors(m.moe.routed) : std::vector<int>{1};
+  // Scaling's trainer (--grad-all-reduce-fp32) has neither context nor expert parallelism.
+  const bool scaling = base.grad_all_reduce_fp32;
   for (const int tp : kept_or(sp.tp, divisors(out.devices)))
-    for (const int cp : kept_or(sp.cp, divisors(out.devices / tp)))
+    for (const int cp : scaling ? std::vector<int>{1} : kept_or(sp.cp, divisors(out.devices / tp)))
       for (const int pp : kept_or(sp.pp, divisors(out.devices / tp / cp)))
         for (const int mbs :
              sp.micro_batch_size ? std::vector<int>{*sp.micro_batch_size} : sizes_mb)
-          for (const int ep : kept_or(sp.ep, expert_sizes))
+          for (const int ep : scaling ? std::vector<int>{1} : kept_or(sp.ep, expert_sizes))
             // The experts' tensor parallelism: tp's, or (Megatron's parallel folding) any
             // divisor of it, the experts then whole or split over fewer devices.
             // torchtitan keeps them at tp's; a dense model has none to fold.
@@ -760,10 +762,12 @@ inline configuration_search_result search_configurations(const transformer& m, c
   detail::check_search_options(o);
   check_cluster(c);
   const job base = with_megatron_forms(m, asked);
-  if (base.grad_all_reduce_fp32 && o.space.sharding && *o.space.sharding != dp_sharding::optim)
-    throw config_error(
-        "--grad-all-reduce-fp32 is Scaling's ZeRO-1: the search keeps its sharding, optim, not " +
-        std::string(dp_sharding_names[static_cast<std::size_t>(*o.space.sharding)]));
+  if (base.grad_all_reduce_fp32) {  // Scaling's ZeRO-1: its rules before any configuration
+    job scaling = base;
+    scaling.cp = scaling.ep = 1;  // the sizes the search chooses itself
+    if (o.space.sharding) scaling.sharding = *o.space.sharding;
+    check_scaling_all_reduce(scaling);
+  }
   configuration_search_result out;
   out.devices = o.space.devices > 0 ? o.space.devices : base.devices();
   if (o.space.devices > 0 && base.global_batch_size == 0)

@@ -936,23 +936,44 @@ inline dp_traffic dp_traffic_of(const job& j, const cluster& c, double dense, do
 /// place (2 + 2), cast to fp32 for the all-reduce (2 + 4) and back (4 + 2), and copied into
 /// each gradient (2 + 2).
 inline constexpr double scaling_bucket_bytes = 4 + 4 + 6 + 6 + 4;
+/// Scaling's bucket: at most this many gradients flattened at once (`allreduce_bucket_size`,
+/// optimizer_config.py), held in 16 bits and again in fp32 (6 bytes each) while it is reduced.
+inline constexpr double scaling_bucket_parameters = 5e8;
+
+/// Scaling's optimizer step (optimizer.py, parameter_group.py), bytes per parameter: of the
+/// rank's whole 16-bit gradients, unscaled in place (2 + 2) and read for their norm (2) — set
+/// to None after, no zeroing; of its shard of the optimizer states, the fp32 gradient made with
+/// `zeros_like` (4) and filled from the 16-bit one (2 + 4), PyTorch's AdamW as its foreach
+/// kernels run it (weight decay 8, lerp of the first moment 12, the second's mul 8 and
+/// addcmul 12, sqrt 8, div 8, add of eps 8, addcdiv into the weight 16: 80), and the updated
+/// master weight copied to the 16-bit partition (4 + 2).
+struct scaling_step_bytes {
+  static constexpr double whole = 2 + 2 + 2;
+  static constexpr double shard = 4 + 6 + (8 + 12 + 8 + 12 + 8 + 8 + 8 + 16) + 6;
+};
 
 /// The optimizer step of a rank holding `dense` and `expert` parameters: Adam on its shard of
 /// the optimizer states (all of them when unsharded) and the zeroing of its gradient buffer
-/// (sharded with the gradients), memory-bound kernels at the memory's sustained bandwidth.
+/// (sharded with the gradients), memory-bound kernels at the memory's sustained bandwidth;
+/// Scaling's (--grad-all-reduce-fp32) as `scaling_step_bytes` and `scaling_bucket_bytes` say.
 inline seconds optimizer_time(const job& j, const cluster& c, double dense, double expert) {
   const long long dp_ranks = static_cast<long long>(j.dp) * j.cp;
   const auto shard_of = [&](bool split) {
     return dense / static_cast<double>(split ? dp_ranks : 1) +
            expert / static_cast<double>(split ? j.expert_dp() : 1);
   };
+  const double rate = chip_of(c).memory_bytes_per_s();
+  if (j.grad_all_reduce_fp32)  // Scaling's step, and the copies around its all-reduce
+    return seconds((scaling_step_bytes::shard * shard_of(true) +
+                    (scaling_step_bytes::whole + (dp_ranks > 1 ? scaling_bucket_bytes : 0.0)) *
+                        (dense + expert)) /
+                   rate);
   // Its gradient buffer, whole unless the gradients are sharded, is zeroed for the next step
   // in its own type (`zero_grad_buffer`).
   const double bytes =
       optimizer_bytes_per_parameter(j) * shard_of(j.sharding != dp_sharding::no_shard) +
-      states_of(j).gradients * shard_of(shards_gradients(j.sharding)) +
-      (j.grad_all_reduce_fp32 && dp_ranks > 1 ? scaling_bucket_bytes * (dense + expert) : 0.0);
-  return seconds(bytes / chip_of(c).memory_bytes_per_s());
+      states_of(j).gradients * shard_of(shards_gradients(j.sharding));
+  return seconds(bytes / rate);
 }
 
 /// Per pipeline rank, what its stages hold: parameters (dense and experts') and layers.
@@ -988,7 +1009,12 @@ inline void add_data_parallel(estimate& out, const job& j, const cluster& c,
     const double layers = std::max(1.0, held.layers[r]);
     const double edge = held.edge[r];
     const state_bytes b = states_of(j), edges = states_of(j, false);
-    const double buffers = transient_per_param * (dense + expert) / layers + held.working[r];
+    // Scaling's all-reduce holds a bucket of gradients flattened in 16 bits and in fp32.
+    const double bucket = j.grad_all_reduce_fp32 && dp_ranks > 1
+                              ? 6 * std::min(dense + expert, scaling_bucket_parameters)
+                              : 0.0;
+    const double buffers =
+        transient_per_param * (dense + expert) / layers + held.working[r] + bucket;
     out.buffers_per_rank.push_back(buffers);
     out.states_per_rank.push_back(model_state_bytes(dense - edge, dense_shards, j.sharding, b) +
                                   model_state_bytes(edge, dense_shards, j.sharding, edges) +

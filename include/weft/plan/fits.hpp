@@ -22,8 +22,9 @@ namespace weft::plan {
 struct memory_overrun {
   int rank = -1;
   std::uint32_t index = 0;
-  double states = 0, buffers = 0, activations = 0, cap = 0;
+  double states = 0, activations = 0, cap = 0;
   int units = 0;
+  double buffers = 0;  ///< of what the rank holds beside its activations, not model states
 };
 
 /// The first op, in issue order, at which a rank of estimate `e` holds more than `cap` bytes:
@@ -41,9 +42,9 @@ inline std::optional<memory_overrun> first_overrun(const estimate& e, double cap
           found = memory_overrun{.rank = r,
                                  .index = i,
                                  .states = held - buffers,
-                                 .buffers = buffers,
                                  .activations = live,
-                                 .cap = cap};
+                                 .cap = cap,
+                                 .buffers = buffers};
         }
       });
   if (found)  // the same walk in units, to the same op

@@ -237,11 +237,11 @@ inline std::optional<std::vector<std::string>> megatron_arguments(const job& j) 
 /// schedule's CSV (`weft plan --out`, torchtitan's `pipeline_parallel_schedule_csv`).
 inline std::string runtime_for(const job& j) {
   // A trainer's own (PyTorch's eager operations, Scaling's all-reduce): not Megatron's code.
-  const bool eager = j.own_trainer(), megatron = !eager && megatron_runs(j);
-  if (eager && j.pp == 1)
+  const bool own = j.own_trainer(), megatron = !own && megatron_runs(j);
+  if (own && j.pp == 1)
     return j.loss_eager() ? "PyTorch's eager operations (no pipeline)"
                           : "a PyTorch trainer as Aleph Alpha's Scaling (no pipeline)";
-  if (!eager && j.overlap_moe_ep_comm) return "Megatron-LM (its combined 1F1B)";
+  if (!own && j.overlap_moe_ep_comm) return "Megatron-LM (its combined 1F1B)";
   // Without a pipeline 1F1B is any runtime's loop over the micro-batches; a schedule of chunks
   // on one rank (DualPipeV's paired passes, the V's) is still its runtime's.
   if (j.pp == 1 && megatron)

@@ -106,9 +106,11 @@ struct job {
   /// FusedRMSNorm, FlashAttention's RMSNorm kernel), the rest eager
   bool fused_rms_norm = false;
   /// --grad-all-reduce-fp32: ZeRO-1 as Aleph Alpha's Scaling runs it (optimizer/allreduce.py):
-  /// after the backward the gradients all-reduced whole, each bucket flattened and cast to fp32
-  /// for it and back, then each rank's updated shard of the parameters all-gathered — where
-  /// Megatron's distributed optimizer reduce-scatters the gradients in their own type
+  /// each parameter's gradient kept in 16 bits, after the backward the gradients all-reduced
+  /// whole, each bucket flattened and cast to fp32 for it and back, then each rank's updated
+  /// shard of the parameters all-gathered — where Megatron's distributed optimizer
+  /// reduce-scatters the gradients in their own type. Implies --grad-reduce-in-bf16's 16-bit
+  /// gradients.
   bool grad_all_reduce_fp32 = false;
 
   constexpr long long devices() const noexcept { return static_cast<long long>(tp) * pp * dp * cp; }
@@ -446,13 +448,37 @@ inline job as_megatron_runs(const transformer& m, job j, megatron_silence silent
 }
 
 /// The bytes a parameter's states take in job `j`: its gradients in bf16 with
-/// --grad-reduce-in-bf16, the layers' weights in FP8 with --fp8-param-gather (`layers` false:
-/// the embedding's, the head's and the final norm's, which stay bf16).
+/// --grad-reduce-in-bf16 (or Scaling's, --grad-all-reduce-fp32), the layers' weights in FP8 with
+/// --fp8-param-gather (`layers` false: the embedding's, the head's and the final norm's, which stay
+/// bf16).
 constexpr state_bytes states_of(const job& j, bool layers = true) noexcept {
   state_bytes b;
-  if (j.grad_reduce_in_bf16) b.gradients = 2;
+  if (j.grad_reduce_in_bf16 || j.grad_all_reduce_fp32) b.gradients = 2;
   if (j.fp8_param_gather && layers) b.weights = 1;
   return b;
+}
+
+/// What Scaling's ZeRO-1 (--grad-all-reduce-fp32) runs with, as config errors: the optimizer's
+/// states sharded and nothing else, its all-reduce after the backward, and neither context nor
+/// expert parallelism, which its trainer does not have.
+inline void check_scaling_all_reduce(const job& j) {
+  if (!j.grad_all_reduce_fp32) return;
+  if (j.sharding != dp_sharding::optim)
+    throw config_error(
+        "--grad-all-reduce-fp32 all-reduces the gradients of a sharded optimizer (ZeRO-1): it "
+        "needs the distributed optimizer's sharding (--data-parallel-sharding-strategy optim, "
+        "the default), not " +
+        std::string(name_of(j.sharding)) +
+        (j.sharding == dp_sharding::no_shard ? " (--no-distributed-optimizer)" : ""));
+  if (j.overlap_grad_reduce)
+    throw config_error(
+        "--grad-all-reduce-fp32 all-reduces the gradients after the backward, as Scaling "
+        "does: it does not combine with --overlap-grad-reduce");
+  if (j.cp > 1 || j.ep > 1)
+    throw config_error(
+        "--grad-all-reduce-fp32 is Scaling's trainer, which has neither context nor expert "
+        "parallelism: it needs --cp 1 and --ep 1, not --cp " +
+        std::to_string(j.cp) + " and --ep " + std::to_string(j.ep));
 }
 
 /// Megatron's rules for --overlap-moe-expert-parallel-comm and --delay-wgrad-compute
@@ -509,15 +535,7 @@ inline void check_job(const transformer& m, const job& j) {
     throw config_error(
         "--fused-rms-norm keeps the RMSNorms fused among PyTorch's eager operations: it needs "
         "--eager (without it every norm is one fused kernel already)");
-  if (j.grad_all_reduce_fp32 && j.sharding != dp_sharding::optim)
-    throw config_error(
-        "--grad-all-reduce-fp32 all-reduces the gradients of a sharded optimizer (ZeRO-1): it "
-        "needs --data-parallel-sharding-strategy optim, the default, not " +
-        std::string(dp_sharding_names[static_cast<std::size_t>(j.sharding)]));
-  if (j.grad_all_reduce_fp32 && j.overlap_grad_reduce)
-    throw config_error(
-        "--grad-all-reduce-fp32 all-reduces the gradients after the backward, as Scaling "
-        "does: it does not combine with --overlap-grad-reduce");
+  check_scaling_all_reduce(j);
   check_combined_1f1b(m, j);
   if (j.layers_per_virtual_stage != 0 || j.decoder_first != 0 || j.decoder_last != 0 ||
       !j.fp8_format.empty() || !j.fp8_recipe_name.empty())
