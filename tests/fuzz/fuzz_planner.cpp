@@ -145,7 +145,7 @@ void check_estimate(const transformer& m, const job& j, const cluster& k, const 
   const double peak = *std::max_element(e.memory_per_rank.begin(), e.memory_per_rank.end());
   if (first_overrun(e, peak)) __builtin_trap();
   const std::optional<memory_overrun> over = first_overrun(e, peak * (1 - 1e-9));
-  if (!over || !(over->states + over->activations > over->cap)) __builtin_trap();
+  if (!over || !(over->needs() > over->cap)) __builtin_trap();
   // More recomputation never needs more memory.
   if (j.policy != recompute::full) {
     job more = j;

@@ -283,6 +283,7 @@ TEST_CASE("rule 5 in bytes: a rank's model states and live activations against i
   CHECK(on_last->rank == static_cast<int>(last));
   CHECK(on_last->buffers == doctest::Approx(l.buffers_per_rank[last]));
   CHECK(on_last->states == doctest::Approx(e.states_per_rank[last]));
+  CHECK(on_last->needs() > l.memory_per_rank[0]);  // the buffers count toward the cap
   CHECK(to_string(*on_last, l.sched)
             .find(" — model states " + gibibytes(on_last->states) + ", buffers " +
                   gibibytes(on_last->buffers) + " and ") != std::string::npos);

@@ -305,6 +305,12 @@ TEST_CASE("a job from JSON: weft plan's flags as keys, each checked") {
                                          "weft does not price the backward's gradient "
                                          "reduce-scatter serial again"),
                        config_error);
+  // A fusion turned off is more kernels than weft prices: refused, never ignored.
+  CHECK_THROWS_WITH_AS(plan::read_job(R"({"no-rope-fusion": true})", "job.json"),
+                       doctest::Contains("job.json: no-rope-fusion is Megatron's, and weft does "
+                                         "not price the rotary embeddings as PyTorch's separate "
+                                         "kernels"),
+                       config_error);
   // Its overlap of tensor parallelism's collectives with the GEMMs, under either spelling.
   CHECK(plan::read_job(R"({"tp_comm_overlap": true})", "job.json").spec.tp_comm_overlap);
   CHECK(plan::read_job(R"({"tp-comm-overlap": true})", "job.json").spec.tp_comm_overlap);

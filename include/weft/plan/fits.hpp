@@ -25,6 +25,8 @@ struct memory_overrun {
   double states = 0, activations = 0, cap = 0;
   int units = 0;
   double buffers = 0;  ///< of what the rank holds beside its activations, not model states
+  /// All the rank needs at that op: more than `cap`.
+  constexpr double needs() const noexcept { return states + buffers + activations; }
 };
 
 /// The first op, in issue order, at which a rank of estimate `e` holds more than `cap` bytes:
@@ -81,8 +83,7 @@ inline std::string to_string(const memory_overrun& o, const schedule& s) {
     if (o.index >= s.first_op(g) && o.index < s.slot_end[g])
       slot = static_cast<int>(g - s.first_slot(o.rank));
   return "weft: rule 5 (memory): " + weft::to_string(s.ops[o.index]) + " on " +
-         weft::detail::where(o.rank, slot) + " needs " +
-         gibibytes(o.states + o.buffers + o.activations) + " — model states " +
+         weft::detail::where(o.rank, slot) + " needs " + gibibytes(o.needs()) + " — model states " +
          gibibytes(o.states) + (o.buffers > 0 ? ", buffers " + gibibytes(o.buffers) : "") +
          " and " + std::to_string(o.units) +
          (o.units == 1 ? " live (micro-batch, chunk) unit of activations, "

@@ -110,11 +110,6 @@ inline constexpr std::string_view megatron_inert_switches[] = {
     "--disable-tp-comm-split-rs",
     "--use-flash-attn",
     "--apply-layernorm-1p",
-    "--no-masked-softmax-fusion",
-    "--no-bias-gelu-fusion",
-    "--no-bias-swiglu-fusion",
-    "--no-bias-dropout-fusion",
-    "--no-rope-fusion",
     "--cross-entropy-loss-fusion",
     "--calculate-per-token-loss",
     "--manual-gc",
@@ -208,6 +203,22 @@ inline constexpr std::pair<std::string_view, std::string_view> megatron_unpriced
      "the shared expert beside the dispatch: it would hide part of the all-to-all"},
     {"--overlap-dispatch-backward-with-experts-wgrad",
      "the dispatch's backward behind the experts' weight gradients"},
+    // Fusions turned off: more kernels and bytes than the fused ones weft prices.
+    {"--no-bias-swiglu-fusion",
+     "the gated activation as PyTorch's separate kernels: --eager prices it so, with the norms "
+     "and rotary embeddings eager too"},
+    {"--no-rope-fusion",
+     "the rotary embeddings as PyTorch's separate kernels (rotate_half): weft prices Megatron's "
+     "fused kernel (--eager: PyTorch's complex form)"},
+    {"--no-bias-gelu-fusion",
+     "the bias and GeLU as separate kernels: weft prices them fused (a model without a bias: "
+     "leave the flag out)"},
+    {"--no-bias-dropout-fusion",
+     "the bias, dropout and residual add as separate kernels: weft prices them fused (a model "
+     "without a bias or dropout: leave the flag out)"},
+    {"--no-masked-softmax-fusion",
+     "unfused attention's mask and softmax as separate kernels: weft prices the fused one (with "
+     "fused attention it changes nothing: leave the flag out)"},
     {"--num-distributed-optimizer-instances",
      "several copies of the distributed optimizer over the data-parallel ranks: weft shards "
      "over all of them"},
