@@ -572,6 +572,38 @@ struct memory_tally {
   }
 };
 
+/// Weft's first choice of a group: the fastest it says fits, and what it measured (0: it ran out
+/// of memory; -1: weft says none fits).
+struct choice {
+  double predicted = 0, measured = -1;
+  void offer(double step, double measured_step) {
+    if (predicted == 0 || step < predicted) {
+      predicted = step;
+      measured = measured_step;
+    }
+  }
+};
+
+/// Over the groups: how many first choices ran out of memory, and how far the others measured
+/// from the group's best.
+struct choice_tally {
+  int out_of_memory = 0;
+  std::vector<double> regrets;
+  void add(const choice& c, double best) {
+    if (c.measured == 0)
+      ++out_of_memory;
+    else if (c.measured > 0)
+      regrets.push_back(c.measured / best - 1);
+  }
+  void print(const char* criterion) const {
+    std::printf(
+        "Hagemann et al., weft's first choices judged to fit by the %s: %d ran out of memory; "
+        "the %zu that ran measured %.1f%% below the best at the median, %.1f%% at worst\n",
+        criterion, out_of_memory, regrets.size(), 100 * median(regrets),
+        regrets.empty() ? 0.0 : 100 * *std::max_element(regrets.begin(), regrets.end()));
+  }
+};
+
 /// `--sweeps`, Hagemann et al.: per sheet and kernel, the runs that ran, their steps measured
 /// and weft's, and weft's first choice among those it says fit — which may be one that ran out
 /// of memory.
@@ -579,7 +611,8 @@ void compare_hagemann(const cluster& a100, sweep_tally& tally, memory_tally& mem
                       memory_tally& memory_smi) {
   using bench::hagemann_runs;
   using bench::hagemann_sheets;
-  int failed_choices = 0, unplanned = 0;
+  int unplanned = 0;
+  choice_tally allocated_choices, smi_choices;
   // Two sheets hold a few configurations twice (measured again): each counted once, as first
   // measured.
   std::set<std::tuple<int, int, int, int, int, int, int>> seen;
@@ -590,7 +623,9 @@ void compare_hagemann(const cluster& a100, sweep_tally& tally, memory_tally& mem
       const bool sp_sheet = s >= 5;
       std::vector<double> measured, predicted;
       std::string points;
-      double chosen = 0, chosen_measured = -1;
+      // Weft's first choice among the runs it says fit — by the allocated peak against the
+      // device, and by what nvidia-smi would show — and what it measured (0: out of memory).
+      choice by_allocated, by_smi;
       for (const bench::hagemann_run& r : hagemann_runs) {
         if (r.sheet != static_cast<int>(s) || r.rms_kernel != rms) continue;
         if (!seen.insert({r.sheet, r.recompute, r.rms_kernel, r.micro, r.tp, r.pp, r.sp}).second)
@@ -602,12 +637,11 @@ void compare_hagemann(const cluster& a100, sweep_tally& tally, memory_tally& mem
         const estimate e = estimate_job(m, hagemann_job(sh, r), a100);
         const double peak = *std::max_element(e.memory_per_rank.begin(), e.memory_per_rank.end());
         const bool fits = peak <= a100.hbm_bytes, ran = r.step_s > 0;
+        const bool fits_smi = as_nvidia_smi(peak) <= a100.hbm_bytes;
         memory.add(ran, fits);
-        memory_smi.add(ran, as_nvidia_smi(peak) <= a100.hbm_bytes);
-        if (fits && (chosen == 0 || e.step.count() < chosen)) {
-          chosen = e.step.count();
-          chosen_measured = r.step_s;
-        }
+        memory_smi.add(ran, fits_smi);
+        if (fits) by_allocated.offer(e.step.count(), r.step_s);
+        if (fits_smi) by_smi.offer(e.step.count(), r.step_s);
         char point[96];
         const char* sp = sp_sheet ? (r.sp ? ",sp" : ",-") : "";
         if (ran)
@@ -630,15 +664,25 @@ void compare_hagemann(const cluster& a100, sweep_tally& tally, memory_tally& mem
           std::string(sh.name).c_str(), rms ? " + RMSNorm kernel" : "", sp_sheet ? ",sp" : "",
           points.c_str());
       tally.add(measured, predicted);
-      if (chosen_measured == 0) {
-        ++failed_choices;
-        std::printf("  weft's first choice among those it says fit ran out of memory\n");
+      const double best = *std::min_element(measured.begin(), measured.end());
+      std::printf("  weft's first choice among those it says fit:");
+      for (const auto& [what, c, t] :
+           {std::tuple{"allocated peak", &by_allocated, &allocated_choices},
+            std::tuple{"nvidia-smi", &by_smi, &smi_choices}}) {
+        t->add(*c, best);
+        if (c->measured == 0)
+          std::printf(" (%s) ran out of memory;", what);
+        else
+          std::printf(" (%s) measured %.1f%% below the best;", what,
+                      100 * (c->measured / best - 1));
       }
+      std::printf("\n");
     }
   std::printf(
-      "Hagemann et al.: %d first choices ran out of memory; %d runs over pipelines that "
-      "split the layers unevenly not planned\n",
-      failed_choices, unplanned);
+      "Hagemann et al.: %d runs over pipelines that split the layers unevenly not planned\n",
+      unplanned);
+  allocated_choices.print("allocated peak against the device's");
+  smi_choices.print("nvidia-smi's figure against the device's");
 }
 
 /// `--sweeps`: each measured sweep beside weft's, and how well weft orders it.
