@@ -906,6 +906,12 @@ TEST_CASE("the job as asked is judged first: the search never recommends less") 
                                          "not optim_grads_params"),
                        weft::config_error);
   o.space.sharding.reset();
+  o.space.cp = 2;  // a context-parallel size kept: Scaling has none
+  CHECK_THROWS_WITH_AS(search_configurations(m, j, c, o),
+                       doctest::Contains("neither context nor expert parallelism: it needs --cp 1 "
+                                         "and --ep 1, not --cp 2 and --ep 1"),
+                       weft::config_error);
+  o.space.cp.reset();
   job unsharded = j;
   unsharded.sharding = dp_sharding::no_shard;
   CHECK_THROWS_WITH_AS(search_configurations(m, unsharded, c, o),

@@ -764,7 +764,9 @@ inline configuration_search_result search_configurations(const transformer& m, c
   const job base = with_megatron_forms(m, asked);
   if (base.grad_all_reduce_fp32) {  // Scaling's ZeRO-1: its rules before any configuration
     job scaling = base;
-    scaling.cp = scaling.ep = 1;  // the sizes the search chooses itself
+    // The sizes the search chooses itself are 1; those the space keeps, as kept.
+    scaling.cp = o.space.cp.value_or(1);
+    scaling.ep = o.space.ep.value_or(1);
     if (o.space.sharding) scaling.sharding = *o.space.sharding;
     check_scaling_all_reduce(scaling);
   }

@@ -937,8 +937,9 @@ inline dp_traffic dp_traffic_of(const job& j, const cluster& c, double dense, do
 /// each gradient (2 + 2).
 inline constexpr double scaling_bucket_bytes = 4 + 4 + 6 + 6 + 4;
 /// Scaling's bucket: at most this many gradients flattened at once (`allreduce_bucket_size`,
-/// optimizer_config.py), held in 16 bits and again in fp32 (6 bytes each) while it is reduced.
+/// optimizer_config.py), held in 16 bits and again in fp32 while it is reduced.
 inline constexpr double scaling_bucket_parameters = 5e8;
+inline constexpr double scaling_bucket_held_bytes = 2 + 4;
 
 /// Scaling's optimizer step (optimizer.py, parameter_group.py), bytes per parameter: of the
 /// rank's whole 16-bit gradients, unscaled in place (2 + 2) and read for their norm (2) — set
@@ -1010,9 +1011,10 @@ inline void add_data_parallel(estimate& out, const job& j, const cluster& c,
     const double edge = held.edge[r];
     const state_bytes b = states_of(j), edges = states_of(j, false);
     // Scaling's all-reduce holds a bucket of gradients flattened in 16 bits and in fp32.
-    const double bucket = j.grad_all_reduce_fp32 && dp_ranks > 1
-                              ? 6 * std::min(dense + expert, scaling_bucket_parameters)
-                              : 0.0;
+    const double bucket =
+        j.grad_all_reduce_fp32 && dp_ranks > 1
+            ? scaling_bucket_held_bytes * std::min(dense + expert, scaling_bucket_parameters)
+            : 0.0;
     const double buffers =
         transient_per_param * (dense + expert) / layers + held.working[r] + bucket;
     out.buffers_per_rank.push_back(buffers);
