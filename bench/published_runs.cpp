@@ -606,13 +606,14 @@ struct choice_tally {
 
 /// `--sweeps`, Hagemann et al.: per sheet and kernel, the runs that ran, their steps measured
 /// and weft's, and weft's first choice among those it says fit — which may be one that ran out
-/// of memory.
+/// of memory. Beside weft's fit (the peak within what the device leaves a job,
+/// `allocatable_bytes`), the raw device's bytes, as weft judged before, for comparison.
 void compare_hagemann(const cluster& a100, sweep_tally& tally, memory_tally& memory,
-                      memory_tally& memory_smi) {
+                      memory_tally& memory_raw) {
   using bench::hagemann_runs;
   using bench::hagemann_sheets;
   int unplanned = 0;
-  choice_tally allocated_choices, smi_choices;
+  choice_tally weft_choices, raw_choices;
   // Two sheets hold a few configurations twice (measured again): each counted once, as first
   // measured.
   std::set<std::tuple<int, int, int, int, int, int, int>> seen;
@@ -623,9 +624,9 @@ void compare_hagemann(const cluster& a100, sweep_tally& tally, memory_tally& mem
       const bool sp_sheet = s >= 5;
       std::vector<double> measured, predicted;
       std::string points;
-      // Weft's first choice among the runs it says fit — by the allocated peak against the
-      // device, and by what nvidia-smi would show — and what it measured (0: out of memory).
-      choice by_allocated, by_smi;
+      // Weft's first choice among the runs it says fit — and among those whose peak is within
+      // the raw device — and what it measured (0: out of memory).
+      choice by_weft, by_raw;
       for (const bench::hagemann_run& r : hagemann_runs) {
         if (r.sheet != static_cast<int>(s) || r.rms_kernel != rms) continue;
         if (!seen.insert({r.sheet, r.recompute, r.rms_kernel, r.micro, r.tp, r.pp, r.sp}).second)
@@ -636,12 +637,12 @@ void compare_hagemann(const cluster& a100, sweep_tally& tally, memory_tally& mem
         }
         const estimate e = estimate_job(m, hagemann_job(sh, r), a100);
         const double peak = *std::max_element(e.memory_per_rank.begin(), e.memory_per_rank.end());
-        const bool fits = peak <= a100.hbm_bytes, ran = r.step_s > 0;
-        const bool fits_smi = as_nvidia_smi(peak) <= a100.hbm_bytes;
+        const bool fits = peak <= allocatable_bytes(a100.hbm_bytes), ran = r.step_s > 0;
+        const bool fits_raw = peak <= a100.hbm_bytes;
         memory.add(ran, fits);
-        memory_smi.add(ran, fits_smi);
-        if (fits) by_allocated.offer(e.step.count(), r.step_s);
-        if (fits_smi) by_smi.offer(e.step.count(), r.step_s);
+        memory_raw.add(ran, fits_raw);
+        if (fits) by_weft.offer(e.step.count(), r.step_s);
+        if (fits_raw) by_raw.offer(e.step.count(), r.step_s);
         char point[96];
         const char* sp = sp_sheet ? (r.sp ? ",sp" : ",-") : "";
         if (ran)
@@ -666,9 +667,8 @@ void compare_hagemann(const cluster& a100, sweep_tally& tally, memory_tally& mem
       tally.add(measured, predicted);
       const double best = *std::min_element(measured.begin(), measured.end());
       std::printf("  weft's first choice among those it says fit:");
-      for (const auto& [what, c, t] :
-           {std::tuple{"allocated peak", &by_allocated, &allocated_choices},
-            std::tuple{"nvidia-smi", &by_smi, &smi_choices}}) {
+      for (const auto& [what, c, t] : {std::tuple{"weft", &by_weft, &weft_choices},
+                                       std::tuple{"raw device", &by_raw, &raw_choices}}) {
         t->add(*c, best);
         if (c->measured == 0)
           std::printf(" (%s) ran out of memory;", what);
@@ -681,8 +681,8 @@ void compare_hagemann(const cluster& a100, sweep_tally& tally, memory_tally& mem
   std::printf(
       "Hagemann et al.: %d runs over pipelines that split the layers unevenly not planned\n",
       unplanned);
-  allocated_choices.print("allocated peak against the device's");
-  smi_choices.print("nvidia-smi's figure against the device's");
+  weft_choices.print("peak against what the device leaves a job");
+  raw_choices.print("peak against the raw device");
 }
 
 /// `--sweeps`: each measured sweep beside weft's, and how well weft orders it.
@@ -735,15 +735,15 @@ int compare_sweeps() {
     std::printf("\n");
   }
   sweep_tally hagemann_tally;
-  memory_tally memory, memory_smi;
-  compare_hagemann(a100, hagemann_tally, memory, memory_smi);
+  memory_tally memory, memory_raw;
+  compare_hagemann(a100, hagemann_tally, memory, memory_raw);
   narayanan_tally.print("Narayanan et al. 2021");
   vtrain_tally.print("vTrain");
   hagemann_tally.print("Hagemann et al. 2023");
   for (const auto& [what, t] :
-       {std::pair{"allocated", memory}, std::pair{"nvidia-smi", memory_smi}})
+       {std::pair{"what the device leaves a job", memory}, std::pair{"the raw device", memory_raw}})
     std::printf(
-        "Hagemann et al. 2023, memory (%s peak against the device's): %d runs as weft says "
+        "Hagemann et al. 2023, memory (the peak against %s): %d runs as weft says "
         "(fit or not), %d weft says fit ran out of memory, %d weft says do not fit ran\n",
         what, t.agree, t.missed_oom, t.false_oom);
   return 0;

@@ -191,7 +191,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     if (e.has_value() != x.ran) __builtin_trap();
     if (!e) return;
     const double peak = *std::max_element(e->memory_per_rank.begin(), e->memory_per_rank.end());
-    if (e->step != x.step || (peak <= k.hbm_bytes) != x.fits) __builtin_trap();
+    if (e->step != x.step || (peak <= allocatable_bytes(k.hbm_bytes)) != x.fits) __builtin_trap();
     if (x.fits && (!best.fits || x.step < best.step)) __builtin_trap();
   };
   again(best);

@@ -301,7 +301,7 @@ TEST_CASE("a cluster file names its device: the per-kernel prices take its SMs a
 
 TEST_CASE("one's own cluster from JSON: the built-in H100's figures read back, errors named") {
   const cluster_file f = read_cluster(R"({"peak_flops": 989e12, "matmul_efficiency": 0.8,
-      "attention_efficiency": 0.6, "hbm_bytes": 80e9, "hbm_bytes_per_s": 3.35e12,
+      "attention_efficiency": 0.6, "hbm_bytes": 84943715696.64, "hbm_bytes_per_s": 3.35e12,
       "devices_per_node": 8, "intra_node": {"latency_us": 2, "bytes_per_s": 450e9},
       "inter_node": {"latency_us": 10, "bytes_per_s": 50e9, "switch": "ndr"}})",
                                       "mine.json");

@@ -8,6 +8,7 @@
 #include <string>
 
 #include <weft/plan/estimate.hpp>
+#include <weft/plan/fits.hpp>
 #include <weft/plan/flags.hpp>
 #include <weft/plan/flops.hpp>
 #include <weft/plan/memory.hpp>
@@ -1838,6 +1839,18 @@ TEST_CASE("what nvidia-smi shows: the allocator's reserve and the CUDA context o
   // the CUDA context and kernels: 1573 MiB (BigScience's BLOOM chronicles).
   CHECK(as_nvidia_smi(36.618e9) == doctest::Approx(40e9 + 1573.0 * 1024 * 1024));
   CHECK(as_nvidia_smi(0) == doctest::Approx(1573.0 * 1024 * 1024));
+}
+
+TEST_CASE("what a job may allocate: the device less the CUDA context, over the reserve") {
+  // An 80 GB device: (80e9 - 1573 MiB) / (40 / 36.618) = 78.35e9 / 1.09236 = 71.73e9 bytes,
+  // 66.8 GiB; a job allocating that shows the whole device in nvidia-smi.
+  CHECK(allocatable_bytes(80e9) == doctest::Approx(71.726e9).epsilon(1e-4));
+  CHECK(gibibytes(allocatable_bytes(80e9)) == "66.8 GiB");
+  CHECK(as_nvidia_smi(allocatable_bytes(80e9)) == doctest::Approx(80e9));
+  CHECK(allocatable_text(80e9) == "66.8 GiB a job may allocate of the device's 74.5 GiB");
+  // A device no larger than the context leaves nothing, never a negative size.
+  CHECK(allocatable_bytes(1e9) == 0);
+  CHECK(allocatable_bytes(0) == 0);
 }
 
 TEST_CASE("a pass of short kernels takes at least their launches") {

@@ -169,7 +169,7 @@ void write_order(const std::string& path, const plan::plan_report& x, const plan
   const plan::plan_choice& best = x.best();
   const bool searched_faster =
       x.better && x.better->step < best.step &&
-      x.better->peak_memory_bytes <= std::max(x.hbm, best.peak_memory_bytes);
+      x.better->peak_memory_bytes <= std::max(x.allocatable, best.peak_memory_bytes);
   schedule order = searched_faster ? search::to_schedule(x.better->result.best->p)
                                    : x.found.best_estimate->sched;
   std::string what = searched_faster ? "the search's" : best.tried.schedule;
@@ -235,7 +235,7 @@ void print_job(const plan::plan_report& x) {
             << " per device); " << std::setprecision(1) << e.tflops_per_device
             << " TFLOP/s per device, MFU " << 100 * e.mfu << "%; bubble "
             << 100 * e.metrics.bubble_ratio << "%\n";
-  std::cout << "memory per stage (of " << plan::gibibytes(x.hbm) << "):";
+  std::cout << "memory per stage (of the " << plan::allocatable_text(x.hbm) << "):";
   for (std::size_t r = 0; r < e.memory_per_rank.size(); ++r)
     std::cout << (r ? ", " : " ") << "rank " << r << " " << plan::gibibytes(e.memory_per_rank[r]);
   const double most = *std::max_element(e.memory_per_rank.begin(), e.memory_per_rank.end());
@@ -304,7 +304,7 @@ void print_table(const plan::plan_report& x) {
     const double most = r.peak_memory();
     std::cout << std::setw(10) << std::setprecision(3) << r.result->step.count() << std::setw(7)
               << std::setprecision(1) << 100 * r.result->mfu << "%" << std::setw(12)
-              << plan::gibibytes(most) << (most <= x.hbm ? "" : " (over)") << "\n";
+              << plan::gibibytes(most) << (most <= x.allocatable ? "" : " (over)") << "\n";
   }
 }
 
@@ -338,7 +338,8 @@ void print_best(const plan::plan_report& x) {
       std::cout << std::setprecision(1) << gain << "% shorter than the best plan";
     else
       std::cout << "none 0.1% shorter than the best plan's";
-    std::cout << (s.peak_memory_bytes <= x.hbm ? "" : " (over the device's memory)") << "\n";
+    std::cout << (s.peak_memory_bytes <= x.allocatable ? "" : " (over what a job may allocate)")
+              << "\n";
   } else if (!x.search_note.empty()) {
     std::cout << x.search_note << "\n";
   }
@@ -390,7 +391,7 @@ void print_search(const searched& s, const plan::job& asked) {
             << std::setprecision(1) << n.considered << " configurations considered (" << n.sizings
             << " sizes, recomputations and shardings, each with its schedules) in "
             << r.seconds_taken << " s: " << n.pruned_sizes << " do not split, " << n.pruned_memory
-            << " overflow the device's memory in model states alone, " << n.pruned_bound
+            << " overflow what a job may allocate in model states alone, " << n.pruned_bound
             << " cannot beat the ones below, " << n.unexplored << " left unexplored; " << n.screened
             << " configurations screened with their most frugal plan, " << n.plans << " plans of "
             << n.simulated << " estimated\n";

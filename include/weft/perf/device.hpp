@@ -37,7 +37,7 @@ struct device {
   int sms = 0;              ///< streaming multiprocessors: the tiles of a wave; 0: no tiles
                             ///< modelled (every shape at the sustained rate)
   gemm_tile tile{};
-  double hbm_bytes = 0;        ///< memory per device
+  double hbm_bytes = 0;        ///< memory CUDA gives a process (PyTorch's "total capacity")
   double hbm_bytes_per_s = 0;  ///< peak memory bandwidth (spec sheet)
   double hbm_share = 0;        ///< the share of it a streaming kernel sustains (measured)
   /// Its node's NVLink ring collectives by size, as a share of their peak (perf/collectives.hpp;
@@ -79,7 +79,11 @@ struct device {
 
 /// The built-in devices. Sources (docs/planning.md, "Devices"):
 /// - peaks: NVIDIA's A100 and H100 SXM data sheets (bf16 dense 312 and 989 TFLOP/s, fp8 1979;
-///   HBM2e 2.039 TB/s, HBM3 3.35 TB/s, 80 GB); SMs: the Ampere and Hopper whitepapers (108, 132).
+///   HBM2e 2.039 TB/s, HBM3 3.35 TB/s); SMs: the Ampere and Hopper whitepapers (108, 132).
+/// - hbm_bytes: what CUDA gives a process of the "80 GB" (80 GiB of HBM, less the driver's
+///   reserve), as PyTorch's out-of-memory message states the device's total capacity: an A100
+///   80GB 79.35 GiB, an H100 80GB HBM3 79.11 GiB (e.g. vllm-project/vllm#27508). A job holds
+///   the CUDA context and the allocator's reserve within it (plan::allocatable_bytes).
 /// - matmul_share: the maximum achievable matmul FLOP/s measured by stas00/ml-engineering's
 ///   mamf-finder (compute/accelerator/README.md): A100 SXM bf16 271.2, H100 SXM bf16 794.5 and
 ///   fp8 1402.6 TFLOP/s (of 1979: 70.9 %).
@@ -118,7 +122,7 @@ inline constexpr device a100_sxm{
     .peak_bf16 = 312e12,
     .matmul_share = 271.2 / 312,
     .sms = 108,
-    .hbm_bytes = 80e9,
+    .hbm_bytes = 79.35 * 1024 * 1024 * 1024,
     .hbm_bytes_per_s = 2.039e12,
     .hbm_share = 1.80 / 2.04,
     .nvlink_by_size = a100_nvlink,
@@ -133,7 +137,7 @@ inline constexpr device h100_sxm{
     .peak_fp8 = 1979e12,
     .fp8_share = 1402.6 / 1979,
     .sms = 132,
-    .hbm_bytes = 80e9,
+    .hbm_bytes = 79.11 * 1024 * 1024 * 1024,
     .hbm_bytes_per_s = 3.35e12,
     .hbm_share = 2.8 / 3.35,
     .nvlink_by_size = h100_nvlink,

@@ -19,6 +19,7 @@
 #include <weft/generators/registry.hpp>
 #include <weft/plan/estimate.hpp>
 #include <weft/plan/flags.hpp>
+#include <weft/plan/memory.hpp>
 
 namespace weft::plan {
 
@@ -40,7 +41,7 @@ struct plan_choice {
   seconds step{0};
   double mfu = 0;
   double peak_memory_bytes = 0;  ///< the heaviest pipeline rank's
-  bool fits = false;             ///< within the device's HBM
+  bool fits = false;             ///< within what the device leaves a job (`allocatable_bytes`)
   std::string why;               ///< when it did not run
 };
 
@@ -287,7 +288,7 @@ inline std::pair<plan_choice, std::optional<estimate>> judge_plan(const transfor
     ch.step = e->step;
     ch.mfu = e->mfu;
     ch.peak_memory_bytes = *std::max_element(e->memory_per_rank.begin(), e->memory_per_rank.end());
-    ch.fits = ch.peak_memory_bytes <= c.hbm_bytes;
+    ch.fits = ch.peak_memory_bytes <= allocatable_bytes(c.hbm_bytes);
   }
   return {std::move(ch), std::move(e)};
 }

@@ -21,7 +21,7 @@ namespace weft::plan {
 struct cluster {
   std::string_view name;
   device_facts device;   ///< peak dense bf16 FLOP/s, HBM bandwidth (efficiency: see below)
-  double hbm_bytes = 0;  ///< a device's memory
+  double hbm_bytes = 0;  ///< the memory CUDA gives a process on a device (its "total capacity")
   int per_node = 8;      ///< devices per node
   link_model intra;      ///< device to device inside a node, one direction
   link_model inter;      ///< a device's share of its node's network, one direction
@@ -72,10 +72,11 @@ inline constexpr double a100_attention_share = perf::a100_sxm.flash_forward.last
                             989e12;
 
 /// The built-in clusters (docs/planning.md gives the sources):
-/// - a100-80g: DGX A100 — 312 TFLOP/s bf16 dense, 80 GB HBM2e at 2.04 TB/s; NVLink 3 600 GB/s
-///   (300 each way) through NVSwitch; 8 x 200 Gb/s HDR InfiniBand per node (25 GB/s a GPU).
-/// - h100-sxm: DGX H100 — 989 TFLOP/s bf16 dense, 80 GB HBM3 at 3.35 TB/s; NVLink 4 900 GB/s
-///   (450 each way); 8 x 400 Gb/s NDR InfiniBand per node (50 GB/s a GPU).
+/// - a100-80g: DGX A100 — 312 TFLOP/s bf16 dense, 80 GB HBM2e at 2.04 TB/s (79.35 GiB of it to
+///   CUDA, perf/device.hpp); NVLink 3 600 GB/s (300 each way) through NVSwitch; 8 x 200 Gb/s
+///   HDR InfiniBand per node (25 GB/s a GPU).
+/// - h100-sxm: DGX H100 — 989 TFLOP/s bf16 dense, 80 GB HBM3 at 3.35 TB/s (79.11 GiB to CUDA);
+///   NVLink 4 900 GB/s (450 each way); 8 x 400 Gb/s NDR InfiniBand per node (50 GB/s a GPU).
 /// - h800: H100 with NVLink cut to 400 GB/s (200 each way); 8 x 400 Gb/s InfiniBand per node.
 /// - ascend-910b: Atlas 800T A2 (the device of presets/) — 313 TFLOP/s fp16 dense, 60% of it
 ///   sustained, 64 GB HBM at 1.6 TB/s; HCCS as link_model::intra_node; one 200 Gb/s RoCE port
@@ -102,7 +103,7 @@ inline constexpr std::array<cluster, 4> clusters{{
                         .efficiency = a100_matmul_share,
                         .memory_bytes_per_s = 2.04e12,
                         .attention_efficiency = a100_attention_share},
-                       80e9,
+                       perf::a100_sxm.hbm_bytes,
                        8,
                        detail::gb_per_s(2, 300e9),
                        detail::gb_per_s(10, 25e9)},
@@ -112,7 +113,7 @@ inline constexpr std::array<cluster, 4> clusters{{
                         .efficiency = h100_matmul_share,
                         .memory_bytes_per_s = 3.35e12,
                         .attention_efficiency = h100_attention_share},
-                       80e9,
+                       perf::h100_sxm.hbm_bytes,
                        8,
                        detail::gb_per_s(2, 450e9),
                        detail::gb_per_s(10, 50e9)},
@@ -122,7 +123,7 @@ inline constexpr std::array<cluster, 4> clusters{{
                         .efficiency = h100_matmul_share,
                         .memory_bytes_per_s = 3.35e12,
                         .attention_efficiency = h100_attention_share},
-                       80e9,
+                       perf::h800.hbm_bytes,
                        8,
                        detail::gb_per_s(2, 200e9),
                        detail::gb_per_s(10, 50e9)},

@@ -25,6 +25,7 @@
 #include <weft/core/error.hpp>
 #include <weft/plan/best.hpp>
 #include <weft/plan/fits.hpp>
+#include <weft/plan/memory.hpp>
 
 namespace weft::plan {
 
@@ -456,7 +457,7 @@ inline configuration_pool open_configurations(const transformer& m, const job& b
                       shards_gradients(sharding) && !base.gradient_accumulation_fusion;
                   const costing_key key{tp, cp, ep, etp, mbs, form.policy, grads};
                   const model_costs& k = costs_of(key, j);
-                  if (least_states(j, k) + k.least_activation > c.hbm_bytes) {
+                  if (least_states(j, k) + k.least_activation > allocatable_bytes(c.hbm_bytes)) {
                     out.counts.pruned_memory += plans;
                     continue;
                   }
@@ -802,7 +803,7 @@ inline configuration_search_result search_configurations(const transformer& m, c
                   "sequence, dp x the micro-batch size divide the batch, ep the experts and "
                   "dp x cp, or ep x the experts' tp divide tp x dp x cp)"
             : "no configuration of " + std::to_string(out.devices) +
-                  " devices fits the model's states in the device's " + gibibytes(c.hbm_bytes) +
+                  " devices fits the model's states in the " + allocatable_text(c.hbm_bytes) +
                   " (" + std::to_string(out.counts.pruned_memory) +
                   " overflow before any "
                   "activation)");
@@ -810,8 +811,8 @@ inline configuration_search_result search_configurations(const transformer& m, c
   out.seconds_taken = elapsed();
   if (out.top.empty() && out.complete)
     throw config_error("no configuration of " + std::to_string(out.devices) +
-                       (out.devices == 1 ? " device" : " devices") + " fits in the device's " +
-                       gibibytes(c.hbm_bytes) + " (" + std::to_string(out.counts.simulated) +
+                       (out.devices == 1 ? " device" : " devices") + " fits in the " +
+                       allocatable_text(c.hbm_bytes) + " (" + std::to_string(out.counts.simulated) +
                        " estimated with every schedule; give more devices, or a smaller "
                        "micro-batch or sequence)");
   return out;

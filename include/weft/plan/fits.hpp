@@ -10,6 +10,7 @@
 #include <string>
 
 #include <weft/plan/estimate.hpp>
+#include <weft/plan/memory.hpp>
 #include <weft/schedule/live_activations.hpp>
 #include <weft/schedule/text.hpp>
 
@@ -73,10 +74,17 @@ inline std::string gibibytes(double bytes) {
   return text;
 }
 
+/// What a job may allocate of a device of `hbm` bytes, in words: "66.8 GiB a job may allocate
+/// of the device's 74.5 GiB".
+inline std::string allocatable_text(double hbm) {
+  return gibibytes(allocatable_bytes(hbm)) + " a job may allocate of the device's " +
+         gibibytes(hbm);
+}
+
 /// One line in the checker's words, e.g. "weft: rule 5 (memory): attn/F mb=3 on rank 1, slot
 /// 12 needs 107.8 GiB — model states 37.4 GiB and 9 live (micro-batch, chunk) units of
-/// activations, 70.3 GiB — over the device's 74.5 GiB" (with buffers: "model states 30.1 GiB,
-/// buffers 7.3 GiB and ...").
+/// activations, 70.3 GiB — over the 66.8 GiB a job may allocate" (with buffers: "model states 30.1
+/// GiB, buffers 7.3 GiB and ...").
 inline std::string to_string(const memory_overrun& o, const schedule& s) {
   int slot = 0;
   for (std::uint32_t g = s.first_slot(o.rank); g < s.end_slot(o.rank); ++g)
@@ -88,7 +96,7 @@ inline std::string to_string(const memory_overrun& o, const schedule& s) {
          " and " + std::to_string(o.units) +
          (o.units == 1 ? " live (micro-batch, chunk) unit of activations, "
                        : " live (micro-batch, chunk) units of activations, ") +
-         gibibytes(o.activations) + " — over the device's " + gibibytes(o.cap);
+         gibibytes(o.activations) + " — over the " + gibibytes(o.cap) + " a job may allocate";
 }
 
 }  // namespace weft::plan

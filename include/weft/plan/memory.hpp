@@ -235,6 +235,15 @@ constexpr double as_nvidia_smi(double allocated) noexcept {
   return allocated * (1 + allocator_reserve) + cuda_context_bytes;
 }
 
+/// The most a job may allocate at its peak on a device of `hbm` bytes: what is left once the
+/// CUDA context and the caching allocator's reserve are counted — `as_nvidia_smi` undone, so a
+/// job that allocates it shows the whole device in `nvidia-smi`. A plan fits when its peak is
+/// within this (66.8 GiB of an 80 GB device), not within the raw HBM: PyTorch runs out of
+/// memory when its reserve, not its allocations, reaches the device.
+constexpr double allocatable_bytes(double hbm) noexcept {
+  return hbm > cuda_context_bytes ? (hbm - cuda_context_bytes) / (1 + allocator_reserve) : 0.0;
+}
+
 /// Bytes per parameter of the model states in mixed-precision training with Adam: 16-bit
 /// weights, fp32 gradients (Megatron accumulates them in fp32), fp32 master weights and the two
 /// moments (arXiv 2104.04473; Megatron's distributed optimizer shards those 12 bytes over the
