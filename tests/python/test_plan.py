@@ -266,6 +266,9 @@ def test_scaling_zero1_all_reduce(cli_json):
     with pytest.raises(weft.ConfigError, match="needs the distributed optimizer's sharding"):
         weft.plan(model=llama, cluster="h100-sxm", dp=8, grad_all_reduce_fp32=True,
                   no_distributed_optimizer=True)
+    with pytest.raises(weft.ConfigError, match="whose pipeline engine runs 1F1B"):
+        weft.plan(model=llama, cluster="h100-sxm", pp=2, dp=4, global_batch_size=16,
+                  grad_all_reduce_fp32=True, schedule="zb-h1")
 
 
 def _without_time(found):

@@ -373,15 +373,34 @@ TEST_CASE("PyTorch's eager operations are not Megatron's to run: refused by the 
   CHECK_THROWS_WITH_AS(best_plan(m, scaling, c, {.runtime = runs_on::megatron}),
                        doctest::Contains("--grad-all-reduce-fp32 prices Scaling's ZeRO-1"),
                        weft::config_error);
-  CHECK(best_plan(m, scaling, c).best.has_value());
+  const plan_search_result engine = best_plan(m, scaling, c);
+  REQUIRE(engine.best);
+  for (const plan_choice& x : engine.judged)  // its pipeline engine runs 1F1B alone
+    CHECK(x.tried.schedule == "1f1b");
   scaling.tp = 2;  // with what only Megatron-LM runs
   scaling.sequence_parallel = scaling.tp_comm_overlap = true;
-  CHECK_THROWS_WITH_AS(best_plan(m, scaling, c),
-                       doctest::Contains("--grad-all-reduce-fp32 prices Scaling's ZeRO-1, where "
-                                         "Megatron-LM's distributed optimizer reduce-scatters the "
-                                         "gradients: no Megatron-LM run, nor what only Megatron-LM "
-                                         "runs (tp-comm-overlap"),
-                       weft::config_error);
+  CHECK_THROWS_WITH_AS(
+      best_plan(m, scaling, c),
+      doctest::Contains("--grad-all-reduce-fp32 prices Scaling's ZeRO-1, where "
+                        "Megatron-LM's distributed optimizer reduce-scatters the "
+                        "gradients: no Megatron-LM run, nor what only Megatron-LM's "
+                        "code runs (tp-comm-overlap"),
+      weft::config_error);
+  // fp16 is Megatron-LM's alone of it and torchtitan, not of a trainer of its own: Scaling
+  // scales the loss itself (core/optimizer/loss_scaler.py), and so does PyTorch's GradScaler.
+  job scaled = scaling;
+  scaled.tp = 1;
+  scaled.sequence_parallel = scaled.tp_comm_overlap = false;
+  scaled.fp16 = true;
+  CHECK(runs(scaled, runs_on::any));
+  CHECK(!runs(scaled, runs_on::torchtitan));
+  CHECK(!runs(scaled, runs_on::megatron));
+  const plan_search_result half = best_plan(m, scaled, c);
+  REQUIRE(half.best);
+  CHECK(half.judged[*half.best].ran);
+  job eager_half = j;
+  eager_half.fp16 = true;
+  CHECK(best_plan(m, eager_half, c).best.has_value());
   // Without a runtime named, PyTorch's runs it.
   const plan_search_result r = best_plan(m, j, c);
   REQUIRE(r.best);

@@ -770,6 +770,16 @@ TEST_CASE("--grad-all-reduce-fp32: Scaling's ZeRO-1, the whole gradients all-red
                        doctest::Contains("neither context nor expert parallelism: it needs --cp 1 "
                                          "and --ep 1, not --cp 2 and --ep 1"),
                        weft::config_error);
+  // Its pipeline engine runs 1F1B alone (core/nn/pipeline_schedule/train.py, DeepSpeed's
+  // TrainSchedule ported): no other schedule runs, nor is priced.
+  CHECK(runtime_for(scaling) == "Aleph Alpha's Scaling (its 1F1B pipeline engine)");
+  job zero_bubble = scaling;
+  zero_bubble.schedule = "zb-h1";
+  CHECK_FALSE(runs(zero_bubble, runs_on::any));
+  CHECK_THROWS_WITH_AS(estimate_job(m, zero_bubble, c),
+                       doctest::Contains("whose pipeline engine runs 1F1B: it needs --schedule "
+                                         "1f1b, not --schedule zb-h1"),
+                       weft::config_error);
 }
 
 TEST_CASE("Megatron's --fp16: its gradients copied to fp32 and unscaled before the step") {

@@ -898,6 +898,7 @@ TEST_CASE("the job as asked is judged first: the search never recommends less") 
   for (const configuration_choice& x : scaling.top) {
     CHECK(x.best.tried.sharding == dp_sharding::optim);
     CHECK(x.best.tried.grad_all_reduce_fp32);
+    CHECK((x.best.tried.pp == 1 || x.best.tried.schedule == "1f1b"));  // its engine's one
   }
   CHECK(scaling.counts.considered < r.counts.considered);  // FSDP's configurations left out
   // Its rules as `weft plan` states them, before any configuration: another sharding asked

@@ -347,11 +347,11 @@ inline plan_search_result best_plan(const transformer& m, const job& asked, cons
   check_cluster(c);
   check_sizes(m, base);
   check_combined_1f1b(m, base);  // its own rules before whose code runs it
-  if (base.own_trainer() && (o.runtime == runs_on::megatron || megatron_only(base)))
+  if (base.own_trainer() && (o.runtime == runs_on::megatron || megatron_code_only(base)))
     throw config_error(base.own_trainer_reason() + ": no Megatron-LM run, nor " +
                        std::string(o.runtime == runs_on::megatron
                                        ? "--runtime megatron"
-                                       : "what only Megatron-LM runs (tp-comm-overlap, fp16, "
+                                       : "what only Megatron-LM's code runs (tp-comm-overlap, "
                                          "block recomputation, experts folded below tp)"));
   if (!runs(base, o.runtime))
     throw config_error("--runtime " +

@@ -769,6 +769,7 @@ inline configuration_search_result search_configurations(const transformer& m, c
     scaling.cp = o.space.cp.value_or(1);
     scaling.ep = o.space.ep.value_or(1);
     if (o.space.sharding) scaling.sharding = *o.space.sharding;
+    scaling.schedule = "1f1b";  // the search's choice, among what Scaling runs
     check_scaling_all_reduce(scaling);
   }
   configuration_search_result out;

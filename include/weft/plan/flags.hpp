@@ -111,14 +111,18 @@ inline bool megatron_runs(const job& j) {
 enum class runs_on : std::uint8_t { any, megatron, torchtitan };
 inline constexpr std::array<std::string_view, 3> runs_on_names{"any", "megatron", "torchtitan"};
 
-/// Whether only Megatron-LM's code runs job `j`, whatever its schedule: the experts folded
-/// below tp (its parallel folding; torchtitan keeps them at tp's), Transformer Engine's
-/// userbuffers in its layers, full recomputation of the first N layers of each stage (its
-/// block method; torchtitan's counts every N-th layer), fp16 with loss scaling (torchtitan's
-/// mixed precision is bf16's).
-inline bool megatron_only(const job& j) {
-  return j.etp() != j.tp || j.tp_comm_overlap || block_recompute(j) || j.fp16;
+/// Whether job `j` needs what Megatron-LM's code alone has, whatever its schedule and trainer:
+/// the experts folded below tp (its parallel folding; torchtitan keeps them at tp's),
+/// Transformer Engine's userbuffers in its layers, full recomputation of the first N layers of
+/// each stage (its block method; torchtitan's counts every N-th layer).
+inline bool megatron_code_only(const job& j) {
+  return j.etp() != j.tp || j.tp_comm_overlap || block_recompute(j);
 }
+
+/// Whether, of Megatron-LM and torchtitan, only Megatron-LM runs job `j`: what its code alone
+/// has, or fp16 with loss scaling (torchtitan's mixed precision is bf16's). A trainer of its
+/// own scales fp16's loss itself (PyTorch's GradScaler, Scaling's loss scaler).
+inline bool megatron_only(const job& j) { return megatron_code_only(j) || j.fp16; }
 
 /// Job `j`'s recomputation in a word or two: none, selective, full — or "block N", full
 /// recomputation of the first N layers of each stage.
@@ -130,8 +134,12 @@ inline std::string recompute_text(const job& j) {
 /// Whether runtime `r` runs job `j`'s schedule.
 inline bool runs(const job& j, runs_on r) {
   // A trainer's own (PyTorch's eager operations, Scaling's all-reduce): not Megatron's code.
-  if (j.own_trainer() && (r == runs_on::megatron || megatron_only(j) || j.overlap_moe_ep_comm))
-    return false;
+  if (j.own_trainer()) {
+    if (r == runs_on::megatron || megatron_code_only(j) || j.overlap_moe_ep_comm) return false;
+    // Scaling's pipeline engine runs 1F1B alone (check_scaling_all_reduce).
+    if (j.grad_all_reduce_fp32 && j.pp > 1 && j.schedule != "1f1b") return false;
+    if (j.fp16) return r == runs_on::any;  // its own loss scaling; torchtitan's is bf16's
+  }
   // Megatron's combined 1F1B: its code only, on its interleaved schedule (or no pipeline).
   if (j.overlap_moe_ep_comm)
     return r != runs_on::torchtitan &&
@@ -241,6 +249,7 @@ inline std::string runtime_for(const job& j) {
   if (own && j.pp == 1)
     return j.loss_eager() ? "PyTorch's eager operations (no pipeline)"
                           : "a PyTorch trainer as Aleph Alpha's Scaling (no pipeline)";
+  if (j.grad_all_reduce_fp32) return "Aleph Alpha's Scaling (its 1F1B pipeline engine)";
   if (!own && j.overlap_moe_ep_comm) return "Megatron-LM (its combined 1F1B)";
   // Without a pipeline 1F1B is any runtime's loop over the micro-batches; a schedule of chunks
   // on one rank (DualPipeV's paired passes, the V's) is still its runtime's.
