@@ -722,11 +722,15 @@ TEST_CASE("--grad-all-reduce-fp32: Scaling's ZeRO-1, the whole gradients all-red
   // weight to 16 bits 4+2: 96.
   CHECK(e.optimizer.count() == doctest::Approx((96 * p1 / 2 + 30 * p1) / 1e12));
   // The same states kept, the gradients in 16 bits; and for a moment the bucket, 16 bits and
-  // fp32 of each gradient (fewer than its 5e8).
+  // fp32 of each gradient (fewer than its 5e8). The last stage holds besides the logits its
+  // pipeline engine keeps in two output buffers (parallel_module.py reads them with `get`),
+  // bf16 and whole: two micro-batches of 1024 tokens, 2 x 1024 x vocab bytes each.
+  const double logits = 2 * 1024.0 * m.vocab;
   for (std::size_t r = 0; r < 2; ++r) {
     CHECK(e.states_per_rank[r] - e.buffers_per_rank[r] ==
           doctest::Approx(megatron.states_per_rank[r]));
-    CHECK(e.buffers_per_rank[r] == doctest::Approx(6 * megatron.stages[r].params));
+    CHECK(e.buffers_per_rank[r] ==
+          doctest::Approx(6 * megatron.stages[r].params + (r == 1 ? 2 * logits : 0)));
   }
   CHECK(e.pipeline == megatron.pipeline);
   // Its gradients are 16-bit whether or not --grad-reduce-in-bf16 says so.
@@ -741,7 +745,10 @@ TEST_CASE("--grad-all-reduce-fp32: Scaling's ZeRO-1, the whole gradients all-red
   const estimate one = estimate_job(m, alone, c);
   CHECK(one.optimizer.count() == doctest::Approx((96 + 6) * p1 / 1e12));
   CHECK(one.grad_sync == weft::seconds(0));
-  CHECK(one.buffers_per_rank[1] == 0);
+  CHECK(one.buffers_per_rank[1] == doctest::Approx(2 * logits));  // no bucket: the buffers
+  job single = alone;  // one micro-batch: one buffer written
+  single.global_batch_size = 1;
+  CHECK(estimate_job(m, single, c).buffers_per_rank[1] == doctest::Approx(logits));
 
   // Its flag, and no Megatron-LM arguments: Megatron's distributed optimizer reduce-scatters.
   const std::vector<std::string> own = weft_flags(scaling);

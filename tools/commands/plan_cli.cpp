@@ -157,9 +157,10 @@ void add_runtime_flags(CLI::App& sub, weft::plan::job& j, std::vector<CLI::Optio
                                "in fp32, its cross_entropy (--eager implies it; Megatron's is "
                                "vocabulary-parallel)"));
   flags.push_back(sub.add_flag("--grad-all-reduce-fp32", j.grad_all_reduce_fp32,
-                               "ZeRO-1 as Aleph Alpha's Scaling runs it: the whole gradients "
+                               "Aleph Alpha's Scaling trainer: ZeRO-1 with the whole gradients "
                                "all-reduced in fp32 after the backward, then each rank's updated "
-                               "shard of the parameters all-gathered (Megatron reduce-scatters)"));
+                               "shard of the parameters all-gathered (Megatron reduce-scatters); "
+                               "its 1F1B pipeline engine and the logits it keeps"));
   flags.push_back(sub.add_flag("--scatter-gather-tensors-in-pipeline", j.scatter_gather_transfers,
                                "Megatron-LM's transfers until 2022: without sequence parallelism "
                                "each device sends 1/tp and the receivers all-gather it (needs "

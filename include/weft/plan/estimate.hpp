@@ -35,7 +35,8 @@ struct stage_estimate {
   double params = 0;            ///< parameters on one device but the routed experts' (tp shard)
   double expert_params = 0;     ///< the routed experts' on one device (tp and ep shards)
   double activation_bytes = 0;  ///< kept per micro-batch for the backward
-  /// What one of its passes needs beyond what it keeps, for a moment (an eager loss's backward)
+  /// What one of its passes needs beyond what it keeps, for a moment (an eager loss's
+  /// backward), with what the stage holds through the step (Scaling's output buffers)
   double working_bytes = 0;
   /// Its forward and its backward (recomputation and the dW included) by part.
   time_split forward, backward;
@@ -606,18 +607,32 @@ inline perf::layer_shard layer_shard_of(const job& j) {
           .fused_norm = j.fused_rms_norm};
 }
 
+/// The bytes Scaling's pipeline engine holds of the last stage's outputs (job `j` with
+/// `--grad-all-reduce-fp32`, micro-batches of `T` tokens): the loss reads a micro-batch's
+/// logits from the engine's output buffer and nothing takes them from it
+/// (`parallel_module.py`: `get`, not `take`), so they stay until their buffer is written again —
+/// bf16 and whole over tp (its head gathers them, `parallel_output` off), in two buffers on the
+/// last stage (`pipeline_schedule/train.py`'s buffer count), the micro-batch's and the last's.
+inline double scaling_output_buffers(const transformer& m, const job& j, double T) {
+  if (!j.grad_all_reduce_fp32) return 0;
+  return 2 * T * m.vocab * std::min(2, j.micro());
+}
+
 /// What the loss of one micro-batch of `T` tokens keeps on its stage, with the head's input
 /// (`act` bytes): Megatron's vocabulary-parallel fp32 logits, its 1/tp shard; or an eager
 /// loss's log_softmax output in fp32, the whole vocabulary's, which its backward needs two more
-/// of for a moment (nll_loss's gradient and log_softmax's input gradient).
+/// of for a moment (nll_loss's gradient and log_softmax's input gradient). Beside them, held
+/// through the step, Scaling's output buffers (`scaling_output_buffers`).
 inline void add_loss_memory(stage_estimate& out, const transformer& m, const job& j, double T,
                             double act) {
+  const double buffers = scaling_output_buffers(m, j, T);
   if (!j.loss_eager()) {
     out.activation_bytes += 4 * T * m.vocab / j.tp + act;
+    out.working_bytes = std::max(out.working_bytes, buffers);
     return;
   }
   out.activation_bytes += 4 * T * m.vocab + act;
-  out.working_bytes = std::max(out.working_bytes, 8 * T * m.vocab);
+  out.working_bytes = std::max(out.working_bytes, 8 * T * m.vocab + buffers);
 }
 
 /// Stage `st`'s costs and sizes for job `j` of model `m` on cluster `c`.

@@ -110,7 +110,8 @@ struct job {
   /// whole, each bucket flattened and cast to fp32 for it and back, then each rank's updated
   /// shard of the parameters all-gathered — where Megatron's distributed optimizer
   /// reduce-scatters the gradients in their own type. Implies --grad-reduce-in-bf16's 16-bit
-  /// gradients.
+  /// gradients. Scaling's trainer with it: its 1F1B pipeline engine (check_scaling_all_reduce)
+  /// and the last stage's logits it keeps (`scaling_output_buffers`).
   bool grad_all_reduce_fp32 = false;
 
   constexpr long long devices() const noexcept { return static_cast<long long>(tp) * pp * dp * cp; }
