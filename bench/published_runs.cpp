@@ -34,6 +34,7 @@
 #include <weft/plan/estimate.hpp>
 #include <weft/plan/flops.hpp>
 #include <weft/plan/hf_config.hpp>
+#include <weft/plan/memory.hpp>
 #include <weft/plan/presets.hpp>
 
 #ifndef WEFT_PRESETS_DIR

@@ -22,6 +22,7 @@
 #include <weft/plan/best.hpp>
 #include <weft/plan/estimate.hpp>
 #include <weft/plan/fits.hpp>
+#include <weft/plan/memory.hpp>
 
 #include "fuzz_input.hpp"
 

@@ -780,6 +780,7 @@ TEST_CASE("--grad-all-reduce-fp32: Scaling's ZeRO-1, the whole gradients all-red
   // Its pipeline engine runs 1F1B alone (core/nn/pipeline_schedule/train.py, DeepSpeed's
   // TrainSchedule ported): no other schedule runs, nor is priced.
   CHECK(runtime_for(scaling) == "Aleph Alpha's Scaling (its 1F1B pipeline engine)");
+  CHECK_FALSE(runs(scaling, runs_on::torchtitan));  // Scaling runs itself
   job zero_bubble = scaling;
   zero_bubble.schedule = "zb-h1";
   CHECK_FALSE(runs(zero_bubble, runs_on::any));

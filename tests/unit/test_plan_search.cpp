@@ -15,6 +15,7 @@
 #include <weft/plan/flags.hpp>
 #include <weft/plan/hf_config.hpp>
 #include <weft/plan/job_file.hpp>
+#include <weft/plan/memory.hpp>
 
 using namespace weft::plan;
 using weft::config_error;
@@ -461,6 +462,22 @@ TEST_CASE("the experts' tensor parallelism is searched: tp's, or folded below it
     CHECK((static_cast<long long>(t.tp) * t.dp * t.cp) % t.ep == 0);
     // Planned again as chosen, the same step: the figures are the job's.
     CHECK(estimate_job(m, t, c).step.count() == doctest::Approx(x.best.step.count()));
+  }
+  {
+    // A trainer of its own with fp16 (it scales the loss itself) runs the experts at tp's
+    // alone, folding them below tp being Megatron's code: each configuration counted with the
+    // plans its own code runs, as with etp kept at tp's.
+    job own = j;
+    own.eager = true;
+    own.fp16 = true;
+    configuration_search_options mine = o;
+    mine.space.etp.reset();
+    const configuration_search_result any = search_configurations(m, own, c, mine);
+    mine.space.etp = 2;
+    const configuration_search_result at_tp = search_configurations(m, own, c, mine);
+    REQUIRE(!any.top.empty());
+    for (const configuration_choice& x : any.top) CHECK(x.best.tried.etp() == 2);
+    CHECK(any.counts.considered == at_tp.counts.considered);
   }
   // The free search's first is the faster of the two searches' firsts, and every choice's
   // bound is below its step (the costs priced with its own etp).

@@ -162,7 +162,7 @@ const plan::plan_choice* fastest_one_way(const plan::plan_report& x) {
 }
 
 /// --out: the fastest order found, as PyTorch's schedule CSV. The search's order only when it
-/// is faster and needs no more memory than the devices have (or than the best plan, when even
+/// is faster and needs no more memory than a job may allocate (or than the best plan, when even
 /// that does not fit). DualPipe's two directions have no CSV form: when the fastest is one, the
 /// fastest plan with a form is written instead, and said so.
 void write_order(const std::string& path, const plan::plan_report& x, const plan::cluster& c) {

@@ -103,7 +103,8 @@ struct device {
 ///   H100 SXM coalesced loads 2.8 of 3.35 TB/s (84 %, Nsight Compute).
 /// - h800: the H100 SXM's compute and memory (its NVLink is cut; plan/cluster.hpp).
 /// - ascend-910b: 313 TFLOP/s fp16, 60 % sustained, 1.6 TB/s (the MindSpeed notes' device); no
-///   tile model (`sms` 0), its HBM at the A100's measured share.
+///   tile model (`sms` 0), its HBM at the A100's measured share; its memory the data sheet's
+///   64 GB (no published figure of what its runtime gives a process was found).
 namespace detail {
 /// A curve of TFLOP/s at 512, 1k, 2k, 4k, 8k and 16k tokens.
 constexpr curve by_tokens(double a, double b, double c, double d, double e, double f) noexcept {

@@ -270,7 +270,7 @@ inline std::vector<job> plan_variants(const transformer& m, const job& base,
 }
 
 /// Plan `tried` (a job of model `m` on cluster `c`) estimated: its figures and whether it fits
-/// the device's HBM, or why it does not run.
+/// what the device leaves a job (`allocatable_bytes`), or why it does not run.
 inline std::pair<plan_choice, std::optional<estimate>> judge_plan(const transformer& m,
                                                                   const job& tried,
                                                                   const cluster& c,
@@ -311,7 +311,8 @@ inline void add_judged(plan_search_result& out, plan_choice ch, std::optional<es
 }
 
 /// Estimates each of `tries` (jobs of model `m` on cluster `c`, as `o` says) and picks the
-/// fastest that fits the device's HBM — or, none fitting, the one needing the least memory.
+/// fastest that fits what the device leaves a job — or, none fitting, the one needing the least
+/// memory.
 inline plan_search_result judge_plans(
     const transformer& m, const std::vector<job>& tries, const cluster& c,
     const std::function<void(std::size_t, std::size_t)>& progress = {},
@@ -331,10 +332,10 @@ inline plan_search_result judge_plans(
 /// with the chunk counts it can take (up to `o.max_chunks`), each with the layers as `base`
 /// places them (where its layout has the stages), split evenly (where they divide) and balanced
 /// (`detail::balanced_layout`); the job as given is judged first — and picks the fastest that fits
-/// the device's HBM; with `o.runtime`, only what that runtime runs (the job as given must be). The
-/// parallel sizes, batch, recomputation and the rest stay as `base` has them. When no plan runs at
-/// all (sizes no schedule can change: heads over tp, experts over ep, the batch), throws the job's
-/// own `config_error`.
+/// what the device leaves a job; with `o.runtime`, only what that runtime runs (the job as given
+/// must be). The parallel sizes, batch, recomputation and the rest stay as `base` has them. When no
+/// plan runs at all (sizes no schedule can change: heads over tp, experts over ep, the batch),
+/// throws the job's own `config_error`.
 inline plan_search_result best_plan(const transformer& m, const job& asked, const cluster& c,
                                     plan_search_options o = {}) {
   job base = with_megatron_forms(m, asked);  // Megatron's forms as weft's, once
@@ -347,6 +348,7 @@ inline plan_search_result best_plan(const transformer& m, const job& asked, cons
   check_cluster(c);
   check_sizes(m, base);
   check_combined_1f1b(m, base);  // its own rules before whose code runs it
+  check_scaling_all_reduce(base);
   if (base.own_trainer() && (o.runtime == runs_on::megatron || megatron_code_only(base)))
     throw config_error(base.own_trainer_reason() + ": no Megatron-LM run, nor " +
                        std::string(o.runtime == runs_on::megatron

@@ -1,7 +1,7 @@
 // One's own cluster from a JSON file (`weft plan --cluster FILE.json`), in the terms of the
 // built-in ones (plan/cluster.hpp). docs/planning.md has the schema:
 //   {"peak_flops": 989e12, "matmul_efficiency": 0.8, "attention_efficiency": 0.59,
-//    "hbm_bytes": 80e9, "hbm_bytes_per_s": 3.35e12, "devices_per_node": 8,
+//    "hbm_bytes": 84.94e9, "hbm_bytes_per_s": 3.35e12, "devices_per_node": 8,
 //    "intra_node": {"latency_us": 2, "bytes_per_s": 450e9},
 //    "inter_node": {"latency_us": 10, "bytes_per_s": 50e9}, "compute_slowdown": 0.189}
 //    (optional) "data_centres": {"sites": 2, "km": 960, "convergence_ratio": 128}

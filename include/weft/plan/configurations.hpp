@@ -1,6 +1,7 @@
 // The configuration search: of every way to run a job on a number of devices — tp x pp x dp x
 // cp (ep carved from dp x cp), micro-batch size, recomputation, what the data-parallel ranks
-// shard, then schedule, chunks and layout — the fastest that fit in the device's memory.
+// shard, then schedule, chunks and layout — the fastest that fit in what the device leaves a
+// job (`allocatable_bytes`).
 // Branch and bound: sizes that cannot split the model and configurations whose model states
 // alone overflow are pruned without a cost; the rest are taken in the order of a lower bound on
 // their step (their compute, shared evenly by the pipeline ranks) and estimated with the one
@@ -41,7 +42,7 @@ struct configuration_space {
   /// "block", the first N layers of each stage; else both are tried
   std::optional<std::string> recompute_method;
   /// Block's N kept (--recompute-num-layers given); else, for each plan, the fewest layers that
-  /// fit the device's memory (`detail::judge_fewest_block`)
+  /// fit what the device leaves a job (`detail::judge_fewest_block`)
   std::optional<int> recompute_num_layers;
   std::optional<dp_sharding> sharding;
   int max_micro_batch_size = 8;    ///< micro-batch sizes tried: the powers of two up to this
@@ -67,8 +68,8 @@ struct configuration_counts {
   /// runtime runs none of, which `considered` leaves out)
   long long sizings = 0;
   /// Of `considered`: the model or the batch does not split so (Megatron refuses), the model
-  /// states alone overflow the device's memory, the lower bound is no better than the N-th best
-  /// found (or, for block recomputation, a plan that fits with nothing recomputed, cannot beat
+  /// states alone overflow what the device leaves a job, the lower bound is no better than the N-th
+  /// best found (or, for block recomputation, a plan that fits with nothing recomputed, cannot beat
   /// it so, or whose stages hold a layer each: uniform recomputation's), left when the budget
   /// ran out.
   long long pruned_sizes = 0, pruned_memory = 0, pruned_bound = 0, unexplored = 0;
@@ -271,7 +272,7 @@ inline bool splits_so(const transformer& m, const job& j, long long batch) {
 }
 
 /// Judges each of `plans` (jobs of model `m` on cluster `c` with Megatron's block
-/// recomputation) with the fewest layers of each stage recomputed that fit the device's memory,
+/// recomputation) with the fewest layers of each stage recomputed that fit what the device leaves,
 /// found by bisection: more layers recomputed keep fewer activations and cost more compute, so
 /// the fewest that fit is the plan's fastest. A plan whose stages hold one layer at most is
 /// left out where uniform recomputation is judged on its own (`uniform_judged`: block is then
@@ -440,7 +441,7 @@ inline configuration_pool open_configurations(const transformer& m, const job& b
                   // The plans a pipeline of pp ranks has (the same for every size beside it
                   // that the same code runs).
                   const auto [at, fresh] =
-                      pool.variants.try_emplace({pp, j.micro(), megatron_only(j)});
+                      pool.variants.try_emplace({pp, j.micro(), runs_as_megatron_only(j)});
                   if (fresh) at->second = static_cast<long long>(plans_of(m, j, c, sp).size());
                   const long long plans = at->second;
                   if (plans == 0) {  // the runtime runs none of its plans

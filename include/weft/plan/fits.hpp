@@ -1,6 +1,7 @@
 // Rule 5 in bytes: an estimated job against its devices' memory. Where the legality checker
 // counts live (micro-batch, chunk) units against a bound, a planned job weighs each unit at its
-// chunk's activation bytes, adds the rank's model states, and holds the sum to the device's HBM —
+// chunk's activation bytes, adds the rank's model states, and holds the sum to what the device
+// leaves a job (`allocatable_bytes`) —
 // naming the op at which a rank first needs more than it has.
 #pragma once
 
@@ -74,8 +75,8 @@ inline std::string gibibytes(double bytes) {
   return text;
 }
 
-/// What a job may allocate of a device of `hbm` bytes, in words: "66.8 GiB a job may allocate
-/// of the device's 74.5 GiB".
+/// What a job may allocate of a device of `hbm` bytes, in words: "71.2 GiB a job may allocate
+/// of the device's 79.3 GiB".
 inline std::string allocatable_text(double hbm) {
   return gibibytes(allocatable_bytes(hbm)) + " a job may allocate of the device's " +
          gibibytes(hbm);
@@ -83,7 +84,7 @@ inline std::string allocatable_text(double hbm) {
 
 /// One line in the checker's words, e.g. "weft: rule 5 (memory): attn/F mb=3 on rank 1, slot
 /// 12 needs 107.8 GiB — model states 37.4 GiB and 9 live (micro-batch, chunk) units of
-/// activations, 70.3 GiB — over the 66.8 GiB a job may allocate" (with buffers: "model states 30.1
+/// activations, 70.3 GiB — over the 71.2 GiB a job may allocate" (with buffers: "model states 30.1
 /// GiB, buffers 7.3 GiB and ...").
 inline std::string to_string(const memory_overrun& o, const schedule& s) {
   int slot = 0;

@@ -124,6 +124,12 @@ inline bool megatron_code_only(const job& j) {
 /// own scales fp16's loss itself (PyTorch's GradScaler, Scaling's loss scaler).
 inline bool megatron_only(const job& j) { return megatron_code_only(j) || j.fp16; }
 
+/// What `runs` treats as Megatron-LM's alone for job `j`: `megatron_only`, or for a trainer of
+/// its own (which scales fp16's loss itself) `megatron_code_only`.
+inline bool runs_as_megatron_only(const job& j) {
+  return j.own_trainer() ? megatron_code_only(j) : megatron_only(j);
+}
+
 /// Job `j`'s recomputation in a word or two: none, selective, full — or "block N", full
 /// recomputation of the first N layers of each stage.
 inline std::string recompute_text(const job& j) {
@@ -136,8 +142,9 @@ inline bool runs(const job& j, runs_on r) {
   // A trainer's own (PyTorch's eager operations, Scaling's all-reduce): not Megatron's code.
   if (j.own_trainer()) {
     if (r == runs_on::megatron || megatron_code_only(j) || j.overlap_moe_ep_comm) return false;
-    // Scaling's pipeline engine runs 1F1B alone (check_scaling_all_reduce).
-    if (j.grad_all_reduce_fp32 && j.pp > 1 && j.schedule != "1f1b") return false;
+    // Scaling's trainer runs itself (torchtitan is not it), its pipeline engine 1F1B alone
+    // (check_scaling_all_reduce).
+    if (j.grad_all_reduce_fp32) return r == runs_on::any && (j.pp == 1 || j.schedule == "1f1b");
     if (j.fp16) return r == runs_on::any;  // its own loss scaling; torchtitan's is bf16's
   }
   // Megatron's combined 1F1B: its code only, on its interleaved schedule (or no pipeline).

@@ -238,7 +238,7 @@ constexpr double as_nvidia_smi(double allocated) noexcept {
 /// The most a job may allocate at its peak on a device of `hbm` bytes: what is left once the
 /// CUDA context and the caching allocator's reserve are counted — `as_nvidia_smi` undone, so a
 /// job that allocates it shows the whole device in `nvidia-smi`. A plan fits when its peak is
-/// within this (66.8 GiB of an 80 GB device), not within the raw HBM: PyTorch runs out of
+/// within this (71.2 GiB of an A100 80GB's 79.35), not within the raw device: PyTorch runs out of
 /// memory when its reserve, not its allocations, reaches the device.
 constexpr double allocatable_bytes(double hbm) noexcept {
   return hbm > cuda_context_bytes ? (hbm - cuda_context_bytes) / (1 + allocator_reserve) : 0.0;
