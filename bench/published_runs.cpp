@@ -608,7 +608,8 @@ struct choice_tally {
 /// `--sweeps`, Hagemann et al.: per sheet and kernel, the runs that ran, their steps measured
 /// and weft's, and weft's first choice among those it says fit — which may be one that ran out
 /// of memory. Beside weft's fit (the peak within what the device leaves a job,
-/// `allocatable_bytes`), the raw device's bytes, as weft judged before, for comparison.
+/// `allocatable_bytes`), the peak against the raw device's bytes (no context, no reserve), for
+/// comparison.
 void compare_hagemann(const cluster& a100, sweep_tally& tally, memory_tally& memory,
                       memory_tally& memory_raw) {
   using bench::hagemann_runs;

@@ -373,6 +373,12 @@ TEST_CASE("PyTorch's eager operations are not Megatron's to run: refused by the 
   CHECK_THROWS_WITH_AS(best_plan(m, scaling, c, {.runtime = runs_on::megatron}),
                        doctest::Contains("--grad-all-reduce-fp32 prices Scaling's ZeRO-1"),
                        weft::config_error);
+  job interleaved = scaling;  // Scaling's own rule, before whose code runs it
+  interleaved.schedule = "interleaved";
+  CHECK_THROWS_WITH_AS(best_plan(m, interleaved, c),
+                       doctest::Contains("whose pipeline engine runs 1F1B: it needs --schedule "
+                                         "1f1b, not --schedule interleaved"),
+                       weft::config_error);
   const plan_search_result engine = best_plan(m, scaling, c);
   REQUIRE(engine.best);
   for (const plan_choice& x : engine.judged)  // its pipeline engine runs 1F1B alone

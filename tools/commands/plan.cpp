@@ -169,7 +169,7 @@ void write_order(const std::string& path, const plan::plan_report& x, const plan
   const plan::plan_choice& best = x.best();
   const bool searched_faster =
       x.better && x.better->step < best.step &&
-      x.better->peak_memory_bytes <= std::max(x.allocatable, best.peak_memory_bytes);
+      x.better->peak_memory_bytes <= std::max(x.allocatable(), best.peak_memory_bytes);
   schedule order = searched_faster ? search::to_schedule(x.better->result.best->p)
                                    : x.found.best_estimate->sched;
   std::string what = searched_faster ? "the search's" : best.tried.schedule;
@@ -304,7 +304,7 @@ void print_table(const plan::plan_report& x) {
     const double most = r.peak_memory();
     std::cout << std::setw(10) << std::setprecision(3) << r.result->step.count() << std::setw(7)
               << std::setprecision(1) << 100 * r.result->mfu << "%" << std::setw(12)
-              << plan::gibibytes(most) << (most <= x.allocatable ? "" : " (over)") << "\n";
+              << plan::gibibytes(most) << (most <= x.allocatable() ? "" : " (over)") << "\n";
   }
 }
 
@@ -338,7 +338,7 @@ void print_best(const plan::plan_report& x) {
       std::cout << std::setprecision(1) << gain << "% shorter than the best plan";
     else
       std::cout << "none 0.1% shorter than the best plan's";
-    std::cout << (s.peak_memory_bytes <= x.allocatable ? "" : " (over what a job may allocate)")
+    std::cout << (s.peak_memory_bytes <= x.allocatable() ? "" : " (over what a job may allocate)")
               << "\n";
   } else if (!x.search_note.empty()) {
     std::cout << x.search_note << "\n";

@@ -142,9 +142,8 @@ inline bool runs(const job& j, runs_on r) {
   // A trainer's own (PyTorch's eager operations, Scaling's all-reduce): not Megatron's code.
   if (j.own_trainer()) {
     if (r == runs_on::megatron || megatron_code_only(j) || j.overlap_moe_ep_comm) return false;
-    // Scaling's trainer runs itself (torchtitan is not it), its pipeline engine 1F1B alone
-    // (check_scaling_all_reduce).
-    if (j.grad_all_reduce_fp32) return r == runs_on::any && (j.pp == 1 || j.schedule == "1f1b");
+    // Scaling's trainer runs itself (torchtitan is not it), with its pipeline engine's schedule.
+    if (j.grad_all_reduce_fp32) return r == runs_on::any && scaling_engine_runs(j);
     if (j.fp16) return r == runs_on::any;  // its own loss scaling; torchtitan's is bf16's
   }
   // Megatron's combined 1F1B: its code only, on its interleaved schedule (or no pipeline).

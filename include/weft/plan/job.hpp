@@ -459,10 +459,14 @@ constexpr state_bytes states_of(const job& j, bool layers = true) noexcept {
   return b;
 }
 
+/// Whether Scaling's pipeline engine runs job `j`'s schedule: 1F1B, its one
+/// (`core/nn/pipeline_schedule/train.py`, DeepSpeed's TrainSchedule ported), or no pipeline.
+inline bool scaling_engine_runs(const job& j) { return j.pp == 1 || j.schedule == "1f1b"; }
+
 /// What Scaling's ZeRO-1 (--grad-all-reduce-fp32) runs with, as config errors: the optimizer's
 /// states sharded and nothing else, its all-reduce after the backward, neither context nor
-/// expert parallelism, which its trainer does not have, and its pipeline engine's one schedule,
-/// 1F1B (`core/nn/pipeline_schedule/train.py`, DeepSpeed's TrainSchedule ported).
+/// expert parallelism, which its trainer does not have, and its pipeline engine's one schedule
+/// (`scaling_engine_runs`).
 inline void check_scaling_all_reduce(const job& j) {
   if (!j.grad_all_reduce_fp32) return;
   if (j.sharding != dp_sharding::optim)
@@ -481,7 +485,7 @@ inline void check_scaling_all_reduce(const job& j) {
         "--grad-all-reduce-fp32 is Scaling's trainer, which has neither context nor expert "
         "parallelism: it needs --cp 1 and --ep 1, not --cp " +
         std::to_string(j.cp) + " and --ep " + std::to_string(j.ep));
-  if (j.pp > 1 && j.schedule != "1f1b")
+  if (!scaling_engine_runs(j))
     throw config_error(
         "--grad-all-reduce-fp32 is Scaling's trainer, whose pipeline engine runs 1F1B: it needs "
         "--schedule 1f1b, not --schedule " +

@@ -151,10 +151,9 @@ inline std::optional<order_search> search_orders(const estimate& b, const report
 struct plan_report {
   transformer model;
   job asked;
-  std::string cluster;     ///< the cluster's name as the user gave it
-  double hbm = 0;          ///< a device's memory, bytes
-  double allocatable = 0;  ///< of it, what a job may allocate (`allocatable_bytes`)
-  estimate e;              ///< the job as asked
+  std::string cluster;  ///< the cluster's name as the user gave it
+  double hbm = 0;       ///< a device's memory, bytes
+  estimate e;           ///< the job as asked
   std::optional<memory_overrun> over;
   std::string over_text;
   std::vector<schedule_row> table;
@@ -162,6 +161,8 @@ struct plan_report {
   std::optional<order_search> better;
   std::string search_note;
   const plan_choice& best() const { return found.judged[*found.best]; }
+  /// Of a device's memory, what a job may allocate (`allocatable_bytes`).
+  double allocatable() const { return allocatable_bytes(hbm); }
 };
 
 /// Plans job `j` of model `m` on cluster `c` (called `cluster_name`): its estimate (or a
@@ -175,7 +176,6 @@ inline plan_report make_report(const transformer& m, const job& given, const clu
   x.asked = j;
   x.cluster = std::move(cluster_name);
   x.hbm = c.hbm_bytes;
-  x.allocatable = allocatable_bytes(c.hbm_bytes);
   x.e = estimate_or_hint(m, j, c);
   x.table = schedule_table(m, j, c, x.e);
   // The best plan: every schedule, chunk count and placement of the layers for the same sizes.
@@ -187,7 +187,7 @@ inline plan_report make_report(const transformer& m, const job& given, const clu
         "schedules";
   else if (o.search_budget_s > 0)
     x.better = search_orders(*x.found.best_estimate, o, x.search_note);
-  x.over = first_overrun(x.e, x.allocatable);
+  x.over = first_overrun(x.e, x.allocatable());
   if (x.over) x.over_text = to_string(*x.over, x.e.sched);
   return x;
 }
@@ -257,7 +257,7 @@ inline nlohmann::ordered_json to_json(const plan_report& x) {
   j["nvidia_smi_bytes_per_stage"] = bytes(shown);
   j["breakdown_per_rank"] = breakdown_json(e);
   j["hbm_bytes"] = detail::whole_bytes(x.hbm);
-  j["allocatable_bytes"] = detail::whole_bytes(x.allocatable);
+  j["allocatable_bytes"] = detail::whole_bytes(x.allocatable());
   j["fits"] = !x.over;
   if (x.over) j["memory_overrun"] = x.over_text;
   json rows = json::array();
