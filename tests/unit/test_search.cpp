@@ -219,6 +219,40 @@ TEST_CASE("a V's rank, relaxed: its optimum, worked by hand") {
   CHECK(solve(x) == std::numeric_limits<double>::infinity());
 }
 
+TEST_CASE("a V's relaxation visits only the states a cap lets it reach") {
+  // One micro-batch, counted by hand as (fa, fb, xb, xa) and the dW w may hold: (0,0,0,0) w 0;
+  // (1,0,0,0) w 0; (1,1,0,0) w 0; (1,1,1,0) w 0-1; (1,1,1,1) w 0-2: 8. Under a cap of 1 two
+  // forwards need a dW done: (1,1,0,0) none, (1,1,1,0) w 1, (1,1,1,1) w 1-2: 5.
+  constexpr std::size_t any = std::numeric_limits<std::size_t>::max();
+  CHECK(vee_states::count(1, 0, any) == 8);
+  CHECK(vee_states::count(1, 1, any) == 5);
+  CHECK(vee_states(1, 0).size() == 8);
+  CHECK(vee_states(1, 1).size() == 5);
+  // Counting stops once past the limit it is given.
+  CHECK(vee_states::count(64, 0, 1000) > 1000);
+  CHECK(vee_states::count(64, 0, 1000) < 100'000);
+  // The cap keeps 64 micro-batches under a cap of 32 within the limit; without a cap they are
+  // beyond it, and the V's one-rank bound is left to the others.
+  CHECK(vee_states::count(64, 32, any) <= max_vee_rank_states);
+  CHECK(vee_states::count(64, 0, any) > max_vee_rank_states);
+  unit_problem open = moe_vee(4, 64);
+  open.model.max_live = 0;
+  CHECK(bounds_of(open).one_rank.count() == 0);
+}
+
+TEST_CASE("a V beyond 32 micro-batches gets its one-rank bound under a cap") {
+  // pp 8, 48 micro-batches of MoE sub-stages under a cap of 16 (1F1B's memory): the relaxation
+  // sees the wait for each rank's first forward of its second chunk, which the work bound does
+  // not; and it holds against every plan the generators and a short search make.
+  const unit_problem q = moe_vee(8, 48);
+  const auto r = find_schedule(q, {.max_evaluations = 30});
+  REQUIRE(r.best);
+  CHECK(r.bound.one_rank > r.bound.work);
+  CHECK(r.bound.one_rank.count() <= r.best->makespan.count() + 1e-9);
+  for (const auto& g : r.generators)
+    if (g.result) CHECK(r.bound.one_rank.count() <= g.result->makespan.count() + 1e-9);
+}
+
 TEST_CASE("the one-rank bound holds (never above the optimum or a plan found) and is tighter") {
   // Against the exhaustive optimum of small problems, with caps and transfers.
   const unit_problem tiny[] = {

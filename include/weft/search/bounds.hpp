@@ -28,8 +28,10 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cstddef>
 #include <limits>
 #include <string>
+#include <vector>
 
 #include <weft/core/error.hpp>
 #include <weft/generators/stage_ops.hpp>
@@ -251,28 +253,98 @@ struct vee_rank_relaxation : rank_steps {  // a step's compute: either chunk's
   double pair = std::numeric_limits<double>::infinity();  ///< F overlapped with B; inf: none
 };
 
-/// The exact optimum of the V relaxation, by the same kind of programme over (forwards of a,
-/// forwards of b, backwards of b, backwards of a, dW) done — C(n+4, 4) (2n+1) states. The
-/// releases of b's steps follow from the earliest start of a's forward of the micro-batch.
-inline double solve(const vee_rank_relaxation& x) {
-  constexpr double inf = std::numeric_limits<double>::infinity();
-  const int n = x.n;
-  const auto choose = [](std::size_t v, std::size_t k) {
-    if (v < k) return std::size_t{0};
+/// The states of the V relaxation that can be reached, packed: fa >= fb >= xb >= xa, w <= xa + xb
+/// dW done, and under a cap fa + fb - w <= cap (a forward starts only with room). A row per
+/// (fa, fb, xb), ranked in the combinatorial number system; in it, xa by xa, each its range of
+/// w. The cap is what keeps them few: 64 micro-batches under a cap of 32 reach 1.5 million of
+/// the 105 million a dense table of (fa, fb, xb, xa, w) would hold.
+class vee_states {
+ public:
+  vee_states(int n, int cap) : cap_(cap) {
+    rows_.reserve(choose(static_cast<std::size_t>(n) + 3, 3));
+    std::size_t total = 0;
+    for_each_row(n, [&](int fa, int fb, int xb) {
+      rows_.push_back(total);  // in rank order: rank3(fa, fb, xb) is this row's place
+      total += row_size(fa, fb, xb, cap);
+      return true;
+    });
+    size_ = total;
+  }
+
+  /// How many states `n` micro-batches under `cap` reach, counted no further than past `limit`
+  /// — without building the table.
+  static std::size_t count(int n, int cap, std::size_t limit) {
+    std::size_t total = 0;
+    for_each_row(n, [&](int fa, int fb, int xb) {
+      total += row_size(fa, fb, xb, cap);
+      return total <= limit;
+    });
+    return total;
+  }
+
+  std::size_t size() const noexcept { return size_; }
+  /// The fewest dW done after fa + fb forwards: under a cap, all but cap of the units freed.
+  int lowest_w(int fa, int fb) const noexcept { return lowest_w(fa, fb, cap_); }
+  /// The fewest backwards of a in a state of the row: enough that some w is allowed.
+  int lowest_xa(int fa, int fb, int xb) const noexcept { return lowest_xa(fa, fb, xb, cap_); }
+  std::size_t index(int fa, int fb, int xb, int xa, int w) const noexcept {
+    const int lo = lowest_w(fa, fb);
+    return rows_[rank3(fa, fb, xb)] + within(lowest_xa(fa, fb, xb), xb - lo + 1, xa) +
+           static_cast<std::size_t>(w - lo);
+  }
+
+ private:
+  static int lowest_w(int fa, int fb, int cap) noexcept {
+    return cap == 0 ? 0 : std::max(0, fa + fb - cap);
+  }
+  static int lowest_xa(int fa, int fb, int xb, int cap) noexcept {
+    return std::max(0, lowest_w(fa, fb, cap) - xb);
+  }
+  static std::size_t choose(std::size_t v, std::size_t k) noexcept {
+    if (v < k) return 0;
     std::size_t r = 1;
     for (std::size_t j = 1; j <= k; ++j) r = r * (v - k + j) / j;
     return r;
-  };
-  const auto W = static_cast<std::size_t>(2 * n + 1);
-  // Non-increasing (fa, fb, xb, xa), ranked in the combinatorial number system.
-  const auto rank4 = [&](int fa, int fb, int xb, int xa) {
-    return choose(static_cast<std::size_t>(fa) + 3, 4) +
-           choose(static_cast<std::size_t>(fb) + 2, 3) +
-           choose(static_cast<std::size_t>(xb) + 1, 2) + static_cast<std::size_t>(xa);
-  };
-  std::vector<double> t(choose(static_cast<std::size_t>(n) + 4, 4) * W, inf);
+  }
+  static std::size_t rank3(int fa, int fb, int xb) noexcept {
+    return choose(static_cast<std::size_t>(fa) + 2, 3) +
+           choose(static_cast<std::size_t>(fb) + 1, 2) + static_cast<std::size_t>(xb);
+  }
+  /// The rows (fa, fb, xb) in rank order, while `visit` says go on.
+  template <class Visit>
+  static void for_each_row(int n, Visit&& visit) {
+    for (int fa = 0; fa <= n; ++fa)
+      for (int fb = 0; fb <= fa; ++fb)
+        for (int xb = 0; xb <= fb; ++xb)
+          if (!visit(fa, fb, xb)) return;
+  }
+  /// The states before xa's in a row whose first xa is xa0, each xa holding xa + c of them:
+  /// the k = xa - xa0 values before it hold xa0 + c, xa0 + c + 1, ..., k (xa0 + c) + k (k - 1) / 2.
+  static std::size_t within(int xa0, int c, int xa) noexcept {
+    const auto k = static_cast<std::size_t>(xa - xa0);
+    return k * static_cast<std::size_t>(c + xa0) + k * (k - 1) / 2;
+  }
+  static std::size_t row_size(int fa, int fb, int xb, int cap) noexcept {
+    const int xa0 = lowest_xa(fa, fb, xb, cap);
+    return xa0 > xb ? 0 : within(xa0, xb - lowest_w(fa, fb, cap) + 1, xb + 1);
+  }
+
+  int cap_ = 0;
+  std::vector<std::size_t> rows_;
+  std::size_t size_ = 0;
+};
+
+/// The exact optimum of the V relaxation, by the same kind of programme over (forwards of a,
+/// forwards of b, backwards of b, backwards of a, dW) done, over the states it can reach
+/// (`vee_states`). The releases of b's steps follow from the earliest start of a's forward of
+/// the micro-batch.
+inline double solve(const vee_rank_relaxation& x) {
+  constexpr double inf = std::numeric_limits<double>::infinity();
+  const int n = x.n;
+  const vee_states states(n, x.cap);
+  std::vector<double> t(states.size(), inf);
   const auto at = [&](int fa, int fb, int xb, int xa, int w) -> double& {
-    return t[rank4(fa, fb, xb, xa) * W + static_cast<std::size_t>(w)];
+    return t[states.index(fa, fb, xb, xa, w)];
   };
   const auto N = static_cast<std::size_t>(n);
   std::vector<double> start_a(N, inf), ready_fb(N, inf), ready_xb(N, inf), ready_xa(N, inf);
@@ -291,8 +363,8 @@ inline double solve(const vee_rank_relaxation& x) {
     }
     for (int fb = 0; fb <= fa; ++fb)
       for (int xb = 0; xb <= fb; ++xb)
-        for (int xa = 0; xa <= xb; ++xa)
-          for (int w = 0; w <= xa + xb; ++w) {
+        for (int xa = states.lowest_xa(fa, fb, xb); xa <= xb; ++xa)
+          for (int w = states.lowest_w(fa, fb); w <= xa + xb; ++w) {
             const double now = at(fa, fb, xb, xa, w);
             if (now == inf) continue;
             const bool room = x.cap == 0 || fa + fb - w < x.cap;
@@ -350,8 +422,11 @@ inline double solve(const vee_rank_relaxation& x) {
 /// The one-rank bound's size limit: beyond it (a programme of n^3 / 6 states per rank, several
 /// times), the bound is left at 0.
 inline constexpr int max_one_rank_micro = 128;
-/// The same for a V: C(n+4, 4) (2n+1) states per rank (32 micro-batches: 3.8 million).
-inline constexpr int max_vee_rank_micro = 32;
+/// The same for a V: up to 256 micro-batches (its table of rows holds C(n+3, 3)) and 4 million
+/// states reached a rank (`vee_states`; without a cap, 1.2 million at 32 micro-batches and 3.4
+/// at 40; under a cap of 32, 1.5 million at 64 and 3.5 at 128).
+inline constexpr int max_vee_rank_micro = 256;
+inline constexpr std::size_t max_vee_rank_states = 4'000'000;
 
 namespace detail {
 /// A rank's steps as the relaxations see them, from problem `q`.
@@ -452,15 +527,17 @@ T one_rank_bound(const basic_problem<T>& q, bool split, const basic_timeline<T>&
   return T(best);
 }
 
-/// The one-rank bound of a V (0 for anything else, or beyond max_vee_rank_micro): each rank's
-/// relaxation on its own, its first forward released as the first chunk's rank forwards in
-/// order, the paths between its steps from the runs alone (dX chains: the soonest).
+/// The one-rank bound of a V (0 for anything else, or beyond max_vee_rank_micro or
+/// max_vee_rank_states): each rank's relaxation on its own, its first forward released as the
+/// first chunk's rank forwards in order, the paths between its steps from the runs alone (dX
+/// chains: the soonest).
 template <time_type T>
 T vee_rank_bound(const basic_problem<T>& q, bool split, const chunks_alone& alone,
                  const basic_timeline<T>& run, const program& p) {
   const model_desc& m = q.model;
   if (m.bidirectional || m.place != placement::vee || m.chunks_per_rank != 2 ||
-      m.micro > max_vee_rank_micro)
+      m.micro > max_vee_rank_micro ||
+      vee_states::count(m.micro, m.max_live, max_vee_rank_states) > max_vee_rank_states)
     return T{0};
   const int C = m.chunks(), R = m.ranks, n = m.micro;
   constexpr double inf = std::numeric_limits<double>::infinity();
