@@ -3,15 +3,16 @@
 //
 // Method (docs/search.md has the why): seed with every generator that applies to the model;
 // add the list scheduler's plans over a grid of policies (live limit, fused or split backward,
-// pairs, chunk preference, dW placement); then improve the best few by local search — moves
-// that keep each chunk's micro-batches in order (swap adjacent steps, move a dW later or
-// earlier, split a backward into dX and dW or merge them back, pair a forward with an adjacent
-// backward or part them; and, one move in eight, ruin and recreate: keep every rank's steps up to
-// a random point and let a random list-scheduler policy decide the rest), accepted by
-// late-acceptance hill climbing. Every plan is judged by
-// `evaluate`: built, proven legal by the checker (memory cap included) and simulated. The
-// sequence of evaluations depends only on the problem and the seed, so the result is the same
-// for a seed whenever the evaluation cap, not the time budget, ends the search.
+// pairs, chunk preference, dW placement), and for a generator whose plan breaks the memory cap,
+// its steps up to the cap finished by each policy that pairs as it does; then improve the best
+// few by local search — moves that keep each chunk's micro-batches in order (swap adjacent
+// steps, move a dW later or earlier, split a backward into dX and dW or merge them back, pair a
+// forward with an adjacent backward or part them; and, one move in eight, ruin and recreate:
+// keep every rank's steps up to a random point and let a random list-scheduler policy decide the
+// rest), accepted by late-acceptance hill climbing. Every plan is judged by `evaluate`: built,
+// proven legal by the checker (memory cap included) and simulated. The sequence of evaluations
+// depends only on the problem and the seed, so the result is the same for a seed whenever the
+// evaluation cap, not the time budget, ends the search.
 #pragma once
 
 #include <algorithm>
@@ -359,6 +360,25 @@ inline std::vector<list_policy> policy_grid(const model_desc& m, int cap, bool s
   return policies;
 }
 
+/// How many steps of each rank of `p` hold at most `cap` live units: a forward claims one (an
+/// overlapped pair's forward before its backward frees one), a fused backward or a dW frees one.
+/// Where a generator's plan breaks the cap, its steps up to there are what it does within it.
+inline std::vector<std::size_t> steps_within(const step_order& p, int cap) {
+  std::vector<std::size_t> keep(p.ranks.size());
+  for (std::size_t r = 0; r < p.ranks.size(); ++r) {
+    int live = 0;
+    std::size_t k = 0;
+    for (; k < p.ranks[r].size(); ++k) {
+      const action a = p.ranks[r][k].a;
+      if ((a == action::F || a == action::FB) && live + 1 > cap) break;
+      if (a == action::F) ++live;
+      if (a == action::B || a == action::W) --live;
+    }
+    keep[r] = k;
+  }
+  return keep;
+}
+
 /// Local search from the best few distinct `starts`, in turn, until `out_of_budget()`: each
 /// move either a small change of the plan (`detail::move`) or, one time in eight, ruin and
 /// recreate (keep every rank's steps up to a random point, let a random policy decide the
@@ -446,7 +466,8 @@ search_result<T> find_schedule(const basic_problem<T>& q, const search_options& 
   // 1. Every generator that applies. Without split backwards, a generator that splits them
   //    (ZB-H1, ZB-V) is outside the problem asked — and outside what its bounds (fused
   //    backwards only) hold for.
-  for (const generator_order& g : generator_orders(m, q.overlap)) {
+  std::vector<generator_order> over_cap;  // plans that apply but break the cap
+  for (generator_order& g : generator_orders(m, q.overlap)) {
     generator_row<T> row{g.name, std::nullopt, g.why};
     if (g.p && !opt.split && detail::splits_backwards(*g.p))
       row.why =
@@ -454,6 +475,7 @@ search_result<T> find_schedule(const basic_problem<T>& q, const search_options& 
           "(search_options::split)";
     else if (g.p)
       row.result = judge(*g.p, g.name, &row.why);
+    if (g.p && !row.result && m.max_live > 0) over_cap.push_back(std::move(g));
     out.generators.push_back(std::move(row));
   }
   // 2. The list scheduler over its policies. A rank holds at most a unit per micro-batch and
@@ -469,6 +491,23 @@ search_result<T> find_schedule(const basic_problem<T>& q, const search_options& 
     const std::optional<step_order> p = list_schedule(q, pol);
     if (!p) continue;
     if (auto s = judge(*p, "list scheduler")) starts.push_back(std::move(*s));
+  }
+  // 2b. A generator's plan that breaks the cap, kept up to where it would and finished by each
+  //     policy that pairs as it does: DualPipeV's pairs hold a unit more than its warm-up
+  //     claims, so a cap of 2·ranks halves (ZB-V's) refuses it by one, and this keeps most of it.
+  for (const generator_order& g : over_cap) {
+    const std::vector<std::size_t> keep = detail::steps_within(*g.p, m.max_live);
+    bool pairs = false;
+    for (const auto& rank : g.p->ranks)
+      for (const step& x : rank) pairs = pairs || x.a == action::FB;
+    for (const list_policy& pol : policies) {
+      if (out_of_budget()) break;
+      if (pol.pair != pairs) continue;
+      const std::optional<step_order> p = list_schedule(q, pol, &*g.p, keep);
+      if (!p) continue;
+      if (auto s = judge(*p, g.name + ", finished by the list scheduler"))
+        starts.push_back(std::move(*s));
+    }
   }
   // 3. Local search from the best starts; nothing legal (no generator applies and no policy
   //    fits the cap) leaves nothing to start from.
