@@ -596,6 +596,13 @@ TEST_CASE("a generator's plan over the cap is kept up to it and finished by the 
   REQUIRE(zbv);
   CHECK(r.best->makespan.count() < 0.97 * zbv->makespan.count());
   CHECK(r.best->makespan.count() >= r.bound.best().count());
+  // Without split backwards, DualPipeV (its edges split) is outside the problem: it is neither
+  // judged nor finished, and no plan found splits.
+  const search_result<units> fused =
+      find_schedule(moe_vee(8, 16), {.max_evaluations = 300, .split = false});
+  REQUIRE(fused.best);
+  CHECK(fused.found_by != "dualpipev, finished by the list scheduler");
+  CHECK_FALSE(search::detail::splits_backwards(fused.best->p));
 }
 
 TEST_CASE("a plan at the lower bound ends the search: it is optimal") {

@@ -253,11 +253,11 @@ struct vee_rank_relaxation : rank_steps {  // a step's compute: either chunk's
   double pair = std::numeric_limits<double>::infinity();  ///< F overlapped with B; inf: none
 };
 
-/// The states of the V relaxation that can be reached, packed: fa >= fb >= xb >= xa, w <= xa + xb
-/// dW done, and under a cap fa + fb - w <= cap (a forward starts only with room). A row per
-/// (fa, fb, xb), ranked in the combinatorial number system; in it, xa by xa, each its range of
-/// w. The cap is what keeps them few: 64 micro-batches under a cap of 32 reach 1.5 million of
-/// the 105 million a dense table of (fa, fb, xb, xa, w) would hold.
+/// The states of the V relaxation that can be reached, packed: fa >= fb >= xb >= xa, at most
+/// xa + xb dW done (w), and under a cap fa + fb - w <= cap (a forward starts only with room). A
+/// row per (fa, fb, xb), ranked in the combinatorial number system; in it, xa by xa, each its
+/// range of w. The cap is what keeps them few: 64 micro-batches under a cap of 32 reach 1.5
+/// million of the 105 million a dense table of (fa, fb, xb, xa, w) would hold.
 class vee_states {
  public:
   vee_states(int n, int cap) : cap_(cap) {

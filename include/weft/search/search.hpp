@@ -466,16 +466,17 @@ search_result<T> find_schedule(const basic_problem<T>& q, const search_options& 
   // 1. Every generator that applies. Without split backwards, a generator that splits them
   //    (ZB-H1, ZB-V) is outside the problem asked — and outside what its bounds (fused
   //    backwards only) hold for.
-  std::vector<generator_order> over_cap;  // plans that apply but break the cap
+  std::vector<generator_order> over_cap;  // judged and refused (under a cap: by it, mostly)
   for (generator_order& g : generator_orders(m, q.overlap)) {
     generator_row<T> row{g.name, std::nullopt, g.why};
     if (g.p && !opt.split && detail::splits_backwards(*g.p))
       row.why =
           "splits backwards into dX and dW, which this search does not "
           "(search_options::split)";
-    else if (g.p)
+    else if (g.p) {
       row.result = judge(*g.p, g.name, &row.why);
-    if (g.p && !row.result && m.max_live > 0) over_cap.push_back(std::move(g));
+      if (!row.result && m.max_live > 0) over_cap.push_back(std::move(g));
+    }
     out.generators.push_back(std::move(row));
   }
   // 2. The list scheduler over its policies. A rank holds at most a unit per micro-batch and
@@ -492,17 +493,21 @@ search_result<T> find_schedule(const basic_problem<T>& q, const search_options& 
     if (!p) continue;
     if (auto s = judge(*p, "list scheduler")) starts.push_back(std::move(*s));
   }
-  // 2b. A generator's plan that breaks the cap, kept up to where it would and finished by each
-  //     policy that pairs as it does: DualPipeV's pairs hold a unit more than its warm-up
-  //     claims, so a cap of 2·ranks halves (ZB-V's) refuses it by one, and this keeps most of it.
+  // 2b. A generator's plan of overlapped pairs that breaks the cap, kept up to where it would
+  //     and finished by each pairing policy: DualPipeV's pairs hold a unit more than its
+  //     warm-up claims, so a cap of 2·ranks halves (ZB-V's) refuses it by one, and this keeps
+  //     most of it. Only pairs: every unpaired warm-up is already one of the grid's policies.
   for (const generator_order& g : over_cap) {
     const std::vector<std::size_t> keep = detail::steps_within(*g.p, m.max_live);
-    bool pairs = false;
-    for (const auto& rank : g.p->ranks)
-      for (const step& x : rank) pairs = pairs || x.a == action::FB;
+    bool pairs = false, cut = false;
+    for (std::size_t r = 0; r < keep.size(); ++r) {
+      cut = cut || keep[r] < g.p->ranks[r].size();  // else refused for another reason
+      for (const step& x : g.p->ranks[r]) pairs = pairs || x.a == action::FB;
+    }
+    if (!pairs || !cut) continue;
     for (const list_policy& pol : policies) {
       if (out_of_budget()) break;
-      if (pol.pair != pairs) continue;
+      if (!pol.pair) continue;
       const std::optional<step_order> p = list_schedule(q, pol, &*g.p, keep);
       if (!p) continue;
       if (auto s = judge(*p, g.name + ", finished by the list scheduler"))
