@@ -17,6 +17,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <random>
@@ -360,23 +361,100 @@ inline std::vector<list_policy> policy_grid(const model_desc& m, int cap, bool s
   return policies;
 }
 
-/// How many steps of each rank of `p` hold at most `cap` live units: a forward claims one (an
-/// overlapped pair's forward before its backward frees one), a fused backward or a dW frees one.
-/// Where a generator's plan breaks the cap, its steps up to there are what it does within it.
+/// How many steps of each rank of `p` hold at most `cap` live units (`live_change_of`). Where a
+/// generator's plan breaks the cap, its steps up to there are what it does within it.
 inline std::vector<std::size_t> steps_within(const step_order& p, int cap) {
   std::vector<std::size_t> keep(p.ranks.size());
   for (std::size_t r = 0; r < p.ranks.size(); ++r) {
     int live = 0;
     std::size_t k = 0;
     for (; k < p.ranks[r].size(); ++k) {
-      const action a = p.ranks[r][k].a;
-      if ((a == action::F || a == action::FB) && live + 1 > cap) break;
-      if (a == action::F) ++live;
-      if (a == action::B || a == action::W) --live;
+      const live_change c = live_change_of(p.ranks[r][k].a);
+      if (live + c.claims > cap) break;
+      live += c.claims - c.frees;
     }
     keep[r] = k;
   }
   return keep;
+}
+
+/// Whether `steps_within`'s `keep` leaves a step of `p` out: the cap is what refused it.
+inline bool cut_by_cap(const step_order& p, const std::vector<std::size_t>& keep) {
+  for (std::size_t r = 0; r < keep.size(); ++r)
+    if (keep[r] < p.ranks[r].size()) return true;
+  return false;
+}
+
+/// `p` with every forward that would take its rank over `cap` live units held back, in order,
+/// until a step frees one. The first held forward goes with the next backward: overlapped with it
+/// where the pair fits (so from there each forward pairs with the next pair's backward —
+/// DualPipeV's pairs shifted by one, a unit fewer in flight), else after it; a held forward of
+/// the backward's own micro-batch goes before it (the backward needs it). After a dW, and at the
+/// rank's end, held forwards go while they fit. Whether the result is legal is the checker's to
+/// say; a forward that cannot wait (its own backward comes) may still break the cap.
+inline step_order forwards_deferred(const step_order& p, int cap) {
+  step_order out{p.model, p.overlap, {}};
+  for (const std::vector<step>& steps : p.ranks) {
+    std::vector<step>& v = out.ranks.emplace_back();
+    std::vector<step> held;  // forwards held back, oldest first
+    int live = 0;
+    const auto forward = [&](const step& f) {
+      v.push_back({action::F, f.mb, f.chunk});
+      ++live;
+    };
+    const auto release = [&](bool all) {  // the oldest held forwards while they fit
+      std::size_t k = 0;
+      for (; k < held.size() && (all || live + 1 <= cap); ++k) forward(held[k]);
+      held.erase(held.begin(), held.begin() + static_cast<std::ptrdiff_t>(k));
+    };
+    const auto backward = [&](std::uint16_t mb, std::uint16_t chunk) {
+      const auto own =
+          std::find_if(held.begin(), held.end(), [&](const step& f) { return f.mb == mb; });
+      if (own != held.end()) {  // up to its own forward, in order, first
+        for (auto i = held.begin(); i <= own; ++i) forward(*i);
+        held.erase(held.begin(), own + 1);
+      }
+      if (!held.empty() && live + 1 <= cap) {
+        v.push_back({action::FB, held.front().mb, held.front().chunk, mb, chunk});
+        held.erase(held.begin());
+      } else {
+        v.push_back({action::B, mb, chunk});
+        --live;
+        release(false);
+      }
+    };
+    for (const step& s : steps) {
+      switch (s.a) {
+        case action::FB:
+          if (held.empty() && live + 1 <= cap) {
+            v.push_back(s);
+          } else {
+            backward(s.bmb, s.bchunk);
+            held.push_back({action::F, s.mb, s.chunk});
+          }
+          break;
+        case action::B:
+          backward(s.mb, s.chunk);
+          break;
+        case action::F:
+          if (held.empty() && live + 1 <= cap)
+            forward(s);
+          else
+            held.push_back(s);
+          break;
+        case action::I:
+          v.push_back(s);
+          break;
+        case action::W:
+          v.push_back(s);
+          --live;
+          release(false);
+          break;
+      }
+    }
+    release(true);
+  }
+  return out;
 }
 
 /// Local search from the best few distinct `starts`, in turn, until `out_of_budget()`: each
@@ -479,11 +557,22 @@ search_result<T> find_schedule(const basic_problem<T>& q, const search_options& 
     }
     out.generators.push_back(std::move(row));
   }
-  // 2. The list scheduler over its policies. A rank holds at most a unit per micro-batch and
-  //    chunk of its own: a cap above that is none.
   std::vector<scored<T>> starts;
   for (const auto& g : out.generators)
     if (g.result) starts.push_back(*g.result);
+  // 1b. A generator's plan that breaks the cap, with its forwards over the cap held back to the
+  //     next backward (`detail::forwards_deferred`): one plan each. DualPipeV's pairs hold a unit
+  //     more than its warm-up claims, so a cap of 2·ranks halves (ZB-V's) refuses it by one;
+  //     held back, each forward pairs with the next pair's backward and the pairs stay whole.
+  for (const generator_order& g : over_cap) {
+    if (out_of_budget()) break;
+    if (!detail::cut_by_cap(*g.p, detail::steps_within(*g.p, m.max_live))) continue;
+    if (auto s = judge(detail::forwards_deferred(*g.p, m.max_live),
+                       g.name + ", forwards deferred under the cap"))
+      starts.push_back(std::move(*s));
+  }
+  // 2. The list scheduler over its policies. A rank holds at most a unit per micro-batch and
+  //    chunk of its own: a cap above that is none.
   const int units = m.micro * m.chunks_per_rank;
   const int cap = m.max_live > 0 ? std::min(m.max_live, units) : units;
   const std::vector<list_policy> policies = detail::policy_grid(m, cap, opt.split, pair);
@@ -494,17 +583,14 @@ search_result<T> find_schedule(const basic_problem<T>& q, const search_options& 
     if (auto s = judge(*p, "list scheduler")) starts.push_back(std::move(*s));
   }
   // 2b. A generator's plan of overlapped pairs that breaks the cap, kept up to where it would
-  //     and finished by each pairing policy: DualPipeV's pairs hold a unit more than its
-  //     warm-up claims, so a cap of 2·ranks halves (ZB-V's) refuses it by one, and this keeps
-  //     most of it. Only pairs: every unpaired warm-up is already one of the grid's policies.
+  //     and finished by each pairing policy: most of DualPipeV's order, the rest the list
+  //     scheduler's. Only pairs: every unpaired warm-up is already one of the grid's policies.
   for (const generator_order& g : over_cap) {
     const std::vector<std::size_t> keep = detail::steps_within(*g.p, m.max_live);
-    bool pairs = false, cut = false;
-    for (std::size_t r = 0; r < keep.size(); ++r) {
-      cut = cut || keep[r] < g.p->ranks[r].size();  // else refused for another reason
-      for (const step& x : g.p->ranks[r]) pairs = pairs || x.a == action::FB;
-    }
-    if (!pairs || !cut) continue;
+    bool pairs = false;
+    for (const std::vector<step>& steps : g.p->ranks)
+      for (const step& x : steps) pairs = pairs || x.a == action::FB;
+    if (!pairs || !detail::cut_by_cap(*g.p, keep)) continue;
     for (const list_policy& pol : policies) {
       if (out_of_budget()) break;
       if (!pol.pair) continue;

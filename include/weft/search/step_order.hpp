@@ -32,6 +32,27 @@ struct step {
   friend constexpr bool operator==(const step&, const step&) = default;
 };
 
+/// What a step does to its rank's live activation units as rule 5 counts them
+/// (docs/legality.md): a forward claims one — an overlapped pair's before its backward frees
+/// one — and a fused backward or a dW frees one; a dX frees none.
+struct live_change {
+  int claims = 0, frees = 0;
+};
+constexpr live_change live_change_of(action a) noexcept {
+  switch (a) {
+    case action::F:
+      return {1, 0};
+    case action::B:
+    case action::W:
+      return {0, 1};
+    case action::I:
+      return {0, 0};
+    case action::FB:
+      return {1, 1};
+  }
+  return {};
+}
+
 /// A pipeline-level schedule: `model` (ranks, chunks and placement, micro-batches, layers and
 /// sub-stages, the memory cap in `max_live`) and per rank its steps in issue order.
 struct step_order {
