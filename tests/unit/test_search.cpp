@@ -669,6 +669,46 @@ TEST_CASE("a forward over the cap is held back to the next backward") {
                                            {action::B, 1, 0},
                                            {action::F, 2, 0},
                                            {action::B, 2, 0}});
+  // A backward or a dX needs its own (micro-batch, chunk)'s forward: a held one goes first, with
+  // every forward held before it. On a V rank under a cap of 1, F0.1 waits and goes before B0.1;
+  // F1.0 and F1.1 wait, and B1.1 needs F1.1, held behind F1.0: both go first — the plan as it
+  // was, over the cap (the checker refuses it). The same for a dX: under a cap of 2, F1.0 and
+  // F1.1 wait until I1.1.
+  const step_order vee = one_rank({{action::F, 0, 0},
+                                   {action::F, 0, 1},
+                                   {action::B, 0, 1},
+                                   {action::F, 1, 0},
+                                   {action::F, 1, 1},
+                                   {action::B, 1, 1},
+                                   {action::B, 0, 0},
+                                   {action::B, 1, 0}});
+  CHECK(forwards_deferred(vee, 1) == vee);
+  const step_order split = one_rank({{action::F, 0, 0},
+                                     {action::F, 0, 1},
+                                     {action::F, 1, 0},
+                                     {action::I, 0, 1},
+                                     {action::F, 1, 1},
+                                     {action::I, 1, 1},
+                                     {action::W, 0, 1},
+                                     {action::W, 1, 1},
+                                     {action::I, 0, 0},
+                                     {action::W, 0, 0},
+                                     {action::I, 1, 0},
+                                     {action::W, 1, 0}});
+  CHECK(forwards_deferred(split, 2).ranks[0] == std::vector<step>{{action::F, 0, 0},
+                                                                  {action::F, 0, 1},
+                                                                  {action::I, 0, 1},
+                                                                  {action::F, 1, 0},
+                                                                  {action::F, 1, 1},
+                                                                  {action::I, 1, 1},
+                                                                  {action::W, 0, 1},
+                                                                  {action::W, 1, 1},
+                                                                  {action::I, 0, 0},
+                                                                  {action::W, 0, 0},
+                                                                  {action::I, 1, 0},
+                                                                  {action::W, 1, 0}});
+  // No cap (0): nothing moves.
+  CHECK(forwards_deferred(vee, 0) == vee);
   // Within the cap, nothing moves.
   const step_order fits =
       one_rank({{action::F, 0, 0}, {action::FB, 1, 0, 0, 0}, {action::B, 1, 0}});

@@ -1,18 +1,19 @@
 // The schedule search: the fastest legal plan found for a problem (costs, a memory cap, the
 // pipeline's shape) within a budget, beside every generator's plan and the lower bounds.
 //
-// Method (docs/search.md has the why): seed with every generator that applies to the model;
-// add the list scheduler's plans over a grid of policies (live limit, fused or split backward,
-// pairs, chunk preference, dW placement), and for a generator whose plan breaks the memory cap,
-// its steps up to the cap finished by each policy that pairs as it does; then improve the best
-// few by local search — moves that keep each chunk's micro-batches in order (swap adjacent
+// Method (docs/search.md has the why): seed with every generator that applies to the model, and
+// for a generator whose plan breaks the memory cap, that plan with its forwards over the cap held
+// back; add the list scheduler's plans over a grid of policies (live limit, fused or split
+// backward, pairs, chunk preference, dW placement), and for a generator whose plan breaks the
+// cap, its steps up to the cap finished by each policy that pairs as it does; then improve the
+// best few by local search — moves that keep each chunk's micro-batches in order (swap adjacent
 // steps, move a dW later or earlier, split a backward into dX and dW or merge them back, pair a
-// forward with an adjacent backward or part them; and, one move in eight, ruin and recreate:
-// keep every rank's steps up to a random point and let a random list-scheduler policy decide the
-// rest), accepted by late-acceptance hill climbing. Every plan is judged by `evaluate`: built,
-// proven legal by the checker (memory cap included) and simulated. The sequence of evaluations
-// depends only on the problem and the seed, so the result is the same for a seed whenever the
-// evaluation cap, not the time budget, ends the search.
+// forward with an adjacent backward or part them; and, one move in eight, ruin and recreate: keep
+// every rank's steps up to a random point and let a random list-scheduler policy decide the rest),
+// accepted by late-acceptance hill climbing. Every plan is judged by `evaluate`: built, proven
+// legal by the checker (memory cap included) and simulated. The sequence of evaluations depends
+// only on the problem and the seed, so the result is the same for a seed whenever the evaluation
+// cap, not the time budget, ends the search.
 #pragma once
 
 #include <algorithm>
@@ -64,7 +65,9 @@ struct search_result {
   /// The best legal plan found; none when no generator applies or fits the memory cap and no
   /// list-scheduler policy finishes under it.
   std::optional<scored<T>> best;
-  std::string found_by;  ///< the generator, "list scheduler" or "local search"
+  /// The generator, "NAME, forwards deferred under the cap", "list scheduler", "NAME, finished
+  /// by the list scheduler" or "local search".
+  std::string found_by;
   std::vector<generator_row<T>> generators;
   lower_bounds<T> bound;
   std::uint64_t evaluations = 0;
@@ -378,7 +381,8 @@ inline std::vector<std::size_t> steps_within(const step_order& p, int cap) {
   return keep;
 }
 
-/// Whether `steps_within`'s `keep` leaves a step of `p` out: the cap is what refused it.
+/// Whether `steps_within`'s `keep` leaves a step of `p` out: then the cap refuses it (perhaps
+/// not alone).
 inline bool cut_by_cap(const step_order& p, const std::vector<std::size_t>& keep) {
   for (std::size_t r = 0; r < keep.size(); ++r)
     if (keep[r] < p.ranks[r].size()) return true;
@@ -386,13 +390,16 @@ inline bool cut_by_cap(const step_order& p, const std::vector<std::size_t>& keep
 }
 
 /// `p` with every forward that would take its rank over `cap` live units held back, in order,
-/// until a step frees one. The first held forward goes with the next backward: overlapped with it
-/// where the pair fits (so from there each forward pairs with the next pair's backward —
-/// DualPipeV's pairs shifted by one, a unit fewer in flight), else after it; a held forward of
-/// the backward's own micro-batch goes before it (the backward needs it). After a dW, and at the
-/// rank's end, held forwards go while they fit. Whether the result is legal is the checker's to
-/// say; a forward that cannot wait (its own backward comes) may still break the cap.
+/// for the next backward — a pair's forward past its own pair's backward, which then runs alone.
+/// The oldest held forward goes with that backward, overlapped with it where the pair fits (so
+/// from there each forward pairs with the next pair's backward: DualPipeV's pairs shifted by one,
+/// a unit fewer in flight), else right after it. A dX or backward of a held forward's own
+/// (micro-batch, chunk) needs it: it goes first, with every forward held before it. After a dW
+/// held forwards go while they fit, and at the rank's end whatever is left. Whether the result
+/// is legal is the checker's to say: a forward that cannot wait may still break the cap. A cap
+/// of 0 (none) leaves `p` as it is.
 inline step_order forwards_deferred(const step_order& p, int cap) {
+  if (cap <= 0) return p;
   step_order out{p.model, p.overlap, {}};
   for (const std::vector<step>& steps : p.ranks) {
     std::vector<step>& v = out.ranks.emplace_back();
@@ -402,25 +409,29 @@ inline step_order forwards_deferred(const step_order& p, int cap) {
       v.push_back({action::F, f.mb, f.chunk});
       ++live;
     };
-    const auto release = [&](bool all) {  // the oldest held forwards while they fit
-      std::size_t k = 0;
-      for (; k < held.size() && (all || live + 1 <= cap); ++k) forward(held[k]);
-      held.erase(held.begin(), held.begin() + static_cast<std::ptrdiff_t>(k));
+    const auto release_through = [&](std::vector<step>::iterator last) {
+      for (auto i = held.begin(); i != last; ++i) forward(*i);
+      held.erase(held.begin(), last);
+    };
+    const auto release_fitting = [&] {
+      auto i = held.begin();
+      for (; i != held.end() && live + 1 <= cap; ++i) forward(*i);
+      held.erase(held.begin(), i);
+    };
+    const auto own_forward_first = [&](std::uint16_t mb, std::uint16_t chunk) {
+      const auto own = std::find_if(held.begin(), held.end(),
+                                    [&](const step& f) { return f.mb == mb && f.chunk == chunk; });
+      if (own != held.end()) release_through(own + 1);
     };
     const auto backward = [&](std::uint16_t mb, std::uint16_t chunk) {
-      const auto own =
-          std::find_if(held.begin(), held.end(), [&](const step& f) { return f.mb == mb; });
-      if (own != held.end()) {  // up to its own forward, in order, first
-        for (auto i = held.begin(); i <= own; ++i) forward(*i);
-        held.erase(held.begin(), own + 1);
-      }
+      own_forward_first(mb, chunk);
       if (!held.empty() && live + 1 <= cap) {
         v.push_back({action::FB, held.front().mb, held.front().chunk, mb, chunk});
         held.erase(held.begin());
       } else {
         v.push_back({action::B, mb, chunk});
         --live;
-        release(false);
+        release_fitting();
       }
     };
     for (const step& s : steps) {
@@ -443,16 +454,17 @@ inline step_order forwards_deferred(const step_order& p, int cap) {
             held.push_back(s);
           break;
         case action::I:
+          own_forward_first(s.mb, s.chunk);
           v.push_back(s);
           break;
         case action::W:
           v.push_back(s);
           --live;
-          release(false);
+          release_fitting();
           break;
       }
     }
-    release(true);
+    release_through(held.end());
   }
   return out;
 }
@@ -583,7 +595,7 @@ search_result<T> find_schedule(const basic_problem<T>& q, const search_options& 
     if (auto s = judge(*p, "list scheduler")) starts.push_back(std::move(*s));
   }
   // 2b. A generator's plan of overlapped pairs that breaks the cap, kept up to where it would
-  //     and finished by each pairing policy: most of DualPipeV's order, the rest the list
+  //     break it and finished by each pairing policy: most of DualPipeV's order, the rest the list
   //     scheduler's. Only pairs: every unpaired warm-up is already one of the grid's policies.
   for (const generator_order& g : over_cap) {
     const std::vector<std::size_t> keep = detail::steps_within(*g.p, m.max_live);
