@@ -729,6 +729,94 @@ TEST_CASE("a forward over the cap is held back to the next backward") {
   CHECK(r.best->makespan.count() >= r.bound.best().count());
 }
 
+TEST_CASE("holding forwards back keeps every step, each chunk's order, and never adds memory") {
+  // Random ranks of one or two chunks, in order (each chunk's forwards, backwards and dW in
+  // micro-batch order, a backward after its forward, a dW after its dX), under random caps.
+  // Whatever the cap, the steps are the same (a pair's halves counted apart), still in order,
+  // and no prefix holds more live units than the same prefix of backwards did before: forwards
+  // only move later.
+  using search::detail::forwards_deferred;
+  std::mt19937 rng(7);
+  const auto pick = [&](int n) { return std::uniform_int_distribution<int>(0, n - 1)(rng); };
+  struct parts {
+    std::vector<std::pair<int, int>> f, b, i, w;  // (mb, chunk) of each kind, in order
+    int peak = 0;
+  };
+  const auto parts_of = [](const std::vector<step>& v) {
+    parts x;
+    int live = 0;
+    for (const step& t : v) {
+      const live_change c = live_change_of(t.a);
+      x.peak = std::max(x.peak, live + c.claims);
+      live += c.claims - c.frees;
+      if (t.a == action::F || t.a == action::FB) x.f.push_back({t.mb, t.chunk});
+      if (t.a == action::B) x.b.push_back({t.mb, t.chunk});
+      if (t.a == action::FB) x.b.push_back({t.bmb, t.bchunk});
+      if (t.a == action::I) x.i.push_back({t.mb, t.chunk});
+      if (t.a == action::W) x.w.push_back({t.mb, t.chunk});
+    }
+    return x;
+  };
+  // Each chunk's steps of a kind in the order they come, as the rule is per chunk.
+  const auto per_chunk = [](std::vector<std::pair<int, int>> v) {
+    std::stable_sort(v.begin(), v.end(), [](auto a, auto b) { return a.second < b.second; });
+    return v;
+  };
+  for (int trial = 0; trial < 2000; ++trial) {
+    const int chunks = 1 + pick(2), micro = 1 + pick(6);
+    std::vector<int> next_f(chunks, 0), next_b(chunks, 0);
+    std::vector<std::vector<int>> undone_w(chunks);  // dX done, dW not yet
+    std::vector<step> v;
+    for (;;) {
+      std::vector<int> can_f, can_b, can_w;
+      for (int c = 0; c < chunks; ++c) {
+        if (next_f[c] < micro) can_f.push_back(c);
+        if (next_b[c] < next_f[c]) can_b.push_back(c);
+        if (!undone_w[c].empty()) can_w.push_back(c);
+      }
+      if (can_f.empty() && can_b.empty() && can_w.empty()) break;
+      const int what = pick(4);
+      const auto mb = [](int x) { return static_cast<std::uint16_t>(x); };
+      if (what == 0 && !can_f.empty()) {
+        const int c = can_f[static_cast<std::size_t>(pick(static_cast<int>(can_f.size())))];
+        v.push_back({action::F, mb(next_f[c]++), mb(c)});
+      } else if (what == 1 && !can_b.empty()) {
+        const int c = can_b[static_cast<std::size_t>(pick(static_cast<int>(can_b.size())))];
+        if (pick(2)) {
+          v.push_back({action::B, mb(next_b[c]++), mb(c)});
+        } else {
+          undone_w[c].push_back(next_b[c]);
+          v.push_back({action::I, mb(next_b[c]++), mb(c)});
+        }
+      } else if (what == 2 && !can_w.empty()) {
+        const int c = can_w[static_cast<std::size_t>(pick(static_cast<int>(can_w.size())))];
+        v.push_back({action::W, mb(undone_w[c].front()), mb(c)});
+        undone_w[c].erase(undone_w[c].begin());
+      } else if (what == 3 && !can_f.empty() && !can_b.empty()) {
+        // A pair: a forward beside another micro-batch's backward (of any chunk).
+        const int fc = can_f[static_cast<std::size_t>(pick(static_cast<int>(can_f.size())))];
+        const int bc = can_b[static_cast<std::size_t>(pick(static_cast<int>(can_b.size())))];
+        if (fc == bc && next_f[fc] == next_b[bc]) continue;
+        v.push_back({action::FB, mb(next_f[fc]++), mb(fc), mb(next_b[bc]++), mb(bc)});
+      }
+    }
+    step_order in = one_rank(v);
+    in.model = {.ranks = 1, .chunks_per_rank = chunks, .micro = micro};
+    REQUIRE(search::detail::in_order(in));
+    const int cap = pick(2 * micro * chunks + 1);
+    const step_order out = forwards_deferred(in, cap);
+    REQUIRE(out.ranks.size() == 1);
+    CHECK(search::detail::in_order(out));
+    const parts a = parts_of(in.ranks[0]), b = parts_of(out.ranks[0]);
+    CHECK(per_chunk(a.f) == per_chunk(b.f));
+    CHECK(a.b == b.b);
+    CHECK(a.i == b.i);
+    CHECK(a.w == b.w);
+    CHECK(b.peak <= a.peak);
+    if (a.peak <= cap) CHECK(out == in);
+  }
+}
+
 TEST_CASE("a plan at the lower bound ends the search: it is optimal") {
   // ZB-H1 reaches the work bound 27 (pp 4, micro 8, F 1 B 2 W 1, cap 4): GPipe (over the cap),
   // 1F1B and ZB-H1 are judged, and nothing after them.
