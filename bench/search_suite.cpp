@@ -13,6 +13,7 @@
 
 #include "search_problems.hpp"
 
+#include <weft/core/heap.hpp>
 #include <weft/search/search.hpp>
 
 using namespace weft;
@@ -42,6 +43,7 @@ const profile profiles[] = {
 int main(int argc, char** argv) {
   const double budget = argc > 1 ? std::atof(argv[1]) : 10.0;
   const int max_rows = argc > 2 ? std::atoi(argv[2]) : 1 << 30;
+  weft::keep_freed_heap();  // as the weft tool does (bench/search_rate.cpp)
   std::printf(
       "| pp | micro | costs | cap | best generator | search | bound | search / generator | "
       "over bound | found by | time |\n"

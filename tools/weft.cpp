@@ -15,6 +15,8 @@
 #include <string_view>
 #include <variant>
 
+#include <weft/core/heap.hpp>
+
 #include "cli.hpp"
 #include "commands/common.hpp"
 #include "failure.hpp"
@@ -47,6 +49,9 @@ int main(int argc, char** argv) {
     return p.exit_code;
   }
   std::cerr << p.note;
+  // A search judges thousands of plans, each allocating and freeing megabytes: kept for reuse,
+  // not faulted in again for every plan (weft/core/heap.hpp).
+  weft::keep_freed_heap();
   // Every failure is one message and an exit code; nothing aborts.
   try {
     return std::visit([](const auto& o) { return weft::cli::run_command(o); }, p.what);

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include <weft/core/heap.hpp>
 #include <weft/generators/dualpipe.hpp>
 #include <weft/generators/looped_bfs.hpp>
 #include <weft/generators/one_f_one_b.hpp>
@@ -815,6 +816,17 @@ TEST_CASE("holding forwards back keeps every step, each chunk's order, and never
     CHECK(b.peak <= a.peak);
     if (a.peak <= cap) CHECK(out == in);
   }
+}
+
+TEST_CASE("a searching program may keep freed heap memory for the next plan") {
+  // Beyond what this asks of mallopt (1 GiB, within its int): refused, nothing set.
+  CHECK_FALSE(keep_freed_heap(std::size_t{2} << 30));
+  CHECK_FALSE(keep_freed_heap(std::size_t{1} << 20, std::size_t{4} << 30));
+#if defined(__GLIBC__)
+  CHECK(keep_freed_heap());
+#else
+  CHECK_FALSE(keep_freed_heap());
+#endif
 }
 
 TEST_CASE("a plan at the lower bound ends the search: it is optimal") {
