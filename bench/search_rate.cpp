@@ -1,9 +1,12 @@
 // How many plans the schedule search judges a second (`search::evaluate`: built, checked,
-// lowered, simulated), on two of the suite's problems, with glibc's allocator as it comes and
-// then asked to keep freed memory (`keep_freed_heap`, include/weft/core/heap.hpp) — side by side
-// in one run, medians of five rounds.
+// lowered, simulated), on two of the suite's problems, with glibc's allocator as it comes (after
+// an untimed warm-up round, so its sliding thresholds have settled as in a long search) and then
+// asked to keep freed memory (`keep_freed_heap`, include/weft/core/heap.hpp) — side by side in
+// one run, medians of the rounds (ROUNDS odd: the middle one), with the page faults a plan takes.
 //
 //   search_rate [ROUNDS [SECONDS_A_ROUND]]
+#include <sys/resource.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -24,8 +27,11 @@ struct problem_plan {
   std::string name;
   search::unit_problem q;
   search::step_order p;  ///< a plan judged over and over: the best generator's (within the cap)
+  std::size_t ops = 0;   ///< of its lowered program
 };
 
+/// The two problems, each with the best of its generators' plans as the search judges them (a
+/// plan over the cap with its forwards held back); nothing when none is legal.
 std::vector<problem_plan> problems() {
   std::vector<problem_plan> out;
   search::unit_problem loop;
@@ -37,34 +43,56 @@ std::vector<problem_plan> problems() {
     double best = -1;
     for (const search::generator_order& g : search::generator_orders(x.q.model, x.q.overlap)) {
       if (!g.p) continue;
-      const search::step_order p =
-          search::detail::forwards_deferred(*g.p, x.q.model.max_live);  // as the search does
+      const search::step_order p = search::detail::forwards_deferred(*g.p, x.q.model.max_live);
       if (const auto s = search::evaluate(x.q, p); s && (best < 0 || s->makespan.count() < best)) {
         best = s->makespan.count();
         x.p = p;
       }
     }
+    if (best < 0) return {};
+    search::step_order p = x.p;
+    p.model = x.q.model;
+    p.overlap = x.q.overlap;
+    x.ops = lower(search::to_schedule(p)).size();
   }
   return out;
 }
 
-/// Plans judged a second: `rounds` rounds of `seconds` each, their median.
-double rate(const problem_plan& x, int rounds, double seconds) {
+long minor_faults() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return u.ru_minflt;
+}
+
+struct measured {
+  double plans_per_s = 0, faults_per_plan = 0;
+};
+
+/// `rounds` rounds of `seconds` each judging `x`'s plan: the median round's rate, and the page
+/// faults a plan took over them all.
+measured rate(const problem_plan& x, int rounds, double seconds) {
   using clock = std::chrono::steady_clock;
   std::vector<double> rates;
+  long plans = 0;
+  const long faults = minor_faults();
   for (int r = 0; r < rounds; ++r) {
     const auto t0 = clock::now();
     long n = 0;
     double elapsed = 0;
     do {
-      if (!search::evaluate(x.q, x.p)) std::abort();  // a legal plan, judged legal every time
+      if (!search::evaluate(x.q, x.p)) {
+        std::fprintf(stderr, "search_rate: %s: its plan was judged illegal\n", x.name.c_str());
+        std::exit(1);
+      }
       ++n;
       elapsed = std::chrono::duration<double>(clock::now() - t0).count();
     } while (elapsed < seconds);
     rates.push_back(static_cast<double>(n) / elapsed);
+    plans += n;
   }
   std::sort(rates.begin(), rates.end());
-  return rates[rates.size() / 2];
+  return {rates[rates.size() / 2],
+          static_cast<double>(minor_faults() - faults) / static_cast<double>(plans)};
 }
 
 }  // namespace
@@ -73,15 +101,25 @@ int main(int argc, char** argv) {
   const int rounds = argc > 1 ? std::max(1, std::atoi(argv[1])) : 5;
   const double seconds = argc > 2 ? std::atof(argv[2]) : 1.0;
   const std::vector<problem_plan> ps = problems();
-  std::vector<double> before;
-  for (const problem_plan& x : ps) before.push_back(rate(x, rounds, seconds));
+  if (ps.empty()) {
+    std::fprintf(stderr, "search_rate: no generator's plan is legal for a problem\n");
+    return 1;
+  }
+  std::vector<measured> before;
+  for (const problem_plan& x : ps) {
+    rate(x, 1, seconds);  // warm-up, not reported
+    before.push_back(rate(x, rounds, seconds));
+  }
   const bool kept = keep_freed_heap();
   std::printf(
-      "problem                              plans/s as it comes   freed heap kept   ratio\n");
+      "problem                          ops a plan   plans/s as it comes (faults a plan)   "
+      "freed heap kept (faults a plan)   ratio\n");
   for (std::size_t i = 0; i < ps.size(); ++i) {
-    const double after = kept ? rate(ps[i], rounds, seconds) : before[i];
-    std::printf("%-36s %19.0f %17.0f %7.2f\n", ps[i].name.c_str(), before[i], after,
-                after / before[i]);
+    if (kept) rate(ps[i], 1, seconds);  // warm-up, as before
+    const measured after = kept ? rate(ps[i], rounds, seconds) : before[i];
+    std::printf("%-32s %10zu %21.0f (%12.1f) %17.0f (%12.1f) %7.2f\n", ps[i].name.c_str(),
+                ps[i].ops, before[i].plans_per_s, before[i].faults_per_plan, after.plans_per_s,
+                after.faults_per_plan, after.plans_per_s / before[i].plans_per_s);
   }
   if (!kept) std::printf("(the allocator is not glibc's, or refused: nothing kept)\n");
 }

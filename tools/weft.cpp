@@ -49,8 +49,8 @@ int main(int argc, char** argv) {
     return p.exit_code;
   }
   std::cerr << p.note;
-  // A search judges thousands of plans, each allocating and freeing megabytes: kept for reuse,
-  // not faulted in again for every plan (weft/core/heap.hpp).
+  // Every command: a search judges thousands of plans, each allocating and freeing arrays of a
+  // few hundred kilobytes, kept for reuse rather than faulted in again (weft/core/heap.hpp).
   weft::keep_freed_heap();
   // Every failure is one message and an exit code; nothing aborts.
   try {
