@@ -19,8 +19,8 @@ namespace weft {
 /// Asks glibc's allocator to serve requests below `heap_below` bytes from its heap (not by mmap)
 /// and to return the heap's free top to the system only once it reaches `trim_from` bytes
 /// (`mallopt`'s M_MMAP_THRESHOLD and M_TRIM_THRESHOLD), for the whole process. Both are set,
-/// the first first: setting either ends glibc's sliding thresholds, and glibc never refuses the
-/// second, so when it refuses the first (over half its largest heap: 32 MiB on 64-bit systems)
+/// M_MMAP_THRESHOLD first: setting either ends glibc's sliding thresholds, and glibc never refuses
+/// the second, so when it refuses the first (over half its largest heap: 32 MiB on 64-bit systems)
 /// nothing is set. True when `mallopt` accepted both; false where the C library is not glibc, or
 /// a value is over 1 GiB (nothing is set then). A replacement allocator (jemalloc, tcmalloc)
 /// may accept and ignore them.

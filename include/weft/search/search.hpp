@@ -575,7 +575,8 @@ search_result<T> find_schedule(const basic_problem<T>& q, const search_options& 
   // 1b. A generator's plan that breaks the cap, with its forwards over the cap held back to the
   //     next backward (`detail::forwards_deferred`): one plan each. DualPipeV's pairs hold a unit
   //     more than its warm-up claims, so a cap of 2·ranks halves (ZB-V's) refuses it by one;
-  //     held back, each forward pairs with the next pair's backward and the pairs stay whole.
+  //     held back, its first over-cap pair's backward runs alone and from there each forward
+  //     pairs with the next pair's backward.
   for (const generator_order& g : over_cap) {
     if (out_of_budget()) break;
     if (!detail::cut_by_cap(*g.p, detail::steps_within(*g.p, m.max_live))) continue;
