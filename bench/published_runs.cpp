@@ -120,6 +120,19 @@ std::vector<run> runs() {
                    eq3 / (3072 * 163e12)});
   }
 
+  // BLOOM (arXiv 2211.05100) on Jean Zay: the preset's model, job and cluster
+  // (tr11-176B-ml.slurm; four Omni-Path links a node). Its measured step at batch 2048:
+  // "elapsed time per iteration (s): 105.22" (train/tr11-176B-ml/chronicles.md).
+  out.push_back({"BLOOM 176B, 384 A100",
+                 "BigScience tr11-176B-ml chronicles",
+                 "",
+                 "",
+                 {},
+                 reported::step_s,
+                 105.22,
+                 false,
+                 "bloom-176b"});
+
   // Llama 3 (arXiv 2407.21783), Table 4: 405B at 8192 tokens on 8192 and 16384 H100s, and at
   // 131072 tokens with context parallelism 16; 16M tokens a batch; BF16 TFLOP/s a GPU. The
   // interleaved schedule with one layer fewer on the first and the last stage (§3.3.2).
@@ -518,11 +531,11 @@ transformer preset_model(std::string_view file) {
 }
 
 /// Megatron-DeepSpeed as vTrain ran it: Megatron's layers without sequence parallelism, fp16,
-/// DeepSpeed's pipeline sending each tensor-parallel rank's whole activation and waiting for it.
+/// DeepSpeed's pipeline waiting for each transfer, each tensor-parallel rank sending its share
+/// of the activation and the receivers gathering it whole (DeepSpeed's runtime/pipe/engine.py:
+/// `is_pipe_partitioned = self.is_model_parallel`, a PartitionedTensor).
 job vtrain_job(const vtrain_model& v, const vtrain_run& r) {
-  job j = megatron(r.tp, r.pp, r.dp, v.batch, recompute::full, false, "1f1b", 1, r.micro);
-  j.scatter_gather_transfers = false;
-  return j;
+  return megatron(r.tp, r.pp, r.dp, v.batch, recompute::full, false, "1f1b", 1, r.micro);
 }
 
 /// Aleph Alpha's Megatron-like trainer ("Scaling", github.com/Aleph-Alpha/scaling) as Hagemann
@@ -687,6 +700,51 @@ void compare_hagemann(const cluster& a100, sweep_tally& tally, memory_tally& mem
   raw_choices.print("peak against the raw device");
 }
 
+/// The least-squares line y = a + b x through the points: {a, b}.
+std::pair<double, double> line_through(const std::vector<double>& x, const std::vector<double>& y) {
+  const auto n = static_cast<double>(x.size());
+  double mx = 0, my = 0;
+  for (std::size_t i = 0; i < x.size(); ++i) mx += x[i] / n, my += y[i] / n;
+  double sxy = 0, sxx = 0;
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    sxy += (x[i] - mx) * (y[i] - my);
+    sxx += (x[i] - mx) * (x[i] - mx);
+  }
+  const double b = sxx > 0 ? sxy / sxx : 0;
+  return {my - b * mx, b};
+}
+
+/// `--sweeps`, BigScience's batch-size warm-up on BLOOM's 48 nodes (train/tr11-176B-ml/
+/// chronicles-prequel.md, "Batchsize Warmup", 02-26): a 182B model of BLOOM's shape (78 layers,
+/// hidden 13824, 96 heads; `presets/models/bigscience-182b.json`) at tp 4, pp 12, dp 8,
+/// micro-batches of 2, its global batch 512 ... 2048 — the same job four times, so the line
+/// through the steps splits what a step costs once (its intercept: the pipeline's fill and
+/// drain, the gradient reduction, the optimizer) from what each batch of sequences costs (its
+/// slope). Run as the bloom-176b preset's job on its cluster, in fp16 (the BF16 optimizer came
+/// two days later, "Rebalancing layers"), the layers split 7 a stage and 1 on the last ("78/12 =
+/// 6.5 - so the last stage has 1 block, while the rest have 7").
+void compare_warmup() {
+  const preset p = read_preset(std::string(WEFT_PRESETS_DIR) + "/bloom-176b");
+  const transformer m = preset_model("models/bigscience-182b.json");
+  job j = p.job.spec;
+  j.fp16 = j.grad_reduce_in_bf16 = true;
+  j.layout = "Et*7|(t*7|)*10,t*1L";
+  const std::vector<double> batches{512, 1024, 1536, 2048}, measured{35.77, 59.65, 83.11, 107.12};
+  std::vector<double> predicted;
+  std::printf("BigScience's batch-size warm-up, 182B on 384 A100 (global batch: measured/weft s):");
+  for (std::size_t i = 0; i < batches.size(); ++i) {
+    j.global_batch_size = static_cast<int>(batches[i]);
+    predicted.push_back(estimate_job(m, j, p.cluster.spec).step.count());
+    std::printf(" %g %.2f/%.2f", batches[i], measured[i], predicted.back());
+  }
+  const auto [a, b] = line_through(batches, measured);
+  const auto [wa, wb] = line_through(batches, predicted);
+  std::printf(
+      "\n  once a step: measured %.1f s, weft %.1f s (%+.1f%%); each 512 sequences: measured "
+      "%.2f s, weft %.2f s (%+.1f%%)\n",
+      a, wa, 100 * (wa / a - 1), 512 * b, 512 * wb, 100 * (wb / b - 1));
+}
+
 /// `--sweeps`: each measured sweep beside weft's, and how well weft orders it.
 int compare_sweeps() {
   const cluster a100 = *find_cluster("a100-80g");
@@ -739,6 +797,7 @@ int compare_sweeps() {
   sweep_tally hagemann_tally;
   memory_tally memory, memory_raw;
   compare_hagemann(a100, hagemann_tally, memory, memory_raw);
+  compare_warmup();
   narayanan_tally.print("Narayanan et al. 2021");
   vtrain_tally.print("vTrain");
   hagemann_tally.print("Hagemann et al. 2023");

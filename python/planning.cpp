@@ -152,7 +152,7 @@ fs::path preset_folder(const std::string& name) {
     return fs::path(WEFT_PRESETS_DIR) / name;
   throw config_error("weft: plan: no preset '" + excerpt(name) +
                      "' (a folder of config.json, job.json and cluster.json; the built-in: "
-                     "deepseek-v3, llama2-70b-xdc, ampipe-16p)");
+                     "deepseek-v3, bloom-176b, llama2-70b-xdc, ampipe-16p)");
 }
 
 /// job= a torchtitan TOML file (a path ending .toml): its job as torchtitan derives it for model

@@ -453,6 +453,39 @@ TEST_CASE("data-parallel sharding: the states each rank keeps, what it gathers, 
   CHECK(fsdp.optimizer.count() == doctest::Approx(42 * p1 / 2 / 1e12));
 }
 
+TEST_CASE("a tied embedding on two pipeline ranks: its two copies' gradients all-reduced") {
+  // Four layers on pp 2 (two a rank, each rank on its own node: 8 devices apart, tp 8) and a
+  // vocabulary of 128,000, with the head reading the embedding: the first rank's embedding and
+  // the last's copy of it sum their fp32 gradients after the backward, an all-reduce of two ranks
+  // across nodes, exposed — on a DGX A100 over each device's own HDR NIC at NCCL's 24 GB/s (one
+  // member a node). Untied, or with both copies on one rank (a V: the embedding and the head on
+  // rank 0), none.
+  transformer m = testing::tiny_dense(4);
+  m.vocab = 128000;
+  m.tied_embeddings = true;
+  const cluster c = testing::ideal_cluster();
+  job j;
+  j.tp = 8;
+  j.pp = 2;
+  j.seq = 1024;
+  j.global_batch_size = 4;
+  const estimate tied = estimate_job(m, j, c);
+  const double V = 128000, H = 1024, bytes = 4 * V * H / 8;
+  const weft::link_model nic{c.inter.alpha, weft::seconds(1 / 24e9)};
+  CHECK(tied.grad_sync.count() ==
+        doctest::Approx(weft::collective::ring_all_reduce(nic, 2, bytes).count()));
+  CHECK(tied.grad_sync.count() > 0);
+  // Between two ranks a ring all-reduce moves the whole buffer once each way: about 4 V h / tp
+  // bytes over 24 GB/s.
+  CHECK(tied.grad_sync.count() == doctest::Approx(bytes / 24e9).epsilon(0.01));
+  m.tied_embeddings = false;
+  CHECK(estimate_job(m, j, c).grad_sync.count() == 0);
+  m.tied_embeddings = true;
+  job v = j;
+  v.schedule = "zb-v";
+  CHECK(estimate_job(m, v, c).grad_sync.count() == 0);
+}
+
 TEST_CASE("--eager: PyTorch's RMSNorm, gated activation and rotary as a kernel each") {
   // Bytes a value (2 a bf16 value, 4 an fp32 one), op by op as PyTorch runs Llama's reference
   // RMSNorm: x.float(), pow(2), mean, x * rsqrt, back to bf16, times the weight; autograd the

@@ -232,6 +232,62 @@ TEST_CASE("deepseek-v3 from its files: the real model on 2048 H800s, as the publ
   CHECK(a.memory_per_rank == b.memory_per_rank);
 }
 
+TEST_CASE("bloom-176b from its files: BigScience's run on Jean Zay, as the published-run row") {
+  const plan::preset p = plan::read_preset(presets + "/bloom-176b");
+  CHECK(p.warnings.empty());
+  const plan::transformer& m = p.model.model;
+  // BLOOM (arXiv 2211.05100): 70 layers, hidden 14336, 112 heads, a 250,880-token vocabulary,
+  // 176,247M parameters — by hand: 70 layers of 12h^2 + 13h (LayerNorms, biases), the tied
+  // embedding Vh and its LayerNorm, the final LayerNorm.
+  const double h = 14336, V = 250880;
+  CHECK(m.layers == 70);
+  CHECK(plan::total_parameters(m) == 70 * (12 * h * h + 13 * h) + V * h + 2 * h + 2 * h);
+  CHECK(plan::total_parameters(m) / 1e6 == doctest::Approx(176247).epsilon(1e-5));
+  CHECK(m.dropout);  // Megatron-DeepSpeed's defaults: 0.1 on attention and hidden states
+  // tr11-176B-ml.slurm: TP 4, PP 12 on 48 nodes of 8 (so dp 8), micro-batch 2, global batch
+  // 2048 of 2048 tokens, every layer recomputed, bf16; its partition counts the embedding as a
+  // layer on the first and the last stage, so they hold 5 layers and the rest 6.
+  const plan::job& j = p.job.spec;
+  CHECK(j.tp == 4);
+  CHECK(j.pp == 12);
+  CHECK(j.dp == 8);
+  CHECK(j.devices() == 48 * 8);
+  CHECK(j.micro_batch_size == 2);
+  CHECK(j.micro() == 2048 / 8 / 2);
+  CHECK(j.policy == plan::recompute::full);
+  CHECK_FALSE(j.fp16);
+  CHECK_FALSE(j.flash_attention);
+  // DeepSpeed's bf16 optimizer (its runtime/bf16_optimizer.py): each micro-batch's gradients
+  // added into fp32 ones, a pass of their own; the optimizer's states sharded over the
+  // data-parallel ranks (ZeRO-1) and the updated parameters all-gathered. Its pipeline
+  // (runtime/pipe/engine.py) sends each tensor-parallel rank's share of an activation and
+  // gathers it whole on arrival, waiting for every transfer.
+  CHECK_FALSE(j.gradient_accumulation_fusion);
+  CHECK_FALSE(j.grad_reduce_in_bf16);
+  CHECK(j.sharding == plan::dp_sharding::optim);
+  CHECK(j.scatter_gather_transfers);
+  CHECK(j.runtime == plan::pipeline_runtime::megatron);
+  // The A100 80GB's own facts; the network Jean Zay's, as NCCL ran over it (BigScience's
+  // experiments/bandwidth/all_reduce_bench-a100-n4.txt, NCCL 2.10.3: 4 GB all-reduced over 4
+  // nodes of 8, "busbw: 40.5 Gbps", 5.07 GB/s, every ring channel in through one Omni-Path NIC
+  // of a node and out through one): each of the four NICs at that figure, a device's share of
+  // them one eighth.
+  const plan::cluster& file = p.cluster.spec;
+  const plan::cluster& a100 = *plan::find_cluster("a100-80g");
+  CHECK(file.device.peak_flops == a100.device.peak_flops);
+  CHECK(file.device.efficiency == a100.device.efficiency);
+  CHECK(file.device.memory_bytes_per_s == a100.device.memory_bytes_per_s);
+  CHECK(file.chip.name == a100.chip.name);
+  CHECK(file.fabric.nvlink_busbw == a100.fabric.nvlink_busbw);
+  CHECK(file.intra.beta == a100.intra.beta);
+  CHECK(file.hbm_bytes == a100.hbm_bytes);
+  check_link(file.inter, 10e-6, 4 * 5.07e9 / 8);
+  CHECK(file.fabric.nic_busbw == 5.07e9);
+  CHECK(file.fabric.nics_per_node == 4);
+  // A data-parallel group (its ranks tp 4 apart: two a node) rings over the one NIC they own.
+  CHECK(1 / plan::collective_link(file, 8, 4).beta.count() == doctest::Approx(5.07e9));
+}
+
 TEST_CASE("the cross-DC scenario refuses what it does not price") {
   const plan::preset p = plan::read_preset(presets + "/llama2-70b-xdc");
   plan::job j = p.job.spec;

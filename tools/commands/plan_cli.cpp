@@ -268,11 +268,12 @@ std::string cluster_named(const std::string& v) {
 
 void define(CLI::App& sub, plan_args& o, deferred&) {
   // The model, the job and the cluster: flags, files, or a preset's three files.
-  auto* preset = sub.add_option("--preset", o.preset,
-                                "a preset's folder of config.json, job.json and cluster.json "
-                                "(presets/: llama2-70b-xdc, ampipe-16p, deepseek-v3, or "
-                                "one's own under $WEFT_PRESETS; llama3-405b is weft tp2d's)")
-                     ->check(preset_folder_name, "NAME");
+  auto* preset =
+      sub.add_option("--preset", o.preset,
+                     "a preset's folder of config.json, job.json and cluster.json "
+                     "(presets/: llama2-70b-xdc, ampipe-16p, deepseek-v3, bloom-176b, or "
+                     "one's own under $WEFT_PRESETS; llama3-405b is weft tp2d's)")
+          ->check(preset_folder_name, "NAME");
   sub.add_option("--model", o.model_file, "the model's config.json")->excludes(preset);
   sub.add_option("--cluster", o.cluster,
                  "a100-80g, h100-sxm, h800, ascend-910b, or FILE.json for one's own "

@@ -997,7 +997,22 @@ struct rank_holdings {
   std::vector<double> dense, expert, layers;
   std::vector<double> edge;     ///< of `dense`, the embedding's, head's and final norm's
   std::vector<double> working;  ///< the largest of its stages' `working_bytes`
+  /// Of `edge`, a tied embedding's parameters whose gradient it all-reduces with another rank:
+  /// the first stage's embedding and the last stage's copy of it for the head, on two ranks.
+  std::vector<double> tied;
 };
+
+/// The gradient all-reduce of a tied embedding of `params` parameters a device held by the
+/// first and the last pipeline rank: after the backward, before the optimizer, the two copies'
+/// gradients are summed (Megatron's `_allreduce_word_embedding_grads`, DeepSpeed's
+/// `ReduceTiedGrads`) in the gradients' type, by the two ranks (pp - 1) x tp x cp x dp devices
+/// apart — across nodes unless the whole job fits in one.
+inline seconds tied_embedding_sync(const job& j, const cluster& c, double params) {
+  if (params <= 0) return seconds(0);
+  const double bytes = params * states_of(j, false).gradients;
+  const long long apart = static_cast<long long>(j.pp - 1) * j.tp * j.cp * j.dp;
+  return collective::ring_all_reduce(collective_link(c, 2, apart, bytes), 2, bytes);
+}
 
 /// The data-parallel side of `out` (its stages and schedule set): per rank, the model states
 /// and the memory with the peak live activations, the exposed gradient reduction (the slowest
@@ -1065,6 +1080,7 @@ inline void add_data_parallel(estimate& out, const job& j, const cluster& c,
               overlapped_exposure(gather, buckets, windows.head[r], windows.first[r], s) - gather;
       }
     }
+    exposed += tied_embedding_sync(j, c, held.tied[r]);
     slowest_sync = std::max(slowest_sync, exposed);
     slowest_optimizer = std::max(slowest_optimizer, optimizer_time(j, c, dense, expert));
   }
@@ -1176,17 +1192,23 @@ inline estimate estimate_job(const transformer& m, const job& given, const clust
   // Per rank: its stages' parameters (and their states), and its peak live activations.
   detail::rank_holdings held;
   held.dense.assign(static_cast<std::size_t>(j.pp), 0);
-  held.expert = held.layers = held.edge = held.working = held.dense;
+  held.expert = held.layers = held.edge = held.working = held.tied = held.dense;
+  std::size_t embedding_rank = 0, loss_rank = 0;
   for (int ch = 0; ch < md.chunks(); ++ch) {
     const auto r = static_cast<std::size_t>(md.rank_of(ch));
     const stage_estimate& st = out.stages[stage_of(ch)];
+    const layout_stage& ls = layout.stages[stage_of(ch)];
     held.dense[r] += st.params;
     held.expert[r] += st.expert_params;
-    held.edge[r] += detail::edge_params_of(m, layout.stages[stage_of(ch)], j.tp);
-    held.layers[r] += layout.stages[stage_of(ch)].layers + layout.stages[stage_of(ch)].mtp;
+    held.edge[r] += detail::edge_params_of(m, ls, j.tp);
+    held.layers[r] += ls.layers + ls.mtp;
     held.working[r] = std::max(held.working[r], st.working_bytes);
     out.chunk_activation_bytes.push_back(st.activation_bytes);
+    if (ls.embedding) embedding_rank = r;
+    if (ls.loss) loss_rank = r;
   }
+  if (m.tied_embeddings && embedding_rank != loss_rank)  // two copies, summed after the backward
+    held.tied[embedding_rank] = held.tied[loss_rank] = m.vocab * m.hidden / j.tp;
   detail::add_data_parallel(out, j, c, held);
   out.step = out.pipeline + out.grad_sync + out.optimizer;
   detail::add_breakdown(out);
