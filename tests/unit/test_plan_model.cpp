@@ -478,12 +478,29 @@ TEST_CASE("a tied embedding on two pipeline ranks: its two copies' gradients all
   // Between two ranks a ring all-reduce moves the whole buffer once each way: about 4 V h / tp
   // bytes over 24 GB/s.
   CHECK(tied.grad_sync.count() == doctest::Approx(bytes / 24e9).epsilon(0.01));
+  // The interleaved schedule: the embedding on rank 0's first chunk, the head on rank 1's last.
+  job interleaved = j;
+  interleaved.schedule = "interleaved";
+  interleaved.chunks = 2;
+  CHECK(estimate_job(m, interleaved, c).grad_sync.count() ==
+        doctest::Approx(tied.grad_sync.count()));
+  // The whole job in one node (pp 4 x tp 2 on 8 devices): over NVLink, NCCL's 230 GB/s (the ideal
+  // cluster has no curve by size), not over a NIC.
+  job one_node = j;
+  one_node.tp = 2;
+  one_node.pp = 4;
+  const double shard = 4 * V * H / 2;
+  const weft::link_model nvlink{c.intra.alpha, weft::seconds(1 / 230e9)};
+  CHECK(estimate_job(m, one_node, c).grad_sync.count() ==
+        doctest::Approx(weft::collective::ring_all_reduce(nvlink, 2, shard).count()));
   m.tied_embeddings = false;
   CHECK(estimate_job(m, j, c).grad_sync.count() == 0);
   m.tied_embeddings = true;
-  job v = j;
-  v.schedule = "zb-v";
-  CHECK(estimate_job(m, v, c).grad_sync.count() == 0);
+  for (const char* vee : {"zb-v", "dualpipev"}) {
+    job v = j;
+    v.schedule = vee;
+    CHECK(estimate_job(m, v, c).grad_sync.count() == 0);
+  }
 }
 
 TEST_CASE("--eager: PyTorch's RMSNorm, gated activation and rotary as a kernel each") {

@@ -253,6 +253,7 @@ TEST_CASE("bloom-176b from its files: BigScience's run on Jean Zay, as the publi
   CHECK(j.dp == 8);
   CHECK(j.devices() == 48 * 8);
   CHECK(j.micro_batch_size == 2);
+  CHECK(j.layout == "Et*5|(t*6|)*10,t*5L");
   CHECK(j.micro() == 2048 / 8 / 2);
   CHECK(j.policy == plan::recompute::full);
   CHECK_FALSE(j.fp16);
@@ -269,14 +270,16 @@ TEST_CASE("bloom-176b from its files: BigScience's run on Jean Zay, as the publi
   CHECK(j.runtime == plan::pipeline_runtime::megatron);
   // The A100 80GB's own facts; the network Jean Zay's, as NCCL ran over it (BigScience's
   // experiments/bandwidth/all_reduce_bench-a100-n4.txt, NCCL 2.10.3: 4 GB all-reduced over 4
-  // nodes of 8, "busbw: 40.5 Gbps", 5.07 GB/s, every ring channel in through one Omni-Path NIC
-  // of a node and out through one): each of the four NICs at that figure, a device's share of
-  // them one eighth.
+  // nodes of 8, a bus bandwidth of 40.55 Gbps, 5.07 GB/s, every ring channel in through one
+  // Omni-Path NIC of a node and out through one): each of the four NICs at that figure, a device's
+  // share of them one eighth.
   const plan::cluster& file = p.cluster.spec;
   const plan::cluster& a100 = *plan::find_cluster("a100-80g");
   CHECK(file.device.peak_flops == a100.device.peak_flops);
   CHECK(file.device.efficiency == a100.device.efficiency);
   CHECK(file.device.memory_bytes_per_s == a100.device.memory_bytes_per_s);
+  CHECK(file.device.attention_efficiency == a100.device.attention_efficiency);
+  CHECK(file.per_node == 8);
   CHECK(file.chip.name == a100.chip.name);
   CHECK(file.fabric.nvlink_busbw == a100.fabric.nvlink_busbw);
   CHECK(file.intra.beta == a100.intra.beta);

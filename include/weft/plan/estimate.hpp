@@ -1006,12 +1006,44 @@ struct rank_holdings {
 /// first and the last pipeline rank: after the backward, before the optimizer, the two copies'
 /// gradients are summed (Megatron's `_allreduce_word_embedding_grads`, DeepSpeed's
 /// `ReduceTiedGrads`) in the gradients' type, by the two ranks (pp - 1) x tp x cp x dp devices
-/// apart — across nodes unless the whole job fits in one.
+/// apart — over NVLink when the whole job fits in a node, else across nodes.
 inline seconds tied_embedding_sync(const job& j, const cluster& c, double params) {
   if (params <= 0) return seconds(0);
-  const double bytes = params * states_of(j, false).gradients;
+  const double bytes = params * states_of(j).gradients;
   const long long apart = static_cast<long long>(j.pp - 1) * j.tp * j.cp * j.dp;
-  return collective::ring_all_reduce(collective_link(c, 2, apart, bytes), 2, bytes);
+  const link_model l = j.devices() <= c.per_node ? collective_link(c, 2, 1, bytes)
+                                                 : collective_link(c, 2, apart, bytes);
+  return collective::ring_all_reduce(l, 2, bytes);
+}
+
+/// What each pipeline rank of `out` (its stages and schedule set) holds: the parameters of its
+/// chunks' stages (a DualPipe's second copy of a stage counted again), and which of them are a
+/// tied embedding's copies.
+inline rank_holdings holdings_of(const estimate& out, const transformer& m, const job& j,
+                                 const pipeline_layout& layout) {
+  const model_desc& md = out.sched.model;
+  rank_holdings held;
+  held.dense.assign(static_cast<std::size_t>(j.pp), 0);
+  held.expert = held.layers = held.edge = held.working = held.tied = held.dense;
+  std::vector<bool> holds_copy(held.dense.size(), false);  // the embedding, or the head's copy
+  for (int ch = 0; ch < md.chunks(); ++ch) {
+    const auto r = static_cast<std::size_t>(md.rank_of(ch));
+    const std::size_t s = static_cast<std::size_t>(ch) % out.stages.size();
+    const stage_estimate& st = out.stages[s];
+    const layout_stage& ls = layout.stages[s];
+    held.dense[r] += st.params;
+    held.expert[r] += st.expert_params;
+    held.edge[r] += edge_params_of(m, ls, j.tp);
+    held.layers[r] += ls.layers + ls.mtp;
+    held.working[r] = std::max(held.working[r], st.working_bytes);
+    if (ls.embedding || ls.loss) holds_copy[r] = true;
+  }
+  // Tied copies on more than one rank (1F1B's and the interleaved schedule's first and last, a
+  // DualPipe's two ends; a V's one rank holds both) are summed after the backward.
+  if (m.tied_embeddings && std::count(holds_copy.begin(), holds_copy.end(), true) > 1)
+    for (std::size_t r = 0; r < holds_copy.size(); ++r)
+      if (holds_copy[r]) held.tied[r] = m.vocab * m.hidden / j.tp;
+  return held;
 }
 
 /// The data-parallel side of `out` (its stages and schedule set): per rank, the model states
@@ -1190,26 +1222,9 @@ inline estimate estimate_job(const transformer& m, const job& given, const clust
   out.pipeline = out.time.makespan;
 
   // Per rank: its stages' parameters (and their states), and its peak live activations.
-  detail::rank_holdings held;
-  held.dense.assign(static_cast<std::size_t>(j.pp), 0);
-  held.expert = held.layers = held.edge = held.working = held.tied = held.dense;
-  std::size_t embedding_rank = 0, loss_rank = 0;
-  for (int ch = 0; ch < md.chunks(); ++ch) {
-    const auto r = static_cast<std::size_t>(md.rank_of(ch));
-    const stage_estimate& st = out.stages[stage_of(ch)];
-    const layout_stage& ls = layout.stages[stage_of(ch)];
-    held.dense[r] += st.params;
-    held.expert[r] += st.expert_params;
-    held.edge[r] += detail::edge_params_of(m, ls, j.tp);
-    held.layers[r] += ls.layers + ls.mtp;
-    held.working[r] = std::max(held.working[r], st.working_bytes);
-    out.chunk_activation_bytes.push_back(st.activation_bytes);
-    if (ls.embedding) embedding_rank = r;
-    if (ls.loss) loss_rank = r;
-  }
-  if (m.tied_embeddings && embedding_rank != loss_rank)  // two copies, summed after the backward
-    held.tied[embedding_rank] = held.tied[loss_rank] = m.vocab * m.hidden / j.tp;
-  detail::add_data_parallel(out, j, c, held);
+  for (int ch = 0; ch < md.chunks(); ++ch)
+    out.chunk_activation_bytes.push_back(out.stages[stage_of(ch)].activation_bytes);
+  detail::add_data_parallel(out, j, c, detail::holdings_of(out, m, j, layout));
   out.step = out.pipeline + out.grad_sync + out.optimizer;
   detail::add_breakdown(out);
   // The ranges of the model, the job and the cluster keep every term finite; should a
