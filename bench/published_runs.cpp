@@ -727,7 +727,10 @@ void compare_warmup() {
   const preset p = read_preset(std::string(WEFT_PRESETS_DIR) + "/bloom-176b");
   const transformer m = preset_model("models/bigscience-182b.json");
   job j = p.job.spec;
-  j.fp16 = j.grad_reduce_in_bf16 = true;  // fp16, its gradients accumulated and reduced in 16 bits
+  // fp16 (DeepSpeed's fp16 optimizer, not the BF16 one): its gradients accumulated and
+  // reduced in 16 bits.
+  j.fp16 = j.grad_reduce_in_bf16 = true;
+  j.deepspeed_bf16 = false;
   j.layout = "Et*7|(t*7|)*10,t*1L";
   const std::vector<double> batches{512, 1024, 1536, 2048}, measured{35.77, 59.65, 83.11, 107.12};
   std::vector<double> predicted;
@@ -743,6 +746,99 @@ void compare_warmup() {
       "\n  once a step: measured %.1f s, weft %.1f s (%+.1f%%); each 512 sequences: measured "
       "%.2f s, weft %.2f s (%+.1f%%)\n",
       a, wa, 100 * (wa / a - 1), 512 * b, 512 * wb, 100 * (wb / b - 1));
+}
+
+/// BigScience's last round of configurations before BLOOM's run (train/tr11-176B-ml/
+/// chronicles-prequel.md, "Rebalancing layers", 02-28): BLOOM-shaped models (ALiBi, a tied
+/// vocabulary of 250,880) of several widths, depths and head counts on the same 48 nodes, 2048
+/// sequences of 2048, every layer recomputed, with the BF16 optimizer and the partition that
+/// counts each embedding as a layer — the bloom-176b preset's job — under several (dp, tp, pp,
+/// micro-batch); the step measured (0: out of memory) and the memory nvidia-smi showed ("Mem",
+/// GB as written; 0: not given).
+struct bigscience_run {
+  int hidden, layers, heads, dp, tp, pp, micro;
+  double step_s, memory_gb;
+};
+constexpr bigscience_run bigscience_runs[] = {
+    {12288, 106, 64, 8, 4, 12, 2, 116.54, 67},  {12288, 106, 96, 8, 4, 12, 2, 118.79, 65},
+    {12288, 106, 128, 8, 4, 12, 2, 121.42, 67}, {12288, 106, 96, 8, 4, 12, 4, 120.34, 79},
+    {12288, 100, 64, 16, 4, 6, 2, 0, 0},        {12288, 100, 64, 16, 4, 6, 1, 0, 0},
+    {12288, 100, 64, 8, 8, 6, 2, 139.72, 61},   {12288, 100, 64, 8, 8, 6, 4, 120.96, 72},
+    {13312, 82, 64, 4, 8, 12, 4, 111.79, 52},   {13312, 82, 64, 8, 4, 12, 2, 104.45, 63},
+    {13312, 82, 104, 8, 4, 12, 2, 123.71, 62},  {13312, 82, 128, 8, 4, 12, 2, 108.78, 60},
+    {13312, 82, 64, 8, 4, 12, 4, 104.82, 74},   {13312, 94, 128, 8, 4, 12, 2, 124.10, 67},
+    {14336, 70, 64, 4, 8, 12, 2, 121.63, 40},   {14336, 70, 64, 8, 4, 12, 2, 102.03, 59},
+    {14336, 70, 112, 8, 4, 12, 2, 104.50, 59},  {14336, 70, 128, 8, 4, 12, 2, 105.89, 60},
+    {14336, 70, 64, 8, 4, 12, 4, 102.27, 73},   {14336, 82, 128, 8, 4, 12, 2, 0, 0},
+};
+
+/// The model of run `r`: BLOOM's config.json with its width, depth and heads.
+transformer bigscience_model(const bigscience_run& r) {
+  char config[256];
+  std::snprintf(config, sizeof config,
+                R"({"model_type": "bloom", "n_layer": %d, "hidden_size": %d, "n_head": %d, )"
+                R"("vocab_size": 250880, "attention_dropout": 0.1, "hidden_dropout": 0.1})",
+                r.layers, r.hidden, r.heads);
+  return read_hf_config(config).model;
+}
+
+/// `--sweeps`, BigScience's round: per model (width, depth, heads) the configurations it ran,
+/// the step measured and weft's, weft's first choice among those it says fit, and the memory
+/// nvidia-smi showed beside weft's view of it.
+void compare_bigscience(sweep_tally& tally) {
+  const preset p = read_preset(std::string(WEFT_PRESETS_DIR) + "/bloom-176b");
+  const cluster& c = p.cluster.spec;
+  std::vector<double> memory_errors;
+  std::set<std::tuple<int, int, int>> done;
+  for (const bigscience_run& g : bigscience_runs) {
+    if (!done.insert({g.hidden, g.layers, g.heads}).second) continue;
+    const transformer m = bigscience_model(g);
+    std::vector<double> measured, predicted;
+    choice first;
+    std::printf(
+        "BigScience's round, hidden %d, %d layers, %d heads (dp,tp,pp,mbs measured/weft s, "
+        "memory measured GB/weft GiB):",
+        g.hidden, g.layers, g.heads);
+    for (const bigscience_run& r : bigscience_runs) {
+      if (r.hidden != g.hidden || r.layers != g.layers || r.heads != g.heads) continue;
+      job j = p.job.spec;
+      j.dp = r.dp;
+      j.tp = r.tp;
+      j.pp = r.pp;
+      j.micro_batch_size = r.micro;
+      const int per = (r.layers + 2) / r.pp;  // each embedding counted as a layer
+      j.layout = "Et*" + std::to_string(per - 1) + "|(t*" + std::to_string(per) + "|)*" +
+                 std::to_string(r.pp - 2) + ",t*" + std::to_string(per - 1) + "L";
+      const estimate e = estimate_job(m, j, c);
+      const double peak = *std::max_element(e.memory_per_rank.begin(), e.memory_per_rank.end());
+      const bool fits = peak <= allocatable_bytes(c.hbm_bytes);
+      const double shown = as_nvidia_smi(peak) / (1024.0 * 1024 * 1024);
+      if (fits) first.offer(e.step.count(), r.step_s);
+      if (r.step_s > 0) {
+        measured.push_back(r.step_s);
+        predicted.push_back(e.step.count());
+        memory_errors.push_back(std::abs(shown / r.memory_gb - 1));
+        std::printf(" (%d,%d,%d,%d) %.1f/%.1f %.0f/%.1f%s", r.dp, r.tp, r.pp, r.micro, r.step_s,
+                    e.step.count(), r.memory_gb, shown, fits ? "" : "(over)");
+      } else {
+        std::printf(" (%d,%d,%d,%d) OOM/%.1f %.1f%s", r.dp, r.tp, r.pp, r.micro, e.step.count(),
+                    shown, fits ? "" : "(over)");
+      }
+    }
+    if (measured.size() >= 2)
+      tally.add(measured, predicted);
+    else
+      std::printf("\n");
+    if (first.measured == 0)
+      std::printf("  weft's first choice among those it says fit ran out of memory\n");
+    else if (first.measured > 0 && measured.size() >= 2)
+      std::printf("  weft's first choice among those it says fit measured %.1f%% below the best\n",
+                  100 * (first.measured / *std::min_element(measured.begin(), measured.end()) - 1));
+  }
+  std::printf(
+      "BigScience's round, memory: |error| of nvidia-smi's view median %.1f%%, worst %.1f%%\n",
+      100 * median(memory_errors),
+      100 * *std::max_element(memory_errors.begin(), memory_errors.end()));
 }
 
 /// `--sweeps`: each measured sweep beside weft's, and how well weft orders it.
@@ -798,9 +894,12 @@ int compare_sweeps() {
   memory_tally memory, memory_raw;
   compare_hagemann(a100, hagemann_tally, memory, memory_raw);
   compare_warmup();
+  sweep_tally bigscience_tally;
+  compare_bigscience(bigscience_tally);
   narayanan_tally.print("Narayanan et al. 2021");
   vtrain_tally.print("vTrain");
   hagemann_tally.print("Hagemann et al. 2023");
+  bigscience_tally.print("BigScience's round");
   for (const auto& [what, t] :
        {std::pair{"what the device leaves a job", memory}, std::pair{"the raw device", memory_raw}})
     std::printf(

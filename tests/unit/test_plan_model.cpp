@@ -308,6 +308,14 @@ job two_stages() {
   j.global_batch_size = 2;
   return j;
 }
+
+// The same on two data-parallel replicas: 2 micro-batches a rank.
+job two_stages_two_replicas() {
+  job j = two_stages();
+  j.dp = 2;
+  j.global_batch_size = 4;
+  return j;
+}
 }  // namespace
 
 TEST_CASE("a planned job's stages: FLOPs at the device's rates, memory in bytes, the whole step") {
@@ -389,11 +397,7 @@ TEST_CASE("data-parallel sharding: the states each rank keeps, what it gathers, 
   // The two layers of the test above on pp 2 x dp 2, one layer a rank, 2 micro-batches a rank.
   const transformer m = testing::tiny_dense(2);
   const cluster c = testing::ideal_cluster();
-  job j;
-  j.pp = 2;
-  j.dp = 2;
-  j.seq = 1024;
-  j.global_batch_size = 4;
+  job j = two_stages_two_replicas();
   j.overlap_grad_reduce = true;
   const auto with = [&](dp_sharding s) {
     job x = j;
@@ -698,11 +702,7 @@ TEST_CASE("--no-gradient-accumulation-fusion: each micro-batch's dW added in a p
 TEST_CASE("Megatron's --grad-reduce-in-bf16 and --fp8-param-gather: the bytes they save") {
   const transformer m = testing::tiny_dense(2);
   const cluster c = testing::ideal_cluster();
-  job j;
-  j.pp = 2;
-  j.dp = 2;
-  j.seq = 1024;
-  j.global_batch_size = 4;
+  job j = two_stages_two_replicas();
   j.overlap_grad_reduce = true;
   const estimate plain = estimate_job(m, j, c);
   job bf16 = j;
@@ -838,6 +838,56 @@ TEST_CASE("--grad-all-reduce-fp32: Scaling's ZeRO-1, the whole gradients all-red
                        doctest::Contains("whose pipeline engine runs 1F1B: it needs --schedule "
                                          "1f1b, not --schedule zb-h1"),
                        weft::config_error);
+}
+
+TEST_CASE("--deepspeed-bf16-optimizer: DeepSpeed's BF16_Optimizer keeps the 16-bit gradients") {
+  // DeepSpeed's runtime/bf16_optimizer.py as Megatron-DeepSpeed's bf16 runs use it: after each
+  // micro-batch's backward its 16-bit gradients are added into fp32 ones (update_hp_grads, a
+  // pass of its own: the 2-byte gradient read, the 4-byte one read and written) and kept until
+  // the next backward begins (clear_lp_grads=False): 2 bytes a parameter more than Megatron's
+  // distributed optimizer holds, which frees them. Its all-reduce of the whole gradients in bf16
+  // moves the bytes of the fp32 reduce-scatter weft prices for Megatron.
+  const transformer m = testing::tiny_dense(2);
+  const cluster c = testing::ideal_cluster();
+  const job j = two_stages_two_replicas();
+  const estimate megatron = estimate_job(m, j, c);
+  job deepspeed = j;
+  deepspeed.deepspeed_bf16 = true;
+  const estimate e = estimate_job(m, deepspeed, c);
+  for (std::size_t r = 0; r < 2; ++r)
+    CHECK(e.states_per_rank[r] - megatron.states_per_rank[r] ==
+          doctest::Approx(2 * megatron.stages[r].params));
+  CHECK(e.grad_sync == megatron.grad_sync);
+  // The accumulation pass whatever Megatron's fusion flag says: as Megatron without it, with
+  // fp32 main gradients.
+  job unfused = j;
+  unfused.gradient_accumulation_fusion = false;
+  CHECK(e.stages[1].cost.W == estimate_job(m, unfused, c).stages[1].cost.W);
+  CHECK(e.stages[1].cost.W > megatron.stages[1].cost.W);
+  // Its flag, no Megatron-LM arguments, DeepSpeed's pipeline engine.
+  const std::vector<std::string> own = weft_flags(deepspeed);
+  CHECK(std::find(own.begin(), own.end(), "--deepspeed-bf16-optimizer") != own.end());
+  CHECK_FALSE(megatron_arguments(deepspeed).has_value());
+  CHECK(runtime_for(deepspeed) == "Megatron-DeepSpeed (DeepSpeed's 1F1B pipeline engine)");
+  // What it runs with, else refused by name.
+  const auto refused = [&](job x, const char* why) {
+    CHECK_THROWS_WITH_AS(estimate_job(m, x, c), doctest::Contains(why), weft::config_error);
+  };
+  job fp16 = deepspeed;
+  fp16.fp16 = true;
+  refused(fp16, "--deepspeed-bf16-optimizer is DeepSpeed's BF16_Optimizer: it trains in bf16");
+  job sixteen = deepspeed;
+  sixteen.grad_reduce_in_bf16 = true;
+  refused(sixteen, "it accumulates the gradients in fp32 itself; drop --grad-reduce-in-bf16");
+  job fsdp = deepspeed;
+  fsdp.sharding = dp_sharding::optim_grads_params;
+  refused(fsdp, "it shards the optimizer's states (its own ZeRO-1), not optim_grads_params");
+  job overlapped = deepspeed;
+  overlapped.overlap_grad_reduce = true;
+  refused(overlapped, "it all-reduces the gradients after the backward");
+  job zero_bubble = deepspeed;
+  zero_bubble.schedule = "zb-h1";
+  refused(zero_bubble, "DeepSpeed's pipeline engine runs 1F1B: it needs --schedule 1f1b");
 }
 
 TEST_CASE("Megatron's --fp16: its gradients copied to fp32 and unscaled before the step") {

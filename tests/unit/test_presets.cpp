@@ -37,6 +37,18 @@ void check_ascend_910b(const device_facts& d) {
   CHECK(built_in.device.memory_bytes_per_s == d.memory_bytes_per_s);
 }
 
+// A cluster file's device as a built-in cluster's, to the bit: its peak, efficiencies,
+// memory and node.
+void check_device_of(const plan::cluster& file, const plan::cluster& built_in) {
+  CHECK(file.device.peak_flops == built_in.device.peak_flops);
+  CHECK(file.device.efficiency == built_in.device.efficiency);
+  CHECK(file.device.attention_efficiency == built_in.device.attention_efficiency);
+  CHECK(file.device.memory_bytes_per_s == built_in.device.memory_bytes_per_s);
+  CHECK(file.hbm_bytes == built_in.hbm_bytes);
+  CHECK(file.per_node == built_in.per_node);
+  CHECK(file.chip.name == built_in.chip.name);
+}
+
 }  // namespace
 
 TEST_CASE("llama2-70b-xdc from its files: the note's run from public facts") {
@@ -192,12 +204,7 @@ TEST_CASE("deepseek-v3 from its files: the real model on 2048 H800s, as the publ
   // The cluster file states the built-in H800 to the bit.
   const plan::cluster& file = p.cluster.spec;
   const plan::cluster& h800 = *plan::find_cluster("h800");
-  CHECK(file.device.peak_flops == h800.device.peak_flops);
-  CHECK(file.device.efficiency == h800.device.efficiency);
-  CHECK(file.device.attention_efficiency == h800.device.attention_efficiency);
-  CHECK(file.device.memory_bytes_per_s == h800.device.memory_bytes_per_s);
-  CHECK(file.hbm_bytes == h800.hbm_bytes);
-  CHECK(file.per_node == h800.per_node);
+  check_device_of(file, h800);
   CHECK(file.intra.alpha == h800.intra.alpha);
   CHECK(file.intra.beta == h800.intra.beta);
   CHECK(file.inter.alpha == h800.inter.alpha);
@@ -259,10 +266,11 @@ TEST_CASE("bloom-176b from its files: BigScience's run on Jean Zay, as the publi
   CHECK_FALSE(j.fp16);
   CHECK_FALSE(j.flash_attention);
   // DeepSpeed's bf16 optimizer (its runtime/bf16_optimizer.py): each micro-batch's gradients
-  // added into fp32 ones, a pass of their own; the optimizer's states sharded over the
-  // data-parallel ranks (ZeRO-1) and the updated parameters all-gathered. Its pipeline
-  // (runtime/pipe/engine.py) sends each tensor-parallel rank's share of an activation and
+  // added into fp32 ones, a pass of their own, the 16-bit ones kept; the optimizer's states
+  // sharded over the data-parallel ranks (ZeRO-1) and the updated parameters all-gathered. Its
+  // pipeline (runtime/pipe/engine.py) sends each tensor-parallel rank's share of an activation and
   // gathers it whole on arrival, waiting for every transfer.
+  CHECK(j.deepspeed_bf16);
   CHECK_FALSE(j.gradient_accumulation_fusion);
   CHECK_FALSE(j.grad_reduce_in_bf16);
   CHECK(j.sharding == plan::dp_sharding::optim);
@@ -275,15 +283,9 @@ TEST_CASE("bloom-176b from its files: BigScience's run on Jean Zay, as the publi
   // share of them one eighth.
   const plan::cluster& file = p.cluster.spec;
   const plan::cluster& a100 = *plan::find_cluster("a100-80g");
-  CHECK(file.device.peak_flops == a100.device.peak_flops);
-  CHECK(file.device.efficiency == a100.device.efficiency);
-  CHECK(file.device.memory_bytes_per_s == a100.device.memory_bytes_per_s);
-  CHECK(file.device.attention_efficiency == a100.device.attention_efficiency);
-  CHECK(file.per_node == 8);
-  CHECK(file.chip.name == a100.chip.name);
+  check_device_of(file, a100);
   CHECK(file.fabric.nvlink_busbw == a100.fabric.nvlink_busbw);
   CHECK(file.intra.beta == a100.intra.beta);
-  CHECK(file.hbm_bytes == a100.hbm_bytes);
   check_link(file.inter, 10e-6, 4 * 5.07e9 / 8);
   CHECK(file.fabric.nic_busbw == 5.07e9);
   CHECK(file.fabric.nics_per_node == 4);

@@ -161,6 +161,11 @@ void add_runtime_flags(CLI::App& sub, weft::plan::job& j, std::vector<CLI::Optio
                                "all-reduced in fp32 after the backward, then each rank's updated "
                                "shard of the parameters all-gathered (Megatron reduce-scatters); "
                                "its 1F1B pipeline engine and the logits it keeps"));
+  flags.push_back(sub.add_flag("--deepspeed-bf16-optimizer", j.deepspeed_bf16,
+                               "DeepSpeed's BF16_Optimizer (Megatron-DeepSpeed's bf16 runs): "
+                               "each micro-batch's gradients added into fp32 ones, the 16-bit "
+                               "ones kept until the next backward, the whole all-reduced in "
+                               "bf16, the optimizer's states sharded; its 1F1B pipeline engine"));
   flags.push_back(sub.add_flag("--scatter-gather-tensors-in-pipeline", j.scatter_gather_transfers,
                                "Megatron-LM's transfers until 2022: without sequence parallelism "
                                "each device sends 1/tp and the receivers all-gather it (needs "

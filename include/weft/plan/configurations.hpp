@@ -368,7 +368,8 @@ struct configuration_pool {
 /// job as asked is one of the configurations judged.
 inline std::vector<dp_sharding> shardings_of(const configuration_space& sp, const job& base) {
   if (sp.sharding) return {*sp.sharding};
-  if (base.grad_all_reduce_fp32) return {base.sharding};  // Scaling's ZeRO-1 alone
+  // Scaling's ZeRO-1 alone; DeepSpeed's BF16_Optimizer's own.
+  if (base.grad_all_reduce_fp32 || base.deepspeed_bf16) return {base.sharding};
   std::vector<dp_sharding> out{dp_sharding::optim, dp_sharding::optim_grads_params};
   if (std::find(out.begin(), out.end(), base.sharding) == out.end()) out.push_back(base.sharding);
   return out;
@@ -400,8 +401,9 @@ inline configuration_pool open_configurations(const transformer& m, const job& b
   for (int b = 1; b <= sp.max_micro_batch_size; b *= 2) sizes_mb.push_back(b);
   const std::vector<int> expert_sizes =
       m.moe.active() ? divisors(m.moe.routed) : std::vector<int>{1};
-  // Scaling's trainer (--grad-all-reduce-fp32) has neither context nor expert parallelism.
-  const bool scaling = base.grad_all_reduce_fp32;
+  // Scaling's trainer (--grad-all-reduce-fp32) and Megatron-DeepSpeed's GPT
+  // (--deepspeed-bf16-optimizer) have neither context nor expert parallelism.
+  const bool scaling = base.grad_all_reduce_fp32 || base.deepspeed_bf16;
   for (const int tp : kept_or(sp.tp, divisors(out.devices)))
     for (const int cp : scaling ? std::vector<int>{1} : kept_or(sp.cp, divisors(out.devices / tp)))
       for (const int pp : kept_or(sp.pp, divisors(out.devices / tp / cp)))
@@ -764,14 +766,16 @@ inline configuration_search_result search_configurations(const transformer& m, c
   detail::check_search_options(o);
   check_cluster(c);
   const job base = with_megatron_forms(m, asked);
-  if (base.grad_all_reduce_fp32) {  // Scaling's ZeRO-1: its rules before any configuration
+  // Scaling's ZeRO-1, DeepSpeed's BF16_Optimizer: their rules before any configuration.
+  if (base.grad_all_reduce_fp32 || base.deepspeed_bf16) {
     job scaling = base;
     // The sizes the search chooses itself are 1; those the space keeps, as kept.
     scaling.cp = o.space.cp.value_or(1);
     scaling.ep = o.space.ep.value_or(1);
     if (o.space.sharding) scaling.sharding = *o.space.sharding;
-    scaling.schedule = "1f1b";  // the search's choice, among what Scaling runs
+    scaling.schedule = "1f1b";  // the search's choice, among what their pipeline engines run
     check_scaling_all_reduce(scaling);
+    check_deepspeed_bf16(scaling);
   }
   configuration_search_result out;
   out.devices = o.space.devices > 0 ? o.space.devices : base.devices();

@@ -586,7 +586,9 @@ inline double edge_params_of(const transformer& m, const layout_stage& st, int t
 /// micro-batch's are reduce-scattered (priced with the data-parallel traffic) and what is added
 /// is a 1/dp shard: left out.
 inline double accumulate_bytes_per_weight(const job& j) {
-  if (j.gradient_accumulation_fusion || shards_gradients(j.sharding)) return 0;
+  // DeepSpeed's BF16_Optimizer adds them into its fp32 buffer whatever Megatron's fusion says.
+  const bool fused = j.gradient_accumulation_fusion && !j.deepspeed_bf16;
+  if (fused || shards_gradients(j.sharding)) return 0;
   return 2 + 2 * states_of(j).gradients;
 }
 

@@ -93,6 +93,7 @@ inline std::vector<std::string> weft_flags(const job& j) {
   if (j.eager_loss && !j.eager) add("--eager-loss");
   if (j.fused_rms_norm) add("--fused-rms-norm");
   if (j.grad_all_reduce_fp32) add("--grad-all-reduce-fp32");
+  if (j.deepspeed_bf16) add("--deepspeed-bf16-optimizer");
   return f;
 }
 
@@ -144,6 +145,8 @@ inline bool runs(const job& j, runs_on r) {
     if (r == runs_on::megatron || megatron_code_only(j) || j.overlap_moe_ep_comm) return false;
     // Scaling's trainer runs itself (torchtitan is not it), with its pipeline engine's schedule.
     if (j.grad_all_reduce_fp32) return r == runs_on::any && scaling_engine_runs(j);
+    // DeepSpeed's pipeline engine, whose one schedule Scaling's ports.
+    if (j.deepspeed_bf16) return r == runs_on::any && scaling_engine_runs(j);
     if (j.fp16) return r == runs_on::any;  // its own loss scaling; torchtitan's is bf16's
   }
   // Megatron's combined 1F1B: its code only, on its interleaved schedule (or no pipeline).
@@ -256,6 +259,7 @@ inline std::string runtime_for(const job& j) {
     return j.loss_eager() ? "PyTorch's eager operations (no pipeline)"
                           : "a PyTorch trainer as Aleph Alpha's Scaling (no pipeline)";
   if (j.grad_all_reduce_fp32) return "Aleph Alpha's Scaling (its 1F1B pipeline engine)";
+  if (j.deepspeed_bf16) return "Megatron-DeepSpeed (DeepSpeed's 1F1B pipeline engine)";
   if (!own && j.overlap_moe_ep_comm) return "Megatron-LM (its combined 1F1B)";
   // Without a pipeline 1F1B is any runtime's loop over the micro-batches; a schedule of chunks
   // on one rank (DualPipeV's paired passes, the V's) is still its runtime's.

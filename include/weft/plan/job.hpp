@@ -113,18 +113,32 @@ struct job {
   /// gradients. Scaling's trainer with it: its 1F1B pipeline engine (check_scaling_all_reduce)
   /// and the last stage's logits it keeps (`scaling_output_buffers`).
   bool grad_all_reduce_fp32 = false;
+  /// --deepspeed-bf16-optimizer: DeepSpeed's BF16_Optimizer as Megatron-DeepSpeed's bf16 runs
+  /// use it (runtime/bf16_optimizer.py, BLOOM's): each micro-batch's 16-bit gradients added
+  /// into fp32 ones whole on every rank, a pass of their own (`update_hp_grads`), and kept
+  /// until the next backward begins (`clear_lp_grads=False`); after the backward the fp32
+  /// gradients all-reduced whole in bf16 — the bytes the distributed optimizer's fp32
+  /// reduce-scatter moves — the optimizer's states sharded (its own ZeRO-1) and the updated
+  /// parameters all-gathered. With DeepSpeed's pipeline engine: 1F1B
+  /// (check_deepspeed_bf16).
+  bool deepspeed_bf16 = false;
 
   constexpr long long devices() const noexcept { return static_cast<long long>(tp) * pp * dp * cp; }
   /// The loss as PyTorch's eager operations compute it (--eager-loss, or --eager).
   constexpr bool loss_eager() const noexcept { return eager || eager_loss; }
   /// Priced as a PyTorch trainer of its own runs it, not as Megatron-LM's code: its eager
   /// operations, or Scaling's gradient all-reduce.
-  constexpr bool own_trainer() const noexcept { return loss_eager() || grad_all_reduce_fp32; }
+  constexpr bool own_trainer() const noexcept {
+    return loss_eager() || grad_all_reduce_fp32 || deepspeed_bf16;
+  }
   /// What makes it so, as an error's opening: the flag and what Megatron-LM does instead.
   std::string own_trainer_reason() const {
     if (loss_eager())
       return std::string(eager ? "--eager" : "--eager-loss") +
              " prices PyTorch's eager operations, which Megatron-LM's fused kernels replace";
+    if (deepspeed_bf16)
+      return "--deepspeed-bf16-optimizer prices DeepSpeed's BF16_Optimizer, which keeps the "
+             "16-bit gradients Megatron-LM's distributed optimizer frees";
     return "--grad-all-reduce-fp32 prices Scaling's ZeRO-1, where Megatron-LM's distributed "
            "optimizer reduce-scatters the gradients";
   }
@@ -456,6 +470,7 @@ constexpr state_bytes states_of(const job& j, bool layers = true) noexcept {
   state_bytes b;
   if (j.grad_reduce_in_bf16 || j.grad_all_reduce_fp32) b.gradients = 2;
   if (j.fp8_param_gather && layers) b.weights = 1;
+  if (j.deepspeed_bf16) b.kept_gradients = 2;  // the 16-bit ones beside the fp32 accumulator
   return b;
 }
 
@@ -490,6 +505,36 @@ inline void check_scaling_all_reduce(const job& j) {
         "--grad-all-reduce-fp32 is Scaling's trainer, whose pipeline engine runs 1F1B: it needs "
         "--schedule 1f1b, not --schedule " +
         j.schedule);
+}
+
+/// What DeepSpeed's BF16_Optimizer (--deepspeed-bf16-optimizer) runs with, as config errors:
+/// bf16 (its fp16 optimizer is another), gradients accumulated in fp32, the optimizer's states
+/// sharded and nothing else, its all-reduce after the backward, neither context nor expert
+/// parallelism (Megatron-DeepSpeed's dense GPT), and DeepSpeed's pipeline engine's one schedule,
+/// 1F1B (its TrainSchedule; `scaling_engine_runs`, which Scaling's port shares).
+inline void check_deepspeed_bf16(const job& j) {
+  if (!j.deepspeed_bf16) return;
+  const auto refuse = [](const std::string& what) {
+    throw config_error("--deepspeed-bf16-optimizer is DeepSpeed's BF16_Optimizer: " + what);
+  };
+  if (j.fp16) refuse("it trains in bf16, not --fp16");
+  if (j.grad_reduce_in_bf16 || j.grad_all_reduce_fp32)
+    refuse(
+        "it accumulates the gradients in fp32 itself; drop " +
+        std::string(j.grad_all_reduce_fp32 ? "--grad-all-reduce-fp32" : "--grad-reduce-in-bf16"));
+  if (j.sharding != dp_sharding::optim)
+    refuse("it shards the optimizer's states (its own ZeRO-1), not " +
+           std::string(name_of(j.sharding)));
+  if (j.overlap_grad_reduce)
+    refuse("it all-reduces the gradients after the backward, not beside it");
+  if (j.cp > 1 || j.ep > 1)
+    refuse(
+        "Megatron-DeepSpeed's GPT has neither context nor expert parallelism: it needs --cp 1 "
+        "and --ep 1, not --cp " +
+        std::to_string(j.cp) + " and --ep " + std::to_string(j.ep));
+  if (!scaling_engine_runs(j))
+    refuse("DeepSpeed's pipeline engine runs 1F1B: it needs --schedule 1f1b, not --schedule " +
+           j.schedule);
 }
 
 /// Megatron's rules for --overlap-moe-expert-parallel-comm and --delay-wgrad-compute
@@ -547,6 +592,7 @@ inline void check_job(const transformer& m, const job& j) {
         "--fused-rms-norm keeps the RMSNorms fused among PyTorch's eager operations: it needs "
         "--eager (without it every norm is one fused kernel already)");
   check_scaling_all_reduce(j);
+  check_deepspeed_bf16(j);
   check_combined_1f1b(m, j);
   if (j.layers_per_virtual_stage != 0 || j.decoder_first != 0 || j.decoder_last != 0 ||
       !j.fp8_format.empty() || !j.fp8_recipe_name.empty())

@@ -216,6 +216,7 @@ inline job_file read_job(std::string_view text, const std::string& file) {
   b.eager_loss = r.flag("eager-loss", b.eager_loss);
   b.fused_rms_norm = r.flag("fused-rms-norm", b.fused_rms_norm);
   b.grad_all_reduce_fp32 = r.flag("grad-all-reduce-fp32", b.grad_all_reduce_fp32);
+  b.deepspeed_bf16 = r.flag("deepspeed-bf16-optimizer", b.deepspeed_bf16);
   b.scatter_gather_transfers =
       r.flag("scatter-gather-tensors-in-pipeline", b.scatter_gather_transfers);
   detail::read_megatron_keys(r, b, file);

@@ -250,6 +250,9 @@ constexpr double allocatable_bytes(double hbm) noexcept {
 /// data-parallel ranks).
 struct state_bytes {
   double weights = 2, gradients = 4, optimizer = 12;
+  /// 16-bit gradients a trainer keeps beside the accumulated ones between micro-batches
+  /// (DeepSpeed's BF16_Optimizer), never sharded.
+  double kept_gradients = 0;
 };
 
 /// What the data-parallel ranks shard of the model states, as Megatron-FSDP's
@@ -285,7 +288,7 @@ constexpr double model_state_bytes(double params, int shards, dp_sharding what =
   const double optimizer = what == dp_sharding::no_shard ? b.optimizer : b.optimizer / n;
   const double gradients = shards_gradients(what) ? b.gradients / n : b.gradients;
   const double weights = what == dp_sharding::optim_grads_params ? b.weights / n : b.weights;
-  return params * (weights + gradients + optimizer);
+  return params * (weights + gradients + b.kept_gradients + optimizer);
 }
 
 }  // namespace weft::plan
