@@ -210,13 +210,14 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     if (const std::optional<estimate> e = try_estimate(m, o, k)) check_estimate(m, o, k, *e);
   }
   // The same job as PyTorch trainers run it — eager operations, the loss over whole logits,
-  // Scaling's fp32 all-reduce: the same promises.
+  // Scaling's fp32 all-reduce, DeepSpeed's BF16 optimizer: the same promises.
   if (c.flag()) {
     job t = j;
     t.eager = c.flag();
     t.eager_loss = c.flag();
     t.fused_rms_norm = t.eager && c.flag();
     t.grad_all_reduce_fp32 = c.flag();
+    t.deepspeed_bf16 = c.flag();
     if (const std::optional<estimate> e = try_estimate(m, t, k)) check_estimate(m, t, k, *e);
   }
   return 0;

@@ -251,16 +251,22 @@ def test_eager_and_unfused_accumulation_are_the_tools(cli_json):
     assert plain["step_s"] < norm_fused["step_s"] < eager["step_s"]
 
 
+LLAMA_8B = PRESETS / "models" / "llama-3-8b.json"
+# Llama 3 8B on 8 data-parallel H100s, 16 sequences of 4096: as the tool's flags, and the same
+# as keywords.
+DP8 = ("plan", "--model", LLAMA_8B, "--cluster", "h100-sxm", "--dp", 8, "--seq-length", 4096,
+       "--global-batch-size", 16)
+DP8_KEYWORDS = dict(model=LLAMA_8B, cluster="h100-sxm", dp=8, seq_length=4096,
+                    global_batch_size=16)
+
+
 def test_scaling_zero1_all_reduce(cli_json):
     """--grad-all-reduce-fp32 as a keyword: Scaling's ZeRO-1 all-reduces whole fp32 gradients
     where Megatron's distributed optimizer reduce-scatters, a longer gradient sync; it needs the
     optimizer's sharding."""
-    llama = PRESETS / "models" / "llama-3-8b.json"
-    base = ("plan", "--model", llama, "--cluster", "h100-sxm", "--dp", 8, "--seq-length", 4096,
-            "--global-batch-size", 16)
+    llama, base = LLAMA_8B, DP8
     plain = cli_json(*base)
-    scaling = weft.plan(model=llama, cluster="h100-sxm", dp=8, seq_length=4096,
-                        global_batch_size=16, grad_all_reduce_fp32=True)
+    scaling = weft.plan(**DP8_KEYWORDS, grad_all_reduce_fp32=True)
     assert scaling == cli_json(*base, "--grad-all-reduce-fp32")
     assert scaling["step_s"] > plain["step_s"]
     with pytest.raises(weft.ConfigError, match="needs the distributed optimizer's sharding"):
@@ -269,6 +275,21 @@ def test_scaling_zero1_all_reduce(cli_json):
     with pytest.raises(weft.ConfigError, match="whose pipeline engine runs 1F1B"):
         weft.plan(model=llama, cluster="h100-sxm", pp=2, dp=4, global_batch_size=16,
                   grad_all_reduce_fp32=True, schedule="zb-h1")
+
+
+def test_deepspeed_bf16_optimizer(cli_json):
+    """--deepspeed-bf16-optimizer as a keyword: DeepSpeed's BF16_Optimizer keeps each
+    parameter's 16-bit gradient beside its fp32 one, 2 bytes a parameter more than Megatron's
+    distributed optimizer holds; it trains in bf16."""
+    plain = cli_json(*DP8)
+    deepspeed = weft.plan(**DP8_KEYWORDS, deepspeed_bf16_optimizer=True)
+    assert deepspeed == cli_json(*DP8, "--deepspeed-bf16-optimizer")
+    params = deepspeed["parameters"]
+    grew = deepspeed["memory_per_stage_bytes"][0] - plain["memory_per_stage_bytes"][0]
+    assert grew == pytest.approx(2 * params, rel=1e-6)
+    with pytest.raises(weft.ConfigError, match="it trains in bf16: drop --fp16"):
+        weft.plan(model=LLAMA_8B, cluster="h100-sxm", dp=8, deepspeed_bf16_optimizer=True,
+                  fp16=True)
 
 
 def _without_time(found):

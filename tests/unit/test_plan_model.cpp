@@ -869,22 +869,39 @@ TEST_CASE("--deepspeed-bf16-optimizer: DeepSpeed's BF16_Optimizer keeps the 16-b
   CHECK(std::find(own.begin(), own.end(), "--deepspeed-bf16-optimizer") != own.end());
   CHECK_FALSE(megatron_arguments(deepspeed).has_value());
   CHECK(runtime_for(deepspeed) == "Megatron-DeepSpeed (DeepSpeed's 1F1B pipeline engine)");
+  job alone = deepspeed;
+  alone.pp = 1;
+  CHECK(runtime_for(alone) == "Megatron-DeepSpeed (no pipeline)");
   // What it runs with, else refused by name.
   const auto refused = [&](job x, const char* why) {
     CHECK_THROWS_WITH_AS(estimate_job(m, x, c), doctest::Contains(why), weft::config_error);
   };
   job fp16 = deepspeed;
   fp16.fp16 = true;
-  refused(fp16, "--deepspeed-bf16-optimizer is DeepSpeed's BF16_Optimizer: it trains in bf16");
+  refused(fp16,
+          "--deepspeed-bf16-optimizer is DeepSpeed's BF16_Optimizer: it trains in bf16: "
+          "drop --fp16");
   job sixteen = deepspeed;
   sixteen.grad_reduce_in_bf16 = true;
   refused(sixteen, "it accumulates the gradients in fp32 itself; drop --grad-reduce-in-bf16");
   job fsdp = deepspeed;
   fsdp.sharding = dp_sharding::optim_grads_params;
-  refused(fsdp, "it shards the optimizer's states (its own ZeRO-1), not optim_grads_params");
+  refused(fsdp,
+          "it needs --data-parallel-sharding-strategy optim, the default, not "
+          "optim_grads_params");
+  job whole = deepspeed;
+  whole.sharding = dp_sharding::no_shard;
+  refused(whole, "not no_shard (--no-distributed-optimizer)");
+  job scaling = deepspeed;
+  scaling.grad_all_reduce_fp32 = true;
+  refused(scaling, "drop --grad-all-reduce-fp32");
   job overlapped = deepspeed;
   overlapped.overlap_grad_reduce = true;
-  refused(overlapped, "it all-reduces the gradients after the backward");
+  refused(overlapped, "after the backward: drop --overlap-grad-reduce");
+  job context = deepspeed;
+  context.cp = 2;
+  context.dp = 1;
+  refused(context, "it needs --cp 1 and --ep 1, not --cp 2 and --ep 1");
   job zero_bubble = deepspeed;
   zero_bubble.schedule = "zb-h1";
   refused(zero_bubble, "DeepSpeed's pipeline engine runs 1F1B: it needs --schedule 1f1b");

@@ -943,6 +943,23 @@ TEST_CASE("the job as asked is judged first: the search never recommends less") 
   CHECK_THROWS_WITH_AS(search_configurations(m, overlapped, c, o),
                        doctest::Contains("does not combine with --overlap-grad-reduce"),
                        weft::config_error);
+  // DeepSpeed's BF16 optimizer likewise: its own sharding, its pipeline engine's 1F1B, neither
+  // context nor expert parallelism; another sharding asked for is refused before any.
+  j.grad_all_reduce_fp32 = false;
+  j.deepspeed_bf16 = true;
+  const configuration_search_result deepspeed = search_configurations(m, j, c, o);
+  REQUIRE(!deepspeed.top.empty());
+  for (const configuration_choice& x : deepspeed.top) {
+    CHECK(x.best.tried.sharding == dp_sharding::optim);
+    CHECK(x.best.tried.deepspeed_bf16);
+    CHECK((x.best.tried.pp == 1 || x.best.tried.schedule == "1f1b"));
+    CHECK(x.best.tried.cp == 1);
+  }
+  o.space.sharding = dp_sharding::optim_grads_params;
+  CHECK_THROWS_WITH_AS(search_configurations(m, j, c, o),
+                       doctest::Contains("--deepspeed-bf16-optimizer is DeepSpeed's "
+                                         "BF16_Optimizer: it shards the optimizer's states"),
+                       weft::config_error);
 }
 
 TEST_CASE("progress is reported once a plan is judged, and once a configuration is estimated") {

@@ -140,7 +140,8 @@ inline std::string recompute_text(const job& j) {
 
 /// Whether runtime `r` runs job `j`'s schedule.
 inline bool runs(const job& j, runs_on r) {
-  // A trainer's own (PyTorch's eager operations, Scaling's all-reduce): not Megatron's code.
+  // A trainer's own (PyTorch's eager operations, Scaling's all-reduce, DeepSpeed's BF16
+  // optimizer): not Megatron's code.
   if (j.own_trainer()) {
     if (r == runs_on::megatron || megatron_code_only(j) || j.overlap_moe_ep_comm) return false;
     // Scaling's trainer runs itself (torchtitan is not it), with its pipeline engine's schedule.
@@ -173,7 +174,7 @@ inline std::optional<std::vector<std::string>> megatron_arguments(const job& j) 
   // Megatron's attention is fused (flash or cuDNN) in every release that runs these flags.
   // torchtitan's every N-th layer recomputed has no Megatron form.
   // Nor PyTorch's eager norms, activation and loss: its own are fused and vocabulary-parallel;
-  // nor Scaling's all-reduce of a sharded optimizer's gradients.
+  // nor Scaling's all-reduce of a sharded optimizer's gradients, nor DeepSpeed's BF16 optimizer.
   if (!megatron_runs(j) || !j.flash_attention || j.recompute_every > 0 || j.own_trainer())
     return std::nullopt;
   std::vector<std::string> a{"--tensor-model-parallel-size",
@@ -253,11 +254,14 @@ inline std::optional<std::vector<std::string>> megatron_arguments(const job& j) 
 /// transfers), DeepSeek's DualPipe (both directions), else PyTorch's pipeline runtime, from the
 /// schedule's CSV (`weft plan --out`, torchtitan's `pipeline_parallel_schedule_csv`).
 inline std::string runtime_for(const job& j) {
-  // A trainer's own (PyTorch's eager operations, Scaling's all-reduce): not Megatron's code.
+  // A trainer's own (PyTorch's eager operations, Scaling's all-reduce, DeepSpeed's BF16
+  // optimizer): not Megatron's code.
   const bool own = j.own_trainer(), megatron = !own && megatron_runs(j);
-  if (own && j.pp == 1)
-    return j.loss_eager() ? "PyTorch's eager operations (no pipeline)"
-                          : "a PyTorch trainer as Aleph Alpha's Scaling (no pipeline)";
+  if (own && j.pp == 1) {
+    if (j.loss_eager()) return "PyTorch's eager operations (no pipeline)";
+    return j.deepspeed_bf16 ? "Megatron-DeepSpeed (no pipeline)"
+                            : "a PyTorch trainer as Aleph Alpha's Scaling (no pipeline)";
+  }
   if (j.grad_all_reduce_fp32) return "Aleph Alpha's Scaling (its 1F1B pipeline engine)";
   if (j.deepspeed_bf16) return "Megatron-DeepSpeed (DeepSpeed's 1F1B pipeline engine)";
   if (!own && j.overlap_moe_ep_comm) return "Megatron-LM (its combined 1F1B)";

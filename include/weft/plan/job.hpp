@@ -127,7 +127,7 @@ struct job {
   /// The loss as PyTorch's eager operations compute it (--eager-loss, or --eager).
   constexpr bool loss_eager() const noexcept { return eager || eager_loss; }
   /// Priced as a PyTorch trainer of its own runs it, not as Megatron-LM's code: its eager
-  /// operations, or Scaling's gradient all-reduce.
+  /// operations, Scaling's gradient all-reduce, or DeepSpeed's BF16 optimizer.
   constexpr bool own_trainer() const noexcept {
     return loss_eager() || grad_all_reduce_fp32 || deepspeed_bf16;
   }
@@ -465,7 +465,7 @@ inline job as_megatron_runs(const transformer& m, job j, megatron_silence silent
 /// The bytes a parameter's states take in job `j`: its gradients in bf16 with
 /// --grad-reduce-in-bf16 (or Scaling's, --grad-all-reduce-fp32), the layers' weights in FP8 with
 /// --fp8-param-gather (`layers` false: the embedding's, the head's and the final norm's, which stay
-/// bf16).
+/// bf16), and with --deepspeed-bf16-optimizer the 16-bit gradients it keeps besides.
 constexpr state_bytes states_of(const job& j, bool layers = true) noexcept {
   state_bytes b;
   if (j.grad_reduce_in_bf16 || j.grad_all_reduce_fp32) b.gradients = 2;
@@ -517,16 +517,19 @@ inline void check_deepspeed_bf16(const job& j) {
   const auto refuse = [](const std::string& what) {
     throw config_error("--deepspeed-bf16-optimizer is DeepSpeed's BF16_Optimizer: " + what);
   };
-  if (j.fp16) refuse("it trains in bf16, not --fp16");
+  if (j.fp16) refuse("it trains in bf16: drop --fp16");
   if (j.grad_reduce_in_bf16 || j.grad_all_reduce_fp32)
     refuse(
         "it accumulates the gradients in fp32 itself; drop " +
         std::string(j.grad_all_reduce_fp32 ? "--grad-all-reduce-fp32" : "--grad-reduce-in-bf16"));
   if (j.sharding != dp_sharding::optim)
-    refuse("it shards the optimizer's states (its own ZeRO-1), not " +
-           std::string(name_of(j.sharding)));
+    refuse(
+        "it shards the optimizer's states (its own ZeRO-1): it needs "
+        "--data-parallel-sharding-strategy optim, the default, not " +
+        std::string(name_of(j.sharding)) +
+        (j.sharding == dp_sharding::no_shard ? " (--no-distributed-optimizer)" : ""));
   if (j.overlap_grad_reduce)
-    refuse("it all-reduces the gradients after the backward, not beside it");
+    refuse("it all-reduces the gradients after the backward: drop --overlap-grad-reduce");
   if (j.cp > 1 || j.ep > 1)
     refuse(
         "Megatron-DeepSpeed's GPT has neither context nor expert parallelism: it needs --cp 1 "
