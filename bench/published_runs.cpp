@@ -332,7 +332,11 @@ int choose(double budget) {
     configuration_search_options o;
     o.budget_s = budget;
     o.top = 1;
-    o.space.runtime = j.runtime == pipeline_runtime::megatron ? runs_on::megatron : runs_on::any;
+    // Megatron-LM's runtime where the run was Megatron-LM's; a trainer of its own (BLOOM's
+    // DeepSpeed) keeps to its own rules.
+    o.space.runtime = j.runtime == pipeline_runtime::megatron && !j.own_trainer()
+                          ? runs_on::megatron
+                          : runs_on::any;
     try {
       const configuration_search_result found = search_configurations(m, j, c, o);
       if (found.top.empty()) {
