@@ -3,6 +3,9 @@
 // an untimed warm-up round, so its sliding thresholds have settled as in a long search) and then
 // asked to keep freed memory (`keep_freed_heap`, include/weft/core/heap.hpp) — side by side in
 // one run, medians of the rounds (ROUNDS odd: the middle one), with the page faults a plan takes.
+// Then how many it estimates step by step (`search::step_timing`): a whole plan, and a plan one
+// local-search move away from the plan kept, timed from the move's first changed step on (the
+// moves drawn beforehand, as the search draws them, so the timing is the estimate's alone).
 //
 //   search_rate [ROUNDS [SECONDS_A_ROUND]]
 #include <sys/resource.h>
@@ -11,6 +14,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -18,6 +22,7 @@
 
 #include <weft/core/heap.hpp>
 #include <weft/search/search.hpp>
+#include <weft/search/step_timing.hpp>
 
 using namespace weft;
 
@@ -95,6 +100,55 @@ measured rate(const problem_plan& x, int rounds, double seconds) {
           static_cast<double>(minor_faults() - faults) / static_cast<double>(plans)};
 }
 
+/// Estimates a second of `x`'s plan: whole, and one move away from it (`moves` drawn once:
+/// plans in order with what each changed), medians of `rounds` rounds of `seconds`.
+struct estimated {
+  double whole = 0, moved = 0;
+};
+estimated estimate_rate(const problem_plan& x, int rounds, double seconds) {
+  using clock = std::chrono::steady_clock;
+  search::step_timing<units> t(x.q);
+  if (!t(x.p) || !t.keep()) {
+    std::fprintf(stderr, "search_rate: %s: its plan has no estimate\n", x.name.c_str());
+    std::exit(1);
+  }
+  std::vector<search::step_order> moved;
+  std::vector<std::vector<std::size_t>> same;
+  std::mt19937_64 rng(1);
+  while (moved.size() < 64) {
+    search::step_order p = x.p;
+    const auto ch = search::detail::move(p, rng, true, true);
+    if (!ch || !search::detail::in_order(p.model, p.ranks[ch->rank])) continue;
+    std::vector<std::size_t> s(p.ranks.size());
+    for (std::size_t r = 0; r < s.size(); ++r) s[r] = p.ranks[r].size();
+    s[ch->rank] = ch->from;
+    moved.push_back(std::move(p));
+    same.push_back(std::move(s));
+  }
+  const auto rate = [&](auto&& one) {
+    std::vector<double> rates;
+    for (int r = 0; r < rounds; ++r) {
+      const auto t0 = clock::now();
+      long n = 0;
+      double elapsed = 0;
+      do {
+        one(static_cast<std::size_t>(n) % moved.size());
+        ++n;
+        elapsed = std::chrono::duration<double>(clock::now() - t0).count();
+      } while (elapsed < seconds);
+      rates.push_back(static_cast<double>(n) / elapsed);
+    }
+    std::sort(rates.begin(), rates.end());
+    return rates[rates.size() / 2];
+  };
+  double sink = 0;
+  estimated out;
+  out.whole = rate([&](std::size_t i) { sink += t(moved[i]).value_or(0); });
+  out.moved = rate([&](std::size_t i) { sink += t(moved[i], same[i]).value_or(0); });
+  if (sink < 0) std::printf("%f\n", sink);  // keeps the estimates from being optimised away
+  return out;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -122,4 +176,9 @@ int main(int argc, char** argv) {
                 after.faults_per_plan, after.plans_per_s / before[i].plans_per_s);
   }
   if (!kept) std::printf("(the allocator is not glibc's, or refused: nothing kept)\n");
+  std::printf("\nproblem                          plans/s estimated: whole   one move away\n");
+  for (const problem_plan& x : ps) {
+    const estimated e = estimate_rate(x, rounds, seconds);
+    std::printf("%-32s %26.0f %15.0f\n", x.name.c_str(), e.whole, e.moved);
+  }
 }

@@ -358,6 +358,7 @@ py::object search(int pp, int micro, int chunks, const std::string& placement_na
       py::arg("memory") = r.bound.memory.count(), py::arg("one_rank") = r.bound.one_rank.count());
   out["optimal"] = r.best.has_value() && r.best->makespan <= r.bound.best();
   out["evaluations"] = r.evaluations;
+  out["estimated"] = r.estimated;
   out["seconds"] = r.seconds;
   out["rate"] = r.seconds > 0 ? static_cast<double>(r.evaluations) / r.seconds : 0.0;
   return out;
@@ -489,8 +490,9 @@ void bind_schedules(py::module_& m) {
       py::arg("contention") = false,
       "the fastest legal schedule found within budget_s (the GIL released meanwhile): "
       "'schedule' and 'makespan' (None when nothing legal fits max_live), the lower 'bound's, "
-      "'optimal' (at the bound), every generator's makespan, 'evaluations', 'seconds' and the "
-      "'rate' of plans judged a second");
+      "'optimal' (at the bound), every generator's makespan, 'evaluations' (plans judged in "
+      "full), 'estimated' (plans estimated step by step first), 'seconds' and the 'rate' of "
+      "plans judged a second");
 }
 
 }  // namespace weft::python

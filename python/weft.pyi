@@ -101,7 +101,8 @@ def search(
     contention: bool = False,
 ) -> JSON:
     """{'schedule': Schedule or None, 'makespan': float or None (None when nothing legal fits
-    max_live), 'bound': {...}, 'optimal', 'generators', 'evaluations', 'seconds', 'rate',
+    max_live), 'bound': {...}, 'optimal', 'generators', 'evaluations' (judged in full),
+    'estimated' (estimated step by step first), 'seconds', 'rate' (judged a second),
     'found_by', 'best_generator_makespan'}"""
 
 def plan(

@@ -28,7 +28,7 @@ def test_search_finds_a_legal_schedule():
     assert isinstance(best, weft.Schedule) and weft.verify(best)["legal"]
     assert r["makespan"] >= r["bound"]["best"] - 1e-9
     assert r["makespan"] <= min(g["makespan"] for g in r["generators"] if "makespan" in g)
-    assert r["evaluations"] > 0 and r["rate"] > 0
+    assert r["evaluations"] > 0 and r["rate"] > 0 and r["estimated"] >= 0
     assert best.simulate()["makespan"] == pytest.approx(r["makespan"])
     # Nothing legal under a cap no schedule meets: no schedule, said so.
     none = weft.search(pp=4, micro=8, placement="vee", max_live=1, budget_s=0.2)

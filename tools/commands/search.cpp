@@ -148,6 +148,7 @@ json as_json(const search_args& q, const found<T>& f) {
       {"work", r.bound.work.count()},     {"in_order", r.bound.in_order.count()},
       {"memory", r.bound.memory.count()}, {"one_rank", r.bound.one_rank.count()}};
   j["evaluations"] = r.evaluations;
+  j["estimated"] = r.estimated;
   j["seconds"] = r.seconds;
   if (f.over) {
     json all = json::array();
@@ -156,7 +157,8 @@ json as_json(const search_args& q, const found<T>& f) {
                      {"makespan", s.result.best ? json(s.result.best->makespan.count()) : json()},
                      {"bound", s.result.bound.best().count()},
                      {"found_by", s.result.found_by},
-                     {"evaluations", s.result.evaluations}});
+                     {"evaluations", s.result.evaluations},
+                     {"estimated", s.result.estimated}});
     j["placements"] = all;
     j["bound_over_placements"] = f.over->bound.count();
   }
@@ -211,8 +213,10 @@ int print_text(const search_args& q, const found<T>& f) {
     std::cout << ", " << std::fixed << std::setprecision(1)
               << 100 * (1 - r.best->makespan / best_gen->makespan)
               << "% faster than the best generator" << std::defaultfloat;
-  std::cout << "; " << r.evaluations << " plans judged in " << std::fixed << std::setprecision(1)
-            << r.seconds << " s (seed " << q.seed << ")" << std::defaultfloat << "\n";
+  std::cout << "; " << r.evaluations << " plans judged";
+  if (r.estimated > 0) std::cout << ", " << r.estimated << " estimated";
+  std::cout << " in " << std::fixed << std::setprecision(1) << r.seconds << " s (seed " << q.seed
+            << ")" << std::defaultfloat << "\n";
   return exit_ok;
 }
 

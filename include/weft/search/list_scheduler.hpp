@@ -47,16 +47,6 @@ struct list_policy {
 };
 
 namespace detail {
-/// A pipeline transfer's cost from chunk `from` to chunk `to` (none on one rank).
-template <time_type T>
-T hop(const basic_problem<T>& q, int mb, int from, int to, phase ph) {
-  const model_desc& m = q.model;
-  if (m.rank_of(from) == m.rank_of(to)) return T{0};
-  return q.cost.of(make_op(kind::send, ph, mb, from, 0, 0, 0), m);
-}
-}  // namespace detail
-
-namespace detail {
 
 /// One run of the list scheduler: the state every rank's choice reads (what is done and when,
 /// what each rank holds, the dW it deferred, the prefix's steps still to take) and the moves.
@@ -69,6 +59,7 @@ class list_run {
         m_(q.model),
         pol_(pol),
         cost_(q),
+        inputs_(q),
         prefix_(prefix),
         keep_(keep),
         limit_(pol.live_limit > 0 ? pol.live_limit
@@ -85,6 +76,8 @@ class list_run {
     f_done_.assign(static_cast<std::size_t>(M) * static_cast<std::size_t>(C), never);
     b_done_ = f_done_;
     free_.assign(ranks(), 0.0);
+    ready_.assign(ranks(), never);
+    stale_.assign(ranks(), 1);
     live_.assign(ranks(), 0);
     ahead_.assign(ranks(), 0);
     forced_.assign(ranks(), 0);
@@ -105,11 +98,11 @@ class list_run {
   /// Ranks take steps, the one that can start first each time, until every step is taken;
   /// nothing when every rank waits for memory nothing frees.
   std::optional<step_order> run() && {
-    while (left_ > 0 || std::any_of(weights_.begin(), weights_.end(),
-                                    [](const auto& w) { return !w.empty(); })) {
+    while (left_ > 0 || deferred_ > 0) {
       const auto [rank, t] = first_ready();
       if (rank < 0) return std::nullopt;
       const auto r = static_cast<std::size_t>(rank);
+      stale_[r] = 1;  // whatever it takes (or waits for) changes when it is ready next
       if (forced_left(r))
         take_forced(r, t);
       else
@@ -146,10 +139,7 @@ class list_run {
     const auto& v = mbs(c);
     const std::size_t k = next_f_[static_cast<std::size_t>(c)];
     if (k >= v.size()) return never;
-    const int mb = v[k], prev = m_.prev_chunk(mb, c);
-    if (prev < 0) return 0.0;
-    const double d = f_done_[at(mb, prev)];
-    return d == never ? never : d + hop(q_, mb, prev, c, phase::F).count();
+    return step_inputs::arrival(inputs_.forward(at(v[k], c)), f_done_);
   }
 
   /// When chunk c's next backward can start: after its forward and the next chunk's backward.
@@ -157,11 +147,8 @@ class list_run {
     const auto& v = mbs(c);
     const std::size_t k = next_b_[static_cast<std::size_t>(c)];
     if (k >= v.size() || k >= next_f_[static_cast<std::size_t>(c)]) return never;
-    const int mb = v[k], next = m_.next_chunk(mb, c);
-    const double own = f_done_[at(mb, c)];
-    if (next < 0) return own;
-    const double d = b_done_[at(mb, next)];
-    return d == never ? never : std::max(own, d + hop(q_, mb, next, c, phase::B).count());
+    const std::size_t u = at(v[k], c);
+    return std::max(f_done_[u], step_inputs::arrival(inputs_.backward(u), b_done_));
   }
 
   /// Has rank r steps of the prefix still to take?
@@ -216,20 +203,35 @@ class list_run {
   }
 
   /// The rank that can start something first, and when; rank -1 when none can.
-  std::pair<int, double> first_ready() const {
+  /// (A rank's readiness is kept between steps and computed again only when it, or a rank whose
+  /// chunk neighbours one of its own, has taken a step: a scan of every rank's chunks a step
+  /// made the list scheduler quadratic in the ranks.)
+  std::pair<int, double> first_ready() {
     int best_rank = -1;
     double best_t = never;
-    for (std::size_t r = 0; r < ranks(); ++r)
-      if (const double t = ready_at(r); t < best_t) {
+    for (std::size_t r = 0; r < ranks(); ++r) {
+      if (stale_[r]) {
+        ready_[r] = ready_at(r);
+        stale_[r] = 0;
+      }
+      if (const double t = ready_[r]; t < best_t) {
         best_t = t;
         best_rank = static_cast<int>(r);
       }
+    }
     return {best_rank, best_t};
+  }
+
+  /// A step of chunk c has ended: the ranks of the chunks next to it may be ready sooner.
+  void neighbours_stale(int c) {
+    if (c > 0) stale_[static_cast<std::size_t>(m_.rank_of(c - 1))] = 1;
+    if (c + 1 < m_.chunks()) stale_[static_cast<std::size_t>(m_.rank_of(c + 1))] = 1;
   }
 
   int forward_done(std::size_t r, int c, double end) {
     const int mb = mbs(c)[next_f_[static_cast<std::size_t>(c)]++];
     f_done_[at(mb, c)] = end;
+    neighbours_stale(c);
     ++live_[r];
     ++ahead_[r];
     --left_;
@@ -239,12 +241,15 @@ class list_run {
   int backward_done(std::size_t r, int c, double end, bool split) {
     const int mb = mbs(c)[next_b_[static_cast<std::size_t>(c)]++];
     b_done_[at(mb, c)] = end;
+    neighbours_stale(c);
     --ahead_[r];
     --left_;
-    if (split)
+    if (split) {
       weights_[r].push_back({mb, c, end});
-    else
+      ++deferred_;
+    } else {
       --live_[r];
+    }
     return mb;
   }
 
@@ -265,6 +270,7 @@ class list_run {
       case action::W:
         end += cost_.w.length.count();
         weights_[r].erase(find_w(r, x.mb, x.chunk));
+        --deferred_;
         --live_[r];
         break;
       case action::FB:
@@ -322,6 +328,7 @@ class list_run {
         return;
       }
       weights_[r].pop_front();
+      --deferred_;
       --live_[r];
       steps.push_back({action::W, u16(w.mb), u16(w.chunk), 0, 0});
       free_[r] = end;
@@ -332,6 +339,7 @@ class list_run {
   const model_desc& m_;
   const list_policy& pol_;
   const step_costs<T> cost_;
+  const step_inputs inputs_;
   const step_order* prefix_;
   const std::vector<std::size_t>& keep_;
   const int limit_;
@@ -339,13 +347,16 @@ class list_run {
   std::vector<std::size_t> next_f_, next_b_;  ///< per chunk, its next forward and backward
   std::vector<double> f_done_, b_done_;       ///< completion times (T's counts), never until taken
   std::vector<double> free_;                  ///< per rank, when it is free
+  std::vector<double> ready_;                 ///< per rank, `ready_at` when last computed
+  std::vector<std::uint8_t> stale_;           ///< per rank, is `ready_` out of date?
   std::vector<int> live_, ahead_;  ///< per rank, live units and forwards awaiting their backward
   std::vector<int> reserve_;       ///< per chunk, the units its forward leaves room for
   std::vector<std::deque<pending_w>> weights_;  ///< per rank, its deferred dW
   std::vector<std::vector<int>> chunks_of_;     ///< per rank, its chunks in preference order
   std::vector<std::size_t> forced_;             ///< per rank, the prefix's steps taken
   step_order out_;
-  std::size_t left_ = 0;  ///< forwards and backwards not taken
+  std::size_t left_ = 0;      ///< forwards and backwards not taken
+  std::size_t deferred_ = 0;  ///< dW deferred and not taken, over every rank
 };
 
 }  // namespace detail

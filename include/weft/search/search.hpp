@@ -8,18 +8,23 @@
 // cap, its steps up to the cap finished by each policy that pairs as it does; then improve the
 // best few by local search — moves that keep each chunk's micro-batches in order (swap adjacent
 // steps, move a dW later or earlier, split a backward into dX and dW or merge them back, pair a
-// forward with an adjacent backward or part them; and, one move in eight, ruin and recreate: keep
-// every rank's steps up to a random point and let a random list-scheduler policy decide the rest),
-// accepted by late-acceptance hill climbing. Every plan is judged by `evaluate`: built, proven
-// legal by the checker (memory cap included) and simulated. The sequence of evaluations depends
-// only on the problem and the seed, so the result is the same for a seed whenever the evaluation
-// cap, not the time budget, ends the search.
+// forward with an adjacent backward or part them; and, one move in 8 (16 where moves are
+// estimated), ruin and recreate: keep every rank's steps up to a random point and let a random
+// list-scheduler policy decide the rest), accepted by late-acceptance hill climbing. Every plan
+// kept, reported or compared is judged by `evaluate`: built, proven legal by the checker (memory
+// cap included) and simulated. Where every rank has a device of its own and nothing contends, the
+// list scheduler's plans and the local search's moves are first estimated step by step
+// (`step_timing`: linear in the steps, and from a move's first changed step on only) and only the
+// promising ones judged. The sequence of evaluations depends only on the problem and the seed, so
+// the result is the same for a seed whenever the evaluation (or estimate) cap, not the time budget,
+// ends the search.
 #pragma once
 
 #include <algorithm>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <random>
 #include <string>
@@ -31,6 +36,7 @@
 #include <weft/search/bounds.hpp>
 #include <weft/search/evaluate.hpp>
 #include <weft/search/list_scheduler.hpp>
+#include <weft/search/step_timing.hpp>
 
 namespace weft::search {
 
@@ -39,6 +45,11 @@ struct search_options {
   double budget_s = 10;
   /// 0: no cap. With a cap reached before the budget, the result depends only on the seed.
   std::uint64_t max_evaluations = 0;
+  /// 0: no cap on the local search's step-by-step estimates (`step_timing`) but the budget's —
+  /// or, with `max_evaluations`, `estimates_per_evaluation` of them for each plan it allows, so
+  /// that a capped search ends on its counts alone.
+  std::uint64_t max_estimates = 0;
+  static constexpr std::uint64_t estimates_per_evaluation = 64;
   std::uint64_t seed = 1;
   /// May backwards be split into dX and dW?
   bool split = true;
@@ -70,7 +81,9 @@ struct search_result {
   std::string found_by;
   std::vector<generator_row<T>> generators;
   lower_bounds<T> bound;
-  std::uint64_t evaluations = 0;
+  /// Plans judged in full (built, checked, lowered, simulated), and plans whose makespan the
+  /// local search estimated step by step (`step_timing`) to choose which to judge.
+  std::uint64_t evaluations = 0, estimated = 0;
   double seconds = 0;
   /// The best generator's makespan (none applies: the list scheduler's best plan's).
   std::optional<scored<T>> best_generator() const {
@@ -138,104 +151,118 @@ inline std::vector<generator_order> generator_orders(const model_desc& m,
 
 namespace detail {
 
-/// True when the steps keep every chunk's forwards and backwards in micro-batch order and each
-/// unit's forward before its backward before its dW — what every move must keep, checked before
-/// a plan is worth the checker's time.
-inline bool in_order(const step_order& p) {
-  const model_desc& m = p.model;
+/// True when a rank's steps keep every chunk's forwards and backwards in micro-batch order and
+/// each unit's forward before its backward before its dW, and no overlapped pair's backward
+/// needs the pair's forward — what every move must keep, checked before a plan is worth the
+/// checker's time. (A chunk's steps are all on its rank: each rank is checked alone.)
+inline bool in_order(const model_desc& m, const std::vector<step>& steps) {
   const std::size_t C = static_cast<std::size_t>(m.chunks());
+  // Per chunk: the last forward's, backward's and dW's micro-batch (they must grow); per
+  // (micro-batch, chunk): 0 nothing yet, 1 its forward seen, 2 its dX, 3 its backward or dW.
   std::vector<int> next_f(C, -1), next_b(C, -1), next_w(C, -1);
-  for (const auto& steps : p.ranks) {
-    std::fill(next_f.begin(), next_f.end(), -1);
-    std::fill(next_b.begin(), next_b.end(), -1);
-    std::fill(next_w.begin(), next_w.end(), -1);
-    // Per chunk: the last forward's, backward's and dW's micro-batch (they must grow), and a
-    // backward needs its forward seen, a dW its dX seen.
-    std::vector<std::vector<std::uint8_t>> seen(C);
-    const auto state = [&](int mb, int c) -> std::uint8_t& {
-      auto& v = seen[static_cast<std::size_t>(c)];
-      if (v.size() <= static_cast<std::size_t>(mb)) v.resize(static_cast<std::size_t>(mb) + 1, 0);
-      return v[static_cast<std::size_t>(mb)];
-    };
-    const auto fwd = [&](int mb, int c) {
-      if (mb <= next_f[static_cast<std::size_t>(c)]) return false;
-      next_f[static_cast<std::size_t>(c)] = mb;
-      state(mb, c) = 1;
-      return true;
-    };
-    const auto bwd = [&](int mb, int c, std::uint8_t to) {
-      if (mb <= next_b[static_cast<std::size_t>(c)] || state(mb, c) != 1) return false;
-      next_b[static_cast<std::size_t>(c)] = mb;
-      state(mb, c) = to;
-      return true;
-    };
-    for (const step& s : steps) {
-      bool ok = true;
-      switch (s.a) {
-        case action::F:
-          ok = fwd(s.mb, s.chunk);
-          break;
-        case action::B:
-          ok = bwd(s.mb, s.chunk, 3);
-          break;
-        case action::I:
-          ok = bwd(s.mb, s.chunk, 2);
-          break;
-        case action::W:
-          ok = state(s.mb, s.chunk) == 2 && s.mb > next_w[s.chunk];
-          if (ok) {
-            next_w[s.chunk] = s.mb;
-            state(s.mb, s.chunk) = 3;
-          }
-          break;
-        case action::FB:
-          ok = fwd(s.mb, s.chunk) && bwd(s.bmb, s.bchunk, 3);
-          break;
-      }
-      if (!ok) return false;
+  std::vector<std::uint8_t> seen(static_cast<std::size_t>(m.micro) * C, 0);
+  const auto state = [&](int mb, int c) -> std::uint8_t& {
+    return seen[static_cast<std::size_t>(mb) * C + static_cast<std::size_t>(c)];
+  };
+  const auto fwd = [&](int mb, int c) {
+    if (mb <= next_f[static_cast<std::size_t>(c)]) return false;
+    next_f[static_cast<std::size_t>(c)] = mb;
+    state(mb, c) = 1;
+    return true;
+  };
+  const auto bwd = [&](int mb, int c, std::uint8_t to) {
+    if (mb <= next_b[static_cast<std::size_t>(c)] || state(mb, c) != 1) return false;
+    next_b[static_cast<std::size_t>(c)] = mb;
+    state(mb, c) = to;
+    return true;
+  };
+  const auto known = [&](int mb, int c) { return mb < m.micro && static_cast<std::size_t>(c) < C; };
+  for (const step& s : steps) {
+    if (!known(s.mb, s.chunk) || (s.a == action::FB && !known(s.bmb, s.bchunk))) return false;
+    bool ok = true;
+    switch (s.a) {
+      case action::F:
+        ok = fwd(s.mb, s.chunk);
+        break;
+      case action::B:
+        ok = bwd(s.mb, s.chunk, 3);
+        break;
+      case action::I:
+        ok = bwd(s.mb, s.chunk, 2);
+        break;
+      case action::W:
+        ok = state(s.mb, s.chunk) == 2 && s.mb > next_w[s.chunk];
+        if (ok) {
+          next_w[s.chunk] = s.mb;
+          state(s.mb, s.chunk) = 3;
+        }
+        break;
+      case action::FB:  // a pair's backward cannot need its own forward (rule 3)
+        ok = !(s.mb == s.bmb && s.chunk >= s.bchunk) && fwd(s.mb, s.chunk) &&
+             bwd(s.bmb, s.bchunk, 3);
+        break;
     }
+    if (!ok) return false;
   }
   return true;
 }
+/// The same for every rank of `p`.
+inline bool in_order(const step_order& p) {
+  for (const std::vector<step>& steps : p.ranks)
+    if (!in_order(p.model, steps)) return false;
+  return true;
+}
 
-/// One random move on `p` (it may leave `p` unchanged or out of order: the caller checks).
-inline void move(step_order& p, std::mt19937_64& rng, bool split, bool pair) {
+/// What a move changed: rank `rank`'s steps from `from` on (the units they hold stay its own).
+struct changed {
+  std::size_t rank = 0, from = 0;
+};
+
+/// One random move on `p`: what it changed, nothing when it left `p` as it was (it may leave
+/// it out of order: the caller checks).
+inline std::optional<changed> move(step_order& p, std::mt19937_64& rng, bool split, bool pair) {
   auto pick = [&](std::size_t n) {
     return static_cast<std::size_t>(std::uniform_int_distribution<std::size_t>(0, n - 1)(rng));
   };
-  auto& steps = p.ranks[pick(p.ranks.size())];
-  if (steps.size() < 2) return;
+  const std::size_t r = pick(p.ranks.size());
+  auto& steps = p.ranks[r];
+  if (steps.size() < 2) return std::nullopt;
   const std::size_t i = pick(steps.size());
+  const auto at = [&](std::size_t from) { return std::optional<changed>(changed{r, from}); };
   switch (pick(6)) {
     case 0:  // swap with the next step
-      if (i + 1 < steps.size()) std::swap(steps[i], steps[i + 1]);
-      return;
+      if (i + 1 >= steps.size() || steps[i] == steps[i + 1]) return std::nullopt;
+      std::swap(steps[i], steps[i + 1]);
+      return at(i);
     case 1: {  // move a step a few places
       const std::size_t j = std::min(steps.size() - 1, i + 1 + pick(4));
+      if (j == i) return std::nullopt;
       const step s = steps[i];
       steps.erase(steps.begin() + static_cast<std::ptrdiff_t>(i));
       steps.insert(steps.begin() + static_cast<std::ptrdiff_t>(j), s);
-      return;
+      return at(i);
     }
     case 2: {  // move a dW anywhere later or earlier (into a bubble)
       std::vector<std::size_t> ws;
       for (std::size_t k = 0; k < steps.size(); ++k)
         if (steps[k].a == action::W) ws.push_back(k);
-      if (ws.empty()) return;
+      if (ws.empty()) return std::nullopt;
       const std::size_t k = ws[pick(ws.size())];
       const step s = steps[k];
       steps.erase(steps.begin() + static_cast<std::ptrdiff_t>(k));
-      steps.insert(steps.begin() + static_cast<std::ptrdiff_t>(pick(steps.size() + 1)), s);
-      return;
+      const std::size_t to = pick(steps.size() + 1);
+      steps.insert(steps.begin() + static_cast<std::ptrdiff_t>(to), s);
+      if (to == k) return std::nullopt;
+      return at(std::min(k, to));
     }
-    case 3:  // split a backward: dX here, dW right after or later
-      if (split && steps[i].a == action::B) {
-        steps[i].a = action::I;
-        const std::size_t j = i + 1 + pick(steps.size() - i);
-        steps.insert(steps.begin() + static_cast<std::ptrdiff_t>(j),
-                     step{action::W, steps[i].mb, steps[i].chunk, 0, 0});
-      }
-      return;
+    case 3: {  // split a backward: dX here, dW right after or later
+      if (!split || steps[i].a != action::B) return std::nullopt;
+      steps[i].a = action::I;
+      const std::size_t j = i + 1 + pick(steps.size() - i);
+      steps.insert(steps.begin() + static_cast<std::ptrdiff_t>(j),
+                   step{action::W, steps[i].mb, steps[i].chunk, 0, 0});
+      return at(i);
+    }
     case 4:  // merge a dX with its dW
       if (steps[i].a == action::I) {
         for (std::size_t k = i + 1; k < steps.size(); ++k)
@@ -243,30 +270,37 @@ inline void move(step_order& p, std::mt19937_64& rng, bool split, bool pair) {
               steps[k].chunk == steps[i].chunk) {
             steps.erase(steps.begin() + static_cast<std::ptrdiff_t>(k));
             steps[i].a = action::B;
-            break;
+            return at(i);
           }
       }
-      return;
+      return std::nullopt;
     default:  // pair a forward with the next step's backward, or part a pair
-      if (!pair) return;
+      if (!pair) return std::nullopt;
       if (steps[i].a == action::FB) {
         const step f{action::F, steps[i].mb, steps[i].chunk, 0, 0};
         const step b{action::B, steps[i].bmb, steps[i].bchunk, 0, 0};
         steps[i] = pick(2) ? f : b;
         steps.insert(steps.begin() + static_cast<std::ptrdiff_t>(i + 1), steps[i] == f ? b : f);
+        return at(i);
       } else if (i + 1 < steps.size()) {
         const step& a = steps[i];
         const step& b = steps[i + 1];
         const step* f = a.a == action::F ? &a : b.a == action::F ? &b : nullptr;
         const step* k = a.a == action::B ? &a : b.a == action::B ? &b : nullptr;
-        if (!f || !k) return;
+        if (!f || !k) return std::nullopt;
         const step fb{action::FB, f->mb, f->chunk, k->mb, k->chunk};
         steps[i] = fb;
         steps.erase(steps.begin() + static_cast<std::ptrdiff_t>(i + 1));
+        return at(i);
       }
-      return;
+      return std::nullopt;
   }
 }
+
+/// How far above the best estimate so far a plan's estimate may be and the plan still be
+/// judged: `step_timing` came within 10 % of the simulator on the suite's MoE and cross-DC
+/// problems (docs/search.md), so a plan estimated further off is not worth the simulator.
+inline constexpr double estimate_slack = 0.10;
 
 /// The live limits and warm-up depths the list scheduler's grid tries, from `cap` down: every one
 /// up to 128, above that a ladder about 6 % apart — a cap is a user's number, and a grid as large
@@ -393,8 +427,9 @@ inline bool cut_by_cap(const step_order& p, const std::vector<std::size_t>& keep
 /// for the next backward — a pair's forward past its own pair's backward, which then runs alone.
 /// The oldest held forward goes with that backward, overlapped with it where the pair fits (so
 /// from there each forward pairs with the next pair's backward: DualPipeV's pairs shifted by one,
-/// a unit fewer in flight), else right after it. A dX or backward of a held forward's own
-/// (micro-batch, chunk) needs it: it goes first, with every forward held before it. After a dW
+/// a unit fewer in flight), else right after it. A dX or backward of a held forward's
+/// micro-batch at the forward's chunk or an earlier one needs it: it goes first, with every
+/// forward held before it. After a dW
 /// held forwards go while they fit, and at the rank's end whatever is left. Whether the result
 /// is legal is the checker's to say: a forward that cannot wait may still break the cap. A cap
 /// of 0 (none) leaves `p` as it is.
@@ -418,10 +453,12 @@ inline step_order forwards_deferred(const step_order& p, int cap) {
       for (; i != held.end() && live + 1 <= cap; ++i) forward(*i);
       held.erase(held.begin(), i);
     };
+    // A backward of (mb, chunk) needs mb's forward of its chunk and of every later chunk on
+    // mb's path (through the next chunks' backwards): held ones go first.
     const auto own_forward_first = [&](std::uint16_t mb, std::uint16_t chunk) {
-      const auto own = std::find_if(held.begin(), held.end(),
-                                    [&](const step& f) { return f.mb == mb && f.chunk == chunk; });
-      if (own != held.end()) release_through(own + 1);
+      const auto needed = [&](const step& f) { return f.mb == mb && f.chunk >= chunk; };
+      const auto last = std::find_if(held.rbegin(), held.rend(), needed);
+      if (last != held.rend()) release_through(last.base());
     };
     const auto backward = [&](std::uint16_t mb, std::uint16_t chunk) {
       own_forward_first(mb, chunk);
@@ -470,13 +507,18 @@ inline step_order forwards_deferred(const step_order& p, int cap) {
 }
 
 /// Local search from the best few distinct `starts`, in turn, until `out_of_budget()`: each
-/// move either a small change of the plan (`detail::move`) or, one time in eight, ruin and
-/// recreate (keep every rank's steps up to a random point, let a random policy decide the
+/// move either a small change of the plan (`detail::move`) or, one time in 8 (16 with `timing`),
+/// ruin and recreate (keep every rank's steps up to a random point, let a random policy decide the
 /// rest); late acceptance over the last 50 accepted. `judge` scores a plan and keeps the best.
+/// With `timing` (every rank a device of its own), the walks go by its estimates (each
+/// counted in `estimated`) and the simulator judges a plan only when its estimate beats its
+/// walk's best so far, or ties it (one such plan in `level_every`: among plans the estimate
+/// cannot tell apart, the simulator's is the word that counts). Else every plan is judged.
 template <time_type T, class Judge, class OutOfBudget>
 void local_search(const basic_problem<T>& q, const search_options& opt,
                   const std::vector<list_policy>& policies, std::vector<scored<T>> starts,
-                  bool pair, const Judge& judge, const OutOfBudget& out_of_budget) {
+                  bool pair, const Judge& judge, const OutOfBudget& out_of_budget,
+                  step_timing<T>* timing, std::uint64_t& estimated) {
   std::sort(starts.begin(), starts.end(),
             [](const scored<T>& a, const scored<T>& b) { return a.makespan < b.makespan; });
   starts.erase(std::unique(starts.begin(), starts.end(),
@@ -484,40 +526,113 @@ void local_search(const basic_problem<T>& q, const search_options& opt,
                starts.end());
   if (starts.size() > 3) starts.resize(3);
   struct walk {
-    scored<T> now;
+    step_order now;
+    double cost = 0;              // the simulated makespan; with `timing`, the estimate
+    double best = 0;              // with `timing`, the least estimate the walk has met
     std::vector<double> history;  // late acceptance: the costs of the last L accepted
-    std::size_t tick = 0;
+    std::size_t tick = 0, level = 0;
+    std::optional<step_timing<T>> timing;  // with `timing`, its own: it keeps `now`'s times
   };
-  constexpr std::size_t L = 50;
+  constexpr std::size_t L = 50, level_every = 8;
+  constexpr double tie = 1e-12;
   std::vector<walk> walks;
-  for (const scored<T>& s : starts)
-    walks.push_back({s, std::vector<double>(L, s.makespan.count()), 0});
+  for (const scored<T>& s : starts) {
+    walk& k = walks.emplace_back();
+    k.now = s.p;
+    k.cost = s.makespan.count();
+    if (timing) {
+      k.timing.emplace(*timing);
+      if (const std::optional<double> c = (*k.timing)(s.p); c && k.timing->keep()) k.cost = *c;
+    }
+    k.best = k.cost;
+    k.history.assign(L, k.cost);
+  }
   std::mt19937_64 rng(opt.seed);
+  std::vector<std::size_t> same;  // per rank, how many of its first steps the move kept
+  // Ruin and recreate runs the list scheduler, as dear as a dozen estimates: one move in 16 by
+  // the estimate, one in 8 by the simulator.
+  const int ruin_every = timing ? 16 : 8;
   for (std::size_t w = 0; !out_of_budget(); w = (w + 1) % walks.size()) {
     walk& k = walks[w];
-    step_order p = k.now.p;
-    if (std::uniform_int_distribution<int>(0, 7)(rng) == 0 && !policies.empty()) {
+    step_order p = k.now;
+    same.resize(p.ranks.size());
+    if (std::uniform_int_distribution<int>(0, ruin_every - 1)(rng) == 0 && !policies.empty()) {
       const double cut = std::uniform_real_distribution<double>(0, 1)(rng);
-      std::vector<std::size_t> keep(p.ranks.size());
-      for (std::size_t r = 0; r < keep.size(); ++r)
-        keep[r] = static_cast<std::size_t>(cut * static_cast<double>(p.ranks[r].size()));
+      for (std::size_t r = 0; r < same.size(); ++r)
+        same[r] = static_cast<std::size_t>(cut * static_cast<double>(p.ranks[r].size()));
       const list_policy& pol =
           policies[std::uniform_int_distribution<std::size_t>(0, policies.size() - 1)(rng)];
-      std::optional<step_order> again = list_schedule(q, pol, &k.now.p, keep);
-      if (!again) continue;
+      std::optional<step_order> again = list_schedule(q, pol, &k.now, same);
+      if (!again || *again == k.now || !in_order(*again)) continue;
       p = std::move(*again);
     } else {
-      detail::move(p, rng, opt.split, pair);
+      const std::optional<changed> ch = detail::move(p, rng, opt.split, pair);
+      if (!ch || !in_order(p.model, p.ranks[ch->rank])) continue;
+      for (std::size_t r = 0; r < same.size(); ++r) same[r] = p.ranks[r].size();
+      same[ch->rank] = ch->from;
     }
-    if (p == k.now.p || !in_order(p)) continue;
-    const std::optional<scored<T>> s = judge(p, "local search");
-    const double now = k.now.makespan.count();
-    if (s) {
-      const double c = s->makespan.count();
-      if (c <= now || c <= k.history[k.tick % L]) k.now = *s;
+    std::optional<double> c;
+    if (k.timing) {
+      ++estimated;
+      c = (*k.timing)(p, same);
+      if (c) {
+        const bool better = *c < k.best * (1 - tie);
+        if (better || (*c <= k.best * (1 + tie) && k.level++ % level_every == 0))
+          judge(p, "local search");
+        k.best = std::min(k.best, *c);
+      }
+    } else if (const std::optional<scored<T>> s = judge(p, "local search")) {
+      c = s->makespan.count();
     }
-    k.history[k.tick++ % L] = k.now.makespan.count();
+    if (c && (*c <= k.cost || *c <= k.history[k.tick % L])) {
+      if (k.timing) k.timing->keep();
+      k.now = std::move(p);
+      k.cost = *c;
+    }
+    k.history[k.tick++ % L] = k.cost;
   }
+}
+
+/// The search's first candidates (its stages 1 and 1b, docs/search.md): every generator's plan
+/// judged, each a row of `out.generators`, and where a generator's plan breaks the cap, that
+/// plan with its forwards held back; every legal one appended to `starts`. Returns the
+/// generators refused (under a cap, by it mostly), for stage 2b.
+template <time_type T, class Judge, class OutOfBudget>
+std::vector<generator_order> judge_generators(const basic_problem<T>& q, const search_options& opt,
+                                              const Judge& judge, const OutOfBudget& out_of_budget,
+                                              search_result<T>& out,
+                                              std::vector<scored<T>>& starts) {
+  // 1. Every generator that applies. Without split backwards, a generator that splits them
+  //    (ZB-H1, ZB-V) is outside the problem asked — and outside what its bounds (fused
+  //    backwards only) hold for.
+  std::vector<generator_order> over_cap;  // judged and refused (under a cap: by it, mostly)
+  for (generator_order& g : generator_orders(q.model, q.overlap)) {
+    generator_row<T> row{g.name, std::nullopt, g.why};
+    if (g.p && !opt.split && detail::splits_backwards(*g.p))
+      row.why =
+          "splits backwards into dX and dW, which this search does not "
+          "(search_options::split)";
+    else if (g.p) {
+      row.result = judge(*g.p, g.name, &row.why);
+      if (!row.result && q.model.max_live > 0) over_cap.push_back(std::move(g));
+    }
+    out.generators.push_back(std::move(row));
+  }
+  for (const auto& g : out.generators)
+    if (g.result) starts.push_back(*g.result);
+  // 1b. A generator's plan that breaks the cap, with its forwards over the cap held back to the
+  //     next backward (`detail::forwards_deferred`): one plan each. DualPipeV's pairs hold a unit
+  //     more than its warm-up claims, so a cap of 2·ranks halves (ZB-V's) refuses it by one;
+  //     held back, its first over-cap pair's backward runs alone and from there each forward
+  //     pairs with the next pair's backward.
+  for (const generator_order& g : over_cap) {
+    if (out_of_budget()) break;
+    if (!detail::cut_by_cap(*g.p, detail::steps_within(*g.p, q.model.max_live))) continue;
+    if (auto s = judge(detail::forwards_deferred(*g.p, q.model.max_live),
+                       g.name + ", forwards deferred under the cap"))
+      starts.push_back(std::move(*s));
+  }
+  return over_cap;
 }
 
 }  // namespace detail
@@ -540,8 +655,12 @@ search_result<T> find_schedule(const basic_problem<T>& q, const search_options& 
   out.bound = bounds_of(q, opt.split);
   const double floor = out.bound.best().count() * (1 + 1e-12);
   const auto out_of_budget = [&] {
+    const std::uint64_t max_estimates =
+        opt.max_estimates > 0 ? opt.max_estimates
+                              : opt.max_evaluations * search_options::estimates_per_evaluation;
     return (opt.max_evaluations > 0 && out.evaluations >= opt.max_evaluations) ||
-           clock::now() >= deadline || (q.workers == 0 && best && best->makespan.count() <= floor);
+           (max_estimates > 0 && out.estimated >= max_estimates) || clock::now() >= deadline ||
+           (q.workers == 0 && best && best->makespan.count() <= floor);
   };
   const auto judge = [&](const step_order& p, const std::string& by, std::string* why = nullptr) {
     ++out.evaluations;
@@ -553,46 +672,34 @@ search_result<T> find_schedule(const basic_problem<T>& q, const search_options& 
     return s;
   };
 
-  // 1. Every generator that applies. Without split backwards, a generator that splits them
-  //    (ZB-H1, ZB-V) is outside the problem asked — and outside what its bounds (fused
-  //    backwards only) hold for.
-  std::vector<generator_order> over_cap;  // judged and refused (under a cap: by it, mostly)
-  for (generator_order& g : generator_orders(m, q.overlap)) {
-    generator_row<T> row{g.name, std::nullopt, g.why};
-    if (g.p && !opt.split && detail::splits_backwards(*g.p))
-      row.why =
-          "splits backwards into dX and dW, which this search does not "
-          "(search_options::split)";
-    else if (g.p) {
-      row.result = judge(*g.p, g.name, &row.why);
-      if (!row.result && m.max_live > 0) over_cap.push_back(std::move(g));
-    }
-    out.generators.push_back(std::move(row));
-  }
   std::vector<scored<T>> starts;
-  for (const auto& g : out.generators)
-    if (g.result) starts.push_back(*g.result);
-  // 1b. A generator's plan that breaks the cap, with its forwards over the cap held back to the
-  //     next backward (`detail::forwards_deferred`): one plan each. DualPipeV's pairs hold a unit
-  //     more than its warm-up claims, so a cap of 2·ranks halves (ZB-V's) refuses it by one;
-  //     held back, its first over-cap pair's backward runs alone and from there each forward
-  //     pairs with the next pair's backward.
-  for (const generator_order& g : over_cap) {
-    if (out_of_budget()) break;
-    if (!detail::cut_by_cap(*g.p, detail::steps_within(*g.p, m.max_live))) continue;
-    if (auto s = judge(detail::forwards_deferred(*g.p, m.max_live),
-                       g.name + ", forwards deferred under the cap"))
-      starts.push_back(std::move(*s));
-  }
+  const std::vector<generator_order> over_cap =
+      detail::judge_generators(q, opt, judge, out_of_budget, out, starts);
   // 2. The list scheduler over its policies. A rank holds at most a unit per micro-batch and
   //    chunk of its own: a cap above that is none.
   const int units = m.micro * m.chunks_per_rank;
   const int cap = m.max_live > 0 ? std::min(m.max_live, units) : units;
   const std::vector<list_policy> policies = detail::policy_grid(m, cap, opt.split, pair);
+  //    Where plans can be estimated, only those whose estimate is within `estimate_slack` of
+  //    the best estimate of a plan judged so far are judged: a grid of hundreds of plans at
+  //    pp 16 would take the budget's whole 10 s in the simulator.
+  std::optional<step_timing<T>> timing;  // its estimates know no shared workers or contention
+  if (q.workers == 0 && !q.cost.contention.active()) timing.emplace(q);
+  double best_estimate = std::numeric_limits<double>::infinity();
+  for (const scored<T>& s : starts)
+    if (timing) best_estimate = std::min(best_estimate, (*timing)(s.p).value_or(best_estimate));
+  const auto worth_judging = [&](const step_order& p) {
+    if (!timing) return true;
+    ++out.estimated;
+    const std::optional<double> e = (*timing)(p);
+    if (!e || *e > best_estimate * (1 + detail::estimate_slack)) return false;
+    best_estimate = std::min(best_estimate, *e);
+    return true;
+  };
   for (const list_policy& pol : policies) {
     if (out_of_budget()) break;
     const std::optional<step_order> p = list_schedule(q, pol);
-    if (!p) continue;
+    if (!p || !worth_judging(*p)) continue;
     if (auto s = judge(*p, "list scheduler")) starts.push_back(std::move(*s));
   }
   // 2b. A generator's plan of overlapped pairs that breaks the cap, kept up to where it would
@@ -608,14 +715,16 @@ search_result<T> find_schedule(const basic_problem<T>& q, const search_options& 
       if (out_of_budget()) break;
       if (!pol.pair) continue;
       const std::optional<step_order> p = list_schedule(q, pol, &*g.p, keep);
-      if (!p) continue;
+      if (!p || !worth_judging(*p)) continue;
       if (auto s = judge(*p, g.name + ", finished by the list scheduler"))
         starts.push_back(std::move(*s));
     }
   }
   // 3. Local search from the best starts; nothing legal (no generator applies and no policy
   //    fits the cap) leaves nothing to start from.
-  if (best) detail::local_search(q, opt, policies, std::move(starts), pair, judge, out_of_budget);
+  if (best)
+    detail::local_search(q, opt, policies, std::move(starts), pair, judge, out_of_budget,
+                         timing ? &*timing : nullptr, out.estimated);
   out.best = best;
   out.seconds = std::chrono::duration<double>(clock::now() - t0).count();
   return out;
