@@ -1,8 +1,8 @@
 // The schedule search's suite: pipelines of 4, 8 and 16 ranks with 2·pp and 4·pp micro-batches,
 // under five cost profiles, each with a memory cap between 1F1B's and twice that. Per row: the
-// best generator's makespan, the search's, the lower bound, the search's time; then the goal's
-// figures (never worse, strictly better on a third, within 5 % of the bound on average, at most
-// the budget per row).
+// best generator's makespan, the search's, the lower bound, the search's time and the plans it
+// judged in full and estimated step by step; then the goal's figures (never worse, strictly better
+// on a third, within 5 % of the bound on average, at most the budget per row).
 //
 //   search_suite [BUDGET_S [ROWS]]   (ROWS: run the first ROWS rows only)
 #include <algorithm>
@@ -46,8 +46,9 @@ int main(int argc, char** argv) {
   weft::keep_freed_heap();  // as the weft tool does (bench/search_rate.cpp)
   std::printf(
       "| pp | micro | costs | cap | best generator | search | bound | search / generator | "
-      "over bound | found by | time |\n"
-      "| ---: | ---: | --- | ---: | --- | ---: | ---: | ---: | ---: | --- | ---: |\n");
+      "over bound | found by | time | judged | estimated |\n"
+      "| ---: | ---: | --- | ---: | --- | ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: "
+      "|\n");
   int rows = 0, better = 0, worse = 0;
   double over_sum = 0, worst_time = 0;
   for (const int pp : {4, 8, 16})
@@ -93,9 +94,12 @@ int main(int argc, char** argv) {
         if (gen && r.best && r.best->makespan > gen->makespan) ++worse;
         over_sum += over;
         worst_time = std::max(worst_time, r.seconds);
-        std::printf("| %d | %d | %s | %d | %s | %.2f | %.2f | %.3f | %+.1f %% | %s | %.1f s |\n",
-                    pp, micro, pr.name, q.model.max_live, gen_text.c_str(), found, bound, ratio,
-                    over, r.found_by.c_str(), r.seconds);
+        std::printf(
+            "| %d | %d | %s | %d | %s | %.2f | %.2f | %.3f | %+.1f %% | %s | %.1f s | %llu | %llu "
+            "|\n",
+            pp, micro, pr.name, q.model.max_live, gen_text.c_str(), found, bound, ratio, over,
+            r.found_by.c_str(), r.seconds, static_cast<unsigned long long>(r.evaluations),
+            static_cast<unsigned long long>(r.estimated));
         std::fflush(stdout);
       }
   std::printf(

@@ -66,7 +66,7 @@ struct placements_result {
   const placement_search<T>& best_search() const { return searched.at(*best); }
 };
 
-/// Searches each of `problems` in turn, the budget and the evaluation cap of `opt` shared
+/// Searches each of `problems` in turn, the budget and the evaluation (and estimate) caps of `opt`
 /// evenly among those not yet searched (a placement that stops early at its bound leaves its
 /// time to the rest); the fastest plan over all of them is the best.
 template <time_type T>
@@ -76,7 +76,7 @@ placements_result<T> find_over_placements(const std::vector<basic_problem<T>>& p
   using clock = std::chrono::steady_clock;
   const auto t0 = clock::now();
   placements_result<T> out;
-  std::uint64_t evaluations = 0;
+  std::uint64_t evaluations = 0, estimated = 0;
   for (std::size_t i = 0; i < problems.size(); ++i) {
     const auto left = static_cast<double>(problems.size() - i);
     search_options o = opt;
@@ -86,8 +86,13 @@ placements_result<T> find_over_placements(const std::vector<basic_problem<T>>& p
       o.max_evaluations = std::max<std::uint64_t>(
           1, (opt.max_evaluations - std::min(evaluations, opt.max_evaluations)) /
                  static_cast<std::uint64_t>(left));
+    if (opt.max_estimates > 0)
+      o.max_estimates =
+          std::max<std::uint64_t>(1, (opt.max_estimates - std::min(estimated, opt.max_estimates)) /
+                                         static_cast<std::uint64_t>(left));
     placement_search<T> s{problems[i], find_schedule(problems[i], o)};
     evaluations += s.result.evaluations;
+    estimated += s.result.estimated;
     const T b = s.result.bound.best();
     out.bound = i == 0 ? b : std::min(out.bound, b);
     if (s.result.best &&

@@ -45,9 +45,9 @@ struct search_options {
   double budget_s = 10;
   /// 0: no cap. With a cap reached before the budget, the result depends only on the seed.
   std::uint64_t max_evaluations = 0;
-  /// 0: no cap on the local search's step-by-step estimates (`step_timing`) but the budget's —
-  /// or, with `max_evaluations`, `estimates_per_evaluation` of them for each plan it allows, so
-  /// that a capped search ends on its counts alone.
+  /// 0: no cap on the search's step-by-step estimates (`step_timing`) but the budget's — or,
+  /// with `max_evaluations`, `estimates_per_evaluation` of them for each plan it allows, so that
+  /// a capped search ends on its counts alone.
   std::uint64_t max_estimates = 0;
   static constexpr std::uint64_t estimates_per_evaluation = 64;
   std::uint64_t seed = 1;
@@ -82,7 +82,7 @@ struct search_result {
   std::vector<generator_row<T>> generators;
   lower_bounds<T> bound;
   /// Plans judged in full (built, checked, lowered, simulated), and plans whose makespan the
-  /// local search estimated step by step (`step_timing`) to choose which to judge.
+  /// search estimated step by step (`step_timing`) to choose which to judge and walk on.
   std::uint64_t evaluations = 0, estimated = 0;
   double seconds = 0;
   /// The best generator's makespan (none applies: the list scheduler's best plan's).
@@ -429,10 +429,9 @@ inline bool cut_by_cap(const step_order& p, const std::vector<std::size_t>& keep
 /// from there each forward pairs with the next pair's backward: DualPipeV's pairs shifted by one,
 /// a unit fewer in flight), else right after it. A dX or backward of a held forward's
 /// micro-batch at the forward's chunk or an earlier one needs it: it goes first, with every
-/// forward held before it. After a dW
-/// held forwards go while they fit, and at the rank's end whatever is left. Whether the result
-/// is legal is the checker's to say: a forward that cannot wait may still break the cap. A cap
-/// of 0 (none) leaves `p` as it is.
+/// forward held before it. After a dW held forwards go while they fit, and at the rank's end
+/// whatever is left. Whether the result is legal is the checker's to say: a forward that cannot
+/// wait may still break the cap. A cap of 0 (none) leaves `p` as it is.
 inline step_order forwards_deferred(const step_order& p, int cap) {
   if (cap <= 0) return p;
   step_order out{p.model, p.overlap, {}};
@@ -510,9 +509,9 @@ inline step_order forwards_deferred(const step_order& p, int cap) {
 /// move either a small change of the plan (`detail::move`) or, one time in 8 (16 with `timing`),
 /// ruin and recreate (keep every rank's steps up to a random point, let a random policy decide the
 /// rest); late acceptance over the last 50 accepted. `judge` scores a plan and keeps the best.
-/// With `timing` (every rank a device of its own), the walks go by its estimates (each
+/// With `timing` (`estimable` problems), the walks go by its estimates (each
 /// counted in `estimated`) and the simulator judges a plan only when its estimate beats its
-/// walk's best so far, or ties it (one such plan in `level_every`: among plans the estimate
+/// walk's best so far, or ties it (one such plan in `tie_every`: among plans the estimate
 /// cannot tell apart, the simulator's is the word that counts). Else every plan is judged.
 template <time_type T, class Judge, class OutOfBudget>
 void local_search(const basic_problem<T>& q, const search_options& opt,
@@ -530,19 +529,21 @@ void local_search(const basic_problem<T>& q, const search_options& opt,
     double cost = 0;              // the simulated makespan; with `timing`, the estimate
     double best = 0;              // with `timing`, the least estimate the walk has met
     std::vector<double> history;  // late acceptance: the costs of the last L accepted
-    std::size_t tick = 0, level = 0;
-    std::optional<step_timing<T>> timing;  // with `timing`, its own: it keeps `now`'s times
+    std::size_t tick = 0, ties = 0;
+    std::optional<step_timing<T>> estimates;  // with `timing`, its own: it keeps `now`'s times
   };
-  constexpr std::size_t L = 50, level_every = 8;
-  constexpr double tie = 1e-12;
+  constexpr std::size_t L = 50, tie_every = 8;
+  constexpr double tie = 1e-12;  // relative: estimates are sums of the same lengths in any order
   std::vector<walk> walks;
   for (const scored<T>& s : starts) {
     walk& k = walks.emplace_back();
     k.now = s.p;
     k.cost = s.makespan.count();
     if (timing) {
-      k.timing.emplace(*timing);
-      if (const std::optional<double> c = (*k.timing)(s.p); c && k.timing->keep()) k.cost = *c;
+      k.estimates.emplace(*timing);
+      ++estimated;
+      if (const std::optional<double> c = (*k.estimates)(s.p); c && k.estimates->keep())
+        k.cost = *c;
     }
     k.best = k.cost;
     k.history.assign(L, k.cost);
@@ -572,20 +573,23 @@ void local_search(const basic_problem<T>& q, const search_options& opt,
       same[ch->rank] = ch->from;
     }
     std::optional<double> c;
-    if (k.timing) {
+    if (k.estimates) {
       ++estimated;
-      c = (*k.timing)(p, same);
+      c = (*k.estimates)(p, same);
       if (c) {
         const bool better = *c < k.best * (1 - tie);
-        if (better || (*c <= k.best * (1 + tie) && k.level++ % level_every == 0))
-          judge(p, "local search");
-        k.best = std::min(k.best, *c);
+        // A plan the checker refuses is not walked on, whatever its estimate.
+        if ((better || (*c <= k.best * (1 + tie) && k.ties++ % tie_every == 0)) &&
+            !judge(p, "local search"))
+          c.reset();
+        else
+          k.best = std::min(k.best, *c);
       }
     } else if (const std::optional<scored<T>> s = judge(p, "local search")) {
       c = s->makespan.count();
     }
     if (c && (*c <= k.cost || *c <= k.history[k.tick % L])) {
-      if (k.timing) k.timing->keep();
+      if (k.estimates) k.estimates->keep();
       k.now = std::move(p);
       k.cost = *c;
     }
@@ -683,11 +687,14 @@ search_result<T> find_schedule(const basic_problem<T>& q, const search_options& 
   //    Where plans can be estimated, only those whose estimate is within `estimate_slack` of
   //    the best estimate of a plan judged so far are judged: a grid of hundreds of plans at
   //    pp 16 would take the budget's whole 10 s in the simulator.
-  std::optional<step_timing<T>> timing;  // its estimates know no shared workers or contention
-  if (q.workers == 0 && !q.cost.contention.active()) timing.emplace(q);
+  std::optional<step_timing<T>> timing;
+  if (estimable(q)) timing.emplace(q);
   double best_estimate = std::numeric_limits<double>::infinity();
   for (const scored<T>& s : starts)
-    if (timing) best_estimate = std::min(best_estimate, (*timing)(s.p).value_or(best_estimate));
+    if (timing) {
+      ++out.estimated;
+      best_estimate = std::min(best_estimate, (*timing)(s.p).value_or(best_estimate));
+    }
   const auto worth_judging = [&](const step_order& p) {
     if (!timing) return true;
     ++out.estimated;

@@ -1,7 +1,8 @@
 // What one step of a plan costs under a problem's cost model — a chunk's forward, fused
 // backward, dX, dW, or an overlapped forward/backward pair, built from the generators' own
-// sub-stage patterns. The one derivation the list scheduler (step lengths) and the lower bounds
-// (step lengths and compute work) share.
+// sub-stage patterns — and what it needs from another chunk, with that transfer's cost. The one
+// derivation the list scheduler (step lengths, inputs), the lower bounds (step lengths and
+// compute work) and the step-by-step estimate (lengths, inputs; step_timing.hpp) share.
 #pragma once
 
 #include <algorithm>

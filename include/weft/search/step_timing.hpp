@@ -20,6 +20,17 @@
 
 namespace weft::search {
 
+/// Whether plans of `q` are worth estimating: every rank a device of its own, nothing
+/// contending, no host waiting for each slot, no event latency, transfers waited for as data
+/// and no loss reduction to wait for — what the estimate times none of. Elsewhere the search
+/// judges every plan in full.
+template <time_type T>
+bool estimable(const basic_problem<T>& q) {
+  return q.workers == 0 && !q.cost.contention.active() && !q.sim.slot_barrier &&
+         !(q.sim.event_latency > T{0}) && q.model.waits == transfer_wait::data &&
+         q.model.loss == loss_reduce::none;
+}
+
 /// Estimates plans of one problem; holds the steps' costs per chunk and its scratch space, so
 /// one object estimates many plans without allocating.
 template <time_type T>
@@ -58,17 +69,17 @@ class step_timing {
   /// steps are taken to keep each chunk's micro-batches in order, a backward after its forward
   /// and a dW after its dX (`detail::in_order`): the estimate counts no wait on the rank's own
   /// steps.
-  std::optional<double> operator()(const step_order& p) {
-    same_.assign(p.ranks.size(), 0);
-    return estimate(p, same_, false);
-  }
+  std::optional<double> operator()(const step_order& p) { return estimate(p, {}, false); }
 
   /// The same for `p` whose rank r begins with the first `same[r]` steps of the plan last kept
   /// (`keep`), and holds the same units (forwards, backwards) after them — what the search's
-  /// moves change. Every step that starts before the first changed step's rank was free for it
-  /// keeps its time (nothing it waits for can start later), so only the rest is timed again.
+  /// moves change. T0 is the earliest time a changed rank was free for its first changed step
+  /// (in the plan kept): every step that started before T0 there keeps its time — nothing it
+  /// waits for, its rank's step before it, the step it needs and the sends queued before that
+  /// one, can start later — so only the rest is timed again. (A changed rank's unchanged steps
+  /// that started after T0 may wait for another changed rank's: they are timed again too.)
   std::optional<double> operator()(const step_order& p, const std::vector<std::size_t>& same) {
-    bool from_kept = kept_ && same.size() == p.ranks.size();
+    bool from_kept = kept_ && same.size() == p.ranks.size() && p.ranks.size() == pos_.size();
     for (std::size_t r = 0; from_kept && r < same.size(); ++r)
       from_kept = same[r] <= base_end_[r].size() && same[r] <= p.ranks[r].size();
     return estimate(p, same, from_kept);
@@ -97,8 +108,8 @@ class step_timing {
     for (std::size_t r = 0; r < R; ++r)
       if ((!incremental || same[r] < p.ranks[r].size()) && !within_cap(p.ranks[r]))
         return std::nullopt;
-    // What is kept: on a changed rank its unchanged steps; elsewhere the steps that start before
-    // the earliest changed step's rank was free for it.
+    // What is kept: the steps that started before T0, on a changed rank only among its
+    // unchanged ones.
     double t0 = never;
     if (incremental)
       for (std::size_t r = 0; r < R; ++r)
@@ -280,7 +291,6 @@ class step_timing {
   std::vector<std::vector<double>> start_, end_;  ///< per rank and step, the last plan's times
   std::vector<std::vector<double>> sent_;  ///< per rank and step, when its sends so far are done
   std::vector<double> send_free_;          ///< per rank, when its sends so far are done
-  std::vector<std::size_t> same_;          ///< all 0: nothing kept
   // The plan kept (`keep`): its steps' times and its units' ends.
   bool kept_ = false, last_ok_ = false;
   std::vector<std::vector<double>> base_start_, base_end_, base_sent_;
