@@ -78,6 +78,7 @@ class list_run {
     free_.assign(ranks(), 0.0);
     ready_.assign(ranks(), never);
     stale_.assign(ranks(), 1);
+    for (std::size_t r = 0; r < ranks(); ++r) stale_list_.push_back(r);
     live_.assign(ranks(), 0);
     ahead_.assign(ranks(), 0);
     forced_.assign(ranks(), 0);
@@ -102,7 +103,7 @@ class list_run {
       const auto [rank, t] = first_ready();
       if (rank < 0) return std::nullopt;
       const auto r = static_cast<std::size_t>(rank);
-      stale_[r] = 1;  // whatever it takes (or waits for) changes when it is ready next
+      mark_stale(r);  // whatever it takes (or waits for) changes when it is ready next
       if (forced_left(r))
         take_forced(r, t);
       else
@@ -207,25 +208,26 @@ class list_run {
   /// chunk neighbours one of its own, has taken a step: a scan of every rank's chunks a step
   /// made the list scheduler quadratic in the ranks.)
   std::pair<int, double> first_ready() {
-    int best_rank = -1;
-    double best_t = never;
-    for (std::size_t r = 0; r < ranks(); ++r) {
-      if (stale_[r]) {
-        ready_[r] = ready_at(r);
-        stale_[r] = 0;
-      }
-      if (const double t = ready_[r]; t < best_t) {
-        best_t = t;
-        best_rank = static_cast<int>(r);
-      }
+    for (const std::size_t r : stale_list_) {
+      ready_[r] = ready_at(r);
+      stale_[r] = 0;
     }
-    return {best_rank, best_t};
+    stale_list_.clear();
+    const auto first = std::min_element(ready_.begin(), ready_.end());  // the lowest rank of ties
+    if (*first == never) return {-1, never};
+    return {static_cast<int>(first - ready_.begin()), *first};
+  }
+
+  void mark_stale(std::size_t r) {
+    if (stale_[r]) return;
+    stale_[r] = 1;
+    stale_list_.push_back(r);
   }
 
   /// A step of chunk c has ended: the ranks of the chunks next to it may be ready sooner.
   void neighbours_stale(int c) {
-    if (c > 0) stale_[static_cast<std::size_t>(m_.rank_of(c - 1))] = 1;
-    if (c + 1 < m_.chunks()) stale_[static_cast<std::size_t>(m_.rank_of(c + 1))] = 1;
+    if (c > 0) mark_stale(static_cast<std::size_t>(m_.rank_of(c - 1)));
+    if (c + 1 < m_.chunks()) mark_stale(static_cast<std::size_t>(m_.rank_of(c + 1)));
   }
 
   int forward_done(std::size_t r, int c, double end) {
@@ -349,6 +351,7 @@ class list_run {
   std::vector<double> free_;                  ///< per rank, when it is free
   std::vector<double> ready_;                 ///< per rank, `ready_at` when last computed
   std::vector<std::uint8_t> stale_;           ///< per rank, is `ready_` out of date?
+  std::vector<std::size_t> stale_list_;       ///< the ranks whose `ready_` is out of date
   std::vector<int> live_, ahead_;  ///< per rank, live units and forwards awaiting their backward
   std::vector<int> reserve_;       ///< per chunk, the units its forward leaves room for
   std::vector<std::deque<pending_w>> weights_;  ///< per rank, its deferred dW
