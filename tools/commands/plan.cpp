@@ -330,11 +330,11 @@ void print_best(const plan::plan_report& x) {
   if (x.better) {
     const plan::order_search& s = *x.better;
     const double gain = 100 * (1 - s.step / best.step);
-    std::cout << "schedule search (" << s.result.evaluations << " orders judged, "
-              << s.result.estimated << " estimated in " << std::setprecision(1) << s.result.seconds
-              << " s, found by " << s.result.found_by << "): step " << std::setprecision(3)
-              << s.step.count() << " s, peak memory " << plan::gibibytes(s.peak_memory_bytes)
-              << " — ";
+    std::cout << "schedule search (" << s.result.evaluations << " orders judged";
+    if (s.result.estimated > 0) std::cout << ", " << s.result.estimated << " estimated";
+    std::cout << " in " << std::setprecision(1) << s.result.seconds << " s, found by "
+              << s.result.found_by << "): step " << std::setprecision(3) << s.step.count()
+              << " s, peak memory " << plan::gibibytes(s.peak_memory_bytes) << " — ";
     if (gain >= 0.05)
       std::cout << std::setprecision(1) << gain << "% shorter than the best plan";
     else
