@@ -6,12 +6,14 @@
 // Then how many it estimates step by step (`search::step_timing`): a whole plan, and a plan one
 // local-search move away from the plan kept, timed from the move's first changed step on (the
 // moves drawn beforehand, as the search draws them, so the timing is the estimate's alone).
+// And how far those estimates are from the simulator's makespans of the same plans.
 //
 //   search_rate [ROUNDS [SECONDS_A_ROUND]]
 #include <sys/resource.h>
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <random>
@@ -104,6 +106,7 @@ measured rate(const problem_plan& x, int rounds, double seconds) {
 /// plans in order with what each changed), medians of `rounds` rounds of `seconds`.
 struct estimated {
   double whole = 0, moved = 0;
+  double mean_error = 0, worst_error = 0;  ///< |estimate / simulated - 1| over the moved plans
 };
 estimated estimate_rate(const problem_plan& x, int rounds, double seconds) {
   using clock = std::chrono::steady_clock;
@@ -145,6 +148,15 @@ estimated estimate_rate(const problem_plan& x, int rounds, double seconds) {
   estimated out;
   out.whole = rate([&](std::size_t i) { sink += t(moved[i]).value_or(0); });
   out.moved = rate([&](std::size_t i) { sink += t(moved[i], same[i]).value_or(0); });
+  int judged = 0;
+  for (const search::step_order& p : moved)
+    if (const auto sim = search::evaluate(x.q, p); sim && t(p)) {
+      const double e = std::abs(*t(p) / sim->makespan.count() - 1);
+      out.mean_error += e;
+      out.worst_error = std::max(out.worst_error, e);
+      ++judged;
+    }
+  if (judged > 0) out.mean_error /= judged;
   if (sink < 0) std::printf("%f\n", sink);  // keeps the estimates from being optimised away
   return out;
 }
@@ -176,9 +188,12 @@ int main(int argc, char** argv) {
                 after.faults_per_plan, after.plans_per_s / before[i].plans_per_s);
   }
   if (!kept) std::printf("(the allocator is not glibc's, or refused: nothing kept)\n");
-  std::printf("\nproblem                          plans/s estimated: whole   one move away\n");
+  std::printf(
+      "\nproblem                          plans/s estimated: whole   one move away   "
+      "|estimate / simulated - 1| over those plans: mean, worst\n");
   for (const problem_plan& x : ps) {
     const estimated e = estimate_rate(x, rounds, seconds);
-    std::printf("%-32s %26.0f %15.0f\n", x.name.c_str(), e.whole, e.moved);
+    std::printf("%-32s %26.0f %15.0f   %8.2f %% %8.2f %%\n", x.name.c_str(), e.whole, e.moved,
+                100 * e.mean_error, 100 * e.worst_error);
   }
 }

@@ -584,11 +584,16 @@ TEST_CASE("the estimate is the simulator's makespan where blocks are whole") {
   // needs: the simulator's timing is the estimate's, whatever the order. Random orders, as the
   // local search makes them, from every generator's plan.
   std::mt19937_64 rng(5);
-  // Transfers too, each leaving when its rank's sends before it have (they share a stream).
+  // Transfers too, each leaving when its rank's sends before it have (they share a stream);
+  // and chunks of their own costs, overlapped pairs at `pair_of` their halves.
+  unit_problem uneven = problem_of(3, 6, true, 1, 2, 1, 0.4);
+  for (int c = 0; c < uneven.model.chunks(); ++c)
+    uneven.cost.chunks.push_back({units(0.5 + 0.25 * c), units(1.5 + 0.5 * (c % 3)),
+                                  units(0.5 + 0.125 * c), units(0.25), units(0.5)});
   for (const unit_problem& q :
        {problem_of(4, 8, false, 1, 2, 1, 0), problem_of(4, 8, true, 1, 2.5, 1.2, 0),
         problem_of(3, 6, false, 1, 3, 1.5, 0), problem_of(4, 8, false, 1, 2, 1, 1.5),
-        problem_of(3, 6, true, 1, 2, 1, 0.7)}) {
+        problem_of(3, 6, true, 1, 2, 1, 0.7), uneven}) {
     step_timing<units> t(q);
     int checked = 0;
     for (const generator_order& g : generator_orders(q.model, q.overlap)) {
@@ -596,7 +601,8 @@ TEST_CASE("the estimate is the simulator's makespan where blocks are whole") {
       step_order p = *g.p;
       for (int k = 0; k < 200; ++k) {
         step_order x = p;
-        const std::optional<search::detail::changed> ch = search::detail::move(x, rng, true, false);
+        const std::optional<search::detail::changed> ch =
+            search::detail::move(x, rng, true, !q.cost.chunks.empty());
         if (!ch || !search::detail::in_order(x)) continue;
         const std::optional<scored<units>> sim = evaluate(q, x);
         const std::optional<double> est = t(x);
@@ -684,10 +690,33 @@ TEST_CASE("the local search estimates plans step by step and judges the promisin
   REQUIRE(r.best);
   CHECK(r.estimated > r.evaluations);  // most moves screened by their estimate
   CHECK(r.estimated <= 400 * search_options::estimates_per_evaluation);
+  // A cap on estimates of its own ends the search by itself (a walk's starts are estimated
+  // before the cap is looked at: a few over it at most).
+  const search_result<units> capped =
+      find_schedule(q, {.budget_s = 60, .max_evaluations = 1u << 30, .max_estimates = 200});
+  CHECK(capped.estimated >= 200);
+  CHECK(capped.estimated <= 200 + 8);
   // Timed on shared workers, plans are judged one by one: nothing is estimated.
   unit_problem shared = problem_of(2, 4, false, 1, 2, 1, 0.5);
   shared.workers = 1;
   CHECK(find_schedule(shared, {.budget_s = 60, .max_evaluations = 50}).estimated == 0);
+}
+
+TEST_CASE("plans are estimated only where the estimate times what the simulator does") {
+  const unit_problem q = problem_of(2, 4, false, 1, 2, 1, 0.5);
+  CHECK(estimable(q));
+  const auto without = [&](auto&& change) {
+    unit_problem x = q;
+    change(x);
+    return !estimable(x) &&
+           find_schedule(x, {.budget_s = 60, .max_evaluations = 30}).estimated == 0;
+  };
+  CHECK(without([](unit_problem& x) { x.workers = 2; }));
+  CHECK(without([](unit_problem& x) { x.cost.contention.compute_slowdown = 0.189; }));
+  CHECK(without([](unit_problem& x) { x.sim.slot_barrier = true; }));
+  CHECK(without([](unit_problem& x) { x.sim.event_latency = units(0.1); }));
+  CHECK(without([](unit_problem& x) { x.model.waits = transfer_wait::host; }));
+  CHECK(without([](unit_problem& x) { x.model.loss = loss_reduce::blocking; }));
 }
 
 TEST_CASE("the search: legal, under the cap, never worse than a generator, same seed same plan") {

@@ -9,9 +9,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <vector>
 
-#include <weft/core/buffer.hpp>
 #include <weft/core/op.hpp>
 #include <weft/core/time.hpp>
 #include <weft/generators/stage_ops.hpp>
@@ -38,18 +38,13 @@ step_cost<T> cost_of_step(const basic_problem<T>& q, const gen::pattern& p, int 
   std::uint32_t b = 0;
   for (const std::uint32_t e : p.slot_end) {
     T slot{0};
-    const op* fwd_block = nullptr;
-    const op* bwd_block = nullptr;
-    buffer<op> slot_ops;
+    std::optional<op> fwd_block, bwd_block;
     for (std::uint32_t i = b; i < e; ++i) {
       op o = p.ops[i];
-      o.chunk = static_cast<std::uint8_t>(o.mb == 0 ? chunk0 : chunk1);
-      slot_ops.push_back(o);
-    }
-    for (const op& o : slot_ops) {
+      o.chunk = static_cast<std::uint8_t>(o.mb == 0 ? chunk0 : chunk1);  // its side's chunk
       const T t = q.cost.of(o, q.model);
-      if (o.k == kind::block && o.ph == phase::F) fwd_block = &o;
-      if (o.k == kind::block && o.ph == phase::B) bwd_block = &o;
+      if (o.k == kind::block && o.ph == phase::F) fwd_block = o;
+      if (o.k == kind::block && o.ph == phase::B) bwd_block = o;
       slot = std::max(slot, t);
       if (stream_of(o.k) == stream_class::compute) out.work += t;
     }

@@ -133,11 +133,10 @@ class step_timing {
       const std::vector<step>& steps = p.ranks[r];
       std::size_t k = 0;
       if (incremental) {
-        const std::vector<double>& bs = base_start_[r];
-        const std::size_t before = static_cast<std::size_t>(
+        const std::vector<double>& bs = base_start_[r];  // a rank's starts never decrease
+        k = static_cast<std::size_t>(
             std::lower_bound(bs.begin(), bs.begin() + static_cast<std::ptrdiff_t>(same[r]), t0) -
             bs.begin());
-        k = std::min(same[r], before);
       }
       start_[r].resize(steps.size());
       end_[r].resize(steps.size());
