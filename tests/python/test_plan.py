@@ -192,7 +192,11 @@ def test_megatrons_spellings_price_as_weft_s(cli_json):
     plain = cli_json(*base)
     unfused = cli_json(*base, "--attention-backend", "unfused")
     assert unfused == cli_json(*base, "--no-flash-attention") and unfused != plain
-    assert cli_json(*base, "--attention-backend", "flash") == plain
+    # On an A100 every library runs FlashAttention-2: the same prices, its name in the flags.
+    flash = cli_json(*base, "--attention-backend", "flash")
+    assert flash["step_s"] == plain["step_s"] and flash["breakdown_per_rank"] == plain[
+        "breakdown_per_rank"]
+    assert "--attention-backend flash" in flash["best"]["megatron_arguments"]
     whole = (*base, "--no-distributed-optimizer")  # every parameter's step on each device
     fp16 = cli_json(*whole, "--fp16")
     half = cli_json(*whole, "--grad-reduce-in-bf16")
@@ -340,3 +344,21 @@ def test_choose_refuses_what_it_cannot_search():
         weft.choose(model=GPT2, cluster="a100-80g", devices=8, global_batch_size=8, tp=5)
     with pytest.raises(weft.ConfigError, match="devices must be a whole number"):
         weft.choose(model=GPT2, cluster="a100-80g", devices=-1)
+
+
+def test_attention_library_and_per_op_checkpointing_as_keywords(cli_json):
+    """attention_backend= names the library whose rates price attention (PyTorch's
+    FlashAttention-2 is slower than Transformer Engine's cuDNN kernel on an H100);
+    recompute_ops= is torchtitan's per-op checkpointing, as the flags say."""
+    llama = GPT2.parent / "llama-3.1-8b.json"
+    base = ("plan", "--model", GPT2, "--cluster", "h100-sxm", "--seq-length", 4096)
+    sdpa = weft.plan(model=str(GPT2), cluster="h100-sxm", seq_length=4096,
+                     attention_backend="sdpa")
+    assert sdpa == cli_json(*base, "--attention-backend", "sdpa")
+    assert sdpa["step_s"] > cli_json(*base)["step_s"]
+    ops = weft.plan(model=str(llama), cluster="h100-sxm", devices=8, seq_length=8192,
+                    recompute="selective", recompute_ops=True)
+    assert ops == cli_json("plan", "--model", llama, "--cluster", "h100-sxm", "--devices", 8,
+                           "--seq-length", 8192, "--recompute", "selective", "--recompute-ops")
+    with pytest.raises(weft.ConfigError, match="not this model's MLP"):
+        weft.plan(model=str(GPT2), cluster="h100-sxm", recompute="selective", recompute_ops=True)

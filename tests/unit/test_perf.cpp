@@ -145,6 +145,33 @@ TEST_CASE("fused attention at the rate measured for its length, forward and back
   CHECK(time_of(ascend_910b, k, 250e12).count() == doctest::Approx(1 / 250.0));
 }
 
+TEST_CASE("fused attention at the rate its library measured") {
+  // FlashAttention-3's paper times three libraries on one H100 (Figs. 5 and 6): at 8k tokens,
+  // causal, head dim 128, forward FlashAttention-2 333, cuDNN 529, FlashAttention-3 602
+  // TFLOP/s; backward 318, 518, 559; head dim 64's forward 295, 379, 460.
+  kernel k{"attention", kernel_kind::attention, {}, 0, 1e12, true, false, 8192};
+  const auto rate = [&](const device& d) { return 1 / time_of(d, k, 1).count(); };
+  using lib = attention_library;
+  CHECK(rate(h100_sxm.attending_with(lib::sdpa)) == doctest::Approx(333));
+  CHECK(rate(h100_sxm.attending_with(lib::cudnn)) == doctest::Approx(529));
+  CHECK(rate(h100_sxm.attending_with(lib::transformer_engine)) == doctest::Approx(529));
+  CHECK(rate(h100_sxm.attending_with(lib::flash)) == doctest::Approx(602));
+  k.backward = true;
+  CHECK(rate(h100_sxm.attending_with(lib::sdpa)) == doctest::Approx(318));
+  CHECK(rate(h100_sxm.attending_with(lib::cudnn)) == doctest::Approx(518));
+  CHECK(rate(h100_sxm.attending_with(lib::flash)) == doctest::Approx(559));
+  k.backward = false;
+  k.head_dim = 64;
+  CHECK(rate(h100_sxm.attending_with(lib::sdpa)) == doctest::Approx(295));
+  CHECK(rate(h100_sxm.attending_with(lib::cudnn)) == doctest::Approx(379));
+  CHECK(rate(h100_sxm.attending_with(lib::flash)) == doctest::Approx(460));
+  // The A100 runs FlashAttention-2 whichever library calls it (182 TFLOP/s at 8k, Fig. 4d of
+  // its paper, head dim 128).
+  k.head_dim = 128;
+  for (lib l : {lib::transformer_engine, lib::cudnn, lib::flash, lib::sdpa})
+    CHECK(rate(a100_sxm.attending_with(l)) == doctest::Approx(182));
+}
+
 TEST_CASE("fused attention at the rate measured for its head dimension") {
   // A100, FlashAttention-2's Fig. 4c (causal, head dim 64, forward and backward): 140 TFLOP/s
   // at 2k tokens against head dim 128's 155 (Fig. 4d); between them linear in the head dim;

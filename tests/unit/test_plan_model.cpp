@@ -168,6 +168,68 @@ TEST_CASE("selective recomputation of Megatron's modules drops what each would k
         doctest::Approx(2 * s * b * h));
 }
 
+TEST_CASE("torchtitan's per-op checkpointing keeps what its policy saves, runs the rest again") {
+  // A Llama-style layer: hidden 1024 (8 heads of 128, 2 key-value heads: 256 wide), SwiGLU over
+  // 4096; one 1024-token sequence. torchtitan's policy (its _save_list, every second aten.mm
+  // in call order not saved) keeps the layer's input, wq's, wv's, w1's and w2's outputs,
+  // attention's output and its fp32 statistic: 2 bytes x 1024 tokens x (1024 + 1024 + 256 +
+  // 4096 + 1024 + 1024) + 4 bytes x 1024 x 8 heads.
+  transformer m = testing::tiny_dense(2);
+  m.mlp = mlp_kind::gated;
+  m.kv_heads = 2;
+  activation_layout a{.seq = 1024, .policy = recompute::selective, .ops = true};
+  CHECK(layer_activation_bytes(m, 0, a) == 2.0 * 1024 * 8448 + 4.0 * 1024 * 8);
+  // Under FP8 the matmuls are _scaled_mm, not on the list: the input, attention's output and
+  // statistic.
+  a.fp8 = true;
+  CHECK(layer_activation_bytes(m, 0, a) == 2.0 * 1024 * 2048 + 4.0 * 1024 * 8);
+  // tp 2 with sequence parallelism: the input on its shard, the heads and widths halved, w2's
+  // partial sums whole, and the two reduce-scatters' outputs on their shards.
+  a.fp8 = false;
+  a.tp = 2;
+  a.sequence_parallel = true;
+  CHECK(layer_activation_bytes(m, 0, a) ==
+        2.0 * 1024 * (512 + 512 + 128 + 2048 + 512 + 1024 + 2 * 512) + 4.0 * 1024 * 4);
+  // Less than Megatron's selective recomputation keeps, more than full recomputation.
+  activation_layout megatron{.seq = 1024, .policy = recompute::selective};
+  activation_layout whole{.seq = 1024, .policy = recompute::full};
+  a = {.seq = 1024, .policy = recompute::selective, .ops = true};
+  CHECK(layer_activation_bytes(m, 0, a) < layer_activation_bytes(m, 0, megatron));
+  CHECK(layer_activation_bytes(m, 0, a) > layer_activation_bytes(m, 0, whole));
+
+  // Time: it runs again every elementwise kernel of the forward and wk, wo and w3 — 2 x 1024
+  // tokens x 1024 x (256 + 1024 + 4096) FLOPs a layer at the ideal device's 1 PFLOP/s, two
+  // layers on the one stage. With the memory-bound kernels free, that is all of it.
+  const cluster c = testing::ideal_cluster();
+  job j;
+  j.seq = 1024;
+  j.policy = recompute::selective;
+  j.recompute_ops = true;
+  const estimate_options o{.matmul_shapes = false, .memory_bound = false, .launches = false};
+  const double mm = 2.0 * 1024 * 1024 * (256 + 1024 + 4096) / 1e15;
+  CHECK(estimate_job(m, j, c, o).stages[0].backward.recompute.count() == doctest::Approx(2 * mm));
+  // With them priced, the forward's elementwise kernels too (all but the embedding's and the
+  // head's, which are not in a layer), and less than the whole forward again.
+  const estimate_options priced{.matmul_shapes = false, .launches = false};
+  const estimate ops = estimate_job(m, j, c, priced);
+  j.recompute_ops = false;
+  j.policy = recompute::none;
+  const estimate none = estimate_job(m, j, c, priced);
+  CHECK(ops.stages[0].backward.recompute.count() > 2 * mm);
+  CHECK(ops.stages[0].backward.recompute.count() <
+        2 * mm + none.stages[0].forward.elementwise.count());
+  j.policy = recompute::full;
+  CHECK(ops.stages[0].backward.recompute.count() <
+        estimate_job(m, j, c, priced).stages[0].backward.recompute.count());
+  // Its own selective recomputation; a Llama block only.
+  j.recompute_ops = true;
+  CHECK_THROWS_WITH_AS(estimate_job(m, j, c), doctest::Contains("--recompute selective"),
+                       weft::config_error);
+  j.policy = recompute::selective;
+  CHECK_THROWS_WITH_AS(estimate_job(testing::tiny_dense(2), j, c),
+                       doctest::Contains("not this model's MLP"), weft::config_error);
+}
+
 TEST_CASE("selective recomputation re-prices exactly the parts it runs again") {
   using enum weft::perf::recompute_module;
   // tiny_dense(2) on one device, one 1024-token sequence: each input norm reads and writes
@@ -1571,6 +1633,54 @@ TEST_CASE("MFU never above the fastest rate the device is priced at, however lon
       ++judged;
     }
   CHECK(judged == 4 * 24);
+}
+
+TEST_CASE("a job's attention at its library's measured rate") {
+  // The two-layer job at 8192 tokens on the H100: Megatron's default leaves the kernel to
+  // Transformer Engine, which takes cuDNN's on Hopper; torchtitan's PyTorch calls
+  // FlashAttention-2; the flash-attn package FlashAttention-3. At 8k tokens, head dim 128,
+  // FlashAttention-3's paper (Figs. 5 and 6) measured forward 529, 333 and 602 TFLOP/s,
+  // backward 518, 318 and 559: the times stand in those ratios, whatever the FLOPs.
+  const transformer m = testing::tiny_dense(2);
+  const cluster& c = *find_cluster("h100-sxm");
+  job j = two_stages();
+  j.seq = 8192;
+  const auto attention = [&](weft::perf::attention_library l) {
+    job x = j;
+    x.attention = l;
+    const estimate e = estimate_job(m, x, c);
+    return std::pair{e.stages[0].forward.attention.count(), e.stages[0].backward.attention.count()};
+  };
+  using lib = weft::perf::attention_library;
+  const auto [flash_f, flash_b] = attention(lib::flash);
+  const auto [te_f, te_b] = attention(lib::transformer_engine);
+  const auto [fused_f, fused_b] = attention(lib::cudnn);
+  const auto [sdpa_f, sdpa_b] = attention(lib::sdpa);
+  CHECK(te_f / flash_f == doctest::Approx(602.0 / 529));
+  CHECK(te_b / flash_b == doctest::Approx(559.0 / 518));
+  CHECK(fused_f == doctest::Approx(te_f));
+  CHECK(sdpa_f / flash_f == doctest::Approx(602.0 / 333));
+  CHECK(sdpa_b / flash_b == doctest::Approx(559.0 / 318));
+  // Megatron-LM runs cuDNN's and the flash-attn package's, not PyTorch's.
+  job megatron = j;
+  megatron.pp = 1;
+  megatron.attention = lib::cudnn;
+  const auto args = megatron_arguments(megatron);
+  REQUIRE(args);
+  CHECK(std::find(args->begin(), args->end(), "fused") != args->end());
+  megatron.attention = lib::sdpa;
+  CHECK_FALSE(megatron_arguments(megatron));
+  // A trainer of its own (--eager) calls PyTorch's unless told otherwise.
+  j.eager = true;
+  CHECK(j.attention_kernel() == lib::sdpa);
+  j.attention = lib::flash;
+  CHECK(j.attention_kernel() == lib::flash);
+  // The A100 runs FlashAttention-2 whichever library calls it.
+  job a = two_stages();
+  a.attention = lib::sdpa;
+  const double a100_sdpa = estimate_job(m, a, *find_cluster("a100-80g")).step.count();
+  a.attention = lib::flash;
+  CHECK(estimate_job(m, a, *find_cluster("a100-80g")).step.count() == doctest::Approx(a100_sdpa));
 }
 
 TEST_CASE("where a step goes: each kernel in its part, and the parts add up to the step") {

@@ -71,6 +71,8 @@ TEST_CASE("a pipelined torchtitan job: FSDP over the devices left, its micro-bat
   CHECK(j.recompute_every == 2);
   CHECK(j.fp8 == fp8_recipe::hybrid);
   CHECK(j.fp8_current_scaling);  // torchao's scales are dynamic: an amax pass before each cast
+  // Its attention is PyTorch's scaled_dot_product_attention (FlashAttention-2 on an H100).
+  CHECK(j.attention == weft::perf::attention_library::sdpa);
   // It estimates as any job (on a device with FP8).
   cluster c = testing::ideal_cluster();
   c.chip = find_cluster("h100-sxm")->chip;
@@ -118,13 +120,21 @@ TEST_CASE("torchtitan's split, its V schedules, DDP, layers per stage") {
       m, 64);
   CHECK(every.policy == recompute::full);
   CHECK(every.recompute_every == 0);
+  // selective_ac_option "op" (torchtitan's shipped Llama 3 8B): per-op checkpointing.
+  transformer llama = testing::tiny_dense(32);
+  llama.mlp = mlp_kind::gated;
+  const job ops = torchtitan_as_job(read_torchtitan(fixture("llama3_8b.toml"), "l.toml"), llama, 8);
+  CHECK(ops.policy == recompute::selective);
+  CHECK(ops.recompute_ops);
 }
 
 TEST_CASE("torchtitan's settings weft does not price are refused by name") {
   const std::string base = fixture("pipelined.toml");
-  refused(fixture("llama3_8b.toml"), 8,
-          "[activation_checkpoint] selective_ac_option: 'op': per-op selective checkpointing "
-          "is not priced");
+  refused(with(fixture("llama3_8b.toml"), "selective_ac_option = \"op\"",
+               "selective_ac_option = \"layers\""),
+          8, "[activation_checkpoint] selective_ac_option: 'layers': give op");
+  // Per-op checkpointing is priced for Llama's dense block only.
+  refused(fixture("llama3_8b.toml"), 8, "not this model's MLP");
   refused(base, 0, "data_parallel_shard_degree -1 takes the devices the other sizes leave");
   refused(base, 60, "--devices 60 is not a multiple of torchtitan's other sizes");
   refused(with(base, "data_parallel_shard_degree = -1",

@@ -422,6 +422,14 @@ TEST_CASE("a job from JSON: weft plan's flags as keys, each checked") {
                        "job.json: optimizer 'sgd': weft prices Adam's states and step",
                        config_error);
   CHECK(plan::read_job(R"({"optimizer": "adam"})", "job.json").spec.tp == 1);
+  // The fused backends name the library whose rates price the attention.
+  using lib = weft::perf::attention_library;
+  CHECK(plan::read_job("{}", "job.json").spec.attention == lib::transformer_engine);
+  CHECK(plan::read_job(R"({"attention-backend": "fused"})", "job.json").spec.attention ==
+        lib::cudnn);
+  CHECK(plan::read_job(R"({"attention-backend": "flash"})", "job.json").spec.attention ==
+        lib::flash);
+  CHECK(plan::read_job(R"({"attention-backend": "sdpa"})", "job.json").spec.attention == lib::sdpa);
   CHECK_THROWS_WITH_AS(plan::read_job(R"({"attention-backend": "magic"})", "job.json"),
                        doctest::Contains("attention-backend must be one of auto, flash"),
                        config_error);

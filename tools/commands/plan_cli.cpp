@@ -58,6 +58,11 @@ std::vector<CLI::Option*> megatron_only_flags(CLI::App& sub, weft::plan::job& j)
                                "with --recompute full: only every N-th layer of each stage "
                                "(torchtitan's selective_ac_option N), the rest kept whole")
                     ->check(whole_in(1, weft::limits::layers)));
+  out.push_back(sub.add_flag("--recompute-ops", j.recompute_ops,
+                             "with --recompute selective: torchtitan's per-op checkpointing "
+                             "(selective_ac_option 'op'): each layer keeps every other matmul's "
+                             "output and attention's, and runs the rest again (Llama's dense "
+                             "block)"));
   out.push_back(sub.add_flag_callback(
       "--use-megatron-fsdp", [] {},
       "Megatron-FSDP: what it shards is --data-parallel-sharding-strategy's (which a "
@@ -86,9 +91,12 @@ std::vector<CLI::Option*> megatron_only_flags(CLI::App& sub, weft::plan::job& j)
              "--attention-backend",
              [&j](const std::string& v) {
                if (plan::scores_whole(v)) j.flash_attention = false;
+               j.attention = plan::attention_library_of(v);
              },
-             "auto, flash or fused: flash attention; unfused or local: the scores "
-             "kept whole (--no-flash-attention)")
+             "auto (Transformer Engine's choice: cuDNN's on Hopper), fused (cuDNN's), flash "
+             "(FlashAttention-3 on Hopper) or sdpa (PyTorch's scaled_dot_product_attention, "
+             "FlashAttention-2): fused attention at that library's measured rates; unfused or "
+             "local: the scores kept whole (--no-flash-attention)")
           ->check(CLI::IsMember(std::vector<std::string>(std::begin(plan::attention_backends),
                                                          std::end(plan::attention_backends)))));
   out.push_back(sub.add_option_function<std::string>(

@@ -6,6 +6,7 @@
 
 #include <string_view>
 
+#include <weft/perf/attention_library.hpp>
 #include <weft/perf/collectives.hpp>
 
 namespace weft::perf {
@@ -28,6 +29,14 @@ constexpr double flash_pair_rate(double forward, double backward) noexcept {
   return (1 + flash_backward_work) / (1 / forward + flash_backward_work / backward);
 }
 
+/// A fused attention kernel's measured FLOP/s, causal (the causal half counted), by the tokens
+/// of a sequence it attends over: forward and backward at head dim 128, and at 64 and 256
+/// where published (empty: not).
+struct attention_curves {
+  curve forward{}, backward{}, forward_64{}, backward_64{}, forward_256{}, backward_256{};
+  constexpr bool empty() const noexcept { return forward.empty(); }
+};
+
 struct device {
   std::string_view name;
   double peak_bf16 = 0;     ///< dense bf16 FLOP/s (the spec sheet's, without sparsity)
@@ -49,6 +58,9 @@ struct device {
   curve flash_forward{}, flash_backward{};
   /// The same at head dim 64 and 256 where they are published (empty: not), for `flash_rate`.
   curve flash_forward_64{}, flash_backward_64{}, flash_forward_256{}, flash_backward_256{};
+  /// Other libraries' kernels on the device where they are published (empty: the flash
+  /// curves above): cuDNN's, and FlashAttention-2's where the flash curves are another's.
+  attention_curves cudnn{}, flash2{};
 
   constexpr bool has_fp8() const noexcept { return peak_fp8 > 0; }
   constexpr double peak(dtype t) const noexcept {
@@ -60,6 +72,24 @@ struct device {
   }
   /// The bandwidth a memory-bound kernel streams at.
   constexpr double memory_bytes_per_s() const noexcept { return hbm_bytes_per_s * hbm_share; }
+
+  /// The device as `library`'s attention runs on it: its flash curves that library's where
+  /// they are published.
+  constexpr device attending_with(attention_library library) const noexcept {
+    const attention_curves& own = library == attention_library::sdpa ? flash2
+                                  : library == attention_library::flash
+                                      ? attention_curves{}
+                                      : cudnn;  // Transformer Engine's or cuDNN's
+    device d = *this;
+    if (own.empty()) return d;
+    d.flash_forward = own.forward;
+    d.flash_backward = own.backward;
+    d.flash_forward_64 = own.forward_64;
+    d.flash_backward_64 = own.backward_64;
+    d.flash_forward_256 = own.forward_256;
+    d.flash_backward_256 = own.backward_256;
+    return d;
+  }
 
   /// A flash kernel's FLOP/s over `tokens` at head dim `head_dim`: linear in the head dim
   /// between the published 64, 128 and 256 (a smaller head reuses less of what a tile loads);
@@ -98,6 +128,14 @@ struct device {
 ///   460, 473) and Fig. 6a backward, without a mask (272, 363, 422, 453, 472, 474). Head dim
 ///   256: FlashAttention-3's Fig. 5f forward (286, 427, 537, 612, 628, 642); no backward
 ///   published (head dim 128's), nor any at 256 on the A100.
+/// - the H100's other attention libraries, from the same figures (the bars beside
+///   FlashAttention-3's): cuDNN's forward (315, 410, 484, 518, 529, 539) and backward (305, 408,
+///   465, 499, 518, 516), head dim 64 (225, 288, 334, 363, 379, 388; 266, 348, 395, 417, 432,
+///   433), 256 forward (308, 391, 450, 483, 497, 509); FlashAttention-2's forward (191, 260,
+///   298, 319, 333, 335) and backward (214, 260, 291, 310, 318, 322), head dim 64 (180, 229,
+///   262, 284, 295, 299; 198, 238, 264, 279, 287, 291), 256 forward (208, 251, 278, 293, 297,
+///   298). On the A100 FlashAttention-2 is what each library runs (Transformer Engine prefers
+///   it before Hopper): its flash curves.
 /// - hbm_share: a streaming kernel's measured bandwidth — A100 80GB SXM 1.80 of 2.04 TB/s
 ///   (88 %, Nsight Compute; NVIDIA developer forum, "Trouble to reach peak bandwidth of A100"),
 ///   H100 SXM coalesced loads 2.8 of 3.35 TB/s (84 %, Nsight Compute).
@@ -146,7 +184,17 @@ inline constexpr device h100_sxm{
     .flash_backward = detail::by_tokens(316, 424, 501, 542, 559, 561),
     .flash_forward_64 = detail::by_tokens(197, 265, 371, 420, 460, 473),
     .flash_backward_64 = detail::by_tokens(272, 363, 422, 453, 472, 474),
-    .flash_forward_256 = detail::by_tokens(286, 427, 537, 612, 628, 642)};
+    .flash_forward_256 = detail::by_tokens(286, 427, 537, 612, 628, 642),
+    .cudnn = {.forward = detail::by_tokens(315, 410, 484, 518, 529, 539),
+              .backward = detail::by_tokens(305, 408, 465, 499, 518, 516),
+              .forward_64 = detail::by_tokens(225, 288, 334, 363, 379, 388),
+              .backward_64 = detail::by_tokens(266, 348, 395, 417, 432, 433),
+              .forward_256 = detail::by_tokens(308, 391, 450, 483, 497, 509)},
+    .flash2 = {.forward = detail::by_tokens(191, 260, 298, 319, 333, 335),
+               .backward = detail::by_tokens(214, 260, 291, 310, 318, 322),
+               .forward_64 = detail::by_tokens(180, 229, 262, 284, 295, 299),
+               .backward_64 = detail::by_tokens(198, 238, 264, 279, 287, 291),
+               .forward_256 = detail::by_tokens(208, 251, 278, 293, 297, 298)}};
 inline constexpr device h800 = [] {
   device d = h100_sxm;
   d.name = "h800";

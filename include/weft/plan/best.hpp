@@ -348,6 +348,7 @@ inline plan_search_result best_plan(const transformer& m, const job& asked, cons
   check_cluster(c);
   check_sizes(m, base);
   check_combined_1f1b(m, base);  // its own rules before whose code runs it
+  check_recompute_ops(m, base);
   check_scaling_all_reduce(base);
   check_deepspeed_bf16(base);
   if (base.own_trainer() && (o.runtime == runs_on::megatron || megatron_code_only(base)))

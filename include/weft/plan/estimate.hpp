@@ -134,9 +134,11 @@ namespace detail {
 
 /// The device a cluster's ranks compute on: the cluster's facts (`cluster::device`, one home
 /// for its peak, efficiency and memory), with what only the per-kernel prices need from its
-/// `chip` — SMs and tile, fp8, the memory's sustained share. No chip (a cluster file without
+/// `chip` — SMs and tile, fp8, the memory's sustained share — and the attention curves of the
+/// library `attention` (a job's `attention_kernel()`). No chip (a cluster file without
 /// "device"): no tile model, the memory at its full bandwidth.
-inline perf::device chip_of(const cluster& c) {
+inline perf::device chip_of(const cluster& c,
+                            perf::attention_library attention = perf::attention_library::flash) {
   perf::device d = c.chip;
   if (d.peak_bf16 == 0) {
     d.name = c.name;
@@ -147,6 +149,8 @@ inline perf::device chip_of(const cluster& c) {
   if (!d.flash_forward.empty() && !d.flash_backward.empty()) {
     const double longest = perf::flash_pair_rate(d.flash_forward.last(), d.flash_backward.last());
     const double k = c.device.attention_flops() / longest;
+    // The job's library's curves where published, at the same share of the cluster's rate.
+    d = d.attending_with(attention);
     for (perf::curve* x : {&d.flash_forward, &d.flash_backward, &d.flash_forward_64,
                            &d.flash_backward_64, &d.flash_forward_256, &d.flash_backward_256})
       *x = x->scaled(k);
@@ -391,7 +395,7 @@ inline layer_comm layer_comm_of(const transformer& m, const job& j, const cluste
       const seconds ring = (j.cp - 1.0) * collective::p2p(group_link(c, j.cp, j.tp), kv);
       // The scores at the rate attention's kernel reaches over the seq / cp keys of each call
       // (perf/layer.hpp), as the layer's own attention is priced.
-      const perf::device chip = chip_of(c);
+      const perf::device chip = chip_of(c, j.attention_kernel());
       const double qk_dim = m.mla.active() ? m.mla.qk_head_dim() : m.head_dim;
       const double rate = j.flash_attention && !chip.flash_forward.empty()
                               ? chip.flash_rate(false, j.seq / j.cp, qk_dim)
@@ -509,7 +513,8 @@ struct selective_tally {
   seconds time{0}, comm{0};
   int kernels = 0;
   explicit selective_tally(const job& j)
-      : parts(j.policy == recompute::selective ? j.recompute_modules : perf::recompute_set{0}),
+      : parts(j.policy == recompute::selective && !j.recompute_ops ? j.recompute_modules
+                                                                   : perf::recompute_set{0}),
         ring(j.cp_comm_type == cp_comm::p2p) {}
   void add(const priced& forward) {
     const auto [t, n] = forward.of(parts);
@@ -550,6 +555,7 @@ inline void add_layer_sizes(stage_estimate& out, const transformer& m, const job
                               .sequence_parallel = j.sequence_parallel,
                               .policy = kept,
                               .modules = j.recompute_modules,
+                              .ops = j.recompute_ops,
                               .flash_attention = j.flash_attention,
                               .fp8 = j.fp8 != fp8_recipe::none,
                               .eager = j.eager,
@@ -562,6 +568,39 @@ inline perf::layer_kernels embedding_kernels(double shard) {
   perf::layer_kernels k;
   perf::detail::streamed(k, "embedding", shard, 2 * shard);
   return k;
+}
+
+/// What a stage runs again before its backward besides Megatron's selective modules: each
+/// fully recomputed layer's forward, or what per-op checkpointing recomputes of a layer — their
+/// kernels, at least their launches, and their collectives.
+struct rerun_tally {
+  seconds time{0}, comm{0};
+  int kernels = 0;
+  void add(seconds t, int n, seconds collectives) {
+    time += t;
+    kernels += n;
+    comm += collectives;
+  }
+  seconds total(const estimate_options& o) const {
+    return time + launch_excess(time, kernels, o) + comm;
+  }
+};
+
+/// What torchtitan's per-op checkpointing (`job::recompute_ops`) runs again of a dense gated
+/// layer whose forward priced `f` (`T` tokens on a device), and its forward's kernel count (a
+/// bound on the launches): every elementwise
+/// kernel, and the matmuls whose outputs its policy does not save — wk, wo and w3 in bf16, every
+/// one under FP8 (scaled matmuls are not on its list).
+inline std::pair<seconds, int> op_checkpoint_again(const transformer& m, const job& j,
+                                                   const perf::device& chip, const priced& f,
+                                                   double T, const estimate_options& o) {
+  if (j.fp8 != fp8_recipe::none) return {f.parts.elementwise + f.parts.matmul, f.kernels};
+  const double tp = j.tp;
+  const double q = m.heads * m.head_dim, kv = m.kv_heads * m.head_dim;
+  const seconds mm = gemm_seconds(chip, {T, kv / tp, m.hidden}, o) +
+                     gemm_seconds(chip, {T, m.hidden, q / tp}, o) +
+                     gemm_seconds(chip, {T, m.ffn / tp, m.hidden}, o);
+  return {f.parts.elementwise + mm, f.kernels};
 }
 
 /// What selective recomputation runs again of a stage (`s`, nothing without it), at least its
@@ -644,7 +683,7 @@ inline stage_estimate stage_costs(const transformer& m, const job& j, const clus
   stage_estimate out;
   const double T = j.micro_batch_size * j.seq / j.cp;  // tokens a device holds
   const double tp = j.tp;
-  const perf::device chip = chip_of(c);
+  const perf::device chip = chip_of(c, j.attention_kernel());
   const double attention_rate = c.device.attention_flops();
   const perf::layer_shard shard = layer_shard_of(j);
   const double act = T * m.hidden * 2;  // one activation, bf16
@@ -654,9 +693,9 @@ inline stage_estimate stage_costs(const transformer& m, const job& j, const clus
   // What the backward's tensor-parallel collectives take beyond the forward's mirrored: the
   // inputs sequence parallelism gathers again, less what --tp-comm-overlap hides differently
   seconds backward_tp{0};
-  seconds layers_forward{0}, layers_comm{0};  // what full recomputation runs again
-  seconds loss_gather{0};                     // an eager loss's logits gathered: forward only
-  int forward_kernels = 0, backward_kernels = 0, layers_kernels = 0;
+  rerun_tally rerun;       // what full recomputation or per-op checkpointing runs again
+  seconds loss_gather{0};  // an eager loss's logits gathered: forward only
+  int forward_kernels = 0, backward_kernels = 0;
   selective_tally selective{j};
   const auto add = [&](const perf::layer_kernels& k) {
     const priced f = price(k.forward, chip, attention_rate, o);
@@ -679,10 +718,12 @@ inline stage_estimate stage_costs(const transformer& m, const job& j, const clus
     if (j.tp_comm_overlap) overlap_tp_with_gemms(lc, kernels, m, j, c, l, chip, o);
     const recompute kept = layer_policy(j, k, rank_layers_before + k);
     if (kept == recompute::full) {  // its forward runs again before its backward
-      layers_forward += f.time;
-      layers_kernels += f.kernels;
-      layers_comm += lc.recomputed;
+      rerun.add(f.time, f.kernels, lc.recomputed);
       hideable_again += lc.hideable;
+    }
+    if (kept == recompute::selective && j.recompute_ops) {  // and its all-gathers: half its TP
+      const auto [again, n] = op_checkpoint_again(m, j, chip, f, T, o);
+      rerun.add(again, n, lc.tp / 2);
     }
     comm += lc.total;
     backward_tp += lc.tp_backward - lc.tp;
@@ -720,10 +761,9 @@ inline stage_estimate stage_costs(const transformer& m, const job& j, const clus
   // (full; not the head's) or the parts selective recomputation names again first.
   forward += (out.forward.launch = launch_excess(forward, forward_kernels, o));
   backward += (out.backward.launch = launch_excess(backward, backward_kernels, o));
-  const seconds again =
-      j.policy == recompute::full
-          ? layers_forward + launch_excess(layers_forward, layers_kernels, o) + layers_comm
-          : recomputed_parts(selective, o);
+  const seconds again = j.policy == recompute::full || j.recompute_ops
+                            ? rerun.total(o)
+                            : recomputed_parts(selective, o);
   out.cost.F = forward + comm + loss_gather;
   out.forward.tp += loss_gather;
   out.cost.B = backward + comm + backward_tp + again;

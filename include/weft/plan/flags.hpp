@@ -58,6 +58,7 @@ inline std::vector<std::string> weft_flags(const job& j) {
   if (!j.recompute_method.empty()) add("--recompute-method", j.recompute_method);
   if (j.recompute_num_layers > 0) add("--recompute-num-layers", number(j.recompute_num_layers));
   if (j.recompute_every > 0) add("--recompute-every", number(j.recompute_every));
+  if (j.recompute_ops) add("--recompute-ops");
   if (j.sequence_parallel) add("--sequence-parallel");
   add("--schedule", j.schedule);
   if (j.chunks != 1) add("--chunks", number(j.chunks));
@@ -65,6 +66,9 @@ inline std::vector<std::string> weft_flags(const job& j) {
   if (j.sharding != d.sharding)
     add("--data-parallel-sharding-strategy", std::string(name_of(j.sharding)));
   if (!j.flash_attention) add("--no-flash-attention");
+  if (j.flash_attention && j.attention != d.attention)
+    add("--attention-backend",
+        std::string(perf::attention_library_names[static_cast<std::size_t>(j.attention)]));
   if (j.overlap_grad_reduce) add("--overlap-grad-reduce");
   if (j.overlap_param_gather) add("--overlap-param-gather");
   detail::add_precision(j, add);
@@ -172,10 +176,12 @@ inline bool runs(const job& j, runs_on r) {
 inline std::optional<std::vector<std::string>> megatron_arguments(const job& j) {
   using detail::number;
   // Megatron's attention is fused (flash or cuDNN) in every release that runs these flags.
-  // torchtitan's every N-th layer recomputed has no Megatron form.
+  // torchtitan's every N-th layer recomputed, and its per-op checkpointing, have no Megatron form.
   // Nor PyTorch's eager norms, activation and loss: its own are fused and vocabulary-parallel;
   // nor Scaling's all-reduce of a sharded optimizer's gradients, nor DeepSpeed's BF16 optimizer.
-  if (!megatron_runs(j) || !j.flash_attention || j.recompute_every > 0 || j.own_trainer())
+  // Nor PyTorch's scaled_dot_product_attention: Megatron's calls Transformer Engine's.
+  if (!megatron_runs(j) || !j.flash_attention || j.recompute_every > 0 || j.recompute_ops ||
+      j.own_trainer() || j.attention == perf::attention_library::sdpa)
     return std::nullopt;
   std::vector<std::string> a{"--tensor-model-parallel-size",
                              number(j.tp),
@@ -221,6 +227,9 @@ inline std::optional<std::vector<std::string>> megatron_arguments(const job& j) 
   } else if (!j.gradient_accumulation_fusion) {
     add("--no-gradient-accumulation-fusion");
   }
+  if (j.attention != perf::attention_library::transformer_engine)  // fused or flash
+    add("--attention-backend",
+        std::string(perf::attention_library_names[static_cast<std::size_t>(j.attention)]));
   if (j.overlap_grad_reduce) add("--overlap-grad-reduce");
   if (j.overlap_param_gather) add("--overlap-param-gather");
   // Megatron's interleaved schedule keeps a transfer in flight unless told (overlap_p2p_comm

@@ -10,6 +10,7 @@
 
 #include <weft/core/error.hpp>
 #include <weft/core/op.hpp>
+#include <weft/perf/attention_library.hpp>
 #include <weft/perf/recompute.hpp>
 #include <weft/plan/layout.hpp>
 #include <weft/plan/memory.hpp>
@@ -34,6 +35,12 @@ struct job {
   /// torchtitan's `selective_ac_option` N: full recomputation of every N-th layer of a stage
   /// (its N-th, 2N-th, ...), the rest kept whole; 0: every layer (with --recompute full)
   int recompute_every = 0;
+  /// torchtitan's `selective_ac_option = "op"` (with --recompute selective): each layer keeps
+  /// its input and what the policy saves — the output of every other bf16 matmul in call order
+  /// (of wq, wk, wv, wo, w1, w3, w2: wq, wv, w1 and w2; FP8's scaled matmuls none), attention's
+  /// output and statistic, the reduce-scatters' outputs — and runs the rest again before its
+  /// backward (its elementwise kernels, wk, wo and w3, the all-gathers). Llama's dense block.
+  bool recompute_ops = false;
   bool sequence_parallel = false;  ///< --sequence-parallel
   std::string schedule = "1f1b";   ///< --schedule: any generator
   int chunks = 1;                  ///< --chunks: model chunks per rank (virtual stages)
@@ -53,6 +60,9 @@ struct job {
   /// optimizer's `optim` by default, `--no-distributed-optimizer` nothing).
   dp_sharding sharding = dp_sharding::optim;
   bool flash_attention = true;
+  /// --attention-backend: whose fused attention the job's code calls, which sets the measured
+  /// rates it is priced at (`attention_kernel`); Megatron's default, Transformer Engine's choice
+  perf::attention_library attention = perf::attention_library::transformer_engine;
   bool overlap_grad_reduce = false;  ///< the gradient reduction overlapped with the backward
   /// --overlap-param-gather: the distributed optimizer's parameter all-gather overlapped with the
   /// next step's forward
@@ -130,6 +140,14 @@ struct job {
   /// operations, Scaling's gradient all-reduce, or DeepSpeed's BF16 optimizer.
   constexpr bool own_trainer() const noexcept {
     return loss_eager() || grad_all_reduce_fp32 || deepspeed_bf16;
+  }
+  /// The library whose rates price its attention: as given, but a trainer of its own calls
+  /// PyTorch's scaled_dot_product_attention (or the flash-attn package's FlashAttention-2,
+  /// the same kernel) where Megatron-LM's would leave the choice to Transformer Engine.
+  constexpr perf::attention_library attention_kernel() const noexcept {
+    return attention == perf::attention_library::transformer_engine && own_trainer()
+               ? perf::attention_library::sdpa
+               : attention;
   }
   /// What makes it so, as an error's opening: the flag and what Megatron-LM does instead.
   std::string own_trainer_reason() const {
@@ -540,6 +558,21 @@ inline void check_deepspeed_bf16(const job& j) {
            j.schedule);
 }
 
+/// torchtitan's per-op checkpointing (`job::recompute_ops`) saves every other matmul's output in
+/// call order: priced for Llama's dense block (wq, wk, wv, wo, then w1, w3, w2), whose order weft
+/// knows, and refused for other layers.
+inline void check_recompute_ops(const transformer& m, const job& j) {
+  if (!j.recompute_ops || (!m.moe.active() && !m.mla.active() && m.mlp == mlp_kind::gated)) return;
+  throw config_error(
+      "per-op checkpointing (torchtitan's selective_ac_option 'op', --recompute-ops) saves every "
+      "other matmul's output in call order: weft prices it for a dense gated layer (Llama's: wq, "
+      "wk, wv, wo, w1, w3, w2), not this model's" +
+      std::string(m.moe.active()   ? " experts"
+                  : m.mla.active() ? " latent attention"
+                                   : " MLP") +
+      "; recompute every N-th layer whole, or all or none");
+}
+
 /// Megatron's rules for --overlap-moe-expert-parallel-comm and --delay-wgrad-compute
 /// (transformer_config.py), as config errors.
 inline void check_combined_1f1b(const transformer& m, const job& j) {
@@ -597,6 +630,7 @@ inline void check_job(const transformer& m, const job& j) {
   check_scaling_all_reduce(j);
   check_deepspeed_bf16(j);
   check_combined_1f1b(m, j);
+  check_recompute_ops(m, j);
   if (j.layers_per_virtual_stage != 0 || j.decoder_first != 0 || j.decoder_last != 0 ||
       !j.fp8_format.empty() || !j.fp8_recipe_name.empty())
     throw config_error(
@@ -627,6 +661,11 @@ inline void check_job(const transformer& m, const job& j) {
     throw config_error(
         "recomputing every N-th layer (torchtitan's selective_ac_option N) is full "
         "recomputation of those layers, N at least 1, without --recompute-method");
+  if (j.recompute_ops &&
+      (j.policy != recompute::selective || j.recompute_modules != perf::default_recompute_modules))
+    throw config_error(
+        "torchtitan's per-op checkpointing (selective_ac_option 'op') is selective recomputation "
+        "of its own: --recompute selective, without --recompute-modules");
   if (j.recompute_modules != perf::default_recompute_modules && j.policy != recompute::selective)
     throw config_error(
         "--recompute-modules names what selective recomputation runs again: it needs "

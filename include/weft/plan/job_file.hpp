@@ -108,8 +108,9 @@ inline void read_megatron_keys(config_reader& r, job& b, const std::string& file
   if (!one_of_names(backend, attention_backends))
     throw config_error(file +
                        ": attention-backend must be one of auto, flash, fused, unfused, "
-                       "local, got '" +
+                       "local, sdpa, got '" +
                        excerpt(backend) + "'");
+  b.attention = attention_library_of(backend);
   const std::string impl = r.text({"transformer-impl"}, "transformer_engine");
   if (!one_of_names(impl, transformer_impls))
     throw config_error(file + ": transformer-impl must be transformer_engine or local, got '" +
@@ -193,6 +194,7 @@ inline job_file read_job(std::string_view text, const std::string& file) {
   if (r.has("recompute-num-layers"))
     whole("recompute-num-layers", b.recompute_num_layers, limits::layers);
   if (r.has("recompute-every")) whole("recompute-every", b.recompute_every, limits::layers);
+  b.recompute_ops = r.flag("recompute-ops", b.recompute_ops);
   if (const std::optional<std::vector<std::string>> names = r.texts("recompute-modules"))
     b.recompute_modules = recompute_modules_of(*names, file + ": recompute-modules");
   b.sharding = choice("data-parallel-sharding-strategy", b.sharding, dp_sharding_names);

@@ -11,6 +11,8 @@
 #include <utility>
 #include <vector>
 
+#include <weft/perf/attention_library.hpp>
+
 namespace weft::plan {
 
 /// Flags that take a value and say nothing of a step's time or memory.
@@ -224,12 +226,21 @@ inline constexpr std::pair<std::string_view, std::string_view> megatron_unpriced
      "over all of them"},
 };
 
-/// Megatron's --attention-backend values, and whether one computes attention's scores whole
-/// (no fused kernel: weft's --no-flash-attention).
-inline constexpr std::string_view attention_backends[] = {"auto", "flash", "fused", "unfused",
-                                                          "local"};
+/// The values --attention-backend takes: Megatron's (auto, flash, fused, unfused, local), and
+/// weft's `sdpa` for PyTorch's scaled_dot_product_attention (torchtitan's and other PyTorch
+/// trainers' attention); whether one computes attention's scores whole (no fused kernel:
+/// weft's --no-flash-attention).
+inline constexpr std::string_view attention_backends[] = {"auto",    "flash", "fused",
+                                                          "unfused", "local", "sdpa"};
 constexpr bool scores_whole(std::string_view backend) noexcept {
   return backend == "unfused" || backend == "local";
+}
+/// The library a fused --attention-backend value calls (`auto` for those that fuse none).
+constexpr perf::attention_library attention_library_of(std::string_view backend) noexcept {
+  return backend == "fused"   ? perf::attention_library::cudnn
+         : backend == "flash" ? perf::attention_library::flash
+         : backend == "sdpa"  ? perf::attention_library::sdpa
+                              : perf::attention_library::transformer_engine;
 }
 /// Megatron's --transformer-impl values; `local` (its own layers) computes the scores whole.
 inline constexpr std::string_view transformer_impls[] = {"transformer_engine", "local"};

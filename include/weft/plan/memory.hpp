@@ -73,6 +73,8 @@ struct activation_layout {
   recompute policy = recompute::none;
   /// With selective recomputation, the parts it runs again (Megatron's `--recompute-modules`).
   perf::recompute_set modules = perf::default_recompute_modules;
+  /// With selective recomputation, torchtitan's per-op policy instead (`job::recompute_ops`).
+  bool ops = false;
   /// Flash attention: the s x s scores are never kept (only a per-row softmax statistic).
   bool flash_attention = false;
   /// FP8 linears: the inputs they keep for the backward take 1 byte a value, not 2.
@@ -186,6 +188,22 @@ constexpr activation_bytes layer_activations(const transformer& m, int layer, do
   return x;
 }
 
+/// What torchtitan's per-op checkpointing keeps of a dense gated layer per micro-batch, `s`
+/// tokens of a sequence on one device (`job::recompute_ops`; its `_save_list`): the layer's
+/// input, the outputs of every other `aten.mm` in call order — wq's, wv's, w1's and w2's (the
+/// last whole before its reduce-scatter) — attention's output with its fp32 statistic per row
+/// and head, and with sequence parallelism the two reduce-scatters' outputs. FP8's scaled
+/// matmuls are not on the list: under FP8 none of the matmuls' outputs.
+constexpr double op_checkpoint_bytes(const transformer& m, double s, const activation_layout& o) {
+  const double sb = s * o.micro_batch, h = m.hidden, t = o.tp;
+  const double rep = o.sequence_parallel ? t : 1;
+  const double q = m.heads * m.head_dim, kv = m.kv_heads * m.head_dim;
+  double kept = 2 * sb * h / rep + 2 * sb * q / t + 4 * sb * m.heads / t;
+  if (!o.fp8) kept += 2 * sb * (q + kv + m.ffn) / t + 2 * sb * h;
+  if (o.sequence_parallel && t > 1) kept += 2 * (2 * sb * h / t);
+  return kept;
+}
+
 /// The bytes layer `layer` keeps per micro-batch on one device of layout `o`: tensor parallelism
 /// shards the sharded part (and with sequence parallelism the replicated part), context
 /// parallelism the sequence; selective recomputation drops what its parts would keep (attention's
@@ -198,6 +216,7 @@ constexpr double layer_activation_bytes(const transformer& m, int layer,
   const double s = o.seq / o.cp, t = o.tp;
   const double rep = o.sequence_parallel ? t : 1;
   if (o.policy == recompute::full) return 2 * s * o.micro_batch * m.hidden / rep;
+  if (o.policy == recompute::selective && o.ops) return op_checkpoint_bytes(m, s, o);
   activation_bytes x = layer_activations(m, layer, s, o.seq, o.micro_batch, o.flash_attention,
                                          o.eager, o.fused_norm);
   if (o.policy == recompute::selective) {

@@ -254,7 +254,7 @@ inline void read_titan_parallelism(const toml::table& doc, const std::string& fi
   for (std::string& w : par.unused()) out.warnings.push_back(std::move(w));
 }
 
-/// [activation_checkpoint]: none, full, or every N-th layer recomputed whole.
+/// [activation_checkpoint]: none, full, every N-th layer recomputed whole, or per op.
 inline void read_titan_checkpointing(const toml::table& doc, const std::string& file,
                                      torchtitan_job& out) {
   job& j = out.spec;
@@ -265,12 +265,15 @@ inline void read_titan_checkpointing(const toml::table& doc, const std::string& 
     j.policy = recompute::none;
   } else if (mode == "full") {
     j.policy = recompute::full;
+  } else if (mode == "selective" && option == "op") {
+    j.policy = recompute::selective;  // its own: what the policy saves (job::recompute_ops)
+    j.recompute_ops = true;
   } else if (mode == "selective") {
     if (option.empty() || option.find_first_not_of("0123456789") != std::string::npos)
       refuse_key(ac, "selective_ac_option",
                  "'" + excerpt(option) +
-                     "': per-op selective checkpointing is not priced; give an integer N (every "
-                     "N-th layer recomputed whole), or mode full or none");
+                     "': give op (per-op checkpointing) or an integer N (every N-th layer "
+                     "recomputed whole), or mode full or none");
     // torchtitan: 0 checkpoints every layer, N every N-th (its counter runs over the rank's
     // layers in the order it wraps them).
     const std::size_t digits = option.find_first_not_of('0');
@@ -515,6 +518,7 @@ inline job torchtitan_as_job(const torchtitan_job& t, const transformer& m, long
         " with expert parallelism: weft prices the experts sharded as the dense layers are, over "
         "tensor_parallel_degree " +
         std::to_string(j.tp) + " (give it equal to tp)");
+  check_recompute_ops(m, j);
   if (m.moe.active() && j.fp8 != fp8_recipe::none)
     throw config_error(
         "torchao's float8 linears leave the experts' grouped matmuls in bf16; weft's FP8 "
@@ -525,6 +529,9 @@ inline job torchtitan_as_job(const torchtitan_job& t, const transformer& m, long
   // priced where FSDP shards them). Its norms are PyTorch's nn.RMSNorm, one fused kernel since
   // PyTorch 2.9 eager or compiled: not --eager.
   j.gradient_accumulation_fusion = false;
+  // Its attention is PyTorch's scaled_dot_product_attention: FlashAttention-2 on an H100 in the
+  // PyTorch releases its TOML configs ran on (cuDNN's kernel opt-in there: pytorch/pytorch#138522).
+  j.attention = perf::attention_library::sdpa;
   // The batch: local_batch_size sequences a data-parallel rank, global (default local x dp),
   // accumulated; with a pipeline, micro-batches of pipeline_parallel_microbatch_size.
   const long long local = t.local_batch_size;
