@@ -10,6 +10,7 @@
 #include <sstream>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include <weft/core/error.hpp>
 #include <weft/plan/cluster_file.hpp>
@@ -125,10 +126,13 @@ plan::job job_of(const std::optional<std::string>& base, const py::kwargs& flags
         if (merged.contains(std::string(megatron)))
           PyDict_DelItemString(merged.ptr(), std::string(megatron).c_str());
       }
-    // A new recomputation policy replaces the base's modules unless the keywords name them.
-    if ((key == "recompute" || key == "recompute-granularity") &&
-        !flags.contains("recompute_modules") && merged.contains("recompute-modules"))
-      PyDict_DelItemString(merged.ptr(), "recompute-modules");
+    // A new recomputation policy replaces the base's modules and per-op form unless the
+    // keywords name them.
+    if (key == "recompute" || key == "recompute-granularity")
+      for (const auto& [form, keyword] : {std::pair{"recompute-modules", "recompute_modules"},
+                                          std::pair{"recompute-ops", "recompute_ops"}})
+        if (!flags.contains(keyword) && merged.contains(form))
+          PyDict_DelItemString(merged.ptr(), form);
     merged[py::str(key)] = one[py::str(key)];
   }
   return plan::read_job(py::cast<std::string>(json.attr("dumps")(merged)), "plan").spec;

@@ -360,5 +360,10 @@ def test_attention_library_and_per_op_checkpointing_as_keywords(cli_json):
                     recompute="selective", recompute_ops=True)
     assert ops == cli_json("plan", "--model", llama, "--cluster", "h100-sxm", "--devices", 8,
                            "--seq-length", 8192, "--recompute", "selective", "--recompute-ops")
+    # A new policy over a job that checkpoints per op replaces its per-op form.
+    over = weft.plan(model=str(llama), cluster="h100-sxm", devices=8, seq_length=8192,
+                     job={"recompute": "selective", "recompute-ops": True}, recompute="full")
+    assert over == cli_json("plan", "--model", llama, "--cluster", "h100-sxm", "--devices", 8,
+                            "--seq-length", 8192, "--recompute", "full")
     with pytest.raises(weft.ConfigError, match="not this model's MLP"):
         weft.plan(model=str(GPT2), cluster="h100-sxm", recompute="selective", recompute_ops=True)

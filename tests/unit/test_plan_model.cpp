@@ -208,26 +208,40 @@ TEST_CASE("torchtitan's per-op checkpointing keeps what its policy saves, runs t
   const estimate_options o{.matmul_shapes = false, .memory_bound = false, .launches = false};
   const double mm = 2.0 * 1024 * 1024 * (256 + 1024 + 4096) / 1e15;
   CHECK(estimate_job(m, j, c, o).stages[0].backward.recompute.count() == doctest::Approx(2 * mm));
-  // With them priced, the forward's elementwise kernels too (all but the embedding's and the
-  // head's, which are not in a layer), and less than the whole forward again.
+  // With them priced, the layers' elementwise kernels too: what full recomputation runs again
+  // less attention's forward and the four matmuls whose outputs it saves (wq, wv, w1, w2:
+  // 2 x 1024 tokens x 1024 x (1024 + 256 + 4096 + 4096) FLOPs a layer).
   const estimate_options priced{.matmul_shapes = false, .launches = false};
   const estimate ops = estimate_job(m, j, c, priced);
   j.recompute_ops = false;
-  j.policy = recompute::none;
-  const estimate none = estimate_job(m, j, c, priced);
-  CHECK(ops.stages[0].backward.recompute.count() > 2 * mm);
-  CHECK(ops.stages[0].backward.recompute.count() <
-        2 * mm + none.stages[0].forward.elementwise.count());
   j.policy = recompute::full;
-  CHECK(ops.stages[0].backward.recompute.count() <
-        estimate_job(m, j, c, priced).stages[0].backward.recompute.count());
-  // Its own selective recomputation; a Llama block only.
+  const estimate full = estimate_job(m, j, c, priced);
+  const double saved = 2.0 * 1024 * 1024 * (1024 + 256 + 4096 + 4096) / 1e15;
+  CHECK(ops.stages[0].backward.recompute.count() ==
+        doctest::Approx(full.stages[0].backward.recompute.count() -
+                        full.stages[0].forward.attention.count() - 2 * saved));
+  // Its own selective recomputation; a Llama block only, its norms sharded with tp.
   j.recompute_ops = true;
   CHECK_THROWS_WITH_AS(estimate_job(m, j, c), doctest::Contains("--recompute selective"),
                        weft::config_error);
   j.policy = recompute::selective;
   CHECK_THROWS_WITH_AS(estimate_job(testing::tiny_dense(2), j, c),
                        doctest::Contains("not this model's MLP"), weft::config_error);
+  transformer biased = m;
+  biased.qkv_bias = true;
+  CHECK_THROWS_WITH_AS(estimate_job(biased, j, c), doctest::Contains("biased linears"),
+                       weft::config_error);
+  job unfused = j;
+  unfused.flash_attention = false;
+  CHECK_THROWS_WITH_AS(estimate_job(m, unfused, c), doctest::Contains("without flash"),
+                       weft::config_error);
+  job tp2 = j;
+  tp2.tp = 2;
+  CHECK_THROWS_WITH_AS(estimate_job(m, tp2, c), doctest::Contains("give --sequence-parallel"),
+                       weft::config_error);
+  // Not Megatron's: priced as a trainer of its own, PyTorch's attention unless told.
+  CHECK(j.own_trainer());
+  CHECK(j.attention_kernel() == weft::perf::attention_library::sdpa);
 }
 
 TEST_CASE("selective recomputation re-prices exactly the parts it runs again") {
@@ -1667,7 +1681,10 @@ TEST_CASE("a job's attention at its library's measured rate") {
   megatron.attention = lib::cudnn;
   const auto args = megatron_arguments(megatron);
   REQUIRE(args);
-  CHECK(std::find(args->begin(), args->end(), "fused") != args->end());
+  const auto flag = std::find(args->begin(), args->end(), "--attention-backend");
+  REQUIRE(flag != args->end());
+  REQUIRE(flag + 1 != args->end());
+  CHECK(*(flag + 1) == "fused");
   megatron.attention = lib::sdpa;
   CHECK_FALSE(megatron_arguments(megatron));
   // A trainer of its own (--eager) calls PyTorch's unless told otherwise.

@@ -292,6 +292,32 @@ TEST_CASE("sizes the space keeps stay as given") {
   }
 }
 
+TEST_CASE("torchtitan's per-op checkpointing is its selective recomputation in the search") {
+  // Llama 3.1 8B on 8 H100s at 2k tokens, the job as torchtitan's per-op checkpointing: the
+  // search leaves the recomputation open, and keeps the job's per-op form where it chooses
+  // selective recomputation — none and full are Megatron's and torchtitan's both. Every choice
+  // is judged (none refused), and one that recomputes selectively is per-op.
+  memory_bound setup(1);
+  job asked = setup.base;
+  asked.seq = 2048;  // short enough that keeping everything fits, and is fastest
+  asked.policy = recompute::selective;
+  asked.recompute_ops = true;
+  asked.attention = weft::perf::attention_library::sdpa;
+  setup.o.top = 3;
+  setup.o.space.sharding = dp_sharding::optim_grads_params;
+  const configuration_search_result r = search_configurations(setup.m, asked, setup.c, setup.o);
+  REQUIRE(!r.top.empty());
+  CHECK(r.top.front().best.tried.policy == recompute::none);
+  for (const configuration_choice& x : r.top) {
+    const job& j = x.best.tried;
+    CHECK(j.recompute_ops == (j.policy == recompute::selective));
+    CHECK(estimate_job(setup.m, j, setup.c).step == x.best.step);
+  }
+  // A model it is not priced for: one clear error before any configuration.
+  CHECK_THROWS_WITH_AS(search_configurations(model("gpt2"), asked, setup.c, setup.o),
+                       doctest::Contains("not this model's MLP"), config_error);
+}
+
 TEST_CASE("block recomputation: the fewest first layers of each stage that fit") {
   // Llama 3.1 8B on 8 H100s without model parallelism, 16k tokens a sequence: nothing
   // recomputed overflows, every layer recomputed fits. Megatron's block method recomputes the

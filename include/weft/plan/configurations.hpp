@@ -256,6 +256,8 @@ inline void recompute_as(job& j, const recompute_form& form, const job& asked) {
   j.recompute_method = form.block ? "block" : "";
   j.recompute_num_layers = form.block ? std::max(form.layers, 1) : 0;
   j.recompute_every = 0;
+  // torchtitan's per-op checkpointing is its selective recomputation: kept where that is chosen.
+  j.recompute_ops = form.policy == recompute::selective && asked.recompute_ops;
 }
 
 /// Whether job `j`'s sizes split model `m` and a batch of `batch` sequences as Megatron's rules
@@ -766,6 +768,7 @@ inline configuration_search_result search_configurations(const transformer& m, c
   detail::check_search_options(o);
   check_cluster(c);
   const job base = with_megatron_forms(m, asked);
+  check_recompute_ops(m, base);
   // Scaling's ZeRO-1, DeepSpeed's BF16_Optimizer: their rules before any configuration.
   if (base.grad_all_reduce_fp32 || base.deepspeed_bf16) {
     job scaling = base;

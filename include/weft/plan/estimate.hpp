@@ -166,8 +166,9 @@ inline perf::device chip_of(const cluster& c,
 /// each recomputable part's (what selective recomputation runs again of it).
 struct priced {
   seconds time{0}, weights{0};
-  int kernels = 0;   ///< how many the host launches
-  time_split parts;  ///< matmul, attention and elementwise
+  int kernels = 0;              ///< how many the host launches
+  int elementwise_kernels = 0;  ///< of them, the memory-bound ones
+  time_split parts;             ///< matmul, attention and elementwise
   std::array<seconds, perf::recompute_module_names.size()> by_part{};
   std::array<int, perf::recompute_module_names.size()> kernels_by_part{};
   /// The time and kernels of the parts in `s`.
@@ -206,6 +207,7 @@ inline priced price(const std::vector<perf::kernel>& kernels, const perf::device
     (k.core || k.kind == perf::kernel_kind::attention ? out.parts.attention
      : k.kind == perf::kernel_kind::matmul            ? out.parts.matmul
                                                       : out.parts.elementwise) += t;
+    if (!k.core && k.kind == perf::kernel_kind::streamed) ++out.elementwise_kernels;
   }
   return out;
 }
@@ -587,20 +589,21 @@ struct rerun_tally {
 };
 
 /// What torchtitan's per-op checkpointing (`job::recompute_ops`) runs again of a dense gated
-/// layer whose forward priced `f` (`T` tokens on a device), and its forward's kernel count (a
-/// bound on the launches): every elementwise
+/// layer whose forward priced `f` (`T` tokens on a device), and its kernels: every elementwise
 /// kernel, and the matmuls whose outputs its policy does not save — wk, wo and w3 in bf16, every
 /// one under FP8 (scaled matmuls are not on its list).
 inline std::pair<seconds, int> op_checkpoint_again(const transformer& m, const job& j,
                                                    const perf::device& chip, const priced& f,
                                                    double T, const estimate_options& o) {
-  if (j.fp8 != fp8_recipe::none) return {f.parts.elementwise + f.parts.matmul, f.kernels};
+  const int matmuls = f.kernels - f.elementwise_kernels - 1;  // all but attention's
+  if (j.fp8 != fp8_recipe::none)
+    return {f.parts.elementwise + f.parts.matmul, f.elementwise_kernels + matmuls};
   const double tp = j.tp;
   const double q = m.heads * m.head_dim, kv = m.kv_heads * m.head_dim;
   const seconds mm = gemm_seconds(chip, {T, kv / tp, m.hidden}, o) +
                      gemm_seconds(chip, {T, m.hidden, q / tp}, o) +
                      gemm_seconds(chip, {T, m.ffn / tp, m.hidden}, o);
-  return {f.parts.elementwise + mm, f.kernels};
+  return {f.parts.elementwise + mm, f.elementwise_kernels + 3};
 }
 
 /// What selective recomputation runs again of a stage (`s`, nothing without it), at least its
@@ -721,9 +724,10 @@ inline stage_estimate stage_costs(const transformer& m, const job& j, const clus
       rerun.add(f.time, f.kernels, lc.recomputed);
       hideable_again += lc.hideable;
     }
-    if (kept == recompute::selective && j.recompute_ops) {  // and its all-gathers: half its TP
+    if (kept == recompute::selective && j.recompute_ops) {  // and its all-gathers again
       const auto [again, n] = op_checkpoint_again(m, j, chip, f, T, o);
-      rerun.add(again, n, lc.tp / 2);
+      const double gathered = gathered_bytes(j, act);  // a gather's bytes, a reduce-scatter act
+      rerun.add(again, n, lc.tp * (gathered / (gathered + act)));
     }
     comm += lc.total;
     backward_tp += lc.tp_backward - lc.tp;

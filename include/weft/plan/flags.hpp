@@ -176,12 +176,11 @@ inline bool runs(const job& j, runs_on r) {
 inline std::optional<std::vector<std::string>> megatron_arguments(const job& j) {
   using detail::number;
   // Megatron's attention is fused (flash or cuDNN) in every release that runs these flags.
-  // torchtitan's every N-th layer recomputed, and its per-op checkpointing, have no Megatron form.
-  // Nor PyTorch's eager norms, activation and loss: its own are fused and vocabulary-parallel;
+  // torchtitan's every N-th layer recomputed has no Megatron form.
+  // Nor a trainer's own (`job::own_trainer`): PyTorch's eager norms, activation and loss (its own
+  // are fused and vocabulary-parallel), torchtitan's per-op checkpointing, PyTorch's attention;
   // nor Scaling's all-reduce of a sharded optimizer's gradients, nor DeepSpeed's BF16 optimizer.
-  // Nor PyTorch's scaled_dot_product_attention: Megatron's calls Transformer Engine's.
-  if (!megatron_runs(j) || !j.flash_attention || j.recompute_every > 0 || j.recompute_ops ||
-      j.own_trainer() || j.attention == perf::attention_library::sdpa)
+  if (!megatron_runs(j) || !j.flash_attention || j.recompute_every > 0 || j.own_trainer())
     return std::nullopt;
   std::vector<std::string> a{"--tensor-model-parallel-size",
                              number(j.tp),

@@ -137,13 +137,16 @@ struct job {
   /// The loss as PyTorch's eager operations compute it (--eager-loss, or --eager).
   constexpr bool loss_eager() const noexcept { return eager || eager_loss; }
   /// Priced as a PyTorch trainer of its own runs it, not as Megatron-LM's code: its eager
-  /// operations, Scaling's gradient all-reduce, or DeepSpeed's BF16 optimizer.
+  /// operations, Scaling's gradient all-reduce, DeepSpeed's BF16 optimizer, or torchtitan's
+  /// per-op checkpointing and PyTorch's attention.
   constexpr bool own_trainer() const noexcept {
-    return loss_eager() || grad_all_reduce_fp32 || deepspeed_bf16;
+    return loss_eager() || grad_all_reduce_fp32 || deepspeed_bf16 || recompute_ops ||
+           attention == perf::attention_library::sdpa;
   }
-  /// The library whose rates price its attention: as given, but a trainer of its own calls
-  /// PyTorch's scaled_dot_product_attention (or the flash-attn package's FlashAttention-2,
-  /// the same kernel) where Megatron-LM's would leave the choice to Transformer Engine.
+  /// The library whose rates price its attention: as given, but a trainer of its own (its
+  /// eager operations, Scaling's, DeepSpeed's, torchtitan's per-op checkpointing) calls
+  /// PyTorch's scaled_dot_product_attention (or the flash-attn package's FlashAttention-2, the
+  /// same kernel) where Megatron-LM's would leave the choice to Transformer Engine.
   constexpr perf::attention_library attention_kernel() const noexcept {
     return attention == perf::attention_library::transformer_engine && own_trainer()
                ? perf::attention_library::sdpa
@@ -157,6 +160,12 @@ struct job {
     if (deepspeed_bf16)
       return "--deepspeed-bf16-optimizer prices DeepSpeed's BF16_Optimizer, which keeps the "
              "16-bit gradients Megatron-LM's distributed optimizer frees";
+    if (recompute_ops)
+      return "--recompute-ops prices torchtitan's per-op checkpointing, which Megatron-LM does "
+             "not run";
+    if (attention == perf::attention_library::sdpa)
+      return "--attention-backend sdpa prices PyTorch's scaled_dot_product_attention, where "
+             "Megatron-LM calls Transformer Engine's";
     return "--grad-all-reduce-fp32 prices Scaling's ZeRO-1, where Megatron-LM's distributed "
            "optimizer reduce-scatters the gradients";
   }
@@ -558,19 +567,34 @@ inline void check_deepspeed_bf16(const job& j) {
            j.schedule);
 }
 
-/// torchtitan's per-op checkpointing (`job::recompute_ops`) saves every other matmul's output in
-/// call order: priced for Llama's dense block (wq, wk, wv, wo, then w1, w3, w2), whose order weft
-/// knows, and refused for other layers.
+/// torchtitan's per-op checkpointing (`job::recompute_ops`) is selective recomputation of its
+/// own, and saves every other `aten.mm`'s output in call order: priced for Llama's dense block
+/// (wq, wk, wv, wo, then w1, w3, w2), whose order weft knows, with flash attention. Refused for
+/// other layers — an MoE's, latent attention, an ungated MLP, and biased linears (which
+/// dispatch as `addmm`, not on its list and not counted) — and without flash attention.
 inline void check_recompute_ops(const transformer& m, const job& j) {
-  if (!j.recompute_ops || (!m.moe.active() && !m.mla.active() && m.mlp == mlp_kind::gated)) return;
+  if (!j.recompute_ops) return;
+  if (j.policy != recompute::selective || j.recompute_modules != perf::default_recompute_modules)
+    throw config_error(
+        "torchtitan's per-op checkpointing (selective_ac_option 'op') is selective recomputation "
+        "of its own: --recompute selective, without --recompute-modules");
+  if (j.tp > 1 && !j.sequence_parallel)
+    throw config_error(
+        "torchtitan's per-op checkpointing with tensor parallelism: torchtitan shards the norms "
+        "too (give --sequence-parallel), so its reduce-scatters' outputs are what it saves");
+  const bool biased = m.linear_bias || m.qkv_bias || m.attention_bias || m.mlp_bias;
+  const char* what = m.moe.active()             ? " experts"
+                     : m.mla.active()           ? " latent attention"
+                     : m.mlp != mlp_kind::gated ? " MLP"
+                     : biased                   ? " biased linears (addmm, not on its list)"
+                     : !j.flash_attention       ? " attention without flash (its scores kept)"
+                                                : nullptr;
+  if (what == nullptr) return;
   throw config_error(
       "per-op checkpointing (torchtitan's selective_ac_option 'op', --recompute-ops) saves every "
       "other matmul's output in call order: weft prices it for a dense gated layer (Llama's: wq, "
-      "wk, wv, wo, w1, w3, w2), not this model's" +
-      std::string(m.moe.active()   ? " experts"
-                  : m.mla.active() ? " latent attention"
-                                   : " MLP") +
-      "; recompute every N-th layer whole, or all or none");
+      "wk, wv, wo, w1, w3, w2) with flash attention, not this model's" +
+      std::string(what) + "; recompute every N-th layer whole, or all or none");
 }
 
 /// Megatron's rules for --overlap-moe-expert-parallel-comm and --delay-wgrad-compute
@@ -661,11 +685,6 @@ inline void check_job(const transformer& m, const job& j) {
     throw config_error(
         "recomputing every N-th layer (torchtitan's selective_ac_option N) is full "
         "recomputation of those layers, N at least 1, without --recompute-method");
-  if (j.recompute_ops &&
-      (j.policy != recompute::selective || j.recompute_modules != perf::default_recompute_modules))
-    throw config_error(
-        "torchtitan's per-op checkpointing (selective_ac_option 'op') is selective recomputation "
-        "of its own: --recompute selective, without --recompute-modules");
   if (j.recompute_modules != perf::default_recompute_modules && j.policy != recompute::selective)
     throw config_error(
         "--recompute-modules names what selective recomputation runs again: it needs "
