@@ -412,3 +412,45 @@ TEST_CASE("PyTorch's eager operations are not Megatron's to run: refused by the 
   REQUIRE(r.best);
   CHECK(r.judged[*r.best].ran);
 }
+
+TEST_CASE("--runtime torchtitan prices a job as torchtitan runs it") {
+  // torchtitan has no selective recomputation by Megatron's modules: its selective is per-op
+  // checkpointing, and its attention PyTorch's. A Llama-style layer (gated, unbiased) on the
+  // H100: the plan for torchtitan recomputes per op and calls PyTorch's attention; Megatron's
+  // module-wise selective recomputation is not torchtitan's to run.
+  transformer m = testing::tiny_dense(2);
+  m.mlp = mlp_kind::gated;
+  const cluster& c = *find_cluster("h100-sxm");
+  job j;
+  j.pp = 2;
+  j.seq = 4096;
+  j.global_batch_size = 2;
+  j.policy = recompute::selective;
+  CHECK(runs(j, runs_on::any));
+  CHECK(runs(j, runs_on::megatron));
+  CHECK_FALSE(runs(j, runs_on::torchtitan));
+  const plan_search_result titan = best_plan(m, j, c, {.runtime = runs_on::torchtitan});
+  REQUIRE(titan.best);
+  const job& ran = titan.judged[*titan.best].tried;
+  CHECK(ran.recompute_ops);
+  CHECK(ran.attention == weft::perf::attention_library::sdpa);
+  CHECK(runs(ran, runs_on::torchtitan));
+  CHECK_FALSE(runs(ran, runs_on::megatron));
+  // Priced as such, not as Megatron's form of the same plan.
+  CHECK(titan.judged[*titan.best].step.count() ==
+        doctest::Approx(estimate_job(m, ran, c).step.count()));
+  job megatron_form = ran;
+  megatron_form.recompute_ops = false;
+  megatron_form.attention = weft::perf::attention_library::transformer_engine;
+  CHECK(estimate_job(m, megatron_form, c).step.count() !=
+        doctest::Approx(estimate_job(m, ran, c).step.count()));
+  // A library the job names stays; a layer per-op checkpointing is not priced for has no
+  // torchtitan form of selective recomputation.
+  job named = j;
+  named.attention = weft::perf::attention_library::cudnn;
+  const plan_search_result cudnn = best_plan(m, named, c, {.runtime = runs_on::torchtitan});
+  REQUIRE(cudnn.best);
+  CHECK(cudnn.judged[*cudnn.best].tried.attention == weft::perf::attention_library::cudnn);
+  CHECK_THROWS_WITH_AS(best_plan(testing::tiny_dense(2), j, c, {.runtime = runs_on::torchtitan}),
+                       doctest::Contains("--runtime torchtitan"), weft::config_error);
+}
