@@ -780,15 +780,7 @@ TEST_CASE("a job's flags plan the same job again") {
   CHECK(runtime_for(j).find("PyTorch") == 0);
   j.schedule = "dualpipev";  // torchtitan runs it too (PyTorch's ScheduleDualPipeV)
   CHECK(runtime_for(j) == "DeepSeek's DualPipe (DualPipeV), or torchtitan's ScheduleDualPipeV");
-  // torchtitan runs the schedule, but not Megatron's module-wise selective recomputation: its
-  // own is per op.
-  CHECK_FALSE(runs(j, runs_on::torchtitan));
-  job per_op = j;
-  per_op.recompute_ops = true;
-  CHECK(runs(per_op, runs_on::torchtitan));
-  per_op.pp = 1;
-  per_op.schedule = "1f1b";
-  CHECK(runtime_for(per_op) == "torchtitan (no pipeline)");
+  CHECK(runs(j, runs_on::torchtitan));
   j.schedule = "dualpipe";
   CHECK(runtime_for(j) == "DeepSeek's DualPipe");
   CHECK(!runs(j, runs_on::torchtitan));

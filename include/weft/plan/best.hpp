@@ -357,7 +357,6 @@ inline plan_search_result best_plan(const transformer& m, const job& asked, cons
                                        ? "--runtime megatron"
                                        : "what only Megatron-LM's code runs (tp-comm-overlap, "
                                          "block recomputation, experts folded below tp)"));
-  if (o.runtime == runs_on::torchtitan) as_torchtitan_runs(m, base);
   if (!runs(base, o.runtime))
     throw config_error("--runtime " +
                        std::string(runs_on_names[static_cast<std::size_t>(o.runtime)]) +

@@ -433,7 +433,6 @@ inline configuration_pool open_configurations(const transformer& m, const job& b
                   j.expert_tp = etp == tp ? 0 : etp;
                   j.sharding = sharding;
                   j.sequence_parallel = tp > 1;
-                  if (sp.runtime == runs_on::torchtitan) as_torchtitan_runs(m, j);
                   // Asked for, the overlap stays wherever it runs: with tensor parallelism.
                   j.tp_comm_overlap = base.tp_comm_overlap && tp > 1;
                   if (sp.runtime == runs_on::megatron) j.runtime = pipeline_runtime::megatron;

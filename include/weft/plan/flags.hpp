@@ -164,8 +164,8 @@ inline bool runs(const job& j, runs_on r) {
       return true;
     case runs_on::megatron:
       return megatron_runs(j);
-    case runs_on::torchtitan:  // its selective recomputation is per op, none by module
-      return j.schedule != "dualpipe" && (j.policy != recompute::selective || j.recompute_ops);
+    case runs_on::torchtitan:
+      return j.schedule != "dualpipe";
   }
   return false;
 }
@@ -267,9 +267,8 @@ inline std::string runtime_for(const job& j) {
   const bool own = j.own_trainer(), megatron = !own && megatron_runs(j);
   if (own && j.pp == 1) {
     if (j.loss_eager()) return "PyTorch's eager operations (no pipeline)";
-    if (j.deepspeed_bf16) return "Megatron-DeepSpeed (no pipeline)";
-    if (j.grad_all_reduce_fp32) return "a PyTorch trainer as Aleph Alpha's Scaling (no pipeline)";
-    return "torchtitan (no pipeline)";  // its per-op checkpointing, PyTorch's attention
+    return j.deepspeed_bf16 ? "Megatron-DeepSpeed (no pipeline)"
+                            : "a PyTorch trainer as Aleph Alpha's Scaling (no pipeline)";
   }
   if (j.grad_all_reduce_fp32) return "Aleph Alpha's Scaling (its 1F1B pipeline engine)";
   if (j.deepspeed_bf16) return "Megatron-DeepSpeed (DeepSpeed's 1F1B pipeline engine)";

@@ -567,33 +567,6 @@ inline void check_deepspeed_bf16(const job& j) {
            j.schedule);
 }
 
-namespace detail {
-/// What of model `m`'s layers or job `j`'s attention per-op checkpointing is not priced for
-/// (named for a message), or nullptr.
-inline const char* unpriced_by_op(const transformer& m, const job& j) {
-  const bool biased = m.linear_bias || m.qkv_bias || m.attention_bias || m.mlp_bias;
-  return m.moe.active()             ? " experts"
-         : m.mla.active()           ? " latent attention"
-         : m.mlp != mlp_kind::gated ? " MLP"
-         : biased                   ? " biased linears (addmm, not on its list)"
-         : !j.flash_attention       ? " attention without flash (its scores kept)"
-                                    : nullptr;
-}
-}  // namespace detail
-
-/// Job `j` as torchtitan runs it (`--runtime torchtitan`): PyTorch's attention unless the job
-/// names a library, and selective recomputation as its per-op checkpointing where that is
-/// priced — torchtitan has none by Megatron's modules (elsewhere `runs` leaves the job to
-/// Megatron-LM).
-inline void as_torchtitan_runs(const transformer& m, job& j) {
-  if (j.attention == perf::attention_library::transformer_engine)
-    j.attention = perf::attention_library::sdpa;
-  if (j.policy == recompute::selective && !j.recompute_ops &&
-      j.recompute_modules == perf::default_recompute_modules &&
-      detail::unpriced_by_op(m, j) == nullptr && (j.tp == 1 || j.sequence_parallel))
-    j.recompute_ops = true;
-}
-
 /// torchtitan's per-op checkpointing (`job::recompute_ops`) is selective recomputation of its
 /// own, and saves every other `aten.mm`'s output in call order: priced for Llama's dense block
 /// (wq, wk, wv, wo, then w1, w3, w2), whose order weft knows, with flash attention. Refused for
@@ -609,7 +582,13 @@ inline void check_recompute_ops(const transformer& m, const job& j) {
     throw config_error(
         "torchtitan's per-op checkpointing with tensor parallelism: torchtitan shards the norms "
         "too (give --sequence-parallel), so its reduce-scatters' outputs are what it saves");
-  const char* what = detail::unpriced_by_op(m, j);
+  const bool biased = m.linear_bias || m.qkv_bias || m.attention_bias || m.mlp_bias;
+  const char* what = m.moe.active()             ? " experts"
+                     : m.mla.active()           ? " latent attention"
+                     : m.mlp != mlp_kind::gated ? " MLP"
+                     : biased                   ? " biased linears (addmm, not on its list)"
+                     : !j.flash_attention       ? " attention without flash (its scores kept)"
+                                                : nullptr;
   if (what == nullptr) return;
   throw config_error(
       "per-op checkpointing (torchtitan's selective_ac_option 'op', --recompute-ops) saves every "
