@@ -313,6 +313,22 @@ TEST_CASE("torchtitan's per-op checkpointing is its selective recomputation in t
     CHECK(j.recompute_ops == (j.policy == recompute::selective));
     CHECK(estimate_job(setup.m, j, setup.c).step == x.best.step);
   }
+  // Selective recomputation chosen, it is per op, and every form keeps PyTorch's attention.
+  setup.o.space.policy = recompute::selective;
+  const configuration_search_result sel = search_configurations(setup.m, asked, setup.c, setup.o);
+  REQUIRE(!sel.top.empty());
+  for (const configuration_choice& x : sel.top) CHECK(x.best.tried.recompute_ops);
+  asked.attention = weft::perf::attention_library::transformer_engine;  // the default, given
+  setup.o.space.policy.reset();
+  for (const configuration_choice& x : search_configurations(setup.m, asked, setup.c, setup.o).top)
+    CHECK(x.best.tried.attention_kernel() == weft::perf::attention_library::sdpa);
+  // Not Megatron-LM's: refused with --runtime megatron, by the flag.
+  setup.o.space.runtime = runs_on::megatron;
+  CHECK_THROWS_WITH_AS(search_configurations(setup.m, asked, setup.c, setup.o),
+                       doctest::Contains("--recompute-ops prices torchtitan's per-op "
+                                         "checkpointing"),
+                       config_error);
+  setup.o.space.runtime = runs_on::any;
   // A model it is not priced for: one clear error before any configuration.
   CHECK_THROWS_WITH_AS(search_configurations(model("gpt2"), asked, setup.c, setup.o),
                        doctest::Contains("not this model's MLP"), config_error);

@@ -256,8 +256,11 @@ inline void recompute_as(job& j, const recompute_form& form, const job& asked) {
   j.recompute_method = form.block ? "block" : "";
   j.recompute_num_layers = form.block ? std::max(form.layers, 1) : 0;
   j.recompute_every = 0;
-  // torchtitan's per-op checkpointing is its selective recomputation: kept where that is chosen.
+  // torchtitan's per-op checkpointing is its selective recomputation: kept where that is chosen,
+  // and its trainer's attention kept by every form, so that the forms differ in recomputation
+  // alone.
   j.recompute_ops = form.policy == recompute::selective && asked.recompute_ops;
+  if (asked.recompute_ops) j.attention = asked.attention_kernel();
 }
 
 /// Whether job `j`'s sizes split model `m` and a batch of `batch` sequences as Megatron's rules
@@ -780,6 +783,9 @@ inline configuration_search_result search_configurations(const transformer& m, c
     check_scaling_all_reduce(scaling);
     check_deepspeed_bf16(scaling);
   }
+  // A trainer of its own is no Megatron-LM run, as `best_plan` says.
+  if (base.own_trainer() && o.space.runtime == runs_on::megatron)
+    throw config_error(base.own_trainer_reason() + ": no Megatron-LM run, nor --runtime megatron");
   configuration_search_result out;
   out.devices = o.space.devices > 0 ? o.space.devices : base.devices();
   if (o.space.devices > 0 && base.global_batch_size == 0)

@@ -160,14 +160,14 @@ struct job {
     if (deepspeed_bf16)
       return "--deepspeed-bf16-optimizer prices DeepSpeed's BF16_Optimizer, which keeps the "
              "16-bit gradients Megatron-LM's distributed optimizer frees";
+    if (grad_all_reduce_fp32)
+      return "--grad-all-reduce-fp32 prices Scaling's ZeRO-1, where Megatron-LM's distributed "
+             "optimizer reduce-scatters the gradients";
     if (recompute_ops)
       return "--recompute-ops prices torchtitan's per-op checkpointing, which Megatron-LM does "
              "not run";
-    if (attention == perf::attention_library::sdpa)
-      return "--attention-backend sdpa prices PyTorch's scaled_dot_product_attention, where "
-             "Megatron-LM calls Transformer Engine's";
-    return "--grad-all-reduce-fp32 prices Scaling's ZeRO-1, where Megatron-LM's distributed "
-           "optimizer reduce-scatters the gradients";
+    return "--attention-backend sdpa prices PyTorch's scaled_dot_product_attention, where "
+           "Megatron-LM calls Transformer Engine's";
   }
   /// The experts' tensor parallelism: --expert-tensor-parallel-size, else tp's.
   constexpr int etp() const noexcept { return expert_tp > 0 ? expert_tp : tp; }
