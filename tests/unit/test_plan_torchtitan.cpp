@@ -126,6 +126,14 @@ TEST_CASE("torchtitan's split, its V schedules, DDP, layers per stage") {
   const job ops = torchtitan_as_job(read_torchtitan(fixture("llama3_8b.toml"), "l.toml"), llama, 8);
   CHECK(ops.policy == recompute::selective);
   CHECK(ops.recompute_ops);
+  // With tensor parallelism too: torchtitan shards the norms, as per-op checkpointing needs.
+  const job tp_ops = torchtitan_as_job(
+      read_torchtitan(with(base, "selective_ac_option = \"2\"", "selective_ac_option = \"op\""),
+                      "t.toml"),
+      llama, 64);
+  CHECK(tp_ops.tp == 2);
+  CHECK(tp_ops.sequence_parallel);
+  CHECK(tp_ops.recompute_ops);
 }
 
 TEST_CASE("torchtitan's settings weft does not price are refused by name") {

@@ -518,13 +518,13 @@ inline job torchtitan_as_job(const torchtitan_job& t, const transformer& m, long
         " with expert parallelism: weft prices the experts sharded as the dense layers are, over "
         "tensor_parallel_degree " +
         std::to_string(j.tp) + " (give it equal to tp)");
-  check_recompute_ops(m, j);
   if (m.moe.active() && j.fp8 != fp8_recipe::none)
     throw config_error(
         "torchao's float8 linears leave the experts' grouped matmuls in bf16; weft's FP8 "
         "prices them in FP8: plan the MoE model without FP8");
   j.expert_tp = 0;
   j.sequence_parallel = j.tp > 1;  // torchtitan's tensor parallelism shards the norms too
+  check_recompute_ops(m, j);       // per-op checkpointing: Llama's block, its norms sharded
   // PyTorch's autograd adds each micro-batch's weight gradients in a pass of its own (none
   // priced where FSDP shards them). Its norms are PyTorch's nn.RMSNorm, one fused kernel since
   // PyTorch 2.9 eager or compiled: not --eager.
