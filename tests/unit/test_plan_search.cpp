@@ -794,9 +794,22 @@ TEST_CASE("a job's flags plan the same job again") {
   j.schedule = "zb-v";
   CHECK(!megatron_arguments(j));
   CHECK(runtime_for(j).find("PyTorch") == 0);
-  j.schedule = "dualpipev";  // torchtitan runs it too (PyTorch's ScheduleDualPipeV)
-  CHECK(runtime_for(j) == "DeepSeek's DualPipe (DualPipeV), or torchtitan's ScheduleDualPipeV");
-  CHECK(runs(j, runs_on::torchtitan));
+  j.schedule = "dualpipev";  // torchtitan runs it too (PyTorch's ScheduleDualPipeV) — but not
+                             // the job's recomputation by modules, which it does not have
+  CHECK(runtime_for(j) == "DeepSeek's DualPipe (DualPipeV)");
+  CHECK(!runs(j, runs_on::torchtitan));
+  CHECK(not_run_because(j, runs_on::torchtitan).find("no selective recomputation by modules") !=
+        std::string::npos);
+  CHECK(runs(j, runs_on::any));
+  job whole = j;  // torchtitan's own selective forms: per op, or every N-th layer whole
+  whole.policy = recompute::none;
+  CHECK(runtime_for(whole) == "DeepSeek's DualPipe (DualPipeV), or torchtitan's ScheduleDualPipeV");
+  CHECK(runs(whole, runs_on::torchtitan));
+  whole.policy = recompute::selective;
+  whole.recompute_ops = true;
+  CHECK(runs(whole, runs_on::torchtitan));
+  CHECK(recomputes_by_module(j));
+  CHECK(!recomputes_by_module(whole));
   j.schedule = "dualpipe";
   CHECK(runtime_for(j) == "DeepSeek's DualPipe");
   CHECK(!runs(j, runs_on::torchtitan));
@@ -804,6 +817,8 @@ TEST_CASE("a job's flags plan the same job again") {
   // (they were once called "no pipeline", as if Megatron ran them).
   j.pp = 1;
   j.schedule = "1f1b";
+  CHECK(runtime_for(j) == "Megatron-LM (no pipeline)");  // recomputing by modules
+  j.policy = recompute::none;
   CHECK(runtime_for(j) == "Megatron-LM or torchtitan (no pipeline)");
   j.schedule = "dualpipev";
   CHECK(runtime_for(j) == "DeepSeek's DualPipe (DualPipeV), or torchtitan's ScheduleDualPipeV");
@@ -891,6 +906,47 @@ TEST_CASE("a runtime's recommendations are plans it runs") {
       search_configurations(model("gpt2"), g, *find_cluster("a100-80g"), o);
   REQUIRE(!r.top.empty());
   for (const configuration_choice& x : r.top) CHECK(megatron_runs(x.best.tried));
+}
+
+TEST_CASE("torchtitan recomputes selectively per op, never by Megatron-LM's modules") {
+  // Llama 3.1 8B on 8 H100s at 2k tokens, selective recomputation as Megatron-LM runs it (the
+  // core attention, by module): torchtitan has no such form. Asked of it, one error naming the
+  // rule; searched under it, never recommended and never counted — its plan count kept apart
+  // from the same pipeline's without it (it was once keyed by the pipeline and micro-batches).
+  memory_bound setup(1);
+  job asked = setup.base;
+  asked.seq = 2048;
+  asked.policy = recompute::selective;
+  CHECK_THROWS_WITH_AS(best_plan(setup.m, asked, setup.c, {.runtime = runs_on::torchtitan}),
+                       doctest::Contains("--runtime torchtitan: it has no selective "
+                                         "recomputation by modules"),
+                       config_error);
+  CHECK(best_plan(setup.m, asked, setup.c, {.runtime = runs_on::any}).best);
+  setup.o.top = 10;
+  const configuration_search_result any = search_configurations(setup.m, asked, setup.c, setup.o);
+  setup.o.space.runtime = runs_on::torchtitan;
+  const configuration_search_result titan = search_configurations(setup.m, asked, setup.c, setup.o);
+  REQUIRE(!titan.top.empty());
+  for (const configuration_choice& x : titan.top) CHECK(!recomputes_by_module(x.best.tried));
+  setup.o.space.policy = recompute::selective;
+  CHECK_THROWS_WITH_AS(search_configurations(setup.m, asked, setup.c, setup.o),
+                       doctest::Contains("--runtime torchtitan runs none of the configurations"),
+                       config_error);
+  // What it considers: its none's and its full's, nothing of the selective form.
+  long long forms = 0;
+  for (const recompute policy : {recompute::none, recompute::full}) {
+    setup.o.space.policy = policy;
+    forms += search_configurations(setup.m, asked, setup.c, setup.o).counts.considered;
+  }
+  CHECK(titan.counts.considered == forms);
+  setup.o.space.runtime = runs_on::any;
+  setup.o.space.policy = recompute::selective;
+  CHECK(search_configurations(setup.m, asked, setup.c, setup.o).counts.considered > 0);
+  CHECK(any.counts.considered > titan.counts.considered);
+  // Per op, torchtitan's own: it runs.
+  asked.recompute_ops = true;
+  asked.attention = weft::perf::attention_library::sdpa;
+  CHECK(best_plan(setup.m, asked, setup.c, {.runtime = runs_on::torchtitan}).best);
 }
 
 TEST_CASE("the search keeps Megatron's combined 1F1B where it runs: interleaved, or no pipeline") {

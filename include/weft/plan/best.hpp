@@ -357,13 +357,10 @@ inline plan_search_result best_plan(const transformer& m, const job& asked, cons
                                        ? "--runtime megatron"
                                        : "what only Megatron-LM's code runs (tp-comm-overlap, "
                                          "block recomputation, experts folded below tp)"));
-  if (!runs(base, o.runtime))
+  if (const std::string why = not_run_because(base, o.runtime); !why.empty())
     throw config_error("--runtime " +
-                       std::string(runs_on_names[static_cast<std::size_t>(o.runtime)]) +
-                       ": it does not run --schedule " + base.schedule +
-                       (base.schedule == "interleaved" ? " on these sizes" : "") +
-                       " (Megatron-LM runs 1f1b, and interleaved on more than 2 pipeline ranks "
-                       "with micro-batches a multiple of them; torchtitan all but dualpipe)");
+                       std::string(runs_on_names[static_cast<std::size_t>(o.runtime)]) + ": " +
+                       why);
   plan_search_result out = detail::judge_plans(
       m, detail::plan_variants(m, base, detail::pieces_of(m, base, c), o.max_chunks, o.runtime), c,
       o.progress);

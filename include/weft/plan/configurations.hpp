@@ -362,8 +362,9 @@ struct configuration_pool {
   job asked;  ///< the job as given, Megatron's forms resolved
   std::map<costing_key, model_costs> priced;
   /// Plans per pipeline size, micro-batch count (the interleaved schedule's rules in Megatron's
-  /// runtime read both) and whether only Megatron's code runs the job (its schedules alone).
-  std::map<std::tuple<int, int, bool>, long long> variants;
+  /// runtime read both), whether only Megatron's code runs the job (its schedules alone) and
+  /// whether it recomputes by modules (which torchtitan does not run).
+  std::map<std::tuple<int, int, bool, bool>, long long> variants;
   std::vector<configuration_candidate> open;
   long long unrun = 0;  ///< sizings the runtime runs no plan of (none of them considered)
 };
@@ -447,8 +448,8 @@ inline configuration_pool open_configurations(const transformer& m, const job& b
                   const bool splits = splits_so(m, j, batch);
                   // The plans a pipeline of pp ranks has (the same for every size beside it
                   // that the same code runs).
-                  const auto [at, fresh] =
-                      pool.variants.try_emplace({pp, j.micro(), runs_as_megatron_only(j)});
+                  const auto [at, fresh] = pool.variants.try_emplace(
+                      {pp, j.micro(), runs_as_megatron_only(j), recomputes_by_module(j)});
                   if (fresh) at->second = static_cast<long long>(plans_of(m, j, c, sp).size());
                   const long long plans = at->second;
                   if (plans == 0) {  // the runtime runs none of its plans

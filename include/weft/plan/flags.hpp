@@ -142,33 +142,84 @@ inline std::string recompute_text(const job& j) {
   return std::string(recompute_names[static_cast<std::size_t>(j.policy)]);
 }
 
-/// Whether runtime `r` runs job `j`'s schedule.
-inline bool runs(const job& j, runs_on r) {
+/// Whether job `j` recomputes Megatron-LM's way selectively, by modules (core attention, the
+/// MLP's activation, ...): torchtitan has no such form — its selective recomputation is per op
+/// (`job::recompute_ops`) or every N-th layer whole (`job::recompute_every`).
+inline bool recomputes_by_module(const job& j) {
+  return j.policy == recompute::selective && !j.recompute_ops;
+}
+
+/// Why runtime `r` does not run job `j`'s schedule — a clause naming the rule, for a message —
+/// or empty when it does. `runs` is its empty case: the one place these rules live.
+inline std::string not_run_because(const job& j, runs_on r) {
+  const bool torchtitan = r == runs_on::torchtitan;
+  const std::string megatron_schedules =
+      "Megatron-LM runs 1f1b, and interleaved on more than 2 pipeline ranks with micro-batches a "
+      "multiple of them";
   // A trainer's own (PyTorch's eager operations, Scaling's all-reduce, DeepSpeed's BF16
-  // optimizer): not Megatron's code.
+  // optimizer, torchtitan's per-op checkpointing, PyTorch's attention): not Megatron's code.
   if (j.own_trainer()) {
-    if (r == runs_on::megatron || megatron_code_only(j) || j.overlap_moe_ep_comm) return false;
-    // Scaling's trainer runs itself (torchtitan is not it), with its pipeline engine's schedule.
-    if (j.grad_all_reduce_fp32) return r == runs_on::any && scaling_engine_runs(j);
-    // DeepSpeed's pipeline engine, whose one schedule Scaling's ports.
-    if (j.deepspeed_bf16) return r == runs_on::any && scaling_engine_runs(j);
-    if (j.fp16) return r == runs_on::any;  // its own loss scaling; torchtitan's is bf16's
+    if (r == runs_on::megatron) return j.own_trainer_reason();
+    if (megatron_code_only(j))
+      return j.own_trainer_reason() +
+             ", and the job needs what only Megatron-LM's code runs (tp-comm-overlap, block "
+             "recomputation, experts folded below tp)";
+    if (j.overlap_moe_ep_comm)
+      return j.own_trainer_reason() + ", and Megatron-LM's combined 1F1B is its code alone";
+    // Scaling's trainer runs itself (torchtitan is not it), with its pipeline engine's schedule;
+    // so does DeepSpeed's pipeline engine, whose one schedule Scaling's ports.
+    if (j.grad_all_reduce_fp32 || j.deepspeed_bf16) {
+      if (r != runs_on::any)
+        return std::string(j.grad_all_reduce_fp32 ? "Scaling's" : "DeepSpeed's") +
+               " trainer runs itself, not torchtitan";
+      if (!scaling_engine_runs(j)) return "its pipeline engine runs 1f1b alone";
+      return {};
+    }
+    if (j.fp16)  // its own loss scaling; torchtitan's mixed precision is bf16's
+      return torchtitan ? "torchtitan trains in bf16 (it has no fp16 loss scaling)" : "";
   }
   // Megatron's combined 1F1B: its code only, on its interleaved schedule (or no pipeline).
-  if (j.overlap_moe_ep_comm)
-    return r != runs_on::torchtitan &&
-           (j.pp == 1 ? j.schedule == "1f1b" : j.schedule == "interleaved" && megatron_runs(j));
-  if (megatron_only(j)) return r != runs_on::torchtitan && megatron_runs(j);
+  if (j.overlap_moe_ep_comm) {
+    if (torchtitan)
+      return "Megatron-LM's combined 1F1B (--overlap-moe-expert-parallel-comm) is its code alone";
+    const bool on_its_schedule =
+        j.pp == 1 ? j.schedule == "1f1b" : j.schedule == "interleaved" && megatron_runs(j);
+    if (!on_its_schedule)
+      return "Megatron-LM's combined 1F1B runs on its interleaved schedule (1f1b without a "
+             "pipeline), not --schedule " +
+             j.schedule;
+    return {};
+  }
+  if (megatron_only(j)) {
+    if (torchtitan)
+      return j.fp16 ? "torchtitan trains in bf16 (it has no fp16 loss scaling)"
+                    : "the job needs what only Megatron-LM's code runs (tp-comm-overlap, block "
+                      "recomputation, experts folded below tp)";
+    if (!megatron_runs(j))
+      return "only Megatron-LM runs the job, and not --schedule " + j.schedule + " (" +
+             megatron_schedules + ")";
+    return {};
+  }
   switch (r) {
     case runs_on::any:
-      return true;
+      return {};
     case runs_on::megatron:
-      return megatron_runs(j);
+      if (megatron_runs(j)) return {};
+      return "it does not run --schedule " + j.schedule +
+             (j.schedule == "interleaved" ? " on these sizes" : "") + " (" + megatron_schedules +
+             ")";
     case runs_on::torchtitan:
-      return j.schedule != "dualpipe";
+      if (j.schedule == "dualpipe") return "it does not run dualpipe (DualPipe's two copies)";
+      if (recomputes_by_module(j))
+        return "it has no selective recomputation by modules (Megatron-LM's); its own is per op "
+               "(--recompute-ops) or every N-th layer whole (--recompute-every)";
+      return {};
   }
-  return false;
+  return {};
 }
+
+/// Whether runtime `r` runs job `j`'s schedule (`not_run_because` says why not).
+inline bool runs(const job& j, runs_on r) { return not_run_because(j, r).empty(); }
 
 /// Job `j` as a Megatron-LM launch script's arguments (Megatron's own spellings, which
 /// `weft plan` reads too), or none when Megatron does not run it (its schedule, attention
@@ -276,8 +327,8 @@ inline std::string runtime_for(const job& j) {
   // Without a pipeline 1F1B is any runtime's loop over the micro-batches; a schedule of chunks
   // on one rank (DualPipeV's paired passes, the V's) is still its runtime's.
   if (j.pp == 1 && megatron)
-    return megatron_only(j) ? "Megatron-LM (no pipeline)"
-                            : "Megatron-LM or torchtitan (no pipeline)";
+    return megatron_only(j) || recomputes_by_module(j) ? "Megatron-LM (no pipeline)"
+                                                       : "Megatron-LM or torchtitan (no pipeline)";
   if (megatron && j.runtime == pipeline_runtime::megatron) return "Megatron-LM";
   if (megatron && megatron_only(j))
     return "Megatron-LM (priced as PyTorch's runtime issues transfers; --runtime megatron "
@@ -287,7 +338,9 @@ inline std::string runtime_for(const job& j) {
            "transfers; --runtime megatron prices Megatron's)";
   if (j.schedule == "dualpipe") return "DeepSeek's DualPipe";
   if (j.schedule == "dualpipev")
-    return "DeepSeek's DualPipe (DualPipeV), or torchtitan's ScheduleDualPipeV";
+    return recomputes_by_module(j)
+               ? "DeepSeek's DualPipe (DualPipeV)"
+               : "DeepSeek's DualPipe (DualPipeV), or torchtitan's ScheduleDualPipeV";
   return "PyTorch's pipeline runtime (its CSV: these flags and --out FILE.csv)";
 }
 
