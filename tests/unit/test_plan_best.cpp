@@ -407,6 +407,19 @@ TEST_CASE("PyTorch's eager operations are not Megatron's to run: refused by the 
   job eager_half = j;
   eager_half.fp16 = true;
   CHECK(best_plan(m, eager_half, c).best.has_value());
+  // Each refusal names its rule, not the schedule (which every one of these runs).
+  const auto refused = [&](const job& x, runs_on r, const std::string& says) {
+    CHECK_MESSAGE(not_run_because(x, r).find(says) != std::string::npos, not_run_because(x, r));
+    CHECK_THROWS_WITH_AS(best_plan(m, x, c, {.runtime = r}), doctest::Contains(says.c_str()),
+                         weft::config_error);
+  };
+  refused(scaled, runs_on::torchtitan, "Scaling's trainer runs itself, not torchtitan");
+  refused(eager_half, runs_on::torchtitan, "torchtitan trains in bf16");
+  refused(eager_half, runs_on::megatron, "--eager prices PyTorch's eager operations");
+  job megatron_half = eager_half;
+  megatron_half.eager = megatron_half.eager_loss = false;
+  refused(megatron_half, runs_on::torchtitan, "torchtitan trains in bf16");
+  CHECK(runs(megatron_half, runs_on::megatron));
   // Without a runtime named, PyTorch's runs it.
   const plan_search_result r = best_plan(m, j, c);
   REQUIRE(r.best);
