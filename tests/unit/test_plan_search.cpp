@@ -800,7 +800,6 @@ TEST_CASE("a job's flags plan the same job again") {
   CHECK(!runs(j, runs_on::torchtitan));
   CHECK(not_run_because(j, runs_on::torchtitan).find("no selective recomputation by modules") !=
         std::string::npos);
-  CHECK(runs(j, runs_on::any));
   job whole = j;  // torchtitan's own selective forms: per op, or every N-th layer whole
   whole.policy = recompute::none;
   CHECK(runtime_for(whole) == "DeepSeek's DualPipe (DualPipeV), or torchtitan's ScheduleDualPipeV");
@@ -808,8 +807,19 @@ TEST_CASE("a job's flags plan the same job again") {
   whole.policy = recompute::selective;
   whole.recompute_ops = true;
   CHECK(runs(whole, runs_on::torchtitan));
-  CHECK(recomputes_by_module(j));
-  CHECK(!recomputes_by_module(whole));
+  // A pipeline of Megatron's schedules: Megatron-LM's alone, not PyTorch's runtime; another
+  // schedule the model's own recomputation on PyTorch's runtime, not torchtitan's.
+  job piped = j;
+  piped.schedule = "1f1b";
+  CHECK(runtime_for(piped) ==
+        "Megatron-LM (priced as PyTorch's runtime issues transfers; --runtime megatron prices "
+        "Megatron's)");
+  piped.policy = recompute::none;
+  CHECK(runtime_for(piped).find("PyTorch's pipeline runtime, or Megatron-LM") == 0);
+  piped.policy = recompute::selective;
+  piped.schedule = "zb-v";
+  CHECK(runtime_for(piped).find("the model recomputing its modules itself (torchtitan does "
+                                "not)") != std::string::npos);
   j.schedule = "dualpipe";
   CHECK(runtime_for(j) == "DeepSeek's DualPipe");
   CHECK(!runs(j, runs_on::torchtitan));
@@ -818,6 +828,9 @@ TEST_CASE("a job's flags plan the same job again") {
   j.pp = 1;
   j.schedule = "1f1b";
   CHECK(runtime_for(j) == "Megatron-LM (no pipeline)");  // recomputing by modules
+  job per_op = j;  // torchtitan's per-op checkpointing: a trainer of its own, torchtitan's
+  per_op.recompute_ops = true;
+  CHECK(runtime_for(per_op) == "torchtitan, or a PyTorch trainer of its own (no pipeline)");
   j.policy = recompute::none;
   CHECK(runtime_for(j) == "Megatron-LM or torchtitan (no pipeline)");
   j.schedule = "dualpipev";
@@ -923,7 +936,6 @@ TEST_CASE("torchtitan recomputes selectively per op, never by Megatron-LM's modu
                        config_error);
   CHECK(best_plan(setup.m, asked, setup.c, {.runtime = runs_on::any}).best);
   setup.o.top = 10;
-  const configuration_search_result any = search_configurations(setup.m, asked, setup.c, setup.o);
   setup.o.space.runtime = runs_on::torchtitan;
   const configuration_search_result titan = search_configurations(setup.m, asked, setup.c, setup.o);
   REQUIRE(!titan.top.empty());
@@ -932,6 +944,8 @@ TEST_CASE("torchtitan recomputes selectively per op, never by Megatron-LM's modu
   CHECK_THROWS_WITH_AS(search_configurations(setup.m, asked, setup.c, setup.o),
                        doctest::Contains("--runtime torchtitan runs none of the configurations"),
                        config_error);
+  CHECK_THROWS_WITH_AS(search_configurations(setup.m, asked, setup.c, setup.o),
+                       doctest::Contains("selective recomputation by modules"), config_error);
   // What it considers: its none's and its full's, nothing of the selective form.
   long long forms = 0;
   for (const recompute policy : {recompute::none, recompute::full}) {
@@ -942,7 +956,6 @@ TEST_CASE("torchtitan recomputes selectively per op, never by Megatron-LM's modu
   setup.o.space.runtime = runs_on::any;
   setup.o.space.policy = recompute::selective;
   CHECK(search_configurations(setup.m, asked, setup.c, setup.o).counts.considered > 0);
-  CHECK(any.counts.considered > titan.counts.considered);
   // Per op, torchtitan's own: it runs.
   asked.recompute_ops = true;
   asked.attention = weft::perf::attention_library::sdpa;
@@ -966,6 +979,21 @@ TEST_CASE("the search keeps Megatron's combined 1F1B where it runs: interleaved,
   j.chunks = 2;
   j.runtime = pipeline_runtime::megatron;
   j.overlap_moe_ep_comm = true;
+  // Its schedule on sizes Megatron refuses (6 micro-batches over 4 ranks): the refusal says
+  // so, and which sizes it needs, rather than blaming the schedule it is on.
+  job uneven = j;
+  uneven.global_batch_size = 4 * 6;
+  CHECK(not_run_because(uneven, runs_on::any)
+            .find("micro-batches a multiple of them (1f1b without a pipeline), not --schedule "
+                  "interleaved on these sizes") != std::string::npos);
+  // fp16 is Megatron-LM's alone: a schedule it does not run is refused for both reasons.
+  job half = j;
+  half.overlap_moe_ep_comm = false;
+  half.fp16 = true;
+  half.schedule = "zb-v";
+  CHECK(not_run_because(half, runs_on::any)
+            .find("only Megatron-LM runs fp16 with its loss scaling (torchtitan's mixed precision "
+                  "is bf16's), and not --schedule zb-v") == 0);
   configuration_search_options o;
   o.budget_s = 3;  // room for a loaded machine to judge some: the test is what it finds
   o.top = 5;

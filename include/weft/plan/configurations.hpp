@@ -362,8 +362,8 @@ struct configuration_pool {
   job asked;  ///< the job as given, Megatron's forms resolved
   std::map<costing_key, model_costs> priced;
   /// Plans per pipeline size, micro-batch count (the interleaved schedule's rules in Megatron's
-  /// runtime read both), whether only Megatron's code runs the job (its schedules alone) and
-  /// whether it recomputes by modules (which torchtitan does not run).
+  /// runtime read both), whether only Megatron's code runs the job (its schedules alone) and,
+  /// under torchtitan, whether it recomputes by modules (which torchtitan does not run).
   std::map<std::tuple<int, int, bool, bool>, long long> variants;
   std::vector<configuration_candidate> open;
   long long unrun = 0;  ///< sizings the runtime runs no plan of (none of them considered)
@@ -449,7 +449,8 @@ inline configuration_pool open_configurations(const transformer& m, const job& b
                   // The plans a pipeline of pp ranks has (the same for every size beside it
                   // that the same code runs).
                   const auto [at, fresh] = pool.variants.try_emplace(
-                      {pp, j.micro(), runs_as_megatron_only(j), recomputes_by_module(j)});
+                      {pp, j.micro(), runs_as_megatron_only(j),
+                       sp.runtime == runs_on::torchtitan && recomputes_by_module(j)});
                   if (fresh) at->second = static_cast<long long>(plans_of(m, j, c, sp).size());
                   const long long plans = at->second;
                   if (plans == 0) {  // the runtime runs none of its plans
@@ -806,7 +807,8 @@ inline configuration_search_result search_configurations(const transformer& m, c
         " devices the space leaves open" +
         (o.space.runtime == runs_on::torchtitan
              ? " (torchtitan runs none of Megatron's own features: --tp-comm-overlap, the "
-               "experts' tp below tp, block recomputation, the combined 1F1B)"
+               "experts' tp below tp, block recomputation, selective recomputation by modules, "
+               "the combined 1F1B)"
              : " (Megatron's combined 1F1B needs its interleaved schedule, with micro-batches "
                "a multiple of the pipeline ranks)"));
   if (open.empty())

@@ -124,9 +124,11 @@ inline bool megatron_code_only(const job& j) {
   return j.etp() != j.tp || j.tp_comm_overlap || block_recompute(j);
 }
 
-/// Whether, of Megatron-LM and torchtitan, only Megatron-LM runs job `j`: what its code alone
-/// has, or fp16 with loss scaling (torchtitan's mixed precision is bf16's). A trainer of its
-/// own scales fp16's loss itself (PyTorch's GradScaler, Scaling's loss scaler).
+/// Whether, of Megatron-LM and torchtitan, only Megatron-LM runs job `j` whatever the schedule:
+/// what its code alone has, or fp16 with loss scaling (torchtitan's mixed precision is bf16's).
+/// A trainer of its own scales fp16's loss itself (PyTorch's GradScaler, Scaling's loss
+/// scaler). Its selective recomputation by modules torchtitan lacks too, but a model on
+/// PyTorch's pipeline runtime may run it on any schedule (`recomputes_by_module`).
 inline bool megatron_only(const job& j) { return megatron_code_only(j) || j.fp16; }
 
 /// What `runs` treats as Megatron-LM's alone for job `j`: `megatron_only`, or for a trainer of
@@ -156,6 +158,12 @@ inline std::string not_run_because(const job& j, runs_on r) {
   const std::string megatron_schedules =
       "Megatron-LM runs 1f1b, and interleaved on more than 2 pipeline ranks with micro-batches a "
       "multiple of them";
+  const std::string schedule =
+      "--schedule " + j.schedule + (j.schedule == "interleaved" ? " on these sizes" : "");
+  const std::string only_megatron =
+      j.fp16 ? "fp16 with its loss scaling (torchtitan's mixed precision is bf16's)"
+             : "what only Megatron-LM's code runs (tp-comm-overlap, block recomputation, experts "
+               "folded below tp)";
   // A trainer's own (PyTorch's eager operations, Scaling's all-reduce, DeepSpeed's BF16
   // optimizer, torchtitan's per-op checkpointing, PyTorch's attention): not Megatron's code.
   if (j.own_trainer()) {
@@ -185,18 +193,18 @@ inline std::string not_run_because(const job& j, runs_on r) {
     const bool on_its_schedule =
         j.pp == 1 ? j.schedule == "1f1b" : j.schedule == "interleaved" && megatron_runs(j);
     if (!on_its_schedule)
-      return "Megatron-LM's combined 1F1B runs on its interleaved schedule (1f1b without a "
-             "pipeline), not --schedule " +
-             j.schedule;
+      return "Megatron-LM's combined 1F1B runs on its interleaved schedule, on more than 2 "
+             "pipeline ranks with micro-batches a multiple of them (1f1b without a pipeline), "
+             "not " +
+             schedule;
     return {};
   }
   if (megatron_only(j)) {
     if (torchtitan)
       return j.fp16 ? "torchtitan trains in bf16 (it has no fp16 loss scaling)"
-                    : "the job needs what only Megatron-LM's code runs (tp-comm-overlap, block "
-                      "recomputation, experts folded below tp)";
+                    : "the job needs " + only_megatron;
     if (!megatron_runs(j))
-      return "only Megatron-LM runs the job, and not --schedule " + j.schedule + " (" +
+      return "only Megatron-LM runs " + only_megatron + ", and not " + schedule + " (" +
              megatron_schedules + ")";
     return {};
   }
@@ -205,9 +213,7 @@ inline std::string not_run_because(const job& j, runs_on r) {
       return {};
     case runs_on::megatron:
       if (megatron_runs(j)) return {};
-      return "it does not run --schedule " + j.schedule +
-             (j.schedule == "interleaved" ? " on these sizes" : "") + " (" + megatron_schedules +
-             ")";
+      return "it does not run " + schedule + " (" + megatron_schedules + ")";
     case runs_on::torchtitan:
       if (j.schedule == "dualpipe") return "it does not run dualpipe (DualPipe's two copies)";
       if (recomputes_by_module(j))
@@ -215,7 +221,7 @@ inline std::string not_run_because(const job& j, runs_on r) {
                "(--recompute-ops) or every N-th layer whole (--recompute-every)";
       return {};
   }
-  return {};
+  return "an unknown runtime";
 }
 
 /// Whether runtime `r` runs job `j`'s schedule (`not_run_because` says why not).
@@ -318,8 +324,11 @@ inline std::string runtime_for(const job& j) {
   const bool own = j.own_trainer(), megatron = !own && megatron_runs(j);
   if (own && j.pp == 1) {
     if (j.loss_eager()) return "PyTorch's eager operations (no pipeline)";
-    return j.deepspeed_bf16 ? "Megatron-DeepSpeed (no pipeline)"
-                            : "a PyTorch trainer as Aleph Alpha's Scaling (no pipeline)";
+    if (j.deepspeed_bf16) return "Megatron-DeepSpeed (no pipeline)";
+    if (j.grad_all_reduce_fp32) return "a PyTorch trainer as Aleph Alpha's Scaling (no pipeline)";
+    // torchtitan's per-op checkpointing, PyTorch's attention
+    return recomputes_by_module(j) ? "a PyTorch trainer of its own (no pipeline)"
+                                   : "torchtitan, or a PyTorch trainer of its own (no pipeline)";
   }
   if (j.grad_all_reduce_fp32) return "Aleph Alpha's Scaling (its 1F1B pipeline engine)";
   if (j.deepspeed_bf16) return "Megatron-DeepSpeed (DeepSpeed's 1F1B pipeline engine)";
@@ -330,7 +339,8 @@ inline std::string runtime_for(const job& j) {
     return megatron_only(j) || recomputes_by_module(j) ? "Megatron-LM (no pipeline)"
                                                        : "Megatron-LM or torchtitan (no pipeline)";
   if (megatron && j.runtime == pipeline_runtime::megatron) return "Megatron-LM";
-  if (megatron && megatron_only(j))
+  // Of Megatron-LM and torchtitan, Megatron-LM alone recomputes by modules.
+  if (megatron && (megatron_only(j) || recomputes_by_module(j)))
     return "Megatron-LM (priced as PyTorch's runtime issues transfers; --runtime megatron "
            "prices Megatron's)";
   if (megatron)
@@ -341,6 +351,9 @@ inline std::string runtime_for(const job& j) {
     return recomputes_by_module(j)
                ? "DeepSeek's DualPipe (DualPipeV)"
                : "DeepSeek's DualPipe (DualPipeV), or torchtitan's ScheduleDualPipeV";
+  if (recomputes_by_module(j))  // torchtitan has no such form: the model's own to run
+    return "PyTorch's pipeline runtime (its CSV: these flags and --out FILE.csv), the model "
+           "recomputing its modules itself (torchtitan does not)";
   return "PyTorch's pipeline runtime (its CSV: these flags and --out FILE.csv)";
 }
 
