@@ -983,6 +983,63 @@ TEST_CASE("--deepspeed-bf16-optimizer: DeepSpeed's BF16_Optimizer keeps the 16-b
   refused(zero_bubble, "DeepSpeed's pipeline engine runs 1F1B: it needs --schedule 1f1b");
 }
 
+TEST_CASE("recomputation holds what it makes again until the layer's backward ends") {
+  // GPT-3's layer (GeLU over 4h, dropout, no flash attention) keeps 34sbh + 5as^2b bytes a
+  // micro-batch (Korthikanti et al. 2022, eq. 1); with full recomputation only its input, 2sbh —
+  // and for a moment, while its forward runs again and its backward runs, the rest: 32sbh +
+  // 5as^2b beyond the checkpoints, on top of every micro-batch in flight. Selective
+  // recomputation of the core attention makes the scores again: 5as^2b.
+  transformer m = testing::tiny_dense(2);
+  m.dropout = true;
+  const cluster c = testing::ideal_cluster();
+  job j = two_stages();
+  j.flash_attention = false;
+  const double s = 1024, b = 1, h = 1024, a = 8;
+  const double scores = 5 * a * s * s * b, rest = 32 * s * b * h + scores;
+  CHECK(estimate_job(m, j, c).buffers_per_rank[0] == 0);  // nothing recomputed: no moment
+  j.policy = recompute::full;
+  const estimate full = estimate_job(m, j, c);
+  CHECK(full.stages[0].rematerialized_bytes == doctest::Approx(rest));
+  for (const double buffers : full.buffers_per_rank) CHECK(buffers == doctest::Approx(rest));
+  // The moment counts toward the peak: the states as before, the buffers beside them.
+  job kept = j;
+  kept.policy = recompute::none;
+  const estimate whole = estimate_job(m, kept, c);
+  CHECK(full.states_per_rank[0] - full.buffers_per_rank[0] ==
+        doctest::Approx(whole.states_per_rank[0]));
+  j.policy = recompute::selective;
+  j.recompute_modules = weft::perf::bit(weft::perf::recompute_module::core_attn);
+  CHECK(estimate_job(m, j, c).buffers_per_rank[0] == doctest::Approx(scores));
+}
+
+TEST_CASE("DeepSpeed's BF16_Optimizer casts each gradient to fp32 for a moment") {
+  // After every micro-batch's backward, update_hp_grads adds each 16-bit gradient into its fp32
+  // one through an fp32 copy (hp_grad.add_(lp.grad.to(hp_grad.dtype))): the largest parameter's
+  // 4 bytes an element at once, when that micro-batch has freed what it kept. With a vocabulary
+  // of 64,000 the embedding (64,000 x 1024 on one device) is rank 0's largest and its copy
+  // 262 MB, above what a micro-batch keeps there.
+  transformer m = testing::tiny_dense(2);
+  m.vocab = 64000;
+  const cluster c = testing::ideal_cluster();
+  job j = two_stages_two_replicas();
+  j.deepspeed_bf16 = true;
+  const estimate e = estimate_job(m, j, c);
+  const double cast = 4 * 64000.0 * 1024;
+  REQUIRE(cast > e.stages[0].activation_bytes);
+  CHECK(e.buffers_per_rank[0] == doctest::Approx(cast - e.stages[0].activation_bytes));
+  // The head's weight is as large on the last rank, but a micro-batch keeps more there: its
+  // fp32 logits alone, 4 x 1024 tokens x 64,000, are the size of the copy. No moment beyond.
+  REQUIRE(cast < e.stages[1].activation_bytes);
+  CHECK(e.buffers_per_rank[1] == 0);
+  m.vocab = 1000;  // small: rank 0's largest, the first linear's 4 x 4096 x 1024 bytes, is below
+  const estimate small = estimate_job(m, j, c);
+  REQUIRE(4 * 4096.0 * 1024 < small.stages[0].activation_bytes);
+  CHECK(small.buffers_per_rank[0] == 0);
+  j.deepspeed_bf16 = false;  // Megatron's distributed optimizer adds them in fp32 in place
+  m.vocab = 64000;
+  CHECK(estimate_job(m, j, c).buffers_per_rank[0] == 0);
+}
+
 TEST_CASE("Megatron's --fp16: its gradients copied to fp32 and unscaled before the step") {
   // Megatron's optimizer (megatron/core/optimizer), kernel by kernel, bytes a parameter with
   // nothing sharded: fp32 gradients 4 (norm) + 28 (Adam) + 6 (weights to 16 bits) + 4 (zeroed)

@@ -38,6 +38,10 @@ struct stage_estimate {
   /// What one of its passes needs beyond what it keeps, for a moment (an eager loss's
   /// backward), with what the stage holds through the step (Scaling's output buffers)
   double working_bytes = 0;
+  /// What recomputation makes again of one of its layers and holds until that layer's backward
+  /// ends (`add_layer_sizes`): a moment of its backward's, while the micro-batches in flight
+  /// keep theirs.
+  double rematerialized_bytes = 0;
   /// Its forward and its backward (recomputation and the dW included) by part.
   time_split forward, backward;
 };
@@ -542,26 +546,33 @@ inline recompute layer_policy(const job& j, int k, int on_rank) {
 }
 
 /// Layer `l`'s parameters and its activations on one device, kept as `kept` says, added to
-/// `out`.
+/// `out`. What recomputation does not keep it makes again before the layer's backward, and holds
+/// until that backward ends: for a moment, the layer keeps what it would without recomputation
+/// (the whole layer's under full recomputation — Megatron's and DeepSpeed's checkpointing run its
+/// forward again with gradients; the scores under selective), a moment of the stage's.
 inline void add_layer_sizes(stage_estimate& out, const transformer& m, const job& j, int l,
                             recompute kept) {
   const parameter_count p = layer_parameters(m, l);
   out.params += (p.total() - p.experts) / j.tp;
   out.expert_params += p.experts / j.etp() / j.ep;
-  out.activation_bytes +=
-      layer_activation_bytes(m, l,
-                             {.seq = j.seq,
-                              .micro_batch = static_cast<double>(j.micro_batch_size),
-                              .tp = j.tp,
-                              .cp = j.cp,
-                              .sequence_parallel = j.sequence_parallel,
-                              .policy = kept,
-                              .modules = j.recompute_modules,
-                              .ops = j.recompute_ops,
-                              .flash_attention = j.flash_attention,
-                              .fp8 = j.fp8 != fp8_recipe::none,
-                              .eager = j.eager,
-                              .fused_norm = j.fused_rms_norm});
+  activation_layout layout{.seq = j.seq,
+                           .micro_batch = static_cast<double>(j.micro_batch_size),
+                           .tp = j.tp,
+                           .cp = j.cp,
+                           .sequence_parallel = j.sequence_parallel,
+                           .policy = kept,
+                           .modules = j.recompute_modules,
+                           .ops = j.recompute_ops,
+                           .flash_attention = j.flash_attention,
+                           .fp8 = j.fp8 != fp8_recipe::none,
+                           .eager = j.eager,
+                           .fused_norm = j.fused_rms_norm};
+  const double keeps = layer_activation_bytes(m, l, layout);
+  out.activation_bytes += keeps;
+  if (kept == recompute::none) return;
+  layout.policy = recompute::none;
+  out.rematerialized_bytes =
+      std::max(out.rematerialized_bytes, layer_activation_bytes(m, l, layout) - keeps);
 }
 
 /// The embedding's lookup: it writes the activation (`shard` bytes, its sequence-parallel
@@ -1042,7 +1053,7 @@ inline seconds optimizer_time(const job& j, const cluster& c, double dense, doub
 struct rank_holdings {
   std::vector<double> dense, expert, layers;
   std::vector<double> edge;     ///< of `dense`, the embedding's, head's and final norm's
-  std::vector<double> working;  ///< the largest of its stages' `working_bytes`
+  std::vector<double> working;  ///< the largest of its stages' `stage_moment_bytes`
   /// Of `edge`, a tied embedding's parameters whose gradient it all-reduces with another rank:
   /// the first stage's embedding and the last stage's copy of it for the head, on two ranks.
   std::vector<double> tied;
@@ -1060,6 +1071,34 @@ inline seconds tied_embedding_sync(const job& j, const cluster& c, double params
   const link_model l = j.devices() <= c.per_node ? collective_link(c, 2, 1, bytes)
                                                  : collective_link(c, 2, apart, bytes);
   return collective::ring_all_reduce(l, 2, bytes);
+}
+
+/// The most elements one parameter tensor of stage `ls` of model `m` has on a device of tensor
+/// parallelism `tp`: the vocabulary's (its 1/tp rows) where the stage holds the embedding or the
+/// head, else its layers' largest linear (the fused QKV, the fused gate and up projections, the
+/// second).
+inline double largest_parameter(const transformer& m, const layout_stage& ls, int tp) {
+  double most = ls.embedding || ls.loss ? m.vocab * m.hidden / tp : 0;
+  if (ls.layers + ls.mtp > 0) {
+    const double q = m.heads * m.head_dim, kv = m.kv_heads * m.head_dim;
+    const double up = (m.mlp == mlp_kind::gated ? 2 : 1) * m.ffn;
+    most = std::max({most, (q + 2 * kv) * m.hidden / tp, up * m.hidden / tp});
+  }
+  return most;
+}
+
+/// What stage `st` (laid out as `ls`) needs for a moment beyond what its micro-batches keep: its
+/// passes' working memory, what recomputation makes again of a layer; and DeepSpeed's
+/// BF16_Optimizer adds each parameter's 16-bit gradient into its fp32 one after every backward
+/// through an fp32 copy of it (`hp_grad.add_(lp.grad.to(hp_grad.dtype))`), the largest
+/// parameter's 4 bytes an element at once — when that backward's micro-batch has freed what it
+/// kept.
+inline double stage_moment_bytes(const stage_estimate& st, const layout_stage& ls,
+                                 const transformer& m, const job& j) {
+  double moment = std::max(st.working_bytes, st.rematerialized_bytes);
+  if (j.deepspeed_bf16)
+    moment = std::max(moment, 4 * largest_parameter(m, ls, j.tp) - st.activation_bytes);
+  return moment;
 }
 
 /// What each pipeline rank of `out` (its stages and schedule set) holds: the parameters of its
@@ -1081,7 +1120,7 @@ inline rank_holdings holdings_of(const estimate& out, const transformer& m, cons
     held.expert[r] += st.expert_params;
     held.edge[r] += edge_params_of(m, ls, j.tp);
     held.layers[r] += ls.layers + ls.mtp;
-    held.working[r] = std::max(held.working[r], st.working_bytes);
+    held.working[r] = std::max(held.working[r], stage_moment_bytes(st, ls, m, j));
     if (ls.embedding || ls.loss) holds_copy[r] = true;
   }
   // Tied copies on more than one rank (1F1B's and the interleaved schedule's first and last, a
