@@ -987,8 +987,9 @@ TEST_CASE("recomputation holds what it makes again until the layer's backward en
   // GPT-3's layer (GeLU over 4h, dropout, no flash attention) keeps 34sbh + 5as^2b bytes a
   // micro-batch (Korthikanti et al. 2022, eq. 1); with full recomputation only its input, 2sbh —
   // and for a moment, while its forward runs again and its backward runs, the rest: 32sbh +
-  // 5as^2b beyond the checkpoints, on top of every micro-batch in flight. Selective
-  // recomputation of the core attention makes the scores again: 5as^2b.
+  // 5as^2b beyond the checkpoints, on top of every micro-batch in flight, less what that
+  // micro-batch freed before (the layers after it and the loss, whose backwards ran first).
+  // Selective recomputation of the core attention makes the scores again: 5as^2b.
   transformer m = testing::tiny_dense(2);
   m.dropout = true;
   const cluster c = testing::ideal_cluster();
@@ -1000,15 +1001,35 @@ TEST_CASE("recomputation holds what it makes again until the layer's backward en
   j.policy = recompute::full;
   const estimate full = estimate_job(m, j, c);
   CHECK(full.stages[0].rematerialized_bytes == doctest::Approx(rest));
-  for (const double buffers : full.buffers_per_rank) CHECK(buffers == doctest::Approx(rest));
+  CHECK(full.buffers_per_rank[0] == doctest::Approx(rest));
+  // Rank 1's layer is recomputed once the loss has freed its fp32 logits (4 bytes x 1024 tokens
+  // x 1000) and the head's input (2sbh).
+  const double loss = 4 * s * 1000 + 2 * s * b * h;
+  CHECK(full.buffers_per_rank[1] == doctest::Approx(rest - loss));
   // The moment counts toward the peak: the states as before, the buffers beside them.
   job kept = j;
   kept.policy = recompute::none;
   const estimate whole = estimate_job(m, kept, c);
   CHECK(full.states_per_rank[0] - full.buffers_per_rank[0] ==
         doctest::Approx(whole.states_per_rank[0]));
+  // Megatron's block method, on one stage of both layers: the first recomputed, the second kept
+  // whole — freed before the first's backward, and more than it makes again: no moment. Both
+  // recomputed: the second's, after the loss.
+  job block = j;
+  block.pp = 1;
+  block.recompute_method = "block";
+  block.recompute_num_layers = 1;
+  CHECK(estimate_job(m, block, c).buffers_per_rank[0] == 0);
+  block.recompute_num_layers = 2;
+  CHECK(estimate_job(m, block, c).buffers_per_rank[0] == doctest::Approx(rest - loss));
   j.policy = recompute::selective;
   j.recompute_modules = weft::perf::bit(weft::perf::recompute_module::core_attn);
+  CHECK(estimate_job(m, j, c).buffers_per_rank[0] == doctest::Approx(scores));
+  // Each module at its own backward: with the MLP's insides too (GeLU's input and the second
+  // linear's, 2 x 2 x 4sbh), the larger of the two, not their sum.
+  j.recompute_modules |= weft::perf::bit(weft::perf::recompute_module::mlp);
+  const double mlp = 16 * s * b * h;
+  REQUIRE(mlp < scores);
   CHECK(estimate_job(m, j, c).buffers_per_rank[0] == doctest::Approx(scores));
 }
 

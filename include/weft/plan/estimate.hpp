@@ -39,8 +39,8 @@ struct stage_estimate {
   /// backward), with what the stage holds through the step (Scaling's output buffers)
   double working_bytes = 0;
   /// What recomputation makes again of one of its layers and holds until that layer's backward
-  /// ends (`add_layer_sizes`): a moment of its backward's, while the micro-batches in flight
-  /// keep theirs.
+  /// ends, beyond what that micro-batch has freed by then (`remade_tally`): a moment of its
+  /// backward's, while the other micro-batches in flight keep theirs.
   double rematerialized_bytes = 0;
   /// Its forward and its backward (recomputation and the dW included) by part.
   time_split forward, backward;
@@ -546,12 +546,13 @@ inline recompute layer_policy(const job& j, int k, int on_rank) {
 }
 
 /// Layer `l`'s parameters and its activations on one device, kept as `kept` says, added to
-/// `out`. What recomputation does not keep it makes again before the layer's backward, and holds
-/// until that backward ends: for a moment, the layer keeps what it would without recomputation
-/// (the whole layer's under full recomputation — Megatron's and DeepSpeed's checkpointing run its
-/// forward again with gradients; the scores under selective), a moment of the stage's.
-inline void add_layer_sizes(stage_estimate& out, const transformer& m, const job& j, int l,
-                            recompute kept) {
+/// `out`; returns what recomputation makes again of it before its backward and holds until that
+/// backward ends (`remade_tally`): the whole layer's, less its input, under full recomputation
+/// (Megatron's and DeepSpeed's checkpointing run its forward again with gradients, as
+/// torchtitan's per-op checkpointing runs its region); under selective recomputation each
+/// module's part at its own backward, the largest of them.
+inline double add_layer_sizes(stage_estimate& out, const transformer& m, const job& j, int l,
+                              recompute kept) {
   const parameter_count p = layer_parameters(m, l);
   out.params += (p.total() - p.experts) / j.tp;
   out.expert_params += p.experts / j.etp() / j.ep;
@@ -569,11 +570,43 @@ inline void add_layer_sizes(stage_estimate& out, const transformer& m, const job
                            .fused_norm = j.fused_rms_norm};
   const double keeps = layer_activation_bytes(m, l, layout);
   out.activation_bytes += keeps;
-  if (kept == recompute::none) return;
+  if (kept == recompute::none) return 0;
+  const recompute policy = layout.policy;
   layout.policy = recompute::none;
-  out.rematerialized_bytes =
-      std::max(out.rematerialized_bytes, layer_activation_bytes(m, l, layout) - keeps);
+  const double whole = layer_activation_bytes(m, l, layout);
+  if (policy == recompute::full || j.recompute_ops) return whole - keeps;
+  double most = 0;  // selective by modules: each recomputed at its consumer's backward
+  layout.policy = recompute::selective;
+  for (std::size_t b = 1; b < perf::recompute_module_names.size(); ++b) {
+    const auto module = static_cast<perf::recompute_module>(b);
+    if (!perf::has(j.recompute_modules, module)) continue;
+    layout.modules = perf::bit(module);
+    most = std::max(most, whole - layer_activation_bytes(m, l, layout));
+  }
+  return most;
 }
+
+/// What recomputation holds of a stage's layers for a moment beyond what the micro-batches in
+/// flight keep (`stage_estimate::rematerialized_bytes`): layer by layer in the stage's order,
+/// what it makes again when the layer's backward begins and the stage's bytes kept through the
+/// layer (of a micro-batch).
+struct remade_tally {
+  std::vector<std::pair<double, double>> layers;
+  /// The layer just added to `st` (its bytes read once they are added).
+  void add(double remade, const stage_estimate& st) {
+    layers.emplace_back(remade, st.activation_bytes);
+  }
+  /// The largest of each layer's part less what its micro-batch has freed by then: what the
+  /// stage keeps after the layer (of `kept` in all) — the layers after it and the loss, whose
+  /// backwards ran first — but `last` (the embedding's, whose backward runs after the layers').
+  /// Block recomputation's first layers so need none while the layers after them keep more.
+  double moment(double kept, double last) const {
+    double most = 0;
+    for (const auto& [remade, through] : layers)
+      most = std::max(most, remade - (kept - through - last));
+    return most;
+  }
+};
 
 /// The embedding's lookup: it writes the activation (`shard` bytes, its sequence-parallel
 /// shard); its gradient is added back.
@@ -724,6 +757,7 @@ inline stage_estimate stage_costs(const transformer& m, const job& j, const clus
     backward_kernels += b.kernels;
     return f;
   };
+  remade_tally remade;  // what recomputation holds of a layer for a moment
   // Layer `l`, the `k`-th the stage runs (its decoder layers, then its MTP blocks).
   const auto add_layer = [&](int l, int k) {
     const perf::layer_kernels kernels = perf::layer_kernels_of(m, l, shard);
@@ -745,15 +779,14 @@ inline stage_estimate stage_costs(const transformer& m, const job& j, const clus
     comm_parts += time_split{.tp = lc.tp, .cp = lc.cp, .ep = lc.ep};
     selective.add(lc);
     hideable += lc.hideable;
-    add_layer_sizes(out, m, j, l, kept);
+    remade.add(add_layer_sizes(out, m, j, l, kept), out);
   };
   for (int k = 0; k < st.layers; ++k) add_layer(st.first_layer + k, k);
-  const edge_parameters e = edges(m);
   out.params += edge_params_of(m, st, j.tp);  // the embedding, or the head and final norm
-  if (st.embedding) {
-    const double shard = act / (j.sequence_parallel ? tp : 1);
-    out.activation_bytes += shard;
-    add(embedding_kernels(shard));
+  const double embedding_kept = st.embedding ? act / (j.sequence_parallel ? tp : 1) : 0;
+  if (st.embedding) {  // its backward runs after the layers'
+    out.activation_bytes += embedding_kept;
+    add(embedding_kernels(embedding_kept));
   }
   const auto add_head = [&] {  // the LM head and its loss
     add(head_kernels(m, T, j.tp, perf::dtype::bf16, shard.accumulate_bytes,
@@ -769,11 +802,10 @@ inline stage_estimate stage_costs(const transformer& m, const job& j, const clus
     add_layer(m.layers - 1, st.layers + k);
     add_head();
     out.params +=
-        (e.mtp / std::max(m.mtp_layers, 1) - layer_parameters(m, m.layers - 1).total()) / tp;
+        (edges(m).mtp / std::max(m.mtp_layers, 1) - layer_parameters(m, m.layers - 1).total()) / tp;
   }
   if (st.loss) add_head();
-  // Backward: its kernels, its communication mirrored; recomputation runs the layers' forward
-  // (full; not the head's) or the parts selective recomputation names again first.
+  // Backward: its kernels, its communication mirrored, what recomputation runs again first.
   forward += (out.forward.launch = launch_excess(forward, forward_kernels, o));
   backward += (out.backward.launch = launch_excess(backward, backward_kernels, o));
   const seconds again = j.policy == recompute::full || j.recompute_ops
@@ -789,6 +821,7 @@ inline stage_estimate stage_costs(const transformer& m, const job& j, const clus
   out.cost.W = weights;  // the weights' gradients
   out.cost.comm_F = hideable;
   out.cost.comm_B = hideable + hideable_again;
+  out.rematerialized_bytes = remade.moment(out.activation_bytes, embedding_kept);
   return out;
 }
 
@@ -1075,15 +1108,24 @@ inline seconds tied_embedding_sync(const job& j, const cluster& c, double params
 
 /// The most elements one parameter tensor of stage `ls` of model `m` has on a device of tensor
 /// parallelism `tp`: the vocabulary's (its 1/tp rows) where the stage holds the embedding or the
-/// head, else its layers' largest linear (the fused QKV, the fused gate and up projections, the
-/// second).
+/// head, else its layers' largest linear — the fused QKV (or latent attention's up projections),
+/// a dense MLP's fused gate and up projection, an expert's (each its own tensor, as DeepSpeed's
+/// MoE holds them) or the shared experts'.
 inline double largest_parameter(const transformer& m, const layout_stage& ls, int tp) {
   double most = ls.embedding || ls.loss ? m.vocab * m.hidden / tp : 0;
-  if (ls.layers + ls.mtp > 0) {
-    const double q = m.heads * m.head_dim, kv = m.kv_heads * m.head_dim;
-    const double up = (m.mlp == mlp_kind::gated ? 2 : 1) * m.ffn;
-    most = std::max({most, (q + 2 * kv) * m.hidden / tp, up * m.hidden / tp});
+  if (ls.layers + ls.mtp == 0) return most;
+  const double gated = m.mlp == mlp_kind::gated ? 2 : 1, h = m.hidden;
+  if (m.mla.active()) {
+    const mla_shape& a = m.mla;
+    const double q_in = a.q_lora_rank > 0 ? a.q_lora_rank : h;
+    most = std::max({most, q_in * m.heads * a.qk_head_dim() / tp,
+                     a.kv_lora_rank * m.heads * (a.qk_nope_head_dim + a.v_head_dim) / tp});
+  } else {
+    most = std::max(most, (m.heads + 2.0 * m.kv_heads) * m.head_dim * h / tp);
   }
+  most = std::max(most, gated * m.ffn * h / tp);
+  if (m.moe.active())
+    most = std::max({most, gated * m.moe.expert_ffn * h, gated * m.moe.shared_ffn * h / tp});
   return most;
 }
 
