@@ -1006,6 +1006,12 @@ TEST_CASE("recomputation holds what it makes again until the layer's backward en
   // x 1000) and the head's input (2sbh).
   const double loss = 4 * s * 1000 + 2 * s * b * h;
   CHECK(full.buffers_per_rank[1] == doctest::Approx(rest - loss));
+  // Beside what Scaling's pipeline engine holds through the step, not instead of it: the last
+  // stage's output buffers, two micro-batches' bf16 logits (2 x 1024 x 1000 bytes each).
+  job scaling = j;
+  scaling.grad_all_reduce_fp32 = scaling.grad_reduce_in_bf16 = true;
+  CHECK(estimate_job(m, scaling, c).buffers_per_rank[1] ==
+        doctest::Approx(2 * (2 * s * 1000) + rest - loss));
   // The moment counts toward the peak: the states as before, the buffers beside them.
   job kept = j;
   kept.policy = recompute::none;

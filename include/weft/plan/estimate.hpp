@@ -35,9 +35,10 @@ struct stage_estimate {
   double params = 0;            ///< parameters on one device but the routed experts' (tp shard)
   double expert_params = 0;     ///< the routed experts' on one device (tp and ep shards)
   double activation_bytes = 0;  ///< kept per micro-batch for the backward
-  /// What one of its passes needs beyond what it keeps, for a moment (an eager loss's
-  /// backward), with what the stage holds through the step (Scaling's output buffers)
+  /// What one of its passes needs beyond what it keeps, for a moment (an eager loss's backward)
   double working_bytes = 0;
+  /// What it holds through the step beside its model states (Scaling's output buffers)
+  double held_bytes = 0;
   /// What recomputation makes again of one of its layers and holds until that layer's backward
   /// ends, beyond what that micro-batch has freed by then (`remade_tally`): a moment of its
   /// backward's, while the other micro-batches in flight keep theirs.
@@ -716,11 +717,12 @@ inline void add_loss_memory(stage_estimate& out, const transformer& m, const job
   const double buffers = scaling_output_buffers(m, j, T);
   if (!j.loss_eager()) {
     out.activation_bytes += 4 * T * m.vocab / j.tp + act;
-    out.working_bytes = std::max(out.working_bytes, buffers);
+    out.held_bytes = std::max(out.held_bytes, buffers);
     return;
   }
   out.activation_bytes += 4 * T * m.vocab + act;
-  out.working_bytes = std::max(out.working_bytes, 8 * T * m.vocab + buffers);
+  out.working_bytes = std::max(out.working_bytes, 8 * T * m.vocab);
+  out.held_bytes = std::max(out.held_bytes, buffers);
 }
 
 /// Stage `st`'s costs and sizes for job `j` of model `m` on cluster `c`.
@@ -1129,18 +1131,18 @@ inline double largest_parameter(const transformer& m, const layout_stage& ls, in
   return most;
 }
 
-/// What stage `st` (laid out as `ls`) needs for a moment beyond what its micro-batches keep: its
-/// passes' working memory, what recomputation makes again of a layer; and DeepSpeed's
-/// BF16_Optimizer adds each parameter's 16-bit gradient into its fp32 one after every backward
-/// through an fp32 copy of it (`hp_grad.add_(lp.grad.to(hp_grad.dtype))`), the largest
-/// parameter's 4 bytes an element at once — when that backward's micro-batch has freed what it
-/// kept.
+/// What stage `st` (laid out as `ls`) needs beyond its model states and what its micro-batches
+/// keep: what it holds through the step, and the largest of its moments — its passes' working
+/// memory, what recomputation makes again of a layer, and DeepSpeed's BF16_Optimizer's copy: it
+/// adds each parameter's 16-bit gradient into its fp32 one after every backward through an fp32
+/// copy of it (`hp_grad.add_(lp.grad.to(hp_grad.dtype))`), the largest parameter's 4 bytes an
+/// element at once, when that backward's micro-batch has freed what it kept.
 inline double stage_moment_bytes(const stage_estimate& st, const layout_stage& ls,
                                  const transformer& m, const job& j) {
   double moment = std::max(st.working_bytes, st.rematerialized_bytes);
   if (j.deepspeed_bf16)
     moment = std::max(moment, 4 * largest_parameter(m, ls, j.tp) - st.activation_bytes);
-  return moment;
+  return st.held_bytes + moment;
 }
 
 /// What each pipeline rank of `out` (its stages and schedule set) holds: the parameters of its
