@@ -353,10 +353,8 @@ inline plan_search_result best_plan(const transformer& m, const job& asked, cons
   check_deepspeed_bf16(base);
   if (base.own_trainer() && (o.runtime == runs_on::megatron || megatron_code_only(base)))
     throw config_error(base.own_trainer_reason() + ": no Megatron-LM run, nor " +
-                       std::string(o.runtime == runs_on::megatron
-                                       ? "--runtime megatron"
-                                       : "what only Megatron-LM's code runs (tp-comm-overlap, "
-                                         "block recomputation, experts folded below tp)"));
+                       std::string(o.runtime == runs_on::megatron ? "--runtime megatron"
+                                                                  : megatron_code_only_features));
   if (const std::string why = not_run_because(base, o.runtime); !why.empty())
     throw config_error("--runtime " +
                        std::string(runs_on_names[static_cast<std::size_t>(o.runtime)]) + ": " +

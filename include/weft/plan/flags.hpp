@@ -124,6 +124,11 @@ inline bool megatron_code_only(const job& j) {
   return j.etp() != j.tp || j.tp_comm_overlap || block_recompute(j);
 }
 
+/// `megatron_code_only`'s features, as messages name them.
+inline constexpr std::string_view megatron_code_only_features =
+    "what only Megatron-LM's code runs (tp-comm-overlap, block recomputation, experts folded "
+    "below tp)";
+
 /// Whether, of Megatron-LM and torchtitan, only Megatron-LM runs job `j` whatever the schedule:
 /// what its code alone has, or fp16 with loss scaling (torchtitan's mixed precision is bf16's).
 /// A trainer of its own scales fp16's loss itself (PyTorch's GradScaler, Scaling's loss
@@ -155,23 +160,25 @@ inline bool recomputes_by_module(const job& j) {
 /// or empty when it does. `runs` is its empty case: the one place these rules live.
 inline std::string not_run_because(const job& j, runs_on r) {
   const bool torchtitan = r == runs_on::torchtitan;
-  const std::string megatron_schedules =
+  // The messages' parts, made only for a refusal: `runs` asks this of every plan.
+  constexpr std::string_view megatron_schedules =
       "Megatron-LM runs 1f1b, and interleaved on more than 2 pipeline ranks with micro-batches a "
       "multiple of them";
-  const std::string schedule =
-      "--schedule " + j.schedule + (j.schedule == "interleaved" ? " on these sizes" : "");
-  const std::string only_megatron =
-      j.fp16 ? "fp16 with its loss scaling (torchtitan's mixed precision is bf16's)"
-             : "what only Megatron-LM's code runs (tp-comm-overlap, block recomputation, experts "
-               "folded below tp)";
+  const auto schedule = [&] {
+    return "--schedule " + j.schedule + (j.schedule == "interleaved" ? " on these sizes" : "");
+  };
+  const auto only_megatron = [&] {
+    return std::string(j.fp16 ? "fp16 with its loss scaling (torchtitan's mixed precision is "
+                                "bf16's)"
+                              : megatron_code_only_features);
+  };
   // A trainer's own (PyTorch's eager operations, Scaling's all-reduce, DeepSpeed's BF16
   // optimizer, torchtitan's per-op checkpointing, PyTorch's attention): not Megatron's code.
   if (j.own_trainer()) {
     if (r == runs_on::megatron) return j.own_trainer_reason();
     if (megatron_code_only(j))
-      return j.own_trainer_reason() +
-             ", and the job needs what only Megatron-LM's code runs (tp-comm-overlap, block "
-             "recomputation, experts folded below tp)";
+      return j.own_trainer_reason() + ", and the job needs " +
+             std::string(megatron_code_only_features);
     if (j.overlap_moe_ep_comm)
       return j.own_trainer_reason() + ", and Megatron-LM's combined 1F1B is its code alone";
     // Scaling's trainer runs itself (torchtitan is not it), with its pipeline engine's schedule;
@@ -196,16 +203,16 @@ inline std::string not_run_because(const job& j, runs_on r) {
       return "Megatron-LM's combined 1F1B runs on its interleaved schedule, on more than 2 "
              "pipeline ranks with micro-batches a multiple of them (1f1b without a pipeline), "
              "not " +
-             schedule;
+             schedule();
     return {};
   }
   if (megatron_only(j)) {
     if (torchtitan)
       return j.fp16 ? "torchtitan trains in bf16 (it has no fp16 loss scaling)"
-                    : "the job needs " + only_megatron;
+                    : "the job needs " + only_megatron();
     if (!megatron_runs(j))
-      return "only Megatron-LM runs " + only_megatron + ", and not " + schedule + " (" +
-             megatron_schedules + ")";
+      return "only Megatron-LM runs " + only_megatron() + ", and not " + schedule() + " (" +
+             std::string(megatron_schedules) + ")";
     return {};
   }
   switch (r) {
@@ -213,7 +220,7 @@ inline std::string not_run_because(const job& j, runs_on r) {
       return {};
     case runs_on::megatron:
       if (megatron_runs(j)) return {};
-      return "it does not run " + schedule + " (" + megatron_schedules + ")";
+      return "it does not run " + schedule() + " (" + std::string(megatron_schedules) + ")";
     case runs_on::torchtitan:
       if (j.schedule == "dualpipe") return "it does not run dualpipe (DualPipe's two copies)";
       if (recomputes_by_module(j))
